@@ -1,0 +1,109 @@
+import { spawn } from 'node:child_process';
+import { ZzError } from '../errors.js';
+
+// Native git is spawned with an argument array, never through a shell. Git's own
+// environment variables are scrubbed so that a daemon started from inside a hook or an
+// IDE terminal (GIT_DIR, GIT_INDEX_FILE, …) cannot be pointed at another repository.
+
+export interface GitRunOptions {
+  cwd: string;
+  input?: string | Buffer;
+  env?: Record<string, string>;
+  /** Exit codes that are not failures (e.g. 1 for `git diff --quiet`). */
+  okCodes?: number[];
+  maxBuffer?: number;
+  timeoutMs?: number;
+}
+
+export interface GitRunResult {
+  stdout: Buffer;
+  stderr: string;
+  code: number;
+}
+
+const SCRUBBED = [
+  'GIT_DIR',
+  'GIT_WORK_TREE',
+  'GIT_INDEX_FILE',
+  'GIT_OBJECT_DIRECTORY',
+  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+  'GIT_COMMON_DIR',
+  'GIT_NAMESPACE',
+  'GIT_CEILING_DIRECTORIES',
+  'GIT_PREFIX',
+];
+
+export function gitEnv(extra?: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of SCRUBBED) delete env[k];
+  env.GIT_TERMINAL_PROMPT = '0';
+  env.LC_ALL = 'C';
+  return { ...env, ...extra };
+}
+
+/**
+ * Refuses anything that git could read as an option where a ref or revision is expected.
+ * Call it on every user-influenced ref before it becomes an argument.
+ */
+export function assertRevArg(value: string, what = 'ref'): string {
+  if (value.length === 0 || value.startsWith('-') || /[\0\n\r]/.test(value)) {
+    throw new ZzError(
+      'invalid_argument',
+      `${what} "${value.slice(0, 80)}" is not a valid revision`,
+    );
+  }
+  return value;
+}
+
+export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
+  const maxBuffer = opts.maxBuffer ?? 256 * 1024 * 1024;
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args as string[], {
+      cwd: opts.cwd,
+      env: gitEnv(opts.env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      timeout: opts.timeoutMs,
+    });
+    const out: Buffer[] = [];
+    let outLen = 0;
+    let err = '';
+    child.stdout.on('data', (b: Buffer) => {
+      outLen += b.length;
+      if (outLen > maxBuffer) {
+        child.kill('SIGKILL');
+        return;
+      }
+      out.push(b);
+    });
+    child.stderr.on('data', (b: Buffer) => {
+      if (err.length < 64 * 1024) err += b.toString('utf8');
+    });
+    child.on('error', (e) =>
+      reject(new ZzError('git_failed', `could not run git: ${e.message}`, undefined, { cause: e })),
+    );
+    child.on('close', (code, signal) => {
+      const rc = code ?? 128;
+      if (outLen > maxBuffer) {
+        reject(new ZzError('git_failed', `git ${args[0]} produced more than ${maxBuffer} bytes`));
+        return;
+      }
+      if (rc !== 0 && !(opts.okCodes ?? []).includes(rc)) {
+        const msg =
+          err.trim().split('\n').slice(-3).join(' ') || `exit ${rc}${signal ? ` (${signal})` : ''}`;
+        reject(
+          new ZzError('git_failed', `git ${args[0]} failed: ${msg}`, { code: rc, stderr: err }),
+        );
+        return;
+      }
+      resolve({ stdout: Buffer.concat(out), stderr: err, code: rc });
+    });
+    if (opts.input !== undefined) child.stdin.end(opts.input);
+    else child.stdin.end();
+  });
+}
+
+/** Runs git and returns stdout as UTF-8 with the trailing newline removed. */
+export async function git(args: readonly string[], opts: GitRunOptions): Promise<string> {
+  const r = await runGit(args, opts);
+  return r.stdout.toString('utf8').replace(/\n$/, '');
+}

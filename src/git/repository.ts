@@ -1,0 +1,174 @@
+import { basename, isAbsolute, resolve } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { ZzError } from '../errors.js';
+import { CatFile } from './cat-file.js';
+import { git, runGit } from './native-git.js';
+import { ObjectWriter } from './objects.js';
+import { RefStore } from './ref-store.js';
+
+// Repository discovery and the handles every higher layer uses. gitdir is always the
+// *common* dir (`git rev-parse --git-common-dir`): refs and objects live there, so a linked
+// worktree and the main checkout see the same refs/zz/*.
+
+export interface GitRepository {
+  /** The checkout's top level; null for a bare repository. */
+  workTree: string | null;
+  /** The common git dir (shared by linked worktrees). */
+  gitdir: string;
+  /** The per-worktree git dir (HEAD, index of this checkout). */
+  worktreeGitdir: string;
+  objects: ObjectWriter;
+  refs: RefStore;
+  catFile: CatFile;
+  close(): void;
+}
+
+export interface OpenOptions {
+  fsync?: boolean;
+  lockTimeoutMs?: number;
+}
+
+export async function discoverRepository(
+  cwd: string,
+): Promise<{ workTree: string | null; gitdir: string; worktreeGitdir: string }> {
+  let out: string;
+  try {
+    out = await git(
+      [
+        'rev-parse',
+        '--path-format=absolute',
+        '--is-bare-repository',
+        '--git-common-dir',
+        '--git-dir',
+        '--show-toplevel',
+      ],
+      { cwd, okCodes: [] },
+    );
+  } catch {
+    // --show-toplevel fails in a bare repository; ask again without it.
+    try {
+      out = await git(
+        [
+          'rev-parse',
+          '--path-format=absolute',
+          '--is-bare-repository',
+          '--git-common-dir',
+          '--git-dir',
+        ],
+        {
+          cwd,
+        },
+      );
+    } catch {
+      throw new ZzError('not_a_repository', `not a git repository: ${cwd}`);
+    }
+  }
+  const [bare, common, dir, top] = out.split('\n');
+  if (!common || !dir) throw new ZzError('not_a_repository', `not a git repository: ${cwd}`);
+  const abs = (p: string) => realpathSync(isAbsolute(p) ? p : resolve(cwd, p));
+  const repo = {
+    workTree: bare === 'true' || !top ? null : abs(top),
+    gitdir: abs(common),
+    worktreeGitdir: abs(dir),
+  };
+  await assertSupported(repo.gitdir);
+  return repo;
+}
+
+async function assertSupported(gitdir: string): Promise<void> {
+  const r = await runGit(['--git-dir', gitdir, 'config', '--get-regexp', '^extensions\\.'], {
+    cwd: gitdir,
+    okCodes: [1],
+  });
+  const ext = new Map<string, string>();
+  for (const line of r.stdout.toString('utf8').split('\n')) {
+    const sp = line.indexOf(' ');
+    if (sp > 0)
+      ext.set(
+        line.slice(0, sp).toLowerCase(),
+        line
+          .slice(sp + 1)
+          .trim()
+          .toLowerCase(),
+      );
+  }
+  const refStorage = ext.get('extensions.refstorage');
+  if (refStorage && refStorage !== 'files') {
+    throw new ZzError(
+      'unsupported_repository',
+      `this repository stores refs as "${refStorage}" (extensions.refStorage); zz supports only the "files" ref backend so far`,
+    );
+  }
+  const objectFormat = ext.get('extensions.objectformat');
+  if (objectFormat && objectFormat !== 'sha1') {
+    throw new ZzError(
+      'unsupported_repository',
+      `this repository uses ${objectFormat} object ids (extensions.objectFormat); zz supports only sha1 repositories so far`,
+    );
+  }
+}
+
+export async function openRepository(cwd: string, opts: OpenOptions = {}): Promise<GitRepository> {
+  const found = await discoverRepository(cwd);
+  const catFile = new CatFile(found.gitdir);
+  return {
+    ...found,
+    objects: new ObjectWriter(found.gitdir, { fsync: false }),
+    refs: new RefStore(found.gitdir, {
+      ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+      ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),
+    }),
+    catFile,
+    close: () => catFile.close(),
+  };
+}
+
+/**
+ * `<owner>/<repo>`: `git config zz.repo`, else the origin URL, else `local/<folder>`.
+ */
+export async function repoKeyOf(repo: {
+  gitdir: string;
+  workTree: string | null;
+}): Promise<string> {
+  const cfg = async (key: string) =>
+    (
+      await runGit(['--git-dir', repo.gitdir, 'config', '--get', key], {
+        cwd: repo.gitdir,
+        okCodes: [1],
+      })
+    ).stdout
+      .toString('utf8')
+      .trim();
+  const explicit = await cfg('zz.repo');
+  if (explicit) return normalizeRepoKey(explicit);
+  const origin = await cfg('remote.origin.url');
+  const fromUrl = origin ? repoKeyFromUrl(origin) : null;
+  if (fromUrl) return fromUrl;
+  const folder = repo.workTree
+    ? basename(repo.workTree)
+    : basename(repo.gitdir.replace(/\/\.git$/, ''));
+  return normalizeRepoKey(`local/${folder.replace(/\.git$/, '')}`);
+}
+
+export function repoKeyFromUrl(url: string): string | null {
+  const m = /[:/]([^/:]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url.trim());
+  if (!m) return null;
+  try {
+    return normalizeRepoKey(`${m[1]}/${m[2]}`);
+  } catch {
+    return null;
+  }
+}
+
+const KEY_PART = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/;
+
+export function normalizeRepoKey(key: string): string {
+  const parts = key.split('/');
+  if (parts.length !== 2 || !parts.every((p) => KEY_PART.test(p) && !p.endsWith('.lock'))) {
+    throw new ZzError(
+      'invalid_argument',
+      `invalid repo key "${key.slice(0, 100)}": expected <owner>/<repo>`,
+    );
+  }
+  return key;
+}

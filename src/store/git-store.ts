@@ -1,0 +1,224 @@
+import { ZzError } from '../errors.js';
+import {
+  EMPTY_TREE_OID,
+  parseCommit,
+  parseTree,
+  RefCasError,
+  runGit,
+  type GitRepository,
+  type Signature,
+  type TreeEntry,
+} from '../git/index.js';
+import { formatOpMessage, parseOpMessage } from './op-message.js';
+import type { CommitRecord, CommitRequest, Store } from './store.js';
+
+// Entities on real refs. Objects are all written (atomically, by ObjectWriter) before the ref
+// moves by CAS (RefStore), so a crash at any point leaves either the old state or the new one,
+// plus at worst some unreachable objects that `git gc` prunes later.
+
+const TREE_CACHE_MAX = 20_000;
+
+export class GitStore implements Store {
+  readonly kind = 'git' as const;
+  private readonly trees = new Map<string, TreeEntry[]>();
+  private readonly commitTrees = new Map<string, string>();
+
+  constructor(private readonly repo: GitRepository) {}
+
+  head(ref: string): Promise<string | null> {
+    return this.repo.refs.read(ref);
+  }
+
+  listRefs(prefix: string): Promise<Map<string, string>> {
+    return this.repo.refs.list(prefix);
+  }
+
+  private async treeOf(revision: string): Promise<string> {
+    const cached = this.commitTrees.get(revision);
+    if (cached) return cached;
+    const obj = await this.repo.catFile.read(revision);
+    if (!obj || obj.type !== 'commit')
+      throw new ZzError('not_found', `revision ${revision} not found`);
+    const tree = parseCommit(obj.data).tree;
+    this.remember(this.commitTrees, revision, tree);
+    return tree;
+  }
+
+  private async readTree(oid: string): Promise<TreeEntry[]> {
+    const cached = this.trees.get(oid);
+    if (cached) return cached;
+    const obj = await this.repo.catFile.read(oid);
+    if (!obj || obj.type !== 'tree') throw new ZzError('git_failed', `tree ${oid} is missing`);
+    const entries = parseTree(obj.data);
+    this.remember(this.trees, oid, entries);
+    return entries;
+  }
+
+  private remember<V>(m: Map<string, V>, k: string, v: V): void {
+    if (m.size >= TREE_CACHE_MAX) {
+      const first = m.keys().next().value;
+      if (first !== undefined) m.delete(first);
+    }
+    m.set(k, v);
+  }
+
+  async readFile(revision: string, path: string): Promise<string | null> {
+    const parts = path.split('/');
+    let tree = await this.treeOf(revision);
+    for (let i = 0; i < parts.length; i++) {
+      const entry = (await this.readTree(tree)).find((e) => e.name === parts[i]);
+      if (!entry) return null;
+      if (i === parts.length - 1) {
+        if (entry.mode === '040000') return null;
+        const blob = await this.repo.catFile.read(entry.oid);
+        return blob ? blob.data.toString('utf8') : null;
+      }
+      if (entry.mode !== '040000') return null;
+      tree = entry.oid;
+    }
+    return null;
+  }
+
+  async readAll(revision: string, dir = ''): Promise<Map<string, string>> {
+    let tree = await this.treeOf(revision);
+    if (dir) {
+      for (const part of dir.split('/')) {
+        const entry = (await this.readTree(tree)).find(
+          (e) => e.name === part && e.mode === '040000',
+        );
+        if (!entry) return new Map();
+        tree = entry.oid;
+      }
+    }
+    const blobs: Array<[string, string]> = [];
+    const walk = async (oid: string, prefix: string): Promise<void> => {
+      const entries = await this.readTree(oid);
+      await Promise.all(
+        entries.map(async (e) => {
+          if (e.mode === '040000') await walk(e.oid, prefix + e.name + '/');
+          else blobs.push([prefix + e.name, e.oid]);
+        }),
+      );
+    };
+    await walk(tree, dir ? dir + '/' : '');
+    const out = new Map<string, string>();
+    const contents = await Promise.all(blobs.map(([, oid]) => this.repo.catFile.read(oid)));
+    blobs.forEach(([path], i) => {
+      const obj = contents[i];
+      if (obj) out.set(path, obj.data.toString('utf8'));
+    });
+    return out;
+  }
+
+  async history(ref: string, since?: string | null): Promise<CommitRecord[]> {
+    const head = await this.head(ref);
+    if (!head || head === since) return [];
+    const args = [
+      '--git-dir',
+      this.repo.gitdir,
+      'log',
+      '--format=%H%x00%P%x00%B%x1e',
+      '--reverse',
+      '--topo-order',
+      head,
+    ];
+    if (since) args.push('^' + since);
+    args.push('--');
+    const r = await runGit(args, { cwd: this.repo.gitdir });
+    const out: CommitRecord[] = [];
+    for (const rec of r.stdout.toString('utf8').split('\x1e')) {
+      const body = rec.replace(/^\n/, '');
+      if (!body) continue;
+      const [revision, parents, message] = body.split('\0');
+      if (!revision) continue;
+      out.push({
+        revision,
+        parents: parents ? parents.split(' ').filter(Boolean) : [],
+        ops: parseOpMessage(message ?? ''),
+      });
+    }
+    return out;
+  }
+
+  async commit(ref: string, req: CommitRequest): Promise<string> {
+    // Cheap early refusal; the lockfile CAS below is what actually guarantees it.
+    const current = await this.head(ref);
+    if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
+    const baseTree = req.parent ? await this.treeOf(req.parent) : null;
+    const changes: Array<[string[], string | null]> = [...req.changes].map(([p, c]) => [
+      p.split('/'),
+      c,
+    ]);
+    const tree = (await this.writeTreeWith(baseTree, changes)) ?? EMPTY_TREE_OID;
+    if (tree === EMPTY_TREE_OID) await this.repo.objects.tree([]);
+    const now = Math.floor(Date.now() / 1000);
+    const author = actorSignature(req.ops[0]?.actor ?? 'zz', now);
+    const committer: Signature = { name: 'zz', email: 'zz@localhost', time: now };
+    const oid = await this.repo.objects.commit({
+      tree,
+      parents: req.parent ? [req.parent] : [],
+      author,
+      committer,
+      message: formatOpMessage(req.summary, req.ops),
+    });
+    this.remember(this.commitTrees, oid, tree);
+    await this.repo.refs.cas(ref, req.parent, oid);
+    return oid;
+  }
+
+  // Rewrites only the trees on the paths that changed: a write to one Ask of a Lane holding
+  // thousands rewrites the blob, its fan-out tree, `asks/` and the root.
+  private async writeTreeWith(
+    oid: string | null,
+    changes: Array<[string[], string | null]>,
+  ): Promise<string | null> {
+    const entries = new Map<string, TreeEntry>();
+    if (oid) for (const e of await this.readTree(oid)) entries.set(e.name, e);
+    const sub = new Map<string, Array<[string[], string | null]>>();
+    const blobWrites: Array<Promise<void>> = [];
+    for (const [parts, content] of changes) {
+      const [head, ...rest] = parts;
+      if (head === undefined) continue;
+      if (rest.length === 0) {
+        if (content === null) entries.delete(head);
+        else
+          blobWrites.push(
+            this.repo.objects.blob(content).then((blobOid) => {
+              entries.set(head, { mode: '100644', name: head, oid: blobOid });
+            }),
+          );
+      } else {
+        let list = sub.get(head);
+        if (!list) sub.set(head, (list = []));
+        list.push([rest, content]);
+      }
+    }
+    await Promise.all([
+      ...blobWrites,
+      ...[...sub].map(async ([name, list]) => {
+        const existing = entries.get(name);
+        const child = await this.writeTreeWith(
+          existing?.mode === '040000' ? existing.oid : null,
+          list,
+        );
+        if (child === null) entries.delete(name);
+        else entries.set(name, { mode: '040000', name, oid: child });
+      }),
+    ]);
+    if (entries.size === 0) return null;
+    const list = [...entries.values()];
+    const treeOid = await this.repo.objects.tree(list);
+    this.remember(this.trees, treeOid, list);
+    return treeOid;
+  }
+
+  close(): void {
+    this.repo.close();
+  }
+}
+
+export function actorSignature(actor: string, time: number): Signature {
+  const clean = actor.replace(/[<>\n\r\0]/g, '');
+  const email = clean.replace(/\[.*\]$/, '');
+  return { name: clean, email: email.includes('@') ? email : `${email}@zz.local`, time };
+}

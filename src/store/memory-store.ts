@@ -1,0 +1,71 @@
+import { createHash } from 'node:crypto';
+import { RefCasError } from '../git/index.js';
+import type { CommitRecord, CommitRequest, Store } from './store.js';
+
+// The same contract held in memory: for tests of the layers above and as the reference the
+// git store is checked against. Revisions are content hashes so they look like git's.
+
+interface MemCommit {
+  files: Map<string, string>;
+  parents: string[];
+  ops: CommitRecord['ops'];
+}
+
+export class MemoryStore implements Store {
+  readonly kind = 'memory' as const;
+  private readonly refs = new Map<string, string>();
+  private readonly commits = new Map<string, MemCommit>();
+  private counter = 0;
+
+  async head(ref: string): Promise<string | null> {
+    return this.refs.get(ref) ?? null;
+  }
+
+  async listRefs(prefix: string): Promise<Map<string, string>> {
+    return new Map([...this.refs].filter(([r]) => r.startsWith(prefix)));
+  }
+
+  async readFile(revision: string, path: string): Promise<string | null> {
+    return this.commits.get(revision)?.files.get(path) ?? null;
+  }
+
+  async readAll(revision: string, dir = ''): Promise<Map<string, string>> {
+    const files = this.commits.get(revision)?.files ?? new Map<string, string>();
+    if (!dir) return new Map(files);
+    return new Map([...files].filter(([p]) => p.startsWith(dir + '/')));
+  }
+
+  async history(ref: string, since?: string | null): Promise<CommitRecord[]> {
+    const out: CommitRecord[] = [];
+    let cur = this.refs.get(ref) ?? null;
+    while (cur && cur !== since) {
+      const c = this.commits.get(cur);
+      if (!c) break;
+      out.push({ revision: cur, parents: c.parents, ops: c.ops });
+      cur = c.parents[0] ?? null;
+    }
+    return out.reverse();
+  }
+
+  async commit(ref: string, req: CommitRequest): Promise<string> {
+    const current = this.refs.get(ref) ?? null;
+    if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
+    const files = new Map(req.parent ? this.commits.get(req.parent)?.files : undefined);
+    for (const [p, c] of req.changes) {
+      if (c === null) files.delete(p);
+      else files.set(p, c);
+    }
+    const oid = createHash('sha1')
+      .update(`${ref}\0${req.parent}\0${++this.counter}\0${JSON.stringify(req.ops)}`)
+      .digest('hex');
+    this.commits.set(oid, {
+      files,
+      parents: req.parent ? [req.parent] : [],
+      ops: structuredClone(req.ops),
+    });
+    this.refs.set(ref, oid);
+    return oid;
+  }
+
+  close(): void {}
+}

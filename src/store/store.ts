@@ -1,0 +1,52 @@
+// The storage contract: refs that each hold a tree of files, moved one commit at a time by
+// compare-and-swap. Implemented on git (git-store.ts) and in memory (memory-store.ts); one
+// contract suite (test/store/store-contract.ts) runs against both.
+
+/** One operation as recorded in a commit: enough to replay it without any other input. */
+export interface OpRecord {
+  /** Unique per operation; with lamport and actor it orders replays deterministically. */
+  id: string;
+  op: string;
+  actor: string;
+  lamport: number;
+  /** ISO-8601 time the operation was applied. */
+  time: string;
+  key?: string;
+  /** Hash of the request that carried `key`, to tell a retry from a reuse. */
+  request_hash?: string;
+  args: Record<string, unknown>;
+  /** Values the operation decided (generated ids, lease expiry, …). */
+  out?: Record<string, unknown>;
+}
+
+export interface CommitRecord {
+  revision: string;
+  parents: string[];
+  ops: OpRecord[];
+}
+
+/** path → new content, or null to delete. */
+export type FileChanges = Map<string, string | null>;
+
+export interface CommitRequest {
+  /** The revision the change was computed against (null: the ref must not exist yet). */
+  parent: string | null;
+  changes: FileChanges;
+  ops: OpRecord[];
+  /** First line of the commit message. */
+  summary: string;
+}
+
+export interface Store {
+  readonly kind: 'git' | 'memory';
+  head(ref: string): Promise<string | null>;
+  listRefs(prefix: string): Promise<Map<string, string>>;
+  readFile(revision: string, path: string): Promise<string | null>;
+  /** Every file below `dir` ('' = all) at a revision. */
+  readAll(revision: string, dir?: string): Promise<Map<string, string>>;
+  /** Commits reachable from ref (after `since`, exclusive), oldest first. */
+  history(ref: string, since?: string | null): Promise<CommitRecord[]>;
+  /** One commit; moves `ref` by CAS from `parent`. Throws RefCasError when the ref moved. */
+  commit(ref: string, req: CommitRequest): Promise<string>;
+  close(): void;
+}

@@ -1,0 +1,34 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export function sh(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, GIT_AUTHOR_DATE: '', GIT_COMMITTER_DATE: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }).trim();
+}
+
+/** A real repository with one commit on main, and a cleanup function. */
+export function makeRepo(prefix = 'zz-test-'): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  sh(dir, 'init', '-q', '-b', 'main');
+  sh(dir, 'config', 'user.email', 'owner@example.com');
+  sh(dir, 'config', 'user.name', 'Owner');
+  sh(dir, 'config', 'commit.gpgsign', 'false');
+  writeFileSync(join(dir, 'README.md'), '# demo\n\nA demo repository.\n');
+  sh(dir, 'add', '.');
+  sh(dir, 'commit', '-q', '-m', 'initial');
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export function fsck(dir: string): string {
+  return execFileSync('git', ['fsck', '--full', '--strict', '--no-dangling'], {
+    cwd: dir,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}

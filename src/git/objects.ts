@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp, constants as fsc } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 
@@ -137,12 +137,15 @@ export class ObjectWriter {
     const dir = join(this.gitdir, 'objects', oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
     // An existing file is complete: nothing ever writes object files in place here, and git
-    // only renames finished objects into place too.
+    // only renames finished objects into place too. Like git (freshen_loose_object) we touch
+    // it instead of rewriting it: an old unreachable object we are about to reference must not
+    // look prunable to a `git gc` running beside us. If we cannot touch it, write a fresh copy.
     try {
-      await fsp.access(file, fsc.F_OK);
+      const now = new Date();
+      await fsp.utimes(file, now, now);
       return oid;
     } catch {
-      /* absent: write it */
+      /* absent (or not ours to touch): write it */
     }
     if (!this.knownDirs.has(dir)) {
       await fsp.mkdir(dir, { recursive: true });

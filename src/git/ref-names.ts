@@ -31,13 +31,23 @@ export function assertTreePath(path: string, what = 'path'): string {
   for (const c of path.split('/')) {
     if (c === '') throw bad('empty component');
     if (c === '.' || c === '..') throw bad('contains "." or ".."');
-    if (c.toLowerCase() === '.git') throw bad('contains ".git"');
+    if (isDotGit(c)) throw bad('contains ".git"');
   }
   return path;
 }
 
+// Every spelling that git's fsck (is_ntfs_dotgit, is_hfs_dotgit) reads as `.git`: a tree
+// holding one fails `git fsck`, is refused by hosts that check pushes, and is unsafe to check
+// out on Windows or macOS.
+const HFS_IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
+function isDotGit(component: string): boolean {
+  return (
+    /^(\.git|git~1)[. ]*(:.*)?$/i.test(component) ||
+    component.replace(HFS_IGNORABLE, '').toLowerCase() === '.git'
+  );
+}
+
 export function printable(s: string): string {
-  // eslint-disable-next-line no-control-regex
   return s
     .slice(0, 120)
     .replace(/[\0-\x1f\x7f]/g, (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`);

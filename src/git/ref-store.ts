@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -10,10 +11,17 @@ import { assertRefName, OID_RE } from './ref-names.js';
 // `git fetch`, `git update-ref`, `git pack-refs` and `git gc` can run beside us.
 //
 // Stale locks: git never removes a lock it did not take, and neither do we unless we can
-// prove it is ours. Next to each lock we hold we write an owner marker (pid, host, inode of
-// the lock) under <gitdir>/zz/locks/. A lock whose marker names a dead process on this host
-// and whose inode matches is a crash leftover and is removed; any other lock is treated as
-// live and, past the timeout, reported with its path so a person can decide.
+// prove it is ours. The proof must exist for as long as the lock does, so the lock is never
+// created bare: we first create an owner token, <gitdir>/zz/locks/<host>.<pid>.<nonce>, and
+// then take the lock by hard-linking the token to `<ref>.lock` (link() fails with EEXIST just
+// as git's O_EXCL open does, so the two protocols exclude each other). While the token exists
+// it pins the inode, so a lock with the token's inode is ours. A lock whose token names a dead
+// process on this host is a crash leftover: a recoverer claims it by renaming the token to a
+// token of its own (only one recoverer can win that rename), then removes the lock. Any other
+// lock is treated as live and, past the timeout, reported with its path so a person can decide.
+// (An earlier version wrote a separate owner marker after creating the lock and removed it
+// before the final rename; a process killed in either window left a lock nobody could prove
+// stale.) Where hard links are not supported we fall back to a bare O_EXCL lock, like git.
 
 export class RefCasError extends ZzError {
   constructor(
@@ -46,6 +54,8 @@ export class RefStore {
   private readonly lockTimeoutMs: number;
   private readonly fsync: boolean;
   private readonly host = hostname();
+  private linkable = true;
+  private sweptTokens = false;
 
   constructor(
     readonly gitdir: string,
@@ -142,96 +152,193 @@ export class RefStore {
     if (!OID_RE.test(next)) throw new ZzError('internal', `refusing to write non-oid to ${ref}`);
     const path = this.refPath(ref);
     const lock = path + '.lock';
-    await fsp.mkdir(dirname(path), { recursive: true });
-    const fh = await this.acquire(ref, lock);
+    const held = await this.acquire(ref, lock);
     let renamed = false;
     try {
       const current = await this.read(ref);
       if (current !== expected) throw new RefCasError(ref, expected, current);
-      await fh.writeFile(next + '\n');
-      if (this.fsync) await fh.sync();
-      await fh.close();
-      // The marker goes before the lock: once the lock is renamed another process may take
-      // the ref and write its own marker, which we must not delete.
-      await fsp.rm(this.markerPath(ref), { force: true });
+      await held.fh.writeFile(next + '\n');
+      if (this.fsync) await held.fh.sync();
+      await held.fh.close();
       await fsp.rename(lock, path);
       renamed = true;
     } finally {
-      if (!renamed) {
-        await fh.close().catch(() => {});
-        await fsp.rm(this.markerPath(ref), { force: true });
-        await fsp.rm(lock, { force: true });
+      await held.fh.close().catch(() => {});
+      // The lock goes before the token: a lock must never outlive the proof that it is ours.
+      if (!renamed) await fsp.rm(lock, { force: true });
+      if (held.token) await fsp.rm(held.token, { force: true });
+    }
+  }
+
+  private get lockDir(): string {
+    return join(this.gitdir, 'zz', 'locks');
+  }
+
+  /** Creates our owner token (an empty file whose name says who we are). */
+  private async newToken(): Promise<{ fh: fsp.FileHandle; token: string }> {
+    const token = join(
+      this.lockDir,
+      `${encodeURIComponent(this.host)}.${process.pid}.${randomBytes(6).toString('hex')}`,
+    );
+    for (let i = 0; ; i++) {
+      try {
+        return { fh: await fsp.open(token, 'wx', 0o644), token };
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || i > 0) throw e;
+        await fsp.mkdir(this.lockDir, { recursive: true });
       }
     }
   }
 
-  private markerPath(ref: string): string {
-    return join(this.gitdir, 'zz', 'locks', encodeURIComponent(ref));
-  }
-
-  private async acquire(ref: string, lock: string): Promise<fsp.FileHandle> {
+  private async acquire(
+    ref: string,
+    lock: string,
+  ): Promise<{ fh: fsp.FileHandle; token: string | null }> {
     const deadline = Date.now() + this.lockTimeoutMs;
     let delay = 1;
-    for (;;) {
+    let missingDir = 0;
+    let linkable = this.linkable;
+    let held: { fh: fsp.FileHandle; token: string } | null = null;
+    if (linkable) {
+      held = await this.newToken();
+      if (!this.sweptTokens) {
+        this.sweptTokens = true;
+        await this.sweepOrphanTokens();
+      }
+    }
+    try {
+      for (;;) {
+        try {
+          if (held) {
+            await fsp.link(held.token, lock);
+            return held;
+          }
+          return { fh: await fsp.open(lock, 'wx', 0o644), token: null };
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT' && missingDir++ < 5) {
+            // The ref's directory is missing, or `git pack-refs` pruned it as empty a moment
+            // after we made it (git retries the same way, see raceproof_create_file).
+            await fsp.mkdir(dirname(lock), { recursive: true });
+            continue;
+          }
+          if (held && LINK_UNSUPPORTED.has(code ?? '')) {
+            this.linkable = linkable = false;
+            await held.fh.close();
+            await fsp.rm(held.token, { force: true });
+            held = null;
+            continue;
+          }
+          if (code !== 'EEXIST') throw e;
+        }
+        if (linkable && (await this.removeIfStale(lock))) continue;
+        if (Date.now() > deadline) {
+          const age = await fsp
+            .stat(lock)
+            .then((s) => Math.round((Date.now() - s.mtimeMs) / 1000))
+            .catch(() => 0);
+          throw new ZzError(
+            'ref_locked',
+            `${ref} is locked by another process (${lock} exists, ${age}s old); if no git or zz process is running, remove that file`,
+            { lock },
+          );
+        }
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 50);
+      }
+    } catch (e) {
+      if (held) {
+        await held.fh.close().catch(() => {});
+        await fsp.rm(held.token, { force: true });
+      }
+      throw e;
+    }
+  }
+
+  private async tokens(): Promise<Array<{ path: string; pid: number; host: string }>> {
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.lockDir);
+    } catch {
+      return [];
+    }
+    const out: Array<{ path: string; pid: number; host: string }> = [];
+    for (const name of names) {
+      const m = /^(.+)\.(\d+)\.[0-9a-f]+$/.exec(name);
+      if (!m) continue;
+      let host: string;
       try {
-        const fh = await fsp.open(lock, 'wx', 0o644);
-        await this.writeMarker(ref, fh).catch(() => {});
-        return fh;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        host = decodeURIComponent(m[1]!);
+      } catch {
+        continue;
       }
-      if (await this.removeIfOurStaleLock(ref, lock)) continue;
-      if (Date.now() > deadline) {
-        const age = await fsp
-          .stat(lock)
-          .then((s) => Math.round((Date.now() - s.mtimeMs) / 1000))
-          .catch(() => 0);
-        throw new ZzError(
-          'ref_locked',
-          `${ref} is locked by another process (${lock} exists, ${age}s old); if no git or zz process is running, remove that file`,
-          { lock },
-        );
-      }
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 50);
+      out.push({ path: join(this.lockDir, name), pid: Number(m[2]), host });
     }
+    return out;
   }
 
-  private async writeMarker(ref: string, fh: fsp.FileHandle): Promise<void> {
-    const st = await fh.stat({ bigint: true });
-    const marker = this.markerPath(ref);
-    await fsp.mkdir(dirname(marker), { recursive: true });
-    await fsp.writeFile(
-      marker,
-      JSON.stringify({
-        pid: process.pid,
-        host: this.host,
-        ino: String(st.ino),
-        dev: String(st.dev),
-      }),
-    );
+  private isDeadHere(t: { pid: number; host: string }): boolean {
+    return t.host === this.host && t.pid !== process.pid && !isAlive(t.pid);
   }
 
-  private async removeIfOurStaleLock(ref: string, lock: string): Promise<boolean> {
-    let marker: { pid: number; host: string; ino: string; dev: string };
+  /** Removes `lock` when its token names a dead process on this host. True: retry now. */
+  private async removeIfStale(lock: string): Promise<boolean> {
+    let st;
     try {
-      marker = JSON.parse(await fsp.readFile(this.markerPath(ref), 'utf8'));
+      st = await fsp.stat(lock, { bigint: true });
     } catch {
-      return false;
+      return true; // released meanwhile
     }
-    if (marker.host !== this.host || marker.pid === process.pid || isAlive(marker.pid))
-      return false;
-    try {
-      const st = await fsp.stat(lock, { bigint: true });
-      if (String(st.ino) !== marker.ino || String(st.dev) !== marker.dev) return false;
-      await fsp.unlink(lock);
-      await fsp.rm(this.markerPath(ref), { force: true });
+    if (st.nlink < 2n) return false; // no token links to it: not taken by us
+    for (const t of await this.tokens()) {
+      let ts;
+      try {
+        ts = await fsp.stat(t.path, { bigint: true });
+      } catch {
+        continue;
+      }
+      if (ts.ino !== st.ino || ts.dev !== st.dev) continue;
+      if (!this.isDeadHere(t)) return false;
+      // Claim the dead owner's lock: of several recoverers only one wins this rename, and the
+      // claimed token (now ours) still pins the inode while we remove the lock.
+      const claimed = join(
+        this.lockDir,
+        `${encodeURIComponent(this.host)}.${process.pid}.${randomBytes(6).toString('hex')}`,
+      );
+      try {
+        await fsp.rename(t.path, claimed);
+      } catch {
+        return true; // another recoverer won
+      }
+      try {
+        const again = await fsp.stat(lock, { bigint: true }).catch(() => null);
+        if (again && again.ino === st.ino && again.dev === st.dev) await fsp.unlink(lock);
+      } finally {
+        await fsp.rm(claimed, { force: true });
+      }
       return true;
-    } catch {
-      return false;
+    }
+    return false;
+  }
+
+  // Tokens left by processes killed before they linked, or after their lock became the ref,
+  // link to nothing that matters; those of dead processes are removed. A token still linked
+  // elsewhere (nlink > 1) may be the proof for a stale lock and stays.
+  private async sweepOrphanTokens(): Promise<void> {
+    for (const t of await this.tokens()) {
+      if (!this.isDeadHere(t)) continue;
+      try {
+        const st = await fsp.stat(t.path);
+        if (st.nlink === 1) await fsp.unlink(t.path);
+      } catch {
+        /* gone already */
+      }
     }
   }
 }
+
+// link() is not available on every filesystem (FAT, some network mounts).
+const LINK_UNSUPPORTED = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'ENOSYS', 'EMLINK']);
 
 function isAlive(pid: number): boolean {
   try {

@@ -40,7 +40,7 @@ export interface Mutation<S, R> {
   request?: { tool: string; args: unknown };
   expectedRevision?: string;
   /** Validates against the current state and decides the op; throws ZzError to refuse. */
-  decide(state: S, meta: MutationMeta): OpSpec;
+  decide(state: S, meta: MutationMeta): OpSpec | OpSpec[];
   /** The caller's result, computed from the state after the op (also used on replay). */
   result(state: S, op: OpRecord): R;
 }
@@ -87,6 +87,7 @@ export class Entity<S> {
     readonly ref: string,
     private readonly codec: EntityCodec<S>,
     private readonly onCommit?: CommitListener,
+    private readonly clock: () => Date = () => new Date(),
   ) {}
 
   /** The current snapshot; refreshed when the ref moved outside this process. */
@@ -191,8 +192,9 @@ export class Entity<S> {
       const failed: Array<{ p: Pending<S>; e: unknown }> = [];
       const deferred: Array<Pending<S>> = [];
       const keysInGroup = new Map<string, OpRecord>();
+      const summaries = new Map<OpRecord, string>();
       let lamport = this.lamport;
-      const now = new Date();
+      const now = this.clock();
       for (const p of group) {
         const { m } = p;
         if (m.expectedRevision !== undefined && ops.length > 0) {
@@ -222,24 +224,33 @@ export class Entity<S> {
               { current_revision: snap.revision },
             );
           }
-          const spec = m.decide(draft, { actor: m.actor, now, revision: snap.revision });
-          const op: OpRecord = {
-            id: randomBytes(5).toString('hex'),
-            op: spec.op,
-            actor: m.actor,
-            lamport: ++lamport,
-            time: now.toISOString(),
-            ...(m.idempotencyKey === undefined
-              ? {}
-              : { key: m.idempotencyKey, request_hash: requestHash(m) }),
-            args: spec.args,
-            ...(spec.out === undefined ? {} : { out: spec.out }),
-          };
-          for (const path of this.codec.apply(draft, op)) changed.add(path);
-          ops.push(op);
-          if (op.key !== undefined) keysInGroup.set(keyOf(op.actor, op.key), op);
-          done.push({ p, op });
-          (op as OpRecord & { summary?: string }).summary = spec.summary;
+          const decided = m.decide(draft, { actor: m.actor, now, revision: snap.revision });
+          // The first op is the caller's; any further ones are follow-ups decided with it
+          // (e.g. the review Ask a completed work Ask triggers) and land in the same commit.
+          const specs = Array.isArray(decided) ? decided : [decided];
+          let primary: OpRecord | null = null;
+          for (const spec of specs) {
+            const op: OpRecord = {
+              id: randomBytes(5).toString('hex'),
+              op: spec.op,
+              actor: m.actor,
+              lamport: ++lamport,
+              time: now.toISOString(),
+              ...(primary === null && m.idempotencyKey !== undefined
+                ? { key: m.idempotencyKey, request_hash: requestHash(m) }
+                : {}),
+              args: spec.args,
+              ...(spec.out === undefined ? {} : { out: spec.out }),
+            };
+            for (const path of this.codec.apply(draft, op)) changed.add(path);
+            ops.push(op);
+            summaries.set(op, spec.summary);
+            if (primary === null) {
+              primary = op;
+              if (op.key !== undefined) keysInGroup.set(keyOf(op.actor, op.key), op);
+              done.push({ p, op });
+            }
+          }
         } catch (e) {
           failed.push({ p, e });
         }

@@ -1,5 +1,6 @@
 import { ZzError } from '../errors.js';
 import {
+  assertTreePath,
   EMPTY_TREE_OID,
   parseCommit,
   parseTree,
@@ -10,7 +11,7 @@ import {
   type TreeEntry,
 } from '../git/index.js';
 import { formatOpMessage, parseOpMessage } from './op-message.js';
-import type { CommitRecord, CommitRequest, Store } from './store.js';
+import type { CodeCommitRequest, CommitRecord, CommitRequest, Store } from './store.js';
 
 // Entities on real refs. Objects are all written (atomically, by ObjectWriter) before the ref
 // moves by CAS (RefStore), so a crash at any point leaves either the old state or the new one,
@@ -145,8 +146,10 @@ export class GitStore implements Store {
     const current = await this.head(ref);
     if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
     const baseTree = req.parent ? await this.treeOf(req.parent) : null;
+    // Every path is checked before the first object is written: `..`, `.git` or an empty
+    // component would make a tree that git's fsck rejects (and `.git` one unsafe to check out).
     const changes: Array<[string[], string | null]> = [...req.changes].map(([p, c]) => [
-      p.split('/'),
+      assertTreePath(p).split('/'),
       c,
     ]);
     const tree = (await this.writeTreeWith(baseTree, changes)) ?? EMPTY_TREE_OID;
@@ -166,27 +169,56 @@ export class GitStore implements Store {
     return oid;
   }
 
+  async writeCodeCommit(req: CodeCommitRequest): Promise<string> {
+    const base = await this.repo.catFile.read(req.base);
+    if (!base || base.type !== 'commit') {
+      throw new ZzError('invalid_argument', `base ${req.base} is not a commit in this repository`);
+    }
+    const baseTree = parseCommit(base.data).tree;
+    const changes: Array<[string[], Buffer | string | null]> = [...req.changes].map(([p, c]) => [
+      assertTreePath(p).split('/'),
+      c,
+    ]);
+    const tree = (await this.writeTreeWith(baseTree, changes)) ?? EMPTY_TREE_OID;
+    if (tree === EMPTY_TREE_OID) await this.repo.objects.tree([]);
+    const now = Math.floor(Date.now() / 1000);
+    return this.repo.objects.commit({
+      tree,
+      parents: [base.oid],
+      author: actorSignature(req.author, now),
+      committer: { name: 'zz', email: 'zz@localhost', time: now },
+      message: req.message,
+    });
+  }
+
+  setRef(ref: string, expected: string | null, oid: string): Promise<void> {
+    return this.repo.refs.cas(ref, expected, oid);
+  }
+
   // Rewrites only the trees on the paths that changed: a write to one Ask of a Lane holding
   // thousands rewrites the blob, its fan-out tree, `asks/` and the root.
   private async writeTreeWith(
     oid: string | null,
-    changes: Array<[string[], string | null]>,
+    changes: Array<[string[], Buffer | string | null]>,
   ): Promise<string | null> {
     const entries = new Map<string, TreeEntry>();
     if (oid) for (const e of await this.readTree(oid)) entries.set(e.name, e);
-    const sub = new Map<string, Array<[string[], string | null]>>();
+    const sub = new Map<string, Array<[string[], Buffer | string | null]>>();
     const blobWrites: Array<Promise<void>> = [];
     for (const [parts, content] of changes) {
       const [head, ...rest] = parts;
       if (head === undefined) continue;
       if (rest.length === 0) {
         if (content === null) entries.delete(head);
-        else
+        else {
+          // A file keeps its executable bit when its content is replaced.
+          const mode = entries.get(head)?.mode === '100755' ? '100755' : '100644';
           blobWrites.push(
             this.repo.objects.blob(content).then((blobOid) => {
-              entries.set(head, { mode: '100644', name: head, oid: blobOid });
+              entries.set(head, { mode, name: head, oid: blobOid });
             }),
           );
+        }
       } else {
         let list = sub.get(head);
         if (!list) sub.set(head, (list = []));

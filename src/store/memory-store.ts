@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { RefCasError } from '../git/index.js';
-import type { CommitRecord, CommitRequest, Store } from './store.js';
+import { assertRefName, assertTreePath, RefCasError } from '../git/index.js';
+import type { CodeCommitRequest, CommitRecord, CommitRequest, Store } from './store.js';
 
 // The same contract held in memory: for tests of the layers above and as the reference the
 // git store is checked against. Revisions are content hashes so they look like git's.
@@ -48,6 +48,9 @@ export class MemoryStore implements Store {
   }
 
   async commit(ref: string, req: CommitRequest): Promise<string> {
+    // Refused exactly as the git store refuses them.
+    assertRefName(ref);
+    for (const p of req.changes.keys()) assertTreePath(p);
     const current = this.refs.get(ref) ?? null;
     if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
     const files = new Map(req.parent ? this.commits.get(req.parent)?.files : undefined);
@@ -65,6 +68,25 @@ export class MemoryStore implements Store {
     });
     this.refs.set(ref, oid);
     return oid;
+  }
+
+  async writeCodeCommit(req: CodeCommitRequest): Promise<string> {
+    const files = new Map(this.commits.get(req.base)?.files);
+    for (const [p, c] of req.changes) {
+      if (c === null) files.delete(p);
+      else files.set(p, c.toString('utf8'));
+    }
+    const oid = createHash('sha1')
+      .update(`code\0${req.base}\0${++this.counter}\0${req.message}`)
+      .digest('hex');
+    this.commits.set(oid, { files, parents: [req.base], ops: [] });
+    return oid;
+  }
+
+  async setRef(ref: string, expected: string | null, oid: string): Promise<void> {
+    const current = this.refs.get(ref) ?? null;
+    if (current !== expected) throw new RefCasError(ref, expected, current);
+    this.refs.set(ref, oid);
   }
 
   close(): void {}

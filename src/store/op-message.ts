@@ -29,6 +29,5 @@ export function parseOpMessage(message: string): OpRecord[] {
 }
 
 function oneLine(s: string): string {
-  // eslint-disable-next-line no-control-regex
   return s.replace(/[\r\n\0-\x1f]/g, ' ');
 }

@@ -48,5 +48,19 @@ export interface Store {
   history(ref: string, since?: string | null): Promise<CommitRecord[]>;
   /** One commit; moves `ref` by CAS from `parent`. Throws RefCasError when the ref moved. */
   commit(ref: string, req: CommitRequest): Promise<string>;
+  /**
+   * Writes (objects only, no ref) a code commit whose parent is `base` and whose tree is
+   * base's tree with `changes` applied. Used for changesets; the caller moves a ref later.
+   */
+  writeCodeCommit(req: CodeCommitRequest): Promise<string>;
+  /** Moves a ref by CAS to an existing commit (null expected: create). */
+  setRef(ref: string, expected: string | null, oid: string): Promise<void>;
   close(): void;
+}
+
+export interface CodeCommitRequest {
+  base: string;
+  changes: Map<string, Buffer | null>;
+  message: string;
+  author: string;
 }

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,4 +31,19 @@ export function fsck(dir: string): string {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+}
+
+/**
+ * `git fsck --full --strict` with dangling/unreachable notices allowed (crashed or racing
+ * writers leave unreachable objects by design); returns the problems, [] when sound.
+ */
+export function fsckProblems(dir: string): string[] {
+  const r = spawnSync('git', ['fsck', '--full', '--strict'], { cwd: dir, encoding: 'utf8' });
+  const problems = `${r.stdout}\n${r.stderr}`
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .filter((l) => !/^(dangling|unreachable) \w+ [0-9a-f]{40}$/.test(l))
+    .filter((l) => !/^(notice: |Checking )/.test(l));
+  if (r.status !== 0 && problems.length === 0) problems.push(`git fsck exited ${r.status}`);
+  return problems;
 }

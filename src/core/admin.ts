@@ -1,0 +1,150 @@
+import { ZzError } from '../errors.js';
+import {
+  assertSelf,
+  isCoordinator,
+  isMaintainer,
+  isOwner,
+  requireCaller,
+  type Caller,
+} from './access.js';
+import { laneList, mutationOpts, type WriteMeta, type WriteOpts } from './lanes.js';
+import type { ZzRepo } from './zz-repo.js';
+import type { ConfigDoc } from '../schema/config.js';
+
+// Repo-level use cases: initialise zz state, grant ownership, and discovery.
+
+export type InitArgs = {
+  owner: string;
+  visibility?: 'private' | 'public';
+  default_branch: string;
+};
+
+/** Creates refs/zz/config and lane _repo when missing; adopts what exists. Idempotent. */
+export async function initRepo(
+  repo: ZzRepo,
+  args: InitArgs,
+): Promise<{ config: ConfigDoc; created: boolean; lane_created: boolean }> {
+  let created = false;
+  const snap = await repo.config.read();
+  if (!snap.state.config) {
+    await repo.config.mutate({
+      actor: args.owner,
+      decide: (s) => {
+        if (s.config) return [];
+        return {
+          op: 'repo_init',
+          summary: `repo_init ${repo.key} (owner ${args.owner})`,
+          args: {
+            owners: [args.owner],
+            visibility: args.visibility ?? 'private',
+            default_branch: args.default_branch,
+          },
+        };
+      },
+      result: () => null,
+    });
+    created = true;
+  }
+  const config = await repo.requireConfig();
+  let laneCreated = false;
+  const lane = repo.lane('_repo');
+  if (!(await lane.read()).state.lane) {
+    await lane.mutate({
+      actor: args.owner,
+      decide: (s) =>
+        s.lane
+          ? []
+          : {
+              op: 'lane_propose',
+              summary: 'lane_propose _repo: Repository',
+              args: {
+                lane_id: '_repo',
+                title: 'Repository',
+                description:
+                  'Repository-wide asks (Ladder updates, housekeeping). Its coordinators are the owners.',
+                coordinators: config.owners,
+                maintainers: config.owners,
+                related_lanes: [],
+                ask_kinds: {},
+              },
+            },
+      result: () => null,
+    });
+    laneCreated = true;
+  }
+  const { revision: _r, ...doc } = config;
+  return { config: doc, created, lane_created: laneCreated };
+}
+
+export type RoleGrantArgs = WriteOpts & {
+  grantee: string;
+  role: 'owner';
+  revoke?: boolean;
+};
+
+export async function roleGrant(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: RoleGrantArgs,
+): Promise<{ owners: string[] } & WriteMeta> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  await repo.requireConfig();
+  const revoke = args.revoke ?? false;
+  const r = await repo.config.mutate({
+    ...mutationOpts(caller, args),
+    request: { tool: 'role_grant', args: { grantee: args.grantee, role: args.role, revoke } },
+    decide: (s) => {
+      const c = s.config!;
+      if (!isOwner(c, caller.actor))
+        throw new ZzError('forbidden', 'only an owner may grant or revoke ownership');
+      if (revoke && c.owners.filter((o) => o !== args.grantee).length === 0) {
+        throw new ZzError('conflict', 'cannot revoke the last owner');
+      }
+      return {
+        op: 'role_grant',
+        summary: `role_grant: ${revoke ? 'revoke' : 'grant'} owner ${args.grantee}`,
+        args: { grantee: args.grantee, role: args.role, revoke },
+      };
+    },
+    result: (s) => s.config!.owners,
+  });
+  return { owners: r.result, revision: r.revision, replayed: r.replayed };
+}
+
+export type RepoStateResult = {
+  repo: string;
+  actor: string | null;
+  initialised: boolean;
+  visibility: 'private' | 'public' | null;
+  default_branch: string;
+  roles: { owner: boolean; coordinator_of: string[]; maintainer_of: string[] };
+  lanes: Array<{
+    lane_id: string;
+    title: string;
+    counts: { open: number; claimed: number; answered: number; total: number };
+  }>;
+};
+
+export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<RepoStateResult> {
+  const snap = await repo.config.read();
+  const config = snap.state.config;
+  const actor = caller?.actor ?? null;
+  const { lanes } = config ? await laneList(repo) : { lanes: [] };
+  return {
+    repo: repo.key,
+    actor,
+    initialised: !!config,
+    visibility: config?.visibility ?? null,
+    default_branch: await repo.defaultBranch(),
+    roles: {
+      owner: !!(config && actor && isOwner(config, actor)),
+      coordinator_of:
+        config && actor
+          ? lanes.filter((l) => isCoordinator(l, config, actor)).map((l) => l.lane_id)
+          : [],
+      maintainer_of: actor ? lanes.filter((l) => isMaintainer(l, actor)).map((l) => l.lane_id) : [],
+    },
+    lanes: lanes.map((l) => ({ lane_id: l.lane_id, title: l.title, counts: l.counts })),
+  };
+}

@@ -1,0 +1,520 @@
+import { randomBytes } from 'node:crypto';
+import { ZzError } from '../errors.js';
+import { assertTreePath } from '../git/index.js';
+import type { AskDoc } from '../schema/lane.js';
+import type { OpSpec } from '../store/index.js';
+import {
+  assertSelf,
+  inScope,
+  isCoordinator,
+  requireCaller,
+  scopeDenied,
+  type Caller,
+} from './access.js';
+import { kindRule } from './kinds.js';
+import type { LaneState } from './lane-state.js';
+import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
+import { askView, blockedBy, leaseExpired, type AskView } from './views.js';
+import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
+
+// Ask use cases and the workflow the server drives between them (DESIGN §1): a completed
+// `work` with a changeset asks for review; a granted review asks for submission; a denied
+// review sends the work back. Follow-ups land in the same commit as the answer that causes them.
+
+export const DEFAULT_LEASE_SECONDS = 30 * 60;
+const WORKFLOW_KINDS = new Set(['changeset_review', 'submit_changeset', 'resolve_conflict']);
+
+const newAskId = () => 'ask-' + randomBytes(5).toString('hex');
+export const newChangesetId = () => 'cs-' + randomBytes(5).toString('hex');
+
+function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
+  const a = s.asks.get(askId);
+  if (!a) throw new ZzError('not_found', `ask ${askId} does not exist in lane ${laneId}`);
+  return a;
+}
+
+function laneOf(s: LaneState, laneId: string) {
+  if (!s.lane) throw new ZzError('not_found', `lane ${laneId} does not exist`);
+  return s.lane;
+}
+
+export interface AskPostArgs extends WriteOpts {
+  lane_id: string;
+  kind: string;
+  title: string;
+  body?: string;
+  priority?: number;
+  depends_on?: string[];
+  payload?: Record<string, unknown>;
+  from?: string;
+}
+
+export async function askPost(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: AskPostArgs,
+): Promise<{ ask: AskView } & WriteMeta> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  assertSelf(caller, args.from, 'from');
+  const config = await repo.requireConfig();
+  const { actor: _a, from: _f, idempotency_key: _k, expected_revision: _r, ...request } = args;
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: { tool: 'ask_post', args: request },
+    decide: (s) => {
+      const lane = laneOf(s, args.lane_id);
+      if (WORKFLOW_KINDS.has(args.kind) && !isCoordinator(lane, config, caller.actor)) {
+        throw new ZzError(
+          'forbidden',
+          `${args.kind} asks are posted by the server; only coordinators may post one by hand`,
+        );
+      }
+      const deps = [...new Set(args.depends_on ?? [])];
+      for (const d of deps) {
+        if (!s.asks.has(d))
+          throw new ZzError(
+            'not_found',
+            `depends_on: ask ${d} does not exist in lane ${args.lane_id}`,
+          );
+      }
+      const askId = newAskId();
+      return {
+        op: 'ask_post',
+        summary: `ask_post ${askId} (${args.kind}): ${args.title}`,
+        args: {
+          lane_id: args.lane_id,
+          kind: args.kind,
+          title: args.title,
+          body: args.body ?? '',
+          priority: args.priority ?? 2,
+          depends_on: deps,
+          payload: args.payload ?? {},
+          posted_by: caller.actor,
+        },
+        out: { ask_id: askId },
+      };
+    },
+    result: (s, op) => askView(s, s.asks.get(String(op.out!.ask_id))!, repo.clock()),
+  });
+  return { ask: r.result, revision: r.revision, replayed: r.replayed };
+}
+
+export interface ClaimableArgs {
+  lane_id: string;
+  kinds?: string[];
+  limit?: number;
+}
+
+// The sorted candidates (unanswered, by priority then age) depend only on the revision, so
+// they are computed once per revision; scope, blocking and leases are checked per call.
+const candidateCache = new WeakMap<LaneState, AskDoc[]>();
+
+function candidates(s: LaneState): AskDoc[] {
+  let c = candidateCache.get(s);
+  if (!c) {
+    c = [...s.asks.values()]
+      .filter((a) => a.state !== 'answered')
+      .sort(
+        (x, y) =>
+          x.priority - y.priority ||
+          (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0),
+      );
+    candidateCache.set(s, c);
+  }
+  return c;
+}
+
+export async function askQueryClaimable(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: ClaimableArgs,
+): Promise<{ asks: AskView[]; revision: string | null }> {
+  const caller = requireCaller(callerIn);
+  const config = await repo.requireConfig();
+  const snap = await readLane(repo, args.lane_id);
+  const now = repo.clock();
+  const limit = args.limit ?? 50;
+  const kinds = args.kinds ? new Set(args.kinds) : null;
+  const out: AskView[] = [];
+  for (const a of candidates(snap.state)) {
+    if (out.length >= limit) break;
+    if (kinds && !kinds.has(a.kind)) continue;
+    if (a.state === 'claimed' && !leaseExpired(a, now)) continue;
+    if (
+      !inScope(
+        kindRule(a.kind, snap.lane.ask_kinds, config.ask_kinds).scope,
+        snap.lane,
+        config,
+        caller.actor,
+      )
+    )
+      continue;
+    if (a.depends_on.length > 0 && blockedBy(snap.state, a).length > 0) continue;
+    out.push(askView(snap.state, a, now));
+  }
+  return { asks: out, revision: snap.revision };
+}
+
+export interface AskClaimArgs extends WriteOpts {
+  lane_id: string;
+  ask_id: string;
+  lease_seconds?: number;
+}
+
+export async function askClaim(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: AskClaimArgs,
+): Promise<{ ask: AskView; renewed: boolean } & WriteMeta> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const config = await repo.requireConfig();
+  const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: {
+      tool: 'ask_claim',
+      args: { lane_id: args.lane_id, ask_id: args.ask_id, lease_seconds: lease },
+    },
+    decide: (s, meta) => {
+      const lane = laneOf(s, args.lane_id);
+      const ask = getAsk(s, args.lane_id, args.ask_id);
+      if (ask.state === 'answered') {
+        throw new ZzError(
+          'conflict',
+          `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
+        );
+      }
+      const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
+      if (!inScope(rule.scope, lane, config, caller.actor))
+        throw scopeDenied(rule.scope, lane, `claim ${ask.kind} asks`);
+      const bb = blockedBy(s, ask);
+      if (bb.length > 0) {
+        const denied = bb.filter((b) => b.outcome === 'deny').map((b) => b.ask_id);
+        throw new ZzError(
+          'dependency_unresolved',
+          denied.length > 0
+            ? `ask ${ask.ask_id} is blocked: its dependency ${denied.join(', ')} was denied`
+            : `ask ${ask.ask_id} is blocked by unresolved dependencies: ${bb.map((b) => b.ask_id).join(', ')}`,
+          { blocked_by: bb },
+        );
+      }
+      const expired = leaseExpired(ask, meta.now);
+      if (ask.state === 'claimed' && ask.holder !== caller.actor && !expired) {
+        throw new ZzError(
+          'already_claimed',
+          `ask ${ask.ask_id} is claimed by ${ask.holder} until ${ask.lease_expires_at}`,
+          {
+            holder: ask.holder,
+            lease_expires_at: ask.lease_expires_at,
+          },
+        );
+      }
+      const until = new Date(meta.now.getTime() + lease * 1000).toISOString();
+      const renewed = ask.state === 'claimed' && ask.holder === caller.actor && !expired;
+      return {
+        op: 'ask_claim',
+        summary: `ask_claim ${ask.ask_id} by ${caller.actor}`,
+        args: { lane_id: args.lane_id, ask_id: ask.ask_id, lease_seconds: lease },
+        out: {
+          lease_expires_at: until,
+          renewed,
+          ...(ask.state === 'claimed' && expired
+            ? { expired_holder: ask.holder, expired_at: ask.lease_expires_at }
+            : {}),
+        },
+      };
+    },
+    result: (s, op) => ({
+      ask: askView(s, s.asks.get(args.ask_id)!, repo.clock()),
+      renewed: op.out?.renewed === true,
+    }),
+  });
+  return { ...r.result, revision: r.revision, replayed: r.replayed };
+}
+
+export interface AskReleaseArgs extends WriteOpts {
+  lane_id: string;
+  ask_id: string;
+}
+
+export async function askRelease(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: AskReleaseArgs,
+): Promise<{ ask: AskView } & WriteMeta> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const config = await repo.requireConfig();
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: { tool: 'ask_release', args: { lane_id: args.lane_id, ask_id: args.ask_id } },
+    decide: (s) => {
+      const lane = laneOf(s, args.lane_id);
+      const ask = getAsk(s, args.lane_id, args.ask_id);
+      if (ask.state !== 'claimed')
+        throw new ZzError('conflict', `ask ${ask.ask_id} is not claimed (it is ${ask.state})`);
+      // Coordinators may release a stuck claim; anyone else only their own.
+      if (ask.holder !== caller.actor && !isCoordinator(lane, config, caller.actor)) {
+        throw new ZzError(
+          'forbidden',
+          `ask ${ask.ask_id} is held by ${ask.holder}, not by ${caller.actor}`,
+        );
+      }
+      return {
+        op: 'ask_release',
+        summary: `ask_release ${ask.ask_id} by ${caller.actor}`,
+        args: { lane_id: args.lane_id, ask_id: ask.ask_id },
+        out: { previous_holder: ask.holder },
+      };
+    },
+    result: (s) => askView(s, s.asks.get(args.ask_id)!, repo.clock()),
+  });
+  return { ask: r.result, revision: r.revision, replayed: r.replayed };
+}
+
+export interface ChangesetInput {
+  base: string;
+  message: string;
+  files: Array<{ path: string; content: string | null; encoding?: 'utf8' | 'base64' }>;
+}
+
+export interface AskAnswerArgs extends WriteOpts {
+  lane_id: string;
+  ask_id: string;
+  outcome: 'complete' | 'deny' | 'grant';
+  result?: string;
+  changeset?: ChangesetInput;
+}
+
+export async function askAnswer(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: AskAnswerArgs,
+): Promise<{ ask: AskView; follow_ups: AskView[]; changeset_id: string | null } & WriteMeta> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const config = await repo.requireConfig();
+
+  const check = (s: LaneState, now: Date): AskDoc => {
+    const lane = laneOf(s, args.lane_id);
+    const ask = getAsk(s, args.lane_id, args.ask_id);
+    if (ask.state === 'answered')
+      throw new ZzError(
+        'conflict',
+        `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
+      );
+    const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
+    if (!inScope(rule.scope, lane, config, caller.actor))
+      throw scopeDenied(rule.scope, lane, `answer ${ask.kind} asks`);
+    if (ask.state !== 'claimed' || ask.holder !== caller.actor) {
+      throw new ZzError(
+        'forbidden',
+        `only the holder may answer ask ${ask.ask_id}; claim it first (holder: ${ask.holder ?? 'none'})`,
+      );
+    }
+    if (leaseExpired(ask, now)) {
+      throw new ZzError(
+        'conflict',
+        `your lease on ask ${ask.ask_id} expired at ${ask.lease_expires_at}; claim it again before answering`,
+      );
+    }
+    if (!rule.outcomes.includes(args.outcome)) {
+      throw new ZzError(
+        'invalid_argument',
+        `outcome: ${ask.kind} asks are answered with ${rule.outcomes.join(' or ')}, not ${args.outcome}`,
+      );
+    }
+    if (args.changeset && !(ask.kind === 'work' && args.outcome === 'complete')) {
+      throw new ZzError(
+        'invalid_argument',
+        'changeset: only a work ask answered complete carries a changeset',
+      );
+    }
+    if (
+      ask.kind === 'work' &&
+      args.outcome === 'complete' &&
+      !args.changeset &&
+      args.result === undefined
+    ) {
+      throw new ZzError('invalid_argument', 'a work ask is completed with a changeset or a result');
+    }
+    return ask;
+  };
+
+  // A changeset's objects are written before the answer (and its ref after it), so a refused
+  // answer moves no ref and a crash leaves at worst unreachable objects.
+  let changesetId: string | null = null;
+  let changesetCommit: string | null = null;
+  if (args.changeset) {
+    check((await readLane(repo, args.lane_id)).state, repo.clock());
+    const changes = new Map<string, Buffer | null>();
+    for (const f of args.changeset.files) {
+      assertTreePath(f.path, 'changeset.files.path');
+      if (changes.has(f.path))
+        throw new ZzError('invalid_argument', `changeset.files: ${f.path} appears twice`);
+      changes.set(
+        f.path,
+        f.content === null
+          ? null
+          : Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8'),
+      );
+    }
+    changesetId = newChangesetId();
+    changesetCommit = await repo.store.writeCodeCommit({
+      base: args.changeset.base,
+      changes,
+      message: args.changeset.message,
+      author: caller.actor,
+    });
+  }
+
+  const { actor: _a, idempotency_key: _k, expected_revision: _r, ...request } = args;
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: { tool: 'ask_answer', args: request },
+    decide: (s, meta) => {
+      const ask = check(s, meta.now);
+      const followUps = followUpsFor(s, ask, args, changesetId);
+      const main: OpSpec = {
+        op: 'ask_answer',
+        summary: `ask_answer ${ask.ask_id}: ${args.outcome}`,
+        args: {
+          lane_id: args.lane_id,
+          ask_id: ask.ask_id,
+          outcome: args.outcome,
+          result: args.result ?? null,
+          ...(args.changeset
+            ? {
+                changeset: {
+                  base: args.changeset.base,
+                  message: args.changeset.message,
+                  paths: args.changeset.files.map((f) => f.path),
+                },
+              }
+            : {}),
+        },
+        out: {
+          ...(changesetId ? { changeset_id: changesetId, changeset_commit: changesetCommit } : {}),
+          follow_ups: followUps.map((f) => f.out!.ask_id),
+        },
+      };
+      return [main, ...followUps];
+    },
+    result: (s, op) => {
+      const now = repo.clock();
+      const ids = (op.out?.follow_ups as string[] | undefined) ?? [];
+      return {
+        ask: askView(s, s.asks.get(args.ask_id)!, now),
+        follow_ups: ids
+          .map((id) => s.asks.get(id))
+          .filter((a): a is AskDoc => !!a)
+          .map((a) => askView(s, a, now)),
+        changeset_id: typeof op.out?.changeset_id === 'string' ? op.out.changeset_id : null,
+      };
+    },
+  });
+  // The ref follows the answer; a retry (replay) after a crash between the two repairs it.
+  const csId = r.op.out?.changeset_id;
+  const csCommit = r.op.out?.changeset_commit;
+  if (typeof csId === 'string' && typeof csCommit === 'string') {
+    if ((await repo.store.head(CHANGESETS_PREFIX + csId)) === null) {
+      await repo.store.setRef(CHANGESETS_PREFIX + csId, null, csCommit);
+    }
+  }
+  return { ...r.result, revision: r.revision, replayed: r.replayed };
+}
+
+function followUp(
+  s: LaneState,
+  origin: AskDoc,
+  kind: string,
+  title: string,
+  body: string,
+  payload: Record<string, unknown>,
+  reason: string,
+): OpSpec {
+  const askId = newAskId();
+  return {
+    op: 'ask_post',
+    summary: `ask_post ${askId} (${kind}) follows ${origin.ask_id}`,
+    args: {
+      lane_id: s.lane!.lane_id,
+      kind,
+      title,
+      body,
+      priority: origin.priority,
+      depends_on: [],
+      payload,
+      posted_by: SERVER_ACTOR,
+      origin: { ask_id: origin.ask_id, reason },
+    },
+    out: { ask_id: askId },
+  };
+}
+
+function followUpsFor(
+  s: LaneState,
+  ask: AskDoc,
+  args: AskAnswerArgs,
+  changesetId: string | null,
+): OpSpec[] {
+  if (ask.kind === 'work' && args.outcome === 'complete' && changesetId) {
+    return [
+      followUp(
+        s,
+        ask,
+        'changeset_review',
+        `Review: ${ask.title}`,
+        args.changeset?.message ?? '',
+        { changeset_id: changesetId, work_ask_id: ask.ask_id },
+        'work completed with a changeset',
+      ),
+    ];
+  }
+  if (ask.kind === 'changeset_review') {
+    const csId = ask.payload.changeset_id;
+    const workId = typeof ask.payload.work_ask_id === 'string' ? ask.payload.work_ask_id : null;
+    const work = workId ? s.asks.get(workId) : undefined;
+    if (args.outcome === 'grant') {
+      return [
+        followUp(
+          s,
+          ask,
+          'submit_changeset',
+          `Submit: ${work?.title ?? ask.title}`,
+          args.result ?? '',
+          {
+            changeset_id: csId,
+            review_ask_id: ask.ask_id,
+            ...(workId ? { work_ask_id: workId } : {}),
+          },
+          'review granted',
+        ),
+      ];
+    }
+    if (args.outcome === 'deny') {
+      const title = `Rework: ${work?.title ?? ask.title.replace(/^Review: /, '')}`;
+      const body =
+        `${work?.body ?? ''}\n\nReview of changeset ${String(csId)} (denied):\n${args.result ?? ''}`.trim();
+      return [
+        followUp(
+          s,
+          ask,
+          'work',
+          title,
+          body,
+          {
+            review: args.result ?? '',
+            previous_changeset_id: csId,
+            review_ask_id: ask.ask_id,
+            ...(workId ? { work_ask_id: workId } : {}),
+          },
+          'review denied',
+        ),
+      ];
+    }
+  }
+  return [];
+}

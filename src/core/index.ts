@@ -1,0 +1,12 @@
+// Use cases: lanes, asks, workflow follow-ups, events, roles, repo setup. Callers pass a ZzRepo
+// and the authenticated Caller; core enforces every rule. It knows nothing of HTTP, MCP or CLI.
+export * from './access.js';
+export * from './admin.js';
+export * from './asks.js';
+export * from './config-state.js';
+export * from './events.js';
+export * from './kinds.js';
+export * from './lane-state.js';
+export * from './lanes.js';
+export * from './views.js';
+export * from './zz-repo.js';

@@ -1,0 +1,284 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { ZzError } from '../errors.js';
+import type { Scope } from '../schema/lane.js';
+import type { Snapshot } from '../store/index.js';
+import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
+import type { LaneState } from './lane-state.js';
+import {
+  askView,
+  historyView,
+  laneView,
+  type AskView,
+  type HistoryEntry,
+  type LaneView,
+} from './views.js';
+import type { ZzRepo } from './zz-repo.js';
+
+// Lane use cases: propose, read, list, relate, grant. Each write is one Entity mutation whose
+// decide() re-checks every rule against the state it will apply to.
+
+export type WriteOpts = {
+  actor?: string;
+  idempotency_key?: string;
+  expected_revision?: string;
+};
+
+export type WriteMeta = {
+  revision: string;
+  replayed: boolean;
+};
+
+const mutationOpts = (caller: Caller, o: WriteOpts) => ({
+  actor: caller.actor,
+  ...(o.idempotency_key === undefined ? {} : { idempotencyKey: o.idempotency_key }),
+  ...(o.expected_revision === undefined ? {} : { expectedRevision: o.expected_revision }),
+});
+
+export { mutationOpts };
+
+export async function readLane(
+  repo: ZzRepo,
+  laneId: string,
+): Promise<Snapshot<LaneState> & { lane: NonNullable<LaneState['lane']> }> {
+  const snap = await repo.lane(laneId).read();
+  if (!snap.state.lane) throw new ZzError('not_found', `lane ${laneId} does not exist`);
+  return { ...snap, lane: snap.state.lane };
+}
+
+export type LaneProposeArgs = WriteOpts & {
+  lane_id?: string;
+  title: string;
+  description?: string;
+  maintainers?: string[];
+  related_lanes?: string[];
+  ask_kinds?: Record<string, Scope>;
+  from?: string;
+};
+
+export async function lanePropose(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: LaneProposeArgs,
+): Promise<{ lane: LaneView } & WriteMeta> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  assertSelf(caller, args.from, 'from');
+  await repo.requireConfig();
+  // Without a lane_id, a retry with the same key must land on the same Lane: derive the id.
+  const laneId =
+    args.lane_id ??
+    (args.idempotency_key
+      ? 'lane-' +
+        createHash('sha256')
+          .update(`${caller.actor}\0${args.idempotency_key}`)
+          .digest('hex')
+          .slice(0, 10)
+      : 'lane-' + randomBytes(5).toString('hex'));
+  for (const rel of args.related_lanes ?? []) {
+    if (!(await repo.lane(rel).read()).state.lane)
+      throw new ZzError('not_found', `related lane ${rel} does not exist`);
+  }
+  const {
+    lane_id: _l,
+    actor: _a,
+    from: _f,
+    idempotency_key: _k,
+    expected_revision: _r,
+    ...rest
+  } = args;
+  const r = await repo.lane(laneId).mutate({
+    ...mutationOpts(caller, args),
+    request: { tool: 'lane_propose', args: rest },
+    decide: (s) => {
+      if (s.lane)
+        throw new ZzError('conflict', `lane ${laneId} already exists`, { lane_id: laneId });
+      return {
+        op: 'lane_propose',
+        summary: `lane_propose ${laneId}: ${args.title}`,
+        args: {
+          lane_id: laneId,
+          title: args.title,
+          description: args.description ?? '',
+          coordinators: [caller.actor],
+          // With no maintainers named, the proposer reviews too: a Lane nobody may review
+          // would stall every changeset.
+          maintainers: args.maintainers ?? [caller.actor],
+          related_lanes: args.related_lanes ?? [],
+          ask_kinds: args.ask_kinds ?? {},
+        },
+      };
+    },
+    result: (s) => s.lane!,
+  });
+  return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
+}
+
+export type LaneGetArgs = {
+  lane_id: string;
+  asks_limit?: number;
+  asks_cursor?: string;
+  history_limit?: number;
+  history_cursor?: string;
+  include_history?: boolean;
+};
+
+export type LaneGetResult = {
+  lane: LaneView;
+  asks: AskView[];
+  history: HistoryEntry[];
+  next_asks_cursor: string | null;
+  next_history_cursor: string | null;
+};
+
+export async function laneGet(
+  repo: ZzRepo,
+  _caller: Caller | null,
+  args: LaneGetArgs,
+): Promise<LaneGetResult> {
+  const snap = await readLane(repo, args.lane_id);
+  const now = repo.clock();
+  const all = [...snap.state.asks.values()];
+  const aStart = decodeOffset(args.asks_cursor, 'asks_cursor');
+  const aEnd = args.asks_limit === undefined ? all.length : aStart + args.asks_limit;
+  const asks = all.slice(aStart, aEnd).map((a) => askView(snap.state, a, now));
+  const fullHistory = args.include_history === false ? [] : historyView(snap.log, now);
+  const hStart = decodeOffset(args.history_cursor, 'history_cursor');
+  const hEnd = args.history_limit === undefined ? fullHistory.length : hStart + args.history_limit;
+  return {
+    lane: laneView(snap.lane, snap.revision),
+    asks,
+    history: fullHistory.slice(hStart, hEnd),
+    next_asks_cursor: aEnd < all.length ? encodeOffset(aEnd) : null,
+    next_history_cursor: hEnd < fullHistory.length ? encodeOffset(hEnd) : null,
+  };
+}
+
+export type LaneSummary = LaneView & {
+  counts: { open: number; claimed: number; answered: number; total: number };
+};
+
+export async function laneList(repo: ZzRepo): Promise<{ lanes: LaneSummary[] }> {
+  const now = repo.clock();
+  const lanes: LaneSummary[] = [];
+  for (const id of await repo.laneIds()) {
+    const snap = await repo.lane(id).read();
+    if (!snap.state.lane) continue;
+    const counts = { open: 0, claimed: 0, answered: 0, total: 0 };
+    for (const a of snap.state.asks.values()) {
+      const st = askView(snap.state, a, now).state;
+      counts[st]++;
+      counts.total++;
+    }
+    lanes.push({ ...laneView(snap.state.lane, snap.revision), counts });
+  }
+  return { lanes };
+}
+
+export type LaneAddRelatedArgs = WriteOpts & {
+  lane_id: string;
+  related_lane_id: string;
+};
+
+export async function laneAddRelated(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: LaneAddRelatedArgs,
+): Promise<{ lane: LaneView } & WriteMeta> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const config = await repo.requireConfig();
+  if (args.related_lane_id === args.lane_id)
+    throw new ZzError('invalid_argument', 'a lane cannot be related to itself');
+  const related = (await repo.lane(args.related_lane_id).read()).state.lane;
+  if (!related)
+    throw new ZzError('not_found', `related lane ${args.related_lane_id} does not exist`);
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: {
+      tool: 'lane_add_related',
+      args: { lane_id: args.lane_id, related_lane_id: args.related_lane_id },
+    },
+    decide: (s) => {
+      if (!s.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
+      // The coordinators of either side may link them: the one who created the new Lane
+      // records where it came from.
+      if (
+        !isCoordinator(s.lane, config, caller.actor) &&
+        !isCoordinator(related, config, caller.actor) &&
+        !isOwner(config, caller.actor)
+      ) {
+        throw new ZzError(
+          'forbidden',
+          `only coordinators of ${args.lane_id} or ${args.related_lane_id} may relate them`,
+        );
+      }
+      return {
+        op: 'lane_add_related',
+        summary: `lane_add_related ${args.lane_id} → ${args.related_lane_id}`,
+        args: { lane_id: args.lane_id, related_lane_id: args.related_lane_id },
+      };
+    },
+    result: (s) => s.lane!,
+  });
+  return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
+}
+
+export type LaneGrantArgs = WriteOpts & {
+  lane_id: string;
+  grantee: string;
+  role: 'coordinator' | 'maintainer';
+  revoke?: boolean;
+};
+
+export async function laneGrant(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: LaneGrantArgs,
+): Promise<{ lane: LaneView } & WriteMeta> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const config = await repo.requireConfig();
+  const revoke = args.revoke ?? false;
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: {
+      tool: 'lane_grant',
+      args: { lane_id: args.lane_id, grantee: args.grantee, role: args.role, revoke },
+    },
+    decide: (s) => {
+      if (!s.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
+      if (!isCoordinator(s.lane, config, caller.actor) && !isOwner(config, caller.actor)) {
+        throw new ZzError(
+          'forbidden',
+          `only a coordinator of lane ${args.lane_id} or an owner may grant lane roles`,
+        );
+      }
+      if (revoke && args.role === 'coordinator' && s.lane.lane_id !== '_repo') {
+        const rest = s.lane.coordinators.filter((c) => c !== args.grantee);
+        if (rest.length === 0)
+          throw new ZzError(
+            'conflict',
+            `cannot revoke the last coordinator of lane ${args.lane_id}`,
+          );
+      }
+      return {
+        op: 'lane_grant',
+        summary: `lane_grant ${args.lane_id}: ${revoke ? 'revoke' : 'grant'} ${args.role} ${args.grantee}`,
+        args: { lane_id: args.lane_id, grantee: args.grantee, role: args.role, revoke },
+      };
+    },
+    result: (s) => s.lane!,
+  });
+  return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
+}
+
+export function encodeOffset(n: number): string {
+  return Buffer.from(`o:${n}`).toString('base64url');
+}
+
+export function decodeOffset(cursor: string | undefined, field: string): number {
+  if (cursor === undefined) return 0;
+  const m = /^o:(\d{1,9})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!m) throw new ZzError('invalid_argument', `${field} is not a cursor this server issued`);
+  return Number(m[1]);
+}

@@ -1,0 +1,131 @@
+import { ZzError } from '../errors.js';
+import { openRepository, repoKeyOf, runGit, type GitRepository } from '../git/index.js';
+import { Entity, GitStore, MemoryStore, type LoggedOp, type Store } from '../store/index.js';
+import { configCodec, type ConfigState } from './config-state.js';
+import { laneCodec, type LaneState } from './lane-state.js';
+
+// One served repository: its store, its entities (config and one per Lane), and a commit
+// signal that long-polls and server-sent events wait on. Everything above talks to a ZzRepo.
+
+export const CONFIG_REF = 'refs/zz/config';
+export const LANES_PREFIX = 'refs/zz/lanes/';
+export const LADDER_REF = 'refs/zz/ladder';
+export const CHANGESETS_PREFIX = 'refs/zz/changesets/';
+export const SERVER_ACTOR = 'zz@localhost';
+
+export const laneRef = (laneId: string): string => LANES_PREFIX + laneId;
+
+export type CommitEvent = { ref: string; revision: string; ops: readonly LoggedOp[] };
+type Listener = (e: CommitEvent) => void;
+
+export interface ZzRepoOptions {
+  key: string;
+  store: Store;
+  git?: GitRepository | null;
+  clock?: () => Date;
+}
+
+export class ZzRepo {
+  readonly key: string;
+  readonly store: Store;
+  readonly git: GitRepository | null;
+  readonly clock: () => Date;
+  readonly config: Entity<ConfigState>;
+  private readonly lanes = new Map<string, Entity<LaneState>>();
+  private readonly listeners = new Set<Listener>();
+  private readonly entities = new Map<string, Entity<unknown>>();
+
+  constructor(opts: ZzRepoOptions) {
+    this.key = opts.key;
+    this.store = opts.store;
+    this.git = opts.git ?? null;
+    this.clock = opts.clock ?? (() => new Date());
+    this.config = new Entity(this.store, CONFIG_REF, configCodec, this.emit, this.clock);
+  }
+
+  static async open(dir: string, opts: { key?: string; clock?: () => Date } = {}): Promise<ZzRepo> {
+    const git = await openRepository(dir);
+    const key = opts.key ?? (await repoKeyOf(git));
+    return new ZzRepo({
+      key,
+      store: new GitStore(git),
+      git,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+    });
+  }
+
+  static memory(key = 'local/memory', clock?: () => Date): ZzRepo {
+    return new ZzRepo({ key, store: new MemoryStore(), ...(clock ? { clock } : {}) });
+  }
+
+  private readonly emit = (ref: string, revision: string, ops: readonly LoggedOp[]): void => {
+    for (const l of this.listeners) l({ ref, revision, ops });
+  };
+
+  onCommit(l: Listener): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+
+  lane(laneId: string): Entity<LaneState> {
+    let e = this.lanes.get(laneId);
+    if (!e) {
+      e = new Entity(this.store, laneRef(laneId), laneCodec, this.emit, this.clock);
+      this.lanes.set(laneId, e);
+    }
+    return e;
+  }
+
+  /** A generic entity on another ref (the Ladder), shared so that its mutex is shared. */
+  entity<S>(ref: string, make: () => Entity<S>): Entity<S> {
+    let e = this.entities.get(ref) as Entity<S> | undefined;
+    if (!e) {
+      e = make();
+      this.entities.set(ref, e as Entity<unknown>);
+    }
+    return e;
+  }
+
+  emitFor(ref: string, revision: string, ops: readonly LoggedOp[]): void {
+    this.emit(ref, revision, ops);
+  }
+
+  async laneIds(): Promise<string[]> {
+    const refs = await this.store.listRefs(LANES_PREFIX);
+    return [...refs.keys()].map((r) => r.slice(LANES_PREFIX.length)).sort();
+  }
+
+  /** The initialised config, or a 412 telling the user to run `zz init`. */
+  async requireConfig(): Promise<NonNullable<ConfigState['config']> & { revision: string }> {
+    const snap = await this.config.read();
+    if (!snap.state.config || !snap.revision) {
+      throw new ZzError(
+        'precondition_failed',
+        `repository ${this.key} is not initialised for zz; run \`zz init\` in it`,
+      );
+    }
+    return { ...snap.state.config, revision: snap.revision };
+  }
+
+  /** The default branch: config, else the checkout's HEAD branch, else main. */
+  async defaultBranch(): Promise<string> {
+    const snap = await this.config.read();
+    if (snap.state.config) return snap.state.config.default_branch;
+    if (this.git) {
+      const r = await runGit(
+        ['--git-dir', this.git.gitdir, 'symbolic-ref', '--short', '-q', 'HEAD'],
+        {
+          cwd: this.git.gitdir,
+          okCodes: [1],
+        },
+      );
+      const b = r.stdout.toString('utf8').trim();
+      if (b) return b;
+    }
+    return 'main';
+  }
+
+  close(): void {
+    this.store.close();
+  }
+}

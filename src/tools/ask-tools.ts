@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import { askAnswer, askClaim, askPost, askQueryClaimable, askRelease } from '../core/index.js';
+import { actor, askId, laneId } from '../schema/ids.js';
+import { askKind } from '../schema/lane.js';
+import { askOut, writeMetaOut } from '../schema/views.js';
+import { createArgs, writeArgs } from './common-args.js';
+import { defineTool, READ, WRITE } from './define-tool.js';
+
+const MAX_FILE = 4 * 1024 * 1024;
+
+export const changesetInput = z.strictObject({
+  base: z
+    .string()
+    .regex(/^[0-9a-f]{40}$/, 'base must be a 40-character commit id')
+    .describe('The commit the change is based on'),
+  message: z.string().min(1).max(20_000).describe('Commit message'),
+  files: z
+    .array(
+      z.strictObject({
+        path: z.string().min(1).max(4096),
+        content: z
+          .string()
+          .max(MAX_FILE)
+          .nullable()
+          .describe('Full new content; null deletes the file'),
+        encoding: z.enum(['utf8', 'base64']).optional(),
+      }),
+    )
+    .min(1)
+    .max(2_000),
+});
+
+export const askTools = [
+  defineTool({
+    name: 'ask_post',
+    summary: 'Post an Ask (a claimable request) in a Lane, with optional dependencies and priority',
+    toolset: 'asks',
+    annotations: WRITE,
+    input: z.strictObject({
+      lane_id: laneId,
+      kind: askKind.describe('work, ladder_update, … or a kind the Lane defines'),
+      title: z.string().min(1).max(300),
+      body: z
+        .string()
+        .max(64 * 1024)
+        .optional(),
+      priority: z
+        .number()
+        .int()
+        .min(0)
+        .max(4)
+        .optional()
+        .describe('0 highest … 4 lowest (default 2)'),
+      depends_on: z
+        .array(askId)
+        .max(100)
+        .optional()
+        .describe('Asks that must be answered complete/grant first'),
+      payload: z.record(z.string(), z.unknown()).optional(),
+      from: actor.optional(),
+      ...createArgs,
+    }),
+    output: z.strictObject({ ask: askOut, ...writeMetaOut }),
+    handler: (args, ctx) => askPost(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_query_claimable',
+    summary:
+      'Asks in a Lane you may claim now: open, unblocked, in your scope; by priority then age',
+    toolset: 'asks',
+    annotations: READ,
+    input: z.strictObject({
+      lane_id: laneId,
+      kinds: z.array(askKind).max(50).optional(),
+      limit: z.number().int().min(1).max(500).optional(),
+    }),
+    output: z.strictObject({ asks: z.array(askOut), revision: z.string().nullable() }),
+    handler: (args, ctx) => askQueryClaimable(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_claim',
+    summary: 'Claim an Ask for yourself with a lease; claiming it again renews the lease',
+    toolset: 'asks',
+    annotations: WRITE,
+    input: z.strictObject({
+      lane_id: laneId,
+      ask_id: askId,
+      lease_seconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(7 * 24 * 3600)
+        .optional()
+        .describe('Default 1800'),
+      ...writeArgs,
+    }),
+    output: z.strictObject({ ask: askOut, renewed: z.boolean(), ...writeMetaOut }),
+    handler: (args, ctx) => askClaim(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_release',
+    summary: 'Give up a claim so that others may take the Ask',
+    toolset: 'asks',
+    annotations: WRITE,
+    input: z.strictObject({ lane_id: laneId, ask_id: askId, ...writeArgs }),
+    output: z.strictObject({ ask: askOut, ...writeMetaOut }),
+    handler: (args, ctx) => askRelease(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_answer',
+    summary:
+      'Answer an Ask you hold: complete, deny, or grant (reviews); the server posts follow-ups',
+    description:
+      'A work Ask completed with a changeset {base, message, files:[{path, content}]} gets a changeset_review follow-up.',
+    toolset: 'asks',
+    annotations: WRITE,
+    input: z.strictObject({
+      lane_id: laneId,
+      ask_id: askId,
+      outcome: z.enum(['complete', 'deny', 'grant']),
+      result: z
+        .string()
+        .max(256 * 1024)
+        .optional()
+        .describe('What was done, or why not'),
+      changeset: changesetInput.optional(),
+      ...writeArgs,
+    }),
+    output: z.strictObject({
+      ask: askOut,
+      follow_ups: z.array(askOut),
+      changeset_id: z.string().nullable(),
+      ...writeMetaOut,
+    }),
+    handler: (args, ctx) => askAnswer(ctx.repo, ctx.caller, args),
+  }),
+];

@@ -1,0 +1,71 @@
+import type { z } from 'zod';
+import type { Caller, ZzRepo } from '../core/index.js';
+
+// One definition per tool. HTTP, MCP and the CLI are generic loops over these; nothing about
+// a tool is written twice.
+
+export const TOOLSETS = ['git', 'ladder', 'lanes', 'asks', 'code', 'local', 'admin'] as const;
+export type Toolset = (typeof TOOLSETS)[number];
+
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** Services a front end may provide beyond the repository itself. */
+export interface ToolServices {
+  /** Cross-repo search, when the front end keeps one (the daemon does). */
+  search?: unknown;
+  /** Every repository this front end serves, by key. */
+  repos?: ReadonlyMap<string, ZzRepo>;
+}
+
+export interface ToolContext {
+  repo: ZzRepo;
+  caller: Caller | null;
+  /** Local tools (run_in_sandbox, gh_fetch_*) run only where this is true: CLI, stdio MCP, zz work. */
+  local: boolean;
+  signal?: AbortSignal;
+  services?: ToolServices;
+}
+
+export interface ToolDef<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
+  name: string;
+  /** One line: what the tool does. */
+  summary: string;
+  /** Extra guidance for models (argument meaning, retries). */
+  description?: string;
+  toolset: Toolset;
+  /** Callable without a token when the repository is public. */
+  publicRead?: boolean;
+  local?: boolean;
+  annotations: ToolAnnotations;
+  input: I;
+  output: O;
+  handler(args: z.infer<I>, ctx: ToolContext): Promise<z.infer<O>>;
+}
+
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
+  def: ToolDef<I, O>,
+): ToolDef {
+  return def as unknown as ToolDef;
+}
+
+export const READ: ToolAnnotations = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+};
+
+/** Writes that only add (asks, lanes, claims): retry-safe with an idempotency_key. */
+export const WRITE: ToolAnnotations = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: false,
+  openWorldHint: false,
+};
+
+export const isWrite = (t: ToolDef): boolean => !t.annotations.readOnlyHint;

@@ -1,0 +1,119 @@
+import { z } from 'zod';
+import {
+  laneAddRelated,
+  laneEvents,
+  laneGet,
+  laneGrant,
+  laneList,
+  lanePropose,
+} from '../core/index.js';
+import { actor, laneId, newLaneId } from '../schema/ids.js';
+import { askKind, scope } from '../schema/lane.js';
+import { askOut, countsOut, historyOut, laneOut, writeMetaOut } from '../schema/views.js';
+import { createArgs, writeArgs } from './common-args.js';
+import { defineTool, READ, WRITE } from './define-tool.js';
+
+const laneIdArg = laneId.describe('The Lane, e.g. "_repo" or "auth-rework"');
+const cursor = z.string().max(4096);
+
+export const laneTools = [
+  defineTool({
+    name: 'lane_propose',
+    summary: 'Create a Lane (a stream of work); the proposer becomes its coordinator',
+    toolset: 'lanes',
+    annotations: WRITE,
+    input: z.strictObject({
+      lane_id: newLaneId.optional().describe('Slug for the new Lane; generated when omitted'),
+      title: z.string().min(1).max(300),
+      description: z.string().max(20_000).optional(),
+      maintainers: z
+        .array(actor)
+        .max(100)
+        .optional()
+        .describe('Who may review changesets; defaults to the proposer'),
+      related_lanes: z.array(laneId).max(100).optional(),
+      ask_kinds: z
+        .record(askKind, scope)
+        .optional()
+        .describe('Custom ask kinds and who may claim them'),
+      from: actor.optional(),
+      ...createArgs,
+    }),
+    output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
+    handler: (args, ctx) => lanePropose(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'lane_get',
+    summary: 'One Lane with its Asks and full history (pages with limits and cursors when asked)',
+    toolset: 'lanes',
+    annotations: READ,
+    input: z.strictObject({
+      lane_id: laneIdArg,
+      asks_limit: z.number().int().min(1).max(100_000).optional(),
+      asks_cursor: cursor.optional(),
+      history_limit: z.number().int().min(1).max(100_000).optional(),
+      history_cursor: cursor.optional(),
+      include_history: z.boolean().optional().describe('false to skip history (default true)'),
+    }),
+    output: z.strictObject({
+      lane: laneOut,
+      asks: z.array(askOut),
+      history: z.array(historyOut),
+      next_asks_cursor: z.string().nullable(),
+      next_history_cursor: z.string().nullable(),
+    }),
+    handler: (args, ctx) => laneGet(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'lane_list',
+    summary: 'Every Lane in the repository with counts of open, claimed and answered Asks',
+    toolset: 'lanes',
+    publicRead: true,
+    annotations: READ,
+    input: z.strictObject({}),
+    output: z.strictObject({ lanes: z.array(laneOut.extend({ counts: countsOut })) }),
+    handler: (_args, ctx) => laneList(ctx.repo),
+  }),
+  defineTool({
+    name: 'lane_add_related',
+    summary: 'Record a Lane created from this one in its related_lanes',
+    toolset: 'lanes',
+    annotations: { ...WRITE, idempotentHint: true },
+    input: z.strictObject({ lane_id: laneIdArg, related_lane_id: laneId, ...writeArgs }),
+    output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
+    handler: (args, ctx) => laneAddRelated(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'lane_grant',
+    summary: 'Add or remove a coordinator or maintainer of a Lane (coordinators and owners)',
+    toolset: 'lanes',
+    annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
+    input: z.strictObject({
+      lane_id: laneIdArg,
+      grantee: actor,
+      role: z.enum(['coordinator', 'maintainer']),
+      revoke: z.boolean().optional(),
+      ...writeArgs,
+    }),
+    output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
+    handler: (args, ctx) => laneGrant(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'lane_events',
+    summary: 'Events after a cursor across one Lane or all; wait_ms long-polls for the next one',
+    description: 'Pass back next_cursor to continue where you left off.',
+    toolset: 'lanes',
+    annotations: READ,
+    input: z.strictObject({
+      lane_id: laneIdArg.optional(),
+      cursor: cursor.optional(),
+      wait_ms: z.number().int().min(0).max(60_000).optional(),
+      limit: z.number().int().min(1).max(5_000).optional(),
+    }),
+    output: z.strictObject({
+      events: z.array(historyOut.extend({ lane_id: z.string(), revision: z.string() })),
+      next_cursor: z.string(),
+    }),
+    handler: (args, ctx) => laneEvents(ctx.repo, ctx.caller, args, ctx.signal),
+  }),
+];

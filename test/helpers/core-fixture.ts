@@ -1,0 +1,55 @@
+import { initRepo, ZzRepo, type Caller } from '../../src/core/index.js';
+import { registry, runTool } from '../../src/tools/index.js';
+import { makeRepo } from './temp-repo.js';
+
+export const OWNER: Caller = { actor: 'owner@example.com' };
+export const ALICE: Caller = { actor: 'alice@example.com' };
+export const BOB: Caller = { actor: 'bob@example.com' };
+export const AGENT: Caller = { actor: 'alice@example.com[claude]' };
+
+/** A settable clock so lease expiry is tested without sleeping. */
+export class FakeClock {
+  t = Date.parse('2026-11-30T12:00:00.000Z');
+  now = (): Date => new Date(this.t);
+  advance(seconds: number): void {
+    this.t += seconds * 1000;
+  }
+}
+
+export async function memoryRepo(
+  clock = new FakeClock(),
+): Promise<{ repo: ZzRepo; clock: FakeClock }> {
+  const repo = ZzRepo.memory('local/test', clock.now);
+  await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
+  return { repo, clock };
+}
+
+export async function gitRepo(
+  clock?: FakeClock,
+): Promise<{ repo: ZzRepo; dir: string; cleanup: () => void }> {
+  const { dir, cleanup } = makeRepo();
+  const repo = await ZzRepo.open(dir, {
+    key: 'local/test',
+    ...(clock ? { clock: clock.now } : {}),
+  });
+  await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
+  return {
+    repo,
+    dir,
+    cleanup: () => {
+      repo.close();
+      cleanup();
+    },
+  };
+}
+
+/** Calls a tool the way every transport does. */
+export function call(
+  repo: ZzRepo,
+  caller: Caller | null,
+  tool: string,
+  args: Record<string, unknown>,
+) {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  return runTool(registry.require(tool), args, { repo, caller, local: true }) as Promise<any>;
+}

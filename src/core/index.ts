@@ -10,3 +10,5 @@ export * from './lane-state.js';
 export * from './lanes.js';
 export * from './views.js';
 export * from './zz-repo.js';
+export * from './setup.js';
+export * from './token-store.js';

@@ -7,3 +7,4 @@ export * from './objects.js';
 export * from './ref-names.js';
 export * from './ref-store.js';
 export * from './repository.js';
+export * from './remotes.js';

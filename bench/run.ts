@@ -1,0 +1,31 @@
+// `npm run bench`: every benchmark, one after another, each side by side with its baseline.
+// Not part of the tests. Prints tables as it goes and a JSON summary at the end.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const suites: Array<[string, string, string]> = [
+  ['read-path', './read-path.ts', 'benchReadPath'],
+  ['store', './store.ts', 'benchStore'],
+  ['core', './core.ts', 'benchCore'],
+  ['http', './http.ts', 'benchHttp'],
+  ['git-read', './git-read.ts', 'benchGitRead'],
+  ['extract', './extract.ts', 'benchExtract'],
+  ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
+  ['search', './search.ts', 'benchSearch'],
+  ['mcp', './mcp.ts', 'benchMcp'],
+];
+
+const only = process.argv.slice(2);
+const summary: Record<string, unknown> = {};
+for (const [name, file, fn] of suites) {
+  if (only.length && !only.includes(name)) continue;
+  if (!existsSync(join(here, file))) continue;
+  console.log(`\n# ${name}`);
+  const mod = (await import(file)) as Record<string, () => Promise<unknown>>;
+  const run = mod[fn];
+  if (typeof run !== 'function') throw new Error(`${file} does not export ${fn}`);
+  summary[name] = await run();
+}
+console.log('\n# summary (JSON)\n' + JSON.stringify(summary, null, 2));

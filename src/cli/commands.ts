@@ -1,0 +1,278 @@
+import { fileURLToPath } from 'node:url';
+import type { Argv } from 'yargs';
+import { ZzError } from '../errors.js';
+import { discoverRepository } from '../git/index.js';
+import { gitUserEmail } from './client.js';
+import { normalizeServer, readCredentials, writeCredentials } from './credentials.js';
+import type { CliIO } from './io.js';
+import { DEFAULT_SERVER } from './paths.js';
+import { print } from './run.js';
+
+// The commands that are not tools: setup, the daemon, identities, hooks, MCP.
+
+const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+function zzCommandLine(): string {
+  const main = fileURLToPath(new URL('./main.js', import.meta.url));
+  return `${shellQuote(process.execPath)} ${shellQuote(main)}`;
+}
+
+export function initCommand(y: Argv, io: CliIO): Argv {
+  return y.command(
+    'init',
+    'Set up zz in this checkout: fetch refs/zz/* from remotes, create or adopt the config and lane _repo, install hooks',
+    (c: Argv) =>
+      c
+        .option('public', {
+          type: 'boolean',
+          describe: 'Let anyone read lane_list and ladder_tree without a token',
+        })
+        .option('no-fetch', { type: 'boolean', describe: 'Do not fetch from remotes first' })
+        .option('json', { type: 'boolean' }),
+    async (a) => {
+      const { ZzRepo, zzInit } = await import('../core/index.js');
+      const repo = await ZzRepo.open(io.cwd);
+      try {
+        const owner = await gitUserEmail(io.cwd, io.env);
+        const report = await zzInit(repo, {
+          owner,
+          visibility: a.public ? 'public' : 'private',
+          zzCommand: zzCommandLine(),
+          noFetch: !!a['no-fetch'] || a.fetch === false,
+        });
+        if (a.json) return print(io, report, true);
+        const lines = [
+          report.created_config
+            ? `Initialised zz for ${report.repo} (owner ${owner}).`
+            : report.adopted.includes('refs/zz/config')
+              ? `Adopted the zz state of ${report.repo} from its remote.`
+              : `zz is already initialised for ${report.repo}.`,
+        ];
+        for (const r of report.refspecs_added)
+          lines.push(`Added ${`+refs/zz/*:refs/zz-remotes/${r}/*`} to remote ${r}.`);
+        for (const f of report.fetch_failed)
+          lines.push(`Could not fetch from ${f.remote}: ${f.error}`);
+        for (const h of report.hooks_installed) lines.push(`Installed hook ${h}.`);
+        for (const h of report.hooks_skipped) lines.push(`Skipped hook ${h.hook}: ${h.reason}`);
+        io.stdout(lines.join('\n') + '\n');
+      } finally {
+        repo.close();
+      }
+    },
+  );
+}
+
+export function serveCommand(y: Argv, io: CliIO): Argv {
+  return y.command(
+    'serve',
+    'Run the zz daemon for this checkout in the foreground',
+    (c: Argv) =>
+      c
+        .option('port', { type: 'number', default: 7433, describe: 'Port (0 picks a free one)' })
+        .option('host', {
+          type: 'string',
+          default: '127.0.0.1',
+          describe: 'Interface to bind (loopback by default)',
+        })
+        .option('repo', { type: 'array', string: true, describe: 'Serve more checkouts' }),
+    async (a) => {
+      const { startDaemon } = await import('../http/daemon.js');
+      const d = await startDaemon({
+        cwd: io.cwd,
+        port: a.port as number,
+        host: a.host as string,
+        repos: ((a.repo as string[] | undefined) ?? []).map(String),
+        log: (line: string) => io.stderr(line + '\n'),
+      });
+      io.stdout(`zz serving ${[...d.repos.keys()].join(', ')} at ${d.url}\n`);
+      await (io.stopSignal ?? new Promise<void>(() => {}));
+      io.stderr('zz: stopping (finishing in-flight writes)\n');
+      await d.close();
+    },
+  );
+}
+
+async function tokenStoreFor(io: CliIO) {
+  const found = await discoverRepository(io.cwd);
+  const { TokenStore } = await import('../core/token-store.js');
+  return { tokens: new TokenStore(found.gitdir), gitdir: found.gitdir };
+}
+
+async function serverFor(io: CliIO, gitdir: string, explicit?: string): Promise<string> {
+  if (explicit) return normalizeServer(explicit);
+  const { readDaemonInfo } = await import('../http/daemon.js');
+  const info = await readDaemonInfo(gitdir);
+  return normalizeServer(info?.url ?? DEFAULT_SERVER);
+}
+
+export function loginCommand(y: Argv, io: CliIO): Argv {
+  return y.command(
+    'login',
+    'Get a token for your git identity (user.email) and store it in ~/.config/zz/credentials.json',
+    (c: Argv) =>
+      c
+        .option('server', { type: 'string', describe: 'Daemon URL (default: the running one)' })
+        .option('json', { type: 'boolean' }),
+    async (a) => {
+      const actor = await gitUserEmail(io.cwd, io.env);
+      const { tokens, gitdir } = await tokenStoreFor(io);
+      const server = await serverFor(io, gitdir, a.server as string | undefined);
+      const { token } = await tokens.create(actor, 'login');
+      const creds = await readCredentials(io.env);
+      creds.servers[server] = { ...creds.servers[server], actor, token };
+      await writeCredentials(creds, io.env);
+      if (a.json) print(io, { actor, token, server }, true);
+      else
+        io.stdout(
+          `Logged in to ${server} as ${actor}; token stored in ~/.config/zz/credentials.json\n`,
+        );
+    },
+  );
+}
+
+export function agentCommand(y: Argv, io: CliIO): Argv {
+  const nameArg = (c: Argv) =>
+    c
+      .positional('name', {
+        type: 'string',
+        demandOption: true,
+        describe: 'Agent name, e.g. claude',
+      })
+      .option('server', { type: 'string' })
+      .option('json', { type: 'boolean' });
+  const resolve = async (a: { name?: unknown; server?: unknown }) => {
+    const name = String(a.name);
+    if (!AGENT_NAME.test(name))
+      throw new ZzError('invalid_argument', 'agent NAME must be 1-64 characters of [A-Za-z0-9._-]');
+    const person = await gitUserEmail(io.cwd, io.env);
+    const { tokens, gitdir } = await tokenStoreFor(io);
+    const server = await serverFor(io, gitdir, a.server as string | undefined);
+    return { name, actor: `${person}[${name}]`, tokens, server };
+  };
+  const mint = async (a: { name?: unknown; server?: unknown; json?: unknown }) => {
+    const { name, actor, tokens, server } = await resolve(a);
+    const { token } = await tokens.create(actor, name);
+    const creds = await readCredentials(io.env);
+    const entry = creds.servers[server] ?? { actor: '', token: '' };
+    entry.agents = { ...entry.agents, [name]: { actor, token } };
+    creds.servers[server] = entry;
+    await writeCredentials(creds, io.env);
+    if (a.json) print(io, { actor, token }, true);
+    else io.stdout(`${actor}\n${token}\n`);
+  };
+  return y.command('agent', 'Agent identities you[NAME] and their tokens', (g: Argv) =>
+    g
+      .command('create <name>', 'Create an agent identity and print its token', nameArg, mint)
+      .command(
+        'token <name>',
+        "Print the agent's stored token (or mint a new one)",
+        nameArg,
+        async (a) => {
+          const { name, actor, server } = await resolve(a);
+          const stored = (await readCredentials(io.env)).servers[server]?.agents?.[name];
+          if (!stored) return mint(a);
+          if (a.json) print(io, { actor, token: stored.token }, true);
+          else io.stdout(`${stored.token}\n`);
+        },
+      )
+      .command('revoke <name>', "Revoke the agent's tokens at once", nameArg, async (a) => {
+        const { name, actor, tokens, server } = await resolve(a);
+        const removed = await tokens.revoke(actor);
+        const creds = await readCredentials(io.env);
+        if (creds.servers[server]?.agents?.[name]) {
+          delete creds.servers[server]!.agents![name];
+          await writeCredentials(creds, io.env);
+        }
+        if (a.json) print(io, { actor, revoked: removed }, true);
+        else io.stdout(`Revoked ${actor}.\n`);
+      })
+      .demandCommand(1, 'choose an agent command'),
+  );
+}
+
+export function hookCommand(y: Argv, io: CliIO): Argv {
+  return y.command(
+    'hook <name>',
+    false as unknown as string,
+    (c: Argv) => c.positional('name', { type: 'string', choices: ['post-merge'] }),
+    async () => {
+      // A hook must never make `git pull` look failed: report, and exit 0.
+      try {
+        const { ZzRepo, fastForwardFromRemotes } = await import('../core/index.js');
+        const repo = await ZzRepo.open(io.cwd);
+        try {
+          const r = await fastForwardFromRemotes(repo);
+          const moved = r.adopted.length + r.fast_forwarded.length;
+          if (moved) io.stderr(`zz: brought ${moved} zz ref(s) up to date\n`);
+          if (r.diverged.length)
+            io.stderr(
+              `zz: ${r.diverged.length} zz ref(s) diverged from the remote and need a merge: ${r.diverged.join(', ')}\n`,
+            );
+        } finally {
+          repo.close();
+        }
+      } catch (e) {
+        io.stderr(`zz hook: ${(e as Error).message}\n`);
+      }
+    },
+  );
+}
+
+export function mcpCommand(y: Argv, io: CliIO): Argv {
+  return y.command(
+    'mcp',
+    'Serve the zz tools over MCP on stdio (for Claude Code, Cursor, VS Code, Codex)',
+    (c: Argv) =>
+      c
+        .option('toolsets', {
+          type: 'array',
+          string: true,
+          describe:
+            'Only these toolsets: git, ladder, lanes, asks, code, local, admin (comma-separated or repeated)',
+        })
+        .option('read-only', {
+          type: 'boolean',
+          describe: 'Only read-only tools are listed and callable',
+        }),
+    async (a) => {
+      const [{ ZzRepo }, { registry, runTool }, mcp, { connect }] = await Promise.all([
+        import('../core/index.js'),
+        import('../tools/index.js'),
+        import('../mcp/index.js'),
+        import('./client.js'),
+      ]);
+      // Calls go to the checkout's daemon when one runs (acting as ZZ_TOKEN or the stored
+      // login), else in-process as the local git identity. Local tools always run here.
+      const client = await connect({ cwd: io.cwd, env: io.env });
+      const repo = await ZzRepo.open(io.cwd, { key: client.repoKey });
+      const actor = client.actor ?? (await gitUserEmail(io.cwd, io.env).catch(() => null));
+      const toolsets = a.toolsets
+        ? mcp.parseToolsets((a.toolsets as unknown[]).map(String))
+        : undefined;
+      const handle = mcp.serveStdio({
+        registry,
+        ...(toolsets ? { toolsets } : {}),
+        readOnly: !!a['read-only'],
+        local: true,
+        context: () => ({ repo, caller: actor ? { actor } : null, local: true }),
+        execute: (tool, args, ctx) =>
+          tool.local || client.mode === 'in-process'
+            ? runTool(tool, args, ctx)
+            : client.call(tool.name, args as Record<string, unknown>),
+        onError: (e, tool) => io.stderr(`zz mcp: ${tool}: ${(e as Error)?.stack ?? String(e)}\n`),
+      });
+      await Promise.race([handle.closed, io.stopSignal ?? new Promise<void>(() => {})]);
+      await handle.close();
+      client.close();
+      repo.close();
+    },
+  );
+}
+
+export function ladderBuildCommand(g: Argv, _io: CliIO): Argv {
+  return g;
+}

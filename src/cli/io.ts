@@ -1,0 +1,14 @@
+// The CLI's window on the world, injected so that commands are tested in-process.
+export interface CliIO {
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  isTTY: boolean;
+  /** Resolves when the process is asked to stop (SIGINT/SIGTERM); used by long-running commands. */
+  stopSignal?: Promise<void>;
+}
+
+export function useColor(io: CliIO): boolean {
+  return io.isTTY && !io.env.NO_COLOR && io.env.TERM !== 'dumb';
+}

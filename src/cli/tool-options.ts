@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import { ZzError } from '../errors.js';
+import type { ToolDef } from '../tools/index.js';
+
+// Derives CLI options from a tool's zod input: strings, numbers, booleans and string arrays
+// become flags (kebab-case, with the snake_case name as an alias); anything structured is
+// passed as JSON text. `--args` merges a JSON object underneath the flags.
+
+export type OptionKind = 'string' | 'number' | 'boolean' | 'array' | 'json';
+
+export interface ToolOption {
+  key: string;
+  flag: string;
+  kind: OptionKind;
+  required: boolean;
+  describe: string;
+  choices?: string[];
+}
+
+function unwrap(t: z.ZodType): { inner: z.ZodType; optional: boolean } {
+  let cur = t;
+  let optional = false;
+  for (;;) {
+    if (
+      cur instanceof z.ZodOptional ||
+      cur instanceof z.ZodNullable ||
+      cur instanceof z.ZodDefault
+    ) {
+      optional = optional || cur instanceof z.ZodOptional || cur instanceof z.ZodDefault;
+      cur = (cur as unknown as { unwrap(): z.ZodType }).unwrap();
+      continue;
+    }
+    return { inner: cur, optional };
+  }
+}
+
+export function toolOptions(tool: ToolDef): ToolOption[] {
+  const out: ToolOption[] = [];
+  for (const [key, schema] of Object.entries(tool.input.shape as Record<string, z.ZodType>)) {
+    const { inner, optional } = unwrap(schema);
+    let kind: OptionKind = 'json';
+    let choices: string[] | undefined;
+    if (inner instanceof z.ZodString) kind = 'string';
+    else if (inner instanceof z.ZodNumber) kind = 'number';
+    else if (inner instanceof z.ZodBoolean) kind = 'boolean';
+    else if (inner instanceof z.ZodEnum) {
+      kind = 'string';
+      choices = (inner as z.ZodEnum).options.map(String);
+    } else if (inner instanceof z.ZodLiteral) {
+      kind = 'string';
+      choices = [...(inner as z.ZodLiteral).values].map(String);
+    } else if (
+      inner instanceof z.ZodArray &&
+      unwrap((inner as z.ZodArray).element as z.ZodType).inner instanceof z.ZodString
+    ) {
+      kind = 'array';
+    }
+    out.push({
+      key,
+      flag: key.replace(/_/g, '-'),
+      kind,
+      required: !optional,
+      describe:
+        (schema.description ?? inner.description ?? '') + (kind === 'json' ? ' (JSON)' : ''),
+      ...(choices ? { choices } : {}),
+    });
+  }
+  return out;
+}
+
+export function argsFromOptions(
+  tool: ToolDef,
+  parsed: Record<string, unknown>,
+  base: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const args: Record<string, unknown> = { ...base };
+  for (const o of toolOptions(tool)) {
+    const v = parsed[o.flag] ?? parsed[o.key];
+    if (v === undefined) continue;
+    if (o.kind === 'json') {
+      try {
+        args[o.key] = typeof v === 'string' ? JSON.parse(v) : v;
+      } catch {
+        throw new ZzError('invalid_argument', `--${o.flag} must be JSON`);
+      }
+    } else if (o.kind === 'array') {
+      args[o.key] = (Array.isArray(v) ? v : [v]).map(String);
+    } else {
+      args[o.key] = v;
+    }
+  }
+  return args;
+}
+
+/** `lane_propose` → ['lane', 'propose']; `ask_query_claimable` → ['ask', 'query-claimable']. */
+export function commandPath(toolName: string): [string, string] {
+  const i = toolName.indexOf('_');
+  return [toolName.slice(0, i), toolName.slice(i + 1).replace(/_/g, '-')];
+}

@@ -1,0 +1,151 @@
+import { promises as fsp, constants as fsc } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ZzError } from '../errors.js';
+import {
+  ensureZzRefspec,
+  fetchZz,
+  git,
+  isAncestor,
+  listRemotes,
+  remoteTrackingPrefix,
+} from '../git/index.js';
+import { initRepo } from './admin.js';
+import type { ZzRepo } from './zz-repo.js';
+
+// `zz init` and the fast-forward half of sync: bring remote zz state in, adopt it where we
+// have none, create the config and lane _repo otherwise, install the hook shims.
+
+export const HOOK_MARKER = '# zz-hook: installed by `zz init`';
+export const HOOKS = ['post-merge'] as const;
+
+export interface InitReport {
+  repo: string;
+  owner: string;
+  created_config: boolean;
+  adopted: string[];
+  refspecs_added: string[];
+  fetch_failed: Array<{ remote: string; error: string }>;
+  hooks_installed: string[];
+  hooks_skipped: Array<{ hook: string; reason: string }>;
+}
+
+export interface InitOptions {
+  owner: string;
+  visibility: 'private' | 'public';
+  /** Command line that runs zz (e.g. `node /path/dist/cli/main.js`), embedded in hook shims. */
+  zzCommand: string;
+  /** Skip fetching from remotes (tests, offline). */
+  noFetch?: boolean;
+}
+
+export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitReport> {
+  const g = repo.git;
+  if (!g) throw new ZzError('not_a_repository', 'zz init needs a git checkout');
+  const report: InitReport = {
+    repo: repo.key,
+    owner: opts.owner,
+    created_config: false,
+    adopted: [],
+    refspecs_added: [],
+    fetch_failed: [],
+    hooks_installed: [],
+    hooks_skipped: [],
+  };
+  for (const remote of await listRemotes(g.gitdir)) {
+    if (await ensureZzRefspec(g.gitdir, remote)) report.refspecs_added.push(remote);
+    if (opts.noFetch) continue;
+    try {
+      await fetchZz(g.gitdir, remote);
+    } catch (e) {
+      report.fetch_failed.push({ remote, error: (e as Error).message });
+    }
+  }
+  report.adopted = (await fastForwardFromRemotes(repo)).adopted;
+  const branch = await repo.defaultBranch();
+  const r = await initRepo(repo, {
+    owner: opts.owner,
+    visibility: opts.visibility,
+    default_branch: branch,
+  });
+  report.created_config = r.created;
+  await installHooks(g.worktreeGitdir, g.workTree ?? g.gitdir, opts.zzCommand, report);
+  return report;
+}
+
+/**
+ * Creates local refs/zz/* that exist only on a remote, and fast-forwards local ones that a
+ * remote is strictly ahead of. Diverged refs are reported, never forced.
+ */
+export async function fastForwardFromRemotes(
+  repo: ZzRepo,
+): Promise<{ adopted: string[]; fast_forwarded: string[]; diverged: string[] }> {
+  const g = repo.git;
+  const out = { adopted: [] as string[], fast_forwarded: [] as string[], diverged: [] as string[] };
+  if (!g) return out;
+  for (const remote of await listRemotes(g.gitdir)) {
+    const prefix = remoteTrackingPrefix(remote);
+    for (const [ref, oid] of await repo.store.listRefs(prefix)) {
+      const local = 'refs/zz/' + ref.slice(prefix.length);
+      const mine = await repo.store.head(local);
+      if (mine === oid) continue;
+      try {
+        if (mine === null) {
+          await repo.store.setRef(local, null, oid);
+          out.adopted.push(local);
+        } else if (await isAncestor(g.gitdir, mine, oid)) {
+          await repo.store.setRef(local, mine, oid);
+          out.fast_forwarded.push(local);
+        } else if (!(await isAncestor(g.gitdir, oid, mine))) {
+          out.diverged.push(local);
+        }
+      } catch (e) {
+        if (e instanceof ZzError && e.code === 'revision_mismatch') out.diverged.push(local);
+        else throw e;
+      }
+    }
+  }
+  return out;
+}
+
+async function installHooks(
+  worktreeGitdir: string,
+  cwd: string,
+  zzCommand: string,
+  report: InitReport,
+): Promise<void> {
+  // core.hooksPath may move hooks; ask git where they are.
+  const hooksDir = await git(['rev-parse', '--path-format=absolute', '--git-path', 'hooks'], {
+    cwd,
+  });
+  void worktreeGitdir;
+  for (const hook of HOOKS) {
+    const file = join(hooksDir, hook);
+    let existing: string | null = null;
+    try {
+      existing = await fsp.readFile(file, 'utf8');
+    } catch {
+      existing = null;
+    }
+    if (existing !== null && !existing.includes(HOOK_MARKER)) {
+      report.hooks_skipped.push({
+        hook,
+        reason: `${file} exists and is not zz's; add \`zz hook ${hook}\` to it to keep zz state in step`,
+      });
+      continue;
+    }
+    const shim = [
+      '#!/bin/sh',
+      HOOK_MARKER,
+      `# Keeps refs/zz/* in step after \`git pull\`. Safe to delete; \`zz init\` reinstalls it.`,
+      `if command -v zz >/dev/null 2>&1; then exec zz hook ${hook} "$@"; fi`,
+      `exec ${zzCommand} hook ${hook} "$@"`,
+      '',
+    ].join('\n');
+    await fsp.mkdir(dirname(file), { recursive: true });
+    const tmp = `${file}.zz-tmp`;
+    await fsp.writeFile(tmp, shim, { mode: 0o755 });
+    await fsp.rename(tmp, file);
+    await fsp.access(file, fsc.X_OK);
+    report.hooks_installed.push(hook);
+  }
+}

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import type { Scope } from '../schema/lane.js';
+import type { AskDoc, Scope } from '../schema/lane.js';
 import type { Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
 import type { LaneState } from './lane-state.js';
@@ -8,6 +8,7 @@ import {
   askView,
   historyView,
   laneView,
+  leaseExpired,
   type AskView,
   type HistoryEntry,
   type LaneView,
@@ -157,19 +158,40 @@ export type LaneSummary = LaneView & {
   counts: { open: number; claimed: number; answered: number; total: number };
 };
 
+// Counts by stored state depend only on the revision; only claimed Asks need the clock.
+const countCache = new WeakMap<LaneState, { open: number; claimed: AskDoc[]; answered: number }>();
+
+function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
+  let c = countCache.get(s);
+  if (!c) {
+    c = { open: 0, claimed: [], answered: 0 };
+    for (const a of s.asks.values()) {
+      if (a.state === 'open') c.open++;
+      else if (a.state === 'answered') c.answered++;
+      else c.claimed.push(a);
+    }
+    countCache.set(s, c);
+  }
+  const expired = c.claimed.filter((a) => leaseExpired(a, now)).length;
+  return {
+    open: c.open + expired,
+    claimed: c.claimed.length - expired,
+    answered: c.answered,
+    total: s.asks.size,
+  };
+}
+
 export async function laneList(repo: ZzRepo): Promise<{ lanes: LaneSummary[] }> {
   const now = repo.clock();
+  const ids = await repo.laneIds();
+  const snaps = await Promise.all(ids.map((id) => repo.lane(id).read()));
   const lanes: LaneSummary[] = [];
-  for (const id of await repo.laneIds()) {
-    const snap = await repo.lane(id).read();
+  for (const snap of snaps) {
     if (!snap.state.lane) continue;
-    const counts = { open: 0, claimed: 0, answered: 0, total: 0 };
-    for (const a of snap.state.asks.values()) {
-      const st = askView(snap.state, a, now).state;
-      counts[st]++;
-      counts.total++;
-    }
-    lanes.push({ ...laneView(snap.state.lane, snap.revision), counts });
+    lanes.push({
+      ...laneView(snap.state.lane, snap.revision),
+      counts: laneCounts(snap.state, now),
+    });
   }
   return { lanes };
 }

@@ -1,0 +1,352 @@
+import { z } from 'zod';
+import type { Caller, ZzRepo } from '../core/index.js';
+import type { TokenStore } from '../core/token-store.js';
+import { ERROR_CODES, ZzError } from '../errors.js';
+import { runTool, type Registry, type ToolDef, type ToolServices } from '../tools/index.js';
+import { decodePositions, openEventStream } from './event-stream.js';
+import { hostMatcher, originAllowed } from './host-check.js';
+import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
+
+// The daemon's routes as a plain fetch handler (Request → Response), so tests call it without
+// a socket and server.ts only adapts node:http. Every tool call goes through runTool() with
+// local: false, so the scope rules and local-only refusals are the registry's, not ours.
+
+export type McpHandler = (
+  req: Request,
+  ctx: { repo: ZzRepo; caller: Caller | null },
+) => Promise<Response>;
+
+export interface AppOptions {
+  repos: ReadonlyMap<string, ZzRepo>;
+  tokens: TokenStore;
+  registry: Registry;
+  /** The bound host:port; requests naming another Host are refused. */
+  host: string;
+  log?: (line: string) => void;
+  maxBodyBytes?: number;
+  mcpHandler?: McpHandler;
+  /** Extra services for tools (e.g. search); `repos` is always filled in. */
+  services?: ToolServices;
+  heartbeatMs?: number;
+}
+
+export interface App {
+  fetch(req: Request): Promise<Response>;
+  readonly maxBodyBytes: number;
+  /** Refuses new calls, ends event streams and resolves once no call is running. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+const JSON_HEADERS = {
+  'content-type': 'application/json; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+};
+
+export function json(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Response {
+  return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
+}
+
+/** What a request did, for its log line. */
+interface Trace {
+  repo: string | null;
+  tool: string | null;
+  actor: string | null;
+}
+
+const INTERNAL_MESSAGE = 'internal error; the daemon log has the details';
+const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+const BEARER = /^Bearer +([!-~]+) *$/i;
+
+function describeTool(t: ToolDef) {
+  const schema = (s: z.ZodType, io: 'input' | 'output') => {
+    try {
+      return z.toJSONSchema(s, { io, unrepresentable: 'any' });
+    } catch {
+      return {};
+    }
+  };
+  return {
+    name: t.name,
+    summary: t.summary,
+    ...(t.description ? { description: t.description } : {}),
+    toolset: t.toolset,
+    local: !!t.local,
+    public_read: !!t.publicRead,
+    annotations: t.annotations,
+    input_schema: schema(t.input, 'input'),
+    output_schema: schema(t.output, 'output'),
+  };
+}
+
+export function createApp(opts: AppOptions): App {
+  const { repos, tokens, registry } = opts;
+  const log = opts.log ?? (() => {});
+  const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const hostOk = hostMatcher(opts.host);
+  const services: ToolServices = { ...opts.services, repos };
+  const streams = new Set<() => void>();
+  let toolList: string | null = null;
+  let active = 0;
+  let idle: (() => void) | null = null;
+  let closing = false;
+  const calls = new Set<AbortController>();
+
+  const requireRepo = (owner: string, name: string): ZzRepo => {
+    const key = `${owner}/${name}`;
+    const repo = repos.get(key);
+    if (!repo) {
+      throw new ZzError(
+        'not_found',
+        `this server does not serve repository "${key.slice(0, 200)}"`,
+        {
+          repos: [...repos.keys()],
+        },
+      );
+    }
+    return repo;
+  };
+
+  /** The caller named by the Authorization header; null when there is none. */
+  const authenticate = async (req: Request, trace: Trace): Promise<Caller | null> => {
+    const header = req.headers.get('authorization');
+    if (header === null) return null;
+    const m = BEARER.exec(header);
+    if (!m)
+      throw new ZzError(
+        'unauthorized',
+        'malformed Authorization header; expected "Bearer <token>"',
+      );
+    const found = await tokens.verify(m[1]!);
+    if (!found)
+      throw new ZzError('unauthorized', 'unknown or revoked token (run `zz login` for a new one)');
+    trace.actor = found.actor;
+    return { actor: found.actor };
+  };
+
+  const track = async <T>(f: () => Promise<T>): Promise<T> => {
+    active++;
+    try {
+      return await f();
+    } finally {
+      if (--active === 0 && idle) idle();
+    }
+  };
+
+  async function callTool(
+    req: Request,
+    repo: ZzRepo,
+    name: string,
+    trace: Trace,
+  ): Promise<Response> {
+    if (!TOOL_NAME.test(name)) throw new ZzError('not_found', 'unknown tool');
+    const tool = registry.require(name);
+    trace.tool = name;
+    const caller = await authenticate(req, trace);
+    // Refuse before reading a body nobody may send (runTool checks again, with the config).
+    if (!caller && !tool.publicRead && !tool.local) {
+      throw new ZzError('unauthorized', `${tool.name} needs a bearer token (run \`zz login\`)`);
+    }
+    const type = req.headers.get('content-type');
+    if (type !== null && !isJsonContentType(type)) {
+      throw new ZzError(
+        'unsupported_media_type',
+        `Content-Type must be application/json, not "${type.slice(0, 100)}"`,
+      );
+    }
+    const args = parseJsonObject(await readBody(req, maxBodyBytes));
+    // Shutdown ends long-polls (lane_events) early instead of waiting out their wait_ms.
+    // (Not AbortSignal.any: on Node 20 it keeps every request's signal alive.)
+    const call = new AbortController();
+    const abort = () => call.abort();
+    req.signal.addEventListener('abort', abort, { once: true });
+    calls.add(call);
+    try {
+      const result = await runTool(tool, args, {
+        repo,
+        caller,
+        local: false,
+        signal: call.signal,
+        services,
+      });
+      return json(200, { result });
+    } finally {
+      calls.delete(call);
+      req.signal.removeEventListener('abort', abort);
+    }
+  }
+
+  async function events(req: Request, url: URL, repo: ZzRepo, trace: Trace): Promise<Response> {
+    const caller = await authenticate(req, trace);
+    if (!caller)
+      throw new ZzError('unauthorized', 'the event stream needs a bearer token (run `zz login`)');
+    const cursor = req.headers.get('last-event-id') ?? url.searchParams.get('cursor');
+    if (cursor !== null) decodePositions(cursor);
+    const stream = openEventStream(repo, caller, {
+      cursor,
+      heartbeatMs: opts.heartbeatMs ?? 15_000,
+      onError: (e) => log(`${new Date().toISOString()} events ${repo.key}: ${stackOf(e)}`),
+      onClose: () => streams.delete(stream.close),
+    });
+    streams.add(stream.close);
+    req.signal.addEventListener('abort', stream.close, { once: true });
+    return new Response(stream.body, {
+      status: 200,
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+        'x-content-type-options': 'nosniff',
+      },
+    });
+  }
+
+  async function route(req: Request, trace: Trace): Promise<Response> {
+    const url = new URL(req.url);
+    const parts = url.pathname.split('/').slice(1);
+    const method = req.method;
+    const only = (allowed: string) => {
+      if (method !== allowed) {
+        throw new ZzError('method_not_allowed', `${method} is not allowed here; use ${allowed}`, {
+          allow: [allowed],
+        });
+      }
+    };
+    if (url.pathname === '/healthz') {
+      only('GET');
+      return json(200, { ok: true, repos: repos.size });
+    }
+    if (url.pathname === '/api/tools') {
+      only('GET');
+      toolList ??= JSON.stringify({ tools: registry.tools.map(describeTool) });
+      return new Response(toolList, { status: 200, headers: JSON_HEADERS });
+    }
+    if (url.pathname === '/api/repos') {
+      only('GET');
+      return json(200, {
+        repos: [...repos.keys()].map((key) => ({ repo: key, path: `/api/repos/${key}` })),
+      });
+    }
+    if (parts[0] === 'api' && parts[1] === 'repos' && parts.length >= 5) {
+      const [, , owner, name, what, tool] = parts;
+      if (what === 'tools' && parts.length === 6) {
+        only('POST');
+        const repo = requireRepo(owner!, name!);
+        trace.repo = repo.key;
+        return callTool(req, repo, tool!, trace);
+      }
+      if (what === 'events' && parts.length === 5) {
+        only('GET');
+        const repo = requireRepo(owner!, name!);
+        trace.repo = repo.key;
+        trace.tool = 'events';
+        return events(req, url, repo, trace);
+      }
+      if (what === 'mcp' && parts.length === 5 && opts.mcpHandler) {
+        const repo = requireRepo(owner!, name!);
+        trace.repo = repo.key;
+        trace.tool = 'mcp';
+        const caller = await authenticate(req, trace);
+        return opts.mcpHandler(req, { repo, caller });
+      }
+    }
+    throw new ZzError('not_found', `no route for ${method} ${url.pathname.slice(0, 200)}`);
+  }
+
+  function errorResponse(e: unknown, trace: Trace): Response {
+    if (e instanceof ZzError) {
+      const status = ERROR_CODES[e.code].status;
+      if (status === 500) {
+        // internal, git_failed: the message may quote paths or git's stderr; the log has it all.
+        log(
+          `${new Date().toISOString()} error ${trace.repo ?? '-'} ${trace.tool ?? '-'}: ${stackOf(e)}`,
+        );
+        return json(status, { error: INTERNAL_MESSAGE, code: e.code });
+      }
+      const headers: Record<string, string> = {};
+      if (e.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="zz"';
+      if (e.code === 'method_not_allowed') {
+        headers.allow = ((e.details as { allow?: string[] } | undefined)?.allow ?? []).join(', ');
+      }
+      if (e.code === 'payload_too_large') headers.connection = 'close';
+      const body: Record<string, unknown> = { error: e.message, code: e.code };
+      if (e.details !== undefined && e.code !== 'method_not_allowed') body.details = e.details;
+      try {
+        return json(status, body, headers);
+      } catch {
+        return json(status, { error: e.message, code: e.code }, headers);
+      }
+    }
+    log(
+      `${new Date().toISOString()} error ${trace.repo ?? '-'} ${trace.tool ?? '-'}: ${stackOf(e)}`,
+    );
+    return json(500, { error: INTERNAL_MESSAGE, code: 'internal' });
+  }
+
+  async function fetch(req: Request): Promise<Response> {
+    const started = performance.now();
+    const trace: Trace = { repo: null, tool: null, actor: null };
+    let res: Response;
+    try {
+      const host = req.headers.get('host') ?? new URL(req.url).host;
+      if (!hostOk(host)) {
+        throw new ZzError(
+          'forbidden',
+          `Host "${host.slice(0, 100)}" is not this server (DNS rebinding protection); use ${opts.host}`,
+        );
+      }
+      if (!originAllowed(req.headers.get('origin'), hostOk)) {
+        throw new ZzError('forbidden', 'cross-origin requests are not accepted');
+      }
+      if (closing) throw new ZzError('unavailable', 'the daemon is shutting down');
+      res = await track(() => route(req, trace));
+    } catch (e) {
+      res = errorResponse(e, trace);
+    }
+    const ms = (performance.now() - started).toFixed(1);
+    const what = trace.tool ?? `${req.method} ${pathForLog(req.url)}`;
+    log(
+      `${new Date().toISOString()} ${trace.repo ?? '-'} ${what} ${trace.actor ?? '-'} ${res.status} ${ms}ms`,
+    );
+    return res;
+  }
+
+  async function close(): Promise<void> {
+    closing = true;
+    for (const call of calls) call.abort();
+    for (const end of streams) end();
+    streams.clear();
+    if (active > 0) await new Promise<void>((r) => (idle = r));
+  }
+
+  return { fetch, maxBodyBytes, close };
+}
+
+function stackOf(e: unknown): string {
+  if (e instanceof Error) {
+    const cause =
+      e.cause instanceof Error ? `\n  caused by: ${e.cause.stack ?? e.cause.message}` : '';
+    return `${e.stack ?? e.message}${cause}`;
+  }
+  return String(e);
+}
+
+/** A request path safe for a log line: no query, no control characters, nothing token-like. */
+function pathForLog(raw: string): string {
+  let path: string;
+  try {
+    path = new URL(raw).pathname;
+  } catch {
+    path = '?';
+  }
+  return path
+    .slice(0, 120)
+    .replace(/[^\x21-\x7e]/g, '?')
+    .replace(/zzt_[A-Za-z0-9_-]*/g, 'zzt_…');
+}

@@ -1,0 +1,229 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ZzError } from '../errors.js';
+import type { App } from './app.js';
+
+// node:http ↔ WHATWG Request/Response. Bodies stream both ways: a request body is counted
+// while it arrives and cut off at the app's limit; a response body (server-sent events) is
+// written as it is produced, with backpressure.
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 7433;
+
+export interface ListenOptions {
+  host?: string;
+  port?: number;
+}
+
+export interface HttpServer {
+  server: Server;
+  host: string;
+  port: number;
+  /** host:port as clients must name it in Host. */
+  authority: string;
+  url: string;
+  /** Stops accepting, lets running requests finish, then closes every connection. */
+  close(): Promise<void>;
+}
+
+const formatHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
+
+/** The app to serve, or a function that builds it once the port is known (port 0). */
+export type AppSource = App | ((authority: string) => App);
+
+export async function listen(source: AppSource, opts: ListenOptions = {}): Promise<HttpServer> {
+  const host = opts.host ?? DEFAULT_HOST;
+  let app: App | null = typeof source === 'function' ? null : source;
+  const open = new Set<ServerResponse>();
+  let drained: (() => void) | null = null;
+  const server = createServer({ keepAlive: true, requestTimeout: 120_000 }, (req, res) => {
+    open.add(res);
+    res.on('close', () => {
+      open.delete(res);
+      if (open.size === 0 && drained) drained();
+    });
+    if (!app) {
+      sendPlain(res, 503, { error: 'starting', code: 'unavailable' });
+      return;
+    }
+    handle(app, req, res, base).catch((e: unknown) => {
+      // The app answers every error itself; this is a failure writing the response.
+      res.destroy(e instanceof Error ? e : undefined);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? DEFAULT_PORT, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'EADDRINUSE') {
+      throw new ZzError(
+        'unavailable',
+        `port ${opts.port ?? DEFAULT_PORT} on ${host} is already in use; pick another with --port`,
+      );
+    }
+    if (e.code === 'EADDRNOTAVAIL' || e.code === 'EACCES') {
+      throw new ZzError(
+        'unavailable',
+        `cannot listen on ${host}:${opts.port ?? DEFAULT_PORT} (${e.code})`,
+      );
+    }
+    throw e;
+  });
+  const port = (server.address() as AddressInfo).port;
+  const authority = `${formatHost(host)}:${port}`;
+  const base = `http://${authority}`;
+  if (typeof source === 'function') app = source(authority);
+  const served = app!;
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      const stopped = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
+      await served.close();
+      if (open.size > 0) {
+        await Promise.race([
+          new Promise<void>((r) => (drained = r)),
+          new Promise((r) => setTimeout(r, 10_000).unref()),
+        ]);
+      }
+      server.closeAllConnections();
+      await stopped;
+    })());
+  return { server, host, port, authority, url: base, close };
+}
+
+function sendPlain(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+async function handle(
+  app: App,
+  req: IncomingMessage,
+  res: ServerResponse,
+  base: string,
+): Promise<void> {
+  const url = req.url ?? '';
+  if (!url.startsWith('/')) {
+    // Absolute-form targets would let a request choose the URL host the app sees.
+    sendPlain(res, 400, { error: 'request target must be a path', code: 'invalid_argument' });
+    return;
+  }
+  const aborted = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) aborted.abort();
+  });
+  const headers = new Headers();
+  const raw = req.rawHeaders;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    try {
+      headers.append(raw[i]!, raw[i + 1]!);
+    } catch {
+      /* a header undici refuses cannot matter to the app */
+    }
+  }
+  const method = req.method ?? 'GET';
+  const hasBody =
+    method !== 'GET' &&
+    method !== 'HEAD' &&
+    (req.headers['transfer-encoding'] !== undefined ||
+      (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0'));
+  const request = new Request(base + url, {
+    method,
+    headers,
+    signal: aborted.signal,
+    ...(hasBody ? { body: bodyStream(req, app.maxBodyBytes), duplex: 'half' as const } : {}),
+  });
+  const response = await app.fetch(request);
+  await writeResponse(response, req, res);
+}
+
+function bodyStream(req: IncomingMessage, limit: number): ReadableStream<Uint8Array> {
+  let size = 0;
+  let done = false;
+  return new ReadableStream<Uint8Array>({
+    start(c) {
+      req.on('data', (chunk: Buffer) => {
+        if (done) return;
+        size += chunk.length;
+        if (size > limit) {
+          done = true;
+          req.pause();
+          c.error(
+            new ZzError('payload_too_large', `request body is larger than ${limit} bytes`, {
+              limit_bytes: limit,
+            }),
+          );
+          return;
+        }
+        c.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+        if ((c.desiredSize ?? 0) <= 0) req.pause();
+      });
+      req.on('end', () => {
+        if (done) return;
+        done = true;
+        c.close();
+      });
+      req.on('error', (e) => {
+        if (done) return;
+        done = true;
+        c.error(e);
+      });
+      req.pause();
+    },
+    pull() {
+      if (!done) req.resume();
+    },
+    cancel() {
+      done = true;
+      req.pause();
+    },
+  });
+}
+
+async function writeResponse(
+  response: Response,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  res.statusCode = response.status;
+  response.headers.forEach((value, key) => res.setHeader(key, value));
+  // The rest of an unread body (a 413) is not worth reading: close the connection after
+  // answering rather than draining megabytes to keep it alive.
+  if (!req.complete) res.setHeader('connection', 'close');
+  if (!response.body) {
+    res.end();
+  } else if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    const buf = Buffer.from(await response.arrayBuffer());
+    res.setHeader('content-length', buf.length);
+    res.end(buf);
+  } else {
+    res.flushHeaders();
+    const reader = response.body.getReader();
+    const stop = () => void reader.cancel().catch(() => {});
+    res.on('close', stop);
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done || res.destroyed) break;
+        if (!res.write(value)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      }
+    } catch {
+      /* the stream was cancelled: the client left or the daemon is closing */
+    } finally {
+      res.off('close', stop);
+    }
+    res.end();
+  }
+}

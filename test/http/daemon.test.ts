@@ -1,0 +1,213 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { askPost, initRepo, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
+import { readDaemonInfo, startDaemon, type Daemon } from '../../src/http/index.js';
+import { ALL_TOOLS, defineTool, Registry, WRITE } from '../../src/tools/index.js';
+import { jsonClient } from '../helpers/http-client.js';
+import { makeRepo } from '../helpers/temp-repo.js';
+
+const OWNER = { actor: 'owner@example.com' };
+const cleanups: Array<() => unknown> = [];
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function repoDir(): string {
+  const r = makeRepo();
+  cleanups.push(r.cleanup);
+  return r.dir;
+}
+
+async function start(
+  dir: string,
+  extra: Partial<Parameters<typeof startDaemon>[0]> = {},
+): Promise<Daemon> {
+  const d = await startDaemon({
+    cwd: dir,
+    port: 0,
+    reposFile: join(dir, 'none.json'),
+    mcpHandler: null,
+    ...extra,
+  });
+  cleanups.push(() => d.close());
+  return d;
+}
+
+const gitdirOf = (dir: string) => join(dir, '.git');
+
+describe('startDaemon', () => {
+  it('refuses a second daemon for the same checkout, naming the first', async () => {
+    const dir = repoDir();
+    const first = await start(dir);
+    expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const info = await readDaemonInfo(gitdirOf(dir));
+    expect(info).toMatchObject({ pid: process.pid, url: first.url });
+    await expect(start(dir)).rejects.toThrow(
+      `zz serve is already running for this repository at ${first.url} (pid ${process.pid})`,
+    );
+    // From a subdirectory (or a linked worktree) it is the same repository.
+    mkdirSync(join(dir, 'sub'));
+    await expect(start(join(dir, 'sub'))).rejects.toMatchObject({ code: 'conflict' });
+    await first.close();
+    expect(existsSync(join(gitdirOf(dir), 'zz', 'daemon.json'))).toBe(false);
+    expect(await readDaemonInfo(gitdirOf(dir))).toBeNull();
+    // And it can start again.
+    const again = await start(dir);
+    expect((await readDaemonInfo(gitdirOf(dir)))?.url).toBe(again.url);
+  });
+
+  it('takes over a daemon.json left by a dead process', async () => {
+    const dir = repoDir();
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    mkdirSync(join(gitdirOf(dir), 'zz'), { recursive: true });
+    const file = join(gitdirOf(dir), 'zz', 'daemon.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ pid: dead, url: 'http://127.0.0.1:1', started_at: '2020-01-01T00:00:00Z' }),
+    );
+    expect(await readDaemonInfo(gitdirOf(dir))).toBeNull();
+    const d = await start(dir);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ pid: process.pid, url: d.url });
+    // A garbled file is taken over too.
+    await d.close();
+    writeFileSync(file, '{not json');
+    const d2 = await start(dir);
+    expect((await readDaemonInfo(gitdirOf(dir)))?.url).toBe(d2.url);
+  });
+
+  it('refuses a directory that is not a repository with one line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'zz-not-repo-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const e = await start(dir).catch((x: unknown) => x);
+    expect(e).toMatchObject({ code: 'not_a_repository' });
+    expect((e as Error).message).not.toContain('\n');
+  });
+
+  it('serves extra repositories from --repo and repos.json, skipping missing ones', async () => {
+    const main = repoDir();
+    const extra = repoDir();
+    const listed = repoDir();
+    const cfg = mkdtempSync(join(tmpdir(), 'zz-xdg-'));
+    cleanups.push(() => rmSync(cfg, { recursive: true, force: true }));
+    mkdirSync(join(cfg, 'zz'));
+    writeFileSync(
+      join(cfg, 'zz', 'repos.json'),
+      JSON.stringify({ repos: [{ path: listed }, { path: join(cfg, 'gone') }, { path: main }] }),
+    );
+    for (const [d, k] of [
+      [main, 'acme/main'],
+      [extra, 'acme/extra'],
+      [listed, 'acme/listed'],
+    ] as const) {
+      spawnSync('git', ['config', 'zz.repo', k], { cwd: d });
+    }
+    const logs: string[] = [];
+    const prev = process.env.XDG_CONFIG_HOME;
+    process.env.XDG_CONFIG_HOME = cfg;
+    try {
+      const d = await startDaemon({
+        cwd: main,
+        port: 0,
+        repos: [extra],
+        log: (l) => logs.push(l),
+        mcpHandler: null,
+      });
+      cleanups.push(() => d.close());
+      expect([...d.repos.keys()]).toEqual(['acme/main', 'acme/extra', 'acme/listed']);
+      expect(logs.some((l) => l.includes('gone'))).toBe(true);
+      const http = jsonClient(d.url);
+      const repos = await http.get('/api/repos');
+      http.close();
+      expect(repos.json.repos.map((r: { repo: string }) => r.repo)).toEqual([
+        'acme/main',
+        'acme/extra',
+        'acme/listed',
+      ]);
+    } finally {
+      if (prev === undefined) delete process.env.XDG_CONFIG_HOME;
+      else process.env.XDG_CONFIG_HOME = prev;
+    }
+    await expect(
+      startDaemon({
+        cwd: extra,
+        port: 0,
+        repos: [join(cfg, 'missing')],
+        reposFile: join(cfg, 'x.json'),
+        mcpHandler: null,
+      }),
+    ).rejects.toMatchObject({ code: 'not_a_repository' });
+    // A failed start leaves no daemon.json behind.
+    expect(await readDaemonInfo(gitdirOf(extra))).toBeNull();
+  });
+
+  it('close() waits for an in-flight write, then refuses new connections', async () => {
+    const dir = repoDir();
+    let entered!: () => void;
+    const inHandler = new Promise<void>((r) => (entered = r));
+    const slow = defineTool({
+      name: 'test_slow_post',
+      summary: 'ask_post after a pause (tests)',
+      toolset: 'asks',
+      annotations: WRITE,
+      input: z.strictObject({ title: z.string() }),
+      output: z.looseObject({}),
+      handler: async (args, ctx) => {
+        entered();
+        await new Promise((r) => setTimeout(r, 300));
+        return askPost(ctx.repo, ctx.caller, { lane_id: 'l', kind: 'work', title: args.title });
+      },
+    });
+    const d = await start(dir, { registry: new Registry([...ALL_TOOLS, slow]) });
+    const repo = [...d.repos.values()][0]!;
+    await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
+    await lanePropose(repo, OWNER, { lane_id: 'l', title: 'L' });
+    const { token } = await d.tokens.create(OWNER.actor, 'login');
+    const http = jsonClient(d.url, { token });
+    const pending = http.post(`/api/repos/${repo.key}/tools/test_slow_post`, {
+      title: 'in flight',
+    });
+    await inHandler;
+    const closed = d.close();
+    const res = await pending;
+    await closed;
+    http.close();
+    expect(res.status).toBe(200);
+    expect(existsSync(join(gitdirOf(dir), 'zz', 'daemon.json'))).toBe(false);
+    await expect(fetch(`${d.url}/healthz`)).rejects.toThrow();
+    // The write is on the ref, as a fresh process sees it.
+    const reopened = await ZzRepo.open(dir);
+    try {
+      const lane = await laneGet(reopened, OWNER, { lane_id: 'l' });
+      expect(lane.asks.map((a) => a.title)).toEqual(['in flight']);
+    } finally {
+      reopened.close();
+    }
+  });
+
+  it('close() ends long-polls instead of waiting out their wait_ms', async () => {
+    const dir = repoDir();
+    const d = await start(dir);
+    const repo = [...d.repos.values()][0]!;
+    await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
+    const { token } = await d.tokens.create(OWNER.actor, 'login');
+    const http = jsonClient(d.url, { token });
+    const now = await http.post(`/api/repos/${repo.key}/tools/lane_events`, {});
+    const t = performance.now();
+    const pending = http.post(`/api/repos/${repo.key}/tools/lane_events`, {
+      cursor: now.json.result.next_cursor,
+      wait_ms: 60_000,
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    await d.close();
+    const res = await pending;
+    http.close();
+    expect(res.status).toBe(200);
+    expect(res.json.result.events).toEqual([]);
+    expect(performance.now() - t).toBeLessThan(10_000);
+  });
+});

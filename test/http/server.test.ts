@@ -1,0 +1,325 @@
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initRepo } from '../../src/core/index.js';
+import { startDaemon, type Daemon } from '../../src/http/index.js';
+import { jsonClient, type JsonClient } from '../helpers/http-client.js';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { newClient } from '../mcp/helpers.js';
+
+// The daemon over a real socket on 127.0.0.1, port 0.
+
+const OWNER = 'owner@example.com';
+const ALICE = 'alice@example.com';
+
+let fixture: { dir: string; cleanup: () => void };
+let daemon: Daemon;
+let client: JsonClient;
+let key: string;
+const tok = { owner: '', alice: '' };
+const logs: string[] = [];
+
+const toolPath = (name: string) => `/api/repos/${key}/tools/${name}`;
+
+beforeAll(async () => {
+  fixture = makeRepo();
+  daemon = await startDaemon({
+    cwd: fixture.dir,
+    port: 0,
+    reposFile: join(fixture.dir, 'no-repos.json'),
+    log: (l) => logs.push(l),
+    heartbeatMs: 200,
+  });
+  const repo = [...daemon.repos.values()][0]!;
+  key = repo.key;
+  await initRepo(repo, { owner: OWNER, default_branch: 'main' });
+  tok.owner = (await daemon.tokens.create(OWNER, 'login')).token;
+  tok.alice = (await daemon.tokens.create(ALICE, 'login')).token;
+  client = jsonClient(daemon.url, { token: tok.owner });
+  expect(
+    (await client.post(toolPath('lane_propose'), { lane_id: 'main-lane', title: 'Main' })).status,
+  ).toBe(200);
+});
+
+afterAll(async () => {
+  client.close();
+  await daemon.close();
+  fixture.cleanup();
+});
+
+/** Reads server-sent events until `until` says stop (or the timeout passes). */
+function readEvents(
+  path: string,
+  token: string,
+  until: (events: Array<{ id: string | null; event: string; data: string }>) => boolean,
+  headers: Record<string, string> = {},
+  onOpen?: () => void,
+): Promise<Array<{ id: string | null; event: string; data: string }>> {
+  const url = new URL(daemon.url);
+  return new Promise((resolve, reject) => {
+    const events: Array<{ id: string | null; event: string; data: string }> = [];
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        headers: { authorization: `Bearer ${token}`, ...headers },
+      },
+      (res) => {
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+        let buf = '';
+        let pings = 0;
+        onOpen?.();
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buf += chunk;
+          let end: number;
+          while ((end = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, end);
+            buf = buf.slice(end + 2);
+            if (block.startsWith(': ping')) pings++;
+            const field = (name: string) =>
+              block
+                .split('\n')
+                .find((l) => l.startsWith(name + ': '))
+                ?.slice(name.length + 2) ?? null;
+            const event = field('event');
+            if (event) events.push({ id: field('id'), event, data: field('data') ?? '' });
+          }
+          if (until(events) && (pings > 0 || events.length > 0)) {
+            req.destroy();
+            resolve(events);
+          }
+        });
+      },
+    );
+    req.on('error', (e) => {
+      if (!req.destroyed) reject(e);
+    });
+    req.end();
+    setTimeout(() => {
+      req.destroy();
+      reject(new Error(`timed out with ${events.length} events`));
+    }, 10_000).unref();
+  });
+}
+
+describe('over a socket', () => {
+  it('takes a lane from ask_post to ask_answer', async () => {
+    const alice = jsonClient(daemon.url, { token: tok.alice });
+    try {
+      const posted = await client.post(toolPath('ask_post'), {
+        lane_id: 'main-lane',
+        kind: 'work',
+        title: 'Write docs',
+      });
+      expect(posted.status).toBe(200);
+      const askId = posted.json.result.ask.ask_id as string;
+      const claimable = await alice.post(toolPath('ask_query_claimable'), { lane_id: 'main-lane' });
+      expect(claimable.json.result.asks.map((a: { ask_id: string }) => a.ask_id)).toContain(askId);
+      const claim = await alice.post(toolPath('ask_claim'), {
+        lane_id: 'main-lane',
+        ask_id: askId,
+      });
+      expect(claim.status).toBe(200);
+      expect(claim.json.result.ask).toMatchObject({ state: 'claimed', holder: ALICE });
+      const answer = await alice.post(toolPath('ask_answer'), {
+        lane_id: 'main-lane',
+        ask_id: askId,
+        outcome: 'complete',
+        result: 'Docs written',
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.json.result.ask).toMatchObject({
+        state: 'answered',
+        answer: { outcome: 'complete', answered_by: ALICE },
+      });
+      const lane = await client.post(toolPath('lane_get'), { lane_id: 'main-lane' });
+      expect(lane.json.result.history.map((h: { op: string }) => h.op)).toEqual(
+        expect.arrayContaining(['lane_propose', 'ask_post', 'ask_claim', 'ask_answer']),
+      );
+      expect(logs.some((l) => / local\/\S+ ask_answer alice@example\.com 200 /.test(l))).toBe(true);
+    } finally {
+      alice.close();
+    }
+  });
+
+  it('streams commits as server-sent events, and resumes from Last-Event-ID', async () => {
+    const eventsPath = `/api/repos/${key}/events`;
+    const got = await readEvents(
+      eventsPath,
+      tok.alice,
+      (evs) => evs.some((e) => e.event === 'commit'),
+      {},
+      () =>
+        void client.post(toolPath('ask_post'), {
+          lane_id: 'main-lane',
+          kind: 'work',
+          title: 'Streamed',
+        }),
+    );
+    const commit = got.find((e) => e.event === 'commit')!;
+    const data = JSON.parse(commit.data) as {
+      ref: string;
+      revision: string;
+      ops: Array<{ op: string; args: { title: string } }>;
+    };
+    expect(data.ref).toBe('refs/zz/lanes/main-lane');
+    expect(data.revision).toMatch(/^[0-9a-f]{40}$/);
+    expect(data.ops[0]).toMatchObject({ op: 'ask_post', args: { title: 'Streamed' } });
+    expect(commit.id).toBeTruthy();
+
+    // Two commits while nobody listens; a reconnect with the last id replays them first.
+    for (const title of ['Missed one', 'Missed two']) {
+      expect(
+        (await client.post(toolPath('ask_post'), { lane_id: 'main-lane', kind: 'work', title }))
+          .status,
+      ).toBe(200);
+    }
+    const resumed = await readEvents(eventsPath, tok.alice, (evs) => evs.length >= 2, {
+      'last-event-id': commit.id!,
+    });
+    expect(resumed.map((e) => JSON.parse(e.data).ops[0].args.title)).toEqual([
+      'Missed one',
+      'Missed two',
+    ]);
+
+    // No token, no stream.
+    const anon = await client.get(eventsPath, null);
+    expect(anon.status).toBe(401);
+    const badCursor = await client.get(`${eventsPath}?cursor=garbage`);
+    expect(badCursor.status).toBe(400);
+  });
+
+  it('answers 413 to a real 20 MiB body, declared or chunked', async () => {
+    const big = Buffer.alloc(20 * 1024 * 1024, 0x20);
+    const declared = await client.send('POST', toolPath('lane_list'), big, {
+      authorization: `Bearer ${tok.owner}`,
+      'content-type': 'application/json',
+    });
+    expect(declared.status).toBe(413);
+    expect(declared.json.code).toBe('payload_too_large');
+    expect(declared.headers.connection).toBe('close');
+
+    const url = new URL(daemon.url);
+    const chunked = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          method: 'POST',
+          path: toolPath('lane_list'),
+          headers: { authorization: `Bearer ${tok.owner}`, 'content-type': 'application/json' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', (e) =>
+        e.message.includes('EPIPE') || e.message.includes('ECONNRESET') ? undefined : reject(e),
+      );
+      for (let i = 0; i < 20; i++) req.write(Buffer.alloc(1024 * 1024, 0x20));
+      req.end();
+    });
+    expect(chunked.status).toBe(413);
+    // The daemon still serves afterwards.
+    expect((await client.post(toolPath('lane_list'), {})).status).toBe(200);
+  });
+
+  it('claims each of 300 Asks exactly once under 32 racing clients', async () => {
+    const ASKS = 300;
+    const CLIENTS = 32;
+    const posted = await Promise.all(
+      Array.from({ length: ASKS }, (_, i) =>
+        client.post(toolPath('ask_post'), {
+          lane_id: 'main-lane',
+          kind: 'race',
+          title: `race ${i}`,
+        }),
+      ),
+    );
+    const ids = posted.map((p) => {
+      expect(p.status).toBe(200);
+      return p.json.result.ask.ask_id as string;
+    });
+    const agents = await Promise.all(
+      Array.from({ length: CLIENTS }, async (_, i) => {
+        const actor = `agent${i}@example.com`;
+        const { token } = await daemon.tokens.create(actor, 'login');
+        return { actor, http: jsonClient(daemon.url, { token, maxSockets: 1 }) };
+      }),
+    );
+    // Each Ask is contested by 4 clients, each walking its share in its own order.
+    const CONTENDERS = 4;
+    const winners = new Map<string, string[]>();
+    let ok = 0;
+    let conflicts = 0;
+    const started = performance.now();
+    await Promise.all(
+      agents.map(async (agent, i) => {
+        const mine = ids.filter(
+          (_, j) => j % (CLIENTS / CONTENDERS) === i % (CLIENTS / CONTENDERS),
+        );
+        const order = i % 2 ? mine.reverse() : mine;
+        for (const askId of order) {
+          const r = await agent.http.post(toolPath('ask_claim'), {
+            lane_id: 'main-lane',
+            ask_id: askId,
+          });
+          if (r.status === 200) {
+            ok++;
+            winners.set(askId, [...(winners.get(askId) ?? []), agent.actor]);
+          } else {
+            expect(r.status, r.text).toBe(409);
+            expect(r.json.code).toBe('already_claimed');
+            conflicts++;
+          }
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    for (const a of agents) a.http.close();
+    console.log(
+      `HTTP claim race: ${ok + conflicts} requests (${ok} won, ${conflicts} lost) in ${seconds.toFixed(2)} s = ${Math.round(
+        (ok + conflicts) / seconds,
+      )} req/s`,
+    );
+    expect(ok).toBe(ASKS);
+    expect(conflicts).toBe(ASKS * (CONTENDERS - 1));
+    expect([...winners.values()].every((w) => w.length === 1)).toBe(true);
+    const lane = await client.post(toolPath('lane_get'), {
+      lane_id: 'main-lane',
+      include_history: false,
+    });
+    const race = lane.json.result.asks.filter((a: { kind: string }) => a.kind === 'race');
+    expect(race).toHaveLength(ASKS);
+    for (const a of race) expect(a.holder).toBe(winners.get(a.ask_id)![0]);
+  });
+
+  it('serves MCP at /api/repos/<o>/<r>/mcp with the same tokens', async () => {
+    const url = new URL(`${daemon.url}/api/repos/${key}/mcp`);
+    const mcp = newClient();
+    await mcp.connect(
+      new StreamableHTTPClientTransport(url, {
+        requestInit: { headers: { authorization: `Bearer ${tok.alice}` } },
+      }),
+    );
+    try {
+      const names = (await mcp.listTools()).tools.map((t) => t.name);
+      expect(names).toContain('ask_claim');
+      const res = await mcp.callTool({ name: 'lane_list', arguments: {} });
+      expect((res.structuredContent as { lanes: unknown[] }).lanes.length).toBeGreaterThan(0);
+    } finally {
+      await mcp.close();
+    }
+    const bad = await client.send('POST', `/api/repos/${key}/mcp`, Buffer.from('{}'), {
+      authorization: 'Bearer zzt_' + 'Z'.repeat(43),
+      'content-type': 'application/json',
+    });
+    expect(bad.status).toBe(401);
+  });
+});

@@ -117,7 +117,6 @@ export function genRepo(opts: GenRepoOptions): GenRepo {
 
   let mark = 0;
   let time = 1_600_000_000;
-  let mainMark = 0;
   let commitsMade = 0;
   let renameSeq = 0;
 
@@ -150,7 +149,7 @@ export function genRepo(opts: GenRepoOptions): GenRepo {
   };
 
   // Root commit.
-  mainMark = commit('refs/heads/main', [], [], [...main.entries()]);
+  let mainMark = commit('refs/heads/main', [], [], [...main.entries()]);
 
   const mutateMain = (): { ops: string[]; files: Array<[string, string | Buffer]> } => {
     const ops: string[] = [];

@@ -1,0 +1,361 @@
+import { spawn } from 'node:child_process';
+import { promises as fsp } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { ZzError } from '../errors.js';
+import { assertRevArg, runGit } from './native-git.js';
+
+// run_in_sandbox: a command in a throwaway checkout of one commit. The checkout is a detached
+// linked worktree in a fresh temp dir, so it costs one checkout and shares the object store.
+// This is a clean room, not a security boundary: the command runs as the user, and git inside
+// the checkout reaches the user's repository (refs included). What it does guarantee is that
+// the command sees only the committed tree and a scrubbed environment (no tokens inherited
+// from the daemon or the agent), cannot outlive its timeout, and leaves nothing behind.
+
+export interface SandboxOptions {
+  /** The common git dir. */
+  gitdir: string;
+  workTree?: string;
+  commit: string;
+  /** argv; spawned directly, never through a shell. */
+  command: string[];
+  timeout_ms?: number;
+  /** Per stream. */
+  max_output_bytes?: number;
+  env?: Record<string, string>;
+}
+
+export interface SandboxResult {
+  /** The commit checked out. */
+  commit: string;
+  exit_code: number | null;
+  signal: string | null;
+  timed_out: boolean;
+  stdout: string;
+  stderr: string;
+  stdout_truncated: boolean;
+  stderr_truncated: boolean;
+  duration_ms: number;
+}
+
+const TIMEOUT_DEFAULT = 120_000;
+const TIMEOUT_MAX = 1_800_000;
+const OUTPUT_DEFAULT = 64 * 1024;
+const OUTPUT_MAX = 16 * 1024 * 1024;
+/** After SIGTERM, how long the process group gets before SIGKILL. */
+const KILL_GRACE_MS = 2_000;
+/** After the command exits, how long to wait for descendants holding its pipes. */
+const PIPE_GRACE_MS = 1_000;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function invalid(field: string, message: string): ZzError {
+  return new ZzError('invalid_argument', message, { field });
+}
+
+function validate(opts: SandboxOptions): {
+  timeout: number;
+  cap: number;
+  env: Record<string, string>;
+} {
+  const cmd: unknown = opts.command;
+  if (!Array.isArray(cmd) || cmd.length === 0) {
+    throw invalid('command', 'command must be a non-empty array of strings');
+  }
+  for (const [i, a] of cmd.entries()) {
+    if (typeof a !== 'string' || a.includes('\0') || (i === 0 && a.length === 0)) {
+      throw invalid(
+        'command',
+        `command[${i}] must be a string without NUL${i === 0 ? ', not empty' : ''}`,
+      );
+    }
+  }
+  const int = (v: unknown, field: string, min: number, max: number, dflt: number) => {
+    if (v === undefined || v === null) return dflt;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      throw invalid(field, `${field} must be an integer from ${min} to ${max}`);
+    }
+    return v;
+  };
+  const timeout = int(opts.timeout_ms, 'timeout_ms', 1, TIMEOUT_MAX, TIMEOUT_DEFAULT);
+  const cap = int(opts.max_output_bytes, 'max_output_bytes', 1, OUTPUT_MAX, OUTPUT_DEFAULT);
+  const env: Record<string, string> = {};
+  if (opts.env !== undefined && opts.env !== null) {
+    if (typeof opts.env !== 'object' || Array.isArray(opts.env)) {
+      throw invalid('env', 'env must be an object of strings');
+    }
+    for (const [k, v] of Object.entries(opts.env)) {
+      if (!ENV_NAME.test(k)) throw invalid('env', `env name "${k.slice(0, 60)}" is not valid`);
+      if (typeof v !== 'string' || v.includes('\0')) {
+        throw invalid('env', `env.${k} must be a string without NUL`);
+      }
+      env[k] = v;
+    }
+  }
+  return { timeout, cap, env };
+}
+
+/** Keeps the first `cap` bytes of a stream and whether more came. */
+class Capture {
+  private parts: Buffer[] = [];
+  private len = 0;
+  truncated = false;
+
+  constructor(private readonly cap: number) {}
+
+  push(b: Buffer): void {
+    if (this.len >= this.cap) {
+      if (b.length > 0) this.truncated = true;
+      return;
+    }
+    const room = this.cap - this.len;
+    if (b.length > room) {
+      this.parts.push(b.subarray(0, room));
+      this.len += room;
+      this.truncated = true;
+    } else {
+      this.parts.push(b);
+      this.len += b.length;
+    }
+  }
+
+  text(): string {
+    let buf = Buffer.concat(this.parts, this.len);
+    if (this.truncated) {
+      // Do not end a cut stream on half a UTF-8 character.
+      let i = buf.length - 1;
+      while (i >= 0 && i >= buf.length - 3 && (buf[i]! & 0xc0) === 0x80) i--;
+      if (i >= 0) {
+        const lead = buf[i]!;
+        const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+        if (i + need > buf.length) buf = buf.subarray(0, i);
+      }
+    }
+    return buf.toString('utf8');
+  }
+}
+
+function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
+
+interface RunOutcome {
+  exit_code: number | null;
+  signal: string | null;
+  timed_out: boolean;
+  duration_ms: number;
+  spawnError: NodeJS.ErrnoException | null;
+}
+
+function runCommand(
+  command: string[],
+  cwd: string,
+  env: Record<string, string>,
+  timeout: number,
+  out: Capture,
+  err: Capture,
+): Promise<RunOutcome> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    let timedOut = false;
+    let exited: { code: number | null; signal: string | null } | null = null;
+    let duration = 0;
+    let settled = false;
+    const timers: NodeJS.Timeout[] = [];
+    // detached: the command leads its own process group, so the whole tree can be signalled.
+    const child = spawn(command[0]!, command.slice(1), {
+      cwd,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const finish = (spawnError: NodeJS.ErrnoException | null) => {
+      if (settled) return;
+      settled = true;
+      for (const t of timers) clearTimeout(t);
+      resolve({
+        exit_code: exited?.code ?? null,
+        signal: exited?.signal ?? null,
+        timed_out: timedOut,
+        duration_ms: Math.round(duration || performance.now() - started),
+        spawnError,
+      });
+    };
+    child.stdout.on('data', (b: Buffer) => out.push(b));
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    child.on('error', (e: NodeJS.ErrnoException) => {
+      // A spawn failure (ENOENT, EACCES) never exits; a failed kill is not fatal.
+      if (child.pid === undefined) finish(e);
+    });
+    timers.push(
+      setTimeout(() => {
+        timedOut = true;
+        killGroup(child.pid, 'SIGTERM');
+        timers.push(setTimeout(() => killGroup(child.pid, 'SIGKILL'), KILL_GRACE_MS));
+      }, timeout),
+    );
+    child.on('exit', (code, signal) => {
+      exited = { code, signal };
+      duration = performance.now() - started;
+      // Descendants left in the group (`cmd &`) must not outlive the checkout they run in.
+      killGroup(child.pid, 'SIGKILL');
+      // One that left the group and still holds our pipes must not hold the answer.
+      timers.push(
+        setTimeout(() => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+          finish(null);
+        }, PIPE_GRACE_MS),
+      );
+    });
+    child.on('close', () => {
+      if (exited) finish(null);
+    });
+  });
+}
+
+async function removeTree(dir: string): Promise<void> {
+  try {
+    await fsp.rm(dir, { recursive: true, force: true, maxRetries: 2 });
+  } catch {
+    // Read-only directories (a Go module cache, chmod -w) refuse unlinks: open them up first.
+    await chmodWritable(dir);
+    await fsp.rm(dir, { recursive: true, force: true, maxRetries: 2 });
+  }
+}
+
+async function chmodWritable(dir: string): Promise<void> {
+  try {
+    await fsp.chmod(dir, 0o700);
+    for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) await chmodWritable(join(dir, e.name));
+    }
+  } catch {
+    // Best effort; the rm that follows reports what is left.
+  }
+}
+
+/** Removes git's admin entry for this one worktree, should `worktree remove` have failed. */
+async function dropWorktreeEntry(gitdir: string, checkout: string): Promise<void> {
+  const admin = join(gitdir, 'worktrees');
+  let names: string[];
+  try {
+    names = await fsp.readdir(admin);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(basename(checkout))) continue;
+    try {
+      const target = (await fsp.readFile(join(admin, name, 'gitdir'), 'utf8')).trim();
+      if (target === join(checkout, '.git')) await removeTree(join(admin, name));
+    } catch {
+      // Not ours, or already gone.
+    }
+  }
+}
+
+/**
+ * Runs `command` in a fresh detached checkout of `commit` and removes the checkout afterwards,
+ * whatever happened (non-zero exit, crash, timeout, spawn failure). The environment is only
+ * PATH, HOME (an empty temp dir), LANG=C.UTF-8 and TMPDIR (a temp dir), plus `env`. On timeout
+ * the command's whole process group gets SIGTERM, then SIGKILL two seconds later.
+ */
+export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult> {
+  const { timeout, cap, env: extraEnv } = validate(opts);
+  if (typeof opts.commit !== 'string') throw invalid('commit', 'commit must be a string');
+  assertRevArg(opts.commit, 'commit');
+  const gitCwd = opts.workTree ?? opts.gitdir;
+  const rp = await runGit(['rev-parse', '--verify', '--quiet', `${opts.commit}^{commit}`], {
+    cwd: gitCwd,
+    env: { GIT_DIR: opts.gitdir },
+    // 1: no such commit; 128: a revision git cannot even evaluate here ("@{u}" without one).
+    okCodes: [1, 128],
+  });
+  if (/not a git repository/i.test(rp.stderr)) {
+    throw new ZzError('not_a_repository', `${opts.gitdir} is not a git repository`);
+  }
+  const commit = rp.stdout.toString('utf8').trim();
+  if (rp.code !== 0 || !/^[0-9a-f]{40,64}$/.test(commit)) {
+    throw new ZzError('not_found', `commit "${opts.commit.slice(0, 80)}" does not name a commit`, {
+      commit: opts.commit,
+    });
+  }
+
+  // realpath: git records the checkout's canonical path, which dropWorktreeEntry compares.
+  const base = await fsp.realpath(await fsp.mkdtemp(join(tmpdir(), 'zz-sandbox-')));
+  // The checkout's basename becomes its admin entry's name; make it as unique as the dir.
+  const checkout = join(base, basename(base));
+  const home = join(base, 'home');
+  const tmp = join(base, 'tmp');
+  try {
+    await fsp.mkdir(home);
+    await fsp.mkdir(tmp);
+    try {
+      // No hooks: a post-checkout hook of the user's must not run for our throwaway checkout.
+      await runGit(
+        [
+          '-c',
+          'core.hooksPath=/dev/null',
+          'worktree',
+          'add',
+          '--detach',
+          '--quiet',
+          checkout,
+          commit,
+        ],
+        { cwd: gitCwd, env: { GIT_DIR: opts.gitdir } },
+      );
+    } catch (e) {
+      throw new ZzError(
+        'git_failed',
+        `could not check out ${commit}: ${(e as Error).message}`,
+        undefined,
+        {
+          cause: e,
+        },
+      );
+    }
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      HOME: home,
+      LANG: 'C.UTF-8',
+      TMPDIR: tmp,
+      ...extraEnv,
+    };
+    const out = new Capture(cap);
+    const err = new Capture(cap);
+    const r = await runCommand(opts.command, checkout, env, timeout, out, err);
+    if (r.spawnError) {
+      throw new ZzError(
+        'invalid_argument',
+        `could not start "${opts.command[0]!.slice(0, 200)}": ${r.spawnError.code ?? r.spawnError.message}`,
+        { field: 'command' },
+      );
+    }
+    return {
+      commit,
+      exit_code: r.exit_code,
+      signal: r.signal,
+      timed_out: r.timed_out,
+      stdout: out.text(),
+      stderr: err.text(),
+      stdout_truncated: out.truncated,
+      stderr_truncated: err.truncated,
+      duration_ms: r.duration_ms,
+    };
+  } finally {
+    await runGit(['worktree', 'remove', '--force', '--force', checkout], {
+      cwd: gitCwd,
+      env: { GIT_DIR: opts.gitdir },
+    }).catch(() => undefined);
+    await removeTree(base).catch(() => undefined);
+    // Only our own entry: `git worktree prune` would also drop the user's worktrees that are
+    // merely unreachable right now (an unmounted disk), which is not ours to decide.
+    await dropWorktreeEntry(opts.gitdir, checkout);
+  }
+}

@@ -1,0 +1,616 @@
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CatFile } from '../../src/git/cat-file.js';
+import {
+  clearHistoryCache,
+  configureHistoryCache,
+  gitDiff,
+  gitLog,
+  gitShowFile,
+  type GitLogOptions,
+  type HistoryRepo,
+  type LogCommit,
+} from '../../src/git/history.js';
+import { genRepo, runGitSync, type GenRepo } from '../helpers/gen-repo.js';
+
+// Every answer is checked against native git on the same repository: a 10,000-commit history
+// with merges, renames and clock skew (generated once), and a small hand-made repo whose diff
+// is known line by line.
+
+const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+
+function gitBytes(cwd: string, args: string[]): Buffer {
+  const r = spawnSync('git', args, {
+    cwd,
+    maxBuffer: 256 * 1024 * 1024,
+    env: { ...process.env, LC_ALL: 'C' },
+  });
+  if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr.toString()}`);
+  return r.stdout;
+}
+
+async function pageAll(
+  repo: HistoryRepo,
+  opts: Omit<GitLogOptions, 'cursor'>,
+): Promise<LogCommit[]> {
+  const all: LogCommit[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await gitLog(repo, { ...opts, cursor });
+    expect(page.commits.length).toBeLessThanOrEqual(opts.limit ?? 100);
+    if (page.next_cursor) expect(page.commits.length).toBe(opts.limit ?? 100);
+    all.push(...page.commits);
+    cursor = page.next_cursor ?? undefined;
+    if (++pages > 10_000) throw new Error('paging does not end');
+  } while (cursor);
+  return all;
+}
+
+function revList(dir: string, args: string[]): string[] {
+  return runGitSync(dir, ['rev-list', ...args])
+    .split('\n')
+    .filter((l) => l.length > 0);
+}
+
+async function errorOf(p: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await p;
+  } catch (e) {
+    return e as { code: string; message: string };
+  }
+  throw new Error('expected a rejection');
+}
+
+let big: GenRepo;
+let repo: HistoryRepo;
+
+beforeAll(() => {
+  big = genRepo({ commits: 10_000, seed: 7 });
+  repo = { gitdir: big.gitdir, workTree: big.dir, catFile: new CatFile(big.gitdir) };
+});
+
+afterAll(() => {
+  repo?.catFile.close();
+  big?.cleanup();
+});
+
+describe('gitLog', () => {
+  it('pages the whole history oldest first, exactly as git rev-list --reverse', async () => {
+    clearHistoryCache();
+    const native = revList(big.dir, ['--reverse', 'main']);
+    expect(native.length).toBe(10_000);
+    const ours = await pageAll(repo, { ref: 'main', limit: 500 });
+    expect(ours.map((c) => c.oid)).toEqual(native);
+    expect(new Set(ours.map((c) => c.oid)).size).toBe(ours.length);
+    // The history has merges: no commit may repeat on a merge DAG.
+    expect(ours.filter((c) => c.parents.length === 2).length).toBeGreaterThan(100);
+  });
+
+  it('returns parents, author, committer and message as git log does', async () => {
+    const ours = await pageAll(repo, { ref: 'main', limit: 500 });
+    const raw = gitBytes(big.dir, [
+      'log',
+      '--reverse',
+      '-z',
+      '--format=%H%x01%P%x01%an%x01%ae%x01%at%x01%ai%x01%cn%x01%ce%x01%ct%x01%B',
+      'main',
+    ]).toString('utf8');
+    const native = raw.split('\0').filter((r) => r.length > 0);
+    expect(native.length).toBe(ours.length);
+    native.forEach((rec, i) => {
+      const [oid, parents, an, ae, at, ai, cn, ce, ct, body] = rec.split('\x01');
+      const c = ours[i]!;
+      expect(c.oid).toBe(oid);
+      expect(c.parents).toEqual(parents ? parents.split(' ') : []);
+      expect(c.author).toEqual({ name: an, email: ae, time: Number(at), timezone: ai!.slice(-5) });
+      expect(c.committer.name).toBe(cn);
+      expect(c.committer.email).toBe(ce);
+      expect(c.committer.time).toBe(Number(ct));
+      expect(c.message).toBe(body);
+    });
+    expect(ours.some((c) => c.author.name === 'Zoë Ünicode')).toBe(true);
+    expect(ours.some((c) => c.message.includes('\n\nBody line one.'))).toBe(true);
+  });
+
+  it('fetches the bodies of pages past the cached ones, with the same answers', async () => {
+    const whole = await pageAll(repo, { ref: 'main', limit: 500 });
+    // Room for a few hundred bodies only: later pages go back to git for theirs.
+    const old = configureHistoryCache({ walkBodyBytes: 100_000 });
+    try {
+      const paged = await pageAll(repo, { ref: 'main', limit: 450 });
+      expect(paged).toEqual(whole);
+    } finally {
+      configureHistoryCache(old);
+    }
+  });
+
+  it('filters by path like git rev-list --reverse <ref> -- <path> (default simplification)', async () => {
+    const renamed = big.tipPaths.find((p) => /-r\d+\.txt$/.test(p))!;
+    const paths = [
+      'd03',
+      'd07/',
+      'side',
+      'special/with space.txt',
+      'special/tab\there.txt',
+      renamed,
+      'bin/blob.bin',
+      'no/such/path',
+    ];
+    for (const path of paths) {
+      const native = revList(big.dir, ['--reverse', 'main', '--', path.replace(/\/$/, '')]);
+      const ours = await pageAll(repo, { ref: 'main', path, limit: 37 });
+      expect(
+        ours.map((c) => c.oid),
+        path,
+      ).toEqual(native);
+      // Parents stay the commit's own, not the simplified history's.
+      const nativeParents = runGitSync(big.dir, [
+        'log',
+        '--reverse',
+        '--format=%P',
+        'main',
+        '--',
+        path,
+      ])
+        .split('\n')
+        .slice(0, -1);
+      expect(
+        ours.map((c) => c.parents.join(' ')),
+        path,
+      ).toEqual(nativeParents);
+    }
+    // A pathspec is taken literally: "*" is not a glob.
+    expect((await gitLog(repo, { ref: 'main', path: 'd0*' })).commits).toEqual([]);
+  });
+
+  it('offers topological orders that never list a parent after its child', async () => {
+    for (const [order, flag] of [
+      ['topo', '--topo-order'],
+      ['date', '--date-order'],
+    ] as const) {
+      const native = revList(big.dir, ['--reverse', flag, 'main']);
+      const ours = await pageAll(repo, { ref: 'main', limit: 500, order });
+      expect(ours.map((c) => c.oid)).toEqual(native);
+      const seen = new Set<string>();
+      for (const c of ours) {
+        for (const p of c.parents) expect(seen.has(p)).toBe(true);
+        seen.add(c.oid);
+      }
+    }
+  });
+
+  it('keeps paging the tip it started from when the ref moves', async () => {
+    const tip = revList(big.dir, ['-n', '1', 'main~2000'])[0]!;
+    runGitSync(big.dir, ['update-ref', 'refs/heads/moving', tip]);
+    const native = revList(big.dir, ['--reverse', tip]);
+    const first = await gitLog(repo, { ref: 'moving', limit: 500 });
+    runGitSync(big.dir, ['update-ref', 'refs/heads/moving', 'main']);
+    // A fresh cache must give the same answer from the cursor alone.
+    clearHistoryCache();
+    const rest: LogCommit[] = [];
+    let cursor = first.next_cursor;
+    while (cursor) {
+      const page = await gitLog(repo, { ref: 'moving', limit: 500, cursor });
+      rest.push(...page.commits);
+      cursor = page.next_cursor;
+    }
+    expect([...first.commits, ...rest].map((c) => c.oid)).toEqual(native);
+    runGitSync(big.dir, ['update-ref', '-d', 'refs/heads/moving']);
+  });
+
+  it('serves a short history in one page and an unrelated ref as itself', async () => {
+    const firstParents = revList(big.dir, ['--first-parent', 'main']).length;
+    const ref = `main~${firstParents - 10}`;
+    const page = await gitLog(repo, { ref });
+    expect(page.commits.length).toBeGreaterThanOrEqual(10);
+    expect(page.commits.map((c) => c.oid)).toEqual(revList(big.dir, ['--reverse', ref]));
+    expect(page.next_cursor).toBeNull();
+    expect(page.commits[0]!.parents).toEqual([]);
+  });
+
+  it('refuses hostile or malformed input with invalid_argument', async () => {
+    const bad: GitLogOptions[] = [
+      { ref: '-x' },
+      { ref: '--output=/tmp/x' },
+      { ref: 'main\nHEAD' },
+      { ref: 'main', path: '../etc/passwd' },
+      { ref: 'main', path: 'd03/../../x' },
+      { ref: 'main', path: '/etc/passwd' },
+      { ref: 'main', path: 'd03\0x' },
+      { ref: 'main', path: '.git/config' },
+      { ref: 'main', path: '-x' },
+      { ref: 'main', limit: 0 },
+      { ref: 'main', limit: 501 },
+      { ref: 'main', limit: 1.5 },
+      { ref: 'main', cursor: 'not a cursor!' },
+      { ref: 'main', cursor: Buffer.from('{"v":1}').toString('base64url') },
+    ];
+    for (const opts of bad) {
+      const e = await errorOf(gitLog(repo, opts));
+      expect(e.code, JSON.stringify(opts)).toBe('invalid_argument');
+    }
+    expect((await errorOf(gitLog(repo, { ref: 'main', limit: 0 }))).message).toMatch(/limit/);
+    expect((await errorOf(gitLog(repo, { ref: 'main', path: '../x' }))).message).toMatch(/path/);
+    // A forged cursor naming a blob, or a commit that does not exist.
+    const blob = runGitSync(big.dir, ['rev-parse', 'main:bin/blob.bin']).trim();
+    for (const t of [blob, 'f'.repeat(40)]) {
+      const forged = Buffer.from(JSON.stringify({ v: 1, t, i: 1, o: t, p: null })).toString(
+        'base64url',
+      );
+      expect((await errorOf(gitLog(repo, { ref: 'main', cursor: forged }))).code).toBe('not_found');
+    }
+    // A cursor belongs to its path.
+    const page = await gitLog(repo, { ref: 'main', path: 'd03', limit: 5 });
+    const e = await errorOf(
+      gitLog(repo, { ref: 'main', path: 'd04', limit: 5, cursor: page.next_cursor! }),
+    );
+    expect(e.code).toBe('invalid_argument');
+  });
+
+  it('answers not_found for an unknown ref', async () => {
+    expect((await errorOf(gitLog(repo, { ref: 'no-such-branch' }))).code).toBe('not_found');
+    expect((await errorOf(gitLog(repo, { ref: 'main~20000' }))).code).toBe('not_found');
+  });
+});
+
+describe('gitDiff against native git', () => {
+  const STATUS: Record<string, string> = {
+    added: 'A',
+    modified: 'M',
+    deleted: 'D',
+    renamed: 'R',
+    copied: 'C',
+    type_changed: 'T',
+  };
+
+  function nativeNameStatus(from: string, to: string): string[] {
+    const toks = gitBytes(big.dir, ['diff-tree', '-r', '-M', '--name-status', '-z', from, to])
+      .toString('utf8')
+      .split('\0');
+    const out: string[] = [];
+    for (let i = 0; i < toks.length - 1;) {
+      const st = toks[i++]!;
+      if (st[0] === 'R' || st[0] === 'C') out.push(`${st[0]} ${toks[i++]} -> ${toks[i++]}`);
+      else out.push(`${st[0]} ${toks[i++]}`);
+    }
+    return out;
+  }
+
+  const ours = (files: Array<{ status: string; path: string; old_path: string | null }>) =>
+    files.map((f) =>
+      f.old_path
+        ? `${STATUS[f.status]} ${f.old_path} -> ${f.path}`
+        : `${STATUS[f.status]} ${f.path}`,
+    );
+
+  it('lists the same files and statuses as git diff-tree -r -M --name-status', async () => {
+    const parentOf = new Map<string, string | undefined>();
+    for (const line of revList(big.dir, ['--reverse', '--parents', 'main'])) {
+      const [oid, ...parents] = line.split(' ');
+      parentOf.set(oid!, parents[0]);
+    }
+    const all = [...parentOf.keys()];
+    const merges = new Set(revList(big.dir, ['--merges', 'main']));
+    // The root, every merge among the first 2,000 commits, and a spread of the rest.
+    const sample = all.filter((o, i) => i === 0 || (merges.has(o) && i < 2000) || i % 157 === 0);
+    expect(sample.length).toBeGreaterThan(100);
+    let renames = 0;
+    for (const oid of sample) {
+      const d = await gitDiff(repo, { commit: oid });
+      const parent = parentOf.get(oid);
+      expect(d.commit).toBe(oid);
+      expect(d.base).toBe(parent ?? null);
+      expect(d.truncated).toBe(false);
+      expect(ours(d.files), oid).toEqual(nativeNameStatus(parent ?? EMPTY_TREE, oid));
+      renames += d.files.filter((f) => f.status === 'renamed').length;
+    }
+    expect(renames).toBeGreaterThan(0);
+  });
+
+  it('diffs against an explicit base and filters by paths', async () => {
+    const d = await gitDiff(repo, { commit: 'main', base: 'main~300', context_lines: 0 });
+    const base = revList(big.dir, ['-n', '1', 'main~300'])[0]!;
+    const tip = revList(big.dir, ['-n', '1', 'main'])[0]!;
+    expect(d.base).toBe(base);
+    expect(ours(d.files)).toEqual(nativeNameStatus(base, tip));
+    const f = await gitDiff(repo, { commit: 'main', base: 'main~300', paths: ['d03', 'side/'] });
+    expect(f.files.length).toBeGreaterThan(0);
+    expect(f.files.every((x) => x.path.startsWith('d03/') || x.path.startsWith('side/'))).toBe(
+      true,
+    );
+    expect(ours(f.files)).toEqual(ours(d.files).filter((l) => / (d03|side)\/[^>]*$/.test(l)));
+  });
+});
+
+describe('on a hand-made repository', () => {
+  let dir: string;
+  let small: HistoryRepo;
+  const g = (...args: string[]) => runGitSync(dir, args);
+  const latin1 = Buffer.from('caf\xe9 cr\xe8me\n', 'latin1');
+  const utf8Text = 'aé€😀 '.repeat(40) + '\n';
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'zz-history-'));
+    g('init', '-q', '-b', 'main');
+    g('config', 'user.name', 'T');
+    g('config', 'user.email', 't@example.com');
+    const w = (p: string, c: string | Buffer) => writeFileSync(join(dir, p), c);
+    w('plain.txt', 'a\nb\nc\n');
+    w('bin.dat', Buffer.from([120, 0, 121]));
+    w('nonl.txt', 'no newline');
+    w('mode.sh', 'echo\n');
+    w('big.txt', Array.from({ length: 50 }, (_, i) => `${i + 1}\n`).join(''));
+    w('tab\tand "quote" é.txt', 'q\n');
+    w('tc', 'link target\n');
+    w('gone.txt', 'bye\n');
+    w('latin1.txt', latin1);
+    w('utf8.txt', utf8Text);
+    mkdirSync(join(dir, 'sub'));
+    w('sub/inner.txt', 'inner\n');
+    g('add', '-A');
+    g('commit', '-q', '-m', 'base');
+    w('plain.txt', 'a\nB\nc\n');
+    w('bin.dat', Buffer.from([120, 0, 122]));
+    w('nonl.txt', 'no newline changed');
+    chmodSync(join(dir, 'mode.sh'), 0o755);
+    g('mv', 'big.txt', 'moved.txt');
+    w(
+      'moved.txt',
+      Array.from({ length: 50 }, (_, i) => (i === 24 ? 'twenty-five\n' : `${i + 1}\n`)).join(''),
+    );
+    g('mv', 'tab\tand "quote" é.txt', 'new\nline.txt');
+    unlinkSync(join(dir, 'tc'));
+    symlinkSync('plain.txt', join(dir, 'tc'));
+    g('rm', '-q', 'gone.txt');
+    w('added.txt', 'new\n');
+    g('add', '-A');
+    g('commit', '-q', '-m', 'change');
+    small = { gitdir: join(dir, '.git'), workTree: dir, catFile: new CatFile(join(dir, '.git')) };
+  });
+
+  afterAll(() => {
+    small?.catFile.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('parses every kind of change into exact hunks', async () => {
+    const d = await gitDiff(small, { commit: 'main' });
+    expect(d.base).toBe(g('rev-parse', 'main~1').trim());
+    const by = new Map(d.files.map((f) => [f.path, f]));
+    expect(d.files.map((f) => [f.status, f.path])).toEqual([
+      ['added', 'added.txt'],
+      ['modified', 'bin.dat'],
+      ['deleted', 'gone.txt'],
+      ['modified', 'mode.sh'],
+      ['renamed', 'moved.txt'],
+      ['renamed', 'new\nline.txt'],
+      ['modified', 'nonl.txt'],
+      ['modified', 'plain.txt'],
+      ['type_changed', 'tc'],
+    ]);
+    expect(by.get('plain.txt')!.hunks).toEqual([
+      { old_start: 1, old_lines: 3, new_start: 1, new_lines: 3, lines: [' a', '-b', '+B', ' c'] },
+    ]);
+    expect(by.get('added.txt')!.hunks).toEqual([
+      { old_start: 0, old_lines: 0, new_start: 1, new_lines: 1, lines: ['+new'] },
+    ]);
+    expect(by.get('gone.txt')!.hunks).toEqual([
+      { old_start: 1, old_lines: 1, new_start: 0, new_lines: 0, lines: ['-bye'] },
+    ]);
+    expect(by.get('nonl.txt')!.hunks).toEqual([
+      {
+        old_start: 1,
+        old_lines: 1,
+        new_start: 1,
+        new_lines: 1,
+        lines: [
+          '-no newline',
+          '\\ No newline at end of file',
+          '+no newline changed',
+          '\\ No newline at end of file',
+        ],
+      },
+    ]);
+    expect(by.get('moved.txt')).toMatchObject({ old_path: 'big.txt', binary: false });
+    expect(by.get('moved.txt')!.hunks).toEqual([
+      {
+        old_start: 22,
+        old_lines: 7,
+        new_start: 22,
+        new_lines: 7,
+        lines: [' 22', ' 23', ' 24', '-25', '+twenty-five', ' 26', ' 27', ' 28'],
+      },
+    ]);
+    // Names git would quote come through as they are.
+    expect(by.get('new\nline.txt')).toMatchObject({
+      old_path: 'tab\tand "quote" é.txt',
+      hunks: [],
+    });
+    expect(by.get('bin.dat')).toMatchObject({ binary: true, hunks: [] });
+    expect(by.get('mode.sh')).toMatchObject({ old_mode: '100644', new_mode: '100755', hunks: [] });
+    expect(by.get('tc')).toMatchObject({ old_mode: '100644', new_mode: '120000' });
+    expect(by.get('tc')!.hunks.map((h) => h.lines)).toEqual([
+      ['-link target'],
+      ['+plain.txt', '\\ No newline at end of file'],
+    ]);
+  });
+
+  it('honours context_lines, paths, the root commit and max_bytes', async () => {
+    const z = await gitDiff(small, {
+      commit: 'main',
+      context_lines: 0,
+      paths: ['moved.txt', 'big.txt'],
+    });
+    expect(z.files.map((f) => [f.status, f.path])).toEqual([['renamed', 'moved.txt']]);
+    expect(z.files[0]!.hunks[0]!.lines).toEqual(['-25', '+twenty-five']);
+    // As in native git, paths limit rename detection too: the source outside them is unseen.
+    const alone = await gitDiff(small, { commit: 'main', paths: ['moved.txt'] });
+    expect(alone.files.map((f) => [f.status, f.path])).toEqual([['added', 'moved.txt']]);
+    const root = await gitDiff(small, { commit: 'main~1', paths: ['plain.txt', 'sub'] });
+    expect(root.base).toBeNull();
+    expect(root.files.map((f) => [f.status, f.path])).toEqual([
+      ['added', 'plain.txt'],
+      ['added', 'sub/inner.txt'],
+    ]);
+    const full = await gitDiff(small, { commit: 'main' });
+    const cut = await gitDiff(small, { commit: 'main', max_bytes: 300 });
+    expect(cut.truncated).toBe(true);
+    expect(cut.files.length).toBeLessThan(full.files.length);
+    expect(cut.files.length).toBeGreaterThan(0);
+    expect(JSON.stringify(cut.files).length).toBeLessThan(2000);
+    for (const [i, f] of cut.files.entries()) {
+      if (!f.truncated) expect(f).toEqual(full.files[i]);
+    }
+    expect((await gitDiff(small, { commit: 'main', max_bytes: 1 })).files).toEqual([]);
+  });
+
+  it('refuses hostile input to gitDiff', async () => {
+    for (const opts of [
+      { commit: '-x' },
+      { commit: 'main', base: '--all' },
+      { commit: 'main', paths: ['../etc/passwd'] },
+      { commit: 'main', paths: ['/etc/passwd'] },
+      { commit: 'main', paths: ['a\0b'] },
+      { commit: 'main', context_lines: 101 },
+      { commit: 'main', context_lines: -1 },
+      { commit: 'main', max_bytes: 0 },
+    ]) {
+      expect((await errorOf(gitDiff(small, opts))).code, JSON.stringify(opts)).toBe(
+        'invalid_argument',
+      );
+    }
+    expect((await errorOf(gitDiff(small, { commit: 'nope' }))).code).toBe('not_found');
+    expect((await errorOf(gitDiff(small, { commit: 'main', base: 'nope' }))).code).toBe(
+      'not_found',
+    );
+  });
+
+  it('shows files exactly as git show, binary and invalid UTF-8 as base64', async () => {
+    const text = await gitShowFile(small, { commit: 'main', path: 'plain.txt' });
+    expect(text).toMatchObject({
+      content: 'a\nB\nc\n',
+      encoding: 'utf8',
+      size: 6,
+      next_offset: null,
+    });
+    expect(text.commit).toBe(g('rev-parse', 'main').trim());
+    const bin = await gitShowFile(small, { commit: 'main', path: 'bin.dat' });
+    expect(bin.encoding).toBe('base64');
+    expect(Buffer.from(bin.content, 'base64')).toEqual(Buffer.from([120, 0, 122]));
+    const l1 = await gitShowFile(small, { commit: 'main', path: 'latin1.txt' });
+    expect(l1.encoding).toBe('base64');
+    expect(Buffer.from(l1.content, 'base64')).toEqual(latin1);
+    const nl = await gitShowFile(small, { commit: 'main', path: 'new\nline.txt' });
+    expect(nl.content).toBe('q\n');
+    const old = await gitShowFile(small, { commit: 'main~1', path: 'tab\tand "quote" é.txt' });
+    expect(old.content).toBe('q\n');
+    const link = await gitShowFile(small, { commit: 'main', path: 'tc' });
+    expect(link.content).toBe('plain.txt');
+  });
+
+  it('pages text without splitting a character, and binary by exact bytes', async () => {
+    const whole = Buffer.from(utf8Text);
+    for (const limit of [1, 2, 3, 5, 7, 64]) {
+      let offset: number | null = 0;
+      let text = '';
+      let pages = 0;
+      while (offset !== null) {
+        const p = await gitShowFile(small, { commit: 'main', path: 'utf8.txt', offset, limit });
+        expect(p.encoding).toBe('utf8');
+        expect(p.size).toBe(whole.length);
+        expect(p.offset).toBe(offset);
+        expect(p.content).not.toContain('\uFFFD');
+        // Never more than limit bytes, unless one character alone is longer than the limit.
+        expect(Buffer.byteLength(p.content)).toBeLessThanOrEqual(Math.max(limit, 4));
+        text += p.content;
+        offset = p.next_offset;
+        pages++;
+      }
+      expect(text).toBe(utf8Text);
+      expect(pages).toBeGreaterThan(1);
+    }
+    // An offset inside a character starts the page at that character.
+    const mid = await gitShowFile(small, {
+      commit: 'main',
+      path: 'utf8.txt',
+      offset: 2,
+      limit: 10,
+    });
+    expect(mid.offset).toBe(1);
+    expect(mid.content.startsWith('é')).toBe(true);
+    // Binary pages are exact byte ranges.
+    const b = await gitShowFile(small, { commit: 'main', path: 'bin.dat', offset: 1, limit: 1 });
+    expect(b).toMatchObject({ encoding: 'base64', offset: 1, next_offset: 2, size: 3 });
+    expect(Buffer.from(b.content, 'base64')).toEqual(Buffer.from([0]));
+  });
+
+  it('answers not_found and invalid_argument for gitShowFile', async () => {
+    const missing = await errorOf(gitShowFile(small, { commit: 'main', path: 'gone.txt' }));
+    expect(missing.code).toBe('not_found');
+    expect(missing.message).toContain('gone.txt');
+    expect(missing.message).toContain(g('rev-parse', 'main').trim());
+    expect((await errorOf(gitShowFile(small, { commit: 'nope', path: 'plain.txt' }))).code).toBe(
+      'not_found',
+    );
+    expect((await errorOf(gitShowFile(small, { commit: 'main', path: 'sub' }))).code).toBe(
+      'invalid_argument',
+    );
+    for (const path of [
+      '../etc/passwd',
+      '/etc/passwd',
+      'sub/../plain.txt',
+      'a\0b',
+      '.git/config',
+      'sub/.GIT/x',
+      '-rf',
+      './plain.txt',
+      '',
+    ]) {
+      const e = await errorOf(gitShowFile(small, { commit: 'main', path }));
+      expect(e.code, path).toBe('invalid_argument');
+    }
+    for (const opts of [
+      { commit: '-x', path: 'plain.txt' },
+      { commit: 'main', path: 'plain.txt', offset: -1 },
+      { commit: 'main', path: 'plain.txt', offset: 7 },
+      { commit: 'main', path: 'plain.txt', limit: 0 },
+    ]) {
+      expect((await errorOf(gitShowFile(small, opts))).code, JSON.stringify(opts)).toBe(
+        'invalid_argument',
+      );
+    }
+  });
+});
+
+describe('gitShowFile on the large repo', () => {
+  it('matches git cat-file for a spread of paths and commits', async () => {
+    const paths = big.tipPaths.filter((_, i) => i % 9 === 0);
+    expect(paths.length).toBeGreaterThan(30);
+    for (const rev of ['main', 'main~1234']) {
+      const oid = revList(big.dir, ['-n', '1', rev])[0]!;
+      const listed = runGitSync(big.dir, ['ls-tree', '-r', '-z', '--name-only', oid]).split('\0');
+      for (const path of paths
+        .filter((p) => listed.includes(p))
+        .concat(['bin/blob.bin', 'special/quote"d.txt'])) {
+        const want = gitBytes(big.dir, ['cat-file', 'blob', `${oid}:${path}`]);
+        const got = await gitShowFile(repo, { commit: rev, path });
+        expect(got.size).toBe(want.length);
+        const bytes =
+          got.encoding === 'base64' ? Buffer.from(got.content, 'base64') : Buffer.from(got.content);
+        expect(bytes.equals(want), path).toBe(true);
+      }
+    }
+  });
+});

@@ -1,0 +1,248 @@
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runInSandbox, type SandboxOptions } from '../../src/git/sandbox.js';
+import { runGitSync } from '../helpers/gen-repo.js';
+
+// The sandbox must leave nothing behind whatever the command does: the checkout directory is
+// gone and git lists only the main worktree afterwards.
+
+let dir: string;
+let gitdir: string;
+let first: string;
+let second: string;
+const g = (...args: string[]) => runGitSync(dir, args);
+
+function sandboxDirs(): string[] {
+  return readdirSync(tmpdir()).filter((n) => n.startsWith('zz-sandbox-'));
+}
+
+function worktrees(): string[] {
+  return g('worktree', 'list', '--porcelain')
+    .split('\n')
+    .filter((l) => l.startsWith('worktree '));
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  // A killed orphan can linger as a zombie when PID 1 does not reap (containers): dead too.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return true;
+  }
+}
+
+async function errorOf(p: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await p;
+  } catch (e) {
+    return e as { code: string; message: string };
+  }
+  throw new Error('expected a rejection');
+}
+
+let before: string[];
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'zz-sandbox-test-'));
+  gitdir = join(dir, '.git');
+  g('init', '-q', '-b', 'main');
+  g('config', 'user.name', 'T');
+  g('config', 'user.email', 't@example.com');
+  writeFileSync(join(dir, 'version.txt'), 'one\n');
+  g('add', '-A');
+  g('commit', '-q', '-m', 'one');
+  first = g('rev-parse', 'HEAD').trim();
+  writeFileSync(join(dir, 'version.txt'), 'two\n');
+  g('commit', '-q', '-am', 'two');
+  second = g('rev-parse', 'HEAD').trim();
+  // A local change the sandbox must neither see nor disturb.
+  writeFileSync(join(dir, 'version.txt'), 'dirty\n');
+  before = sandboxDirs();
+});
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function expectCleanedUp(checkout?: string): void {
+  if (checkout) expect(existsSync(checkout)).toBe(false);
+  expect(sandboxDirs()).toEqual(before);
+  expect(worktrees()).toEqual([`worktree ${dir}`]);
+  expect(
+    existsSync(join(gitdir, 'worktrees')) ? readdirSync(join(gitdir, 'worktrees')) : [],
+  ).toEqual([]);
+}
+
+const base = (o: Partial<SandboxOptions>): SandboxOptions => ({
+  gitdir,
+  workTree: dir,
+  commit: 'main',
+  command: ['true'],
+  ...o,
+});
+
+describe('runInSandbox', () => {
+  it('runs the command in a checkout of the commit, with a scrubbed environment', async () => {
+    process.env.ZZ_TEST_SECRET_TOKEN = 'hunter2';
+    try {
+      const r = await runInSandbox(
+        base({
+          commit: first,
+          command: ['sh', '-c', 'pwd; cat version.txt; env'],
+          env: { GIVEN: 'yes' },
+        }),
+      );
+      expect(r).toMatchObject({ commit: first, exit_code: 0, signal: null, timed_out: false });
+      const [checkout, content, ...env] = r.stdout.split('\n');
+      expect(content).toBe('one');
+      expect(checkout!.startsWith(tmpdir())).toBe(true);
+      const vars = new Map(
+        env.filter(Boolean).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
+      expect(vars.get('GIVEN')).toBe('yes');
+      expect(vars.get('LANG')).toBe('C.UTF-8');
+      expect(vars.get('HOME')!.startsWith(tmpdir())).toBe(true);
+      expect(vars.has('ZZ_TEST_SECRET_TOKEN')).toBe(false);
+      expect([...vars.keys()].sort()).toEqual(
+        ['GIVEN', 'HOME', 'LANG', 'PATH', 'PWD', 'TMPDIR'].filter(
+          (k) => k !== 'PWD' || vars.has('PWD'),
+        ),
+      );
+      expect(r.duration_ms).toBeGreaterThanOrEqual(0);
+      expectCleanedUp(checkout);
+      // The user's work tree is untouched.
+      expect(g('status', '--porcelain')).toBe(' M version.txt\n');
+      expect(g('rev-parse', 'HEAD').trim()).toBe(second);
+    } finally {
+      delete process.env.ZZ_TEST_SECRET_TOKEN;
+    }
+  });
+
+  it('reports a failing exit code and stderr', async () => {
+    const r = await runInSandbox(
+      base({ command: ['sh', '-c', 'echo oops >&2; cat version.txt; exit 7'] }),
+    );
+    expect(r).toMatchObject({
+      exit_code: 7,
+      signal: null,
+      timed_out: false,
+      stdout: 'two\n',
+      stderr: 'oops\n',
+    });
+    expectCleanedUp();
+  });
+
+  it('kills the whole process group on timeout and still cleans up', async () => {
+    const t0 = Date.now();
+    const r = await runInSandbox(
+      base({ command: ['sh', '-c', 'pwd; sleep 30 & echo $!; sleep 30'], timeout_ms: 300 }),
+    );
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(r.timed_out).toBe(true);
+    expect(r.exit_code).toBeNull();
+    expect(r.signal).toBe('SIGTERM');
+    const [checkout, bgPid] = r.stdout.split('\n');
+    // The background sleep was in the same group: it is gone too.
+    expect(alive(Number(bgPid))).toBe(false);
+    expectCleanedUp(checkout);
+  });
+
+  it('escalates to SIGKILL when the command ignores SIGTERM', async () => {
+    const r = await runInSandbox(
+      base({
+        command: ['sh', '-c', 'trap "" TERM; pwd; while :; do sleep 0.05; done'],
+        timeout_ms: 200,
+      }),
+    );
+    expect(r.timed_out).toBe(true);
+    expect(r.signal).toBe('SIGKILL');
+    expectCleanedUp(r.stdout.split('\n')[0]);
+  });
+
+  it('caps each output stream', async () => {
+    const r = await runInSandbox(
+      base({
+        command: [
+          'sh',
+          '-c',
+          'i=0; while [ $i -lt 2000 ]; do echo "é line $i"; i=$((i+1)); done; echo small >&2',
+        ],
+        max_output_bytes: 1001,
+      }),
+    );
+    expect(r.exit_code).toBe(0);
+    expect(r.stdout_truncated).toBe(true);
+    expect(r.stderr_truncated).toBe(false);
+    expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(1001);
+    expect(Buffer.byteLength(r.stdout)).toBeGreaterThan(990);
+    expect(r.stdout).not.toContain('\uFFFD');
+    expect(r.stdout.startsWith('é line 0\né line 1\n')).toBe(true);
+    expect(r.stderr).toBe('small\n');
+    expectCleanedUp();
+  });
+
+  it('cleans up after a crash and after a command that litters its checkout', async () => {
+    const crash = await runInSandbox(base({ command: ['sh', '-c', 'pwd; kill -SEGV $$'] }));
+    expect(crash.signal).toBe('SIGSEGV');
+    expect(crash.exit_code).toBeNull();
+    expectCleanedUp(crash.stdout.split('\n')[0]);
+    const litter = await runInSandbox(
+      base({
+        command: [
+          'sh',
+          '-c',
+          'pwd; echo x > version.txt; mkdir -p ro/deep; touch ro/deep/f; chmod -R a-w ro; touch "$TMPDIR/t" "$HOME/h"',
+        ],
+      }),
+    );
+    expect(litter.exit_code).toBe(0);
+    expectCleanedUp(litter.stdout.split('\n')[0]);
+  });
+
+  it('cleans up when the command cannot be started', async () => {
+    const e = await errorOf(runInSandbox(base({ command: ['/no/such/binary', '--flag'] })));
+    expect(e.code).toBe('invalid_argument');
+    expect(e.message).toContain('/no/such/binary');
+    expectCleanedUp();
+  });
+
+  it('validates its input before touching anything', async () => {
+    for (const o of [
+      { commit: '-x' },
+      { commit: '--output=/tmp/x' },
+      { command: [] },
+      { command: [''] },
+      { command: ['echo', 'a\0b'] },
+      { timeout_ms: 0 },
+      { timeout_ms: 1_800_001 },
+      { max_output_bytes: 0 },
+      { env: { 'BAD=NAME': 'x' } },
+    ] as Array<Partial<SandboxOptions>>) {
+      expect((await errorOf(runInSandbox(base(o)))).code, JSON.stringify(o)).toBe(
+        'invalid_argument',
+      );
+    }
+    expect((await errorOf(runInSandbox(base({ commit: 'no-such-commit' })))).code).toBe(
+      'not_found',
+    );
+    expectCleanedUp();
+  });
+
+  it('runs sandboxes side by side without collisions', async () => {
+    const rs = await Promise.all(
+      [first, second, first, second].map((commit) =>
+        runInSandbox(base({ commit, command: ['cat', 'version.txt'] })),
+      ),
+    );
+    expect(rs.map((r) => r.stdout)).toEqual(['one\n', 'two\n', 'one\n', 'two\n']);
+    expectCleanedUp();
+  });
+});

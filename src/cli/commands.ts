@@ -5,7 +5,7 @@ import { discoverRepository } from '../git/index.js';
 import { gitUserEmail } from './client.js';
 import { normalizeServer, readCredentials, writeCredentials } from './credentials.js';
 import type { CliIO } from './io.js';
-import { DEFAULT_SERVER } from './paths.js';
+import { credentialsFile, DEFAULT_SERVER } from './paths.js';
 import { print } from './run.js';
 
 // The commands that are not tools: setup, the daemon, identities, hooks, MCP.
@@ -128,7 +128,7 @@ export function loginCommand(y: Argv, io: CliIO): Argv {
       if (a.json) print(io, { actor, token, server }, true);
       else
         io.stdout(
-          `Logged in to ${server} as ${actor}; token stored in ~/.config/zz/credentials.json\n`,
+          `Logged in to ${server} as ${actor}; token stored in ${credentialsFile(io.env)}\n`,
         );
     },
   );
@@ -249,7 +249,17 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
       // login), else in-process as the local git identity. Local tools always run here.
       const client = await connect({ cwd: io.cwd, env: io.env });
       const repo = await ZzRepo.open(io.cwd, { key: client.repoKey });
-      const actor = client.actor ?? (await gitUserEmail(io.cwd, io.env).catch(() => null));
+      // Local tools run here, but as the actor the daemon sees for our token (ZZ_TOKEN or the
+      // stored login), never silently as the git identity: ask the daemon who that is.
+      const remoteActor =
+        client.mode === 'daemon'
+          ? await client.call('repo_state', {}).then(
+              (s) => (typeof s.actor === 'string' ? s.actor : null),
+              () => null,
+            )
+          : null;
+      const actor =
+        remoteActor ?? client.actor ?? (await gitUserEmail(io.cwd, io.env).catch(() => null));
       const toolsets = a.toolsets
         ? mcp.parseToolsets((a.toolsets as unknown[]).map(String))
         : undefined;

@@ -1,0 +1,149 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { ensureBuilt, killAll, median, privateEnv, serve, zz } from './zz-process.js';
+
+// Lean start-up: every CLI invocation pays for what main.js loads before it does anything, so
+// the heavy packages (the MCP SDK, search, file watching, GitHub, isomorphic-git) must load
+// only on the paths that use them. Two guards: which modules a command loads (exact, from a
+// module hook), and its wall time spawned (generous bounds; the medians are printed).
+
+const RUNS = 5;
+const HEAVY = ['@modelcontextprotocol', 'minisearch', 'chokidar', '@octokit', 'isomorphic-git'];
+
+let hookDir: string;
+let hookImport: string;
+
+beforeAll(() => {
+  ensureBuilt();
+  // A resolve hook that appends every module URL to $ZZ_LOAD_LOG. Hooks run off the main
+  // thread, so it writes synchronously: main.js exits with process.exit().
+  hookDir = mkdtempSync(join(tmpdir(), 'zz-startup-hook-'));
+  writeFileSync(
+    join(hookDir, 'hooks.mjs'),
+    `import { appendFileSync } from 'node:fs';
+let file;
+export function initialize(data) { file = data.file; }
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  appendFileSync(file, r.url + '\\n');
+  return r;
+}
+`,
+  );
+  writeFileSync(
+    join(hookDir, 'register.mjs'),
+    `import { register } from 'node:module';
+register(${JSON.stringify(pathToFileURL(join(hookDir, 'hooks.mjs')).href)}, { data: { file: process.env.ZZ_LOAD_LOG } });
+`,
+  );
+  hookImport = pathToFileURL(join(hookDir, 'register.mjs')).href;
+}, 180_000);
+
+afterAll(() => rmSync(hookDir, { recursive: true, force: true }));
+
+const cleanups: Array<() => void> = [];
+afterEach(async () => {
+  await killAll();
+  for (const c of cleanups.splice(0)) c();
+});
+
+/** The node_modules packages (and dist folders) `zz ARGS` loads. */
+async function loaded(cwd: string, env: NodeJS.ProcessEnv, args: string[]): Promise<string[]> {
+  const log = join(hookDir, `load-${args.join('-').replace(/\W+/g, '_')}-${Date.now()}.txt`);
+  writeFileSync(log, '');
+  const r = await zz(
+    cwd,
+    { ...env, ZZ_LOAD_LOG: log, NODE_OPTIONS: `--import=${hookImport}` },
+    args,
+  );
+  expect(r.code, r.stderr).toBe(0);
+  const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  expect(urls.some((u) => u.endsWith('/dist/cli/run.js'))).toBe(true); // the hook saw main.js's imports
+  const names = urls.flatMap((u) => {
+    const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u);
+    if (m) return [m[1]!];
+    const d = /\/dist\/([^/]+)\//.exec(u);
+    return d ? [`dist/${d[1]}`] : [];
+  });
+  return [...new Set(names)].sort();
+}
+
+async function wallTimes(cwd: string, env: NodeJS.ProcessEnv, args: string[]): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const r = await zz(cwd, env, args);
+    expect(r.code, r.stderr).toBe(0);
+    out.push(r.ms);
+  }
+  return out;
+}
+
+describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => {
+  it('loads no heavy package for --help or lane list, in-process or through a daemon', async () => {
+    const r = makeRepo('zz-startup-');
+    cleanups.push(r.cleanup);
+    const env = privateEnv();
+    expect((await zz(r.dir, env, ['init'])).code).toBe(0);
+    const report: Record<string, string[]> = {};
+    report['--help'] = await loaded(r.dir, env, ['--help']);
+    report['lane list (in-process)'] = await loaded(r.dir, env, ['lane', 'list']);
+    report['mcp --help'] = await loaded(r.dir, env, ['mcp', '--help']);
+    await serve(r.dir, env);
+    expect((await zz(r.dir, env, ['login'])).code).toBe(0);
+    report['lane list (daemon)'] = await loaded(r.dir, env, ['lane', 'list']);
+    // The guard sees lazy imports too: `zz mcp` (stdin closed at once) loads the SDK.
+    expect(await loaded(r.dir, env, ['mcp'])).toContain('@modelcontextprotocol/server');
+    for (const [cmd, pkgs] of Object.entries(report)) {
+      console.log(`zz ${cmd} loads: ${pkgs.join(' ')}`);
+      for (const heavy of HEAVY) {
+        expect(
+          pkgs.filter((p) => p.startsWith(heavy)),
+          `zz ${cmd} must not load ${heavy}`,
+        ).toEqual([]);
+      }
+    }
+  });
+
+  it('zz --help and zz lane list start fast, in-process and through a daemon', async () => {
+    const r = makeRepo('zz-startup-');
+    cleanups.push(r.cleanup);
+    const env = privateEnv();
+    expect((await zz(r.dir, env, ['init'])).code).toBe(0);
+
+    // The floor on this machine right now: a bare node start-up (the machine may be busy).
+    const nodeTimes: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const t0 = performance.now();
+      spawnSync(process.execPath, ['-e', ''], { env });
+      nodeTimes.push(performance.now() - t0);
+    }
+    const floor = median(nodeTimes);
+    const times: Record<string, number[]> = {
+      'help, no daemon': await wallTimes(r.dir, env, ['--help']),
+      'lane list, in-process': await wallTimes(r.dir, env, ['lane', 'list']),
+    };
+    await serve(r.dir, env);
+    expect((await zz(r.dir, env, ['login'])).code).toBe(0);
+    times['help, daemon running'] = await wallTimes(r.dir, env, ['--help']);
+    times['lane list, through the daemon'] = await wallTimes(r.dir, env, ['lane', 'list']);
+
+    // Generous: 2 s, or 10× a bare `node -e ''` when the machine is loaded.
+    const limit = Math.max(2_000, 10 * floor);
+    console.log(
+      `start-up medians over ${RUNS} runs (bare node: ${floor.toFixed(0)} ms; limit ${limit.toFixed(0)} ms):`,
+    );
+    for (const [what, ms] of Object.entries(times)) {
+      console.log(
+        `  zz ${what}: ${median(ms).toFixed(0)} ms  [${ms.map((x) => x.toFixed(0)).join(', ')}]`,
+      );
+    }
+    for (const [what, ms] of Object.entries(times)) {
+      expect(median(ms), `zz ${what}`).toBeLessThan(limit);
+    }
+  });
+});

@@ -220,7 +220,7 @@ export function createApp(opts: AppOptions): App {
     };
     if (url.pathname === '/healthz') {
       only('GET');
-      return json(200, { ok: true, repos: repos.size });
+      return json(200, { ok: true, repos: repos.size, pid: process.pid });
     }
     if (url.pathname === '/api/tools') {
       only('GET');

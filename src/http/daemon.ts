@@ -67,10 +67,23 @@ async function readInfoFile(
   }
 }
 
+// A live pid is not proof: after a reboot or in a container the pid of a dead daemon can
+// belong to another process. The daemon must also answer /healthz with that pid.
+async function answers(url: string, pid: number): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1500) });
+    const body = (await res.json()) as { pid?: unknown };
+    return res.ok && body.pid === pid;
+  } catch {
+    return false;
+  }
+}
+
 /** The running daemon of a repository (by its common git dir), or null. */
 export async function readDaemonInfo(gitdir: string): Promise<DaemonInfo | null> {
   const info = await readInfoFile(daemonFile(gitdir));
   if (!info || info.url === null || !isAlive(info.pid)) return null;
+  if (!(await answers(info.url, info.pid))) return null;
   return {
     pid: info.pid,
     url: info.url,
@@ -99,7 +112,12 @@ async function claimDaemonFile(gitdir: string, startedAt: string): Promise<strin
     const text = await fsp.readFile(file, 'utf8').catch(() => null);
     if (text === null) continue;
     const info = await readInfoFile(file);
-    if (info && isAlive(info.pid)) {
+    const live =
+      info !== null &&
+      isAlive(info.pid) &&
+      // A file that names a URL must be answered there; one without is still starting.
+      (info.url === null || (await answers(info.url, info.pid)));
+    if (info && live) {
       throw new ZzError(
         'conflict',
         info.url

@@ -6,7 +6,7 @@ import { gitUserEmail } from './client.js';
 import { normalizeServer, readCredentials, writeCredentials } from './credentials.js';
 import type { CliIO } from './io.js';
 import { credentialsFile, DEFAULT_SERVER } from './paths.js';
-import { print } from './run.js';
+import { print } from './format.js';
 
 // The commands that are not tools: setup, the daemon, identities, hooks, MCP.
 

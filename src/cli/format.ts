@@ -1,3 +1,5 @@
+import { useColor, type CliIO } from './io.js';
+
 // Human output: compact tables for lists, key: value for objects. Colour only on a TTY and
 // never with NO_COLOR. `--json` bypasses all of this.
 
@@ -85,4 +87,9 @@ export function formatResult(result: unknown, st: Style): string {
     }
   }
   return (scalars.length ? scalars.join('\n') + '\n' : '') + out;
+}
+
+export function print(io: CliIO, result: unknown, json: boolean): void {
+  if (json) io.stdout(JSON.stringify(result, null, 2) + '\n');
+  else io.stdout(formatResult(result, { color: useColor(io) }));
 }

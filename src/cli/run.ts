@@ -3,8 +3,8 @@ import { ZzError, isZzError } from '../errors.js';
 import { ALL_TOOLS } from '../tools/registry.js';
 import type { ToolDef } from '../tools/define-tool.js';
 import { connect } from './client.js';
-import { formatResult } from './format.js';
-import { useColor, type CliIO } from './io.js';
+import { print } from './format.js';
+import type { CliIO } from './io.js';
 import { argsFromOptions, commandPath, toolOptions } from './tool-options.js';
 import {
   agentCommand,
@@ -18,11 +18,6 @@ import {
 
 // The command table and the error boundary: every failure becomes one line on stderr and an
 // exit code from the error table; nothing else in the CLI decides exit codes.
-
-export function print(io: CliIO, result: unknown, json: boolean): void {
-  if (json) io.stdout(JSON.stringify(result, null, 2) + '\n');
-  else io.stdout(formatResult(result, { color: useColor(io) }));
-}
 
 async function readArgs(
   io: CliIO,

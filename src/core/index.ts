@@ -3,6 +3,7 @@
 export * from './access.js';
 export * from './admin.js';
 export * from './asks.js';
+export * from './changesets.js';
 export * from './config-state.js';
 export * from './events.js';
 export * from './kinds.js';

@@ -2,10 +2,14 @@ import { ZzError } from '../errors.js';
 import {
   assertTreePath,
   EMPTY_TREE_OID,
+  hashObject,
   parseCommit,
   parseTree,
   RefCasError,
   runGit,
+  serializeCommit,
+  serializeTree,
+  type CommitData,
   type GitRepository,
   type Signature,
   type TreeEntry,
@@ -152,18 +156,25 @@ export class GitStore implements Store {
       assertTreePath(p).split('/'),
       c,
     ]);
-    const tree = (await this.writeTreeWith(baseTree, changes)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID) await this.repo.objects.tree([]);
+    // Every object's id is known before any is written, so they are all written at once
+    // (not tree level by tree level) and all of them before the ref moves.
+    const writes = new ObjectBatch();
+    const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
+    if (tree === EMPTY_TREE_OID) writes.add(this.repo.objects.tree([]));
     const now = Math.floor(Date.now() / 1000);
     const author = actorSignature(req.ops[0]?.actor ?? 'zz', now);
     const committer: Signature = { name: 'zz', email: 'zz@localhost', time: now };
-    const oid = await this.repo.objects.commit({
+    const commit: CommitData = {
       tree,
       parents: req.parent ? [req.parent] : [],
       author,
       committer,
       message: formatOpMessage(req.summary, req.ops),
-    });
+    };
+    const oid = hashObject('commit', serializeCommit(commit)).oid;
+    writes.add(this.repo.objects.commit(commit));
+    await writes.done();
+    for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     this.remember(this.commitTrees, oid, tree);
     await this.repo.refs.cas(ref, req.parent, oid);
     return oid;
@@ -179,8 +190,11 @@ export class GitStore implements Store {
       assertTreePath(p).split('/'),
       c,
     ]);
-    const tree = (await this.writeTreeWith(baseTree, changes)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID) await this.repo.objects.tree([]);
+    const writes = new ObjectBatch();
+    const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
+    if (tree === EMPTY_TREE_OID) writes.add(this.repo.objects.tree([]));
+    await writes.done();
+    for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     const now = Math.floor(Date.now() / 1000);
     return this.repo.objects.commit({
       tree,
@@ -196,15 +210,16 @@ export class GitStore implements Store {
   }
 
   // Rewrites only the trees on the paths that changed: a write to one Ask of a Lane holding
-  // thousands rewrites the blob, its fan-out tree, `asks/` and the root.
-  private async writeTreeWith(
+  // thousands rewrites the blob, its fan-out tree, `asks/` and the root. Returns the new tree's
+  // id at once (hashed here) and queues the object writes on `writes`.
+  private async treeWith(
     oid: string | null,
     changes: Array<[string[], Buffer | string | null]>,
+    writes: ObjectBatch,
   ): Promise<string | null> {
     const entries = new Map<string, TreeEntry>();
     if (oid) for (const e of await this.readTree(oid)) entries.set(e.name, e);
     const sub = new Map<string, Array<[string[], Buffer | string | null]>>();
-    const blobWrites: Array<Promise<void>> = [];
     for (const [parts, content] of changes) {
       const [head, ...rest] = parts;
       if (head === undefined) continue;
@@ -213,11 +228,9 @@ export class GitStore implements Store {
         else {
           // A file keeps its executable bit when its content is replaced.
           const mode = entries.get(head)?.mode === '100755' ? '100755' : '100644';
-          blobWrites.push(
-            this.repo.objects.blob(content).then((blobOid) => {
-              entries.set(head, { mode, name: head, oid: blobOid });
-            }),
-          );
+          const body = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+          entries.set(head, { mode, name: head, oid: hashObject('blob', body).oid });
+          writes.add(this.repo.objects.blob(body));
         }
       } else {
         let list = sub.get(head);
@@ -225,27 +238,47 @@ export class GitStore implements Store {
         list.push([rest, content]);
       }
     }
-    await Promise.all([
-      ...blobWrites,
-      ...[...sub].map(async ([name, list]) => {
+    // A file written at a name replaces whatever was below it (`d` written, `d/x` deleted):
+    // rewriting that subtree too would replace the new file by the subtree's remains.
+    for (const [parts, content] of changes) {
+      if (parts.length === 1 && content !== null) sub.delete(parts[0]!);
+    }
+    await Promise.all(
+      [...sub].map(async ([name, list]) => {
         const existing = entries.get(name);
-        const child = await this.writeTreeWith(
+        const child = await this.treeWith(
           existing?.mode === '040000' ? existing.oid : null,
           list,
+          writes,
         );
         if (child === null) entries.delete(name);
         else entries.set(name, { mode: '040000', name, oid: child });
       }),
-    ]);
+    );
     if (entries.size === 0) return null;
     const list = [...entries.values()];
-    const treeOid = await this.repo.objects.tree(list);
-    this.remember(this.trees, treeOid, list);
+    const treeOid = hashObject('tree', serializeTree(list)).oid;
+    writes.add(this.repo.objects.tree(list));
+    writes.trees.set(treeOid, list);
     return treeOid;
   }
 
   close(): void {
     this.repo.close();
+  }
+}
+
+/** Object writes in flight for one commit; their trees are cached once all are on disk. */
+class ObjectBatch {
+  private readonly pending: Array<Promise<unknown>> = [];
+  readonly trees = new Map<string, TreeEntry[]>();
+
+  add(p: Promise<unknown>): void {
+    this.pending.push(p);
+  }
+
+  async done(): Promise<void> {
+    await Promise.all(this.pending);
   }
 }
 

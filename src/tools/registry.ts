@@ -1,10 +1,18 @@
 import { adminTools } from './admin-tools.js';
 import { askTools } from './ask-tools.js';
+import { codeTools } from './code-tools.js';
+import { gitTools } from './git-tools.js';
 import { Registry } from './run-tool.js';
 import { laneTools } from './lane-tools.js';
 import type { ToolDef } from './define-tool.js';
 
 // Every tool zz serves, in the order they are listed to clients.
-export const ALL_TOOLS: readonly ToolDef[] = [...laneTools, ...askTools, ...adminTools];
+export const ALL_TOOLS: readonly ToolDef[] = [
+  ...laneTools,
+  ...askTools,
+  ...gitTools,
+  ...codeTools,
+  ...adminTools,
+];
 
 export const registry = new Registry(ALL_TOOLS);

@@ -1,0 +1,616 @@
+import { randomBytes } from 'node:crypto';
+import { ZzError } from '../errors.js';
+import {
+  diffTreeRaw,
+  isAncestor,
+  mergeTrees,
+  TreeReader,
+  updateBranch,
+} from '../git/branch-update.js';
+import { assertTreePath, parseCommit, printable, type GitRepository } from '../git/index.js';
+import { runInSandbox, type SandboxResult } from '../git/sandbox.js';
+import type { AskDoc } from '../schema/lane.js';
+import type { OpRecord, OpSpec } from '../store/index.js';
+import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
+import type { LaneState } from './lane-state.js';
+import { mutationOpts, readLane, type WriteMeta } from './lanes.js';
+import { askView, type AskView } from './views.js';
+import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
+
+// commit_changeset: the only write to the user's code (DESIGN §3). A coordinator lands a
+// changeset (or a set of whole files) on the default branch like `git merge --ff-only` would
+// for them: fast-forward from the changeset's base, else a clean three-way merge onto the
+// current head, else 409 and a resolve_conflict Ask. The branch moves only by CAS from the
+// head the commit was computed against; the served checkout follows it or the call refuses.
+// Every landing is recorded in the Lane's op log (and answers the Ask it cites when the caller
+// holds it), which is also where its idempotency key lives.
+
+const LANDING_KINDS = new Set(['submit_changeset', 'resolve_conflict']);
+const MAX_TITLE = 300;
+
+export interface CommitFileInput {
+  path: string;
+  content: string | null;
+  encoding?: 'utf8' | 'base64';
+}
+
+export interface CommitChangesetArgs {
+  lane_id: string;
+  ask_id: string;
+  changeset_id?: string;
+  message?: string;
+  files?: CommitFileInput[];
+  expected_head?: string;
+  actor?: string;
+  idempotency_key?: string;
+}
+
+export interface CommitChangesetResult extends WriteMeta {
+  commit: string;
+  branch: string;
+  merged: boolean;
+  fast_forward: boolean;
+  previous_head: string;
+  changeset_id: string | null;
+  worktree_updated: boolean;
+  /** The cited Ask after the call (answered complete when the caller held it). */
+  ask: AskView;
+}
+
+export function requireGit(repo: ZzRepo): GitRepository {
+  if (!repo.git) {
+    throw new ZzError(
+      'precondition_failed',
+      `repository ${repo.key} has no git checkout behind it; this call needs one`,
+    );
+  }
+  return repo.git;
+}
+
+// One landing at a time per repository in this process: the worktree update and the CAS must
+// not interleave with another landing's. Other processes are held off by git's locks and CAS.
+const queues = new Map<string, Promise<unknown>>();
+
+function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const prev = queues.get(key) ?? Promise.resolve();
+  const run = prev.then(fn, fn);
+  const tail = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  queues.set(key, tail);
+  void tail.then(() => {
+    if (queues.get(key) === tail) queues.delete(key);
+  });
+  return run;
+}
+
+const firstLine = (s: string) => (s.split('\n')[0] ?? '').trim();
+const clip = (s: string, n: number) => (s.length <= n ? s : s.slice(0, n - 1) + '…');
+const short = (oid: string) => oid.slice(0, 12);
+
+function badPath(path: string, why: string): ZzError {
+  return new ZzError('invalid_argument', `path "${printable(path)}" is not allowed: ${why}`, {
+    path,
+  });
+}
+
+/**
+ * Checks the files of a direct commit against the tree they are applied to: no symlink (or
+ * file, or submodule) on the way to a path, no content written over a symlink, directory or
+ * submodule, no deletion of what is not a file.
+ */
+async function checkFiles(
+  trees: TreeReader,
+  tree: string,
+  files: readonly CommitFileInput[],
+): Promise<Map<string, Buffer | null>> {
+  const changes = new Map<string, Buffer | null>();
+  for (const f of files) {
+    assertTreePath(f.path, 'files.path');
+    if (changes.has(f.path)) {
+      throw new ZzError('invalid_argument', `files: ${printable(f.path)} appears twice`);
+    }
+    changes.set(
+      f.path,
+      f.content === null
+        ? null
+        : Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8'),
+    );
+  }
+  for (const [path, content] of changes) {
+    for (const [other, c] of changes) {
+      if (other.startsWith(path + '/') && content !== null && c !== null) {
+        throw badPath(other, `"${printable(path)}" is written as a file in the same commit`);
+      }
+    }
+    const { entry, blockedAt } = await trees.walk(tree, path);
+    if (blockedAt && content === null) {
+      throw badPath(path, 'it does not exist, so it cannot be deleted');
+    }
+    if (blockedAt) {
+      const kind = blockedAt.entry.mode;
+      if (kind === '120000') throw badPath(path, `"${printable(blockedAt.path)}" is a symlink`);
+      if (kind === '160000') throw badPath(path, `"${printable(blockedAt.path)}" is a submodule`);
+      // A file where a directory is needed: only when the same commit deletes that file.
+      if (changes.get(blockedAt.path) !== null) {
+        throw badPath(
+          path,
+          `"${printable(blockedAt.path)}" is a file; delete it in the same commit to make it a directory`,
+        );
+      }
+      continue;
+    }
+    if (!entry) {
+      if (content === null) throw badPath(path, 'it does not exist, so it cannot be deleted');
+      continue;
+    }
+    if (entry.mode === '120000' && content !== null) {
+      throw badPath(path, 'it is a symlink; writing through it is refused');
+    }
+    if (entry.mode === '040000') throw badPath(path, 'it is a directory');
+    if (entry.mode === '160000') throw badPath(path, 'it is a submodule');
+  }
+  return changes;
+}
+
+/** A changeset commit is held to the same path rules as a direct commit, against its base. */
+async function checkChangeset(
+  git: GitRepository,
+  trees: TreeReader,
+  base: string,
+  commit: string,
+): Promise<void> {
+  const baseTree = await trees.treeOfCommit(base);
+  for (const c of await diffTreeRaw(git, base, commit)) {
+    assertTreePath(c.path, 'changeset path');
+    const { entry, blockedAt } = await trees.walk(baseTree, c.path);
+    if (blockedAt?.entry.mode === '120000') {
+      throw badPath(c.path, `"${printable(blockedAt.path)}" is a symlink in the base commit`);
+    }
+    if (entry?.mode === '120000' && c.newMode !== null && c.newMode !== '120000') {
+      throw badPath(c.path, 'it is a symlink in the base commit; writing through it is refused');
+    }
+    if (c.newMode === '120000' && c.newOid) {
+      const blob = await git.catFile.read(c.newOid);
+      const target = blob?.data.toString('utf8') ?? '';
+      if (escapes(c.path, target)) {
+        throw badPath(
+          c.path,
+          `it is a symlink pointing outside the repository (${printable(target)})`,
+        );
+      }
+    }
+  }
+}
+
+/** A symlink at `path` whose target leaves the tree (absolute, or too many `..`). */
+function escapes(path: string, target: string): boolean {
+  if (target.startsWith('/') || /^[A-Za-z]:[\\/]/.test(target) || target.includes('\\'))
+    return true;
+  const stack = path.split('/').slice(0, -1);
+  for (const part of target.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (stack.length === 0) return true;
+      stack.pop();
+    } else stack.push(part);
+  }
+  return false;
+}
+
+const newAskId = () => 'ask-' + randomBytes(5).toString('hex');
+
+interface Prepared {
+  commit: string;
+  merged: boolean;
+  fastForward: boolean;
+  head: string;
+}
+
+/**
+ * Lands a changeset (or whole files) on the default branch. See the file comment for the
+ * rules; errors: 403 not a coordinator, 404 lane/ask/changeset, 400 bad paths, 409 conflict
+ * (branch moved past expected_head, or moved during the call), merge_conflict (a
+ * resolve_conflict Ask is posted first), dirty_worktree (nothing moved).
+ */
+export async function commitChangeset(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: CommitChangesetArgs,
+): Promise<CommitChangesetResult> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const direct = args.files !== undefined;
+  if (direct === (args.changeset_id !== undefined)) {
+    throw new ZzError(
+      'invalid_argument',
+      'pass either changeset_id, or message, files and expected_head (not both)',
+    );
+  }
+  if (direct && (args.message === undefined || args.expected_head === undefined)) {
+    throw new ZzError(
+      'invalid_argument',
+      'a commit of files needs message and expected_head (the branch head the files are based on)',
+    );
+  }
+  if (!direct && args.message !== undefined) {
+    throw new ZzError('invalid_argument', "message: a changeset's commit carries its own message");
+  }
+  const git = requireGit(repo);
+  const config = await repo.requireConfig();
+  const { actor: _a, idempotency_key: _k, ...requestArgs } = args;
+  const request = { tool: 'commit_changeset', args: requestArgs };
+  const entity = repo.lane(args.lane_id);
+
+  return serialised(git.gitdir, async () => {
+    // A retry with a used key returns what the first call decided (success or conflict).
+    if (args.idempotency_key !== undefined) {
+      const prior = await entity.priorOp(caller.actor, args.idempotency_key);
+      if (prior) return record(repo, caller, args, request, null);
+    }
+
+    const snap = await readLane(repo, args.lane_id);
+    if (!isCoordinator(snap.lane, config, caller.actor)) {
+      throw new ZzError(
+        'forbidden',
+        `only the coordinators of lane ${args.lane_id} may commit changesets`,
+        { scope: 'coordinator' },
+      );
+    }
+    const ask = snap.state.asks.get(args.ask_id);
+    if (!ask) {
+      throw new ZzError('not_found', `ask ${args.ask_id} does not exist in lane ${args.lane_id}`);
+    }
+    if (!LANDING_KINDS.has(ask.kind)) {
+      throw new ZzError(
+        'invalid_argument',
+        `ask_id: cite the submit_changeset or resolve_conflict Ask being worked, not a ${ask.kind} Ask`,
+      );
+    }
+    if (ask.state === 'answered') {
+      throw new ZzError(
+        'conflict',
+        `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
+      );
+    }
+    const cited = typeof ask.payload.changeset_id === 'string' ? ask.payload.changeset_id : null;
+    if (
+      ask.kind === 'submit_changeset' &&
+      cited &&
+      args.changeset_id &&
+      cited !== args.changeset_id
+    ) {
+      throw new ZzError(
+        'invalid_argument',
+        `changeset_id: ask ${ask.ask_id} submits ${cited}, not ${args.changeset_id}`,
+      );
+    }
+
+    const branch = await repo.defaultBranch();
+    const ref = `refs/heads/${branch}`;
+    const head = await git.refs.read(ref);
+    if (!head) {
+      throw new ZzError('precondition_failed', `the default branch ${branch} does not exist yet`);
+    }
+    if (args.expected_head !== undefined && args.expected_head !== head) {
+      throw new ZzError(
+        'conflict',
+        `branch ${branch} is at ${head}, not at expected_head ${args.expected_head}; read it again (git_log) and redo the change on the current head`,
+        { branch, current_head: head, expected_head: args.expected_head },
+      );
+    }
+    const trees = new TreeReader(git);
+
+    let prepared: Prepared;
+    if (direct) {
+      const changes = await checkFiles(trees, await trees.treeOfCommit(head), args.files!);
+      const commit = await repo.store.writeCodeCommit({
+        base: head,
+        changes,
+        message: args.message!,
+        author: caller.actor,
+      });
+      prepared = { commit, merged: false, fastForward: true, head };
+    } else {
+      const id = args.changeset_id!;
+      const cs = await git.refs.read(CHANGESETS_PREFIX + id);
+      if (!cs) throw new ZzError('not_found', `changeset ${id} does not exist`);
+      const obj = await git.catFile.read(cs);
+      if (!obj || obj.type !== 'commit') {
+        throw new ZzError('not_found', `changeset ${id} does not name a commit`);
+      }
+      const data = parseCommit(obj.data);
+      if (data.parents.length !== 1) {
+        throw new ZzError(
+          'invalid_argument',
+          `changeset ${id} is not a commit with one parent (its base)`,
+        );
+      }
+      const base = data.parents[0]!;
+      await checkChangeset(git, trees, base, cs);
+      if (base === head) {
+        prepared = { commit: cs, merged: false, fastForward: true, head };
+      } else {
+        if (!(await isAncestor(git, base, head))) {
+          throw new ZzError(
+            'conflict',
+            `changeset ${id} is based on ${base}, which is not in the history of ${branch}; it must be redone on ${branch}`,
+            { branch, current_head: head, base },
+          );
+        }
+        const m = await mergeTrees(git, head, cs);
+        if (m.conflicts.length > 0) {
+          await conflict(repo, caller, args, request, ask, { id, base, head, branch, merge: m });
+        }
+        const now = Math.floor(Date.now() / 1000);
+        const commit = await git.objects.commit({
+          tree: m.tree,
+          parents: [head],
+          // The change keeps its author (and date), as a rebase would; zz commits it.
+          author: data.author,
+          committer: { name: 'zz', email: 'zz@localhost', time: now },
+          message: data.message,
+        });
+        prepared = { commit, merged: true, fastForward: false, head };
+      }
+    }
+
+    // A change the branch already holds (landed before, or made by someone else) moves
+    // nothing: like `git merge` saying "Already up to date", not an empty commit.
+    const headTree = await trees.treeOfCommit(head);
+    if ((await trees.treeOfCommit(prepared.commit)) === headTree) {
+      prepared = { commit: head, merged: false, fastForward: false, head };
+      return record(repo, caller, args, request, { ...prepared, branch, worktreeUpdated: false });
+    }
+    const r = await updateBranch(git, {
+      branch,
+      from: prepared.head,
+      to: prepared.commit,
+      reflogMessage: `zz commit_changeset (${caller.actor}): ${firstLine(
+        direct ? args.message! : `${args.changeset_id}`,
+      )}`,
+    });
+    return record(repo, caller, args, request, {
+      ...prepared,
+      branch,
+      worktreeUpdated: r.worktree_updated,
+    });
+  });
+}
+
+/** Records the landing in the Lane (and answers the cited Ask when the caller holds it). */
+async function record(
+  repo: ZzRepo,
+  caller: Caller,
+  args: CommitChangesetArgs,
+  request: { tool: string; args: unknown },
+  landed: (Prepared & { branch: string; worktreeUpdated: boolean }) | null,
+): Promise<CommitChangesetResult> {
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request,
+    decide: (s): OpSpec[] => {
+      if (!landed) throw new ZzError('internal', 'commit_changeset replay found no prior op');
+      const ask = s.asks.get(args.ask_id);
+      const answer =
+        ask &&
+        LANDING_KINDS.has(ask.kind) &&
+        ask.state === 'claimed' &&
+        ask.holder === caller.actor;
+      const how = landed.fastForward
+        ? 'fast-forward'
+        : landed.merged
+          ? 'merged onto ' + short(landed.head)
+          : 'already on the branch';
+      const main: OpSpec = {
+        op: 'commit_changeset',
+        summary: `commit_changeset ${short(landed.commit)} to ${landed.branch} (${how})`,
+        args: {
+          lane_id: args.lane_id,
+          ask_id: args.ask_id,
+          changeset_id: args.changeset_id ?? null,
+          ...(args.files
+            ? {
+                message: args.message,
+                expected_head: args.expected_head,
+                paths: args.files.map((f) => f.path),
+              }
+            : {}),
+        },
+        out: {
+          commit: landed.commit,
+          branch: landed.branch,
+          previous_head: landed.head,
+          merged: landed.merged,
+          fast_forward: landed.fastForward,
+          worktree_updated: landed.worktreeUpdated,
+          answered: answer ? args.ask_id : null,
+        },
+      };
+      if (!answer) return [main];
+      return [
+        main,
+        {
+          op: 'ask_answer',
+          summary: `ask_answer ${args.ask_id}: complete (${short(landed.commit)})`,
+          args: {
+            lane_id: args.lane_id,
+            ask_id: args.ask_id,
+            outcome: 'complete',
+            result:
+              landed.commit === landed.head
+                ? `already on ${landed.branch} at ${landed.head}`
+                : `committed ${landed.commit} to ${landed.branch}${landed.merged ? ` (merged onto ${landed.head})` : ''}`,
+            changeset_id: args.changeset_id ?? null,
+          },
+          out: { commit: landed.commit },
+        },
+      ];
+    },
+    result: (s, op) => ({ s, op }),
+  });
+  const { s, op } = r.result;
+  if (op.op !== 'commit_changeset') throw conflictError(op);
+  const out = op.out ?? {};
+  return {
+    commit: String(out.commit),
+    branch: String(out.branch),
+    merged: out.merged === true,
+    fast_forward: out.fast_forward === true,
+    previous_head: String(out.previous_head),
+    changeset_id: args.changeset_id ?? null,
+    worktree_updated: out.worktree_updated === true,
+    ask: askView(s, s.asks.get(args.ask_id)!, repo.clock()),
+    revision: r.revision,
+    replayed: r.replayed,
+  };
+}
+
+interface ConflictInfo {
+  id: string;
+  base: string;
+  head: string;
+  branch: string;
+  merge: { conflicts: string[]; messages: string[] };
+}
+
+/** The 409 a conflicted landing answers, rebuilt from the resolve_conflict Ask it posted. */
+function conflictError(op: OpRecord): ZzError {
+  const p = (op.args.payload ?? {}) as Record<string, unknown>;
+  const paths = Array.isArray(p.conflicting_paths) ? (p.conflicting_paths as string[]) : [];
+  return new ZzError(
+    'merge_conflict',
+    `changeset ${String(p.changeset_id)} no longer applies to ${String(p.branch)} at ${String(p.head)}: conflicts in ${paths
+      .slice(0, 20)
+      .map(printable)
+      .join(
+        ', ',
+      )}${paths.length > 20 ? ` and ${paths.length - 20} more` : ''}; resolve_conflict Ask ${String(op.out?.ask_id)} was posted`,
+    {
+      changeset_id: p.changeset_id,
+      branch: p.branch,
+      head: p.head,
+      base: p.base,
+      conflicting_paths: paths,
+      messages: p.messages,
+      resolve_conflict_ask_id: op.out?.ask_id,
+    },
+  );
+}
+
+/**
+ * Posts the resolve_conflict Ask (its own commit, so it stays on the record although the call
+ * fails), then throws the 409. An open resolve_conflict for the same changeset and head is
+ * cited instead of posting a duplicate.
+ */
+async function conflict(
+  repo: ZzRepo,
+  caller: Caller,
+  args: CommitChangesetArgs,
+  request: { tool: string; args: unknown },
+  origin: AskDoc,
+  c: ConflictInfo,
+): Promise<never> {
+  const payload = {
+    changeset_id: c.id,
+    branch: c.branch,
+    head: c.head,
+    base: c.base,
+    conflicting_paths: c.merge.conflicts,
+    messages: c.merge.messages.slice(0, 50),
+  };
+  const same = (s: LaneState) =>
+    [...s.asks.values()].find(
+      (a) =>
+        a.kind === 'resolve_conflict' &&
+        a.state !== 'answered' &&
+        a.payload.changeset_id === c.id &&
+        a.payload.head === c.head,
+    );
+  const existing = same((await readLane(repo, args.lane_id)).state);
+  if (existing) {
+    throw conflictError({
+      id: '',
+      op: 'ask_post',
+      actor: caller.actor,
+      lamport: 0,
+      time: '',
+      args: { payload },
+      out: { ask_id: existing.ask_id },
+    });
+  }
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request,
+    decide: (): OpSpec => {
+      const askId = newAskId();
+      const title = clip(
+        `Resolve conflict: ${firstLine(origin.title.replace(/^Submit: /, ''))}`,
+        MAX_TITLE,
+      );
+      return {
+        op: 'ask_post',
+        summary: `ask_post ${askId} (resolve_conflict) follows ${origin.ask_id}`,
+        args: {
+          lane_id: args.lane_id,
+          kind: 'resolve_conflict',
+          title,
+          body:
+            `Changeset ${c.id} (base ${c.base}) conflicts with ${c.branch} at ${c.head} in:\n` +
+            c.merge.conflicts.map((p) => `- ${p}`).join('\n'),
+          priority: origin.priority,
+          depends_on: [],
+          payload,
+          posted_by: SERVER_ACTOR,
+          origin: { ask_id: origin.ask_id, reason: 'merge conflict at commit time' },
+        },
+        out: { ask_id: askId },
+      };
+    },
+    result: (_s, op) => op,
+  });
+  throw conflictError(r.result);
+}
+
+// ---------------------------------------------------------------------------------------------
+// run_in_sandbox
+
+export interface SandboxArgs {
+  commit?: string;
+  changeset_id?: string;
+  command: string[];
+  timeout_ms?: number;
+  max_output_bytes?: number;
+  env?: Record<string, string>;
+  actor?: string;
+}
+
+/** Runs a command in a throwaway checkout of a commit or of a changeset. */
+export async function sandboxRun(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: SandboxArgs,
+): Promise<SandboxResult & { changeset_id: string | null }> {
+  assertSelf(requireCaller(callerIn), args.actor, 'actor');
+  if ((args.commit === undefined) === (args.changeset_id === undefined)) {
+    throw new ZzError('invalid_argument', 'pass exactly one of commit and changeset_id');
+  }
+  const git = requireGit(repo);
+  let commit = args.commit;
+  if (args.changeset_id !== undefined) {
+    const cs = await git.refs.read(CHANGESETS_PREFIX + args.changeset_id);
+    if (!cs) throw new ZzError('not_found', `changeset ${args.changeset_id} does not exist`);
+    commit = cs;
+  }
+  const r = await runInSandbox({
+    gitdir: git.gitdir,
+    ...(git.workTree ? { workTree: git.workTree } : {}),
+    commit: commit!,
+    command: args.command,
+    ...(args.timeout_ms === undefined ? {} : { timeout_ms: args.timeout_ms }),
+    ...(args.max_output_bytes === undefined ? {} : { max_output_bytes: args.max_output_bytes }),
+    ...(args.env === undefined ? {} : { env: args.env }),
+  });
+  return { ...r, changeset_id: args.changeset_id ?? null };
+}

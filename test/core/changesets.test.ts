@@ -1,0 +1,653 @@
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ZzError } from '../../src/errors.js';
+import { AGENT, ALICE, BOB, call, gitRepo, memoryRepo } from '../helpers/core-fixture.js';
+import { fsckProblems, sh } from '../helpers/temp-repo.js';
+
+// commit_changeset on real repositories whose `main` is checked out in the served worktree:
+// every test checks what git itself sees afterwards (refs, trees, the checkout, fsck).
+
+async function rejects(p: Promise<unknown>, code: string, msg?: RegExp): Promise<ZzError> {
+  const e = await p.then(
+    () => {
+      throw new Error(`expected ${code}, but the call succeeded`);
+    },
+    (x: unknown) => x,
+  );
+  expect(e).toBeInstanceOf(ZzError);
+  expect((e as ZzError).code, (e as ZzError).message).toBe(code);
+  if (msg) expect((e as ZzError).message).toMatch(msg);
+  return e as ZzError;
+}
+
+type Env = Awaited<ReturnType<typeof setup>>;
+const cleanups: Array<() => void> = [];
+const fsckDirs: string[] = [];
+afterEach(() => {
+  // Whatever a test did, git must find the repository sound afterwards.
+  try {
+    for (const dir of fsckDirs.splice(0)) expect(fsckProblems(dir), dir).toEqual([]);
+  } finally {
+    while (cleanups.length) cleanups.pop()!();
+  }
+});
+
+async function setup() {
+  const { repo, dir, cleanup } = await gitRepo();
+  cleanups.push(cleanup);
+  fsckDirs.push(dir);
+  await call(repo, ALICE, 'lane_propose', {
+    lane_id: 'ship',
+    title: 'Ship',
+    maintainers: [BOB.actor],
+  });
+  const git = (...args: string[]) => sh(dir, ...args);
+  const head = () => git('rev-parse', 'refs/heads/main');
+  const read = (p: string) => readFileSync(join(dir, p), 'utf8');
+  const write = (p: string, s: string) => {
+    mkdirSync(join(dir, p, '..'), { recursive: true });
+    writeFileSync(join(dir, p), s);
+  };
+  /** A commit on main made by the user in the checkout. */
+  const userCommit = (files: Record<string, string>, msg = 'user change') => {
+    for (const [p, s] of Object.entries(files)) write(p, s);
+    git('add', '-A');
+    git('commit', '-q', '-m', msg);
+    return head();
+  };
+  /** work → changeset → review granted → submit_changeset claimed by ALICE. */
+  const changeset = async (
+    files: Array<{ path: string; content: string | null }>,
+    base = head(),
+    message = 'Change',
+  ) => {
+    const w = (
+      await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: message })
+    ).ask;
+    await call(repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });
+    const ans = await call(repo, AGENT, 'ask_answer', {
+      lane_id: 'ship',
+      ask_id: w.ask_id,
+      outcome: 'complete',
+      changeset: { base, message, files },
+    });
+    const review = ans.follow_ups[0];
+    await call(repo, BOB, 'ask_claim', { lane_id: 'ship', ask_id: review.ask_id });
+    const granted = await call(repo, BOB, 'ask_answer', {
+      lane_id: 'ship',
+      ask_id: review.ask_id,
+      outcome: 'grant',
+      result: 'lgtm',
+    });
+    const submit = granted.follow_ups[0];
+    expect(submit.kind).toBe('submit_changeset');
+    await call(repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: submit.ask_id });
+    return { csId: ans.changeset_id as string, askId: submit.ask_id as string };
+  };
+  /** A submit_changeset Ask posted by hand (coordinators may), for direct file commits. */
+  const submitAsk = async () =>
+    (
+      await call(repo, ALICE, 'ask_post', {
+        lane_id: 'ship',
+        kind: 'submit_changeset',
+        title: 'Direct',
+      })
+    ).ask.ask_id as string;
+  const commit = (args: Record<string, unknown>, who = ALICE) =>
+    call(repo, who, 'commit_changeset', { lane_id: 'ship', ...args });
+  const status = () => git('status', '--porcelain=v1', '--untracked-files=all');
+  const assertFsck = () => expect(fsckProblems(dir)).toEqual([]);
+  return {
+    repo,
+    dir,
+    git,
+    head,
+    read,
+    write,
+    userCommit,
+    changeset,
+    submitAsk,
+    commit,
+    status,
+    assertFsck,
+  };
+}
+
+const asks = async (env: Env) =>
+  (await call(env.repo, ALICE, 'lane_get', { lane_id: 'ship' })).asks;
+
+describe('commit_changeset', () => {
+  it('fast-forwards when the base is the head, updates the checkout and answers the Ask', async () => {
+    const env = await setup();
+    const h0 = env.head();
+    const { csId, askId } = await env.changeset([{ path: 'src/hello.txt', content: 'hi\n' }]);
+    const cs = env.git('rev-parse', `refs/zz/changesets/${csId}`);
+    const r = await env.commit({ ask_id: askId, changeset_id: csId });
+    expect(r).toMatchObject({
+      commit: cs,
+      branch: 'main',
+      merged: false,
+      fast_forward: true,
+      previous_head: h0,
+      changeset_id: csId,
+      worktree_updated: true,
+      replayed: false,
+    });
+    expect(env.head()).toBe(cs);
+    expect(env.read('src/hello.txt')).toBe('hi\n');
+    expect(env.status()).toBe('');
+    // The Ask it cites is answered complete, naming the commit, on the record.
+    expect(r.ask.state).toBe('answered');
+    expect(r.ask.answer).toMatchObject({
+      outcome: 'complete',
+      changeset_id: csId,
+      answered_by: ALICE.actor,
+    });
+    expect(r.ask.answer.result).toContain(cs);
+    const lane = await call(env.repo, ALICE, 'lane_get', { lane_id: 'ship' });
+    const ops = lane.history.map((h: { op: string }) => h.op);
+    expect(ops.slice(-2)).toEqual(['commit_changeset', 'ask_answer']);
+    expect(lane.history.at(-2).out).toMatchObject({ commit: cs, previous_head: h0 });
+    // Author: whoever made the changeset; committer: zz. The reflog records the move.
+    expect(env.git('log', '-1', '--format=%an <%ae>|%cn <%ce>', 'main')).toBe(
+      `${AGENT.actor} <alice@example.com>|zz <zz@localhost>`,
+    );
+    expect(env.git('reflog', '-1', '--format=%H %gs', 'main')).toBe(
+      `${cs} zz commit_changeset (${ALICE.actor}): ${csId}`,
+    );
+    // A second landing citing the answered Ask is refused.
+    await rejects(env.commit({ ask_id: askId, changeset_id: csId }), 'conflict', /answered/);
+    env.assertFsck();
+  });
+
+  it('merges cleanly onto a branch that moved (another file changed meanwhile)', async () => {
+    const env = await setup();
+    const h0 = env.head();
+    const { csId, askId } = await env.changeset(
+      [{ path: 'a.txt', content: 'from the agent\n' }],
+      h0,
+    );
+    const h1 = env.userCommit({ 'b.txt': 'from the user\n' });
+    const r = await env.commit({ ask_id: askId, changeset_id: csId });
+    expect(r).toMatchObject({ merged: true, fast_forward: false, previous_head: h1 });
+    expect(env.head()).toBe(r.commit);
+    expect(env.git('rev-parse', `${r.commit}^@`)).toBe(h1);
+    expect(env.git('ls-tree', '-r', '--name-only', r.commit).split('\n')).toEqual([
+      'README.md',
+      'a.txt',
+      'b.txt',
+    ]);
+    expect(env.git('log', '-1', '--format=%s|%an|%cn', r.commit)).toBe(`Change|${AGENT.actor}|zz`);
+    expect(env.read('a.txt')).toBe('from the agent\n');
+    expect(env.read('b.txt')).toBe('from the user\n');
+    expect(env.status()).toBe('');
+    expect(r.ask.answer.result).toContain(r.commit);
+    env.assertFsck();
+  });
+
+  it('commits whole files on expected_head, authored by the caller', async () => {
+    const env = await setup();
+    const askId = await env.submitAsk();
+    const h0 = env.head();
+    const r = await env.commit({
+      ask_id: askId,
+      message: 'Add docs\n\nWith a body.',
+      expected_head: h0,
+      files: [
+        { path: 'docs/guide.md', content: '# Guide\n' },
+        {
+          path: 'bin.dat',
+          content: Buffer.from([0, 1, 2, 255]).toString('base64'),
+          encoding: 'base64',
+        },
+        { path: 'README.md', content: null },
+      ],
+    });
+    expect(r).toMatchObject({
+      fast_forward: true,
+      merged: false,
+      previous_head: h0,
+      changeset_id: null,
+    });
+    expect(env.git('rev-parse', `${r.commit}^@`)).toBe(h0);
+    expect(env.git('log', '-1', '--format=%an <%ae>|%cn|%B', r.commit)).toBe(
+      `${ALICE.actor} <${ALICE.actor}>|zz|Add docs\n\nWith a body.`,
+    );
+    expect(env.read('docs/guide.md')).toBe('# Guide\n');
+    expect([...readFileSync(join(env.dir, 'bin.dat'))]).toEqual([0, 1, 2, 255]);
+    expect(existsSync(join(env.dir, 'README.md'))).toBe(false);
+    expect(env.status()).toBe('');
+    // The Ask was not held by ALICE (posted, not claimed): it stays open.
+    expect(r.ask.state).toBe('open');
+    // A stale expected_head is a 409 naming the current head; nothing moves.
+    const e = await rejects(
+      env.commit({
+        ask_id: askId,
+        message: 'x',
+        expected_head: h0,
+        files: [{ path: 'x', content: 'x' }],
+      }),
+      'conflict',
+      /expected_head/,
+    );
+    expect((e.details as { current_head: string }).current_head).toBe(r.commit);
+    expect(env.head()).toBe(r.commit);
+    env.assertFsck();
+  });
+
+  it('on a conflict answers 409 merge_conflict and posts a resolve_conflict Ask', async () => {
+    const env = await setup();
+    const h0 = env.head();
+    const { csId, askId } = await env.changeset(
+      [{ path: 'README.md', content: '# agent\n' }],
+      h0,
+      'Retitle',
+    );
+    const h1 = env.userCommit({ 'README.md': '# user\n' });
+    const e = await rejects(
+      env.commit({ ask_id: askId, changeset_id: csId }),
+      'merge_conflict',
+      /README\.md/,
+    );
+    expect(e.status).toBe(409);
+    const d = e.details as Record<string, unknown>;
+    expect(d).toMatchObject({ changeset_id: csId, head: h1, conflicting_paths: ['README.md'] });
+    const resolve = (await asks(env)).filter(
+      (a: { kind: string }) => a.kind === 'resolve_conflict',
+    );
+    expect(resolve).toHaveLength(1);
+    expect(resolve[0]).toMatchObject({
+      ask_id: d.resolve_conflict_ask_id,
+      state: 'open',
+      posted_by: 'zz@localhost',
+      origin: { ask_id: askId, reason: 'merge conflict at commit time' },
+      payload: { changeset_id: csId, head: h1, base: h0, conflicting_paths: ['README.md'] },
+    });
+    // Nothing moved; the submit Ask is still held; a retry cites the same Ask, no duplicate.
+    expect(env.head()).toBe(h1);
+    expect(env.read('README.md')).toBe('# user\n');
+    expect(env.status()).toBe('');
+    await rejects(env.commit({ ask_id: askId, changeset_id: csId }), 'merge_conflict');
+    expect(
+      (await asks(env)).filter((a: { kind: string }) => a.kind === 'resolve_conflict'),
+    ).toHaveLength(1);
+    // The coordinator resolves it with whole files on the current head, citing that Ask.
+    await call(env.repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: resolve[0].ask_id });
+    const r = await env.commit({
+      ask_id: resolve[0].ask_id,
+      message: 'Retitle (resolved)',
+      expected_head: h1,
+      files: [{ path: 'README.md', content: '# agent and user\n' }],
+    });
+    expect(r.ask).toMatchObject({ state: 'answered', answer: { outcome: 'complete' } });
+    expect(env.read('README.md')).toBe('# agent and user\n');
+    env.assertFsck();
+  });
+
+  it('a conflict replayed by idempotency_key fails the same way without posting again', async () => {
+    const env = await setup();
+    const { csId, askId } = await env.changeset([{ path: 'README.md', content: 'A\n' }]);
+    env.userCommit({ 'README.md': 'B\n' });
+    const args = { ask_id: askId, changeset_id: csId, idempotency_key: 'land-1' };
+    const e1 = await rejects(env.commit(args), 'merge_conflict');
+    const e2 = await rejects(env.commit(args), 'merge_conflict');
+    expect(e2.details).toEqual(e1.details);
+    expect(
+      (await asks(env)).filter((a: { kind: string }) => a.kind === 'resolve_conflict'),
+    ).toHaveLength(1);
+  });
+
+  it('refuses, moving nothing, when local changes are in the way', async () => {
+    const env = await setup();
+    const h0 = env.head();
+    env.userCommit({ 'notes.txt': 'notes\n' });
+    const h1 = env.head();
+    const { csId, askId } = await env.changeset([
+      { path: 'README.md', content: 'new readme\n' },
+      { path: 'added.txt', content: 'added\n' },
+    ]);
+    expect(h0).not.toBe(h1);
+    const attempt = async (why: string, code = 'dirty_worktree') => {
+      const e = await rejects(env.commit({ ask_id: askId, changeset_id: csId }), code);
+      expect(env.head(), why).toBe(h1);
+      return e;
+    };
+    // A modified tracked file the commit changes.
+    env.write('README.md', 'my local edit\n');
+    const e = await attempt('unstaged');
+    expect((e.details as { paths: string[] }).paths).toEqual(['README.md']);
+    expect(e.message).toMatch(/README\.md/);
+    expect(env.read('README.md')).toBe('my local edit\n');
+    // Staged.
+    env.git('add', 'README.md');
+    await attempt('staged');
+    env.git('reset', '-q', '--hard');
+    // An untracked file where the commit adds one.
+    env.write('added.txt', 'mine\n');
+    expect((await attempt('untracked')).details).toMatchObject({ paths: ['added.txt'] });
+    expect(env.read('added.txt')).toBe('mine\n');
+    // An ignored one: read-tree alone would overwrite it silently.
+    writeFileSync(join(env.dir, '.git', 'info', 'exclude'), 'added.txt\n');
+    expect(env.status()).toBe('');
+    expect((await attempt('ignored')).details).toMatchObject({ paths: ['added.txt'] });
+    expect(env.read('added.txt')).toBe('mine\n');
+    unlinkSync(join(env.dir, 'added.txt'));
+    // Clean now: it lands.
+    const r = await env.commit({ ask_id: askId, changeset_id: csId });
+    expect(r.worktree_updated).toBe(true);
+    expect(env.read('README.md')).toBe('new readme\n');
+    expect(env.status()).toBe('');
+    env.assertFsck();
+  });
+
+  it('keeps local changes the commit does not touch', async () => {
+    const env = await setup();
+    env.userCommit({ 'notes.txt': 'notes\n', 'lib/util.txt': 'util\n' });
+    const { csId, askId } = await env.changeset([
+      { path: 'lib/new.txt', content: 'new\n' },
+      { path: 'README.md', content: 'readme v2\n' },
+    ]);
+    env.write('notes.txt', 'notes, edited locally\n');
+    env.write('scratch/todo.txt', 'untracked\n');
+    env.write('lib/util.txt', 'util, staged\n');
+    env.git('add', 'lib/util.txt');
+    const r = await env.commit({ ask_id: askId, changeset_id: csId });
+    expect(r.fast_forward).toBe(true);
+    expect(env.read('lib/new.txt')).toBe('new\n');
+    expect(env.read('README.md')).toBe('readme v2\n');
+    expect(env.read('notes.txt')).toBe('notes, edited locally\n');
+    expect(env.read('scratch/todo.txt')).toBe('untracked\n');
+    expect(env.read('lib/util.txt')).toBe('util, staged\n');
+    expect(env.status().split('\n')).toEqual([
+      'M  lib/util.txt',
+      ' M notes.txt',
+      '?? scratch/todo.txt',
+    ]);
+    env.assertFsck();
+  });
+
+  it('swaps a directory for a file (and back) in the checkout', async () => {
+    const env = await setup();
+    env.userCommit({ 'd/x.txt': 'x\n', 'f.txt': 'f\n' });
+    const askId = await env.submitAsk();
+    const h1 = env.head();
+    // Whole files: a file becomes a directory when the same commit deletes it...
+    const r = await env.commit({
+      ask_id: askId,
+      message: 'file to dir',
+      expected_head: h1,
+      files: [
+        { path: 'f.txt', content: null },
+        { path: 'f.txt/inside.txt', content: 'now a dir\n' },
+      ],
+    });
+    expect(r.worktree_updated).toBe(true);
+    expect(env.read('f.txt/inside.txt')).toBe('now a dir\n');
+    // ...but a directory is not overwritten by a file in one call.
+    await rejects(
+      env.commit({
+        ask_id: askId,
+        message: 'dir to file',
+        expected_head: r.commit,
+        files: [{ path: 'd', content: 'file\n' }],
+      }),
+      'invalid_argument',
+      /directory/,
+    );
+    // A changeset that deletes the directory's files and writes the file lands.
+    const { csId, askId: submit } = await env.changeset([
+      { path: 'd/x.txt', content: null },
+      { path: 'd', content: 'now a file\n' },
+    ]);
+    expect(
+      env.git('ls-tree', '-r', '--name-only', `refs/zz/changesets/${csId}`).split('\n'),
+    ).toEqual(['README.md', 'd', 'f.txt/inside.txt']);
+    await env.commit({ ask_id: submit, changeset_id: csId });
+    expect(env.read('d')).toBe('now a file\n');
+    expect(env.status()).toBe('');
+  });
+
+  it('leaves the checkout alone when another branch is checked out', async () => {
+    const env = await setup();
+    const { csId, askId } = await env.changeset([{ path: 'x.txt', content: 'x\n' }]);
+    env.git('checkout', '-q', '-b', 'topic');
+    const r = await env.commit({ ask_id: askId, changeset_id: csId });
+    expect(r.worktree_updated).toBe(false);
+    expect(env.git('rev-parse', 'main')).toBe(r.commit);
+    expect(existsSync(join(env.dir, 'x.txt'))).toBe(false);
+    expect(env.status()).toBe('');
+  });
+
+  it('rolls the checkout back when another process moves the branch before the CAS', async () => {
+    const env = await setup();
+    const h0 = env.head();
+    const { csId, askId } = await env.changeset([
+      { path: 'README.md', content: 'agent readme\n' },
+      { path: 'new.txt', content: 'new\n' },
+    ]);
+    // Another process commits to main between our worktree update and our CAS.
+    const elsewhere = env.git('commit-tree', `${h0}^{tree}`, '-p', h0, '-m', 'elsewhere');
+    const refs = env.repo.git!.refs;
+    const cas = refs.cas.bind(refs);
+    refs.cas = async (ref, expected, next) => {
+      if (ref === 'refs/heads/main') {
+        // The worktree was updated first...
+        expect(env.read('new.txt')).toBe('new\n');
+        env.git('update-ref', 'refs/heads/main', elsewhere);
+      }
+      return cas(ref, expected, next);
+    };
+    try {
+      const e = await rejects(
+        env.commit({ ask_id: askId, changeset_id: csId }),
+        'conflict',
+        /moved/,
+      );
+      expect((e.details as { current_head: string }).current_head).toBe(elsewhere);
+    } finally {
+      refs.cas = cas;
+    }
+    // ...and is back at what it was: the other process's head, with nothing of ours in it.
+    expect(env.head()).toBe(elsewhere);
+    expect(existsSync(join(env.dir, 'new.txt'))).toBe(false);
+    expect(env.read('README.md')).toBe('# demo\n\nA demo repository.\n');
+    expect(env.status()).toBe('');
+    // The Ask is untouched; landing again now merges onto the new head.
+    const r = await env.commit({ ask_id: askId, changeset_id: csId });
+    expect(r).toMatchObject({ merged: true, previous_head: elsewhere });
+    expect(env.status()).toBe('');
+    env.assertFsck();
+  });
+
+  it('a locked index (git running in the checkout) moves nothing', async () => {
+    const env = await setup();
+    const h0 = env.head();
+    const { csId, askId } = await env.changeset([{ path: 'x.txt', content: 'x\n' }]);
+    const lock = join(env.dir, '.git', 'index.lock');
+    writeFileSync(lock, '');
+    try {
+      await rejects(env.commit({ ask_id: askId, changeset_id: csId }), 'ref_locked', /index/);
+    } finally {
+      unlinkSync(lock);
+    }
+    expect(env.head()).toBe(h0);
+    expect(existsSync(join(env.dir, 'x.txt'))).toBe(false);
+    await env.commit({ ask_id: askId, changeset_id: csId });
+    expect(env.read('x.txt')).toBe('x\n');
+  });
+
+  it('of concurrent commits on the same expected_head exactly one wins', async () => {
+    const env = await setup();
+    const h0 = env.head();
+    const ids = await Promise.all(Array.from({ length: 6 }, () => env.submitAsk()));
+    const results = await Promise.allSettled(
+      ids.map((askId, i) =>
+        env.commit({
+          ask_id: askId,
+          message: `racer ${i}`,
+          expected_head: h0,
+          files: [{ path: `racer-${i}.txt`, content: `${i}\n` }],
+        }),
+      ),
+    );
+    const won = results.filter((r) => r.status === 'fulfilled');
+    const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(5);
+    for (const l of lost) {
+      expect(l.reason).toBeInstanceOf(ZzError);
+      expect((l.reason as ZzError).code).toBe('conflict');
+      expect((l.reason as ZzError).status).toBe(409);
+    }
+    const winner = (won[0] as PromiseFulfilledResult<{ commit: string }>).value.commit;
+    expect(env.head()).toBe(winner);
+    expect(env.git('rev-list', '--count', `${h0}..main`)).toBe('1');
+    expect(env.status()).toBe('');
+    env.assertFsck();
+  });
+
+  it('concurrent changesets on one base all land, merged one after another', async () => {
+    const env = await setup();
+    const h0 = env.head();
+    const sets = [];
+    for (let i = 0; i < 3; i++)
+      sets.push(await env.changeset([{ path: `f${i}.txt`, content: `${i}\n` }], h0));
+    const rs = await Promise.all(
+      sets.map((s) => env.commit({ ask_id: s.askId, changeset_id: s.csId })),
+    );
+    expect(rs.filter((r) => r.fast_forward)).toHaveLength(1);
+    expect(rs.filter((r) => r.merged)).toHaveLength(2);
+    expect(env.git('rev-list', '--count', `${h0}..main`)).toBe('3');
+    for (let i = 0; i < 3; i++) expect(env.read(`f${i}.txt`)).toBe(`${i}\n`);
+    expect(env.status()).toBe('');
+    env.assertFsck();
+  });
+
+  it('refuses hostile paths with 400 and moves nothing', async () => {
+    const env = await setup();
+    symlinkSync('/tmp', join(env.dir, 'outside'));
+    symlinkSync('..', join(env.dir, 'up'));
+    const h1 = env.userCommit({ 'dir/file.txt': 'f\n' }, 'links');
+    const askId = await env.submitAsk();
+    for (const path of [
+      '../x',
+      '/etc/passwd',
+      '.git/config',
+      'a/../../b',
+      'dir/./x',
+      '.GIT/hooks/pre-commit',
+      'outside/x',
+      'up/escape.txt',
+      'outside',
+      'dir',
+      'dir/file.txt/x',
+    ]) {
+      await rejects(
+        env.commit({
+          ask_id: askId,
+          message: 'evil',
+          expected_head: h1,
+          files: [{ path, content: 'x' }],
+        }),
+        'invalid_argument',
+      );
+    }
+    // A changeset made through ask_answer that goes through the symlink is refused at landing.
+    const { csId, askId: submit } = await env.changeset([{ path: 'outside/passwd', content: 'x' }]);
+    const e = await rejects(
+      env.commit({ ask_id: submit, changeset_id: csId }),
+      'invalid_argument',
+      /symlink/,
+    );
+    expect(e.status).toBe(400);
+    expect(env.head()).toBe(h1);
+    expect(env.status()).toBe('');
+    env.assertFsck();
+  });
+
+  it('only coordinators of the Lane may commit; the Ask must be a landing Ask of that Lane', async () => {
+    const env = await setup();
+    const { csId, askId } = await env.changeset([{ path: 'x.txt', content: 'x\n' }]);
+    const h = env.head();
+    const e = await rejects(env.commit({ ask_id: askId, changeset_id: csId }, BOB), 'forbidden');
+    expect(e.status).toBe(403);
+    await rejects(env.commit({ ask_id: askId, changeset_id: csId }, AGENT), 'forbidden');
+    await rejects(env.commit({ ask_id: askId, changeset_id: csId, actor: BOB.actor }), 'forbidden');
+    await rejects(env.commit({ ask_id: 'ask-0000000000', changeset_id: csId }), 'not_found');
+    await rejects(
+      env.commit({ ask_id: askId, changeset_id: 'cs-0000000000' }),
+      'invalid_argument',
+      new RegExp(`submits ${csId}`),
+    );
+    await rejects(
+      env.commit({ ask_id: await env.submitAsk(), changeset_id: 'cs-0000000000' }),
+      'not_found',
+    );
+    const work = (
+      await call(env.repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' })
+    ).ask.ask_id;
+    await rejects(env.commit({ ask_id: work, changeset_id: csId }), 'invalid_argument', /work/);
+    // Both forms at once, or neither, or files without expected_head.
+    await rejects(env.commit({ ask_id: askId }), 'invalid_argument');
+    await rejects(
+      env.commit({ ask_id: askId, changeset_id: csId, files: [{ path: 'a', content: 'a' }] }),
+      'invalid_argument',
+    );
+    await rejects(
+      env.commit({ ask_id: askId, message: 'm', files: [{ path: 'a', content: 'a' }] }),
+      'invalid_argument',
+      /expected_head/,
+    );
+    await rejects(
+      call(env.repo, ALICE, 'commit_changeset', {
+        lane_id: 'nope',
+        ask_id: askId,
+        changeset_id: csId,
+      }),
+      'not_found',
+    );
+    expect(env.head()).toBe(h);
+  });
+
+  it('a retry with the same idempotency_key returns the original landing', async () => {
+    const env = await setup();
+    const askId = await env.submitAsk();
+    const h0 = env.head();
+    const args = {
+      ask_id: askId,
+      message: 'once',
+      expected_head: h0,
+      files: [{ path: 'once.txt', content: '1\n' }],
+      idempotency_key: 'k-1',
+    };
+    const a = await env.commit(args);
+    const b = await env.commit(args);
+    expect(b).toMatchObject({ commit: a.commit, replayed: true, previous_head: h0 });
+    expect(env.git('rev-list', '--count', `${h0}..main`)).toBe('1');
+    await rejects(env.commit({ ...args, message: 'other' }), 'idempotency_conflict');
+  });
+
+  it('needs a git repository', async () => {
+    const { repo } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+    const ask = (
+      await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'submit_changeset', title: 't' })
+    ).ask;
+    await rejects(
+      call(repo, ALICE, 'commit_changeset', {
+        lane_id: 'ship',
+        ask_id: ask.ask_id,
+        changeset_id: 'cs-0000000000',
+      }),
+      'precondition_failed',
+    );
+  });
+});

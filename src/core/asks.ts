@@ -14,7 +14,7 @@ import {
 import { kindRule } from './kinds.js';
 import type { LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
-import { askView, blockedBy, leaseExpired, type AskView } from './views.js';
+import { askView, askViews, blockedBy, leaseExpired, type AskView } from './views.js';
 import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
 
 // Ask use cases and the workflow the server drives between them (DESIGN §1): a completed
@@ -107,10 +107,12 @@ export interface ClaimableArgs {
 }
 
 // The sorted candidates (unanswered, by priority then age) depend only on the revision, so
-// they are computed once per revision; scope, blocking and leases are checked per call.
-const candidateCache = new WeakMap<LaneState, AskDoc[]>();
+// they are computed once per revision, each with its lease end as a number (a query walks past
+// every live claim); scope, blocking and the clock are checked per call.
+type Candidate = { ask: AskDoc; leaseEndMs: number };
+const candidateCache = new WeakMap<LaneState, Candidate[]>();
 
-function candidates(s: LaneState): AskDoc[] {
+function candidates(s: LaneState): Candidate[] {
   let c = candidateCache.get(s);
   if (!c) {
     c = [...s.asks.values()]
@@ -119,10 +121,18 @@ function candidates(s: LaneState): AskDoc[] {
         (x, y) =>
           x.priority - y.priority ||
           (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0),
-      );
+      )
+      .map((a) => ({ ask: a, leaseEndMs: leaseEndMs(a) }));
     candidateCache.set(s, c);
   }
   return c;
+}
+
+/** -Infinity when not claimed; like leaseExpired(), a claim without a valid end never ends. */
+function leaseEndMs(a: AskDoc): number {
+  if (a.state !== 'claimed') return -Infinity;
+  const t = a.lease_expires_at === null ? NaN : Date.parse(a.lease_expires_at);
+  return Number.isNaN(t) ? Infinity : t;
 }
 
 export async function askQueryClaimable(
@@ -134,13 +144,14 @@ export async function askQueryClaimable(
   const config = await repo.requireConfig();
   const snap = await readLane(repo, args.lane_id);
   const now = repo.clock();
+  const nowMs = now.getTime();
   const limit = args.limit ?? 50;
   const kinds = args.kinds ? new Set(args.kinds) : null;
-  const out: AskView[] = [];
-  for (const a of candidates(snap.state)) {
+  const out: AskDoc[] = [];
+  for (const { ask: a, leaseEndMs } of candidates(snap.state)) {
     if (out.length >= limit) break;
+    if (leaseEndMs > nowMs) continue; // claimed, lease running
     if (kinds && !kinds.has(a.kind)) continue;
-    if (a.state === 'claimed' && !leaseExpired(a, now)) continue;
     if (
       !inScope(
         kindRule(a.kind, snap.lane.ask_kinds, config.ask_kinds).scope,
@@ -151,9 +162,9 @@ export async function askQueryClaimable(
     )
       continue;
     if (a.depends_on.length > 0 && blockedBy(snap.state, a).length > 0) continue;
-    out.push(askView(snap.state, a, now));
+    out.push(a);
   }
-  return { asks: out, revision: snap.revision };
+  return { asks: askViews(snap.state, out, now), revision: snap.revision };
 }
 
 export interface AskClaimArgs extends WriteOpts {
@@ -347,7 +358,12 @@ export async function askAnswer(
   // answer moves no ref and a crash leaves at worst unreachable objects.
   let changesetId: string | null = null;
   let changesetCommit: string | null = null;
-  if (args.changeset) {
+  // A retry with a used idempotency_key replays the recorded answer (and repairs the ref
+  // below); it must not be re-checked against the now answered Ask nor write a new commit.
+  const retry =
+    args.idempotency_key !== undefined &&
+    (await repo.lane(args.lane_id).priorOp(caller.actor, args.idempotency_key)) !== undefined;
+  if (args.changeset && !retry) {
     check((await readLane(repo, args.lane_id)).state, repo.clock());
     const changes = new Map<string, Buffer | null>();
     for (const f of args.changeset.files) {
@@ -474,7 +490,9 @@ function followUpsFor(
     ];
   }
   if (ask.kind === 'changeset_review') {
-    const csId = ask.payload.changeset_id;
+    // A review posted by hand may cite no changeset: then the follow-ups cite none either
+    // (an `undefined` here would differ between the in-memory state and the stored JSON).
+    const csId = typeof ask.payload.changeset_id === 'string' ? ask.payload.changeset_id : null;
     const workId = typeof ask.payload.work_ask_id === 'string' ? ask.payload.work_ask_id : null;
     const work = workId ? s.asks.get(workId) : undefined;
     if (args.outcome === 'grant') {
@@ -486,7 +504,7 @@ function followUpsFor(
           `Submit: ${work?.title ?? ask.title}`,
           args.result ?? '',
           {
-            changeset_id: csId,
+            ...(csId ? { changeset_id: csId } : {}),
             review_ask_id: ask.ask_id,
             ...(workId ? { work_ask_id: workId } : {}),
           },
@@ -497,7 +515,7 @@ function followUpsFor(
     if (args.outcome === 'deny') {
       const title = `Rework: ${work?.title ?? ask.title.replace(/^Review: /, '')}`;
       const body =
-        `${work?.body ?? ''}\n\nReview of changeset ${String(csId)} (denied):\n${args.result ?? ''}`.trim();
+        `${work?.body ?? ''}\n\nReview of changeset ${csId ?? '(none)'} (denied):\n${args.result ?? ''}`.trim();
       return [
         followUp(
           s,
@@ -507,7 +525,7 @@ function followUpsFor(
           body,
           {
             review: args.result ?? '',
-            previous_changeset_id: csId,
+            ...(csId ? { previous_changeset_id: csId } : {}),
             review_ask_id: ask.ask_id,
             ...(workId ? { work_ask_id: workId } : {}),
           },

@@ -5,7 +5,7 @@ import type { Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
 import type { LaneState } from './lane-state.js';
 import {
-  askView,
+  askViews,
   historyView,
   laneView,
   leaseExpired,
@@ -141,7 +141,7 @@ export async function laneGet(
   const all = [...snap.state.asks.values()];
   const aStart = decodeOffset(args.asks_cursor, 'asks_cursor');
   const aEnd = args.asks_limit === undefined ? all.length : aStart + args.asks_limit;
-  const asks = all.slice(aStart, aEnd).map((a) => askView(snap.state, a, now));
+  const asks = askViews(snap.state, all.slice(aStart, aEnd), now);
   const fullHistory = args.include_history === false ? [] : historyView(snap.log, now);
   const hStart = decodeOffset(args.history_cursor, 'history_cursor');
   const hEnd = args.history_limit === undefined ? fullHistory.length : hStart + args.history_limit;

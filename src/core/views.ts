@@ -49,6 +49,29 @@ export function blockedBy(s: LaneState, a: AskDoc): BlockedBy[] {
   return out;
 }
 
+// An Ask's view depends on the clock only while it is claimed, and on other Asks only through
+// its dependencies. The others are derived once and shared, frozen, between reads: a view of an
+// Ask without dependencies for as long as that document lives (a write replaces only the Asks
+// it changes), one with dependencies once per state (states never change once published).
+const viewOfDoc = new WeakMap<AskDoc, AskView>();
+const viewInState = new WeakMap<LaneState, Map<AskDoc, AskView>>();
+
+/** askView of many Asks of one state, as a long Lane is read again and again. */
+export function askViews(s: LaneState, asks: readonly AskDoc[], now: Date): AskView[] {
+  let inState = viewInState.get(s);
+  return asks.map((a) => {
+    if (a.state === 'claimed') return askView(s, a, now);
+    let cache: WeakMap<AskDoc, AskView> | Map<AskDoc, AskView> = viewOfDoc;
+    if (a.depends_on.length > 0) {
+      if (!inState) viewInState.set(s, (inState = new Map()));
+      cache = inState;
+    }
+    let v = cache.get(a);
+    if (!v) cache.set(a, (v = Object.freeze(askView(s, a, now))));
+    return v;
+  });
+}
+
 export function askView(s: LaneState, a: AskDoc, now: Date): AskView {
   const bb = blockedBy(s, a);
   const expired = leaseExpired(a, now);
@@ -84,32 +107,65 @@ export type HistoryEntry = {
  * happened to that Ask.
  */
 export function historyView(log: readonly LoggedOp[], now: Date): HistoryEntry[] {
-  const out: HistoryEntry[] = [];
-  const openLease = new Map<string, { holder: string; until: string }>();
-  const expire = (askId: string, before: number) => {
-    const l = openLease.get(askId);
-    if (l && Date.parse(l.until) <= before) {
-      out.push({
-        revision: null,
-        op: 'ask_lease_expired',
-        actor: l.holder,
-        time: l.until,
-        lamport: 0,
-        ask_id: askId,
-        args: { ask_id: askId },
-        out: null,
-      });
-    }
-    openLease.delete(askId);
+  const h = derivedHistory(log);
+  const out = h.entries.slice();
+  const t = now.getTime();
+  for (const [askId, l] of h.open) if (l.untilMs <= t) out.push(expiredEntry(askId, l));
+  return out;
+}
+
+type OpenLease = { holder: string; until: string; untilMs: number };
+type Derived = { log: readonly LoggedOp[]; entries: HistoryEntry[]; open: Map<string, OpenLease> };
+
+// A published log never changes, and the next one (after a commit) is the same ops plus new
+// ones: everything but the leases still running at its end is derived once per log, and a
+// log that extends the last one derived for its Lane (keyed by its first op) only derives the
+// new ops.
+const historyCache = new WeakMap<LoggedOp, Derived>();
+
+function derivedHistory(log: readonly LoggedOp[]): Derived {
+  const first = log[0];
+  if (!first) return { log, entries: [], open: new Map() };
+  const prev = historyCache.get(first);
+  if (prev?.log === log) return prev;
+  const n = prev?.log.length ?? 0;
+  const extends_ = !!prev && n <= log.length && log[n - 1] === prev.log[n - 1];
+  const d: Derived = extends_
+    ? { log, entries: prev.entries.slice(), open: new Map(prev.open) }
+    : { log, entries: [], open: new Map() };
+  deriveInto(d, extends_ ? n : 0);
+  historyCache.set(first, d);
+  return d;
+}
+
+function expiredEntry(askId: string, l: OpenLease): HistoryEntry {
+  return {
+    revision: null,
+    op: 'ask_lease_expired',
+    actor: l.holder,
+    time: l.until,
+    lamport: 0,
+    ask_id: askId,
+    args: { ask_id: askId },
+    out: null,
   };
-  for (const op of log) {
+}
+
+function deriveInto(d: Derived, from: number): void {
+  const { log, entries: out, open } = d;
+  for (let i = from; i < log.length; i++) {
+    const op = log[i]!;
     const askId =
       typeof op.args.ask_id === 'string'
         ? op.args.ask_id
         : typeof op.out?.ask_id === 'string'
           ? op.out.ask_id
           : null;
-    if (askId) expire(askId, Date.parse(op.time));
+    const l = askId === null ? undefined : open.get(askId);
+    if (l) {
+      if (l.untilMs <= Date.parse(op.time)) out.push(expiredEntry(askId!, l));
+      open.delete(askId!);
+    }
     out.push({
       revision: op.revision,
       op: op.op,
@@ -121,9 +177,8 @@ export function historyView(log: readonly LoggedOp[], now: Date): HistoryEntry[]
       out: op.out ?? null,
     });
     if (op.op === 'ask_claim' && askId && typeof op.out?.lease_expires_at === 'string') {
-      openLease.set(askId, { holder: op.actor, until: op.out.lease_expires_at });
+      const until = op.out.lease_expires_at;
+      open.set(askId, { holder: op.actor, until, untilMs: Date.parse(until) });
     }
   }
-  for (const askId of [...openLease.keys()]) expire(askId, now.getTime());
-  return out;
 }

@@ -81,6 +81,9 @@ export class Entity<S> {
   private queue: Array<Pending<S>> = [];
   private draining = false;
   private loading: Promise<Snapshot<S>> | null = null;
+  private headRead: { p: Promise<string | null>; commits: number } | null = null;
+  /** Commits this Entity made; tells a shared ref read from before one of them. */
+  private commits = 0;
 
   constructor(
     readonly store: Store,
@@ -92,8 +95,22 @@ export class Entity<S> {
 
   /** The current snapshot; refreshed when the ref moved outside this process. */
   async read(): Promise<Snapshot<S>> {
-    const head = await this.store.head(this.ref);
-    if (this.snap && this.snap.revision === head) return this.snap;
+    // Concurrent readers share one read of the ref (32 agents polling a Lane would otherwise
+    // spend most of the daemon's system time re-reading one small file). A shared read that
+    // began before one of our own commits is older than the snapshot that commit made.
+    let pending = this.headRead;
+    if (!pending) {
+      const p = this.store.head(this.ref);
+      pending = this.headRead = { p, commits: this.commits };
+      const clear = () => {
+        if (this.headRead === pending) this.headRead = null;
+      };
+      p.then(clear, clear);
+    }
+    const head = await pending.p;
+    if (this.snap && (this.snap.revision === head || this.commits !== pending.commits)) {
+      return this.snap;
+    }
     return this.refresh(head);
   }
 
@@ -151,6 +168,15 @@ export class Entity<S> {
         if (op.key !== undefined) this.keys.set(keyOf(op.actor, op.key), logged);
       }
     }
+  }
+
+  /**
+   * The op an actor's idempotency key already recorded here, if any. Use cases that do work
+   * before mutate() (writing a changeset's objects) skip that work for a retry.
+   */
+  async priorOp(actor: string, key: string): Promise<LoggedOp | undefined> {
+    await this.read();
+    return this.keys.get(keyOf(actor, key));
   }
 
   mutate<R>(m: Mutation<S, R>): Promise<MutationResult<R>> {
@@ -259,10 +285,8 @@ export class Entity<S> {
       if (ops.length > 0) {
         const changes: FileChanges = new Map();
         for (const path of changed) changes.set(path, this.codec.file(draft, path));
-        const summaries = ops.map((o) => (o as OpRecord & { summary?: string }).summary ?? o.op);
-        for (const o of ops) delete (o as OpRecord & { summary?: string }).summary;
-        const summary =
-          ops.length === 1 ? summaries[0]! : `${ops.length} operations: ${summaries[0]} …`;
+        const lines = ops.map((o) => summaries.get(o) ?? o.op);
+        const summary = ops.length === 1 ? lines[0]! : `${ops.length} operations: ${lines[0]} …`;
         try {
           revision = await this.store.commit(this.ref, {
             parent: snap.revision,
@@ -283,6 +307,7 @@ export class Entity<S> {
         this.lamport = lamport;
         for (const o of logged) if (o.key !== undefined) this.keys.set(keyOf(o.actor, o.key), o);
         this.snap = { revision, state: draft, log: [...snap.log, ...logged] };
+        this.commits++;
         this.onCommit?.(this.ref, revision, logged);
       }
       for (const { p, e } of failed) p.reject(e);

@@ -283,6 +283,81 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
   );
 }
 
-export function ladderBuildCommand(g: Argv, _io: CliIO): Argv {
-  return g;
+/** A one-line progress bar on stderr, redrawn at most ~10 times a second. */
+function progressBar(io: CliIO): {
+  update: (p: { phase: string; done: number; total: number }) => void;
+  clear: () => void;
+} {
+  let last = 0;
+  let shown = false;
+  const width = 28;
+  return {
+    update(p) {
+      const now = Date.now();
+      const final = p.done === p.total;
+      if (now - last < 100 && !final) return;
+      last = now;
+      const what = p.phase === 'files' ? 'files' : p.phase === 'directories' ? 'folders' : p.phase;
+      const frac = p.total > 0 ? p.done / p.total : 1;
+      const fill = Math.round(frac * width);
+      const counts = p.phase === 'history' || p.phase === 'commit' ? '' : ` ${p.done}/${p.total}`;
+      io.stderr(`\r\x1b[KLadder [${'#'.repeat(fill)}${'-'.repeat(width - fill)}] ${what}${counts}`);
+      shown = true;
+    },
+    clear() {
+      if (shown) io.stderr('\r\x1b[K');
+      shown = false;
+    },
+  };
+}
+
+export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
+  return g.command(
+    'build',
+    'Build or refresh the Ladder: extractive summaries of every file, folder, the repo, tags and recent commits (offline)',
+    (c: Argv) =>
+      c
+        .option('json', { type: 'boolean', describe: 'Print the result as JSON (no progress bar)' })
+        .option('model', {
+          type: 'string',
+          describe: 'Write the prose with a model (not available yet)',
+        })
+        .option('changesets', {
+          type: 'number',
+          describe: 'How many recent commits get a changeset rung (default 20)',
+        }),
+    async (a) => {
+      // Runs in-process even when a daemon serves this checkout: the build moves
+      // refs/zz/ladder by compare-and-swap and the daemon's ref watcher reindexes it.
+      const { ZzRepo, ladderBuild } = await import('../core/index.js');
+      const repo = await ZzRepo.open(io.cwd);
+      const bar = !a.json && (io.stderrIsTTY ?? io.isTTY) ? progressBar(io) : null;
+      try {
+        const actor = await gitUserEmail(io.cwd, io.env);
+        const changesets = a.changesets as number | undefined;
+        if (changesets !== undefined && (!Number.isInteger(changesets) || changesets < 0)) {
+          throw new ZzError('invalid_argument', '--changesets must be a whole number ≥ 0');
+        }
+        const result = await ladderBuild(repo, {
+          actor,
+          ...(a.model === undefined ? {} : { model: String(a.model) }),
+          ...(changesets === undefined ? {} : { changesetsLimit: changesets }),
+          ...(bar ? { onProgress: bar.update } : {}),
+        });
+        bar?.clear();
+        if (a.json) return print(io, result, true);
+        const secs = (result.ms / 1000).toFixed(1);
+        io.stdout(
+          result.committed
+            ? `Ladder of ${repo.key} built at ${result.head.slice(0, 12)}: ${result.written} rungs written` +
+                (result.reanchored ? ` (${result.reanchored} re-anchored)` : '') +
+                `, ${result.unchanged} unchanged, ${result.removed} removed; ${result.files} files in ${secs}s (revision ${result.revision?.slice(0, 12)}).\n`
+            : `Ladder of ${repo.key} is up to date at ${result.head.slice(0, 12)}: ${result.unchanged} rungs unchanged; nothing committed (${secs}s).\n`,
+        );
+      } finally {
+        bar?.clear();
+        repo.close();
+      }
+    },
+  );
 }

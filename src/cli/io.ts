@@ -5,6 +5,8 @@ export interface CliIO {
   env: NodeJS.ProcessEnv;
   cwd: string;
   isTTY: boolean;
+  /** Whether stderr is a terminal (progress bars); defaults to isTTY. */
+  stderrIsTTY?: boolean;
   /** Resolves when the process is asked to stop (SIGINT/SIGTERM); used by long-running commands. */
   stopSignal?: Promise<void>;
 }

@@ -19,6 +19,7 @@ const code = await run(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   isTTY: !!process.stdout.isTTY,
+  stderrIsTTY: !!process.stderr.isTTY,
   stopSignal: stop,
 });
 process.exitCode = code;

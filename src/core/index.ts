@@ -9,6 +9,7 @@ export * from './events.js';
 export * from './kinds.js';
 export * from './lane-state.js';
 export * from './lanes.js';
+export * from './ladder/index.js';
 export * from './views.js';
 export * from './zz-repo.js';
 export * from './setup.js';

@@ -28,6 +28,8 @@ export interface DaemonOptions {
   mcpHandler?: McpHandler | null;
   services?: Omit<ToolServices, 'repos'>;
   heartbeatMs?: number;
+  /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
+  cacheDir?: string;
 }
 
 export interface Daemon {
@@ -177,6 +179,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     closeRepos();
     throw e;
   }
+  let ladder: { search: unknown; ready: Promise<void>; close(): Promise<void> } | null = null;
   try {
     const seen = new Set([gitdir]);
     const add = async (path: string, strict: boolean) => {
@@ -204,7 +207,20 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
     const tokens = new TokenStore(gitdir, { log });
     const registry = opts.registry ?? defaultRegistry;
-    const services: ToolServices = { ...opts.services, repos };
+    // One Ladder search for every served repo, kept current on our own ladder commits and when
+    // refs/zz/ladder moves from outside. Loaded here only: plain CLI calls import this file too.
+    const { startServedSearch } = await import('../core/ladder/search-sync.js');
+    const given = opts.services?.search as
+      NonNullable<Parameters<typeof startServedSearch>[1]>['search'] | undefined;
+    ladder = await startServedSearch(repos, {
+      log,
+      ...(given ? { search: given } : {}),
+      ...(opts.cacheDir ? { cacheDir: opts.cacheDir } : {}),
+    });
+    // Persisted shards load in milliseconds; a large Ladder indexed from scratch finishes in
+    // the background rather than holding up the listener.
+    await Promise.race([ladder.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
+    const services: ToolServices = { ...opts.services, search: ladder.search, repos };
     let mcpHandler = opts.mcpHandler ?? undefined;
     if (opts.mcpHandler === undefined) {
       // Loaded on the first MCP request: the SDK is large and most daemons never serve MCP.
@@ -250,6 +266,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         try {
           await server.close();
           await tokens.flush();
+          await ladder?.close();
         } finally {
           closeRepos();
           const info = await readInfoFile(file);
@@ -259,6 +276,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       })());
     return { url: server.url, port: server.port, repos, tokens, close };
   } catch (e) {
+    await ladder?.close().catch(() => {});
     closeRepos();
     await fsp.rm(file, { force: true });
     throw e;

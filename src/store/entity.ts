@@ -277,6 +277,21 @@ export class Entity<S> {
               done.push({ p, op });
             }
           }
+          if (primary === null) {
+            // decide() found nothing to do (e.g. a racing init already did it): a no-op that
+            // still answers, at the revision it was decided against.
+            done.push({
+              p,
+              op: {
+                id: '',
+                op: 'noop',
+                actor: m.actor,
+                lamport: 0,
+                time: now.toISOString(),
+                args: {},
+              },
+            });
+          }
         } catch (e) {
           failed.push({ p, e });
         }

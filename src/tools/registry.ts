@@ -2,6 +2,7 @@ import { adminTools } from './admin-tools.js';
 import { askTools } from './ask-tools.js';
 import { codeTools } from './code-tools.js';
 import { gitTools } from './git-tools.js';
+import { ladderTools } from './ladder-tools.js';
 import { Registry } from './run-tool.js';
 import { laneTools } from './lane-tools.js';
 import type { ToolDef } from './define-tool.js';
@@ -12,6 +13,7 @@ export const ALL_TOOLS: readonly ToolDef[] = [
   ...askTools,
   ...gitTools,
   ...codeTools,
+  ...ladderTools,
   ...adminTools,
 ];
 

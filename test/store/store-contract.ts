@@ -200,6 +200,20 @@ export function storeContract(
       }
     });
 
+    it('entity: a decide() with nothing to do resolves without a commit', async () => {
+      const { store, cleanup } = await make();
+      try {
+        const e = new Entity(store, 'refs/zz/lanes/g', docCodec);
+        const first = await e.mutate(put('a@x', 'x', '1'));
+        const noop = await e.mutate({ ...put('a@x', 'x', '1'), decide: () => [] });
+        expect(noop.revision).toBe(first.revision);
+        expect(noop.result).toBe('1');
+        expect((await store.history('refs/zz/lanes/g')).length).toBe(1);
+      } finally {
+        cleanup();
+      }
+    });
+
     it('entity: a refused mutation changes nothing and does not block the ones queued with it', async () => {
       const { store, cleanup } = await make();
       try {

@@ -1,0 +1,47 @@
+// The Ladder: commit-anchored summaries of a repository on refs/zz/ladder (state codec, read and
+// write use cases, the offline build; search-sync.ts keeps a LadderSearch in step). extract.ts is pure text work and is used
+// only by build.ts; nothing here knows about HTTP, MCP or the CLI.
+export {
+  BUILD_VERSION,
+  extractiveSummarizer,
+  ladderBuild,
+  type BuildProgress,
+  type LadderBuildOptions,
+  type LadderBuildResult,
+  type Summarizer,
+} from './build.js';
+export {
+  currentOidOf,
+  DEFAULT_DETAIL_CHARS,
+  headIndex,
+  isStale,
+  ladderEntity,
+  ladderHistory,
+  ladderRead,
+  ladderTree,
+  ladderWriteRung,
+  MAX_DETAIL_CHARS,
+  MAX_WRITE_RUNGS,
+  readLadder,
+  type HeadIndex,
+  type LadderHistoryArgs,
+  type LadderReadArgs,
+  type LadderReadResult,
+  type LadderWriteRungArgs,
+  type RungRevision,
+  type TreeRung,
+  type WriteRungInput,
+  type WrittenRung,
+} from './ladder.js';
+export {
+  applyLadderOp,
+  ladderCodec,
+  pathsOfOp,
+  rungPlacementProblem,
+  type LadderBuildArgs,
+  type LadderState,
+  type LadderWriteArgs,
+  type RungRecord,
+} from './ladder-state.js';
+// search-sync.ts (LadderSearch wiring) is imported directly where needed: it loads minisearch
+// and chokidar, which plain CLI calls must not pay for.

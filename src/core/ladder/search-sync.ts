@@ -1,0 +1,254 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { isZzError } from '../../errors.js';
+import { parseCommit, runGit } from '../../git/index.js';
+import { rungPathFromFile, type Rung } from '../../schema/rung.js';
+import {
+  LadderSearch,
+  watchRefs,
+  type IndexRung,
+  type RefWatcher,
+  type SetRepoResult,
+} from '../../search/index.js';
+import { LADDER_REF, type CommitEvent, type ZzRepo } from '../zz-repo.js';
+import { readLadder } from './ladder.js';
+import { pathsOfOp, type LadderState } from './ladder-state.js';
+
+// Keeps a LadderSearch in step with the Ladders of the repositories a front end serves: each is
+// indexed from its ladder ref (the persisted shard is reused when the ref has not moved), then
+// updated by diff (a) on this process's own ladder commits and (b) whenever refs/zz/ladder
+// moves from outside — another zz process, `git update-ref`, a fetch and its hook — as seen by
+// the ref watcher. Every update re-reads the ref, so a missed or coalesced signal only delays.
+
+/** `$XDG_CACHE_HOME/zz`, else `~/.cache/zz` (search shards live in its `search/`). */
+export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'zz');
+}
+
+export function toIndexRung(r: Rung): IndexRung {
+  return {
+    path: r.path,
+    kind: r.kind,
+    title: r.title,
+    summary: r.summary,
+    ...(r.symbols ? { symbols: r.symbols } : {}),
+    anchor: r.anchor ?? null,
+  };
+}
+
+export function indexRungs(state: LadderState): IndexRung[] {
+  return [...state.values()].map(toIndexRung);
+}
+
+/**
+ * Makes `repo` searchable at its current Ladder. `force` drops the repo's entries (and its
+ * persisted shard) first, so they are rebuilt from the rungs. Null when it has no Ladder.
+ */
+export async function indexRepo(
+  search: LadderSearch,
+  repo: ZzRepo,
+  opts: { force?: boolean } = {},
+): Promise<SetRepoResult | null> {
+  const snap = await readLadder(repo);
+  if (opts.force) await search.removeRepo(repo.key, { purge: true });
+  if (snap.revision === null) {
+    await search.removeRepo(repo.key);
+    return null;
+  }
+  return search.setRepo(repo.key, snap.revision, () => indexRungs(snap.state));
+}
+
+export interface LadderSync {
+  /** Resolves once every repository has been indexed once. */
+  ready: Promise<void>;
+  /** Re-reads one repository's ladder ref and brings its entries up to date. */
+  refresh(repo: ZzRepo): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface LadderSyncOptions {
+  log?: (line: string) => void;
+  /** Watch the repositories' refs for moves made by other processes (default true). */
+  watch?: boolean;
+  debounceMs?: number;
+}
+
+/** Starts syncing; resolves once the ref watcher is live (initial indexing continues in `ready`). */
+export async function startLadderSync(
+  search: LadderSearch,
+  repos: ReadonlyMap<string, ZzRepo>,
+  opts: LadderSyncOptions = {},
+): Promise<LadderSync> {
+  const log = opts.log ?? (() => {});
+  const chains = new Map<
+    string,
+    { tail: Promise<void>; queued: boolean; event: CommitEvent | null }
+  >();
+  let closed = false;
+
+  const changedPaths = async (
+    repo: ZzRepo,
+    from: string,
+    to: string,
+    event: CommitEvent | null,
+  ): Promise<string[] | null> => {
+    const git = repo.git;
+    if (!git) return null;
+    // Our own commit on top of what the index holds: its ops name every path it touched.
+    if (event && event.revision === to) {
+      const obj = await git.catFile.read(to);
+      if (obj?.type === 'commit' && parseCommit(obj.data).parents[0] === from) {
+        const paths = new Set<string>();
+        for (const op of event.ops) {
+          const { upserted, removed } = pathsOfOp(op);
+          for (const p of upserted) paths.add(p);
+          for (const p of removed) paths.add(p);
+        }
+        return [...paths];
+      }
+    }
+    const r = await runGit(
+      ['--git-dir', git.gitdir, 'diff-tree', '-r', '--no-renames', '--name-only', '-z', from, to],
+      { cwd: git.gitdir },
+    );
+    const paths: string[] = [];
+    for (const file of r.stdout.toString('utf8').split('\0')) {
+      if (!file) continue;
+      try {
+        paths.push(rungPathFromFile(file));
+      } catch {
+        /* not a rung file: nothing to index */
+      }
+    }
+    return paths;
+  };
+
+  const syncOnce = async (repo: ZzRepo, event: CommitEvent | null): Promise<void> => {
+    const snap = await readLadder(repo);
+    const to = snap.revision;
+    const from = search.ladderOid(repo.key);
+    if (to === null) {
+      if (from !== null) await search.removeRepo(repo.key);
+      return;
+    }
+    if (from === to) return;
+    if (from !== null) {
+      const paths = await changedPaths(repo, from, to, event).catch(() => null);
+      if (paths !== null) {
+        const upsert: IndexRung[] = [];
+        const remove: string[] = [];
+        for (const p of paths) {
+          const r = snap.state.get(p);
+          if (r) upsert.push(toIndexRung(r));
+          else remove.push(p);
+        }
+        try {
+          await search.applyDiff(repo.key, to, { upsert, remove, base: from });
+          return;
+        } catch (e) {
+          if (!isZzError(e)) throw e;
+          // The index moved meanwhile (or lost the repo): index it whole instead.
+        }
+      }
+    }
+    await search.setRepo(repo.key, to, () => indexRungs(snap.state));
+  };
+
+  const refresh = (repo: ZzRepo, event: CommitEvent | null = null): Promise<void> => {
+    let c = chains.get(repo.key);
+    if (!c) chains.set(repo.key, (c = { tail: Promise.resolve(), queued: false, event: null }));
+    const chain = c;
+    if (chain.queued) {
+      // Coalesced with the sync already waiting; it re-reads the ref, so nothing is lost.
+      if (event === null || chain.event?.revision !== event.revision) chain.event = null;
+      return chain.tail;
+    }
+    chain.queued = true;
+    chain.event = event;
+    chain.tail = chain.tail.then(async () => {
+      chain.queued = false;
+      const ev = chain.event;
+      chain.event = null;
+      if (closed) return;
+      try {
+        await syncOnce(repo, ev);
+      } catch (e) {
+        log(`search: could not index ${repo.key}: ${(e as Error)?.message ?? String(e)}`);
+      }
+    });
+    return chain.tail;
+  };
+
+  const unsubscribe: Array<() => void> = [];
+  for (const repo of repos.values()) {
+    unsubscribe.push(
+      repo.onCommit((e) => {
+        if (e.ref === LADDER_REF) void refresh(repo, e);
+      }),
+    );
+  }
+  const byGitdir = new Map<string, ZzRepo>();
+  for (const repo of repos.values()) if (repo.git) byGitdir.set(repo.git.gitdir, repo);
+  let watcher: RefWatcher | null = null;
+  if (opts.watch !== false && byGitdir.size > 0) {
+    watcher = watchRefs(
+      [...byGitdir.keys()],
+      (gitdir) => {
+        const repo = byGitdir.get(gitdir);
+        if (repo) void refresh(repo);
+      },
+      {
+        ...(opts.debounceMs === undefined ? {} : { debounceMs: opts.debounceMs }),
+        onError: (e, gitdir) =>
+          log(`search: watching ${gitdir}: ${(e as Error)?.message ?? String(e)}`),
+      },
+    );
+    await watcher.ready;
+  }
+  const ready = Promise.all([...repos.values()].map((r) => refresh(r))).then(() => undefined);
+
+  return {
+    ready,
+    refresh: (repo) => refresh(repo),
+    async close() {
+      closed = true;
+      for (const u of unsubscribe) u();
+      await watcher?.();
+      await Promise.all([...chains.values()].map((c) => c.tail));
+    },
+  };
+}
+
+export interface ServedSearch {
+  search: LadderSearch;
+  sync: LadderSync;
+  /** Every served repository indexed once. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The daemon's search: the given LadderSearch (left open on close) or a new one persisted under
+ * `cacheDir` (flushed and closed on close), synced with every served repository.
+ */
+export async function startServedSearch(
+  repos: ReadonlyMap<string, ZzRepo>,
+  opts: LadderSyncOptions & { search?: LadderSearch; cacheDir?: string } = {},
+): Promise<ServedSearch> {
+  const own = !opts.search;
+  const search = opts.search ?? new LadderSearch({ cacheDir: opts.cacheDir ?? defaultCacheDir() });
+  const { search: _s, cacheDir: _c, ...syncOpts } = opts;
+  const sync = await startLadderSync(search, repos, syncOpts);
+  return {
+    search,
+    sync,
+    ready: sync.ready,
+    async close() {
+      await sync.close();
+      if (own)
+        await search
+          .close()
+          .catch((e: unknown) => opts.log?.(`search: ${(e as Error)?.message ?? String(e)}`));
+    },
+  };
+}

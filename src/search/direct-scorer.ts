@@ -1,0 +1,335 @@
+import type MiniSearch from 'minisearch';
+import { internalsOf } from './minisearch-internals.js';
+import type { PackedIndex } from './shard-file.js';
+
+// minisearch scores every matching document and allocates a result object, a `match` object
+// and a `terms` array for each before returning them all sorted: about 1 µs per posting, so a
+// common word across 50 shards costs tens of milliseconds. This scores the same postings with
+// the same BM25 (minisearch's formula and defaults) into typed arrays reused between queries,
+// and intersects words by looking the survivors of the rarer ones up in the common ones
+// instead of walking every posting. It reads either a live minisearch index (private fields,
+// shape-checked) or a shard's packed arrays as loaded from disk. bench/search.ts measures it
+// against minisearch's own search(); LadderSearch falls back to that when needed.
+
+const BM25 = { k: 1.2, b: 0.7, d: 0.5 };
+
+export interface WeightedTerm {
+  term: string;
+  weight: number;
+}
+
+export interface ScoreRequest {
+  /** Each group is one query word: its expansions, any of which may match. */
+  groups: WeightedTerm[][];
+  mode: 'and' | 'or';
+  /** Only documents of these kinds. */
+  kinds: ReadonlySet<string> | null;
+  /** Field name → boost (missing fields count 1). */
+  boost: Readonly<Record<string, number>>;
+}
+
+export interface Scored {
+  id: string;
+  score: number;
+}
+
+/** One term's documents in one field. */
+interface List {
+  fieldId: number;
+  /** Live documents holding the term in this field. */
+  n: number;
+  forEach(fn: (id: number, tf: number) => void): void;
+  get(id: number): number | undefined;
+}
+
+/** What scoring needs from an index, whichever form it is in. */
+interface Source {
+  documentCount: number;
+  fieldIds: Record<string, number>;
+  avgFieldLength: number[];
+  /** Documents a posting may name that are gone (discarded, not yet vacuumed). */
+  dirty: boolean;
+  maxId: number;
+  lists(term: string): List[];
+  live(id: number): boolean;
+  kind(id: number): string | undefined;
+  path(id: number): string;
+  /** Field lengths by short id × field count. */
+  lengths: Float64Array;
+  nFields: number;
+}
+
+function minisearchSource<T>(ms: MiniSearch<T>): Source | null {
+  const inner = internalsOf(ms);
+  if (inner === null) return null;
+  const nFields = Object.keys(inner._fieldIds).length;
+  const lengths = new Float64Array((inner._nextId + 1) * nFields);
+  for (const [id, fl] of inner._fieldLength) {
+    for (let f = 0; f < nFields; f++) lengths[id * nFields + f] = fl[f] ?? 0;
+  }
+  const dirty = inner._dirtCount > 0;
+  const live = inner._documentIds;
+  return {
+    documentCount: inner._documentCount,
+    fieldIds: inner._fieldIds,
+    avgFieldLength: inner._avgFieldLength,
+    dirty,
+    maxId: inner._nextId,
+    nFields,
+    lengths,
+    lists(term) {
+      const fields = inner._index.get(term);
+      if (!fields) return [];
+      const out: List[] = [];
+      for (const [fieldId, postings] of fields) {
+        let n = postings.size;
+        if (dirty) for (const id of postings.keys()) if (!live.has(id)) n--;
+        out.push({
+          fieldId,
+          n,
+          forEach: (fn) => postings.forEach((tf, id) => fn(id, tf)),
+          get: (id) => postings.get(id),
+        });
+      }
+      return out;
+    },
+    live: (id) => live.has(id),
+    kind: (id) => inner._storedFields.get(id)?.kind as string | undefined,
+    path: (id) => live.get(id)!,
+  };
+}
+
+function packedSource(p: PackedIndex): Source {
+  const d = p.data;
+  const find = (term: string): number => {
+    let lo = 0;
+    let hi = p.terms.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const t = p.terms[mid]!;
+      if (t === term) return mid;
+      if (t < term) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  };
+  return {
+    documentCount: p.documentCount,
+    fieldIds: p.fieldIds,
+    avgFieldLength: p.avgFieldLength,
+    dirty: false,
+    maxId: p.paths.length,
+    nFields: p.nFields,
+    lengths: p.lengths,
+    lists(term) {
+      const t = find(term);
+      if (t < 0) return [];
+      let k = p.termStart[t]!;
+      const nf = d[k++]!;
+      const out: List[] = [];
+      for (let f = 0; f < nf; f++) {
+        const fieldId = d[k++]!;
+        const count = d[k++]!;
+        const ids = k;
+        const tfs = k + count;
+        k += 2 * count;
+        out.push({
+          fieldId,
+          n: count,
+          forEach(fn) {
+            for (let j = 0; j < count; j++) fn(d[ids + j]!, d[tfs + j]!);
+          },
+          get(id) {
+            let lo = 0;
+            let hi = count - 1;
+            while (lo <= hi) {
+              const mid = (lo + hi) >> 1;
+              const v = d[ids + mid]!;
+              if (v === id) return d[tfs + mid];
+              if (v < id) lo = mid + 1;
+              else hi = mid - 1;
+            }
+            return undefined;
+          },
+        });
+      }
+      return out;
+    },
+    live: (id) => p.paths[id] !== undefined,
+    kind: (id) => p.kinds[id],
+    path: (id) => p.paths[id]!,
+  };
+}
+
+interface Scratch {
+  source: Source;
+  score: Float64Array;
+  /** AND: the last step a document survived (+ epoch). */
+  mark: Int32Array;
+  /** OR: which words matched, as bits. */
+  bits: Uint32Array;
+  epoch: number;
+}
+
+const scratches = new WeakMap<object, Scratch>();
+
+/** Drops what was cached about an index that changed (add, replace, discard, vacuum). */
+export function forgetScratch(index: object): void {
+  scratches.delete(index);
+}
+
+function scratchFor(key: object, make: () => Source | null): Scratch | null {
+  let s = scratches.get(key);
+  if (s) return s;
+  const source = make();
+  if (source === null) return null;
+  const size = source.maxId + 1;
+  s = {
+    source,
+    score: new Float64Array(size),
+    mark: new Int32Array(size),
+    bits: new Uint32Array(size),
+    epoch: 0,
+  };
+  scratches.set(key, s);
+  return s;
+}
+
+interface FieldList {
+  list: List;
+  /** weight × field boost × idf: everything but the per-document part. */
+  factor: number;
+  avg: number;
+}
+
+function bm25(tf: number, length: number, avg: number): number {
+  return BM25.d + (tf * (BM25.k + 1)) / (tf + BM25.k * (1 - BM25.b + (BM25.b * length) / avg));
+}
+
+/** Scores a packed shard (as loaded from disk). */
+export function scorePacked(p: PackedIndex, req: ScoreRequest): Scored[] {
+  return score(
+    scratchFor(p, () => packedSource(p))!,
+    req,
+  );
+}
+
+/**
+ * Scores a live minisearch index. Null when its internals are not the expected shape (the
+ * caller then uses minisearch's search()).
+ */
+export function scoreShard<T>(ms: MiniSearch<T>, req: ScoreRequest): Scored[] | null {
+  const s = scratchFor(ms, () => minisearchSource(ms));
+  return s === null ? null : score(s, req);
+}
+
+function score(s: Scratch, req: ScoreRequest): Scored[] {
+  const src = s.source;
+  const boostById: number[] = [];
+  for (const [name, id] of Object.entries(src.fieldIds)) boostById[id] = req.boost[name] ?? 1;
+  const kinds = req.kinds;
+  const { score: acc, mark, bits } = s;
+  const { lengths, nFields } = src;
+  // Postings of discarded documents linger until a vacuum; only then is liveness checked.
+  const admit = (id: number): boolean =>
+    (!src.dirty || src.live(id)) && (kinds === null || kinds.has(src.kind(id) as string));
+  const lists = req.groups.map((group) => {
+    const out: FieldList[] = [];
+    for (const e of group) {
+      for (const list of src.lists(e.term)) {
+        if (list.n <= 0) continue;
+        const idf = Math.log(1 + (src.documentCount - list.n + 0.5) / (list.n + 0.5));
+        out.push({
+          list,
+          factor: e.weight * (boostById[list.fieldId] ?? 1) * idf,
+          avg: src.avgFieldLength[list.fieldId] ?? 1,
+        });
+      }
+    }
+    return out;
+  });
+  const add = (l: FieldList, id: number, tf: number) => {
+    acc[id]! += l.factor * bm25(tf, lengths[id * nFields + l.list.fieldId]!, l.avg);
+  };
+  const touched: number[] = [];
+
+  if (req.mode === 'or') {
+    lists.forEach((group, g) => {
+      const bit = 1 << (g % 32);
+      for (const l of group) {
+        l.list.forEach((id, tf) => {
+          if (!admit(id)) return;
+          if (bits[id] === 0) {
+            touched.push(id);
+            acc[id] = 0;
+          }
+          bits[id]! |= bit;
+          add(l, id, tf);
+        });
+      }
+    });
+    const out: Scored[] = [];
+    for (const id of touched) {
+      let b = bits[id]!;
+      let matched = 0;
+      for (; b !== 0; b &= b - 1) matched++;
+      out.push({ id: src.path(id), score: acc[id]! * matched });
+      bits[id] = 0;
+    }
+    return out;
+  }
+
+  // AND: rarest word first; each later word only adds to documents that matched all before.
+  const size = (group: FieldList[]) => group.reduce((n, l) => n + l.list.n, 0);
+  if (lists.some((g) => g.length === 0)) return [];
+  const order = lists.map((_, g) => g).sort((a, b) => size(lists[a]!) - size(lists[b]!));
+  if (s.epoch > 0x3fffffff - 64) {
+    mark.fill(0);
+    s.epoch = 0;
+  }
+  const base = s.epoch;
+  s.epoch += order.length + 1;
+  let survivors: number[] = [];
+  order.forEach((g, step) => {
+    const group = lists[g]!;
+    const prev = base + step; // mark of documents that matched every earlier word
+    const next = prev + 1;
+    if (step === 0) {
+      for (const l of group) {
+        l.list.forEach((id, tf) => {
+          if (mark[id] !== next) {
+            if (!admit(id)) return;
+            mark[id] = next;
+            acc[id] = 0;
+            touched.push(id);
+          }
+          add(l, id, tf);
+        });
+      }
+      survivors = touched;
+      return;
+    }
+    // Walk whichever is shorter: this word's postings, or the survivors looked up in them.
+    if (survivors.length * group.length < size(group)) {
+      for (const id of survivors) {
+        for (const l of group) {
+          const tf = l.list.get(id);
+          if (tf === undefined) continue;
+          mark[id] = next;
+          add(l, id, tf);
+        }
+      }
+    } else {
+      for (const l of group) {
+        l.list.forEach((id, tf) => {
+          const m = mark[id];
+          if (m !== prev && m !== next) return;
+          mark[id] = next;
+          add(l, id, tf);
+        });
+      }
+    }
+    survivors = survivors.filter((id) => mark[id] === next);
+  });
+  return survivors.map((id) => ({ id: src.path(id), score: acc[id]! }));
+}

@@ -1,0 +1,346 @@
+import { z } from 'zod';
+import {
+  ladderHistory,
+  ladderRead,
+  ladderTree,
+  ladderWriteRung,
+  MAX_DETAIL_CHARS,
+  MAX_WRITE_RUNGS,
+  type ZzRepo,
+} from '../core/index.js';
+import { ZzError } from '../errors.js';
+import { askId, laneId } from '../schema/ids.js';
+import {
+  MAX_DETAIL_BYTES,
+  MAX_SUMMARY_BYTES,
+  MAX_TITLE_CHARS,
+  rungKind,
+  rungPath,
+} from '../schema/rung.js';
+import { writeMetaOut } from '../schema/views.js';
+import type { LadderSearch, SearchPage, SetRepoResult } from '../search/index.js';
+import { writeArgs } from './common-args.js';
+import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
+
+// The Ladder toolset (DESIGN §3, §6): read one rung, the whole tree, one rung's history, search
+// across every repository this front end knows, rebuild this repository's search entries, and
+// a coordinator's rung writes. Search comes from ctx.services.search (the daemon keeps one);
+// without it (the CLI in-process) a one-off index of this repository is used, loaded from the
+// user's cache when it is current. minisearch loads only on that path.
+
+const utf8Max = (max: number) => (s: string) => Buffer.byteLength(s, 'utf8') <= max;
+
+const anchorOut = z.looseObject({ commit: z.string(), oid: z.string() });
+const generatorOut = z.looseObject({
+  method: z.string(),
+  model: z.string().optional(),
+  version: z.string(),
+});
+const rungOut = z.looseObject({
+  path: z.string(),
+  kind: z.string(),
+  title: z.string(),
+  summary: z.string(),
+  detail: z.string().optional(),
+  detail_chars: z.number().int().optional(),
+  symbols: z.array(z.string()).optional(),
+  anchor: anchorOut.optional(),
+  inputs_hash: z.string(),
+  generator: generatorOut,
+  author: z.string(),
+  written_at: z.string(),
+});
+
+const pathArg = rungPath.describe(
+  'Rung path: _repo, a folder (src), a file (src/index.ts), _releases/<tag>, _changesets/<sha>, …',
+);
+
+function searchService(ctx: ToolContext): LadderSearch | null {
+  const s = ctx.services?.search as Partial<LadderSearch> | undefined;
+  return s && typeof s.search === 'function' && typeof s.setRepo === 'function'
+    ? (s as LadderSearch)
+    : null;
+}
+
+/** A throwaway index of this repository alone (the CLI's in-process path), closed after use. */
+async function withOneOffSearch<T>(
+  repo: ZzRepo,
+  force: boolean,
+  f: (s: LadderSearch, indexed: SetRepoResult | null) => Promise<T> | T,
+): Promise<T> {
+  const [{ LadderSearch }, { defaultCacheDir, indexRepo }] = await Promise.all([
+    import('../search/index.js'),
+    import('../core/ladder/search-sync.js'),
+  ]);
+  const search = new LadderSearch({ cacheDir: defaultCacheDir(), persistDelayMs: 0 });
+  try {
+    return await f(search, await indexRepo(search, repo, { force }));
+  } finally {
+    await search.close().catch(() => {});
+  }
+}
+
+interface SearchArgs {
+  query: string;
+  repo?: string | undefined;
+  kind?: z.infer<typeof rungKind> | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+function runSearch(
+  search: LadderSearch,
+  args: SearchArgs,
+  known: (repo: string) => boolean,
+): SearchPage {
+  try {
+    return search.search({
+      query: args.query,
+      ...(args.repo === undefined ? {} : { repo: args.repo }),
+      ...(args.kind === undefined ? {} : { kind: args.kind }),
+      ...(args.limit === undefined ? {} : { limit: args.limit }),
+      ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
+    });
+  } catch (e) {
+    // A served repository with no Ladder yet has no entries: no hits, not an unknown repo.
+    if (
+      e instanceof ZzError &&
+      e.code === 'not_found' &&
+      args.repo !== undefined &&
+      known(args.repo)
+    ) {
+      return { hits: [], next_cursor: null };
+    }
+    throw e;
+  }
+}
+
+export const ladderTools = [
+  defineTool({
+    name: 'ladder_read',
+    summary:
+      'One Ladder rung by path, with stale (its anchor differs from the default branch head)',
+    description:
+      'A long `detail` comes in pages of characters: pass back next_offset as offset to continue.',
+    toolset: 'ladder',
+    annotations: READ,
+    input: z.strictObject({
+      path: pathArg,
+      offset: z
+        .number()
+        .int()
+        .min(0)
+        .optional()
+        .describe('Character offset into detail (default 0)'),
+      limit: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_DETAIL_CHARS)
+        .optional()
+        .describe('Characters of detail to return (default 65536)'),
+    }),
+    output: z.strictObject({
+      rung: rungOut,
+      stale: z.boolean(),
+      revision: z.string().nullable(),
+      next_offset: z.number().int().nullable(),
+    }),
+    handler: (args, ctx) => ladderRead(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ladder_tree',
+    summary:
+      'The whole Ladder in one call: every rung with path, kind, title, summary, anchor, stale',
+    toolset: 'ladder',
+    publicRead: true,
+    annotations: READ,
+    input: z.strictObject({}),
+    output: z.strictObject({
+      rungs: z.array(
+        z.looseObject({
+          path: z.string(),
+          kind: z.string(),
+          title: z.string(),
+          summary: z.string(),
+          anchor: anchorOut.nullable(),
+          stale: z.boolean(),
+        }),
+      ),
+      revision: z.string().nullable(),
+    }),
+    handler: (_args, ctx) => ladderTree(ctx.repo),
+  }),
+  defineTool({
+    name: 'ladder_history',
+    summary: 'Every write of one rung, newest first: revision, time, actor, generator, text',
+    toolset: 'ladder',
+    annotations: READ,
+    input: z.strictObject({
+      path: pathArg,
+      limit: z.number().int().min(1).max(500).optional().describe('Default 50'),
+      cursor: z.string().max(200).optional(),
+    }),
+    output: z.strictObject({
+      path: z.string(),
+      revisions: z.array(
+        z.looseObject({
+          revision: z.string(),
+          op: z.string(),
+          actor: z.string(),
+          time: z.string(),
+          removed: z.boolean(),
+          lane_id: z.string().nullable(),
+          ask_id: z.string().nullable(),
+          kind: z.string().nullable(),
+          title: z.string().nullable(),
+          summary: z.string().nullable(),
+          anchor: anchorOut.nullable(),
+          inputs_hash: z.string().nullable(),
+          generator: generatorOut.nullable(),
+        }),
+      ),
+      next_cursor: z.string().nullable(),
+    }),
+    handler: (args, ctx) => ladderHistory(ctx.repo, args),
+  }),
+  defineTool({
+    name: 'ladder_search',
+    summary: 'Full-text search over rung summaries across every repository this server knows',
+    description:
+      'Words are ANDed (falling back to OR when nothing matches all); the last word matches as a prefix. Pass back next_cursor with the same query to page.',
+    toolset: 'ladder',
+    annotations: READ,
+    input: z.strictObject({
+      query: z.string().min(1).max(500),
+      repo: z.string().min(1).max(200).optional().describe('Only this repository (owner/name)'),
+      kind: rungKind.optional().describe('Only rungs of this kind'),
+      limit: z.number().int().min(1).max(50).optional().describe('Default 10'),
+      cursor: z.string().max(200).optional(),
+    }),
+    output: z.strictObject({
+      hits: z.array(
+        z.looseObject({
+          repo: z.string(),
+          path: z.string(),
+          kind: z.string(),
+          title: z.string(),
+          summary: z.string(),
+          score: z.number(),
+          anchor: anchorOut.nullable(),
+        }),
+      ),
+      next_cursor: z.string().nullable(),
+    }),
+    handler: async (args, ctx) => {
+      const known = (r: string) =>
+        ctx.services?.repos ? ctx.services.repos.has(r) : r === ctx.repo.key;
+      const search = searchService(ctx);
+      const page = search
+        ? runSearch(search, args, known)
+        : await withOneOffSearch(ctx.repo, false, (s) => runSearch(s, args, known));
+      return { hits: page.hits.map((h) => ({ ...h })), next_cursor: page.next_cursor };
+    },
+  }),
+  defineTool({
+    name: 'ladder_reindex',
+    summary: "Rebuild this repository's entries in the search index from its current Ladder",
+    description:
+      'Any member may call it: the index is derived data and holds nothing the Ladder does not.',
+    toolset: 'ladder',
+    annotations: {
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
+    input: z.strictObject({}),
+    output: z.strictObject({
+      repo: z.string(),
+      ladder_oid: z.string().nullable(),
+      docs: z.number().int(),
+      source: z.string().nullable(),
+      ms: z.number(),
+    }),
+    handler: async (_args, ctx) => {
+      const started = performance.now();
+      const search = searchService(ctx);
+      const r = search
+        ? await (
+            await import('../core/ladder/search-sync.js')
+          ).indexRepo(search, ctx.repo, { force: true })
+        : await withOneOffSearch(ctx.repo, true, (_s, indexed) => indexed);
+      return {
+        repo: ctx.repo.key,
+        ladder_oid: r?.ladder_oid ?? null,
+        docs: r?.docs ?? 0,
+        source: r?.source ?? null,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+      };
+    },
+  }),
+  defineTool({
+    name: 'ladder_write_rung',
+    summary: 'Write Ladder rungs, as a coordinator working a claimed Ask of the cited Lane',
+    description:
+      "Repo, directory, file, release and changeset rungs must cite the commit they describe; the rung is anchored to the path's object at that commit. Reuse idempotency_key when retrying.",
+    toolset: 'ladder',
+    annotations: WRITE,
+    input: z.strictObject({
+      lane_id: laneId,
+      ask_id: askId.describe('The Ask you hold and are working (e.g. a ladder_update)'),
+      rungs: z
+        .array(
+          z.strictObject({
+            path: pathArg,
+            kind: rungKind,
+            title: z.string().min(1).max(MAX_TITLE_CHARS),
+            summary: z
+              .string()
+              .min(1)
+              .refine(
+                utf8Max(MAX_SUMMARY_BYTES),
+                `summary must be at most ${MAX_SUMMARY_BYTES / 1024} KB`,
+              ),
+            detail: z
+              .string()
+              .refine(
+                utf8Max(MAX_DETAIL_BYTES),
+                `detail must be at most ${MAX_DETAIL_BYTES / 1024} KB`,
+              )
+              .optional(),
+            symbols: z.array(z.string().min(1).max(200)).max(200).optional(),
+            commit: z
+              .string()
+              .regex(/^[0-9a-f]{4,40}$/, 'commit must be a hex commit id')
+              .optional()
+              .describe(
+                'The commit described (required for repo, directory, file, release, changeset)',
+              ),
+            generator: z
+              .strictObject({
+                method: z.enum(['human', 'model']),
+                model: z.string().min(1).max(200).optional(),
+                version: z.string().min(1).max(64).optional(),
+              })
+              .optional(),
+          }),
+        )
+        .min(1)
+        .max(MAX_WRITE_RUNGS),
+      ...writeArgs,
+    }),
+    output: z.strictObject({
+      rungs: z.array(
+        z.looseObject({
+          path: z.string(),
+          kind: z.string(),
+          anchor: anchorOut.nullable(),
+          inputs_hash: z.string(),
+        }),
+      ),
+      ...writeMetaOut,
+    }),
+    handler: (args, ctx) => ladderWriteRung(ctx.repo, ctx.caller, args),
+  }),
+];

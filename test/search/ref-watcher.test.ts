@@ -1,0 +1,128 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { watchRefs } from '../../src/search/index.js';
+
+// Real git, real filesystem events: what a `git fetch` or `zz sync` does to a clone.
+
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  HOME: tmpdir(),
+  GIT_TERMINAL_PROMPT: '0',
+};
+for (const k of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_COMMON_DIR']) delete env[k];
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+    cwd,
+    env,
+  })
+    .toString()
+    .trim();
+}
+
+let root: string;
+let work: string;
+let gitdir: string;
+let c1: string;
+let c2: string;
+
+beforeAll(async () => {
+  root = await realpath(await mkdtemp(join(tmpdir(), 'zz-watch-test-')));
+  work = join(root, 'clone');
+  git(root, 'init', '-q', work);
+  git(work, 'commit', '-q', '--allow-empty', '-m', 'one');
+  c1 = git(work, 'rev-parse', 'HEAD');
+  git(work, 'commit', '-q', '--allow-empty', '-m', 'two');
+  c2 = git(work, 'rev-parse', 'HEAD');
+  gitdir = git(work, 'rev-parse', '--absolute-git-dir');
+});
+
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+/** Resolves with the calls seen once `ms` passes with no new call, or `max` in all. */
+function collect(calls: string[], ms: number, max = 5000): Promise<string[]> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    let last = calls.length;
+    let quietSince = Date.now();
+    const tick = setInterval(() => {
+      if (calls.length !== last) {
+        last = calls.length;
+        quietSince = Date.now();
+      }
+      if ((calls.length > 0 && Date.now() - quietSince >= ms) || Date.now() - started > max) {
+        clearInterval(tick);
+        resolve([...calls]);
+      }
+    }, 20);
+  });
+}
+
+/** One call per burst; a loaded machine may split a multi-file update (pack-refs) in two. */
+function expectBurst(calls: string[], gitdir: string): void {
+  expect(calls.length).toBeGreaterThanOrEqual(1);
+  expect(calls.length).toBeLessThanOrEqual(2);
+  expect(new Set(calls)).toEqual(new Set([gitdir]));
+}
+
+describe('watchRefs', () => {
+  it('fires when refs/zz/ladder moves, is packed, or a remote ladder arrives', async () => {
+    const calls: string[] = [];
+    const stop = watchRefs([gitdir], (g) => calls.push(g), { debounceMs: 80 });
+    await stop.ready;
+    try {
+      git(work, 'update-ref', 'refs/zz/ladder', c1);
+      expectBurst(await collect(calls, 300), gitdir);
+
+      calls.length = 0;
+      git(work, 'update-ref', 'refs/zz/ladder', c2, c1);
+      expectBurst(await collect(calls, 300), gitdir);
+
+      // pack-refs moves the loose ref into packed-refs: same value, but the daemon must look.
+      calls.length = 0;
+      git(work, 'pack-refs', '--all');
+      expectBurst(await collect(calls, 300), gitdir);
+
+      calls.length = 0;
+      git(work, 'update-ref', 'refs/zz-remotes/origin/ladder', c1);
+      expectBurst(await collect(calls, 300), gitdir);
+
+      // Refs that are not ours do not wake the daemon.
+      calls.length = 0;
+      git(work, 'update-ref', 'refs/heads/side', c1);
+      git(work, 'update-ref', 'refs/zz/lanes/demo', c1);
+      await new Promise((r) => setTimeout(r, 600));
+      expect(calls).toEqual([]);
+    } finally {
+      await stop();
+    }
+    // Closed: nothing more.
+    git(work, 'update-ref', 'refs/zz/ladder', c1);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(calls).toEqual([]);
+  });
+
+  it('watches several clones and sees a ladder ref created in a fresh clone', async () => {
+    const other = join(root, 'other');
+    git(root, 'init', '-q', other);
+    git(other, 'commit', '-q', '--allow-empty', '-m', 'x');
+    const otherGitdir = git(other, 'rev-parse', '--absolute-git-dir');
+    const head = git(other, 'rev-parse', 'HEAD');
+    const calls: string[] = [];
+    const stop = watchRefs([gitdir, otherGitdir], (g) => calls.push(g), { debounceMs: 50 });
+    await stop.ready;
+    try {
+      // refs/zz does not exist yet in this clone: the watcher must pick up the new directory.
+      git(other, 'update-ref', 'refs/zz/ladder', head);
+      expectBurst(await collect(calls, 300), otherGitdir);
+    } finally {
+      await stop();
+    }
+  });
+});

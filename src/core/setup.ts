@@ -68,7 +68,7 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     default_branch: branch,
   });
   report.created_config = r.created;
-  await installHooks(g.worktreeGitdir, g.workTree ?? g.gitdir, opts.zzCommand, report);
+  await installHooks(g.workTree ?? g.gitdir, opts.zzCommand, report);
   return report;
 }
 
@@ -107,25 +107,14 @@ export async function fastForwardFromRemotes(
   return out;
 }
 
-async function installHooks(
-  worktreeGitdir: string,
-  cwd: string,
-  zzCommand: string,
-  report: InitReport,
-): Promise<void> {
+async function installHooks(cwd: string, zzCommand: string, report: InitReport): Promise<void> {
   // core.hooksPath may move hooks; ask git where they are.
   const hooksDir = await git(['rev-parse', '--path-format=absolute', '--git-path', 'hooks'], {
     cwd,
   });
-  void worktreeGitdir;
   for (const hook of HOOKS) {
     const file = join(hooksDir, hook);
-    let existing: string | null = null;
-    try {
-      existing = await fsp.readFile(file, 'utf8');
-    } catch {
-      existing = null;
-    }
+    const existing = await fsp.readFile(file, 'utf8').catch(() => null);
     if (existing !== null && !existing.includes(HOOK_MARKER)) {
       report.hooks_skipped.push({
         hook,

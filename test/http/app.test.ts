@@ -132,7 +132,11 @@ afterAll(async () => {
 
 describe('routes', () => {
   it('answers /healthz, /api/repos and /api/tools', async () => {
-    expect((await send('/healthz', { token: null })).json).toEqual({ ok: true, repos: 2, pid: process.pid });
+    expect((await send('/healthz', { token: null })).json).toEqual({
+      ok: true,
+      repos: 2,
+      pid: process.pid,
+    });
     const repos = await send('/api/repos', { token: null });
     expect(repos.json.repos.map((r: { repo: string }) => r.repo)).toEqual([
       'local/demo',

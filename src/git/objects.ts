@@ -1,5 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  promises as fsp,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 
@@ -44,19 +53,33 @@ function treeSortKey(e: TreeEntry): string {
   return e.mode === '040000' ? e.name + '/' : e.name;
 }
 
+function compareEntries(a: TreeEntry, b: TreeEntry): number {
+  const ka = treeSortKey(a);
+  const kb = treeSortKey(b);
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
 export function serializeTree(entries: readonly TreeEntry[]): Buffer {
-  const sorted = [...entries].sort((a, b) => {
-    const ka = treeSortKey(a);
-    const kb = treeSortKey(b);
-    return ka < kb ? -1 : ka > kb ? 1 : 0;
-  });
-  const parts: Buffer[] = [];
-  for (const e of sorted) {
-    // Tree modes are written without the leading zero ("40000"), as git does.
-    const mode = e.mode === '040000' ? '40000' : e.mode;
-    parts.push(Buffer.from(`${mode} ${e.name}\0`), Buffer.from(e.oid, 'hex'));
+  // Entries read from a tree come sorted and an update mostly replaces one in place: check
+  // before paying for a sort.
+  let ordered = true;
+  for (let i = 1; i < entries.length && ordered; i++) {
+    ordered = compareEntries(entries[i - 1]!, entries[i]!) < 0;
   }
-  return Buffer.concat(parts);
+  const sorted = ordered ? entries : [...entries].sort(compareEntries);
+  // One buffer for the whole tree: a lane's `asks/` tree has hundreds of entries and is
+  // serialised on every write to any of them.
+  // Tree modes are written without the leading zero ("40000"), as git does.
+  const heads = sorted.map((e) => `${e.mode === '040000' ? '40000' : e.mode} ${e.name}\0`);
+  let size = 0;
+  for (const h of heads) size += Buffer.byteLength(h, 'utf8') + 20;
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  sorted.forEach((e, i) => {
+    at += out.write(heads[i]!, at, 'utf8');
+    at += out.write(e.oid, at, 'hex');
+  });
+  return out;
 }
 
 export function parseTree(body: Buffer): TreeEntry[] {
@@ -123,6 +146,13 @@ export interface ObjectWriterOptions {
   fsync?: boolean;
 }
 
+// Temp names: random per process, then a counter (randomBytes per object showed in profiles).
+const TMP_PREFIX = randomBytes(4).toString('hex');
+let tmpCounter = 0;
+
+/** Objects up to this size (uncompressed) are written synchronously; see writeSmallSync. */
+const SYNC_WRITE_MAX = 256 * 1024;
+
 export class ObjectWriter {
   private readonly knownDirs = new Set<string>();
 
@@ -131,41 +161,96 @@ export class ObjectWriter {
     private readonly opts: ObjectWriterOptions = {},
   ) {}
 
-  /** Writes one object atomically; returns its oid. Existing objects are never rewritten. */
+  /**
+   * Writes one object atomically (temp file renamed into place); returns its oid.
+   *
+   * There is no existence check first. Renaming a complete copy over an existing object is as
+   * atomic as git's own writes, saves a system call on the usual case (a new object), and
+   * freshens the object's mtime as git does (freshen_loose_object), so that a `git gc` beside
+   * us cannot prune an old unreachable object we are about to reference.
+   */
   async write(type: ObjectType, body: Buffer): Promise<string> {
     const { oid, raw } = hashObject(type, body);
     const dir = join(this.gitdir, 'objects', oid.slice(0, 2));
     const file = join(dir, oid.slice(2));
-    // An existing file is complete: nothing ever writes object files in place here, and git
-    // only renames finished objects into place too. Like git (freshen_loose_object) we touch
-    // it instead of rewriting it: an old unreachable object we are about to reference must not
-    // look prunable to a `git gc` running beside us. If we cannot touch it, write a fresh copy.
-    try {
-      const now = new Date();
-      await fsp.utimes(file, now, now);
+    const tmp = join(dir, `tmp_obj_zz_${process.pid}_${TMP_PREFIX}${(tmpCounter++).toString(36)}`);
+    if (!this.opts.fsync && raw.length <= SYNC_WRITE_MAX) {
+      this.writeSmallSync(dir, tmp, file, deflateSync(raw, { level: 1 }));
       return oid;
-    } catch {
-      /* absent (or not ours to touch): write it */
     }
-    if (!this.knownDirs.has(dir)) {
-      await fsp.mkdir(dir, { recursive: true });
-      this.knownDirs.add(dir);
+    let fh: fsp.FileHandle | undefined;
+    for (let attempt = 0; !fh; attempt++) {
+      try {
+        if (!this.knownDirs.has(dir)) {
+          await fsp.mkdir(dir, { recursive: true });
+          this.knownDirs.add(dir);
+        }
+        fh = await fsp.open(tmp, 'wx', 0o444);
+      } catch (e) {
+        // `git gc` (prune, prune-packed) removes fan-out directories it empties, even between
+        // our mkdir and open: make it again, as git does when it creates its tmp file.
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 10) throw e;
+        this.knownDirs.delete(dir);
+      }
     }
-    const tmp = join(dir, `tmp_obj_zz_${process.pid}_${randomBytes(6).toString('hex')}`);
-    const fh = await fsp.open(tmp, 'wx', 0o444);
     try {
       await fh.writeFile(deflateSync(raw, { level: 1 }));
       if (this.opts.fsync) await fh.sync();
-    } finally {
-      await fh.close();
+    } catch (e) {
+      await fh.close().catch(() => {});
+      await fsp.unlink(tmp).catch(() => {});
+      throw e;
     }
+    await fh.close();
     try {
       await fsp.rename(tmp, file);
     } catch (e) {
-      await fsp.rm(tmp, { force: true });
+      await fsp.unlink(tmp).catch(() => {});
+      // Where a read-only file cannot be replaced (Windows), the existing copy is as good.
+      const code = (e as NodeJS.ErrnoException).code;
+      if ((code === 'EPERM' || code === 'EACCES' || code === 'EEXIST') && (await exists(file))) {
+        return oid;
+      }
       throw e;
     }
     return oid;
+  }
+
+  // Small objects without fsync are written with synchronous calls: four system calls of a few
+  // microseconds each, where the async versions cost a thread-pool round trip apiece (a lane
+  // write is 5 objects; measured 190 µs sync vs 550 µs async in parallel vs 1.1 ms in sequence
+  // on the 2-vCPU VM). The event loop is held for well under a millisecond per commit.
+  private writeSmallSync(dir: string, tmp: string, file: string, data: Buffer): void {
+    let fd: number | undefined;
+    for (let attempt = 0; fd === undefined; attempt++) {
+      try {
+        if (!this.knownDirs.has(dir)) {
+          mkdirSync(dir, { recursive: true });
+          this.knownDirs.add(dir);
+        }
+        fd = openSync(tmp, 'wx', 0o444);
+      } catch (e) {
+        // See write(): `git gc` may remove the fan-out directory under us.
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 10) throw e;
+        this.knownDirs.delete(dir);
+      }
+    }
+    try {
+      writeSync(fd, data);
+    } catch (e) {
+      closeSync(fd);
+      rmSync(tmp, { force: true });
+      throw e;
+    }
+    closeSync(fd);
+    try {
+      renameSync(tmp, file);
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      const code = (e as NodeJS.ErrnoException).code;
+      if ((code === 'EPERM' || code === 'EACCES' || code === 'EEXIST') && existsSync(file)) return;
+      throw e;
+    }
   }
 
   blob(content: Buffer | string): Promise<string> {
@@ -179,6 +264,13 @@ export class ObjectWriter {
   commit(c: CommitData): Promise<string> {
     return this.write('commit', serializeCommit(c));
   }
+}
+
+function exists(file: string): Promise<boolean> {
+  return fsp.access(file).then(
+    () => true,
+    () => false,
+  );
 }
 
 export const EMPTY_TREE_OID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';

@@ -22,6 +22,7 @@ import type { CodeCommitRequest, CommitRecord, CommitRequest, Store } from './st
 // plus at worst some unreachable objects that `git gc` prunes later.
 
 const TREE_CACHE_MAX = 20_000;
+const SHORT_TAIL_MAX = 32;
 
 export class GitStore implements Store {
   readonly kind = 'git' as const;
@@ -118,6 +119,10 @@ export class GitStore implements Store {
   async history(ref: string, since?: string | null): Promise<CommitRecord[]> {
     const head = await this.head(ref);
     if (!head || head === since) return [];
+    if (since) {
+      const tail = await this.shortTail(head, since);
+      if (tail) return tail;
+    }
     const args = [
       '--git-dir',
       this.repo.gitdir,
@@ -143,6 +148,27 @@ export class GitStore implements Store {
       });
     }
     return out;
+  }
+
+  // The usual refresh: a few single-parent commits on top of the revision we hold. Reading them
+  // from the long-lived cat-file costs ~0.1 ms each where spawning `git log` costs 10-20 ms, and
+  // that is paid on every retry while another writer keeps moving the ref (with git log in the
+  // loop, a native writer committing every ~20 ms starved an Entity through all its retries).
+  // A merge, a longer gap or a `since` that is not an ancestor: git log decides.
+  private async shortTail(head: string, since: string): Promise<CommitRecord[] | null> {
+    const out: CommitRecord[] = [];
+    let cur = head;
+    for (let i = 0; i < SHORT_TAIL_MAX; i++) {
+      const obj = await this.repo.catFile.read(cur);
+      if (!obj || obj.type !== 'commit') return null;
+      const c = parseCommit(obj.data);
+      if (c.parents.length !== 1) return null;
+      this.remember(this.commitTrees, cur, c.tree);
+      out.push({ revision: cur, parents: c.parents, ops: parseOpMessage(c.message) });
+      if (c.parents[0] === since) return out.reverse();
+      cur = c.parents[0]!;
+    }
+    return null;
   }
 
   async commit(ref: string, req: CommitRequest): Promise<string> {
@@ -257,8 +283,9 @@ export class GitStore implements Store {
     );
     if (entries.size === 0) return null;
     const list = [...entries.values()];
-    const treeOid = hashObject('tree', serializeTree(list)).oid;
-    writes.add(this.repo.objects.tree(list));
+    const body = serializeTree(list); // once: a lane's `asks/` tree has hundreds of entries
+    const treeOid = hashObject('tree', body).oid;
+    writes.add(this.repo.objects.write('tree', body));
     writes.trees.set(treeOid, list);
     return treeOid;
   }

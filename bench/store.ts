@@ -1,0 +1,387 @@
+import { spawn, execFileSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openRepository } from '../src/git/index.js';
+import { Entity, GitStore, type EntityCodec, type OpRecord } from '../src/store/index.js';
+
+// Write throughput of the store on a realistic lane: `lane.json` plus 1,000 asks fanned out as
+// `asks/<2 hex>/<ask_id>.json`; every write changes one ask. Side by side:
+//
+//  zz-seq      Entity.mutate awaited one at a time (no group-commit benefit), fsync of the ref on
+//              (the default: RefStore fsyncs the lock before the rename; loose objects are not
+//              fsynced, like git's default).
+//  zz-seq-nofsync  the same with the ref fsync off, to compare like for like with git 2.39,
+//              which does not fsync refs (core.fsync learnt the `reference` component in 2.40).
+//  zz-32       32 writers in flight on the same lane: group commit.
+//  native-persistent  the fairest fast native pipeline we could build: long-lived
+//              `git hash-object -w --stdin-paths` (blobs; commits via `-t commit`),
+//              `git mktree --batch` and `git update-ref --stdin` (start/update <new> <old>/commit):
+//              no process spawn per write, CAS by git itself.
+//  native-spawn  the plain plumbing a script would use: hash-object, mktree ×3, commit-tree,
+//              update-ref <ref> <new> <old> spawned per write (6 processes).
+//
+// Each variant runs several rounds; we report the median ops/s (and the range).
+
+const ASKS = 1_000;
+
+type Lane = Map<string, string>;
+
+const laneCodec: EntityCodec<Lane> = {
+  empty: () => new Map(),
+  clone: (s) => new Map(s),
+  apply(draft, op: OpRecord) {
+    const path = String(op.args.path);
+    draft.set(path, String(op.args.value));
+    return [path];
+  },
+  file: (s, path) => s.get(path) ?? null,
+};
+
+const askIds = Array.from(
+  { length: ASKS },
+  (_, i) => `ask-${createHash('sha1').update(`ask ${i}`).digest('hex').slice(0, 10)}`,
+);
+const askPath = (id: string) => `asks/${id.slice(4, 6)}/${id}.json`;
+const askBody = (id: string, n: number) =>
+  JSON.stringify({
+    id,
+    kind: 'work',
+    title: `Task ${id}`,
+    body: 'Do the thing described in the lane, then report back with a changeset.',
+    priority: 2,
+    state: n === 0 ? 'open' : 'claimed',
+    claim: n === 0 ? null : { holder: 'agent@example.com[claude]', lease_expires: n },
+    depends_on: [],
+  });
+
+function sh(cwd: string, args: string[], input?: string): string {
+  return execFileSync('git', args, {
+    cwd,
+    input,
+    encoding: 'utf8',
+    stdio: ['pipe', 'pipe', 'pipe'],
+  }).trim();
+}
+
+function makeRepo(): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'zz-bench-store-'));
+  sh(dir, ['init', '-q', '-b', 'main']);
+  sh(dir, ['config', 'user.email', 'bench@example.com']);
+  sh(dir, ['config', 'user.name', 'Bench']);
+  // No auto-gc in the middle of a measurement.
+  sh(dir, ['config', 'gc.auto', '0']);
+  sh(dir, ['commit', '-q', '--allow-empty', '-m', 'initial']);
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
+interface Variant {
+  name: string;
+  rounds: number;
+  writesPerRound: number;
+  /** Runs `n` writes; resolves when all are acknowledged (durable per the variant). */
+  run(n: number): Promise<void>;
+  close(): Promise<void> | void;
+}
+
+async function measure(v: Variant): Promise<{ median: number; min: number; max: number }> {
+  // Flush what the set-up wrote (1,000 asks): otherwise the first fsyncs pay for it.
+  execFileSync('sync');
+  await v.run(Math.min(20, v.writesPerRound)); // warm-up: JIT, caches, fan-out dirs
+  const rates: number[] = [];
+  for (let r = 0; r < v.rounds; r++) {
+    const t0 = process.hrtime.bigint();
+    await v.run(v.writesPerRound);
+    const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    rates.push(v.writesPerRound / s);
+  }
+  return {
+    median: round1(median(rates)),
+    min: round1(Math.min(...rates)),
+    max: round1(Math.max(...rates)),
+  };
+}
+
+// ---- zz ---------------------------------------------------------------------------------
+
+async function zzVariant(
+  dir: string,
+  name: string,
+  opts: { fsync: boolean; concurrency: number; rounds: number; writes: number },
+): Promise<Variant> {
+  const repo = await openRepository(dir, { fsync: opts.fsync });
+  const store = new GitStore(repo);
+  const ref = `refs/zz/lanes/${name}`;
+  // The lane with 1,000 asks, created in one commit.
+  const changes = new Map<string, string>([
+    ['lane.json', JSON.stringify({ id: name, title: 'Bench lane' })],
+  ]);
+  for (const id of askIds) changes.set(askPath(id), askBody(id, 0));
+  await store.commit(ref, { parent: null, changes, ops: [], summary: 'create lane' });
+  const entity = new Entity<Lane>(store, ref, laneCodec);
+  await entity.read();
+  let n = 0;
+  const write = async () => {
+    const id = askIds[Math.floor(Math.random() * ASKS)]!;
+    const path = askPath(id);
+    const value = askBody(id, ++n);
+    await entity.mutate({
+      actor: 'agent@example.com[claude]',
+      decide: () => ({ op: 'ask_claim', args: { path, value }, summary: `claim ${id}` }),
+      result: () => null,
+    });
+  };
+  return {
+    name,
+    rounds: opts.rounds,
+    writesPerRound: opts.writes,
+    async run(count) {
+      let left = count;
+      const worker = async () => {
+        while (left > 0) {
+          left--;
+          await write();
+        }
+      };
+      await Promise.all(Array.from({ length: opts.concurrency }, worker));
+    },
+    close: () => store.close(),
+  };
+}
+
+// ---- native -----------------------------------------------------------------------------
+
+/** A long-lived git process answering one line per request line. */
+class LineProc {
+  private readonly p: ChildProcessWithoutNullStreams;
+  private buf = '';
+  private waiters: Array<{ ok: (line: string) => void; fail: (e: Error) => void }> = [];
+  private err = '';
+
+  constructor(cwd: string, args: string[]) {
+    this.p = spawn('git', args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.p.stdout.setEncoding('utf8').on('data', (c: string) => {
+      this.buf += c;
+      let nl: number;
+      while ((nl = this.buf.indexOf('\n')) >= 0) {
+        const line = this.buf.slice(0, nl);
+        this.buf = this.buf.slice(nl + 1);
+        this.waiters.shift()?.ok(line);
+      }
+    });
+    this.p.stderr.setEncoding('utf8').on('data', (c: string) => (this.err += c));
+    this.p.on('exit', (code) => {
+      for (const w of this.waiters.splice(0)) w.fail(new Error(`git exited ${code}: ${this.err}`));
+    });
+  }
+
+  /** Writes `text`; resolves with the next `lines` output lines. */
+  ask(text: string, lines = 1): Promise<string[]> {
+    const out: Array<Promise<string>> = [];
+    for (let i = 0; i < lines; i++) {
+      out.push(new Promise((ok, fail) => this.waiters.push({ ok, fail })));
+    }
+    this.p.stdin.write(text);
+    return Promise.all(out);
+  }
+
+  close(): void {
+    this.p.stdin.end();
+  }
+}
+
+interface NativeTree {
+  root: Map<string, string>; // name -> "mode type oid"
+  asks: Map<string, string>;
+  fans: Map<string, Map<string, string>>;
+}
+
+function treeText(entries: Map<string, string>): string {
+  return [...entries].map(([name, e]) => `${e}\t${name}\n`).join('');
+}
+
+async function nativeVariant(
+  dir: string,
+  name: string,
+  kind: 'persistent' | 'spawn',
+  rounds: number,
+  writes: number,
+): Promise<Variant> {
+  const ref = `refs/zz/lanes/${name}`;
+  const tmp = mkdtempSync(join(tmpdir(), 'zz-bench-native-'));
+  const blobProc =
+    kind === 'persistent' ? new LineProc(dir, ['hash-object', '-w', '--stdin-paths']) : null;
+  const commitProc =
+    kind === 'persistent'
+      ? new LineProc(dir, ['hash-object', '-w', '-t', 'commit', '--stdin-paths'])
+      : null;
+  const treeProc = kind === 'persistent' ? new LineProc(dir, ['mktree', '--batch']) : null;
+  const refProc = kind === 'persistent' ? new LineProc(dir, ['update-ref', '--stdin']) : null;
+  let fileNo = 0;
+
+  const spawnGit = (args: string[], input?: string) =>
+    new Promise<string>((resolve, reject) => {
+      const p = spawn('git', args, { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      p.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+      p.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+      p.on('close', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(err))));
+      p.stdin.on('error', () => {}); // commit-tree and update-ref never read stdin
+      if (input === undefined) p.stdin.end();
+      else p.stdin.end(input);
+    });
+
+  const blob = async (content: string) => {
+    if (blobProc) {
+      const f = join(tmp, `b${fileNo++}`);
+      writeFileSync(f, content);
+      return (await blobProc.ask(f + '\n'))[0]!;
+    }
+    return spawnGit(['hash-object', '-w', '--stdin'], content);
+  };
+  const mktree = async (entries: Map<string, string>) =>
+    treeProc
+      ? (await treeProc.ask(treeText(entries) + '\n'))[0]!
+      : spawnGit(['mktree'], treeText(entries));
+  const commit = async (tree: string, parent: string, message: string) => {
+    if (commitProc) {
+      const now = Math.floor(Date.now() / 1000);
+      const body = `tree ${tree}\nparent ${parent}\nauthor Bench <bench@example.com> ${now} +0000\ncommitter Bench <bench@example.com> ${now} +0000\n\n${message}\n`;
+      const f = join(tmp, `c${fileNo++}`);
+      writeFileSync(f, body);
+      return (await commitProc.ask(f + '\n'))[0]!;
+    }
+    return spawnGit(['commit-tree', tree, '-p', parent, '-m', message]);
+  };
+  const moveRef = async (next: string, prev: string) => {
+    if (refProc) {
+      const r = await refProc.ask(`start\nupdate ${ref} ${next} ${prev}\ncommit\n`, 2);
+      if (r[1] !== 'commit: ok') throw new Error(`update-ref: ${r.join(' ')}`);
+      return;
+    }
+    await spawnGit(['update-ref', ref, next, prev]);
+  };
+
+  // The same lane, built natively (one commit), and kept in memory as trees.
+  const t: NativeTree = { root: new Map(), asks: new Map(), fans: new Map() };
+  t.root.set(
+    'lane.json',
+    `100644 blob ${await blob(JSON.stringify({ id: name, title: 'Bench lane' }))}`,
+  );
+  for (const id of askIds) {
+    const fan = id.slice(4, 6);
+    let f = t.fans.get(fan);
+    if (!f) t.fans.set(fan, (f = new Map()));
+    f.set(`${id}.json`, `100644 blob ${await blob(askBody(id, 0))}`);
+  }
+  for (const [fan, f] of t.fans) t.asks.set(fan, `040000 tree ${await mktree(f)}`);
+  t.root.set('asks', `040000 tree ${await mktree(t.asks)}`);
+  let head = await commit(await mktree(t.root), sh(dir, ['rev-parse', 'HEAD']), 'create lane');
+  sh(dir, ['update-ref', ref, head]);
+
+  let n = 0;
+  const write = async () => {
+    const id = askIds[Math.floor(Math.random() * ASKS)]!;
+    const fan = id.slice(4, 6);
+    const f = t.fans.get(fan)!;
+    f.set(`${id}.json`, `100644 blob ${await blob(askBody(id, ++n))}`);
+    t.asks.set(fan, `040000 tree ${await mktree(f)}`);
+    t.root.set('asks', `040000 tree ${await mktree(t.asks)}`);
+    const next = await commit(await mktree(t.root), head, `claim ${id}`);
+    await moveRef(next, head);
+    head = next;
+  };
+  return {
+    name,
+    rounds,
+    writesPerRound: writes,
+    async run(count) {
+      for (let i = 0; i < count; i++) await write();
+    },
+    close() {
+      for (const p of [blobProc, commitProc, treeProc, refProc]) p?.close();
+      rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function benchStore(): Promise<Record<string, unknown>> {
+  const { dir, cleanup } = makeRepo();
+  const results: Record<string, unknown> = {
+    lane: `${ASKS} asks, fan-out asks/<2 hex>/<id>.json, one ask changed per write`,
+    git: sh(dir, ['version']),
+    load_average_at_start: loadavg().map((x) => Math.round(x * 100) / 100),
+  };
+  try {
+    const variants: Array<[string, () => Promise<Variant>]> = [
+      [
+        'zz-seq',
+        () => zzVariant(dir, 'zz-seq', { fsync: true, concurrency: 1, rounds: 5, writes: 300 }),
+      ],
+      [
+        'zz-seq-nofsync',
+        () =>
+          zzVariant(dir, 'zz-seq-nofsync', {
+            fsync: false,
+            concurrency: 1,
+            rounds: 5,
+            writes: 300,
+          }),
+      ],
+      [
+        'zz-32',
+        () => zzVariant(dir, 'zz-32', { fsync: true, concurrency: 32, rounds: 5, writes: 1_000 }),
+      ],
+      ['native-persistent', () => nativeVariant(dir, 'native-persistent', 'persistent', 5, 150)],
+      ['native-spawn', () => nativeVariant(dir, 'native-spawn', 'spawn', 3, 30)],
+    ];
+    // ZZ_BENCH_STORE_ONLY=zz-seq,zz-32 runs a subset (e.g. under --cpu-prof).
+    const only = process.env.ZZ_BENCH_STORE_ONLY?.split(',');
+    for (const [name, make] of variants) {
+      if (only && !only.includes(name)) continue;
+      const v = await make();
+      try {
+        process.stderr.write(`bench store: ${v.name}…\n`);
+        results[v.name] = {
+          ops_per_s: await measure(v),
+          writes_per_round: v.writesPerRound,
+          rounds: v.rounds,
+        };
+      } finally {
+        await v.close();
+      }
+    }
+    const ops = (k: string) =>
+      (results[k] as { ops_per_s: { median: number } } | undefined)?.ops_per_s.median ?? NaN;
+    results.ratio_zz_seq_vs_native_persistent = round1(ops('zz-seq') / ops('native-persistent'));
+    results.ratio_zz_seq_vs_native_spawn = round1(ops('zz-seq') / ops('native-spawn'));
+    results.ratio_zz_32_vs_zz_seq = round1(ops('zz-32') / ops('zz-seq'));
+    results.goal_zz_seq_500_ops_s = ops('zz-seq') >= 500 ? 'met' : 'missed';
+    results.load_average_at_end = loadavg().map((x) => Math.round(x * 100) / 100);
+    // The history is sound after all of it.
+    sh(dir, ['fsck', '--connectivity-only', '--no-dangling']);
+  } finally {
+    cleanup();
+  }
+  return results;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  benchStore().then(
+    (r) => console.log(JSON.stringify(r, null, 2)),
+    (e: unknown) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}

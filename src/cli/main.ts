@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 // The zz binary: wires process IO and signals to run(), the testable command table.
-import { run } from './run.js';
 
 const stop = new Promise<void>((resolve) => {
   let stopping = false;
@@ -13,15 +12,20 @@ const stop = new Promise<void>((resolve) => {
   process.once('SIGTERM', onSignal);
 });
 
-const code = await run(process.argv.slice(2), {
-  stdout: (s) => process.stdout.write(s),
-  stderr: (s) => process.stderr.write(s),
+const io = {
+  stdout: (s: string) => process.stdout.write(s),
+  stderr: (s: string) => process.stderr.write(s),
   env: process.env,
   cwd: process.cwd(),
   isTTY: !!process.stdout.isTTY,
   stderrIsTTY: !!process.stderr.isTTY,
   stopSignal: stop,
-});
+};
+// Tool commands go straight to a running daemon when they can; everything else (and any
+// doubt) takes the full command table, loaded only then.
+const argv = process.argv.slice(2);
+const fast = await (await import('./fast-path.js')).tryFastPath(argv, io);
+const code = fast ?? (await (await import('./run.js')).run(argv, io));
 process.exitCode = code;
 // Long-running commands (serve, mcp) return only when they are done, so a finished command
 // exits here: idle git readers and signal listeners must not keep it alive.

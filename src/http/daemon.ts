@@ -45,6 +45,8 @@ export interface DaemonInfo {
   pid: number;
   url: string;
   started_at?: string;
+  /** The key of the checkout the daemon was started in. */
+  repo?: string;
 }
 
 const daemonFile = (gitdir: string) => join(gitdir, 'zz', 'daemon.json');
@@ -258,7 +260,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       { host: opts.host ?? DEFAULT_HOST, port: opts.port ?? DEFAULT_PORT },
     );
     const startedAt = new Date().toISOString();
-    await writeDaemonFile(file, { pid: process.pid, url: server.url, started_at: startedAt });
+    // `repo` lets the CLI's fast path address this checkout without asking git for its key.
+    await writeDaemonFile(file, {
+      pid: process.pid,
+      url: server.url,
+      started_at: startedAt,
+      repo: primary.key,
+    });
 
     let closing: Promise<void> | null = null;
     const close = () =>

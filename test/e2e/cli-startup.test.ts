@@ -63,7 +63,7 @@ async function loaded(cwd: string, env: NodeJS.ProcessEnv, args: string[]): Prom
   );
   expect(r.code, r.stderr).toBe(0);
   const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
-  expect(urls.some((u) => u.endsWith('/dist/cli/run.js'))).toBe(true); // the hook saw main.js's imports
+  expect(urls.some((u) => u.endsWith('/dist/cli/fast-path.js'))).toBe(true); // the hook saw main.js's imports
   const names = urls.flatMap((u) => {
     const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u);
     if (m) return [m[1]!];

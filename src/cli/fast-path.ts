@@ -1,0 +1,192 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { gitEnv } from '../git/native-git.js';
+import { normalizeServer, readCredentials } from './credentials.js';
+import { print } from './format.js';
+import type { CliIO } from './io.js';
+
+// `zz lane list` through a running daemon without loading zod, yargs or the registry: the
+// tool commands' flags come from dist/cli/tool-manifest.json (written by the build). Anything
+// unusual — help, an unknown flag, no daemon, no token, a refused connection — returns null
+// and the full command table handles it, so this path never decides an error on its own
+// except the daemon's own answer.
+
+interface ManifestOption {
+  key: string;
+  flag: string;
+  kind: 'string' | 'number' | 'boolean' | 'array' | 'json';
+  choices?: string[];
+}
+
+interface ManifestTool {
+  name: string;
+  group: string;
+  sub: string;
+  options: ManifestOption[];
+}
+
+function loadManifest(): ManifestTool[] | null {
+  try {
+    const raw = readFileSync(new URL('./tool-manifest.json', import.meta.url), 'utf8');
+    return (JSON.parse(raw) as { tools: ManifestTool[] }).tools;
+  } catch {
+    return null;
+  }
+}
+
+function parseFlags(
+  tool: ManifestTool,
+  rest: string[],
+): { args: Record<string, unknown>; json: boolean } | null {
+  const args: Record<string, unknown> = {};
+  let base: Record<string, unknown> = {};
+  let json = false;
+  for (let i = 0; i < rest.length; i++) {
+    const tok = rest[i]!;
+    if (!tok.startsWith('--') || tok === '--') return null;
+    const eq = tok.indexOf('=');
+    const name = eq < 0 ? tok.slice(2) : tok.slice(2, eq);
+    const inline = eq < 0 ? undefined : tok.slice(eq + 1);
+    const next = (): string | undefined => inline ?? rest[++i];
+    if (name === 'json' && inline === undefined) {
+      json = true;
+      continue;
+    }
+    if (name === 'args') {
+      const v = next();
+      try {
+        const parsed = JSON.parse(v ?? '') as unknown;
+        if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
+        base = parsed as Record<string, unknown>;
+      } catch {
+        return null;
+      }
+      continue;
+    }
+    const o = tool.options.find((x) => x.flag === name || x.key === name);
+    if (!o) return null;
+    if (o.kind === 'boolean') {
+      if (inline === undefined) args[o.key] = true;
+      else if (inline === 'true' || inline === 'false') args[o.key] = inline === 'true';
+      else return null;
+      continue;
+    }
+    const v = next();
+    if (v === undefined || (inline === undefined && v.startsWith('--'))) return null;
+    if (o.choices && !o.choices.includes(v)) return null;
+    if (o.kind === 'number') {
+      const n = Number(v);
+      if (v.trim() === '' || !Number.isFinite(n)) return null;
+      args[o.key] = n;
+    } else if (o.kind === 'array') {
+      args[o.key] = [...((args[o.key] as string[] | undefined) ?? []), v];
+    } else if (o.kind === 'json') {
+      try {
+        args[o.key] = JSON.parse(v);
+      } catch {
+        return null;
+      }
+    } else {
+      args[o.key] = v;
+    }
+  }
+  return { args: { ...base, ...args }, json };
+}
+
+export async function tryFastPath(argv: string[], io: CliIO): Promise<number | null> {
+  if (argv.length < 2 || argv.some((a) => a === '--help' || a === '-h')) return null;
+  const tools = loadManifest();
+  const tool = tools?.find((t) => t.group === argv[0] && t.sub === argv[1]);
+  if (!tool) return null;
+  const parsed = parseFlags(tool, argv.slice(2));
+  if (!parsed) return null;
+  let gitdir: string;
+  try {
+    gitdir = execFileSync('git', ['rev-parse', '--path-format=absolute', '--git-common-dir'], {
+      cwd: io.cwd,
+      env: gitEnv(),
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    return null;
+  }
+  let info: { pid?: unknown; url?: unknown; repo?: unknown };
+  try {
+    info = JSON.parse(readFileSync(join(gitdir, 'zz', 'daemon.json'), 'utf8')) as typeof info;
+  } catch {
+    return null;
+  }
+  if (typeof info.pid !== 'number' || typeof info.url !== 'string' || typeof info.repo !== 'string')
+    return null;
+  try {
+    process.kill(info.pid, 0);
+  } catch {
+    return null;
+  }
+  const server = normalizeServer(info.url);
+  const token =
+    io.env.ZZ_TOKEN || (await readCredentials(io.env).catch(() => null))?.servers[server]?.token;
+  if (!token) return null;
+  let res: { status: number; body: { result?: unknown; error?: string; code?: string } | null };
+  try {
+    res = await post(
+      `${server}/api/repos/${info.repo}/tools/${tool.name}`,
+      token,
+      JSON.stringify(parsed.args),
+    );
+  } catch {
+    return null;
+  }
+  const body = res.body;
+  if (res.status === 200 && body && typeof body.result === 'object' && body.result !== null) {
+    print(io, body.result, parsed.json);
+    return 0;
+  }
+  // 401 from a daemon that does not know this token (e.g. restarted elsewhere): let the full
+  // path explain it with its own checks.
+  if (!body?.code || res.status === 401) return null;
+  const code = (body.code in ERROR_CODES ? body.code : 'internal') as ErrorCode;
+  io.stderr(`zz: ${body.error ?? `HTTP ${res.status}`}\n`);
+  return ERROR_CODES[code].exit;
+}
+
+// node:http rather than fetch: fetch loads undici on first use, which costs more than the call.
+function post(
+  url: string,
+  token: string,
+  payload: string,
+): Promise<{ status: number; body: { result?: unknown; error?: string; code?: string } | null }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          let body: { result?: unknown; error?: string; code?: string } | null;
+          try {
+            body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+          } catch {
+            body = null;
+          }
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}

@@ -1,0 +1,62 @@
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { ensureBuilt, killAll, median, privateEnv, serve, zz } from './zz-process.js';
+
+// Tool commands sent straight to a running daemon (src/cli/fast-path.ts) must answer exactly
+// as the full command table does, and hand anything unusual to it.
+
+beforeAll(() => ensureBuilt());
+afterEach(async () => {
+  await killAll();
+});
+
+describe('the CLI fast path to a running daemon', () => {
+  it('gives the same answers and exit codes as the full path, and falls back on anything unusual', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = privateEnv();
+    try {
+      expect((await zz(dir, env, ['init'])).code).toBe(0);
+      const served = await serve(dir, env);
+      expect((await zz(dir, env, ['login'])).code).toBe(0);
+      expect(
+        (await zz(dir, env, ['lane', 'propose', '--lane-id', 'fp', '--title', 'Fast path'])).code,
+      ).toBe(0);
+      const fast = await zz(dir, env, ['lane', 'get', '--lane-id', 'fp', '--json']);
+      const full = await zz(dir, env, ['call', 'lane_get', '--args', '{"lane_id":"fp"}']);
+      expect(fast.code).toBe(0);
+      expect(fast.json()).toEqual(full.json());
+      // Both went through the daemon (its log names each call).
+      await served.waitForLog(/lane_get owner@example.com 200/);
+      expect(served.log().match(/lane_get owner@example.com 200/g)?.length).toBe(2);
+      const missing = await zz(dir, env, [
+        'ask',
+        'claim',
+        '--lane-id',
+        'fp',
+        '--ask-id',
+        'ask-0000000000',
+      ]);
+      expect(missing.code).toBe(4);
+      expect(missing.stderr).toBe('zz: ask ask-0000000000 does not exist in lane fp\n');
+      // An unknown flag is the full path's to refuse (yargs, strict), not the daemon's.
+      const unknown = await zz(dir, env, ['lane', 'list', '--bogus']);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toMatch(/bogus/);
+      // Without a daemon the same command runs in-process.
+      const times: number[] = [];
+      for (let i = 0; i < 5; i++) times.push((await zz(dir, env, ['lane', 'list'])).ms);
+      console.log(`zz lane list through the daemon: median ${median(times).toFixed(0)} ms`);
+      expect(median(times)).toBeLessThan(2_000);
+      served.child.kill('SIGTERM');
+      await served.exited;
+      const offline = await zz(dir, env, ['lane', 'list', '--json']);
+      expect(offline.code).toBe(0);
+      expect(offline.json().lanes.map((l: { lane_id: string }) => l.lane_id)).toEqual([
+        '_repo',
+        'fp',
+      ]);
+    } finally {
+      cleanup();
+    }
+  });
+});

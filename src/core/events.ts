@@ -1,6 +1,7 @@
 import { ZzError } from '../errors.js';
 import { requireCaller, type Caller } from './access.js';
 import { readLane } from './lanes.js';
+import { historyEntry } from './views.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // Events after a cursor. The cursor records how many ops of each Lane the caller has seen, so
@@ -26,9 +27,9 @@ export type LaneEventsArgs = {
   limit?: number;
 };
 
-type Positions = Record<string, number>;
+export type Positions = Record<string, number>;
 
-function decodeCursor(c: string | undefined): Positions {
+export function decodeCursor(c: string | undefined): Positions {
   if (c === undefined) return {};
   try {
     const v = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as unknown;
@@ -46,7 +47,8 @@ function decodeCursor(c: string | undefined): Positions {
   throw new ZzError('invalid_argument', 'cursor is not a cursor this server issued');
 }
 
-const encodeCursor = (p: Positions): string => Buffer.from(JSON.stringify(p)).toString('base64url');
+export const encodeCursor = (p: Positions): string =>
+  Buffer.from(JSON.stringify(p)).toString('base64url');
 
 async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit: number) {
   const ids = args.lane_id ? [args.lane_id] : await repo.laneIds();
@@ -57,23 +59,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
     const from = pos[id] ?? 0;
     for (let i = from; i < snap.log.length; i++) {
       const op = snap.log[i]!;
-      const askId =
-        typeof op.args.ask_id === 'string'
-          ? op.args.ask_id
-          : typeof op.out?.ask_id === 'string'
-            ? op.out.ask_id
-            : null;
-      events.push({
-        lane_id: id,
-        revision: op.revision,
-        op: op.op,
-        actor: op.actor,
-        time: op.time,
-        lamport: op.lamport,
-        ask_id: askId,
-        args: op.args,
-        out: op.out ?? null,
-      });
+      events.push({ lane_id: id, ...historyEntry(op), revision: op.revision });
     }
     next[id] = snap.log.length;
   }

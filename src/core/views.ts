@@ -1,5 +1,5 @@
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
-import type { LoggedOp } from '../store/index.js';
+import type { LoggedOp, OpRecord } from '../store/index.js';
 import type { LaneState } from './lane-state.js';
 
 // What callers see: stored documents plus what is derived at read time (blocked, lease
@@ -155,30 +155,35 @@ function deriveInto(d: Derived, from: number): void {
   const { log, entries: out, open } = d;
   for (let i = from; i < log.length; i++) {
     const op = log[i]!;
-    const askId =
-      typeof op.args.ask_id === 'string'
-        ? op.args.ask_id
-        : typeof op.out?.ask_id === 'string'
-          ? op.out.ask_id
-          : null;
+    const askId = opAskId(op);
     const l = askId === null ? undefined : open.get(askId);
     if (l) {
       if (l.untilMs <= Date.parse(op.time)) out.push(expiredEntry(askId!, l));
       open.delete(askId!);
     }
-    out.push({
-      revision: op.revision,
-      op: op.op,
-      actor: op.actor,
-      time: op.time,
-      lamport: op.lamport,
-      ask_id: askId,
-      args: op.args,
-      out: op.out ?? null,
-    });
+    out.push(historyEntry(op, askId));
     if (op.op === 'ask_claim' && askId && typeof op.out?.lease_expires_at === 'string') {
       const until = op.out.lease_expires_at;
       open.set(askId, { holder: op.actor, until, untilMs: Date.parse(until) });
     }
   }
+}
+
+/** The Ask an op is about: named in its arguments, or created by it. */
+export function opAskId(op: OpRecord): string | null {
+  if (typeof op.args.ask_id === 'string') return op.args.ask_id;
+  return typeof op.out?.ask_id === 'string' ? op.out.ask_id : null;
+}
+
+export function historyEntry(op: LoggedOp, askId = opAskId(op)): HistoryEntry {
+  return {
+    revision: op.revision,
+    op: op.op,
+    actor: op.actor,
+    time: op.time,
+    lamport: op.lamport,
+    ask_id: askId,
+    args: op.args,
+    out: op.out ?? null,
+  };
 }

@@ -1,5 +1,8 @@
 import {
+  decodeCursor,
+  encodeCursor,
   laneEvents,
+  type Positions,
   LANES_PREFIX,
   laneRef,
   type Caller,
@@ -11,8 +14,6 @@ import { ZzError } from '../errors.js';
 // Server-sent events of commits on refs/zz/*. Each Lane event carries as its id the same
 // cursor `lane_events` takes (ops seen per Lane), so a client that reconnects with
 // Last-Event-ID (or ?cursor=) first receives what it missed, then the live stream.
-
-type Positions = Record<string, number>;
 
 export interface EventStreamOptions {
   cursor: string | null;
@@ -26,28 +27,19 @@ export interface EventStreamOptions {
 /** Queued chunks a client may fall behind by before it is dropped (it resumes by cursor). */
 const MAX_BACKLOG = 1000;
 
+// The same codec as lane_events, with a message that names both ways a cursor arrives.
 export function decodePositions(cursor: string): Positions {
   try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      v &&
-      typeof v === 'object' &&
-      !Array.isArray(v) &&
-      Object.values(v).every((n) => Number.isInteger(n) && (n as number) >= 0)
-    ) {
-      return v as Positions;
-    }
+    return decodeCursor(cursor);
   } catch {
-    /* fall through */
+    throw new ZzError(
+      'invalid_argument',
+      'cursor (or Last-Event-ID) is not a cursor this server issued',
+    );
   }
-  throw new ZzError(
-    'invalid_argument',
-    'cursor (or Last-Event-ID) is not a cursor this server issued',
-  );
 }
 
-const encodePositions = (p: Positions): string =>
-  Buffer.from(JSON.stringify(p)).toString('base64url');
+const encodePositions = encodeCursor;
 
 const laneOf = (ref: string): string | null =>
   ref.startsWith(LANES_PREFIX) ? ref.slice(LANES_PREFIX.length) : null;

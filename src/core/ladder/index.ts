@@ -1,6 +1,6 @@
-// The Ladder: commit-anchored summaries of a repository on refs/zz/ladder (state codec, read and
-// write use cases, the offline build; search-sync.ts keeps a LadderSearch in step). extract.ts is pure text work and is used
-// only by build.ts; nothing here knows about HTTP, MCP or the CLI.
+// The Ladder: commit-anchored summaries on refs/zz/ladder — state codec, read/write use cases,
+// the offline build (extract.ts is pure text work), and search-sync.ts keeping a LadderSearch
+// in step. Nothing here knows about HTTP, MCP or the CLI.
 export {
   BUILD_VERSION,
   extractiveSummarizer,

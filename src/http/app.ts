@@ -167,6 +167,8 @@ export function createApp(opts: AppOptions): App {
     const abort = () => call.abort();
     req.signal.addEventListener('abort', abort, { once: true });
     calls.add(call);
+    // A call still reading its body when close() ran was not in `calls` yet: end it too.
+    if (closing) call.abort();
     try {
       const result = await runTool(tool, args, {
         repo,

@@ -296,20 +296,7 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
     await fsp.mkdir(home);
     await fsp.mkdir(tmp);
     try {
-      // No hooks: a post-checkout hook of the user's must not run for our throwaway checkout.
-      await runGit(
-        [
-          '-c',
-          'core.hooksPath=/dev/null',
-          'worktree',
-          'add',
-          '--detach',
-          '--quiet',
-          checkout,
-          commit,
-        ],
-        { cwd: gitCwd, env: { GIT_DIR: opts.gitdir } },
-      );
+      await addWorktree(opts.gitdir, gitCwd, checkout, commit);
     } catch (e) {
       throw new ZzError(
         'git_failed',
@@ -358,4 +345,46 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
     // merely unreachable right now (an unmounted disk), which is not ours to decide.
     await dropWorktreeEntry(opts.gitdir, checkout);
   }
+}
+
+// `git worktree add` reads every other worktree's admin entry, and fails ("failed to read
+// .../commondir") when it meets one a concurrent `worktree add` is still writing. Adds from this
+// process go one at a time; one from another process is retried.
+const addQueues = new Map<string, Promise<unknown>>();
+
+function addWorktree(gitdir: string, cwd: string, checkout: string, commit: string): Promise<void> {
+  const run = async (): Promise<void> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        // No hooks: a post-checkout hook of the user's must not run for our throwaway checkout.
+        await runGit(
+          [
+            '-c',
+            'core.hooksPath=/dev/null',
+            'worktree',
+            'add',
+            '--detach',
+            '--quiet',
+            checkout,
+            commit,
+          ],
+          { cwd, env: { GIT_DIR: gitdir } },
+        );
+        return;
+      } catch (e) {
+        const raced = /failed to read .*worktrees\//.test((e as Error).message);
+        if (!raced || attempt >= 4) throw e;
+        await fsp.rm(checkout, { recursive: true, force: true });
+        await new Promise((r) => setTimeout(r, 20 * (attempt + 1)));
+      }
+    }
+  };
+  const prev = addQueues.get(gitdir) ?? Promise.resolve();
+  const next = prev.then(run, run);
+  const settled = next.catch(() => {});
+  addQueues.set(gitdir, settled);
+  void settled.then(() => {
+    if (addQueues.get(gitdir) === settled) addQueues.delete(gitdir);
+  });
+  return next;
 }

@@ -248,7 +248,7 @@ export function looksLikeCode(text: string): boolean {
   return marks > 2 && marks / Math.max(1, letters) > 0.08;
 }
 
-/** Prose worth using as a lead: not a pragma, licence, TODO, separator or commented-out code. */
+/** Prose worth using as a lead: not a pragma, licence, to-do note, separator or commented-out code. */
 function usefulProse(text: string): boolean {
   if (text.length < 12 || !/[a-z]{3}/i.test(text)) return false;
   if (PRAGMA.test(text) || LICENCE.test(text)) return false;

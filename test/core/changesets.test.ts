@@ -9,24 +9,11 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ZzError } from '../../src/errors.js';
-import { AGENT, ALICE, BOB, call, gitRepo, memoryRepo } from '../helpers/core-fixture.js';
+import { AGENT, ALICE, BOB, call, gitRepo, memoryRepo, rejects } from '../helpers/core-fixture.js';
 import { fsckProblems, sh } from '../helpers/temp-repo.js';
 
 // commit_changeset on real repositories whose `main` is checked out in the served worktree:
 // every test checks what git itself sees afterwards (refs, trees, the checkout, fsck).
-
-async function rejects(p: Promise<unknown>, code: string, msg?: RegExp): Promise<ZzError> {
-  const e = await p.then(
-    () => {
-      throw new Error(`expected ${code}, but the call succeeded`);
-    },
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(ZzError);
-  expect((e as ZzError).code, (e as ZzError).message).toBe(code);
-  if (msg) expect((e as ZzError).message).toMatch(msg);
-  return e as ZzError;
-}
 
 type Env = Awaited<ReturnType<typeof setup>>;
 const cleanups: Array<() => void> = [];

@@ -11,8 +11,7 @@ import {
   type LadderBuildArgs,
   type LadderBuildResult,
 } from '../../src/core/index.js';
-import { ZzError } from '../../src/errors.js';
-import { ALICE, BOB, call, OWNER } from '../helpers/core-fixture.js';
+import { ALICE, BOB, call, OWNER, rejects } from '../helpers/core-fixture.js';
 import { run } from '../../src/cli/index.js';
 import { zz, cliEnv } from '../helpers/cli-harness.js';
 import { addFixture, commitFile, FIXTURE_FILES } from '../helpers/ladder-fixture.js';
@@ -21,19 +20,6 @@ import { makeRepo, sh } from '../helpers/temp-repo.js';
 // The Ladder on a small real repository: a full build, no-op rebuilds, an incremental rebuild
 // after one commit (exactly which rungs are rewritten), staleness, moves that reuse summaries,
 // ladder_write_rung's scope and anchors, history, and hostile paths.
-
-async function rejects(p: Promise<unknown>, code: string, msg?: RegExp): Promise<ZzError> {
-  const e = await p.then(
-    () => {
-      throw new Error(`expected ${code}, but the call succeeded`);
-    },
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(ZzError);
-  expect((e as ZzError).code, (e as ZzError).message).toBe(code);
-  if (msg) expect((e as ZzError).message).toMatch(msg);
-  return e as ZzError;
-}
 
 let dir: string;
 let cleanup: () => void;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ZzError } from '../../src/errors.js';
+import type { ZzError } from '../../src/errors.js';
 import { laneCodec, laneStateFromFiles, laneRef } from '../../src/core/index.js';
 import {
   AGENT,
@@ -10,20 +10,8 @@ import {
   gitRepo,
   memoryRepo,
   OWNER,
+  rejects,
 } from '../helpers/core-fixture.js';
-
-async function rejects(p: Promise<unknown>, code: string, msg?: RegExp): Promise<ZzError> {
-  const e = await p.then(
-    () => {
-      throw new Error(`expected ${code}, but the call succeeded`);
-    },
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(ZzError);
-  expect((e as ZzError).code).toBe(code);
-  if (msg) expect((e as ZzError).message).toMatch(msg);
-  return e as ZzError;
-}
 
 async function laneWithWork() {
   const { repo, clock } = await memoryRepo();

@@ -1,4 +1,6 @@
+import { expect } from 'vitest';
 import { initRepo, ZzRepo, type Caller } from '../../src/core/index.js';
+import { ZzError } from '../../src/errors.js';
 import { registry, runTool } from '../../src/tools/index.js';
 import { makeRepo } from './temp-repo.js';
 
@@ -52,4 +54,18 @@ export function call(
 ) {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return runTool(registry.require(tool), args, { repo, caller, local: true }) as Promise<any>;
+}
+
+/** Awaits a call that must fail with a ZzError of `code` (and a message matching `msg`). */
+export async function rejects(p: Promise<unknown>, code: string, msg?: RegExp): Promise<ZzError> {
+  const e = await p.then(
+    () => {
+      throw new Error(`expected ${code}, but the call succeeded`);
+    },
+    (x: unknown) => x,
+  );
+  expect(e).toBeInstanceOf(ZzError);
+  expect((e as ZzError).code, (e as ZzError).message).toBe(code);
+  if (msg) expect((e as ZzError).message).toMatch(msg);
+  return e as ZzError;
 }

@@ -1,5 +1,5 @@
 import { ERROR_CODES, ZzError, type ErrorCode } from '../errors.js';
-import { discoverRepository, git, repoKeyOf } from '../git/index.js';
+import { gitUserEmail, locateRepository } from '../core/identity.js';
 import { readCredentials, normalizeServer } from './credentials.js';
 
 // How the CLI reaches the tools: through the checkout's running daemon when there is one
@@ -23,35 +23,9 @@ export interface ConnectOptions {
   inProcess?: boolean;
 }
 
-// The identity comes from the git config the caller sees, so the CLI's own environment
-// (HOME, GIT_CONFIG_GLOBAL, …) decides it, not the process it happens to run in.
-const IDENTITY_ENV = [
-  'HOME',
-  'XDG_CONFIG_HOME',
-  'GIT_CONFIG_GLOBAL',
-  'GIT_CONFIG_NOSYSTEM',
-  'GIT_CONFIG_SYSTEM',
-];
-
-export async function gitUserEmail(
-  cwd: string,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<string> {
-  const pass: Record<string, string> = {};
-  for (const k of IDENTITY_ENV) if (env[k] !== undefined) pass[k] = env[k]!;
-  const email = await git(['config', '--get', 'user.email'], { cwd, okCodes: [1], env: pass });
-  if (!email) {
-    throw new ZzError(
-      'precondition_failed',
-      'git user.email is not set; run `git config user.email you@example.com`',
-    );
-  }
-  return email;
-}
-
 export async function connect(opts: ConnectOptions): Promise<ToolClient> {
-  const found = await discoverRepository(opts.cwd);
-  const repoKey = await repoKeyOf(found);
+  const found = await locateRepository(opts.cwd);
+  const repoKey = found.key;
   if (!opts.inProcess) {
     const { readDaemonInfo } = await import('../http/daemon.js');
     const info = await readDaemonInfo(found.gitdir);

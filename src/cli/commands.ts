@@ -1,8 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
-import { discoverRepository } from '../git/index.js';
-import { gitUserEmail } from './client.js';
+import { findCheckout, gitUserEmail } from '../core/identity.js';
 import { normalizeServer, readCredentials, writeCredentials } from './credentials.js';
 import type { CliIO } from './io.js';
 import { credentialsFile, DEFAULT_SERVER } from './paths.js';
@@ -97,7 +96,7 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
 }
 
 async function tokenStoreFor(io: CliIO) {
-  const found = await discoverRepository(io.cwd);
+  const found = await findCheckout(io.cwd);
   const { TokenStore } = await import('../core/token-store.js');
   return { tokens: new TokenStore(found.gitdir), gitdir: found.gitdir };
 }

@@ -12,7 +12,9 @@ import type { CliIO } from './io.js';
 // tool commands' flags come from dist/cli/tool-manifest.json (written by the build). Anything
 // unusual — help, an unknown flag, no daemon, no token, a refused connection — returns null
 // and the full command table handles it, so this path never decides an error on its own
-// except the daemon's own answer.
+// except the daemon's own answer. It asks git for the common dir itself (one spawn with
+// git's scrubbed environment) rather than through core: loading core here would cost more
+// than the call it saves.
 
 interface ManifestOption {
   key: string;

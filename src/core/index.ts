@@ -14,3 +14,4 @@ export * from './views.js';
 export * from './zz-repo.js';
 export * from './setup.js';
 export * from './token-store.js';
+export * from './identity.js';

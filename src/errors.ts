@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, exit: 2 },
   unsupported_repository: { status: 422, exit: 6 },
   not_a_repository: { status: 422, exit: 6 },
+  entity_corrupt: { status: 422, exit: 6 },
   precondition_failed: { status: 412, exit: 6 },
   local_only: { status: 400, exit: 2 },
   unavailable: { status: 503, exit: 7 },

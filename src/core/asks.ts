@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import { assertTreePath } from '../git/index.js';
 import type { AskDoc } from '../schema/lane.js';
-import type { OpSpec } from '../store/index.js';
 import {
   assertSelf,
   inScope,
@@ -12,7 +11,8 @@ import {
   type Caller,
 } from './access.js';
 import { kindRule } from './kinds.js';
-import type { LaneState } from './lane-state.js';
+import { unexpectedOp } from './write-op.js';
+import type { AskPostSpec, LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
 import { askView, askViews, blockedBy, leaseExpired, type AskView } from './views.js';
 import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
@@ -95,7 +95,10 @@ export async function askPost(
         out: { ask_id: askId },
       };
     },
-    result: (s, op) => askView(s, s.asks.get(String(op.out!.ask_id))!, repo.clock()),
+    result: (s, op) => {
+      if (op?.op !== 'ask_post') throw unexpectedOp(op, 'ask_post');
+      return askView(s, s.asks.get(op.out.ask_id)!, repo.clock());
+    },
   });
   return { ask: r.result, revision: r.revision, replayed: r.replayed };
 }
@@ -237,10 +240,13 @@ export async function askClaim(
         },
       };
     },
-    result: (s, op) => ({
-      ask: askView(s, s.asks.get(args.ask_id)!, repo.clock()),
-      renewed: op.out?.renewed === true,
-    }),
+    result: (s, op) => {
+      if (op?.op !== 'ask_claim') throw unexpectedOp(op, 'ask_claim');
+      return {
+        ask: askView(s, s.asks.get(args.ask_id)!, repo.clock()),
+        renewed: op.out.renewed === true,
+      };
+    },
   });
   return { ...r.result, revision: r.revision, replayed: r.replayed };
 }
@@ -393,7 +399,7 @@ export async function askAnswer(
     decide: (s, meta) => {
       const ask = check(s, meta.now);
       const followUps = followUpsFor(s, ask, args, changesetId);
-      const main: OpSpec = {
+      const main: LaneOpSpec = {
         op: 'ask_answer',
         summary: `ask_answer ${ask.ask_id}: ${args.outcome}`,
         args: {
@@ -413,33 +419,36 @@ export async function askAnswer(
         },
         out: {
           ...(changesetId ? { changeset_id: changesetId, changeset_commit: changesetCommit } : {}),
-          follow_ups: followUps.map((f) => f.out!.ask_id),
+          follow_ups: followUps.map((f) => f.out.ask_id),
         },
       };
       return [main, ...followUps];
     },
     result: (s, op) => {
+      if (op?.op !== 'ask_answer') throw unexpectedOp(op, 'ask_answer');
       const now = repo.clock();
-      const ids = (op.out?.follow_ups as string[] | undefined) ?? [];
+      const ids = op.out?.follow_ups ?? [];
       return {
         ask: askView(s, s.asks.get(args.ask_id)!, now),
         follow_ups: ids
           .map((id) => s.asks.get(id))
           .filter((a): a is AskDoc => !!a)
           .map((a) => askView(s, a, now)),
-        changeset_id: typeof op.out?.changeset_id === 'string' ? op.out.changeset_id : null,
+        changeset_id: op.out?.changeset_id ?? null,
+        op,
       };
     },
   });
   // The ref follows the answer; a retry (replay) after a crash between the two repairs it.
-  const csId = r.op.out?.changeset_id;
-  const csCommit = r.op.out?.changeset_commit;
+  const { op: answerOp, ...answered } = r.result;
+  const csId = answerOp.out?.changeset_id;
+  const csCommit = answerOp.out?.changeset_commit;
   if (typeof csId === 'string' && typeof csCommit === 'string') {
     if ((await repo.store.head(CHANGESETS_PREFIX + csId)) === null) {
       await repo.store.setRef(CHANGESETS_PREFIX + csId, null, csCommit);
     }
   }
-  return { ...r.result, revision: r.revision, replayed: r.replayed };
+  return { ...answered, revision: r.revision, replayed: r.replayed };
 }
 
 function followUp(
@@ -450,7 +459,7 @@ function followUp(
   body: string,
   payload: Record<string, unknown>,
   reason: string,
-): OpSpec {
+): AskPostSpec {
   const askId = newAskId();
   return {
     op: 'ask_post',
@@ -475,7 +484,7 @@ function followUpsFor(
   ask: AskDoc,
   args: AskAnswerArgs,
   changesetId: string | null,
-): OpSpec[] {
+): AskPostSpec[] {
   if (ask.kind === 'work' && args.outcome === 'complete' && changesetId) {
     return [
       followUp(

@@ -14,7 +14,7 @@ import {
   type Signature,
   type TreeEntry,
 } from '../git/index.js';
-import { formatOpMessage, parseOpMessage } from './op-message.js';
+import { commitOps, formatOpMessage } from './op-message.js';
 import type { CodeCommitRequest, CommitRecord, CommitRequest, Store } from './store.js';
 
 // Entities on real refs. Objects are all written (atomically, by ObjectWriter) before the ref
@@ -144,7 +144,7 @@ export class GitStore implements Store {
       out.push({
         revision,
         parents: parents ? parents.split(' ').filter(Boolean) : [],
-        ops: parseOpMessage(message ?? ''),
+        ...commitOps(message ?? ''),
       });
     }
     return out;
@@ -164,7 +164,7 @@ export class GitStore implements Store {
       const c = parseCommit(obj.data);
       if (c.parents.length !== 1) return null;
       this.remember(this.commitTrees, cur, c.tree);
-      out.push({ revision: cur, parents: c.parents, ops: parseOpMessage(c.message) });
+      out.push({ revision: cur, parents: c.parents, ...commitOps(c.message) });
       if (c.parents[0] === since) return out.reverse();
       cur = c.parents[0]!;
     }

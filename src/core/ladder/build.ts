@@ -664,7 +664,7 @@ export async function ladderBuild(
           return {
             op: 'ladder_build',
             summary: `ladder_build at ${headCommit.slice(0, 12)}: ${counts.upsert.length} written, ${counts.remove.length} removed`,
-            args: args as unknown as Record<string, unknown>,
+            args,
           };
         },
         result: (state) => state.size,

@@ -251,6 +251,98 @@ export async function askClaim(
   return { ...r.result, revision: r.revision, replayed: r.replayed };
 }
 
+export interface AskClaimNextArgs {
+  lane_id: string;
+  kinds?: string[];
+  lease_seconds?: number;
+  idempotency_key?: string;
+  actor?: string;
+}
+
+/** Orders claimable Asks: highest priority (lowest number) first, then oldest, then by id. */
+function before(x: AskDoc, y: AskDoc): boolean {
+  if (x.priority !== y.priority) return x.priority < y.priority;
+  if (x.posted_at !== y.posted_at) return x.posted_at < y.posted_at;
+  return x.ask_id < y.ask_id;
+}
+
+/**
+ * Picks and claims the next Ask in one commit: the highest-priority, oldest Ask in the caller's
+ * scope whose dependencies are resolved and whose lease is free or expired. Decided inside the
+ * Entity's queue against the state it will apply to, so a group commit of many callers (or a
+ * CAS retry against another process) never hands one Ask to two of them. The op recorded is
+ * an ordinary ask_claim: history, replay and sync see a claim like any other.
+ */
+export async function askClaimNext(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: AskClaimNextArgs,
+): Promise<{ ask: AskView | null; revision: string | null; replayed: boolean }> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const config = await repo.requireConfig();
+  const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
+  const kinds = args.kinds ? new Set(args.kinds) : null;
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: {
+      tool: 'ask_claim_next',
+      args: { lane_id: args.lane_id, kinds: args.kinds ?? null, lease_seconds: lease },
+    },
+    decide: (s, meta): LaneOpSpec[] => {
+      const lane = laneOf(s, args.lane_id);
+      if (lane.closed) return [];
+      const nowMs = meta.now.getTime();
+      const scopeOk = new Map<string, boolean>();
+      let best: AskDoc | null = null;
+      // A linear scan of the draft (not the per-revision candidate cache): inside a group
+      // commit the draft already holds the claims decided ahead of this one.
+      for (const a of s.asks.values()) {
+        if (a.state === 'answered' || a.state === 'cancelled') continue;
+        if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
+        if (kinds && !kinds.has(a.kind)) continue;
+        if (best && !before(a, best)) continue;
+        let ok = scopeOk.get(a.kind);
+        if (ok === undefined) {
+          ok = inScope(
+            kindRule(a.kind, lane.ask_kinds, config.ask_kinds).scope,
+            lane,
+            config,
+            caller.actor,
+          );
+          scopeOk.set(a.kind, ok);
+        }
+        if (!ok) continue;
+        if (a.depends_on.length > 0 && blockedBy(s, a).length > 0) continue;
+        best = a;
+      }
+      if (!best) return [];
+      const until = new Date(nowMs + lease * 1000).toISOString();
+      return [
+        {
+          op: 'ask_claim',
+          summary: `ask_claim ${best.ask_id} by ${caller.actor} (next)`,
+          args: { lane_id: args.lane_id, ask_id: best.ask_id, lease_seconds: lease },
+          out: {
+            lease_expires_at: until,
+            renewed: false,
+            ...(best.state === 'claimed'
+              ? { expired_holder: best.holder, expired_at: best.lease_expires_at }
+              : {}),
+          },
+        },
+      ];
+    },
+    result: (s, op) => {
+      if (op === null) return null;
+      if (op.op !== 'ask_claim') throw unexpectedOp(op, 'ask_claim');
+      return askView(s, s.asks.get(op.args.ask_id)!, repo.clock());
+    },
+  });
+  // Nothing claimable: {ask: null} at the revision that was looked at.
+  return { ask: r.result, revision: r.revision, replayed: r.replayed };
+}
+
 export interface AskReleaseArgs extends WriteOpts {
   lane_id: string;
   ask_id: string;

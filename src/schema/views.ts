@@ -70,3 +70,6 @@ export const writeMetaOut = {
   revision: z.string().describe('The entity revision (ref commit) after the write'),
   replayed: z.boolean().describe('true when an idempotency_key retry returned the original result'),
 };
+
+/** An entity that cannot be read, by ref (malformed op, ref at a blob, copied ref, bad name). */
+export const corruptOut = z.looseObject({ ref: z.string(), error: z.string() });

@@ -170,7 +170,18 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         return this.snap;
       }
     }
-    const all = await this.store.history(this.ref);
+    let all: CommitRecord[];
+    try {
+      all = await this.store.history(this.ref);
+    } catch (e) {
+      // git cannot walk the ref's history (it points at a blob or a tree, or at an object
+      // that is missing): this entity is unreadable, the others are not.
+      if (e instanceof ZzError && e.code === 'git_failed' && exitedNonZero(e)) {
+        this.snap = null;
+        throw this.corrupt(`its history cannot be read (${firstLine(e.message)})`, head);
+      }
+      throw e;
+    }
     this.reset();
     const draft = this.codec.clone(this.snap!.state);
     const log: Array<LoggedOp<Op>> = [];
@@ -402,6 +413,12 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
     }
   }
 }
+
+const firstLine = (s: string): string => s.split('\n', 1)[0]!.slice(0, 300);
+
+/** git ran and refused (not: git could not be started, or its output was cut short). */
+const exitedNonZero = (e: ZzError): boolean =>
+  typeof e.details === 'object' && e.details !== null && 'code' in e.details;
 
 function keyOf(actor: string, key: string): string {
   return `${actor}\0${key}`;

@@ -2,14 +2,14 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ZzError } from '../errors.js';
+import { DEFAULT_HOST, DEFAULT_PORT } from '../local/index.js';
 import type { App } from './app.js';
 
 // node:http ↔ WHATWG Request/Response. Bodies stream both ways: a request body is counted
 // while it arrives and cut off at the app's limit; a response body (server-sent events) is
 // written as it is produced, with backpressure.
 
-export const DEFAULT_HOST = '127.0.0.1';
-export const DEFAULT_PORT = 7433;
+export { DEFAULT_HOST, DEFAULT_PORT };
 
 export interface ListenOptions {
   host?: string;

@@ -1,5 +1,5 @@
 import yargs, { type Argv } from 'yargs';
-import { ZzError, isZzError } from '../errors.js';
+import { ZzError, knownError } from '../errors.js';
 import { ALL_TOOLS } from '../tools/registry.js';
 import type { ToolDef } from '../tools/define-tool.js';
 import { connect } from './client.js';
@@ -159,7 +159,8 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
     return 0;
   } catch (e) {
     if (helpShown) return 0;
-    const err = isZzError(e) ? e : null;
+    // A full disk or a read-only repository is one line too, not a stack (knownError names it).
+    const err = knownError(e);
     if (err) {
       io.stderr(`zz: ${err.message}\n`);
       return err.exitCode;

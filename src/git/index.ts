@@ -10,3 +10,4 @@ export * from './ref-names.js';
 export * from './ref-store.js';
 export * from './repository.js';
 export * from './remotes.js';
+export * from './zz-transport.js';

@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
 import type { CliIO } from './io.js';
+import { neutralize } from './terminal.js';
 import type { Sandbox, WorkEvent as Event } from '../work/index.js';
 
 // `zz work`: runs the agent loop of src/work against the checkout's daemon, as the stored
@@ -9,10 +10,7 @@ import type { Sandbox, WorkEvent as Event } from '../work/index.js';
 
 // Text from the Lane (titles, reasons, model output) is shown, never obeyed by the terminal.
 const clean = (s: string, max = 200): string => {
-  const flat = s.replace(
-    /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
-    ' ',
-  );
+  const flat = neutralize(s);
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 };
 

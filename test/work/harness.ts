@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initRepo, ZzRepo } from '../../src/core/index.js';
-import { startDaemon, type Daemon } from '../../src/http/index.js';
+import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { httpClient } from '../../src/cli/client.js';
 import type { CallTool } from '../../src/work/index.js';
 import { makeRepo } from '../helpers/temp-repo.js';

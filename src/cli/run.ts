@@ -4,6 +4,7 @@ import { ALL_TOOLS } from '../tools/registry.js';
 import type { ToolDef } from '../tools/define-tool.js';
 import { connect } from './client.js';
 import { print } from './format.js';
+import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 import { argsFromOptions, commandPath, toolOptions } from './tool-options.js';
 import {
@@ -59,7 +60,7 @@ async function callTool(
 ): Promise<void> {
   const client = await connect({ cwd: io.cwd, env: io.env });
   try {
-    print(io, await client.call(tool, args), json);
+    print(io, await client.call(tool, args), json, tool);
   } finally {
     client.close();
   }
@@ -163,10 +164,12 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
     if (helpShown) return 0;
     const err = isZzError(e) ? e : null;
     if (err) {
-      io.stderr(`zz: ${err.message}\n`);
+      io.stderr(`zz: ${neutralize(err.message)}\n`);
       return err.exitCode;
     }
-    io.stderr(`zz: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+    io.stderr(
+      `zz: internal error: ${neutralize((e as Error)?.stack ?? String(e), { multiline: true })}\n`,
+    );
     return 1;
   }
 }

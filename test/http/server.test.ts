@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo } from '../../src/core/index.js';
-import { startDaemon, type Daemon } from '../../src/http/index.js';
+import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { jsonClient, type JsonClient } from '../helpers/http-client.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 import { newClient } from '../mcp/helpers.js';

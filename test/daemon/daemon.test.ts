@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { askPost, initRepo, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
-import { readDaemonInfo, startDaemon, type Daemon } from '../../src/http/index.js';
+import { readDaemonInfo, startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { ALL_TOOLS, defineTool, Registry, WRITE } from '../../src/tools/index.js';
 import { jsonClient } from '../helpers/http-client.js';
 import { makeRepo } from '../helpers/temp-repo.js';
@@ -128,6 +128,15 @@ describe('startDaemon', () => {
         'acme/extra',
         'acme/listed',
       ]);
+      // Every served checkout finds this daemon, under its own key.
+      expect(await readDaemonInfo(gitdirOf(extra))).toMatchObject({
+        url: d.url,
+        repo: 'acme/extra',
+      });
+      // Served here, so a daemon of its own is refused.
+      await expect(start(extra)).rejects.toMatchObject({ code: 'conflict' });
+      await d.close();
+      expect(await readDaemonInfo(gitdirOf(extra))).toBeNull();
     } finally {
       if (prev === undefined) delete process.env.XDG_CONFIG_HOME;
       else process.env.XDG_CONFIG_HOME = prev;

@@ -76,7 +76,7 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
         })
         .option('repo', { type: 'array', string: true, describe: 'Serve more checkouts' }),
     async (a) => {
-      const { startDaemon } = await import('../http/daemon.js');
+      const { startDaemon } = await import('../daemon/index.js');
       const d = await startDaemon({
         cwd: io.cwd,
         port: a.port as number,
@@ -100,7 +100,7 @@ async function tokenStoreFor(io: CliIO) {
 
 async function serverFor(io: CliIO, gitdir: string, explicit?: string): Promise<string> {
   if (explicit) return normalizeServer(explicit);
-  const { readDaemonInfo } = await import('../http/daemon.js');
+  const { readDaemonInfo } = await import('../daemon/daemon-file.js');
   const info = await readDaemonInfo(gitdir);
   return normalizeServer(info?.url ?? DEFAULT_SERVER);
 }

@@ -14,6 +14,8 @@ import {
   mcpCommand,
   ladderBuildCommand,
 } from './commands.js';
+import { workCommand } from './work-command.js';
+import { syncCommand } from './sync-command.js';
 
 // The command table and the error boundary: every failure becomes one line on stderr and an
 // exit code from the error table; nothing else in the CLI decides exit codes.
@@ -60,6 +62,8 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
   y = agentCommand(y, io);
   y = hookCommand(y, io);
   y = mcpCommand(y, io);
+  y = workCommand(y, io);
+  y = syncCommand(y, io);
   y = y.command(
     'call <tool>',
     'Call any tool with JSON arguments and print the JSON result',

@@ -11,7 +11,24 @@ export interface ConfigState {
 
 export const CONFIG_FILE = 'config.json';
 
+/**
+ * Owner-level ops re-checked against the roles as they stood at that point of the log (the
+ * guarded apply of DESIGN §7): whatever arrives by merge, a second `repo_init` changes nothing
+ * and only an owner of the moment grants, revokes or changes visibility. The daemon refuses the
+ * same up front, so its own ops always pass.
+ */
+export function configOpAllowed(s: ConfigState, op: ConfigOp): boolean {
+  switch (op.op) {
+    case 'repo_init':
+      return s.config === null;
+    case 'role_grant':
+    case 'repo_set_visibility':
+      return s.config !== null && s.config.owners.includes(op.actor);
+  }
+}
+
 export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
+  if (!configOpAllowed(s, op)) return [];
   switch (op.op) {
     case 'repo_init':
       s.config = {

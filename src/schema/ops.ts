@@ -12,14 +12,18 @@ import { utf8Bytes } from './limits.js';
 
 export const OP_FORMAT = 1;
 
-/** Op ids: `<16 hex replica>-<32 hex random>` (≥ 128 random bits); older ops have 10 hex. */
-export const OP_ID_RE = /^(?:[0-9a-f]{10}|[0-9a-f]{16}-[0-9a-f]{32})$/;
+/**
+ * Op ids: `<16 hex replica>-<32 hex random>` (128 random bits); older ops have 10 or 32 hex.
+ */
+export const OP_ID_RE = /^(?:[0-9a-f]{10}|[0-9a-f]{32}|[0-9a-f]{16}-[0-9a-f]{32})$/;
 
 const ENVELOPE = {
   v: z.number().int().min(1).optional(),
   id: z.string().min(1).max(100),
   actor: z.string().min(1).max(300),
   lamport: z.number().int().min(0),
+  /** The replica (clone) that recorded the op; breaks ties in the merge order. */
+  replica: z.string().max(64).optional(),
   time: z.string().max(64),
   key: z.string().max(128).optional(),
   /** Hash of the request that carried `key`, to tell a retry from a reuse. */

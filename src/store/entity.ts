@@ -2,6 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import { RefCasError } from '../git/index.js';
 import { OP_FORMAT, type OpParse } from '../schema/ops.js';
+import {
+  commitLamports,
+  hasMerges,
+  publicationOrder,
+  type OrderedOp,
+} from './publication-order.js';
 import type { CommitRecord, FileChanges, OpRecord, Store } from './store.js';
 
 // One entity = one ref whose tree is the entity's whole state and whose history is its op log.
@@ -36,7 +42,10 @@ export type OpSpec<Op extends OpRecord = OpRecord> = Op extends OpRecord
   : never;
 
 /** The fields Entity fills in when it records an op. */
-type Envelope = Pick<OpRecord, 'v' | 'id' | 'actor' | 'lamport' | 'time' | 'key' | 'request_hash'>;
+type Envelope = Pick<
+  OpRecord,
+  'v' | 'id' | 'actor' | 'lamport' | 'time' | 'key' | 'request_hash' | 'replica'
+>;
 
 export interface MutationMeta {
   actor: string;
@@ -163,7 +172,8 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       ) {
         const draft = this.codec.clone(prev.state);
         const log = prev.log.slice();
-        this.foldInto(draft, log, tail);
+        this.checkReadable(tail);
+        this.foldInto(draft, log, linear(tail));
         const bad = this.codec.verify?.(draft, this.ref) ?? null;
         if (bad !== null) throw this.corrupt(bad, head);
         this.snap = { revision: tail[tail.length - 1]!.revision, state: draft, log };
@@ -185,8 +195,14 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
     this.reset();
     const draft = this.codec.clone(this.snap!.state);
     const log: Array<LoggedOp<Op>> = [];
+    const tip = all.length ? all[all.length - 1]!.revision : null;
     try {
-      this.foldInto(draft, log, all);
+      this.checkReadable(all);
+      if (tip !== null && hasMerges(all)) {
+        // Merged by sync: fold in publication order; a merge commit's clock counts too.
+        this.foldInto(draft, log, publicationOrder(all, tip));
+        this.lamport = Math.max(this.lamport, commitLamports(all).get(tip) ?? 0);
+      } else this.foldInto(draft, log, linear(all));
     } catch (e) {
       // Nothing of a corrupt entity is served: the next read folds it again from scratch.
       this.snap = null;
@@ -197,7 +213,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       this.snap = null;
       throw this.corrupt(bad, head);
     }
-    this.snap = { revision: all.length ? all[all.length - 1]!.revision : null, state: draft, log };
+    this.snap = { revision: tip, state: draft, log };
     return this.snap;
   }
 
@@ -214,20 +230,26 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
     this.lamport = 0;
   }
 
-  private foldInto(draft: S, log: Array<LoggedOp<Op>>, commits: readonly CommitRecord[]): void {
+  /** A commit whose ops line could not be read makes the whole entity unreadable. */
+  private checkReadable(commits: readonly CommitRecord[]): void {
     for (const c of commits) {
       if (c.malformed !== undefined)
         throw this.corrupt(`commit ${c.revision}: ${c.malformed}`, c.revision);
-      for (const raw of c.ops) {
-        const parsed = this.codec.parse(raw);
-        if (!parsed.ok) throw this.corrupt(`commit ${c.revision}: ${parsed.error}`, c.revision);
-        const op = parsed.op;
-        this.codec.apply(draft, op);
-        const logged: LoggedOp<Op> = { ...op, revision: c.revision };
-        log.push(logged);
-        this.lamport = Math.max(this.lamport, op.lamport);
-        if (op.key !== undefined) this.keys.set(keyOf(op.actor, op.key), logged);
-      }
+    }
+  }
+
+  private foldInto(draft: S, log: Array<LoggedOp<Op>>, ops: readonly OrderedOp[]): void {
+    for (const { op: raw, revision } of ops) {
+      const parsed = this.codec.parse(raw);
+      if (!parsed.ok) throw this.corrupt(`commit ${revision}: ${parsed.error}`, revision);
+      const op = parsed.op;
+      this.codec.apply(draft, op);
+      const logged: LoggedOp<Op> = { ...op, revision };
+      log.push(logged);
+      this.lamport = Math.max(this.lamport, op.lamport);
+      // The first use of a key in publication order is the one that counts.
+      const k = op.key === undefined ? null : keyOf(op.actor, op.key);
+      if (k !== null && !this.keys.has(k)) this.keys.set(k, logged);
     }
   }
 
@@ -419,6 +441,10 @@ const firstLine = (s: string): string => s.split('\n', 1)[0]!.slice(0, 300);
 /** git ran and refused (not: git could not be started, or its output was cut short). */
 const exitedNonZero = (e: ZzError): boolean =>
   typeof e.details === 'object' && e.details !== null && 'code' in e.details;
+
+function linear(commits: readonly CommitRecord[]): OrderedOp[] {
+  return commits.flatMap((c) => c.ops.map((op) => ({ op, revision: c.revision })));
+}
 
 function keyOf(actor: string, key: string): string {
   return `${actor}\0${key}`;

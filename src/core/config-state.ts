@@ -6,7 +6,23 @@ import type { EntityCodec, OpRecord } from '../store/index.js';
 
 export interface ConfigState {
   config: ConfigDoc | null;
+  /**
+   * Each actor's allowed signing keys (`ssh-ed25519 …` lines), from `repo_init` (the first
+   * owner's) and `key_add` ops. Sync verifies imported commits against these (DESIGN §7).
+   */
+  keys: ReadonlyMap<string, readonly string[]>;
+  /** Whether every op must be signed by a key of its actor (`zz init --signed`, or later). */
+  signed: boolean;
 }
+
+/** Ops that only an owner's key may make count (sync verifies their signatures on import). */
+export const OWNER_LEVEL_OPS: ReadonlySet<string> = new Set([
+  'repo_init',
+  'role_grant',
+  'repo_set_visibility',
+  'key_add',
+  'repo_require_signatures',
+]);
 
 export const CONFIG_FILE = 'config.json';
 
@@ -22,7 +38,16 @@ export function configOpAllowed(s: ConfigState, op: OpRecord): boolean {
       return s.config === null;
     case 'role_grant':
     case 'repo_set_visibility':
+    case 'repo_require_signatures':
       return s.config !== null && s.config.owners.includes(op.actor);
+    case 'key_add':
+      // An owner registers anyone's key; an actor may add its own (sync then demands the
+      // commit be signed by a key an owner registered for it, or by an owner's).
+      return (
+        s.config !== null &&
+        typeof op.args.key === 'string' &&
+        (s.config.owners.includes(op.actor) || op.args.actor === op.actor)
+      );
     default:
       return true;
   }
@@ -42,7 +67,20 @@ export function applyConfigOp(s: ConfigState, op: OpRecord): string[] {
         created_by: op.actor,
         created_at: op.time,
       };
+      s.keys = new Map([[op.actor, stringList(a.owner_keys)]]);
+      s.signed = a.signed === true;
       return [CONFIG_FILE];
+    case 'key_add': {
+      const who = String(a.actor);
+      const list = s.keys.get(who) ?? [];
+      if (!list.includes(String(a.key))) {
+        s.keys = new Map(s.keys).set(who, [...list, String(a.key)]);
+      }
+      return [];
+    }
+    case 'repo_require_signatures':
+      s.signed = a.signed !== false;
+      return [];
     case 'role_grant': {
       if (!s.config) return [];
       const who = String(a.grantee);
@@ -60,9 +98,14 @@ export function applyConfigOp(s: ConfigState, op: OpRecord): string[] {
   }
 }
 
+function stringList(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
 export const configCodec: EntityCodec<ConfigState> = {
-  empty: () => ({ config: null }),
-  clone: (s) => ({ config: s.config }),
+  empty: () => ({ config: null, keys: new Map(), signed: false }),
+  // keys is replaced, never mutated, so sharing it is safe.
+  clone: (s) => ({ config: s.config, keys: s.keys, signed: s.signed }),
   apply: applyConfigOp,
   file: (s, path) =>
     path === CONFIG_FILE && s.config ? JSON.stringify(s.config, null, 2) + '\n' : null,

@@ -35,7 +35,8 @@ export interface RejectedOp {
     | 'conflicting_answer'
     | 'idempotency_duplicate'
     | 'idempotency_conflict'
-    | 'follow_up_of_refused_answer';
+    | 'follow_up_of_refused_answer'
+    | 'lane_exists';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;
@@ -72,6 +73,10 @@ function guard(s: LaneState, op: OpRecord): Omit<RejectedOp, 'op_id' | 'op' | 'a
   }
   const ask = typeof a.ask_id === 'string' ? s.asks.get(a.ask_id) : undefined;
   switch (op.op) {
+    case 'lane_propose':
+      // Two replicas proposing one lane id (two `zz init`s each making `_repo`): the first
+      // in publication order stands.
+      return s.lane === null ? null : { reason: 'lane_exists' };
     case 'ask_post': {
       const id = op.out?.ask_id;
       if (typeof id === 'string' && s.suppressed.has(id)) {

@@ -49,7 +49,12 @@ const actionArb = (n: number): fc.Arbitrary<Action> => {
     {
       weight: 8,
       arbitrary: fc.record({
-        t: fc.constantFrom('claim' as const, 'claim' as const, 'release' as const, 'answer' as const),
+        t: fc.constantFrom(
+          'claim' as const,
+          'claim' as const,
+          'release' as const,
+          'answer' as const,
+        ),
         r,
         ask: fc.nat(4),
       }),

@@ -28,14 +28,21 @@ export function initCommand(y: Argv, io: CliIO): Argv {
           describe: 'Let anyone read lane_list and ladder_tree without a token',
         })
         .option('no-fetch', { type: 'boolean', describe: 'Do not fetch from remotes first' })
+        .option('signed', {
+          type: 'boolean',
+          describe: 'Require every zz op to be signed by a key of its actor',
+        })
         .option('json', { type: 'boolean' }),
     async (a) => {
       const { ZzRepo, zzInit } = await import('../core/index.js');
       const repo = await ZzRepo.open(io.cwd);
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
+        const { personKey } = await import('../core/sync/index.js');
         const report = await zzInit(repo, {
           owner,
+          signingKey: await personKey(owner, io.env),
+          signed: !!a.signed,
           visibility: a.public ? 'public' : 'private',
           hookCommand: installedZz(),
           noFetch: !!a['no-fetch'] || a.fetch === false,

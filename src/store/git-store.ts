@@ -14,7 +14,7 @@ import {
   type Signature,
   type TreeEntry,
 } from '../git/index.js';
-import { formatOpMessage, parseOpMessage } from './op-message.js';
+import { commitOps, formatOpMessage } from './op-message.js';
 import type {
   CodeCommitRequest,
   CommitRecord,
@@ -130,7 +130,7 @@ export class GitStore implements Store {
     return (await commitMessages(this.repo.gitdir, head, since ?? null)).map((c) => ({
       revision: c.oid,
       parents: c.parents,
-      ops: parseOpMessage(c.message),
+      ...commitOps(c.message),
     }));
   }
 
@@ -147,7 +147,7 @@ export class GitStore implements Store {
       if (!c) return null;
       if (c.parents.length !== 1) return null;
       this.remember(this.commitTrees, cur, c.tree);
-      out.push({ revision: cur, parents: c.parents, ops: parseOpMessage(c.message) });
+      out.push({ revision: cur, parents: c.parents, ...commitOps(c.message) });
       if (c.parents[0] === since) return out.reverse();
       cur = c.parents[0]!;
     }

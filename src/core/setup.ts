@@ -4,7 +4,7 @@ import { ZzError } from '../errors.js';
 import {
   ensureZzRefspec,
   fetchZz,
-  git,
+  gitPath,
   isAncestor,
   listRemotes,
   remoteTrackingPrefix,
@@ -138,9 +138,7 @@ async function installHooks(
     0o644,
   );
   // core.hooksPath may move hooks; ask git where they are.
-  const hooksDir = await git(['rev-parse', '--path-format=absolute', '--git-path', 'hooks'], {
-    cwd,
-  });
+  const hooksDir = await gitPath(cwd, 'hooks');
   for (const hook of HOOKS) {
     const file = join(hooksDir, hook);
     const existing = await fsp.readFile(file, 'utf8').catch(() => null);

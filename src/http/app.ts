@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Caller, ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
-import { ERROR_CODES, ZzError } from '../errors.js';
+import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import { runTool, type Registry, type ToolDef, type ToolServices } from '../tools/index.js';
 import { decodePositions, openEventStream } from './event-stream.js';
 import { hostMatcher, originAllowed } from './host-check.js';
@@ -11,20 +11,33 @@ import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
 // a socket and server.ts only adapts node:http. Every tool call goes through runTool() with
 // local: false, so the scope rules and local-only refusals are the registry's, not ours.
 
-export type McpHandler = (
+// The hooks through which the daemon mounts other front ends on this app without http/ knowing
+// them: MCP on a repository's /mcp route (authenticated here), the dashboard on every path
+// outside /api and /healthz.
+
+/** Serves a repository's route the app does not own; the app has resolved repo and caller. */
+export type RepoHandler = (
   req: Request,
   ctx: { repo: ZzRepo; caller: Caller | null },
 ) => Promise<Response>;
+/** @deprecated the MCP mount is a RepoHandler. */
+export type McpHandler = RepoHandler;
+/** Serves paths outside /api and /healthz (the dashboard); null means "not mine" (404). */
+export type PageHandler = (req: Request) => Promise<Response | null>;
+/** The token store of a served repository: a token is honoured only by the repo that minted it. */
+export type TokensFor = (repo: ZzRepo) => TokenStore;
 
 export interface AppOptions {
   repos: ReadonlyMap<string, ZzRepo>;
-  tokens: TokenStore;
+  /** Each repo's own token store (a single store serves every repo: tests and one-repo apps). */
+  tokens: TokensFor | TokenStore;
   registry: Registry;
   /** The bound host:port; requests naming another Host are refused. */
   host: string;
   log?: (line: string) => void;
   maxBodyBytes?: number;
-  mcpHandler?: McpHandler;
+  mcpHandler?: RepoHandler;
+  pageHandler?: PageHandler;
   /** Extra services for tools (e.g. search); `repos` is always filled in. */
   services?: ToolServices;
   heartbeatMs?: number;
@@ -86,7 +99,9 @@ function describeTool(t: ToolDef) {
 }
 
 export function createApp(opts: AppOptions): App {
-  const { repos, tokens, registry } = opts;
+  const { repos, registry } = opts;
+  const given = opts.tokens;
+  const tokensOf: TokensFor = typeof given === 'function' ? given : () => given;
   const log = opts.log ?? (() => {});
   const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const hostOk = hostMatcher(opts.host);
@@ -114,7 +129,7 @@ export function createApp(opts: AppOptions): App {
   };
 
   /** The caller named by the Authorization header; null when there is none. */
-  const authenticate = async (req: Request, trace: Trace): Promise<Caller | null> => {
+  const authenticate = async (req: Request, repo: ZzRepo, trace: Trace): Promise<Caller | null> => {
     const header = req.headers.get('authorization');
     if (header === null) return null;
     const m = BEARER.exec(header);
@@ -123,7 +138,7 @@ export function createApp(opts: AppOptions): App {
         'unauthorized',
         'malformed Authorization header; expected "Bearer <token>"',
       );
-    const found = await tokens.verify(m[1]!);
+    const found = await tokensOf(repo).verify(m[1]!);
     if (!found)
       throw new ZzError('unauthorized', 'unknown or revoked token (run `zz login` for a new one)');
     trace.actor = found.actor;
@@ -148,7 +163,7 @@ export function createApp(opts: AppOptions): App {
     if (!TOOL_NAME.test(name)) throw new ZzError('not_found', 'unknown tool');
     const tool = registry.require(name);
     trace.tool = name;
-    const caller = await authenticate(req, trace);
+    const caller = await authenticate(req, repo, trace);
     // Refuse before reading a body nobody may send (runTool checks again, with the config).
     if (!caller && !tool.publicRead && !tool.local) {
       throw new ZzError('unauthorized', `${tool.name} needs a bearer token (run \`zz login\`)`);
@@ -185,7 +200,7 @@ export function createApp(opts: AppOptions): App {
   }
 
   async function events(req: Request, url: URL, repo: ZzRepo, trace: Trace): Promise<Response> {
-    const caller = await authenticate(req, trace);
+    const caller = await authenticate(req, repo, trace);
     if (!caller)
       throw new ZzError('unauthorized', 'the event stream needs a bearer token (run `zz login`)');
     const cursor = req.headers.get('last-event-id') ?? url.searchParams.get('cursor');
@@ -254,14 +269,26 @@ export function createApp(opts: AppOptions): App {
         const repo = requireRepo(owner!, name!);
         trace.repo = repo.key;
         trace.tool = 'mcp';
-        const caller = await authenticate(req, trace);
+        const caller = await authenticate(req, repo, trace);
         return opts.mcpHandler(req, { repo, caller });
       }
+    }
+    if (parts[0] !== 'api' && opts.pageHandler) {
+      const page = await opts.pageHandler(req);
+      if (page) return page;
     }
     throw new ZzError('not_found', `no route for ${method} ${url.pathname.slice(0, 200)}`);
   }
 
-  function errorResponse(e: unknown, trace: Trace): Response {
+  function errorResponse(thrown: unknown, trace: Trace): Response {
+    // A full disk or a read-only repository is named (507/503 with the path), not a 500.
+    const where = trace.repo ? repos.get(trace.repo)?.git?.gitdir : undefined;
+    const e = knownError(thrown, where) ?? thrown;
+    if (e instanceof ZzError && (e.code === 'read_only' || e.code === 'insufficient_storage')) {
+      log(
+        `${new Date().toISOString()} ${e.code} ${trace.repo ?? '-'} ${trace.tool ?? '-'}: ${e.message}`,
+      );
+    }
     if (e instanceof ZzError) {
       const status = ERROR_CODES[e.code].status;
       if (status === 500) {

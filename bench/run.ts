@@ -15,6 +15,7 @@ const suites: Array<[string, string, string]> = [
   ['extract', './extract.ts', 'benchExtract'],
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
   ['search', './search.ts', 'benchSearch'],
+  ['quality', './quality.ts', 'benchQuality'],
   ['mcp', './mcp.ts', 'benchMcp'],
 ];
 

@@ -309,13 +309,16 @@ function shallow(schema: JsonSchema): JsonSchema {
   return out;
 }
 
+// Nullable and union fields are written as `anyOf` of single types, never `"type": [a, b]`:
+// some clients (and the strictest schema checkers they use) refuse type arrays.
 function typeOnly(s: JsonSchema): JsonSchema {
   if (Array.isArray(s.anyOf)) {
     const types = (s.anyOf as JsonSchema[])
       .map((x) => x.type)
       .filter((t): t is string => typeof t === 'string');
-    return types.length === s.anyOf.length ? { type: types } : {};
+    return types.length === s.anyOf.length ? { anyOf: types.map((type) => ({ type })) } : {};
   }
+  if (Array.isArray(s.type)) return { anyOf: (s.type as string[]).map((type) => ({ type })) };
   if (s.type === 'array')
     return s.items ? { type: 'array', items: typeOnly(s.items as JsonSchema) } : { type: 'array' };
   if (s.type === undefined) return {};

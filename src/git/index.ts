@@ -12,3 +12,4 @@ export * from './ref-store.js';
 export * from './repository.js';
 export * from './remotes.js';
 export * from './zz-transport.js';
+export * from './ssh-signature.js';

@@ -176,6 +176,10 @@ function nextStep(err: ZzError): string | null {
       return 'Send less per call: split the change into smaller calls, or page with limit/cursor.';
     case 'unavailable':
       return 'Retry in a little while.';
+    case 'read_only':
+      return 'The repository cannot be written on this machine (read-only or no permission); reads still work. Tell the user: retrying will not help until it is writable.';
+    case 'insufficient_storage':
+      return 'The disk holding the repository is full. Tell the user to free space, then retry with the same idempotency_key; nothing of the refused call was kept.';
     default:
       return null;
   }

@@ -139,6 +139,11 @@ export type RepoStateResult = {
   corrupt: CorruptEntity[];
 };
 
+/** Whether anonymous callers may read (visibility public); an uninitialised repo is private. */
+export async function isPublicRepo(repo: ZzRepo): Promise<boolean> {
+  return (await repo.config.read()).state.config?.visibility === 'public';
+}
+
 export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<RepoStateResult> {
   const snap = await repo.config.read();
   const config = snap.state.config;

@@ -33,6 +33,7 @@ type Lane = Map<string, string>;
 const laneCodec: EntityCodec<Lane> = {
   empty: () => new Map(),
   clone: (s) => new Map(s),
+  parse: (op) => ({ ok: true, op }),
   apply(draft, op: OpRecord) {
     const path = String(op.args.path);
     draft.set(path, String(op.args.value));

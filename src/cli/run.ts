@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
-import { ZzError, isZzError } from '../errors.js';
+import { ZzError, knownError } from '../errors.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 import { addToolCommands, callTool, readArgs } from './tool-commands.js';
@@ -106,7 +106,8 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
     return 0;
   } catch (e) {
     if (helpShown) return 0;
-    const err = isZzError(e) ? e : null;
+    // A full disk or a read-only repository is one line too, not a stack (knownError names it).
+    const err = knownError(e);
     if (err) {
       io.stderr(`zz: ${neutralize(err.message)}\n`);
       return err.exitCode;

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import { assertTreePath } from '../git/index.js';
 import type { AskDoc } from '../schema/lane.js';
 import type { OpSpec } from '../store/index.js';
 import {
@@ -11,6 +10,7 @@ import {
   scopeDenied,
   type Caller,
 } from './access.js';
+import { changesetChanges } from './changesets-policy.js';
 import { kindRule } from './kinds.js';
 import type { LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
@@ -365,18 +365,8 @@ export async function askAnswer(
     (await repo.lane(args.lane_id).priorOp(caller.actor, args.idempotency_key)) !== undefined;
   if (args.changeset && !retry) {
     check((await readLane(repo, args.lane_id)).state, repo.clock());
-    const changes = new Map<string, Buffer | null>();
-    for (const f of args.changeset.files) {
-      assertTreePath(f.path, 'changeset.files.path');
-      if (changes.has(f.path))
-        throw new ZzError('invalid_argument', `changeset.files: ${f.path} appears twice`);
-      changes.set(
-        f.path,
-        f.content === null
-          ? null
-          : Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8'),
-      );
-    }
+    // The one path policy, against the base, before anything is written (hardening 11.8).
+    const changes = await changesetChanges(repo, args.changeset.base, args.changeset.files);
     changesetId = newChangesetId();
     changesetCommit = await repo.store.writeCodeCommit({
       base: args.changeset.base,

@@ -10,8 +10,27 @@ export interface ConfigState {
 
 export const CONFIG_FILE = 'config.json';
 
+/**
+ * Owner-level ops re-checked against the roles as they stood at that point of the log (the
+ * guarded apply of DESIGN §7): whatever arrives by merge, a second `repo_init` changes nothing
+ * and only an owner of the moment grants, revokes or changes visibility. The daemon refuses the
+ * same up front, so its own ops always pass.
+ */
+export function configOpAllowed(s: ConfigState, op: OpRecord): boolean {
+  switch (op.op) {
+    case 'repo_init':
+      return s.config === null;
+    case 'role_grant':
+    case 'repo_set_visibility':
+      return s.config !== null && s.config.owners.includes(op.actor);
+    default:
+      return true;
+  }
+}
+
 export function applyConfigOp(s: ConfigState, op: OpRecord): string[] {
   const a = op.args;
+  if (!configOpAllowed(s, op)) return [];
   switch (op.op) {
     case 'repo_init':
       s.config = {

@@ -182,7 +182,7 @@ export class ObjectWriter {
     for (let attempt = 0; !fh; attempt++) {
       try {
         if (!this.knownDirs.has(dir)) {
-          await fsp.mkdir(dir, { recursive: true });
+          await fsp.mkdir(dir).catch(ignoreExists);
           this.knownDirs.add(dir);
         }
         fh = await fsp.open(tmp, 'wx', 0o444);
@@ -228,7 +228,11 @@ export class ObjectWriter {
     for (let attempt = 0; fd === undefined; attempt++) {
       try {
         if (!this.knownDirs.has(dir)) {
-          mkdirSync(dir, { recursive: true });
+          try {
+            mkdirSync(dir);
+          } catch (e) {
+            ignoreExists(e);
+          }
           this.knownDirs.add(dir);
         }
         fd = openSync(tmp, 'wx', 0o444);
@@ -277,3 +281,10 @@ function exists(file: string): Promise<boolean> {
 }
 
 export const EMPTY_TREE_OID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+
+// Fan-out directories are made one level deep, never `recursive`: objects/ exists in any
+// repository, and Node's recursive mkdir reports a read-only file system as ENOENT, which
+// would hide the fault (a 503 read_only) behind retries and a bug-like error.
+function ignoreExists(e: unknown): void {
+  if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+}

@@ -305,3 +305,13 @@ export function parsePushPorcelain(stdout: string, stderr: string, code: number)
           : 'atomic_failed';
   return { kind: 'race', reason, refs, message: text };
 }
+
+/** The remote zz pushes to: `git config zz.remote`, else `origin`. */
+export async function authoritativeRemote(gitdir: string): Promise<string> {
+  const r = await runGit(['--git-dir', gitdir, 'config', '--get', 'zz.remote'], {
+    cwd: gitdir,
+    okCodes: [1],
+  });
+  const name = r.stdout.toString('utf8').trim();
+  return name ? assertRemoteName(name) : 'origin';
+}

@@ -3,10 +3,10 @@ import {
   assertTreePath,
   EMPTY_TREE_OID,
   hashObject,
-  parseCommit,
-  parseTree,
+  commitMessages,
+  readCommit,
+  readTree,
   RefCasError,
-  runGit,
   serializeCommit,
   serializeTree,
   type CommitData,
@@ -15,7 +15,13 @@ import {
   type TreeEntry,
 } from '../git/index.js';
 import { formatOpMessage, parseOpMessage } from './op-message.js';
-import type { CodeCommitRequest, CommitRecord, CommitRequest, Store } from './store.js';
+import type {
+  CodeCommitRequest,
+  CommitRecord,
+  CommitRequest,
+  FileChanges,
+  Store,
+} from './store.js';
 
 // Entities on real refs. Objects are all written (atomically, by ObjectWriter) before the ref
 // moves by CAS (RefStore), so a crash at any point leaves either the old state or the new one,
@@ -42,10 +48,9 @@ export class GitStore implements Store {
   private async treeOf(revision: string): Promise<string> {
     const cached = this.commitTrees.get(revision);
     if (cached) return cached;
-    const obj = await this.repo.catFile.read(revision);
-    if (!obj || obj.type !== 'commit')
-      throw new ZzError('not_found', `revision ${revision} not found`);
-    const tree = parseCommit(obj.data).tree;
+    const c = await readCommit(this.repo.catFile, revision);
+    if (!c) throw new ZzError('not_found', `revision ${revision} not found`);
+    const tree = c.tree;
     this.remember(this.commitTrees, revision, tree);
     return tree;
   }
@@ -53,9 +58,8 @@ export class GitStore implements Store {
   private async readTree(oid: string): Promise<TreeEntry[]> {
     const cached = this.trees.get(oid);
     if (cached) return cached;
-    const obj = await this.repo.catFile.read(oid);
-    if (!obj || obj.type !== 'tree') throw new ZzError('git_failed', `tree ${oid} is missing`);
-    const entries = parseTree(obj.data);
+    const entries = await readTree(this.repo.catFile, oid);
+    if (!entries) throw new ZzError('git_failed', `tree ${oid} is missing`);
     this.remember(this.trees, oid, entries);
     return entries;
   }
@@ -123,31 +127,11 @@ export class GitStore implements Store {
       const tail = await this.shortTail(head, since);
       if (tail) return tail;
     }
-    const args = [
-      '--git-dir',
-      this.repo.gitdir,
-      'log',
-      '--format=%H%x00%P%x00%B%x1e',
-      '--reverse',
-      '--topo-order',
-      head,
-    ];
-    if (since) args.push('^' + since);
-    args.push('--');
-    const r = await runGit(args, { cwd: this.repo.gitdir });
-    const out: CommitRecord[] = [];
-    for (const rec of r.stdout.toString('utf8').split('\x1e')) {
-      const body = rec.replace(/^\n/, '');
-      if (!body) continue;
-      const [revision, parents, message] = body.split('\0');
-      if (!revision) continue;
-      out.push({
-        revision,
-        parents: parents ? parents.split(' ').filter(Boolean) : [],
-        ops: parseOpMessage(message ?? ''),
-      });
-    }
-    return out;
+    return (await commitMessages(this.repo.gitdir, head, since ?? null)).map((c) => ({
+      revision: c.oid,
+      parents: c.parents,
+      ops: parseOpMessage(c.message),
+    }));
   }
 
   // The usual refresh: a few single-parent commits on top of the revision we hold. Reading them
@@ -159,9 +143,8 @@ export class GitStore implements Store {
     const out: CommitRecord[] = [];
     let cur = head;
     for (let i = 0; i < SHORT_TAIL_MAX; i++) {
-      const obj = await this.repo.catFile.read(cur);
-      if (!obj || obj.type !== 'commit') return null;
-      const c = parseCommit(obj.data);
+      const c = await readCommit(this.repo.catFile, cur);
+      if (!c) return null;
       if (c.parents.length !== 1) return null;
       this.remember(this.commitTrees, cur, c.tree);
       out.push({ revision: cur, parents: c.parents, ops: parseOpMessage(c.message) });
@@ -175,7 +158,23 @@ export class GitStore implements Store {
     // Cheap early refusal; the lockfile CAS below is what actually guarantees it.
     const current = await this.head(ref);
     if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
-    const baseTree = req.parent ? await this.treeOf(req.parent) : null;
+    const oid = await this.writeCommit({
+      parents: req.parent ? [req.parent] : [],
+      changes: req.changes,
+      author: req.ops[0]?.actor ?? 'zz',
+      message: formatOpMessage(req.summary, req.ops),
+    });
+    await this.repo.refs.cas(ref, req.parent, oid);
+    return oid;
+  }
+
+  /**
+   * Writes (objects only, no ref) an entity commit whose tree is the first parent's with
+   * `changes` applied. Sync uses it for merge commits (two parents) and moves refs itself.
+   */
+  async writeCommit(req: EntityCommitRequest): Promise<string> {
+    const base = req.parents[0];
+    const baseTree = base ? await this.treeOf(base) : null;
     // Every path is checked before the first object is written: `..`, `.git` or an empty
     // component would make a tree that git's fsck rejects (and `.git` one unsafe to check out).
     const changes: Array<[string[], string | null]> = [...req.changes].map(([p, c]) => [
@@ -187,31 +186,30 @@ export class GitStore implements Store {
     const writes = new ObjectBatch();
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
     if (tree === EMPTY_TREE_OID) writes.add(this.repo.objects.tree([]));
-    const now = Math.floor(Date.now() / 1000);
-    const author = actorSignature(req.ops[0]?.actor ?? 'zz', now);
+    const now = req.time ?? Math.floor(Date.now() / 1000);
+    const author = actorSignature(req.author, now);
     const committer: Signature = { name: 'zz', email: 'zz@localhost', time: now };
     const commit: CommitData = {
       tree,
-      parents: req.parent ? [req.parent] : [],
+      parents: req.parents,
       author,
       committer,
-      message: formatOpMessage(req.summary, req.ops),
+      message: req.message,
     };
     const oid = hashObject('commit', serializeCommit(commit)).oid;
     writes.add(this.repo.objects.commit(commit));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     this.remember(this.commitTrees, oid, tree);
-    await this.repo.refs.cas(ref, req.parent, oid);
     return oid;
   }
 
   async writeCodeCommit(req: CodeCommitRequest): Promise<string> {
-    const base = await this.repo.catFile.read(req.base);
-    if (!base || base.type !== 'commit') {
+    const base = await readCommit(this.repo.catFile, req.base);
+    if (!base) {
       throw new ZzError('invalid_argument', `base ${req.base} is not a commit in this repository`);
     }
-    const baseTree = parseCommit(base.data).tree;
+    const baseTree = base.tree;
     const changes: Array<[string[], Buffer | string | null]> = [...req.changes].map(([p, c]) => [
       assertTreePath(p).split('/'),
       c,
@@ -307,6 +305,16 @@ class ObjectBatch {
   async done(): Promise<void> {
     await Promise.all(this.pending);
   }
+}
+
+export interface EntityCommitRequest {
+  parents: string[];
+  changes: FileChanges;
+  /** Whose op this is (the author line); the committer is always zz. */
+  author: string;
+  message: string;
+  /** Unix seconds for author and committer; now when absent. */
+  time?: number;
 }
 
 export function actorSignature(actor: string, time: number): Signature {

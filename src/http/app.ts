@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Caller, ZzRepo } from '../core/index.js';
+import { isPublicRepo, type Caller, type ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import { runTool, type Registry, type ToolDef, type ToolServices } from '../tools/index.js';
@@ -270,6 +270,14 @@ export function createApp(opts: AppOptions): App {
         trace.repo = repo.key;
         trace.tool = 'mcp';
         const caller = await authenticate(req, repo, trace);
+        // Without a token a private repository offers nothing, not even tools/list: a 401
+        // with WWW-Authenticate makes MCP clients ask for a token rather than show no tools.
+        if (!caller && !(await isPublicRepo(repo))) {
+          throw new ZzError(
+            'unauthorized',
+            'MCP on this repository needs a bearer token (run `zz login` or `zz agent create`)',
+          );
+        }
         return opts.mcpHandler(req, { repo, caller });
       }
     }

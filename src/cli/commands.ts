@@ -80,8 +80,10 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
         .option('repo', { type: 'array', string: true, describe: 'Serve more checkouts' }),
     async (a) => {
       const { startDaemon } = await import('../http/daemon.js');
+      const { createDashboard } = await import('../web/index.js');
       const d = await startDaemon({
         cwd: io.cwd,
+        web: createDashboard,
         port: a.port as number,
         host: a.host as string,
         repos: ((a.repo as string[] | undefined) ?? []).map(String),

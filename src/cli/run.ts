@@ -15,6 +15,7 @@ import {
   mcpCommand,
   ladderBuildCommand,
 } from './commands.js';
+import { dashboardCommand } from './dashboard-command.js';
 
 // The command table and the error boundary: every failure becomes one line on stderr and an
 // exit code from the error table; nothing else in the CLI decides exit codes.
@@ -129,6 +130,7 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
   y = agentCommand(y, io);
   y = hookCommand(y, io);
   y = mcpCommand(y, io);
+  y = dashboardCommand(y, io);
   y = y.command(
     'call <tool>',
     'Call any tool with JSON arguments and print the JSON result',

@@ -14,4 +14,5 @@ export * from './views.js';
 export * from './zz-repo.js';
 export * from './setup.js';
 export * from './token-store.js';
+export * from './token-admin.js';
 export * from './identity.js';

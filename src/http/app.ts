@@ -16,6 +16,14 @@ export type McpHandler = (
   ctx: { repo: ZzRepo; caller: Caller | null },
 ) => Promise<Response>;
 
+/** The dashboard (src/web), mounted by the composition root; http never imports it. */
+export interface WebFrontEnd {
+  /** Answers the dashboard's own routes (/, /assets/*, /auth/*); null for any other path. */
+  handle(req: Request): Promise<Response | null>;
+  /** The actor of a request carrying a dashboard session cookie for this repo; null without one. */
+  sessionCaller(req: Request, repo: string): Promise<Caller | null>;
+}
+
 export interface AppOptions {
   repos: ReadonlyMap<string, ZzRepo>;
   tokens: TokenStore;
@@ -28,6 +36,7 @@ export interface AppOptions {
   /** Extra services for tools (e.g. search); `repos` is always filled in. */
   services?: ToolServices;
   heartbeatMs?: number;
+  web?: WebFrontEnd;
 }
 
 export interface App {
@@ -113,10 +122,14 @@ export function createApp(opts: AppOptions): App {
     return repo;
   };
 
-  /** The caller named by the Authorization header; null when there is none. */
-  const authenticate = async (req: Request, trace: Trace): Promise<Caller | null> => {
+  /** The caller named by the Authorization header (or a dashboard cookie); null when neither. */
+  const authenticate = async (req: Request, trace: Trace, repo: ZzRepo): Promise<Caller | null> => {
     const header = req.headers.get('authorization');
-    if (header === null) return null;
+    if (header === null) {
+      const caller = (await opts.web?.sessionCaller(req, repo.key)) ?? null;
+      if (caller) trace.actor = caller.actor;
+      return caller;
+    }
     const m = BEARER.exec(header);
     if (!m)
       throw new ZzError(
@@ -148,7 +161,7 @@ export function createApp(opts: AppOptions): App {
     if (!TOOL_NAME.test(name)) throw new ZzError('not_found', 'unknown tool');
     const tool = registry.require(name);
     trace.tool = name;
-    const caller = await authenticate(req, trace);
+    const caller = await authenticate(req, trace, repo);
     // Refuse before reading a body nobody may send (runTool checks again, with the config).
     if (!caller && !tool.publicRead && !tool.local) {
       throw new ZzError('unauthorized', `${tool.name} needs a bearer token (run \`zz login\`)`);
@@ -185,7 +198,7 @@ export function createApp(opts: AppOptions): App {
   }
 
   async function events(req: Request, url: URL, repo: ZzRepo, trace: Trace): Promise<Response> {
-    const caller = await authenticate(req, trace);
+    const caller = await authenticate(req, trace, repo);
     if (!caller)
       throw new ZzError('unauthorized', 'the event stream needs a bearer token (run `zz login`)');
     const cursor = req.headers.get('last-event-id') ?? url.searchParams.get('cursor');
@@ -254,9 +267,13 @@ export function createApp(opts: AppOptions): App {
         const repo = requireRepo(owner!, name!);
         trace.repo = repo.key;
         trace.tool = 'mcp';
-        const caller = await authenticate(req, trace);
+        const caller = await authenticate(req, trace, repo);
         return opts.mcpHandler(req, { repo, caller });
       }
+    }
+    if (opts.web && parts[0] !== 'api') {
+      const page = await opts.web.handle(req);
+      if (page) return page;
     }
     throw new ZzError('not_found', `no route for ${method} ${url.pathname.slice(0, 200)}`);
   }

@@ -6,7 +6,7 @@ import { ZzRepo } from '../core/index.js';
 import { isAlive, TokenStore } from '../core/token-store.js';
 import { ZzError } from '../errors.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
-import { createApp, type McpHandler } from './app.js';
+import { createApp, type McpHandler, type WebFrontEnd } from './app.js';
 import { DEFAULT_HOST, DEFAULT_PORT, listen } from './server.js';
 
 // `zz serve`: one daemon per checkout, found by others through <gitdir>/zz/daemon.json. The
@@ -30,6 +30,15 @@ export interface DaemonOptions {
   heartbeatMs?: number;
   /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
   cacheDir?: string;
+  /** Mounts the dashboard (src/web's createDashboard, passed in by the caller: http cannot import web). */
+  web?: (deps: WebDeps) => WebFrontEnd;
+}
+
+export interface WebDeps {
+  host: string;
+  verifyToken(token: string, repo: string): Promise<{ actor: string } | null>;
+  hasRepo(repo: string): boolean;
+  stateDir: string;
 }
 
 export interface Daemon {
@@ -222,7 +231,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // Persisted shards load in milliseconds; a large Ladder indexed from scratch finishes in
     // the background rather than holding up the listener.
     await Promise.race([ladder.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
-    const services: ToolServices = { ...opts.services, search: ladder.search, repos };
+    const services: ToolServices = {
+      ...opts.services,
+      search: ladder.search,
+      repos,
+      // One store serves every repo until tokens are kept per repository.
+      tokensFor: (key) => (repos.has(key) ? tokens : undefined),
+    };
     let mcpHandler = opts.mcpHandler ?? undefined;
     if (opts.mcpHandler === undefined) {
       // Loaded on the first MCP request: the SDK is large and most daemons never serve MCP.
@@ -247,6 +262,16 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const server = await listen(
       (authority) =>
         createApp({
+          ...(opts.web
+            ? {
+                web: opts.web({
+                  host: authority,
+                  verifyToken: (token) => tokens.verify(token),
+                  hasRepo: (key) => repos.has(key),
+                  stateDir: join(gitdir, 'zz'),
+                }),
+              }
+            : {}),
           repos,
           tokens,
           registry,

@@ -7,6 +7,7 @@ export {
   type App,
   type AppOptions,
   type McpHandler,
+  type WebFrontEnd,
 } from './app.js';
 export {
   defaultReposFile,
@@ -15,6 +16,7 @@ export {
   type Daemon,
   type DaemonInfo,
   type DaemonOptions,
+  type WebDeps,
 } from './daemon.js';
 export {
   DEFAULT_HOST,

@@ -18,6 +18,8 @@ export interface WebDaemon {
   daemon: Daemon;
   key: string;
   url: string;
+  /** Every line the daemon logged. */
+  logs: string[];
   /** A bearer token for actor (minted in the daemon's token store). */
   token(actor: string, name?: string): Promise<string>;
   /** Calls a tool over HTTP as the token's actor, like any other client. */
@@ -32,11 +34,12 @@ export interface WebDaemon {
 }
 
 export async function startWebDaemon(
-  opts: { dir?: string; port?: number } = {},
+  opts: { dir?: string; port?: number; repos?: string[] } = {},
 ): Promise<WebDaemon> {
   const made = opts.dir ? null : makeRepo('zz-web-');
   const dir = opts.dir ?? made!.dir;
   const cache = mkdtempSync(join(tmpdir(), 'zz-web-cache-'));
+  const logs: string[] = [];
   const daemon = await startDaemon({
     cwd: dir,
     port: opts.port ?? 0,
@@ -44,8 +47,10 @@ export async function startWebDaemon(
     cacheDir: cache,
     mcpHandler: null,
     web: createDashboard,
+    repos: opts.repos ?? [],
+    log: (line) => logs.push(line),
   });
-  const key = [...daemon.repos.keys()][0]!;
+  const key = [...daemon.repos.keys()][0]!; // the checkout it started in comes first
   const repo = daemon.repos.get(key)!;
   await initRepo(repo, { owner: OWNER, default_branch: 'main' });
   const call = async (token: string, tool: string, args: Record<string, unknown>) => {
@@ -63,6 +68,7 @@ export async function startWebDaemon(
     daemon,
     key,
     url: daemon.url,
+    logs,
     token: async (actor, name = 'login') => (await daemon.tokens.create(actor, name)).token,
     call,
     async loginUrl(token) {

@@ -149,7 +149,9 @@ describe('dashboard login', () => {
     expect((await call(w.key)).status).toBe(200);
     const res = await call(otherKey);
     expect(res.status).toBe(403);
-    expect((await res.json()).error).toMatch(/this dashboard session is for /);
+    expect(((await res.json()) as { error: string }).error).toMatch(
+      /this dashboard session is for /,
+    );
   });
 
   it('the page carries a CSP and never mentions a token; assets are served from the daemon', async () => {

@@ -22,6 +22,7 @@ async function daemon(): Promise<WebDaemon> {
   return w;
 }
 
+const errorOf = async (r: Response) => ((await r.json()) as { error: string }).error;
 const codeOf = (url: string) => new URL(url).hash.replace('#code=', '');
 
 async function signIn(w: WebDaemon, token: string): Promise<string> {
@@ -60,7 +61,7 @@ describe('dashboard login', () => {
     expect(cookie).not.toContain(token);
     const again = await redeem();
     expect(again.status).toBe(401);
-    expect((await again.json()).error).toMatch(/unknown, used or expired/);
+    expect(await errorOf(again)).toMatch(/unknown, used or expired/);
   });
 
   it('the cookie acts as the actor through the same tools and scopes', async () => {
@@ -82,7 +83,7 @@ describe('dashboard login', () => {
     expect(state.result).toMatchObject({ actor: member, roles: { owner: false } });
     const refused = await tool('role_grant', { grantee: member, role: 'owner' });
     expect(refused.status).toBe(403);
-    expect((await refused.json()).error).toBe('only an owner may grant or revoke ownership');
+    expect(await errorOf(refused)).toBe('only an owner may grant or revoke ownership');
     // Without a same-origin mark (Sec-Fetch-Site or Origin) the cookie is not honoured.
     const bare = await fetch(`${w.url}/api/repos/${w.key}/tools/repo_state`, {
       method: 'POST',
@@ -93,7 +94,7 @@ describe('dashboard login', () => {
     // Another origin is refused outright, cookie or not.
     const foreign = await tool('repo_state', {}, { origin: 'http://evil.example' });
     expect(foreign.status).toBe(403);
-    expect((await foreign.json()).error).toBe('cross-origin requests are not accepted');
+    expect(await errorOf(foreign)).toBe('cross-origin requests are not accepted');
     const otherPort = await tool(
       'repo_state',
       {},
@@ -149,9 +150,7 @@ describe('dashboard login', () => {
     expect((await call(w.key)).status).toBe(200);
     const res = await call(otherKey);
     expect(res.status).toBe(403);
-    expect(((await res.json()) as { error: string }).error).toMatch(
-      /this dashboard session is for /,
-    );
+    expect(await errorOf(res)).toMatch(/this dashboard session is for /);
   });
 
   it('the page carries a CSP and never mentions a token; assets are served from the daemon', async () => {

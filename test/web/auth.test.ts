@@ -79,7 +79,7 @@ describe('dashboard login', () => {
         },
         body: JSON.stringify(args),
       });
-    const state = await (await tool('repo_state', {})).json();
+    const state = (await (await tool('repo_state', {})).json()) as { result: unknown };
     expect(state.result).toMatchObject({ actor: member, roles: { owner: false } });
     const refused = await tool('role_grant', { grantee: member, role: 'owner' });
     expect(refused.status).toBe(403);

@@ -30,7 +30,8 @@ export interface WebDaemon {
   ): Promise<Record<string, unknown>>;
   /** A one-time login URL, as `zz dashboard` prints it. */
   loginUrl(token: string): Promise<string>;
-  close(): Promise<void>;
+  /** Stops the daemon; keepRepo leaves the repository for a restart. */
+  close(opts?: { keepRepo?: boolean }): Promise<void>;
 }
 
 export async function startWebDaemon(
@@ -81,10 +82,10 @@ export async function startWebDaemon(
       if (!res.ok) throw new Error(`auth/code: ${res.status} ${JSON.stringify(body)}`);
       return daemon.url + body.path;
     },
-    async close() {
+    async close({ keepRepo = false } = {}) {
       await daemon.close();
       rmSync(cache, { recursive: true, force: true });
-      made?.cleanup();
+      if (!keepRepo) made?.cleanup();
     },
   };
 }

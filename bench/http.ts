@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { initRepo } from '../src/core/index.js';
-import { startDaemon } from '../src/http/index.js';
+import { startDaemon } from '../src/daemon/index.js';
 import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
 import { makeRepo } from '../test/helpers/temp-repo.js';
 

@@ -27,7 +27,7 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
   const found = await locateRepository(opts.cwd);
   const repoKey = found.key;
   if (!opts.inProcess) {
-    const { readDaemonInfo } = await import('../http/daemon.js');
+    const { readDaemonInfo } = await import('../daemon/daemon-file.js');
     const info = await readDaemonInfo(found.gitdir);
     if (info) {
       const server = normalizeServer(info.url);

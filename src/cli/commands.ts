@@ -6,18 +6,15 @@ import { normalizeServer, readCredentials, writeCredentials } from './credential
 import type { CliIO } from './io.js';
 import { credentialsFile, DEFAULT_SERVER } from './paths.js';
 import { print } from './format.js';
+import { neutralize } from './terminal.js';
 
 // The commands that are not tools: setup, the daemon, identities, hooks, MCP.
 
 const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
-function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-function zzCommandLine(): string {
-  const main = fileURLToPath(new URL('./main.js', import.meta.url));
-  return `${shellQuote(process.execPath)} ${shellQuote(main)}`;
+/** The zz running now, for the hooks to run: this node and this build's main.js. */
+function installedZz(): { node: string; main: string } {
+  return { node: process.execPath, main: fileURLToPath(new URL('./main.js', import.meta.url)) };
 }
 
 export function initCommand(y: Argv, io: CliIO): Argv {
@@ -40,7 +37,7 @@ export function initCommand(y: Argv, io: CliIO): Argv {
         const report = await zzInit(repo, {
           owner,
           visibility: a.public ? 'public' : 'private',
-          zzCommand: zzCommandLine(),
+          hookCommand: installedZz(),
           noFetch: !!a['no-fetch'] || a.fetch === false,
         });
         if (a.json) return print(io, report, true);
@@ -79,11 +76,9 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
         })
         .option('repo', { type: 'array', string: true, describe: 'Serve more checkouts' }),
     async (a) => {
-      const { startDaemon } = await import('../http/daemon.js');
-      const { createDashboard } = await import('../web/index.js');
+      const { startDaemon } = await import('../daemon/index.js');
       const d = await startDaemon({
         cwd: io.cwd,
-        web: createDashboard,
         port: a.port as number,
         host: a.host as string,
         repos: ((a.repo as string[] | undefined) ?? []).map(String),
@@ -105,7 +100,7 @@ async function tokenStoreFor(io: CliIO) {
 
 async function serverFor(io: CliIO, gitdir: string, explicit?: string): Promise<string> {
   if (explicit) return normalizeServer(explicit);
-  const { readDaemonInfo } = await import('../http/daemon.js');
+  const { readDaemonInfo } = await import('../daemon/daemon-file.js');
   const info = await readDaemonInfo(gitdir);
   return normalizeServer(info?.url ?? DEFAULT_SERVER);
 }
@@ -197,11 +192,23 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
 
 export function hookCommand(y: Argv, io: CliIO): Argv {
   return y.command(
-    'hook <name>',
+    'hook <name> [args..]',
     false as unknown as string,
-    (c: Argv) => c.positional('name', { type: 'string', choices: ['post-merge'] }),
-    async () => {
-      // A hook must never make `git pull` look failed: report, and exit 0.
+    // git decides what a hook is passed (post-merge: the squash flag; post-rewrite: "rebase"
+    // or "amend"); accept all of it. A hook must never make `git pull` look failed: this
+    // command reports on stderr and exits 0 whatever happens.
+    (c: Argv) =>
+      c
+        .positional('name', { type: 'string' })
+        .positional('args', { type: 'string', array: true })
+        .strict(false),
+    async (a) => {
+      const name = String(a.name);
+      if (name === 'post-rewrite' && (a.args as string[] | undefined)?.[0] !== 'rebase') return;
+      if (name !== 'post-merge' && name !== 'post-rewrite') {
+        io.stderr(`zz hook: ${neutralize(name)} is not a zz hook; nothing to do\n`);
+        return;
+      }
       try {
         const { ZzRepo, fastForwardFromRemotes } = await import('../core/index.js');
         const repo = await ZzRepo.open(io.cwd);
@@ -217,7 +224,7 @@ export function hookCommand(y: Argv, io: CliIO): Argv {
           repo.close();
         }
       } catch (e) {
-        io.stderr(`zz hook: ${(e as Error).message}\n`);
+        io.stderr(`zz hook: ${neutralize((e as Error).message)}\n`);
       }
     },
   );

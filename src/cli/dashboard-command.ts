@@ -57,7 +57,7 @@ export function dashboardCommand(y: Argv, io: CliIO): Argv {
         }),
     async (a) => {
       const found = await locateRepository(io.cwd);
-      const { readDaemonInfo } = await import('../http/daemon.js');
+      const { readDaemonInfo } = await import('../daemon/daemon-file.js');
       const info = await readDaemonInfo(found.gitdir);
       if (!info)
         throw new ZzError(

@@ -6,6 +6,7 @@ import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { gitEnv } from '../git/native-git.js';
 import { normalizeServer, readCredentials } from './credentials.js';
 import { print } from './format.js';
+import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 
 // `zz lane list` through a running daemon without loading zod, yargs or the registry: the
@@ -145,14 +146,14 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
   }
   const body = res.body;
   if (res.status === 200 && body && typeof body.result === 'object' && body.result !== null) {
-    print(io, body.result, parsed.json);
+    print(io, body.result, parsed.json, tool.name);
     return 0;
   }
   // 401 from a daemon that does not know this token (e.g. restarted elsewhere): let the full
   // path explain it with its own checks.
   if (!body?.code || res.status === 401) return null;
   const code = (body.code in ERROR_CODES ? body.code : 'internal') as ErrorCode;
-  io.stderr(`zz: ${body.error ?? `HTTP ${res.status}`}\n`);
+  io.stderr(`zz: ${neutralize(body.error ?? `HTTP ${res.status}`)}\n`);
   return ERROR_CODES[code].exit;
 }
 

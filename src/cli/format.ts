@@ -1,11 +1,12 @@
 import { useColor, type CliIO } from './io.js';
+import { jsonText, neutralize } from './terminal.js';
+import { TOOL_RENDERERS } from './render-tools.js';
 
-// Human output: compact tables for lists, key: value for objects. Colour only on a TTY and
-// never with NO_COLOR. `--json` bypasses all of this.
-
-export interface Out {
-  write(s: string): void;
-}
+// Human output: compact tables for lists, `key: value` for objects, multi-line values as
+// indented blocks, shown whole. A table cell holds one line: a value cut to fit is marked
+// with `…` and a note under the table says how to see it whole. Every value passes through
+// neutralize() (control characters shown, never obeyed). Colour only on a TTY and never with
+// NO_COLOR. `--json` bypasses all of this.
 
 export interface Style {
   color: boolean;
@@ -16,7 +17,7 @@ const dim = (s: string, st: Style) => (st.color ? `\x1b[2m${s}\x1b[22m` : s);
 
 const PREFERRED: Record<string, string[]> = {
   lanes: ['lane_id', 'title', 'counts', 'coordinators'],
-  asks: ['ask_id', 'kind', 'state', 'priority', 'holder', 'title'],
+  asks: ['ask_id', 'lane_id', 'kind', 'state', 'priority', 'holder', 'title'],
   follow_ups: ['ask_id', 'kind', 'state', 'title'],
   hits: ['repo', 'path', 'kind', 'score', 'summary'],
   rungs: ['path', 'kind', 'stale', 'summary'],
@@ -26,31 +27,48 @@ const PREFERRED: Record<string, string[]> = {
   files: ['path', 'status'],
 };
 
-function cell(v: unknown): string {
-  if (v === null || v === undefined) return '-';
-  if (typeof v === 'string') return v.split('\n')[0]!;
-  if (Array.isArray(v)) return v.map(cell).join(', ');
-  if (typeof v === 'object') {
-    const o = v as Record<string, unknown>;
-    if ('name' in o && 'email' in o) return String(o.name);
-    return Object.entries(o)
-      .filter(([, x]) => typeof x !== 'object')
-      .map(([k, x]) => `${k}=${String(x)}`)
-      .join(' ');
-  }
-  return String(v);
-}
+/** Continuation fields and the flag that passes them back. */
+const MORE: Record<string, string> = {
+  next_offset: '--offset',
+  next_cursor: '--cursor',
+  next_asks_cursor: '--asks-cursor',
+  next_history_cursor: '--history-cursor',
+};
 
-function truncate(s: string, n: number): string {
-  return s.length > n ? s.slice(0, n - 1) + '…' : s;
+/** A value on one line, neutralised; `cut` is set when a line break forced a cut. */
+function cell(v: unknown, max: number): { text: string; cut: boolean } {
+  let s: string;
+  let cut = false;
+  if (v === null || v === undefined) s = '-';
+  else if (typeof v === 'string') {
+    const nl = v.indexOf('\n');
+    s = nl < 0 ? v : v.slice(0, nl);
+    cut = nl >= 0 && nl < v.length - 1;
+  } else if (Array.isArray(v)) s = v.length ? v.map((x) => cell(x, Infinity).text).join(', ') : '-';
+  else if (typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    s =
+      'name' in o && 'email' in o
+        ? String(o.name)
+        : Object.entries(o)
+            .filter(([, x]) => typeof x !== 'object')
+            .map(([k, x]) => `${k}=${String(x)}`)
+            .join(' ') || '-';
+  } else s = String(v);
+  s = neutralize(s);
+  if (s.length > max) return { text: s.slice(0, max - 1) + '…', cut: true };
+  return { text: cut ? s + ' …' : s, cut };
 }
 
 export function table(rows: Array<Record<string, unknown>>, cols: string[], st: Style): string {
   if (rows.length === 0) return dim('(none)', st) + '\n';
+  let cut = false;
   const cells = rows.map((r) =>
-    cols.map((c) =>
-      truncate(cell(r[c]), c === 'title' || c === 'summary' || c === 'message' ? 60 : 44),
-    ),
+    cols.map((c) => {
+      const x = cell(r[c], c === 'title' || c === 'summary' || c === 'message' ? 60 : 44);
+      cut ||= x.cut;
+      return x.text;
+    }),
   );
   const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
   const line = (vals: string[]) =>
@@ -58,38 +76,83 @@ export function table(rows: Array<Record<string, unknown>>, cols: string[], st: 
       .map((v, i) => v.padEnd(widths[i]!))
       .join('  ')
       .trimEnd();
-  return [bold(line(cols.map((c) => c.toUpperCase())), st), ...cells.map(line)].join('\n') + '\n';
+  const note = cut ? dim('(… marks a value cut to fit; --json prints every value whole)', st) : '';
+  return (
+    [
+      bold(line(cols.map((c) => c.toUpperCase())), st),
+      ...cells.map(line),
+      ...(note ? [note] : []),
+    ].join('\n') + '\n'
+  );
 }
 
-export function formatResult(result: unknown, st: Style): string {
-  if (result === null || typeof result !== 'object') return String(result) + '\n';
-  const o = result as Record<string, unknown>;
-  let out = '';
+const isRows = (v: unknown): v is Array<Record<string, unknown>> =>
+  Array.isArray(v) &&
+  v.length > 0 &&
+  v.every((x) => x !== null && typeof x === 'object' && !Array.isArray(x));
+
+/** A multi-line string as an indented block under `key: |`, every line kept. */
+function block(key: string, v: string, pad: string): string {
+  const body = neutralize(v.endsWith('\n') ? v.slice(0, -1) : v, { multiline: true });
+  return `${pad}${key}: |\n${body
+    .split('\n')
+    .map((l) => `${pad}  ${l}`)
+    .join('\n')}\n`;
+}
+
+function render(o: Record<string, unknown>, st: Style, pad: string): string {
   const scalars: string[] = [];
+  let out = '';
   for (const [k, v] of Object.entries(o)) {
-    if (Array.isArray(v) && v.every((x) => x && typeof x === 'object')) {
+    const key = neutralize(k);
+    if (isRows(v) || (Array.isArray(v) && v.length === 0 && k in PREFERRED)) {
       const rows = v as Array<Record<string, unknown>>;
       const cols = (
         PREFERRED[k] ??
         Object.keys(rows[0] ?? {})
           .filter((c) => typeof rows[0]![c] !== 'object')
           .slice(0, 6)
-      ).filter((c) => rows.length === 0 || c in rows[0]!);
-      out += `${bold(k, st)} (${rows.length})\n${table(rows, cols, st)}`;
-    } else if (v && typeof v === 'object' && !Array.isArray(v)) {
-      out += `${bold(k, st)}\n`;
-      for (const [k2, v2] of Object.entries(v as Record<string, unknown>)) {
-        if (k2 === 'history') continue;
-        out += `  ${k2}: ${cell(v2)}\n`;
-      }
+      ).filter((c) => rows.length === 0 || rows.some((r) => c in r));
+      const t = table(rows, cols, st);
+      out += `${pad}${bold(key, st)} (${rows.length})\n${pad ? t.replace(/^/gm, pad) : t}`;
+    } else if (v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length) {
+      out += `${pad}${bold(key, st)}\n${render(v as Record<string, unknown>, st, pad + '  ')}`;
+    } else if (typeof v === 'string' && v.replace(/\n$/, '').includes('\n')) {
+      out += block(key, v, pad);
     } else {
-      scalars.push(`${k}: ${cell(v)}`);
+      scalars.push(`${pad}${key}: ${cell(v, Infinity).text}`);
     }
   }
   return (scalars.length ? scalars.join('\n') + '\n' : '') + out;
 }
 
-export function print(io: CliIO, result: unknown, json: boolean): void {
-  if (json) io.stdout(JSON.stringify(result, null, 2) + '\n');
-  else io.stdout(formatResult(result, { color: useColor(io) }));
+/** Hints for paged results: which flag continues where this answer stopped. */
+function moreHints(o: Record<string, unknown>, st: Style): string {
+  const hints = Object.entries(MORE)
+    .filter(([k]) => o[k] !== null && o[k] !== undefined)
+    .map(([k, flag]) => `${flag} ${neutralize(String(o[k]))}`);
+  return hints.length ? dim(`(more: pass ${hints.join(' or ')} for the next page)`, st) + '\n' : '';
+}
+
+export function formatResult(result: unknown, st: Style): string {
+  if (result === null || typeof result !== 'object') return neutralize(String(result)) + '\n';
+  const o = result as Record<string, unknown>;
+  return render(o, st, '') + moreHints(o, st);
+}
+
+/**
+ * Prints a tool's result: JSON with `--json`; else the tool's own text form when it has one
+ * (a file as its text, a diff as hunks), else the generic form above.
+ */
+export function print(io: CliIO, result: unknown, json: boolean, tool?: string): void {
+  if (json) return io.stdout(jsonText(result) + '\n');
+  const st = { color: useColor(io) };
+  const own = tool ? TOOL_RENDERERS[tool] : undefined;
+  if (own && result && typeof result === 'object') {
+    const r = own(result as Record<string, unknown>, st);
+    io.stdout(r.stdout);
+    if (r.note) io.stderr(r.note);
+    return;
+  }
+  io.stdout(formatResult(result, st));
 }

@@ -4,6 +4,7 @@ import { ALL_TOOLS } from '../tools/registry.js';
 import type { ToolDef } from '../tools/define-tool.js';
 import { connect } from './client.js';
 import { print } from './format.js';
+import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 import { argsFromOptions, commandPath, toolOptions } from './tool-options.js';
 import {
@@ -16,6 +17,8 @@ import {
   ladderBuildCommand,
 } from './commands.js';
 import { dashboardCommand } from './dashboard-command.js';
+import { workCommand } from './work-command.js';
+import { syncCommand } from './sync-command.js';
 
 // The command table and the error boundary: every failure becomes one line on stderr and an
 // exit code from the error table; nothing else in the CLI decides exit codes.
@@ -59,7 +62,7 @@ async function callTool(
 ): Promise<void> {
   const client = await connect({ cwd: io.cwd, env: io.env });
   try {
-    print(io, await client.call(tool, args), json);
+    print(io, await client.call(tool, args), json, tool);
   } finally {
     client.close();
   }
@@ -131,6 +134,8 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
   y = hookCommand(y, io);
   y = mcpCommand(y, io);
   y = dashboardCommand(y, io);
+  y = workCommand(y, io);
+  y = syncCommand(y, io);
   y = y.command(
     'call <tool>',
     'Call any tool with JSON arguments and print the JSON result',
@@ -163,10 +168,12 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
     if (helpShown) return 0;
     const err = isZzError(e) ? e : null;
     if (err) {
-      io.stderr(`zz: ${err.message}\n`);
+      io.stderr(`zz: ${neutralize(err.message)}\n`);
       return err.exitCode;
     }
-    io.stderr(`zz: internal error: ${(e as Error)?.stack ?? String(e)}\n`);
+    io.stderr(
+      `zz: internal error: ${neutralize((e as Error)?.stack ?? String(e), { multiline: true })}\n`,
+    );
     return 1;
   }
 }

@@ -6,6 +6,7 @@ export * from './asks.js';
 export * from './changesets.js';
 export * from './config-state.js';
 export * from './events.js';
+export * from './git-reads.js';
 export * from './kinds.js';
 export * from './lane-state.js';
 export * from './lanes.js';

@@ -1,11 +1,26 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { ZzError } from '../errors.js';
-import { gitEnv } from './native-git.js';
+import { gitEnv, runGit } from './native-git.js';
 
 // One long-lived `git cat-file --batch` per repository. Measured (README, "Reads"): ~0.1 ms per
 // object, constant memory (git mmaps packs), and it understands everything the user's git does
 // (packs, multi-pack-index, alternates, objects written a moment ago, repacks by `git gc`).
-// Requests are pipelined: git answers in order, so a FIFO of waiters is enough.
+//
+// The batch process is shared by every reader of the repository, so nothing one caller sends
+// may disturb another's answer (hardening issue 11.1). git dies on some revisions it is asked
+// to resolve (`HEAD@{9999}`, `@{u}` without an upstream, `HEAD:./x` outside a work tree), which
+// used to fail every queued read and let a dead process's output be matched to the next waiter.
+// So:
+// - only full object ids ever reach the batch process. A revision expression is resolved by a
+//   one-off `git rev-parse --verify` (a bad one is a null, i.e. 404, for that caller alone);
+//   `<oid>:<path>` is resolved by walking trees and `<oid>^{commit|tree}` by peeling here, both
+//   with oid reads only;
+// - every reply is matched to its request: the header must name the oid asked for with a known
+//   type, and the body must end in the LF git prints after it. Anything else is a desynchronised
+//   stream: that process is killed and never read again;
+// - each process has its own buffer and queue. When one dies (or is killed for a mismatch) the
+//   requests it had not answered are sent once more to a fresh process, then fail; nothing from
+//   an unmatched reply is ever handed to a caller, so nothing of it can be cached or committed.
 
 export interface GitObject {
   oid: string;
@@ -13,49 +28,86 @@ export interface GitObject {
   data: Buffer;
 }
 
-interface Waiter {
+const OID = /^[0-9a-f]{40}$/;
+const TYPES = new Set(['blob', 'tree', 'commit', 'tag']);
+const MAX_PEEL = 16;
+const MAX_HEADER = 256;
+
+/** Resolves a full ref name without spawning git (RefStore.read); null lets git decide. */
+export type RefResolver = (ref: string) => Promise<string | null>;
+
+interface Request {
+  oid: string;
   resolve: (o: GitObject | null) => void;
   reject: (e: Error) => void;
+  /** Processes this request was sent to. */
+  tries: number;
 }
 
-export class CatFile {
-  private proc: ChildProcessWithoutNullStreams | null = null;
-  private waiters: Waiter[] = [];
-  private buf: Buffer = Buffer.alloc(0);
-  private closed = false;
+/** One `git cat-file --batch` process: its own pipe, buffer and queue, never shared with a successor. */
+class BatchProcess {
+  readonly proc: ChildProcessWithoutNullStreams;
+  /** Sent and not yet answered, in the order git answers. */
+  private readonly queue: Request[] = [];
+  private header: Buffer = Buffer.alloc(0);
+  /** The body being received for queue[0]: size + 1 bytes (git's trailing LF). */
+  private body: { type: GitObject['type']; buf: Buffer; filled: number } | null = null;
+  dead = false;
 
-  constructor(private readonly gitdir: string) {}
-
-  private start(): ChildProcessWithoutNullStreams {
-    if (this.proc) return this.proc;
-    const p = spawn('git', ['--git-dir', this.gitdir, 'cat-file', '--batch'], {
+  constructor(
+    gitdir: string,
+    private readonly onDeath: (orphans: Request[]) => void,
+  ) {
+    const p = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch'], {
       env: gitEnv(),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    p.stdout.on('data', (chunk: Buffer) => {
-      this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
-      this.drain();
-    });
-    p.stderr.resume();
-    const fail = (why: string) => {
-      if (this.proc !== p) return;
-      this.proc = null;
-      this.buf = Buffer.alloc(0);
-      const ws = this.waiters;
-      this.waiters = [];
-      for (const w of ws) w.reject(new ZzError('git_failed', `git cat-file ${why}`));
-    };
-    p.on('error', (e) => fail(`could not start: ${e.message}`));
-    p.on('exit', (code) => fail(`exited (${code})`));
-    p.stdin.on('error', () => fail('stdin closed'));
     this.proc = p;
-    this.setRef(p, false);
-    return p;
+    p.stdout.on('data', (chunk: Buffer) => this.onData(chunk));
+    p.stderr.resume();
+    p.on('error', () => this.die());
+    p.on('exit', () => this.die());
+    p.stdin.on('error', () => this.die());
+    this.setRef(false);
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  send(r: Request): void {
+    if (this.queue.length === 0) this.setRef(true);
+    r.tries++;
+    this.queue.push(r);
+    this.proc.stdin.write(r.oid + '\n');
+  }
+
+  /** Stops the process; whatever it still owed is handed to onDeath. */
+  die(): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.proc.stdout.removeAllListeners('data');
+    this.proc.kill('SIGKILL');
+    const orphans = this.queue.splice(0);
+    this.body = null;
+    this.header = Buffer.alloc(0);
+    this.onDeath(orphans);
+  }
+
+  close(): void {
+    this.dead = true;
+    this.proc.stdout.removeAllListeners('data');
+    this.proc.stdin.end();
+    this.proc.kill();
+    for (const r of this.queue.splice(0)) {
+      r.reject(new ZzError('unavailable', 'repository is closed'));
+    }
   }
 
   // An idle reader must not keep a CLI process alive, but one with pending reads must:
   // an unref'd pipe with a waiter would let Node exit before the answer arrives.
-  private setRef(p: ChildProcessWithoutNullStreams, on: boolean): void {
+  private setRef(on: boolean): void {
+    const p = this.proc;
     for (const h of [p, p.stdout, p.stderr, p.stdin] as unknown as Array<{
       ref?: () => void;
       unref?: () => void;
@@ -65,58 +117,211 @@ export class CatFile {
     }
   }
 
-  private drain(): void {
-    for (;;) {
-      const w = this.waiters[0];
-      if (!w) return;
-      const nl = this.buf.indexOf(10);
-      if (nl < 0) return;
-      const header = this.buf.subarray(0, nl).toString('utf8');
-      if (header.endsWith(' missing') || header.endsWith(' ambiguous')) {
-        this.buf = this.buf.subarray(nl + 1);
-        this.waiters.shift();
-        w.resolve(null);
-        if (this.waiters.length === 0 && this.proc) this.setRef(this.proc, false);
+  private desync(): void {
+    // The stream no longer lines up with the queue: no byte more of it is trusted.
+    this.die();
+  }
+
+  private onData(chunk: Buffer): void {
+    let at = 0;
+    while (at < chunk.length && !this.dead) {
+      const r = this.queue[0];
+      if (!r) return this.desync(); // output nobody asked for
+      if (this.body) {
+        const b = this.body;
+        const n = Math.min(b.buf.length - b.filled, chunk.length - at);
+        chunk.copy(b.buf, b.filled, at, at + n);
+        b.filled += n;
+        at += n;
+        if (b.filled < b.buf.length) return;
+        this.body = null;
+        if (b.buf[b.buf.length - 1] !== 10) return this.desync();
+        this.answer({ oid: r.oid, type: b.type, data: b.buf.subarray(0, b.buf.length - 1) });
         continue;
       }
-      const m = /^([0-9a-f]{40}) (blob|tree|commit|tag) (\d+)$/.exec(header);
-      if (!m) {
-        this.waiters.shift();
-        w.reject(new ZzError('git_failed', `unexpected cat-file header: ${header.slice(0, 100)}`));
-        this.proc?.kill();
-        return;
+      const nl = chunk.indexOf(10, at);
+      const end = nl < 0 ? chunk.length : nl;
+      this.header =
+        this.header.length === 0
+          ? Buffer.from(chunk.subarray(at, end))
+          : Buffer.concat([this.header, chunk.subarray(at, end)]);
+      at = end + 1;
+      if (this.header.length > MAX_HEADER) return this.desync();
+      if (nl < 0) return;
+      const line = this.header.toString('latin1');
+      this.header = Buffer.alloc(0);
+      if (line === `${r.oid} missing`) {
+        this.answer(null);
+        continue;
       }
+      const m = /^([0-9a-f]{40}) ([a-z]+) (\d+)$/.exec(line);
+      if (!m || m[1] !== r.oid || !TYPES.has(m[2]!)) return this.desync();
       const size = Number(m[3]);
-      if (this.buf.length < nl + 1 + size + 1) return;
-      const data = Buffer.from(this.buf.subarray(nl + 1, nl + 1 + size));
-      this.buf = this.buf.subarray(nl + 1 + size + 1);
-      this.waiters.shift();
-      w.resolve({ oid: m[1]!, type: m[2] as GitObject['type'], data });
-      if (this.waiters.length === 0 && this.proc) this.setRef(this.proc, false);
+      if (!Number.isSafeInteger(size)) return this.desync();
+      this.body = {
+        type: m[2] as GitObject['type'],
+        buf: Buffer.allocUnsafe(size + 1),
+        filled: 0,
+      };
     }
   }
 
-  /** Reads an object by oid or revision expression (`<commit>:<path>`); null when missing. */
-  read(spec: string): Promise<GitObject | null> {
-    if (this.closed) return Promise.reject(new ZzError('unavailable', 'repository is closed'));
-    if (/[\n\r\0]/.test(spec) || spec.startsWith('-')) {
-      return Promise.reject(new ZzError('invalid_argument', 'invalid object name'));
-    }
-    const p = this.start();
-    return new Promise((resolve, reject) => {
-      if (this.waiters.length === 0) this.setRef(p, true);
-      this.waiters.push({ resolve, reject });
-      p.stdin.write(spec + '\n');
+  private answer(o: GitObject | null): void {
+    const r = this.queue.shift()!;
+    if (this.queue.length === 0) this.setRef(false);
+    r.resolve(o);
+  }
+}
+
+export class CatFile {
+  private current: BatchProcess | null = null;
+  private closed = false;
+  /** Processes started (tests watch a reader being replaced). */
+  spawned = 0;
+
+  constructor(
+    private readonly gitdir: string,
+    private readonly refs?: RefResolver,
+  ) {}
+
+  private process(): BatchProcess {
+    if (this.current && !this.current.dead) return this.current;
+    this.spawned++;
+    const p = new BatchProcess(this.gitdir, (orphans) => {
+      if (this.current === p) this.current = null;
+      for (const r of orphans) {
+        if (this.closed) r.reject(new ZzError('unavailable', 'repository is closed'));
+        else if (r.tries >= 2) {
+          r.reject(new ZzError('git_failed', `git cat-file stopped while reading ${r.oid}`));
+        } else this.process().send(r);
+      }
     });
+    this.current = p;
+    return p;
+  }
+
+  /** The running batch process's pid (tests kill it to prove a dying reader is replaced). */
+  get pid(): number | undefined {
+    return this.current && !this.current.dead ? this.current.proc.pid : undefined;
+  }
+
+  /** Reads one object by its full id; the reply is checked to be that object. */
+  readOid(oid: string): Promise<GitObject | null> {
+    if (this.closed) return Promise.reject(new ZzError('unavailable', 'repository is closed'));
+    if (!OID.test(oid)) {
+      return Promise.reject(new ZzError('invalid_argument', 'invalid object id'));
+    }
+    return new Promise((resolve, reject) => {
+      this.process().send({ oid, resolve, reject, tries: 0 });
+    });
+  }
+
+  /**
+   * Reads an object by oid or revision expression: `<oid>`, `<rev>^{commit}`,
+   * `<rev>^{tree}`, `<rev>:<path>` or anything `git rev-parse` resolves. Null when it does
+   * not resolve (a revision git refuses is missing for this caller, never a failure of others).
+   */
+  async read(spec: string): Promise<GitObject | null> {
+    if (this.closed) throw new ZzError('unavailable', 'repository is closed');
+    if (typeof spec !== 'string' || spec.length === 0 || spec.length > 8192) {
+      throw new ZzError('invalid_argument', 'invalid object name');
+    }
+    if (spec.includes('\0') || spec.startsWith('-')) {
+      throw new ZzError('invalid_argument', 'invalid object name');
+    }
+    if (OID.test(spec)) return this.readOid(spec);
+    const colon = spec.indexOf(':');
+    if (colon === 40 && OID.test(spec.slice(0, 40)))
+      return this.readPath(spec.slice(0, 40), spec.slice(41));
+    const peel = /^(.*)\^\{(commit|tree)\}$/s.exec(spec);
+    if (peel) {
+      const base = await this.resolve(peel[1]!);
+      return base === null ? null : this.peel(base, peel[2] as 'commit' | 'tree');
+    }
+    const oid = await this.resolve(spec);
+    return oid === null ? null : this.readOid(oid);
+  }
+
+  /** A revision to a full oid without touching the batch process; null when it does not resolve. */
+  private async resolve(rev: string): Promise<string | null> {
+    if (OID.test(rev)) return rev;
+    if (/[\n\r]/.test(rev) || rev.length === 0) return null;
+    if (this.refs && rev.startsWith('refs/')) {
+      try {
+        const oid = await this.refs(rev);
+        if (oid) return oid;
+      } catch {
+        /* a symbolic ref or an odd name: git decides below */
+      }
+    }
+    const r = await runGit(
+      ['--git-dir', this.gitdir, 'rev-parse', '--verify', '--quiet', '--end-of-options', rev],
+      { cwd: this.gitdir, okCodes: [1, 128] },
+    );
+    const out = r.stdout.toString('latin1').trim();
+    return r.code === 0 && OID.test(out) ? out : null;
+  }
+
+  /** Follows tags (and a commit to its tree) until an object of type `want`. */
+  private async peel(oid: string, want: 'commit' | 'tree'): Promise<GitObject | null> {
+    let cur = oid;
+    for (let i = 0; i < MAX_PEEL; i++) {
+      const o = await this.readOid(cur);
+      if (!o) return null;
+      if (o.type === want) return o;
+      const field =
+        o.type === 'tag' ? 'object' : o.type === 'commit' && want === 'tree' ? 'tree' : null;
+      if (!field) return null;
+      const m = new RegExp(`^${field} ([0-9a-f]{40})$`, 'm').exec(
+        o.data.toString('latin1', 0, 200),
+      );
+      if (!m) return null;
+      cur = m[1]!;
+    }
+    return null;
+  }
+
+  /** `<oid>:<path>` by walking trees: any byte but NUL is a legal path byte here. */
+  private async readPath(oid: string, path: string): Promise<GitObject | null> {
+    const root = await this.peel(oid, 'tree');
+    if (!root) return null;
+    const p = path.endsWith('/') ? path.slice(0, -1) : path;
+    if (p === '') return root;
+    let tree: GitObject = root;
+    const parts = p.split('/');
+    for (let i = 0; i < parts.length; i++) {
+      const found = findEntry(tree.data, Buffer.from(parts[i]!, 'utf8'));
+      if (!found || found.mode === '160000') return null;
+      const o = await this.readOid(found.oid);
+      if (!o) return null;
+      if (i === parts.length - 1) return o;
+      if (o.type !== 'tree') return null;
+      tree = o;
+    }
+    return null;
   }
 
   close(): void {
     this.closed = true;
-    const p = this.proc;
-    this.proc = null;
-    if (p) {
-      p.stdin.end();
-      p.kill();
-    }
+    const p = this.current;
+    this.current = null;
+    p?.close();
   }
+}
+
+/** The entry named `name` in a raw tree object. */
+function findEntry(data: Buffer, name: Buffer): { mode: string; oid: string } | null {
+  for (let p = 0; p < data.length;) {
+    const sp = data.indexOf(0x20, p);
+    const nul = sp < 0 ? -1 : data.indexOf(0, sp);
+    if (sp < 0 || nul < 0 || nul + 21 > data.length) return null;
+    if (data.subarray(sp + 1, nul).equals(name)) {
+      return {
+        mode: data.toString('latin1', p, sp).padStart(6, '0'),
+        oid: data.toString('hex', nul + 1, nul + 21),
+      };
+    }
+    p = nul + 21;
+  }
+  return null;
 }

@@ -2,9 +2,12 @@
 // git's lock protocol, a persistent cat-file reader and a shell-free native git runner.
 // It knows nothing of lanes, asks, rungs or HTTP.
 export * from './cat-file.js';
+export * from './config-value.js';
 export * from './native-git.js';
 export * from './objects.js';
+export * from './queries.js';
 export * from './ref-names.js';
 export * from './ref-store.js';
 export * from './repository.js';
 export * from './remotes.js';
+export * from './zz-transport.js';

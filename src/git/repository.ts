@@ -110,14 +110,17 @@ async function assertSupported(gitdir: string): Promise<void> {
 
 export async function openRepository(cwd: string, opts: OpenOptions = {}): Promise<GitRepository> {
   const found = await discoverRepository(cwd);
-  const catFile = new CatFile(found.gitdir);
+  const refs = new RefStore(found.gitdir, {
+    ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
+    ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),
+  });
+  // Full ref names resolve from the ref files without a git spawn (the common case: tools
+  // default to refs/heads/<default branch>); anything else goes through `git rev-parse`.
+  const catFile = new CatFile(found.gitdir, (ref) => refs.read(ref));
   return {
     ...found,
     objects: new ObjectWriter(found.gitdir, { fsync: false }),
-    refs: new RefStore(found.gitdir, {
-      ...(opts.fsync === undefined ? {} : { fsync: opts.fsync }),
-      ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),
-    }),
+    refs,
     catFile,
     close: () => catFile.close(),
   };

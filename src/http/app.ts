@@ -11,32 +11,40 @@ import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
 // a socket and server.ts only adapts node:http. Every tool call goes through runTool() with
 // local: false, so the scope rules and local-only refusals are the registry's, not ours.
 
-export type McpHandler = (
+// The hooks through which the daemon mounts other front ends on this app without http/ knowing
+// them: MCP on a repository's /mcp route (authenticated here), the dashboard on every path
+// outside /api and /healthz.
+
+/** Serves a repository's route the app does not own; the app has resolved repo and caller. */
+export type RepoHandler = (
   req: Request,
   ctx: { repo: ZzRepo; caller: Caller | null },
 ) => Promise<Response>;
-
-/** The dashboard (src/web), mounted by the composition root; http never imports it. */
-export interface WebFrontEnd {
-  /** Answers the dashboard's own routes (/, /assets/*, /auth/*); null for any other path. */
-  handle(req: Request): Promise<Response | null>;
-  /** The actor of a request carrying a dashboard session cookie for this repo; null without one. */
-  sessionCaller(req: Request, repo: string): Promise<Caller | null>;
-}
+/** @deprecated the MCP mount is a RepoHandler. */
+export type McpHandler = RepoHandler;
+/** Serves paths outside /api and /healthz (the dashboard); null means "not mine" (404). */
+export type PageHandler = (req: Request) => Promise<Response | null>;
+/** The dashboard's cookie login (src/web), consulted when a request has no Authorization. */
+export type SessionCaller = (req: Request, repo: string) => Promise<Caller | null>;
+/** The token store of a served repository: a token is honoured only by the repo that minted it. */
+export type TokensFor = (repo: ZzRepo) => TokenStore;
 
 export interface AppOptions {
   repos: ReadonlyMap<string, ZzRepo>;
-  tokens: TokenStore;
+  /** Each repo's own token store (a single store serves every repo: tests and one-repo apps). */
+  tokens: TokensFor | TokenStore;
   registry: Registry;
   /** The bound host:port; requests naming another Host are refused. */
   host: string;
   log?: (line: string) => void;
   maxBodyBytes?: number;
-  mcpHandler?: McpHandler;
+  mcpHandler?: RepoHandler;
+  pageHandler?: PageHandler;
+  /** The actor of a request carrying a dashboard session cookie for this repo; null without one. */
+  sessionCaller?: SessionCaller;
   /** Extra services for tools (e.g. search); `repos` is always filled in. */
   services?: ToolServices;
   heartbeatMs?: number;
-  web?: WebFrontEnd;
 }
 
 export interface App {
@@ -95,11 +103,21 @@ function describeTool(t: ToolDef) {
 }
 
 export function createApp(opts: AppOptions): App {
-  const { repos, tokens, registry } = opts;
+  const { repos, registry } = opts;
+  const given = opts.tokens;
+  const tokensOf: TokensFor = typeof given === 'function' ? given : () => given;
   const log = opts.log ?? (() => {});
   const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const hostOk = hostMatcher(opts.host);
-  const services: ToolServices = { ...opts.services, repos };
+  const services: ToolServices = {
+    // The token tools see the same store that authenticates the call.
+    tokensFor: (key) => {
+      const repo = repos.get(key);
+      return repo ? tokensOf(repo) : undefined;
+    },
+    ...opts.services,
+    repos,
+  };
   const streams = new Set<() => void>();
   let toolList: string | null = null;
   let active = 0;
@@ -123,10 +141,10 @@ export function createApp(opts: AppOptions): App {
   };
 
   /** The caller named by the Authorization header (or a dashboard cookie); null when neither. */
-  const authenticate = async (req: Request, trace: Trace, repo: ZzRepo): Promise<Caller | null> => {
+  const authenticate = async (req: Request, repo: ZzRepo, trace: Trace): Promise<Caller | null> => {
     const header = req.headers.get('authorization');
     if (header === null) {
-      const caller = (await opts.web?.sessionCaller(req, repo.key)) ?? null;
+      const caller = (await opts.sessionCaller?.(req, repo.key)) ?? null;
       if (caller) trace.actor = caller.actor;
       return caller;
     }
@@ -136,7 +154,7 @@ export function createApp(opts: AppOptions): App {
         'unauthorized',
         'malformed Authorization header; expected "Bearer <token>"',
       );
-    const found = await tokens.verify(m[1]!);
+    const found = await tokensOf(repo).verify(m[1]!);
     if (!found)
       throw new ZzError('unauthorized', 'unknown or revoked token (run `zz login` for a new one)');
     trace.actor = found.actor;
@@ -161,7 +179,7 @@ export function createApp(opts: AppOptions): App {
     if (!TOOL_NAME.test(name)) throw new ZzError('not_found', 'unknown tool');
     const tool = registry.require(name);
     trace.tool = name;
-    const caller = await authenticate(req, trace, repo);
+    const caller = await authenticate(req, repo, trace);
     // Refuse before reading a body nobody may send (runTool checks again, with the config).
     if (!caller && !tool.publicRead && !tool.local) {
       throw new ZzError('unauthorized', `${tool.name} needs a bearer token (run \`zz login\`)`);
@@ -198,7 +216,7 @@ export function createApp(opts: AppOptions): App {
   }
 
   async function events(req: Request, url: URL, repo: ZzRepo, trace: Trace): Promise<Response> {
-    const caller = await authenticate(req, trace, repo);
+    const caller = await authenticate(req, repo, trace);
     if (!caller)
       throw new ZzError('unauthorized', 'the event stream needs a bearer token (run `zz login`)');
     const cursor = req.headers.get('last-event-id') ?? url.searchParams.get('cursor');
@@ -267,12 +285,12 @@ export function createApp(opts: AppOptions): App {
         const repo = requireRepo(owner!, name!);
         trace.repo = repo.key;
         trace.tool = 'mcp';
-        const caller = await authenticate(req, trace, repo);
+        const caller = await authenticate(req, repo, trace);
         return opts.mcpHandler(req, { repo, caller });
       }
     }
-    if (opts.web && parts[0] !== 'api') {
-      const page = await opts.web.handle(req);
+    if (parts[0] !== 'api' && opts.pageHandler) {
+      const page = await opts.pageHandler(req);
       if (page) return page;
     }
     throw new ZzError('not_found', `no route for ${method} ${url.pathname.slice(0, 200)}`);

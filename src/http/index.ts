@@ -1,23 +1,17 @@
-// The HTTP daemon: a fetch-style app over the tool registry (routes, tokens, Host check, error
-// mapping), a node:http adapter and `zz serve`'s lifecycle. It holds no rule of zz (runTool and
-// core do) and knows nothing of the CLI.
+// The HTTP front end: a fetch-style app over the tool registry (routes, tokens, Host check, the
+// one error mapping) and a node:http adapter. It holds no rule of zz (runTool and core do) and
+// knows neither MCP, the dashboard nor the CLI: the daemon mounts those through the app's hooks.
 export {
   createApp,
   DEFAULT_MAX_BODY_BYTES,
   type App,
   type AppOptions,
   type McpHandler,
-  type WebFrontEnd,
+  type PageHandler,
+  type SessionCaller,
+  type RepoHandler,
+  type TokensFor,
 } from './app.js';
-export {
-  defaultReposFile,
-  readDaemonInfo,
-  startDaemon,
-  type Daemon,
-  type DaemonInfo,
-  type DaemonOptions,
-  type WebDeps,
-} from './daemon.js';
 export {
   DEFAULT_HOST,
   DEFAULT_PORT,

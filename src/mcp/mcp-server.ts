@@ -5,7 +5,7 @@ import type {
   ToolAnnotations,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { toZzError, ZzError, type ErrorCode } from '../errors.js';
+import { mcpAudienceOf, toZzError, ZzError } from '../errors.js';
 import {
   isWrite,
   runTool,
@@ -122,41 +122,13 @@ async function callTool(
     return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
   } catch (e) {
     const err = toZzError(e);
-    if (!FIXABLE.has(err.code) && !SHOWN.has(err.code)) opts.onError?.(e, tool.name);
+    if (mcpAudienceOf(err.code) === 'internal') opts.onError?.(e, tool.name);
     // No structuredContent on errors: clients validate it against the output schema (SDK #1943).
     return { content: [{ type: 'text', text: errorText(err, tool.name) }], isError: true };
   }
 }
 
 // ---- errors -------------------------------------------------------------------------------
-
-/** Codes a model can act on: the message and a next step go back to it. */
-const FIXABLE = new Set<ErrorCode>([
-  'invalid_argument',
-  'not_found',
-  'conflict',
-  'revision_mismatch',
-  'already_claimed',
-  'dependency_unresolved',
-  'idempotency_conflict',
-  'merge_conflict',
-  'dirty_worktree',
-  'ref_locked',
-  'forbidden',
-  'unauthorized',
-  'precondition_failed',
-  'local_only',
-  'payload_too_large',
-]);
-
-/** Not the caller's fault, but the message is about the environment, not our code: shown as is. */
-const SHOWN = new Set<ErrorCode>([
-  'unavailable',
-  'unsupported_repository',
-  'not_a_repository',
-  'method_not_allowed',
-  'unsupported_media_type',
-]);
 
 const MAX_DETAILS = 2000;
 
@@ -219,7 +191,7 @@ function saysNoMore(err: ZzError): boolean {
 
 /** The text a model reads when a call fails: what went wrong, what to do, and the details. */
 export function errorText(err: ZzError, tool: string): string {
-  if (!FIXABLE.has(err.code) && !SHOWN.has(err.code)) {
+  if (mcpAudienceOf(err.code) === 'internal') {
     return `Error internal: ${tool} failed inside the zz server. This is a bug in zz, not in your call; it has been logged. Retrying is unlikely to help.`;
   }
   const lines = [`Error ${err.code}: ${err.message}`];

@@ -1,6 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import { RefCasError } from '../git/index.js';
+import {
+  commitLamports,
+  hasMerges,
+  publicationOrder,
+  type OrderedOp,
+} from './publication-order.js';
 import type { CommitRecord, FileChanges, OpRecord, Store } from './store.js';
 
 // One entity = one ref whose tree is the entity's whole state and whose history is its op log.
@@ -138,7 +144,7 @@ export class Entity<S> {
       ) {
         const draft = this.codec.clone(prev.state);
         const log = prev.log.slice();
-        this.foldInto(draft, log, tail);
+        this.foldInto(draft, log, linear(tail));
         this.snap = { revision: tail[tail.length - 1]!.revision, state: draft, log };
         return this.snap;
       }
@@ -147,8 +153,13 @@ export class Entity<S> {
     this.reset();
     const draft = this.codec.clone(this.snap!.state);
     const log: LoggedOp[] = [];
-    this.foldInto(draft, log, all);
-    this.snap = { revision: all.length ? all[all.length - 1]!.revision : null, state: draft, log };
+    const tip = all.length ? all[all.length - 1]!.revision : null;
+    if (tip !== null && hasMerges(all)) {
+      // Merged by sync: fold in publication order; a merge commit's clock counts too.
+      this.foldInto(draft, log, publicationOrder(all, tip));
+      this.lamport = Math.max(this.lamport, commitLamports(all).get(tip) ?? 0);
+    } else this.foldInto(draft, log, linear(all));
+    this.snap = { revision: tip, state: draft, log };
     return this.snap;
   }
 
@@ -158,15 +169,15 @@ export class Entity<S> {
     this.lamport = 0;
   }
 
-  private foldInto(draft: S, log: LoggedOp[], commits: readonly CommitRecord[]): void {
-    for (const c of commits) {
-      for (const op of c.ops) {
-        this.codec.apply(draft, op);
-        const logged = { ...op, revision: c.revision };
-        log.push(logged);
-        this.lamport = Math.max(this.lamport, op.lamport);
-        if (op.key !== undefined) this.keys.set(keyOf(op.actor, op.key), logged);
-      }
+  private foldInto(draft: S, log: LoggedOp[], ops: readonly OrderedOp[]): void {
+    for (const { op, revision } of ops) {
+      this.codec.apply(draft, op);
+      const logged = { ...op, revision };
+      log.push(logged);
+      this.lamport = Math.max(this.lamport, op.lamport);
+      // The first use of a key in publication order is the one that counts.
+      const k = op.key === undefined ? null : keyOf(op.actor, op.key);
+      if (k !== null && !this.keys.has(k)) this.keys.set(k, logged);
     }
   }
 
@@ -257,7 +268,7 @@ export class Entity<S> {
           let primary: OpRecord | null = null;
           for (const spec of specs) {
             const op: OpRecord = {
-              id: randomBytes(5).toString('hex'),
+              id: randomBytes(16).toString('hex'),
               op: spec.op,
               actor: m.actor,
               lamport: ++lamport,
@@ -351,6 +362,10 @@ export class Entity<S> {
       return;
     }
   }
+}
+
+function linear(commits: readonly CommitRecord[]): OrderedOp[] {
+  return commits.flatMap((c) => c.ops.map((op) => ({ op, revision: c.revision })));
 }
 
 function keyOf(actor: string, key: string): string {

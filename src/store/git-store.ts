@@ -15,7 +15,13 @@ import {
   type TreeEntry,
 } from '../git/index.js';
 import { formatOpMessage, parseOpMessage } from './op-message.js';
-import type { CodeCommitRequest, CommitRecord, CommitRequest, Store } from './store.js';
+import type {
+  CodeCommitRequest,
+  CommitRecord,
+  CommitRequest,
+  FileChanges,
+  Store,
+} from './store.js';
 
 // Entities on real refs. Objects are all written (atomically, by ObjectWriter) before the ref
 // moves by CAS (RefStore), so a crash at any point leaves either the old state or the new one,
@@ -175,7 +181,23 @@ export class GitStore implements Store {
     // Cheap early refusal; the lockfile CAS below is what actually guarantees it.
     const current = await this.head(ref);
     if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
-    const baseTree = req.parent ? await this.treeOf(req.parent) : null;
+    const oid = await this.writeCommit({
+      parents: req.parent ? [req.parent] : [],
+      changes: req.changes,
+      author: req.ops[0]?.actor ?? 'zz',
+      message: formatOpMessage(req.summary, req.ops),
+    });
+    await this.repo.refs.cas(ref, req.parent, oid);
+    return oid;
+  }
+
+  /**
+   * Writes (objects only, no ref) an entity commit whose tree is the first parent's with
+   * `changes` applied. Sync uses it for merge commits (two parents) and moves refs itself.
+   */
+  async writeCommit(req: EntityCommitRequest): Promise<string> {
+    const base = req.parents[0];
+    const baseTree = base ? await this.treeOf(base) : null;
     // Every path is checked before the first object is written: `..`, `.git` or an empty
     // component would make a tree that git's fsck rejects (and `.git` one unsafe to check out).
     const changes: Array<[string[], string | null]> = [...req.changes].map(([p, c]) => [
@@ -187,22 +209,21 @@ export class GitStore implements Store {
     const writes = new ObjectBatch();
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
     if (tree === EMPTY_TREE_OID) writes.add(this.repo.objects.tree([]));
-    const now = Math.floor(Date.now() / 1000);
-    const author = actorSignature(req.ops[0]?.actor ?? 'zz', now);
+    const now = req.time ?? Math.floor(Date.now() / 1000);
+    const author = actorSignature(req.author, now);
     const committer: Signature = { name: 'zz', email: 'zz@localhost', time: now };
     const commit: CommitData = {
       tree,
-      parents: req.parent ? [req.parent] : [],
+      parents: req.parents,
       author,
       committer,
-      message: formatOpMessage(req.summary, req.ops),
+      message: req.message,
     };
     const oid = hashObject('commit', serializeCommit(commit)).oid;
     writes.add(this.repo.objects.commit(commit));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     this.remember(this.commitTrees, oid, tree);
-    await this.repo.refs.cas(ref, req.parent, oid);
     return oid;
   }
 
@@ -307,6 +328,16 @@ class ObjectBatch {
   async done(): Promise<void> {
     await Promise.all(this.pending);
   }
+}
+
+export interface EntityCommitRequest {
+  parents: string[];
+  changes: FileChanges;
+  /** Whose op this is (the author line); the committer is always zz. */
+  author: string;
+  message: string;
+  /** Unix seconds for author and committer; now when absent. */
+  time?: number;
 }
 
 export function actorSignature(actor: string, time: number): Signature {

@@ -6,3 +6,4 @@ export * from './git-store.js';
 export * from './memory-store.js';
 export * from './op-message.js';
 export * from './store.js';
+export * from './publication-order.js';

@@ -9,6 +9,8 @@ export interface OpRecord {
   op: string;
   actor: string;
   lamport: number;
+  /** The replica (clone) that recorded the op; breaks ties in the merge order. */
+  replica?: string;
   /** ISO-8601 time the operation was applied. */
   time: string;
   key?: string;

@@ -256,11 +256,17 @@ describe('401 authentication', () => {
     expect(await other.revoke('carol@example.com')).toBe(1);
     const r = await tool('lane_list', {}, { token });
     expect(r.status).toBe(401);
-    // Rotation: a new token for the same actor and name replaces the old one.
+    // A second token of the same actor and name does not revoke the first; rotate does.
     const first = await tokens.create('dave@example.com', 'claude');
     const second = await other.create('dave@example.com', 'claude');
-    expect((await tool('lane_list', {}, { token: first.token })).status).toBe(401);
+    expect((await tool('lane_list', {}, { token: first.token })).status).toBe(200);
     expect((await tool('lane_list', {}, { token: second.token })).status).toBe(200);
+    const third = await other.create('dave@example.com', 'claude', { rotate: true });
+    expect((await tool('lane_list', {}, { token: first.token })).status).toBe(401);
+    expect((await tool('lane_list', {}, { token: second.token })).status).toBe(401);
+    expect((await tool('lane_list', {}, { token: third.token })).status).toBe(200);
+    // Characters appended to a valid token make it no token.
+    expect((await tool('lane_list', {}, { token: third.token + 'x' })).status).toBe(401);
   });
 });
 

@@ -1,9 +1,10 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo } from '../../src/core/index.js';
-import { startDaemon, type Daemon } from '../../src/http/index.js';
+import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { jsonClient, type JsonClient } from '../helpers/http-client.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 import { newClient } from '../mcp/helpers.js';
@@ -227,6 +228,54 @@ describe('over a socket', () => {
     });
     expect(chunked.status).toBe(413);
     // The daemon still serves afterwards.
+    expect((await client.post(toolPath('lane_list'), {})).status).toBe(200);
+  });
+
+  it('always lets a client sending 20 MiB read its 413 (lingering close), 40 times over', async () => {
+    const url = new URL(daemon.url);
+    const body = Buffer.alloc(20 * 1024 * 1024, 0x20);
+    // A raw socket shows what a client's kernel does: when the server closes with unread data,
+    // a reset can arrive before the 413 is read and take it away (EPIPE/ECONNRESET instead).
+    const once = (chunked: boolean) =>
+      new Promise<{ head: string; error: string | null }>((resolve) => {
+        const sock = connect(Number(url.port), url.hostname);
+        let got = '';
+        let error: string | null = null;
+        sock.on('data', (c: Buffer) => (got += c.toString('latin1')));
+        // Like most simple clients, read the answer only once the whole request is sent.
+        sock.pause();
+        sock.on('finish', () => sock.resume());
+        sock.on('error', (e: NodeJS.ErrnoException) => (error = e.code ?? e.message));
+        sock.on('close', () => resolve({ head: got.split('\r\n')[0] ?? '', error }));
+        sock.write(
+          [
+            `POST ${toolPath('lane_list')} HTTP/1.1`,
+            `Host: ${url.host}`,
+            `Authorization: Bearer ${tok.owner}`,
+            'Content-Type: application/json',
+            chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${body.length}`,
+            '',
+            '',
+          ].join('\r\n'),
+        );
+        if (chunked) {
+          for (let i = 0; i < 20; i++) {
+            const part = body.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024);
+            sock.write(`${part.length.toString(16)}\r\n`);
+            sock.write(part);
+            sock.write('\r\n');
+          }
+          sock.end('0\r\n\r\n');
+        } else {
+          sock.end(body);
+        }
+      });
+    const failures: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const r = await once(i % 2 === 1);
+      if (!r.head.startsWith('HTTP/1.1 413')) failures.push(`#${i}: ${r.head || '-'} ${r.error}`);
+    }
+    expect(failures).toEqual([]);
     expect((await client.post(toolPath('lane_list'), {})).status).toBe(200);
   });
 

@@ -12,7 +12,7 @@ import {
   type LadderState,
   type LadderWriteArgs,
 } from '../../src/core/index.js';
-import { startDaemon, type Daemon } from '../../src/http/index.js';
+import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { Entity } from '../../src/store/index.js';
 import { jsonClient, type JsonClient } from '../helpers/http-client.js';
 import { addFixture, commitFile } from '../helpers/ladder-fixture.js';

@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { initRepo } from '../../src/core/index.js';
-import { startDaemon, type Daemon } from '../../src/http/index.js';
-import { createDashboard } from '../../src/web/index.js';
+import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 
 // A real daemon on 127.0.0.1 (port 0) serving a fresh repository with the dashboard mounted,
@@ -47,7 +46,6 @@ export async function startWebDaemon(
     reposFile: join(cache, 'none.json'),
     cacheDir: cache,
     mcpHandler: null,
-    web: createDashboard,
     repos: opts.repos ?? [],
     log: (line) => logs.push(line),
   });

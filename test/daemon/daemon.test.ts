@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { askPost, initRepo, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
-import { readDaemonInfo, startDaemon, type Daemon } from '../../src/http/index.js';
+import { readDaemonInfo, startDaemon, type Daemon } from '../../src/daemon/index.js';
+import { TokenStore } from '../../src/core/token-store.js';
 import { ALL_TOOLS, defineTool, Registry, WRITE } from '../../src/tools/index.js';
 import { jsonClient } from '../helpers/http-client.js';
 import { makeRepo } from '../helpers/temp-repo.js';
@@ -128,6 +129,15 @@ describe('startDaemon', () => {
         'acme/extra',
         'acme/listed',
       ]);
+      // Every served checkout finds this daemon, under its own key.
+      expect(await readDaemonInfo(gitdirOf(extra))).toMatchObject({
+        url: d.url,
+        repo: 'acme/extra',
+      });
+      // Served here, so a daemon of its own is refused.
+      await expect(start(extra)).rejects.toMatchObject({ code: 'conflict' });
+      await d.close();
+      expect(await readDaemonInfo(gitdirOf(extra))).toBeNull();
     } finally {
       if (prev === undefined) delete process.env.XDG_CONFIG_HOME;
       else process.env.XDG_CONFIG_HOME = prev;
@@ -143,6 +153,42 @@ describe('startDaemon', () => {
     ).rejects.toMatchObject({ code: 'not_a_repository' });
     // A failed start leaves no daemon.json behind.
     expect(await readDaemonInfo(gitdirOf(extra))).toBeNull();
+  });
+
+  it('honours a token only in the repository whose store minted it (zz serve --repo other)', async () => {
+    const main = repoDir();
+    const other = repoDir();
+    spawnSync('git', ['config', 'zz.repo', 'acme/main'], { cwd: main });
+    spawnSync('git', ['config', 'zz.repo', 'acme/other'], { cwd: other });
+    const d = await start(main, { repos: [other] });
+    for (const repo of d.repos.values())
+      await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
+    // `zz login` in each checkout writes that checkout's own store.
+    const mainToken = (await d.tokens.create(OWNER.actor, 'login')).token;
+    const otherToken = (await new TokenStore(gitdirOf(other)).create(OWNER.actor, 'login')).token;
+    expect(d.tokensFor('acme/other')!.file).toBe(join(gitdirOf(other), 'zz', 'tokens.json'));
+    const http = jsonClient(d.url);
+    const call = (repo: string, token: string) =>
+      http.post(`/api/repos/${repo}/tools/lane_list`, {}, token);
+    expect((await call('acme/main', mainToken)).status).toBe(200);
+    expect((await call('acme/other', otherToken)).status).toBe(200);
+    const crossed = await call('acme/other', mainToken);
+    expect(crossed.status).toBe(401);
+    expect(crossed.json.code).toBe('unauthorized');
+    expect((await call('acme/main', otherToken)).status).toBe(401);
+    // The event stream and MCP authenticate against the same per-repo store.
+    const ev = await http.get('/api/repos/acme/other/events', mainToken);
+    expect(ev.status).toBe(401);
+    http.close();
+    // The CLI in the other checkout finds this daemon, and the key to address it by.
+    expect(await readDaemonInfo(gitdirOf(other))).toMatchObject({
+      url: d.url,
+      pid: process.pid,
+      repo: 'acme/other',
+    });
+    expect(await readDaemonInfo(gitdirOf(main))).toMatchObject({ url: d.url, repo: 'acme/main' });
+    await d.close();
+    expect(existsSync(join(gitdirOf(other), 'zz', 'daemon.json'))).toBe(false);
   });
 
   it('close() waits for an in-flight write, then refuses new connections', async () => {

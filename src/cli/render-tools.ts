@@ -1,0 +1,112 @@
+import { neutralize } from './terminal.js';
+
+// Tools whose results read best as the text they hold: a file as its content, a diff as
+// unified hunks. What goes to stdout is only that text (so `zz git show-file … > f` works);
+// how to get the rest of a paged or cut answer goes to stderr as a note.
+
+export interface Rendered {
+  stdout: string;
+  note?: string;
+}
+
+type Renderer = (r: Record<string, unknown>, st: { color: boolean }) => Rendered;
+
+const withNewline = (s: string): string => (s === '' || s.endsWith('\n') ? s : s + '\n');
+
+const showFile: Renderer = (r) => {
+  const path = neutralize(String(r.path));
+  const size = Number(r.size);
+  const offset = Number(r.offset);
+  if (r.encoding === 'base64') {
+    return {
+      stdout: '',
+      note: `zz: ${path} is binary (${size} bytes); --json gives its bytes as base64\n`,
+    };
+  }
+  const content = String(r.content);
+  const next = r.next_offset;
+  const note =
+    typeof next === 'number'
+      ? `zz: showed bytes ${offset}–${next - 1} of ${size} of ${path}; the rest: zz git show-file --path ${path} --commit ${neutralize(String(r.commit))} --offset ${next}\n`
+      : undefined;
+  return {
+    stdout: neutralize(withNewline(content), { multiline: true }),
+    ...(note ? { note } : {}),
+  };
+};
+
+interface Hunk {
+  old_start: number;
+  old_lines: number;
+  new_start: number;
+  new_lines: number;
+  lines: string[];
+}
+
+interface DiffFile {
+  path: string;
+  old_path: string | null;
+  status: string;
+  binary: boolean;
+  old_mode: string | null;
+  new_mode: string | null;
+  hunks: Hunk[];
+  truncated: boolean;
+}
+
+const red = (s: string, c: boolean) => (c ? `\x1b[31m${s}\x1b[39m` : s);
+const green = (s: string, c: boolean) => (c ? `\x1b[32m${s}\x1b[39m` : s);
+const cyan = (s: string, c: boolean) => (c ? `\x1b[36m${s}\x1b[39m` : s);
+const bold = (s: string, c: boolean) => (c ? `\x1b[1m${s}\x1b[22m` : s);
+
+const diff: Renderer = (r, st) => {
+  const c = st.color;
+  const out: string[] = [];
+  const files = (r.files as DiffFile[] | undefined) ?? [];
+  let cutFiles = 0;
+  for (const f of files) {
+    const path = neutralize(f.path);
+    const old = neutralize(f.old_path ?? f.path);
+    out.push(bold(`diff --git a/${old} b/${path}`, c));
+    if (f.status === 'added') out.push(bold(`new file mode ${f.new_mode ?? ''}`.trim(), c));
+    else if (f.status === 'deleted')
+      out.push(bold(`deleted file mode ${f.old_mode ?? ''}`.trim(), c));
+    else if (f.old_mode && f.new_mode && f.old_mode !== f.new_mode)
+      out.push(bold(`old mode ${f.old_mode}`, c), bold(`new mode ${f.new_mode}`, c));
+    if (f.status === 'renamed' || f.status === 'copied') {
+      const verb = f.status === 'renamed' ? 'rename' : 'copy';
+      out.push(bold(`${verb} from ${old}`, c), bold(`${verb} to ${path}`, c));
+    }
+    if (f.binary) {
+      out.push(`Binary files a/${old} and b/${path} differ`);
+      continue;
+    }
+    if (f.hunks.length) {
+      out.push(bold(f.status === 'added' ? '--- /dev/null' : `--- a/${old}`, c));
+      out.push(bold(f.status === 'deleted' ? '+++ /dev/null' : `+++ b/${path}`, c));
+    }
+    for (const h of f.hunks) {
+      out.push(cyan(`@@ -${h.old_start},${h.old_lines} +${h.new_start},${h.new_lines} @@`, c));
+      for (const l of h.lines) {
+        const text = neutralize(l, { multiline: true });
+        out.push(l.startsWith('+') ? green(text, c) : l.startsWith('-') ? red(text, c) : text);
+      }
+    }
+    if (f.truncated) {
+      cutFiles++;
+      out.push(`[… the diff of ${path} was cut at max_bytes]`);
+    }
+  }
+  const notes: string[] = [];
+  if (cutFiles || r.truncated)
+    notes.push(
+      `zz: this diff was cut at max_bytes${r.truncated ? ' (later files left out)' : ''}; raise --max-bytes or pass --paths to see the rest`,
+    );
+  const text = out.length ? out.join('\n') + '\n' : '';
+  return { stdout: text, ...(notes.length ? { note: notes.join('\n') + '\n' } : {}) };
+};
+
+export const TOOL_RENDERERS: Record<string, Renderer> = {
+  git_show_file: showFile,
+  git_diff: diff,
+};

@@ -1,0 +1,291 @@
+import { ZzError } from '../../errors.js';
+import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '../../git/index.js';
+import { syncCodecFor, type Rejection } from './codecs.js';
+import { planMerge } from './merge.js';
+import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
+import {
+  formatMergeMessage,
+  parseZzCommit,
+  validateIncoming,
+  type ParsedCommit,
+} from './validate.js';
+
+// One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
+// diverged entity → move local refs in one transaction with old values → push atomically with a
+// lease per ref → on a lost race back off with jitter and start again. Never forces over remote
+// work: every push names the exact remote value it replaces (or "must not exist").
+
+export const LOCAL_PREFIX = 'refs/zz/';
+export const trackingPrefix = (remote: string): string => `refs/zz-remotes/${remote}/`;
+export const confirmedPrefix = (remote: string): string => `refs/zz-sync/${remote}/`;
+export const quarantinePrefix = (remote: string): string => `refs/zz-quarantine/${remote}/`;
+
+export interface ClaimLost {
+  ref: string;
+  ask_id: string | null;
+  loser: string;
+  winner: string | null;
+  op_id: string;
+}
+
+export interface SyncReport {
+  remote: string;
+  /** Pushes only to the authoritative remote; others are fetch-only. */
+  authoritative: boolean;
+  /** Refs created locally from the remote. */
+  adopted: string[];
+  fast_forwarded: string[];
+  merged: Array<{ ref: string; commit: string; local_ops: number }>;
+  pushed: string[];
+  /** Refs missing on the remote that we had confirmed there before: recreated. */
+  recreated: string[];
+  claims_lost: ClaimLost[];
+  /** Local-only ops other than claims that the guarded fold refused at merge. */
+  rejected: Array<Rejection & { ref: string }>;
+  quarantined: Array<{ ref: string; commit: string; reason: string }>;
+  /** Non-entity refs whose local and remote values differ and cannot be merged. */
+  diverged: string[];
+  attempts: number;
+  /** Set when the remote could not be reached; local state is untouched. */
+  offline: string | null;
+}
+
+export interface SyncOptions {
+  authoritative?: boolean;
+  maxAttempts?: number;
+  /** Waits before retry `attempt` (1-based); tests pass one that does not sleep. */
+  backoff?: (attempt: number) => Promise<void>;
+  /** Checks beyond the message format (signatures, schemas); a string quarantines. */
+  extraCheck?: (
+    ref: string,
+    commits: readonly ParsedCommit[],
+    raw: readonly SyncCommit[],
+  ) => Promise<{ commit: string; reason: string } | null>;
+}
+
+export function defaultBackoff(attempt: number): Promise<void> {
+  // 0.5 s doubling to 8 s, each with full jitter, so racing replicas spread out.
+  const cap = Math.min(8000, 500 * 2 ** (attempt - 1));
+  return new Promise((r) => setTimeout(r, cap / 2 + Math.random() * (cap / 2)));
+}
+
+function emptyReport(remote: string, authoritative: boolean): SyncReport {
+  return {
+    remote,
+    authoritative,
+    adopted: [],
+    fast_forwarded: [],
+    merged: [],
+    pushed: [],
+    recreated: [],
+    claims_lost: [],
+    rejected: [],
+    quarantined: [],
+    diverged: [],
+    attempts: 0,
+    offline: null,
+  };
+}
+
+export async function syncWith(
+  local: SyncLocal,
+  remote: SyncRemote,
+  opts: SyncOptions = {},
+): Promise<SyncReport> {
+  const authoritative = opts.authoritative ?? true;
+  const maxAttempts = opts.maxAttempts ?? 8;
+  const backoff = opts.backoff ?? defaultBackoff;
+  let lastRace = '';
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    if (attempt > 1) await backoff(attempt - 1);
+    const report = emptyReport(remote.name, authoritative);
+    report.attempts = attempt;
+    try {
+      await remote.fetch();
+    } catch (e) {
+      if (e instanceof TransportError && e.failure.kind === 'offline') {
+        report.offline = e.message;
+        return report;
+      }
+      throw e;
+    }
+    let pushes: PushUpdate[];
+    try {
+      pushes = await reconcile(local, remote.name, report, authoritative, opts);
+    } catch (e) {
+      // A local writer (the daemon) moved a ref between our read and the transaction.
+      if (e instanceof RefCasError) {
+        lastRace = e.message;
+        continue;
+      }
+      throw e;
+    }
+    if (!authoritative || pushes.length === 0) return report;
+    const outcome = await remote.push(pushes);
+    if (outcome.kind === 'ok') {
+      report.pushed = pushes.map((p) => p.ref);
+      await confirmPushed(local, remote.name, pushes);
+      return report;
+    }
+    if (outcome.kind === 'offline') {
+      report.offline = outcome.message;
+      return report;
+    }
+    if (outcome.kind === 'fatal') {
+      const why =
+        outcome.reason === 'permission'
+          ? `you may not push refs/zz/* to ${remote.name}`
+          : outcome.reason === 'hidden_ref'
+            ? `${remote.name} hides refs/zz/* from pushes (receive.hideRefs)`
+            : outcome.reason === 'declined'
+              ? `${remote.name} declined the push`
+              : `pushing to ${remote.name} failed`;
+      throw new ZzError('forbidden', `${why}: ${outcome.message}`, { reason: outcome.reason });
+    }
+    lastRace = `${outcome.reason}: ${outcome.message}`;
+  }
+  throw new ZzError(
+    'conflict',
+    `zz sync kept losing races with other pushers to ${remote.name} after ${maxAttempts} attempts (${lastRace}); nothing was lost, run it again`,
+  );
+}
+
+/** Plans and applies one round locally; returns what to push. */
+async function reconcile(
+  local: SyncLocal,
+  remoteName: string,
+  report: SyncReport,
+  authoritative: boolean,
+  opts: SyncOptions,
+): Promise<PushUpdate[]> {
+  const tPrefix = trackingPrefix(remoteName);
+  const cPrefix = confirmedPrefix(remoteName);
+  const qPrefix = quarantinePrefix(remoteName);
+  const [locals, remotes, confirmed, quarantined] = await Promise.all([
+    local.listRefs(LOCAL_PREFIX),
+    strip(local.listRefs(tPrefix), tPrefix),
+    strip(local.listRefs(cPrefix), cPrefix),
+    strip(local.listRefs(qPrefix), qPrefix),
+  ]);
+  const updates: RefUpdate[] = [];
+  const pushes: PushUpdate[] = [];
+  const names = new Set([...locals.keys(), ...remotes.keys()]);
+  for (const ref of [...names].sort()) {
+    const rest = ref.slice(LOCAL_PREFIX.length);
+    const mine = locals.get(ref) ?? null;
+    const theirs = remotes.get(ref) ?? null;
+    // The last value confirmed on the remote follows what was fetched.
+    const conf = confirmed.get(ref) ?? null;
+    if (theirs !== null && conf !== theirs) {
+      updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
+    }
+    if (mine === theirs) continue;
+    if (theirs === null) {
+      // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
+      // (deletions are ops), so it goes back, with a lease that it must still not exist.
+      if (conf !== null) report.recreated.push(ref);
+      pushes.push({ ref, expected: null, next: mine! });
+      continue;
+    }
+    if (mine !== null && (await local.isAncestor(theirs, mine))) {
+      pushes.push({ ref, expected: theirs, next: mine });
+      continue;
+    }
+    const history = (await local.commits([theirs], [])).map(parseZzCommit);
+    const incoming =
+      mine === null ? history : (await local.commits([theirs], [mine])).map(parseZzCommit);
+    const incomingSet = new Set(incoming.map((c) => c.revision));
+    const codec = syncCodecFor(ref);
+    let bad = codec ? validateIncoming(ref, history, incomingSet) : null;
+    if (!bad && opts.extraCheck) {
+      bad = await opts.extraCheck(ref, history, await local.commits([theirs], mine ? [mine] : []));
+    }
+    if (bad) {
+      report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
+      const q = quarantined.get(ref) ?? null;
+      if (q !== theirs) updates.push({ ref: qPrefix + rest, old: q, new: theirs });
+      continue;
+    }
+    if (quarantined.has(ref))
+      updates.push({ ref: qPrefix + rest, old: quarantined.get(ref)!, new: null });
+    if (mine === null) {
+      updates.push({ ref, old: null, new: theirs });
+      report.adopted.push(ref);
+      continue;
+    }
+    if (await local.isAncestor(mine, theirs)) {
+      updates.push({ ref, old: mine, new: theirs });
+      report.fast_forwarded.push(ref);
+      continue;
+    }
+    if (!codec) {
+      report.diverged.push(ref);
+      continue;
+    }
+    const localOnly = (await local.commits([mine], [theirs])).map(parseZzCommit);
+    const plan = planMerge(codec, theirs, history, mine, localOnly);
+    const commit = await local.writeMerge({
+      parents: [theirs, mine],
+      changes: plan.changes,
+      message: formatMergeMessage(`Merge ${remoteName} into ${rest}`, plan.lamport),
+    });
+    updates.push({ ref, old: mine, new: commit });
+    report.merged.push({ ref, commit, local_ops: plan.localOps.length });
+    for (const r of plan.rejected) {
+      if (r.reason === 'claim_lost') {
+        report.claims_lost.push({
+          ref,
+          ask_id: r.ask_id ?? null,
+          loser: r.actor,
+          winner: r.winner ?? null,
+          op_id: r.op_id,
+        });
+      } else report.rejected.push({ ...r, ref });
+    }
+    if (authoritative) pushes.push({ ref, expected: theirs, next: commit });
+  }
+  await local.update(updates);
+  return pushes;
+}
+
+async function strip(
+  p: Promise<Map<string, string>>,
+  prefix: string,
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const [ref, oid] of await p) out.set(LOCAL_PREFIX + ref.slice(prefix.length), oid);
+  return out;
+}
+
+/** After a push: the tracking and confirmed refs follow (a later fetch would anyway). */
+async function confirmPushed(
+  local: SyncLocal,
+  remoteName: string,
+  pushes: readonly PushUpdate[],
+): Promise<void> {
+  const tPrefix = trackingPrefix(remoteName);
+  const cPrefix = confirmedPrefix(remoteName);
+  const [tracking, confirmed] = await Promise.all([
+    local.listRefs(tPrefix),
+    local.listRefs(cPrefix),
+  ]);
+  const updates: RefUpdate[] = [];
+  for (const p of pushes) {
+    const rest = p.ref.slice(LOCAL_PREFIX.length);
+    for (const [prefix, map] of [
+      [tPrefix, tracking],
+      [cPrefix, confirmed],
+    ] as const) {
+      const cur = map.get(prefix + rest) ?? null;
+      if (cur !== p.next) updates.push({ ref: prefix + rest, old: cur, new: p.next });
+    }
+  }
+  try {
+    await local.update(updates);
+  } catch (e) {
+    // Something fetched meanwhile; the next round reads the truth from the remote again.
+    if (!(e instanceof RefCasError)) throw e;
+  }
+}
+
+export type { SyncCommit };

@@ -1,0 +1,9 @@
+// `zz sync`: fetch, validate, merge diverged entities in publication order, one local
+// transaction, an atomic leased push, retry on lost races (DESIGN §7).
+export * from './codecs.js';
+export * from './engine.js';
+export * from './git-ports.js';
+export * from './merge.js';
+export * from './ports.js';
+export * from './validate.js';
+export * from './run.js';

@@ -1,0 +1,50 @@
+import {
+  commitLamports,
+  compareOps,
+  publicationOrder,
+  type CommitRecord,
+  type FileChanges,
+  type OpRecord,
+} from '../../store/index.js';
+import type { Rejection, SyncCodec } from './codecs.js';
+
+// The merge of one diverged entity (DESIGN §7): a commit with parents [remote tip, local tip],
+// no ops of its own, clock one above both; its state is the state at the remote tip with the
+// local-only ops applied after it in (lamport, actor, replica, op id) order, through the same
+// guarded fold every replica runs. Only the paths those ops touched can differ from the remote
+// tip's tree, so the merge tree is the remote tree with just those files rewritten.
+
+export interface MergePlan {
+  changes: FileChanges;
+  lamport: number;
+  /** Local-only ops, in the order they were applied after the remote tip. */
+  localOps: OpRecord[];
+  /** Local-only ops the guarded fold refused (claims lost and the like). */
+  rejected: Rejection[];
+}
+
+/**
+ * `remoteHistory`: every commit reachable from the remote tip, parents first. `localOnly`:
+ * the commits reachable from the local tip and not from the remote tip.
+ */
+export function planMerge<S>(
+  sc: SyncCodec<S>,
+  remoteTip: string,
+  remoteHistory: readonly CommitRecord[],
+  localTip: string,
+  localOnly: readonly CommitRecord[],
+): MergePlan {
+  const { codec } = sc;
+  const state = codec.empty();
+  for (const { op } of publicationOrder(remoteHistory, remoteTip)) codec.apply(state, op);
+  const before = new Set((sc.rejections?.(state) ?? []).map((r) => r.op_id));
+  const localOps = localOnly.flatMap((c) => c.ops).sort(compareOps);
+  const touched = new Set<string>();
+  for (const op of localOps) for (const p of codec.apply(state, op)) touched.add(p);
+  const changes: FileChanges = new Map();
+  for (const p of [...touched].sort()) changes.set(p, codec.file(state, p));
+  const lams = commitLamports([...remoteHistory, ...localOnly]);
+  const lamport = Math.max(lams.get(remoteTip) ?? 0, lams.get(localTip) ?? 0) + 1;
+  const rejected = (sc.rejections?.(state) ?? []).filter((r) => !before.has(r.op_id));
+  return { changes, lamport, localOps, rejected };
+}

@@ -1,0 +1,36 @@
+import type { PushOutcome, PushUpdate, RefUpdate } from '../../git/index.js';
+import type { FileChanges } from '../../store/index.js';
+
+// What the sync engine needs from the local repository and from a remote, and nothing more:
+// the engine runs unchanged on real git (git-ports.ts) and on the in-memory replicas of the
+// property tests, so what the tests prove is what `zz sync` does.
+
+export interface SyncCommit {
+  oid: string;
+  parents: string[];
+  message: string;
+  /** The raw commit object (headers and message), for signature checks; absent in memory. */
+  raw?: Buffer;
+}
+
+export interface SyncLocal {
+  listRefs(prefix: string): Promise<Map<string, string>>;
+  /** Commits reachable from `include` and not from `exclude`, parents first. */
+  commits(include: readonly string[], exclude: readonly string[]): Promise<SyncCommit[]>;
+  isAncestor(ancestor: string, descendant: string): Promise<boolean>;
+  /** Writes a merge commit (tree = the first parent's with `changes`); moves no ref. */
+  writeMerge(req: {
+    parents: [string, string];
+    changes: FileChanges;
+    message: string;
+  }): Promise<string>;
+  /** Moves refs in one transaction with old values; RefCasError when one moved meanwhile. */
+  update(updates: readonly RefUpdate[]): Promise<void>;
+}
+
+export interface SyncRemote {
+  readonly name: string;
+  /** Mirrors the remote's refs/zz/* into refs/zz-remotes/<name>/*; TransportError on failure. */
+  fetch(): Promise<void>;
+  push(updates: readonly PushUpdate[]): Promise<PushOutcome>;
+}

@@ -1,0 +1,146 @@
+import { join } from 'node:path';
+import type { ZzRepo } from '../core/index.js';
+import type { TokenStore } from '../core/token-store.js';
+import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
+import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
+import { createDashboard } from '../web/index.js';
+import { lazyMcpHandler } from './mcp-mount.js';
+import { openServedRepos } from './served-repos.js';
+
+// `zz serve`: the composition root. Opens the served repositories (each with its own token
+// store and daemon.json), starts the Ladder search and its ref watcher, mounts MCP on the HTTP
+// app and listens. http/ and mcp/ never see each other: they meet here, through the app's hooks.
+
+export interface DaemonOptions {
+  cwd: string;
+  port?: number;
+  host?: string;
+  /** More checkouts to serve (an error if one cannot be opened). */
+  repos?: string[];
+  /** Known clones, `{repos: [{path}]}`; default $XDG_CONFIG_HOME/zz/repos.json. Missing ones are skipped. */
+  reposFile?: string;
+  log?: (line: string) => void;
+  registry?: Registry;
+  maxBodyBytes?: number;
+  /** Serves POST /api/repos/<o>/<r>/mcp; by default the MCP front end is loaded; null: none. */
+  mcpHandler?: RepoHandler | null;
+  services?: Omit<ToolServices, 'repos'>;
+  heartbeatMs?: number;
+  /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
+  cacheDir?: string;
+}
+
+export interface Daemon {
+  url: string;
+  port: number;
+  repos: Map<string, ZzRepo>;
+  /** The token store of the checkout the daemon was started in. */
+  tokens: TokenStore;
+  /** The token store of a served repository (by key); each repo honours only its own tokens. */
+  tokensFor(key: string): TokenStore | undefined;
+  /** Stops accepting, finishes in-flight requests, closes the repositories, removes daemon.json. */
+  close(): Promise<void>;
+}
+
+export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
+  const log = opts.log ?? (() => {});
+  const served = await openServedRepos({
+    cwd: opts.cwd,
+    ...(opts.repos ? { repos: opts.repos } : {}),
+    ...(opts.reposFile ? { reposFile: opts.reposFile } : {}),
+    log,
+  });
+  const repos = new Map([...served.byKey].map(([k, s]) => [k, s.repo]));
+  const tokenStores = new Map([...served.byKey].map(([k, s]) => [k, s.tokens]));
+  let ladder: { search: unknown; ready: Promise<void>; close(): Promise<void> } | null = null;
+  try {
+    const registry = opts.registry ?? defaultRegistry;
+    // One Ladder search for every served repo, kept current on our own ladder commits and when
+    // refs/zz/ladder moves from outside. Loaded here only: plain CLI calls import this file too.
+    const { startServedSearch } = await import('../core/ladder/search-sync.js');
+    const given = opts.services?.search as
+      NonNullable<Parameters<typeof startServedSearch>[1]>['search'] | undefined;
+    ladder = await startServedSearch(repos, {
+      log,
+      ...(given ? { search: given } : {}),
+      ...(opts.cacheDir ? { cacheDir: opts.cacheDir } : {}),
+    });
+    // Persisted shards load in milliseconds; a large Ladder indexed from scratch finishes in
+    // the background rather than holding up the listener.
+    await Promise.race([ladder.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
+    const services: ToolServices = {
+      ...opts.services,
+      search: ladder.search,
+      repos,
+      // token_list / token_revoke over HTTP and MCP alike: each repo's own store.
+      tokensFor: (key) => tokenStores.get(key),
+    };
+    const mcpHandler =
+      opts.mcpHandler === undefined
+        ? lazyMcpHandler({
+            registry,
+            services,
+            log,
+            ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
+          })
+        : opts.mcpHandler;
+    const server = await listen(
+      (authority) => {
+        // The dashboard: its page and cookie login, checked against each repo's own tokens.
+        const web = createDashboard({
+          host: authority,
+          verifyToken: async (token, key) => (await tokenStores.get(key)?.verify(token)) ?? null,
+          hasRepo: (key) => repos.has(key),
+          stateDir: join(served.primary.repo.git!.gitdir, 'zz'),
+        });
+        return createApp({
+          repos,
+          tokens: (repo) => tokenStores.get(repo.key)!,
+          registry,
+          host: authority,
+          log,
+          services,
+          ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
+          ...(mcpHandler ? { mcpHandler } : {}),
+          ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
+          pageHandler: web.handle,
+          sessionCaller: web.sessionCaller,
+        });
+      },
+      { host: opts.host ?? DEFAULT_HOST, port: opts.port ?? DEFAULT_PORT },
+    );
+    const startedAt = new Date().toISOString();
+    // `repo` lets the CLI's fast path address its checkout without asking git for its key.
+    for (const [key, s] of served.byKey)
+      await s.claim.publish({
+        pid: process.pid,
+        url: server.url,
+        started_at: startedAt,
+        repo: key,
+      });
+
+    let closing: Promise<void> | null = null;
+    const close = () =>
+      (closing ??= (async () => {
+        try {
+          await server.close();
+          for (const t of tokenStores.values()) await t.flush();
+          await ladder?.close();
+        } finally {
+          await served.close();
+        }
+      })());
+    return {
+      url: server.url,
+      port: server.port,
+      repos,
+      tokens: served.primary.tokens,
+      tokensFor: (key) => tokenStores.get(key),
+      close,
+    };
+  } catch (e) {
+    await ladder?.close().catch(() => {});
+    await served.close();
+    throw e;
+  }
+}

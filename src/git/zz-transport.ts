@@ -1,0 +1,317 @@
+import { ZzError } from '../errors.js';
+import { RefCasError } from './ref-store.js';
+import { assertRefName, OID_RE } from './ref-names.js';
+import { runGit } from './native-git.js';
+import { zzRefspec } from './remotes.js';
+
+// The git side of `zz sync`: an atomic, pruning fetch of refs/zz/* into refs/zz-remotes/<r>/*,
+// a multi-ref transaction with old values (git's own `update-ref --stdin`, which takes the same
+// `<ref>.lock` files as RefStore, so the two exclude each other), the commits between tips, and
+// an atomic push with one lease per ref whose result is parsed into typed outcomes. Nothing here
+// knows what a Lane is; core/sync decides what to move.
+
+const ZERO_OID = '0000000000000000000000000000000000000000';
+const REMOTE_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+export function assertRemoteName(remote: string): string {
+  if (!REMOTE_RE.test(remote) || remote.endsWith('.lock') || remote.includes('..')) {
+    throw new ZzError('invalid_argument', `"${remote.slice(0, 100)}" is not a remote name`);
+  }
+  return remote;
+}
+
+/** Why talking to a remote failed, said so that callers can decide (retry, exit 7, stop). */
+export type TransportFailure =
+  | { kind: 'offline'; message: string }
+  | { kind: 'permission'; message: string }
+  | { kind: 'fatal'; message: string };
+
+export class TransportError extends ZzError {
+  constructor(readonly failure: TransportFailure) {
+    const code =
+      failure.kind === 'offline'
+        ? 'unavailable'
+        : failure.kind === 'permission'
+          ? 'forbidden'
+          : 'git_failed';
+    super(code, failure.message, { kind: failure.kind });
+  }
+}
+
+// Messages of git and ssh that mean "could not reach the remote" rather than "the remote said
+// no". Checked after the permission patterns: ssh prints "Could not read from remote
+// repository" for both.
+const PERMISSION = [
+  /permission denied/i,
+  /permission to \S+ denied/i,
+  /authentication failed/i,
+  /\b403\b/,
+  /\b401\b/,
+  /not authorized/i,
+  /access denied/i,
+  /repository not found/i,
+];
+const OFFLINE = [
+  /could not resolve host/i,
+  /unable to access/i,
+  /connection refused/i,
+  /connection timed out/i,
+  /operation timed out/i,
+  /network is unreachable/i,
+  /no route to host/i,
+  /could not read from remote repository/i,
+  /does not appear to be a git repository/i,
+  /unable to connect/i,
+  /connection reset/i,
+  /temporary failure in name resolution/i,
+];
+
+export function classifyTransportError(stderr: string): TransportFailure {
+  const text = stderr.trim();
+  const line =
+    text
+      .split('\n')
+      .map((l) => l.replace(/^(fatal|error): /, '').trim())
+      .filter(Boolean)
+      .slice(0, 2)
+      .join('; ') || 'git failed without a message';
+  if (PERMISSION.some((re) => re.test(text))) return { kind: 'permission', message: line };
+  if (OFFLINE.some((re) => re.test(text))) return { kind: 'offline', message: line };
+  return { kind: 'fatal', message: line };
+}
+
+function stderrOf(e: unknown): string {
+  if (e instanceof ZzError) {
+    const d = e.details as { stderr?: unknown } | undefined;
+    if (d && typeof d.stderr === 'string') return d.stderr;
+  }
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * Fetches refs/zz/* of `remote` into refs/zz-remotes/<remote>/*: forced (the tracking refs mirror
+ * the remote, rewinds included), atomic (all tracking refs move or none), pruning (a ref deleted
+ * on the remote disappears here, and sync decides what that means), no tags.
+ */
+export async function fetchZzRefs(
+  gitdir: string,
+  remote: string,
+  opts: { timeoutMs?: number } = {},
+): Promise<void> {
+  assertRemoteName(remote);
+  try {
+    await runGit(
+      [
+        '--git-dir',
+        gitdir,
+        'fetch',
+        '--quiet',
+        '--atomic',
+        '--prune',
+        '--no-tags',
+        '--no-write-fetch-head',
+        '--',
+        remote,
+        zzRefspec(remote),
+      ],
+      { cwd: gitdir, timeoutMs: opts.timeoutMs ?? 60_000 },
+    );
+  } catch (e) {
+    throw new TransportError(classifyTransportError(stderrOf(e)));
+  }
+}
+
+export interface RefUpdate {
+  ref: string;
+  /** The value the ref must hold now; null: it must not exist. */
+  old: string | null;
+  /** The new value; null deletes the ref. */
+  new: string | null;
+}
+
+/**
+ * Moves several refs in one transaction with old values (`git update-ref --stdin`,
+ * start/prepare/commit): every ref is locked and checked before any moves, and on any mismatch
+ * none moves. A mismatch throws RefCasError for the first ref git names.
+ */
+export async function updateRefsAtomic(
+  gitdir: string,
+  updates: readonly RefUpdate[],
+): Promise<void> {
+  if (updates.length === 0) return;
+  const lines = ['start'];
+  for (const u of updates) {
+    assertRefName(u.ref);
+    for (const v of [u.old, u.new]) {
+      if (v !== null && !OID_RE.test(v)) throw new ZzError('internal', `bad oid for ${u.ref}`);
+    }
+    if (u.new === null) {
+      if (u.old === null) continue;
+      lines.push(`delete ${u.ref} ${u.old}`);
+    } else lines.push(`update ${u.ref} ${u.new} ${u.old ?? ZERO_OID}`);
+  }
+  lines.push('prepare', 'commit', '');
+  const r = await runGit(['--git-dir', gitdir, 'update-ref', '--stdin'], {
+    cwd: gitdir,
+    input: lines.join('\n'),
+    okCodes: [128, 1],
+  });
+  if (r.code === 0) return;
+  const m = /cannot lock ref '([^']+)'/.exec(r.stderr);
+  const ref = m?.[1] ?? updates[0]!.ref;
+  const u = updates.find((x) => x.ref === ref) ?? updates[0]!;
+  if (/is at|expected|reference already exists|unable to resolve|but expected/.test(r.stderr)) {
+    const at = /is at ([0-9a-f]{40})/.exec(r.stderr)?.[1] ?? null;
+    throw new RefCasError(u.ref, u.old, at);
+  }
+  if (/File exists|Unable to create .*\.lock/.test(r.stderr)) {
+    throw new ZzError('ref_locked', `${ref} is locked by another process: ${r.stderr.trim()}`);
+  }
+  throw new ZzError('git_failed', `git update-ref failed: ${r.stderr.trim().split('\n')[0]}`);
+}
+
+/** One commit of a DAG walk: its parents, in order. */
+export interface DagEntry {
+  oid: string;
+  parents: string[];
+}
+
+/**
+ * Commits reachable from `include` but not from `exclude`, parents first (topological).
+ * Excluded tips that this repository does not have are dropped rather than failing the walk.
+ */
+export async function commitsBetween(
+  gitdir: string,
+  include: readonly string[],
+  exclude: readonly string[],
+): Promise<DagEntry[]> {
+  const inc = include.filter((o) => OID_RE.test(o));
+  if (inc.length === 0) return [];
+  const exc = exclude.filter((o) => OID_RE.test(o));
+  const r = await runGit(
+    ['--git-dir', gitdir, 'rev-list', '--parents', '--topo-order', '--reverse', '--stdin'],
+    {
+      cwd: gitdir,
+      input: [...inc, ...exc.map((o) => '^' + o), ''].join('\n'),
+    },
+  );
+  const out: DagEntry[] = [];
+  for (const line of r.stdout.toString('utf8').split('\n')) {
+    if (!line) continue;
+    const [oid, ...parents] = line.split(' ');
+    out.push({ oid: oid!, parents });
+  }
+  return out;
+}
+
+export type PushOutcome =
+  /** Every ref moved on the remote. */
+  | { kind: 'ok' }
+  /** Someone else moved the remote first: fetch again, merge, retry. */
+  | { kind: 'race'; reason: RaceReason; refs: string[]; message: string }
+  /** Retrying cannot help: say it plainly. */
+  | { kind: 'fatal'; reason: 'permission' | 'hidden_ref' | 'declined' | 'error'; message: string }
+  | { kind: 'offline'; message: string };
+
+export type RaceReason =
+  'stale_info' | 'fetch_first' | 'non_fast_forward' | 'atomic_failed' | 'remote_rejected';
+
+export interface PushUpdate {
+  ref: string;
+  /** What the remote must hold for this ref to move (null: it must not exist there). */
+  expected: string | null;
+  next: string;
+}
+
+/**
+ * `git push --porcelain --atomic --force-with-lease=<ref>:<expected>` for every ref: all move or
+ * none, and none moves unless the remote still holds exactly what we merged with. Pre-push hooks
+ * are not run (this is zz's state, not the user's branches).
+ */
+export async function pushZzRefs(
+  gitdir: string,
+  remote: string,
+  updates: readonly PushUpdate[],
+  opts: { timeoutMs?: number } = {},
+): Promise<PushOutcome> {
+  assertRemoteName(remote);
+  if (updates.length === 0) return { kind: 'ok' };
+  const args = ['--git-dir', gitdir, 'push', '--porcelain', '--atomic', '--no-verify'];
+  for (const u of updates) {
+    assertRefName(u.ref);
+    if (!OID_RE.test(u.next) || (u.expected !== null && !OID_RE.test(u.expected))) {
+      throw new ZzError('internal', `bad oid in push of ${u.ref}`);
+    }
+    args.push(`--force-with-lease=${u.ref}:${u.expected ?? ''}`);
+  }
+  args.push('--', remote, ...updates.map((u) => `${u.next}:${u.ref}`));
+  let r;
+  try {
+    r = await runGit(args, { cwd: gitdir, okCodes: [1], timeoutMs: opts.timeoutMs ?? 120_000 });
+  } catch (e) {
+    const f = classifyTransportError(stderrOf(e));
+    if (f.kind === 'offline') return { kind: 'offline', message: f.message };
+    return {
+      kind: 'fatal',
+      reason: f.kind === 'permission' ? 'permission' : 'error',
+      message: f.message,
+    };
+  }
+  return parsePushPorcelain(r.stdout.toString('utf8'), r.stderr, r.code);
+}
+
+/**
+ * Reads `git push --porcelain` output: `<flag>\t<from>:<to>\t<summary> (<reason>)` per ref,
+ * flag `!` for a rejected ref. Exported for tests of the less common messages.
+ */
+export function parsePushPorcelain(stdout: string, stderr: string, code: number): PushOutcome {
+  const rejected: Array<{ ref: string; summary: string }> = [];
+  for (const line of stdout.split('\n')) {
+    const parts = line.split('\t');
+    if (parts.length < 3 || parts[0] !== '!') continue;
+    const to = parts[1]!.split(':').slice(1).join(':');
+    rejected.push({ ref: to, summary: parts[2]! });
+  }
+  if (rejected.length === 0) {
+    if (code === 0) return { kind: 'ok' };
+    const f = classifyTransportError(stderr);
+    if (f.kind === 'offline') return { kind: 'offline', message: f.message };
+    if (/hidden ref/i.test(stderr))
+      return { kind: 'fatal', reason: 'hidden_ref', message: f.message };
+    return {
+      kind: 'fatal',
+      reason: f.kind === 'permission' ? 'permission' : 'error',
+      message: f.message,
+    };
+  }
+  const text = rejected.map((x) => `${x.ref}: ${x.summary}`).join('; ');
+  const refs = rejected.map((x) => x.ref);
+  const all = rejected.map((x) => x.summary).join('\n');
+  if (/hidden ref/i.test(all)) return { kind: 'fatal', reason: 'hidden_ref', message: text };
+  if (/permission|not allowed|denied/i.test(all) && !/cannot lock/i.test(all)) {
+    return { kind: 'fatal', reason: 'permission', message: text };
+  }
+  if (/hook declined|protected/i.test(all))
+    return { kind: 'fatal', reason: 'declined', message: text };
+  // The most specific cause first: with --atomic every other ref says "atomic push failed".
+  const reason: RaceReason = /stale info/.test(all)
+    ? 'stale_info'
+    : /fetch first/.test(all)
+      ? 'fetch_first'
+      : /non-fast-forward/.test(all)
+        ? 'non_fast_forward'
+        : /remote rejected/.test(all)
+          ? 'remote_rejected'
+          : 'atomic_failed';
+  return { kind: 'race', reason, refs, message: text };
+}
+
+/** The remote zz pushes to: `git config zz.remote`, else `origin`. */
+export async function authoritativeRemote(gitdir: string): Promise<string> {
+  const r = await runGit(['--git-dir', gitdir, 'config', '--get', 'zz.remote'], {
+    cwd: gitdir,
+    okCodes: [1],
+  });
+  const name = r.stdout.toString('utf8').trim();
+  return name ? assertRemoteName(name) : 'origin';
+}

@@ -1,0 +1,133 @@
+import { spawn } from 'node:child_process';
+import { ZzError } from '../errors.js';
+import { quote } from './http-call.js';
+import { parseArguments } from './json.js';
+import { splitCommand } from './argv.js';
+import type { ToolCall, Transport, WireRequest } from './types.js';
+
+// `exec:<command>`: one process per call. The request (DESIGN §9) goes to stdin as one JSON
+// object, the answer comes back on stdout as one JSON object. The command is split into argv
+// by splitCommand and spawned without a shell. A call that outlives the timeout is killed
+// (SIGTERM, then SIGKILL); a failed or silent process is not retried — a script's failure is
+// not transient the way a 503 is.
+
+const MAX_STDOUT = 32 * 1024 * 1024;
+
+export function execTransport(
+  command: string,
+  opts: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+): Transport {
+  const argv = splitCommand(command);
+  const label = `exec:${argv[0]}`;
+  return (req: WireRequest) => {
+    const request = {
+      model: command,
+      system: req.system,
+      messages: req.messages,
+      ...(req.tools?.length ? { tools: req.tools } : {}),
+      ...(req.responseSchema ? { response_schema: req.responseSchema.schema } : {}),
+    };
+    return new Promise((resolve, reject) => {
+      req.signal?.throwIfAborted();
+      const child = spawn(argv[0]!, argv.slice(1), {
+        cwd: opts.cwd,
+        env: opts.env,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        shell: false,
+      });
+      const out: Buffer[] = [];
+      let outLen = 0;
+      let err = '';
+      let why: string | null = null;
+      const kill = (reason: string) => {
+        why ??= reason;
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 2000).unref();
+      };
+      const timer = setTimeout(() => kill(`no answer within ${opts.timeoutMs} ms`), opts.timeoutMs);
+      const onAbort = () => kill('cancelled');
+      req.signal?.addEventListener('abort', onAbort, { once: true });
+      child.stdout.on('data', (b: Buffer) => {
+        outLen += b.length;
+        if (outLen > MAX_STDOUT) kill('more than 32 MiB on stdout');
+        else out.push(b);
+      });
+      child.stderr.on('data', (b: Buffer) => {
+        if (err.length < 16 * 1024) err += b.toString('utf8');
+      });
+      // A script that exits without reading stdin makes our write fail with EPIPE; the exit
+      // status says what happened, so the write error itself is not the story.
+      child.stdin.on('error', () => {});
+      child.on('error', (e) => {
+        clearTimeout(timer);
+        reject(new ZzError('unavailable', `${label} could not start: ${e.message}`));
+      });
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        req.signal?.removeEventListener('abort', onAbort);
+        if (why === 'cancelled' && req.signal?.aborted) return reject(req.signal.reason);
+        if (why) return reject(new ZzError('unavailable', `${label}: ${why}`));
+        if (code !== 0) {
+          const tail = err.trim() ? `: ${quote(err.trim().split('\n').slice(-3).join(' '))}` : '';
+          return reject(
+            new ZzError('unavailable', `${label} exited ${code ?? signal}${tail}`, { code }),
+          );
+        }
+        try {
+          resolve(fromAnswer(Buffer.concat(out).toString('utf8'), label));
+        } catch (e) {
+          reject(e);
+        }
+      });
+      child.stdin.end(JSON.stringify(request));
+    });
+  };
+}
+
+function fromAnswer(text: string, label: string) {
+  let a: unknown;
+  try {
+    a = JSON.parse(text);
+  } catch {
+    throw new ZzError(
+      'unavailable',
+      `${label} printed something that is not one JSON object: ${quote(text) || '(nothing)'}`,
+    );
+  }
+  if (!a || typeof a !== 'object' || Array.isArray(a)) {
+    throw new ZzError('unavailable', `${label} must print a JSON object, got ${quote(text)}`);
+  }
+  const ans = a as {
+    content?: unknown;
+    tool_calls?: unknown;
+    object?: unknown;
+    usage?: { input_tokens?: unknown; output_tokens?: unknown };
+  };
+  if (ans.content !== undefined && ans.content !== null && typeof ans.content !== 'string') {
+    throw new ZzError('unavailable', `${label}: "content" must be a string`);
+  }
+  if (ans.tool_calls !== undefined && !Array.isArray(ans.tool_calls)) {
+    throw new ZzError('unavailable', `${label}: "tool_calls" must be an array`);
+  }
+  const tool_calls: ToolCall[] = ((ans.tool_calls ?? []) as unknown[]).map((c, i) => {
+    const call = (c ?? {}) as { id?: unknown; name?: unknown; arguments?: unknown };
+    if (typeof call.name !== 'string' || !call.name) {
+      throw new ZzError('unavailable', `${label}: tool_calls[${i}] has no "name"`);
+    }
+    return {
+      id: typeof call.id === 'string' && call.id ? call.id : `call_${i}`,
+      name: call.name,
+      ...parseArguments(call.arguments),
+    };
+  });
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  return {
+    content: (ans.content as string | undefined) ?? '',
+    tool_calls,
+    ...(ans.object !== undefined ? { object: ans.object } : {}),
+    usage: {
+      input_tokens: num(ans.usage?.input_tokens),
+      output_tokens: num(ans.usage?.output_tokens),
+    },
+  };
+}

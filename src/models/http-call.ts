@@ -1,0 +1,140 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ZzError } from '../errors.js';
+
+// One POST of JSON to a model endpoint, with the retry policy every HTTP adapter shares:
+// 408/429/5xx and network failures are retried with exponential backoff and full jitter;
+// a Retry-After (seconds or HTTP date) or retry-after-ms header sets the wait instead, and is
+// honoured in full — a wait longer than `maxDelayMs` is a clear failure, never an early retry
+// that the endpoint would refuse again. Each attempt has its own timeout. Response bodies of
+// errors are quoted (bounded) in the message; request headers (the API key) never are.
+
+export interface HttpCallOptions {
+  timeoutMs: number;
+  maxRetries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  signal?: AbortSignal;
+  onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
+  /** Who we are talking to, for messages: `openai:gpt-4o at http://…`. */
+  label: string;
+}
+
+const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null && /^\d+(\.\d+)?$/.test(ms.trim())) return Math.ceil(Number(ms));
+  const ra = headers.get('retry-after');
+  if (ra === null) return null;
+  if (/^\d+(\.\d+)?$/.test(ra.trim())) return Math.ceil(Number(ra) * 1000);
+  const at = Date.parse(ra);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+const retryable = (status: number) => status === 408 || status === 429 || status >= 500;
+
+export async function postJson(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  opts: HttpCallOptions,
+): Promise<unknown> {
+  const payload = JSON.stringify(body);
+  for (let attempt = 0; ; attempt++) {
+    opts.signal?.throwIfAborted();
+    const timeout = AbortSignal.timeout(opts.timeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    let failure: string;
+    let wait: number | null = null;
+    try {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+        body: payload,
+        signal,
+      });
+      const text = await readBounded(res, opts.label);
+      if (res.ok) {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          throw new ZzError(
+            'unavailable',
+            `${opts.label} answered with invalid JSON: ${quote(text)}`,
+          );
+        }
+      }
+      failure = `HTTP ${res.status}: ${quote(errorText(text))}`;
+      if (!retryable(res.status)) {
+        const code = res.status === 401 || res.status === 403 ? 'unauthorized' : 'unavailable';
+        throw new ZzError(code, `${opts.label} refused the request (${failure})`, {
+          status: res.status,
+        });
+      }
+      wait = retryAfterMs(res.headers);
+    } catch (e) {
+      if (e instanceof ZzError) throw e;
+      if (opts.signal?.aborted) throw opts.signal.reason ?? e;
+      failure = timeout.aborted
+        ? `no answer within ${opts.timeoutMs} ms`
+        : `could not connect: ${causeOf(e)}`;
+    }
+    if (attempt >= opts.maxRetries) {
+      throw new ZzError(
+        'unavailable',
+        `${opts.label} failed after ${attempt + 1} attempt${attempt ? 's' : ''}: ${failure}`,
+      );
+    }
+    const backoff = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** attempt);
+    const delayMs = wait ?? Math.round(Math.random() * backoff);
+    if (delayMs > opts.maxDelayMs) {
+      throw new ZzError(
+        'unavailable',
+        `${opts.label} asked to retry after ${Math.round(delayMs / 1000)} s (${failure}); ` +
+          `that is longer than the ${Math.round(opts.maxDelayMs / 1000)} s zz waits`,
+      );
+    }
+    opts.onRetry?.({ attempt: attempt + 1, delayMs, reason: failure });
+    await sleep(delayMs, undefined, opts.signal ? { signal: opts.signal } : undefined);
+  }
+}
+
+async function readBounded(res: Response, label: string): Promise<string> {
+  const len = Number(res.headers.get('content-length') ?? 0);
+  if (len > MAX_RESPONSE_BYTES) {
+    await res.body?.cancel();
+    throw new ZzError(
+      'unavailable',
+      `${label} sent a response of ${len} bytes; the limit is 32 MiB`,
+    );
+  }
+  const buf = Buffer.from(await res.arrayBuffer());
+  if (buf.length > MAX_RESPONSE_BYTES) {
+    throw new ZzError('unavailable', `${label} sent more than 32 MiB`);
+  }
+  return buf.toString('utf8');
+}
+
+/** The human part of an OpenAI/Anthropic error body, else the body itself. */
+function errorText(text: string): string {
+  try {
+    const j = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof j.error === 'string') return j.error;
+    if (typeof j.error?.message === 'string') return j.error.message;
+    if (typeof j.message === 'string') return j.message;
+  } catch {
+    /* not JSON: quote it as is */
+  }
+  return text;
+}
+
+export function quote(text: string, max = 300): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+}
+
+function causeOf(e: unknown): string {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  if (cause?.code) return cause.code;
+  return e instanceof Error ? (cause?.message ?? e.message) : String(e);
+}

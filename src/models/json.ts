@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+// JSON helpers the adapters share: zod → JSON Schema for the wire, a strict-mode check, tool
+// arguments that may arrive as a string, and the JSON inside a model's prose answer.
+
+/** `io: 'input'` for what a caller may send (tool arguments), 'output' for what must come back. */
+export function jsonSchemaOf(
+  schema: z.ZodType,
+  io: 'input' | 'output' = 'output',
+): Record<string, unknown> {
+  const js = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  // Endpoints differ on `$schema`; none needs it.
+  delete js.$schema;
+  return js;
+}
+
+/** True when OpenAI's strict mode accepts the schema: every object closed, every key required. */
+export function strictCompatible(schema: unknown): boolean {
+  if (Array.isArray(schema)) return schema.every(strictCompatible);
+  if (!schema || typeof schema !== 'object') return true;
+  const s = schema as Record<string, unknown>;
+  if (s.type === 'object' || s.properties) {
+    const props = Object.keys((s.properties as object | undefined) ?? {});
+    const req = new Set((s.required as string[] | undefined) ?? []);
+    if (s.additionalProperties !== false || props.some((p) => !req.has(p))) return false;
+  }
+  return Object.values(s).every(strictCompatible);
+}
+
+/** Tool-call arguments as an object; a parse failure is kept for the loop to report. */
+export function parseArguments(raw: unknown): {
+  arguments: Record<string, unknown>;
+  parse_error?: string;
+} {
+  let v = raw;
+  if (typeof raw === 'string') {
+    if (raw.trim() === '') return { arguments: {} };
+    try {
+      v = JSON.parse(raw);
+    } catch (e) {
+      return { arguments: {}, parse_error: `arguments are not JSON: ${(e as Error).message}` };
+    }
+  }
+  if (v === undefined || v === null) return { arguments: {} };
+  if (typeof v !== 'object' || Array.isArray(v)) {
+    return { arguments: {}, parse_error: 'arguments must be a JSON object' };
+  }
+  return { arguments: v as Record<string, unknown> };
+}
+
+/**
+ * The JSON value in a model's text answer: the whole text, else a fenced ```json block, else
+ * the span from the first `{` to the last `}` (models like to wrap JSON in prose).
+ */
+export function extractJson(text: string): unknown {
+  const attempts = [text.trim()];
+  const fence = /```(?:json)?\s*\n([\s\S]*?)```/.exec(text);
+  if (fence) attempts.push(fence[1]!.trim());
+  const first = text.indexOf('{');
+  const last = text.lastIndexOf('}');
+  if (first >= 0 && last > first) attempts.push(text.slice(first, last + 1));
+  for (const a of attempts) {
+    try {
+      return JSON.parse(a) as unknown;
+    } catch {
+      /* next candidate */
+    }
+  }
+  throw new SyntaxError('the answer contains no JSON object');
+}

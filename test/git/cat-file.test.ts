@@ -1,0 +1,183 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ZzRepo } from '../../src/core/index.js';
+import { CatFile } from '../../src/git/cat-file.js';
+import type { ZzError } from '../../src/errors.js';
+import { ALICE, call, gitRepo, OWNER } from '../helpers/core-fixture.js';
+
+// Hardening 11.1: the repository's one `git cat-file --batch` is shared by every reader, so a
+// revision that makes git die (HEAD@{9999}, @{u} without an upstream, HEAD:./x in a bare
+// context) must fail for its caller alone. A hostile reader loops beside honest readers and
+// writers on a real repository; every honest read must be byte-exact and every write present.
+
+let repo: ZzRepo;
+let dir: string;
+let cleanup: () => void;
+const files = new Map<string, Buffer>();
+let head: string;
+
+const gitOut = (args: string[]): Buffer =>
+  execFileSync('git', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+
+// Mulberry32, seeded; the seed is printed so a failure can be replayed.
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+beforeAll(async () => {
+  ({ repo, dir, cleanup } = await gitRepo());
+  // Files of different sizes (some larger than a pipe buffer, so replies arrive in pieces),
+  // a directory named like a file elsewhere, binary content and a path with a space.
+  for (let i = 0; i < 12; i++) {
+    const p = i % 3 === 0 ? `dir ${i}/nested/f${i}.txt` : `f${i}.txt`;
+    const body =
+      i % 4 === 1
+        ? Buffer.from(Array.from({ length: 5000 + i * 3001 }, (_, k) => (k * 31 + i) % 256))
+        : Buffer.from(`file ${i}\n`.repeat(1 + i * 900));
+    mkdirSync(join(dir, p, '..'), { recursive: true });
+    writeFileSync(join(dir, p), body);
+    files.set(p, body);
+  }
+  gitOut(['add', '-A']);
+  gitOut(['commit', '-q', '-m', 'files']);
+  head = gitOut(['rev-parse', 'HEAD']).toString().trim();
+  for (const p of files.keys()) {
+    expect(gitOut(['cat-file', 'blob', `HEAD:${p}`]).equals(files.get(p)!)).toBe(true);
+  }
+  await call(repo, OWNER, 'lane_propose', { lane_id: 'l1', title: 'L1' });
+});
+
+afterAll(() => cleanup?.());
+
+const HOSTILE = ['HEAD@{9999}', '@{u}', 'main@{upstream}', 'HEAD:./x', 'main@{99999}'];
+
+function contentOf(r: { content: string; encoding: string }): Buffer {
+  return Buffer.from(r.content, r.encoding === 'base64' ? 'base64' : 'utf8');
+}
+
+describe('cat-file under a hostile reader', () => {
+  it('a revision git dies on is a 404 for its caller and nobody else notices', async () => {
+    const seed = Number(process.env.ZZ_SEED ?? Date.now() % 1_000_000);
+    console.log(`cat-file hostile test seed=${seed}`);
+    const rnd = prng(seed);
+    const paths = [...files.keys()];
+    const posted: string[] = [];
+    const failures: string[] = [];
+    const hostile: string[] = [];
+    const rounds = 20;
+    for (let round = 0; round < rounds; round++) {
+      const jobs: Array<Promise<void>> = [];
+      // The hostile reader: a burst of bad revisions, through the tools every member can call.
+      for (const bad of HOSTILE) {
+        for (const [tool, args] of [
+          ['git_show_file', { commit: bad, path: 'f1.txt' }],
+          ['git_log', { ref: bad }],
+        ] as const) {
+          jobs.push(
+            call(repo, ALICE, tool, args).then(
+              () => void hostile.push(`${tool} ${bad}: answered`),
+              (e: ZzError) => {
+                if (e.code !== 'not_found') hostile.push(`${tool} ${bad}: ${e.code}`);
+              },
+            ),
+          );
+        }
+      }
+      // Honest readers: whole files, checked byte for byte, at the branch and at the oid.
+      for (let k = 0; k < 8; k++) {
+        const p = paths[Math.floor(rnd() * paths.length)]!;
+        const commit = rnd() < 0.5 ? head : 'main';
+        jobs.push(
+          call(repo, ALICE, 'git_show_file', { commit, path: p, limit: 16 * 1024 * 1024 }).then(
+            (r: { content: string; encoding: string; next_offset: number | null }) => {
+              if (!contentOf(r).equals(files.get(p)!) || r.next_offset !== null) {
+                failures.push(`round ${round}: ${p} at ${commit} read wrong`);
+              }
+            },
+            (e: Error) => void failures.push(`round ${round}: ${p}: ${e.message}`),
+          ),
+        );
+      }
+      jobs.push(
+        call(repo, ALICE, 'git_log', { ref: head }).then(
+          (r: { commits: Array<{ oid: string }> }) => {
+            if (r.commits.at(-1)?.oid !== head) failures.push(`round ${round}: git_log wrong`);
+          },
+          (e: Error) => void failures.push(`round ${round}: git_log: ${e.message}`),
+        ),
+      );
+      // Writers: each post must be acknowledged and then present.
+      for (let k = 0; k < 2; k++) {
+        const title = `r${round}-w${k}`;
+        jobs.push(
+          call(repo, ALICE, 'ask_post', { lane_id: 'l1', kind: 'work', title }).then(
+            (r: { ask: { ask_id: string } }) => void posted.push(r.ask.ask_id),
+            (e: Error) => void failures.push(`round ${round}: ask_post: ${e.message}`),
+          ),
+        );
+      }
+      await Promise.all(jobs);
+    }
+    expect(failures, `seed=${seed}`).toEqual([]);
+    expect(hostile, `seed=${seed}`).toEqual([]);
+    expect(posted).toHaveLength(rounds * 2);
+    const lane = await call(repo, ALICE, 'lane_get', { lane_id: 'l1' });
+    const ids = new Set(
+      (lane.asks as Array<{ ask_id: string }> | undefined)?.map((a) => a.ask_id) ??
+        (lane.lane.asks as Array<{ ask_id: string }>).map((a) => a.ask_id),
+    );
+    for (const id of posted) expect(ids.has(id), id).toBe(true);
+  });
+});
+
+describe('CatFile', () => {
+  it('answers only full oids from the batch process and resolves the rest on the side', async () => {
+    const cf = new CatFile(join(dir, '.git'));
+    try {
+      const blob = gitOut(['rev-parse', 'HEAD:f1.txt']).toString().trim();
+      expect((await cf.read(`${head}:f1.txt`))?.data.equals(files.get('f1.txt')!)).toBe(true);
+      expect((await cf.read(`main:f1.txt`))?.oid).toBe(blob);
+      expect((await cf.read(`${head}^{tree}`))?.type).toBe('tree');
+      expect((await cf.read(`${blob}^{commit}`))?.type).toBeUndefined();
+      expect(await cf.read(`${head}:dir 0/nested`)).toMatchObject({ type: 'tree' });
+      expect(await cf.read(`${head}:nope/f1.txt`)).toBeNull();
+      expect(await cf.read('HEAD@{9999}')).toBeNull();
+      expect(await cf.read('@{u}')).toBeNull();
+      expect(cf.spawned).toBe(1);
+    } finally {
+      cf.close();
+    }
+  });
+
+  it('a reader killed with reads in flight is replaced and the reads still answer exactly', async () => {
+    const cf = new CatFile(join(dir, '.git'));
+    try {
+      const oids = [...files.keys()].map((p) => ({
+        p,
+        oid: gitOut(['rev-parse', `HEAD:${p}`])
+          .toString()
+          .trim(),
+      }));
+      await cf.readOid(oids[0]!.oid);
+      const pid = cf.pid!;
+      const reads = Array.from({ length: 200 }, (_, i) => oids[i % oids.length]!).map(
+        ({ p, oid }) => cf.readOid(oid).then((o) => o?.data.equals(files.get(p)!)),
+      );
+      process.kill(pid, 'SIGKILL');
+      expect(await Promise.all(reads)).toEqual(reads.map(() => true));
+      expect(cf.spawned).toBeGreaterThanOrEqual(2);
+      expect(cf.pid).not.toBe(pid);
+    } finally {
+      cf.close();
+    }
+  });
+});

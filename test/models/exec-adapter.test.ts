@@ -1,0 +1,137 @@
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createModel, defaultModelSpec, splitCommand } from '../../src/models/index.js';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
+
+// `exec:` runs a real process per call: the request on stdin, the answer on stdout, argv split
+// without a shell. The scripts are node programs started with an explicit interpreter.
+
+let dir: string;
+const script = (name: string, body: string) => {
+  const file = join(dir, name);
+  writeFileSync(file, `#!/usr/bin/env node\n${body}\n`);
+  chmodSync(file, 0o755);
+  return file;
+};
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'zz exec '));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const READ_STDIN = `const chunks = []; process.stdin.on('data', (c) => chunks.push(c));
+process.stdin.on('end', () => main(JSON.parse(Buffer.concat(chunks).toString('utf8'))));`;
+
+describe('exec: adapter', () => {
+  it('sends the §9 request on stdin and reads tool calls and usage from stdout', async () => {
+    const log = join(dir, 'req.json');
+    const agent = script(
+      'agent one.mjs',
+      `import { writeFileSync } from 'node:fs';
+${READ_STDIN}
+function main(req) {
+  writeFileSync(process.argv[2], JSON.stringify({ req, argv: process.argv.slice(3) }));
+  process.stdout.write(JSON.stringify({ content: 'hi', tool_calls: [{ name: 'ask_post', arguments: { title: 't' } }], usage: { input_tokens: 7, output_tokens: 3 } }));
+}`,
+    );
+    const m = createModel(`exec:node '${agent}' '${log}' "a b" c\\ d '|' x`);
+    const r = await m.chat({
+      system: 'sys',
+      messages: [{ role: 'user', content: 'go' }],
+      tools: [{ name: 'ask_post', description: 'post', input_schema: { type: 'object' } }],
+    });
+    expect(r).toMatchObject({
+      content: 'hi',
+      tool_calls: [{ id: 'call_0', name: 'ask_post', arguments: { title: 't' } }],
+    });
+    expect(m.usage()).toEqual({ input_tokens: 7, output_tokens: 3, calls: 1 });
+    const seen = JSON.parse(readFileSync(log, 'utf8'));
+    expect(seen.argv).toEqual(['a b', 'c d', '|', 'x']);
+    expect(seen.req).toEqual({
+      model: `node '${agent}' '${log}' "a b" c\\ d '|' x`,
+      system: 'sys',
+      messages: [{ role: 'user', content: 'go' }],
+      tools: [{ name: 'ask_post', description: 'post', input_schema: { type: 'object' } }],
+    });
+  });
+
+  it('passes response_schema and takes `object` as the structured answer', async () => {
+    const agent = script(
+      'structured.mjs',
+      `${READ_STDIN}
+function main(req) {
+  const ok = req.response_schema && req.response_schema.properties.decision;
+  process.stdout.write(JSON.stringify({ object: { decision: ok ? 'grant' : 'deny', reasons: [] } }));
+}`,
+    );
+    const r = await createModel(`exec:node '${agent}'`).object({
+      system: 's',
+      messages: [{ role: 'user', content: 'q' }],
+      schema: z.object({ decision: z.enum(['grant', 'deny']), reasons: z.array(z.string()) }),
+    });
+    expect(r.object).toEqual({ decision: 'grant', reasons: [] });
+  });
+
+  it('reports a failing, silent, babbling or stuck script clearly', async () => {
+    const fail = script('fail.mjs', `console.error('boom: no model here'); process.exit(3);`);
+    await expect(
+      createModel(`exec:node '${fail}'`).chat({ system: 's', messages: [] }),
+    ).rejects.toThrow(/exited 3: boom: no model here/);
+    const prose = script('prose.mjs', `console.log('I think the answer is 42');`);
+    await expect(
+      createModel(`exec:node '${prose}'`).chat({ system: 's', messages: [] }),
+    ).rejects.toThrow(/not one JSON object: I think the answer is 42/);
+    const stuck = script('stuck.mjs', `setInterval(() => {}, 1000);`);
+    await expect(
+      createModel(`exec:node '${stuck}'`, { timeoutMs: 300 }).chat({ system: 's', messages: [] }),
+    ).rejects.toThrow(/no answer within 300 ms/);
+    await expect(
+      createModel(`exec:'${join(dir, 'missing')}'`).chat({ system: 's', messages: [] }),
+    ).rejects.toThrow(/could not start/);
+  });
+});
+
+describe('splitCommand', () => {
+  it('splits like a shell splits words, and does nothing else', () => {
+    expect(splitCommand(`python3 -u 'my agent.py' --x "a \\"b\\" $HOME" c\\ d`)).toEqual([
+      'python3',
+      '-u',
+      'my agent.py',
+      '--x',
+      'a "b" $HOME',
+      'c d',
+    ]);
+    expect(splitCommand(`./a.sh | rm -rf ~ ; echo $(id) ''`)).toEqual([
+      './a.sh',
+      '|',
+      'rm',
+      '-rf',
+      '~',
+      ';',
+      'echo',
+      '$(id)',
+      '',
+    ]);
+    expect(() => splitCommand('  ')).toThrow(/is empty/);
+    expect(() => splitCommand(`node 'x`)).toThrow(/unterminated/);
+  });
+});
+
+describe('default model', () => {
+  it('takes --model, else git config zz.model, else says how to set one', async () => {
+    const repo = makeRepo();
+    try {
+      const sub = join(repo.dir, 'sub');
+      mkdirSync(sub);
+      await expect(defaultModelSpec(undefined, sub)).rejects.toThrow(/git config zz.model/);
+      sh(repo.dir, 'config', 'zz.model', 'openai:qwen2.5-coder');
+      expect(await defaultModelSpec(undefined, sub)).toBe('openai:qwen2.5-coder');
+      expect(await defaultModelSpec('exec:./a.sh', sub)).toBe('exec:./a.sh');
+    } finally {
+      repo.cleanup();
+    }
+  });
+});

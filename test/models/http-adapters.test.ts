@@ -1,0 +1,282 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createModel, retryAfterMs, type ToolSpec } from '../../src/models/index.js';
+import { fakeModelServer, loadTranscript, type FakeModelServer } from './fake-model-server.js';
+
+// The OpenAI-compatible and Anthropic adapters against fake endpoints on 127.0.0.1 replaying
+// recorded transcripts (fixtures/models/): wire shapes both ways, usage, structured output with
+// its repair round, retries honouring Retry-After, timeouts.
+
+const review = z.object({ decision: z.enum(['grant', 'deny']), reasons: z.array(z.string()) });
+const readTool: ToolSpec = {
+  name: 'ladder_read',
+  description: 'Read one rung',
+  input_schema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+};
+
+let server: FakeModelServer | null = null;
+afterEach(async () => {
+  await server?.close();
+  server = null;
+});
+
+const openai = (s: FakeModelServer, extra: Record<string, unknown> = {}) =>
+  createModel('openai:llama3.1', {
+    env: { OPENAI_BASE_URL: `${s.url}/v1`, OPENAI_API_KEY: 'sk-test-secret' },
+    baseDelayMs: 1,
+    ...extra,
+  });
+const anthropic = (s: FakeModelServer) =>
+  createModel('anthropic:claude-sonnet-4-5', {
+    env: { ANTHROPIC_BASE_URL: s.url, ANTHROPIC_API_KEY: 'sk-ant-secret' },
+    baseDelayMs: 1,
+  });
+
+describe('openai: adapter', () => {
+  it('runs a tool-calling round trip and sums usage', async () => {
+    server = await fakeModelServer(loadTranscript('openai-tool-round.json'));
+    const m = openai(server);
+    const first = await m.chat({
+      system: 'You are an agent.',
+      messages: [{ role: 'user', content: 'What is src/index.ts?' }],
+      tools: [readTool],
+    });
+    expect(first.tool_calls).toEqual([
+      { id: 'call_x1k9', name: 'ladder_read', arguments: { path: 'src/index.ts' } },
+    ]);
+    const second = await m.chat({
+      system: 'You are an agent.',
+      messages: [
+        { role: 'user', content: 'What is src/index.ts?' },
+        { role: 'assistant', content: '', tool_calls: first.tool_calls },
+        { role: 'tool', tool_call_id: 'call_x1k9', content: '{"summary":"exports"}' },
+      ],
+      tools: [readTool],
+    });
+    expect(second.content).toBe('src/index.ts re-exports the public API.');
+    expect(m.usage()).toEqual({ input_tokens: 892, output_tokens: 33, calls: 2 });
+
+    const [r1, r2] = server.requests;
+    expect(r1!.path).toBe('/v1/chat/completions');
+    expect(r1!.headers.authorization).toBe('Bearer sk-test-secret');
+    expect(r1!.body.model).toBe('llama3.1');
+    expect(r1!.body.messages[0]).toEqual({ role: 'system', content: 'You are an agent.' });
+    expect(r1!.body.tools[0]).toEqual({
+      type: 'function',
+      function: {
+        name: 'ladder_read',
+        description: 'Read one rung',
+        parameters: readTool.input_schema,
+      },
+    });
+    expect(r2!.body.messages[2].tool_calls[0].function).toEqual({
+      name: 'ladder_read',
+      arguments: '{"path":"src/index.ts"}',
+    });
+    expect(r2!.body.messages[3]).toEqual({
+      role: 'tool',
+      tool_call_id: 'call_x1k9',
+      content: '{"summary":"exports"}',
+    });
+  });
+
+  it('asks for strict json_schema output and validates it', async () => {
+    server = await fakeModelServer(loadTranscript('openai-structured.json'));
+    const r = await openai(server).object({
+      system: 's',
+      messages: [{ role: 'user', content: 'review' }],
+      schema: review,
+      name: 'review',
+    });
+    expect(r.object).toEqual({ decision: 'grant', reasons: ['the change is small and tested'] });
+    expect(r.repaired).toBe(false);
+    const rf = server.requests[0]!.body.response_format;
+    expect(rf.type).toBe('json_schema');
+    expect(rf.json_schema.name).toBe('review');
+    expect(rf.json_schema.strict).toBe(true);
+    expect(rf.json_schema.schema.required).toEqual(['decision', 'reasons']);
+  });
+
+  it('gives invalid structured output one repair round, then fails clearly', async () => {
+    const bad = { choices: [{ message: { content: '{"decision":"maybe","reasons":[]}' } }] };
+    const good = {
+      choices: [{ message: { content: '```json\n{"decision":"deny","reasons":["x"]}\n```' } }],
+    };
+    server = await fakeModelServer([{ body: bad }, { body: good }]);
+    const r = await openai(server).object({
+      system: 's',
+      messages: [{ role: 'user', content: 'q' }],
+      schema: review,
+    });
+    expect(r).toMatchObject({ object: { decision: 'deny', reasons: ['x'] }, repaired: true });
+    const repair = server.requests[1]!.body.messages;
+    expect(repair.at(-2)).toEqual({
+      role: 'assistant',
+      content: '{"decision":"maybe","reasons":[]}',
+    });
+    expect(repair.at(-1).content).toMatch(/decision/);
+    await server.close();
+
+    server = await fakeModelServer([{ body: bad }, { body: bad }, { body: good }]);
+    await expect(
+      openai(server).object({
+        system: 's',
+        messages: [{ role: 'user', content: 'q' }],
+        schema: review,
+      }),
+    ).rejects.toMatchObject({ code: 'unavailable', details: { reason: 'invalid_output' } });
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('retries 429 and 5xx, honouring Retry-After', async () => {
+    const ok = loadTranscript('openai-structured.json')[0]!;
+    server = await fakeModelServer([
+      { status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } },
+      { status: 503, headers: { 'retry-after-ms': '20' }, body: 'overloaded' },
+      { status: 502, body: {} },
+      ok,
+    ]);
+    const retries: { attempt: number; delayMs: number; reason: string }[] = [];
+    const m = openai(server, { onRetry: (i: (typeof retries)[number]) => retries.push(i) });
+    const r = await m.chat({ system: 's', messages: [{ role: 'user', content: 'q' }] });
+    expect(r.content).toContain('grant');
+    expect(retries.map((x) => x.delayMs).slice(0, 2)).toEqual([1000, 20]);
+    expect(retries[0]!.reason).toMatch(/HTTP 429: slow down/);
+    expect(retries).toHaveLength(3);
+    expect(m.usage().calls).toBe(1);
+  });
+
+  it('fails clearly when Retry-After is longer than it will wait, without hammering', async () => {
+    server = await fakeModelServer([
+      { status: 429, headers: { 'retry-after': '3600' }, body: {} },
+      loadTranscript('openai-structured.json')[0]!,
+    ]);
+    await expect(
+      openai(server).chat({ system: 's', messages: [{ role: 'user', content: 'q' }] }),
+    ).rejects.toThrow(/retry after 3600 s/);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('does not retry a 400 and quotes the endpoint error', async () => {
+    server = await fakeModelServer([
+      { status: 400, body: { error: { message: 'model "nope" not found' } } },
+    ]);
+    await expect(
+      openai(server).chat({ system: 's', messages: [{ role: 'user', content: 'q' }] }),
+    ).rejects.toThrow(/HTTP 400: model "nope" not found/);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('times out a call that never answers, per attempt, then gives up', async () => {
+    server = await fakeModelServer([{ hang: true }, { hang: true }]);
+    const m = openai(server, { timeoutMs: 200, maxRetries: 1 });
+    await expect(
+      m.chat({ system: 's', messages: [{ role: 'user', content: 'q' }] }),
+    ).rejects.toThrow(/failed after 2 attempts: no answer within 200 ms/);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('keeps the API key out of error messages', async () => {
+    server = await fakeModelServer([{ status: 401, body: { error: { message: 'bad key' } } }]);
+    const err = await openai(server)
+      .chat({ system: 's', messages: [{ role: 'user', content: 'q' }] })
+      .catch((e: Error) => e);
+    expect(err).toMatchObject({ code: 'unauthorized' });
+    expect(String((err as Error).message)).not.toContain('sk-test-secret');
+  });
+});
+
+describe('anthropic: adapter', () => {
+  it('runs a tool-calling round trip in the Messages wire format', async () => {
+    server = await fakeModelServer(loadTranscript('anthropic-tool-round.json'));
+    const m = anthropic(server);
+    const first = await m.chat({
+      system: 'You are an agent.',
+      messages: [{ role: 'user', content: 'What is src/index.ts?' }],
+      tools: [readTool],
+    });
+    expect(first.content).toBe('I will read the rung first.');
+    expect(first.tool_calls).toEqual([
+      {
+        id: 'toolu_01A09q90qw90lq917835lq9',
+        name: 'ladder_read',
+        arguments: { path: 'src/index.ts' },
+      },
+    ]);
+    await m.chat({
+      system: 'You are an agent.',
+      messages: [
+        { role: 'user', content: 'What is src/index.ts?' },
+        { role: 'assistant', content: first.content, tool_calls: first.tool_calls },
+        { role: 'tool', tool_call_id: first.tool_calls[0]!.id, content: 'one' },
+        { role: 'tool', tool_call_id: 'toolu_other', content: 'two' },
+      ],
+      tools: [readTool],
+    });
+    expect(m.usage()).toEqual({ input_tokens: 1112, output_tokens: 54, calls: 2 });
+    const [r1, r2] = server.requests;
+    expect(r1!.path).toBe('/v1/messages');
+    expect(r1!.headers['x-api-key']).toBe('sk-ant-secret');
+    expect(r1!.headers['anthropic-version']).toBe('2023-06-01');
+    expect(r1!.body.system).toBe('You are an agent.');
+    expect(r1!.body.max_tokens).toBe(4096);
+    expect(r1!.body.tools[0]).toEqual(readTool);
+    expect(r2!.body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'What is src/index.ts?' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'I will read the rung first.' },
+          {
+            type: 'tool_use',
+            id: 'toolu_01A09q90qw90lq917835lq9',
+            name: 'ladder_read',
+            input: { path: 'src/index.ts' },
+          },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_01A09q90qw90lq917835lq9', content: 'one' },
+          { type: 'tool_result', tool_use_id: 'toolu_other', content: 'two' },
+        ],
+      },
+    ]);
+  });
+
+  it('gets structured output through a forced answer tool', async () => {
+    server = await fakeModelServer(loadTranscript('anthropic-structured.json'));
+    const r = await anthropic(server).object({
+      system: 's',
+      messages: [{ role: 'user', content: 'review' }],
+      schema: review,
+    });
+    expect(r.object).toEqual({ decision: 'deny', reasons: ['no test covers the new branch'] });
+    const body = server.requests[0]!.body;
+    expect(body.tool_choice).toEqual({ type: 'tool', name: 'zz_answer' });
+    expect(body.tools[0].input_schema.properties.decision.enum).toEqual(['grant', 'deny']);
+  });
+});
+
+describe('model specs and Retry-After', () => {
+  it('rejects unknown providers and missing keys with a clear message', () => {
+    expect(() => createModel('gpt-4o')).toThrow(
+      /openai:<model>, anthropic:<model>, exec:<command>/,
+    );
+    expect(() => createModel('openai:gpt-4o', { env: {} })).toThrow(/OPENAI_API_KEY is not set/);
+    expect(() => createModel('anthropic:claude', { env: {} })).toThrow(/ANTHROPIC_API_KEY/);
+  });
+
+  it('parses Retry-After as seconds, HTTP date and retry-after-ms', () => {
+    const now = Date.parse('2026-12-01T00:00:00Z');
+    expect(retryAfterMs(new Headers({ 'retry-after': '2' }), now)).toBe(2000);
+    expect(retryAfterMs(new Headers({ 'retry-after': 'Tue, 01 Dec 2026 00:00:05 GMT' }), now)).toBe(
+      5000,
+    );
+    expect(retryAfterMs(new Headers({ 'retry-after-ms': '150', 'retry-after': '9' }), now)).toBe(
+      150,
+    );
+    expect(retryAfterMs(new Headers({ 'retry-after': 'soon' }), now)).toBeNull();
+  });
+});

@@ -1,0 +1,67 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { initRepo, ZzRepo } from '../../src/core/index.js';
+import { syncRepo, type SyncOptions, type SyncReport } from '../../src/core/sync/index.js';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
+
+// A bare remote and clones of it, each with its own ZzRepo (what a daemon holds), for the
+// real-git sync tests.
+
+export interface Clone {
+  dir: string;
+  repo: ZzRepo;
+  sync(opts?: Omit<SyncOptions, 'authoritative'>): Promise<SyncReport>;
+}
+
+export interface Cluster {
+  remote: string;
+  clones: Clone[];
+  cleanup(): void;
+}
+
+const noSleep = async () => {};
+
+export async function makeCluster(n: number, opts: { initAll?: boolean } = {}): Promise<Cluster> {
+  const remote = mkdtempSync(join(tmpdir(), 'zz-remote-'));
+  sh(remote, 'init', '-q', '--bare', '-b', 'main');
+  const cleanups: Array<() => void> = [() => rmSync(remote, { recursive: true, force: true })];
+  const clones: Clone[] = [];
+  for (let i = 0; i < n; i++) {
+    const { dir, cleanup } = makeRepo(`zz-clone${i}-`);
+    cleanups.push(cleanup);
+    sh(dir, 'remote', 'add', 'origin', remote);
+    const repo = await ZzRepo.open(dir, { key: 'local/test' });
+    cleanups.push(() => repo.close());
+    const clone: Clone = {
+      dir,
+      repo,
+      sync: (o) => syncRepo(repo, undefined, { backoff: noSleep, ...o }),
+    };
+    clones.push(clone);
+    if (i === 0 || opts.initAll) {
+      await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
+    }
+    if (i === 0) await clone.sync();
+  }
+  // Later clones adopt the config the first one pushed.
+  if (!opts.initAll) for (const c of clones.slice(1)) await c.sync();
+  return {
+    remote,
+    clones,
+    cleanup: () => {
+      for (const c of cleanups.reverse()) c();
+    },
+  };
+}
+
+/** refs/zz/* of a repository (or the bare remote), name → oid. */
+export function zzRefs(dir: string): Map<string, string> {
+  const out = sh(dir, 'for-each-ref', '--format=%(refname) %(objectname)', 'refs/zz/');
+  return new Map(
+    out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split(' ') as [string, string]),
+  );
+}

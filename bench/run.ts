@@ -15,6 +15,7 @@ const suites: Array<[string, string, string]> = [
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
   ['search', './search.ts', 'benchSearch'],
   ['mcp', './mcp.ts', 'benchMcp'],
+  ['web', './web.ts', 'benchWeb'],
 ];
 
 const only = process.argv.slice(2);

@@ -71,7 +71,12 @@ function Shell({ session }) {
       clearTimeout(timer);
       timer = setTimeout(refresh, 150);
     });
-    const offStatus = onStatus((s) => s === 'live' && refresh());
+    // After a reconnect (not the first connect) counts may have moved while we were away.
+    let wasLive = false;
+    const offStatus = onStatus((s) => {
+      if (s === 'live' && wasLive) refresh();
+      if (s === 'live') wasLive = true;
+    });
     return () => (off(), offStatus(), clearTimeout(timer));
   }, []);
   const laneId =

@@ -145,7 +145,7 @@ export function AskView({ laneId, askId, me }) {
       <span class="prio">P${ask.priority}</span>
       <span class="kind">${ask.kind}</span>
       <span>posted by ${ask.posted_by} ${ago(ask.posted_at, now)}</span>
-      ${ask.holder && html`<span class="holder">held by ${ask.holder}</span>`}
+      ${ask.state === 'claimed' && ask.holder && html`<span class="holder">held by ${ask.holder}</span>`}
       ${ask.state === 'claimed' && html`<span class="lease">${countdown(ask.lease_expires_at, now)}</span>`}
     </p>
     ${

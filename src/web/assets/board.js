@@ -16,7 +16,7 @@ function Card({ ask, now }) {
     <span class="card-meta">
       <span class="prio" title="priority">P${ask.priority}</span>
       <span class="kind">${ask.kind}</span>
-      ${ask.holder && html`<span class="holder">${ask.holder}</span>`}
+      ${ask.state === 'claimed' && ask.holder && html`<span class="holder">${ask.holder}</span>`}
       ${
         ask.state === 'claimed' &&
         html`<span class=${ask.lease_expired ? 'lease expired' : 'lease'}>

@@ -172,6 +172,40 @@ describe('dashboard in Chromium', () => {
     await expect(w.call(seeded.agent, 'repo_state', {})).rejects.toThrow(/401/);
   });
 
+  it('is usable from the keyboard: post an Ask from the form, open it with Enter', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, '#/lane/web');
+    await column(page, 'open').locator('.card').first().waitFor();
+    await page.getByRole('button', { name: 'New Ask' }).focus();
+    await page.keyboard.press('Enter');
+    // The title field takes focus; type, Tab through, submit with Enter.
+    await page.keyboard.type('Typed without a mouse');
+    await page.getByLabel('Body').focus();
+    await page.keyboard.type('All by keyboard.');
+    await page.getByRole('button', { name: 'Post Ask' }).focus();
+    await page.keyboard.press('Enter');
+    const card = column(page, 'open').locator('.card', { hasText: 'Typed without a mouse' });
+    await card.waitFor();
+    await card.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.ask h2').textContent()).toBe('Typed without a mouse');
+    expect(await page.locator('.ask pre.body').textContent()).toBe('All by keyboard.');
+  });
+
+  it('a refused post shows the API message in the form', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, '#/lane/web');
+    await page.getByRole('button', { name: 'New Ask' }).click();
+    await page.getByLabel('Title').fill('Depends on nothing real');
+    await page.getByLabel('Depends on').fill('ask-0000000000');
+    await page.getByRole('button', { name: 'Post Ask' }).click();
+    await expect
+      .poll(() => page.locator('.post-ask .error').textContent())
+      .toMatch(/depends_on|ask-0000000000/);
+  });
+
   it('releases a claim the viewer holds, through ask_release', async () => {
     const w = await daemon();
     const seeded = await seedLane(w);

@@ -36,6 +36,9 @@ function Card({ ask, now }) {
 
 function PostAsk({ lane, onDone }) {
   const [error, setError] = useState(null);
+  // `autofocus` works only once per document: focus the title ourselves when the form opens.
+  const title = useRef(null);
+  useEffect(() => title.current?.focus(), []);
   const [busy, setBusy] = useState(false);
   const kinds = Object.keys(lane?.ask_kinds ?? {});
   const submit = async (e) => {
@@ -62,8 +65,14 @@ function PostAsk({ lane, onDone }) {
       setBusy(false);
     }
   };
-  return html`<form class="panel post-ask" onSubmit=${submit} aria-label="Post an Ask">
-    <label>Title <input name="title" required maxlength="300" autofocus /></label>
+  const onKeyDown = (e) => e.key === 'Escape' && onDone();
+  return html`<form
+    class="panel post-ask"
+    onSubmit=${submit}
+    onKeyDown=${onKeyDown}
+    aria-label="Post an Ask"
+  >
+    <label>Title <input name="title" required maxlength="300" ref=${title} /></label>
     <label>Kind <input name="kind" list="ask-kinds" value="work" required /></label>
     <datalist id="ask-kinds">
       ${['work', ...kinds].map((k) => html`<option value=${k} />`)}

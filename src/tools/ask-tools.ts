@@ -9,6 +9,8 @@ import {
 } from '../core/index.js';
 import { actor, askId, laneId } from '../schema/ids.js';
 import { askKind } from '../schema/lane.js';
+import { LIMITS } from '../schema/limits.js';
+import { boundedJson, boundedText } from '../schema/ops.js';
 import { askOut, writeMetaOut } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
@@ -46,11 +48,8 @@ export const askTools = [
     input: z.strictObject({
       lane_id: laneId,
       kind: askKind.describe('work, ladder_update, … or a kind the Lane defines'),
-      title: z.string().min(1).max(300),
-      body: z
-        .string()
-        .max(64 * 1024)
-        .optional(),
+      title: z.string().min(1).max(LIMITS.title),
+      body: boundedText(LIMITS.body, 'body').optional(),
       priority: z
         .number()
         .int()
@@ -60,10 +59,14 @@ export const askTools = [
         .describe('0 highest … 4 lowest (default 2)'),
       depends_on: z
         .array(askId)
-        .max(100)
+        .max(LIMITS.list)
         .optional()
         .describe('Asks that must be answered complete/grant first'),
-      payload: z.record(z.string(), z.unknown()).optional(),
+      payload: boundedJson(LIMITS.payload, 'payload')
+        .optional()
+        .describe(
+          `Structured data for whoever takes the Ask (at most ${LIMITS.payload / 1024} KiB as JSON)`,
+        ),
       from: actor.optional(),
       ...createArgs,
     }),
@@ -152,11 +155,7 @@ export const askTools = [
       lane_id: laneId,
       ask_id: askId,
       outcome: z.enum(['complete', 'deny', 'grant']),
-      result: z
-        .string()
-        .max(256 * 1024)
-        .optional()
-        .describe('What was done, or why not'),
+      result: boundedText(LIMITS.result, 'result').optional().describe('What was done, or why not'),
       changeset: changesetInput.optional(),
       ...writeArgs,
     }),

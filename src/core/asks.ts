@@ -10,7 +10,7 @@ import {
   type Caller,
 } from './access.js';
 import { changesetChanges } from './changesets-policy.js';
-import { kindRule } from './kinds.js';
+import { assertKnownKind, kindRule } from './kinds.js';
 import { unexpectedOp } from './write-op.js';
 import type { AskPostSpec, LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
@@ -64,6 +64,7 @@ export async function askPost(
     request: { tool: 'ask_post', args: request },
     decide: (s) => {
       const lane = laneOf(s, args.lane_id);
+      assertKnownKind(args.kind, args.lane_id, lane.ask_kinds, config.ask_kinds);
       if (WORKFLOW_KINDS.has(args.kind) && !isCoordinator(lane, config, caller.actor)) {
         throw new ZzError(
           'forbidden',

@@ -12,19 +12,24 @@ import {
 import { changesetChanges } from './changesets-policy.js';
 import { assertKnownKind, kindRule } from './kinds.js';
 import { unexpectedOp } from './write-op.js';
-import type { AskPostSpec, LaneOpSpec, LaneState } from './lane-state.js';
+import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
+import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
-import { askView, askViews, blockedBy, leaseExpired, type AskView } from './views.js';
-import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
+import {
+  askView,
+  askViews,
+  assertLiveClaim,
+  blockedBy,
+  leaseExpired,
+  type AskView,
+} from './views.js';
+import { CHANGESETS_PREFIX, type ZzRepo } from './zz-repo.js';
 
-// Ask use cases and the workflow the server drives between them (DESIGN §1): a completed
-// `work` with a changeset asks for review; a granted review asks for submission; a denied
-// review sends the work back. Follow-ups land in the same commit as the answer that causes them.
+// Ask use cases: post, query, claim (one or the next), release, answer. The workflow follow-ups
+// an answer triggers (review, submit, rework) are decided in workflow.ts and land in the same
+// commit as the answer.
 
 export const DEFAULT_LEASE_SECONDS = 30 * 60;
-const WORKFLOW_KINDS = new Set(['changeset_review', 'submit_changeset', 'resolve_conflict']);
-
-const newAskId = () => 'ask-' + randomBytes(5).toString('hex');
 export const newChangesetId = () => 'cs-' + randomBytes(5).toString('hex');
 
 function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
@@ -418,18 +423,7 @@ export async function askAnswer(
     const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
     if (!inScope(rule.scope, lane, config, caller.actor))
       throw scopeDenied(rule.scope, lane, `answer ${ask.kind} asks`);
-    if (ask.state !== 'claimed' || ask.holder !== caller.actor) {
-      throw new ZzError(
-        'forbidden',
-        `only the holder may answer ask ${ask.ask_id}; claim it first (holder: ${ask.holder ?? 'none'})`,
-      );
-    }
-    if (leaseExpired(ask, now)) {
-      throw new ZzError(
-        'conflict',
-        `your lease on ask ${ask.ask_id} expired at ${ask.lease_expires_at}; claim it again before answering`,
-      );
-    }
+    assertLiveClaim(ask, caller.actor, now, 'answer');
     if (!rule.outcomes.includes(args.outcome)) {
       throw new ZzError(
         'invalid_argument',
@@ -532,99 +526,4 @@ export async function askAnswer(
     }
   }
   return { ...answered, revision: r.revision, replayed: r.replayed };
-}
-
-function followUp(
-  s: LaneState,
-  origin: AskDoc,
-  kind: string,
-  title: string,
-  body: string,
-  payload: Record<string, unknown>,
-  reason: string,
-): AskPostSpec {
-  const askId = newAskId();
-  return {
-    op: 'ask_post',
-    summary: `ask_post ${askId} (${kind}) follows ${origin.ask_id}`,
-    args: {
-      lane_id: s.lane!.lane_id,
-      kind,
-      title,
-      body,
-      priority: origin.priority,
-      depends_on: [],
-      payload,
-      posted_by: SERVER_ACTOR,
-      origin: { ask_id: origin.ask_id, reason },
-    },
-    out: { ask_id: askId },
-  };
-}
-
-function followUpsFor(
-  s: LaneState,
-  ask: AskDoc,
-  args: AskAnswerArgs,
-  changesetId: string | null,
-): AskPostSpec[] {
-  if (ask.kind === 'work' && args.outcome === 'complete' && changesetId) {
-    return [
-      followUp(
-        s,
-        ask,
-        'changeset_review',
-        `Review: ${ask.title}`,
-        args.changeset?.message ?? '',
-        { changeset_id: changesetId, work_ask_id: ask.ask_id },
-        'work completed with a changeset',
-      ),
-    ];
-  }
-  if (ask.kind === 'changeset_review') {
-    // A review posted by hand may cite no changeset: then the follow-ups cite none either
-    // (an `undefined` here would differ between the in-memory state and the stored JSON).
-    const csId = typeof ask.payload.changeset_id === 'string' ? ask.payload.changeset_id : null;
-    const workId = typeof ask.payload.work_ask_id === 'string' ? ask.payload.work_ask_id : null;
-    const work = workId ? s.asks.get(workId) : undefined;
-    if (args.outcome === 'grant') {
-      return [
-        followUp(
-          s,
-          ask,
-          'submit_changeset',
-          `Submit: ${work?.title ?? ask.title}`,
-          args.result ?? '',
-          {
-            ...(csId ? { changeset_id: csId } : {}),
-            review_ask_id: ask.ask_id,
-            ...(workId ? { work_ask_id: workId } : {}),
-          },
-          'review granted',
-        ),
-      ];
-    }
-    if (args.outcome === 'deny') {
-      const title = `Rework: ${work?.title ?? ask.title.replace(/^Review: /, '')}`;
-      const body =
-        `${work?.body ?? ''}\n\nReview of changeset ${csId ?? '(none)'} (denied):\n${args.result ?? ''}`.trim();
-      return [
-        followUp(
-          s,
-          ask,
-          'work',
-          title,
-          body,
-          {
-            review: args.result ?? '',
-            ...(csId ? { previous_changeset_id: csId } : {}),
-            review_ask_id: ask.ask_id,
-            ...(workId ? { work_ask_id: workId } : {}),
-          },
-          'review denied',
-        ),
-      ];
-    }
-  }
-  return [];
 }

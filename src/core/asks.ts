@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import type { AskDoc } from '../schema/lane.js';
+import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import {
   assertSelf,
   inScope,
@@ -32,13 +32,34 @@ import { CHANGESETS_PREFIX, type ZzRepo } from './zz-repo.js';
 export const DEFAULT_LEASE_SECONDS = 30 * 60;
 export const newChangesetId = () => 'cs-' + randomBytes(5).toString('hex');
 
-function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
+export function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
   const a = s.asks.get(askId);
   if (!a) throw new ZzError('not_found', `ask ${askId} does not exist in lane ${laneId}`);
   return a;
 }
 
-function laneOf(s: LaneState, laneId: string) {
+/** A closed Lane takes no new Asks and hands none out; work already claimed may finish. */
+export function assertOpen(lane: LaneDoc): void {
+  if (lane.closed) {
+    throw new ZzError(
+      'conflict',
+      `lane ${lane.lane_id} was closed by ${lane.closed.by} at ${lane.closed.at}`,
+      { closed: lane.closed },
+    );
+  }
+}
+
+export function assertNotCancelled(ask: AskDoc): void {
+  if (ask.state === 'cancelled') {
+    throw new ZzError(
+      'conflict',
+      `ask ${ask.ask_id} was cancelled by ${ask.cancelled?.by ?? 'someone'}`,
+      { cancelled: ask.cancelled ?? null },
+    );
+  }
+}
+
+export function laneOf(s: LaneState, laneId: string) {
   if (!s.lane) throw new ZzError('not_found', `lane ${laneId} does not exist`);
   return s.lane;
 }
@@ -69,6 +90,7 @@ export async function askPost(
     request: { tool: 'ask_post', args: request },
     decide: (s) => {
       const lane = laneOf(s, args.lane_id);
+      assertOpen(lane);
       assertKnownKind(args.kind, args.lane_id, lane.ask_kinds, config.ask_kinds);
       if (WORKFLOW_KINDS.has(args.kind) && !isCoordinator(lane, config, caller.actor)) {
         throw new ZzError(
@@ -125,7 +147,7 @@ function candidates(s: LaneState): Candidate[] {
   let c = candidateCache.get(s);
   if (!c) {
     c = [...s.asks.values()]
-      .filter((a) => a.state !== 'answered')
+      .filter((a) => a.state === 'open' || a.state === 'claimed')
       .sort(
         (x, y) =>
           x.priority - y.priority ||
@@ -156,6 +178,7 @@ export async function askQueryClaimable(
   const nowMs = now.getTime();
   const limit = args.limit ?? 50;
   const kinds = args.kinds ? new Set(args.kinds) : null;
+  if (snap.lane.closed) return { asks: [], revision: snap.revision };
   const out: AskDoc[] = [];
   for (const { ask: a, leaseEndMs } of candidates(snap.state)) {
     if (out.length >= limit) break;
@@ -206,6 +229,8 @@ export async function askClaim(
           `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
         );
       }
+      assertNotCancelled(ask);
+      assertOpen(lane);
       const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
       if (!inScope(rule.scope, lane, config, caller.actor))
         throw scopeDenied(rule.scope, lane, `claim ${ask.kind} asks`);
@@ -420,6 +445,7 @@ export async function askAnswer(
         'conflict',
         `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
       );
+    assertNotCancelled(ask);
     const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
     if (!inScope(rule.scope, lane, config, caller.actor))
       throw scopeDenied(rule.scope, lane, `answer ${ask.kind} asks`);

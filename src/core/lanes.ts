@@ -204,19 +204,23 @@ export async function laneGet(
 }
 
 export type LaneSummary = LaneView & {
-  counts: { open: number; claimed: number; answered: number; total: number };
+  counts: { open: number; claimed: number; answered: number; cancelled: number; total: number };
 };
 
 // Counts by stored state depend only on the revision; only claimed Asks need the clock.
-const countCache = new WeakMap<LaneState, { open: number; claimed: AskDoc[]; answered: number }>();
+const countCache = new WeakMap<
+  LaneState,
+  { open: number; claimed: AskDoc[]; answered: number; cancelled: number }
+>();
 
 function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
   let c = countCache.get(s);
   if (!c) {
-    c = { open: 0, claimed: [], answered: 0 };
+    c = { open: 0, claimed: [], answered: 0, cancelled: 0 };
     for (const a of s.asks.values()) {
       if (a.state === 'open') c.open++;
       else if (a.state === 'answered') c.answered++;
+      else if (a.state === 'cancelled') c.cancelled++;
       else c.claimed.push(a);
     }
     countCache.set(s, c);
@@ -226,6 +230,7 @@ function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
     open: c.open + expired,
     claimed: c.claimed.length - expired,
     answered: c.answered,
+    cancelled: c.cancelled,
     total: s.asks.size,
   };
 }

@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import {
+  ASK_LIST_STATES,
   askAnswer,
+  askCancel,
   askClaim,
   askClaimNext,
+  askGet,
+  askList,
   askPost,
   askQueryClaimable,
   askRelease,
@@ -166,5 +170,50 @@ export const askTools = [
       ...writeMetaOut,
     }),
     handler: (args, ctx) => askAnswer(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_list',
+    summary: 'Asks across Lanes (or in one), filtered by mine, state and kind; paged',
+    description:
+      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_offset back as offset for the next page.',
+    toolset: 'asks',
+    annotations: READ,
+    input: z.strictObject({
+      lane_id: laneId.optional().describe('Only this Lane'),
+      mine: z.boolean().optional().describe('Only Asks you posted or hold'),
+      state: z.array(z.enum(ASK_LIST_STATES)).max(4).optional(),
+      kind: z.array(askKind).max(LIMITS.list).optional(),
+      limit: z.number().int().min(1).max(1_000).optional().describe('Default 100'),
+      offset: z.number().int().min(0).max(1_000_000_000).optional(),
+    }),
+    output: z.strictObject({
+      asks: z.array(askOut),
+      next_offset: z.number().nullable(),
+      total: z.number().describe('How many Asks match, over all pages'),
+    }),
+    handler: (args, ctx) => askList(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_get',
+    summary: 'One Ask by id (in a Lane, or looked up across Lanes)',
+    toolset: 'asks',
+    annotations: READ,
+    input: z.strictObject({ ask_id: askId, lane_id: laneId.optional() }),
+    output: z.strictObject({ ask: askOut, revision: z.string().nullable() }),
+    handler: (args, ctx) => askGet(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_cancel',
+    summary: 'Cancel an Ask nobody should take any more (its poster or a coordinator)',
+    toolset: 'asks',
+    annotations: { ...WRITE, destructiveHint: true },
+    input: z.strictObject({
+      lane_id: laneId,
+      ask_id: askId,
+      reason: z.string().max(LIMITS.reason).optional(),
+      ...writeArgs,
+    }),
+    output: z.strictObject({ ask: askOut, ...writeMetaOut }),
+    handler: (args, ctx) => askCancel(ctx.repo, ctx.caller, args),
   }),
 ];

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   laneAddRelated,
+  laneClose,
   laneEvents,
   laneGet,
   laneGrant,
@@ -135,5 +136,19 @@ export const laneTools = [
       next_cursor: z.string(),
     }),
     handler: (args, ctx) => laneEvents(ctx.repo, ctx.caller, args, ctx.signal),
+  }),
+  defineTool({
+    name: 'lane_close',
+    summary: 'Close a Lane: no new Asks, nothing more to claim (coordinators and owners)',
+    description: 'Claimed work may still be answered. History is kept; nothing is deleted.',
+    toolset: 'lanes',
+    annotations: { ...WRITE, destructiveHint: true },
+    input: z.strictObject({
+      lane_id: laneIdArg,
+      reason: z.string().max(LIMITS.reason).optional(),
+      ...writeArgs,
+    }),
+    output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
+    handler: (args, ctx) => laneClose(ctx.repo, ctx.caller, args),
   }),
 ];

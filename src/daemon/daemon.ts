@@ -1,4 +1,5 @@
 import type { ZzRepo } from '../core/index.js';
+import type { AutoSyncOptions } from '../core/sync/auto-sync.js';
 import type { TokenStore } from '../core/token-store.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
@@ -26,6 +27,8 @@ export interface DaemonOptions {
   heartbeatMs?: number;
   /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
   cacheDir?: string;
+  /** Syncing with the zz remote by itself (DESIGN §7); false: never. */
+  sync?: AutoSyncOptions | false;
 }
 
 export interface Daemon {
@@ -51,6 +54,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const repos = new Map([...served.byKey].map(([k, s]) => [k, s.repo]));
   const tokenStores = new Map([...served.byKey].map(([k, s]) => [k, s.tokens]));
   let ladder: { search: unknown; ready: Promise<void>; close(): Promise<void> } | null = null;
+  let autoSync: { close(): Promise<void> } | null = null;
   try {
     const registry = opts.registry ?? defaultRegistry;
     // One Ladder search for every served repo, kept current on our own ladder commits and when
@@ -67,6 +71,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // the background rather than holding up the listener.
     await Promise.race([ladder.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
     const services: ToolServices = { ...opts.services, search: ladder.search, repos };
+    const { startAutoSync, signWithExistingKey } = await import('../core/sync/index.js');
+    for (const r of repos.values()) await signWithExistingKey(r);
+    autoSync = opts.sync === false ? null : startAutoSync(repos, { log, ...opts.sync });
     const mcpHandler =
       opts.mcpHandler === undefined
         ? lazyMcpHandler({
@@ -106,6 +113,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       (closing ??= (async () => {
         try {
           await server.close();
+          await autoSync?.close();
           for (const t of tokenStores.values()) await t.flush();
           await ladder?.close();
         } finally {
@@ -121,6 +129,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       close,
     };
   } catch (e) {
+    await autoSync?.close().catch(() => {});
     await ladder?.close().catch(() => {});
     await served.close();
     throw e;

@@ -8,7 +8,6 @@ import {
   formatMergeMessage,
   parseZzCommit,
   validateIncoming,
-  type ParsedCommit,
 } from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { laneCodec, type LaneState } from '../src/core/lane-state.js';
 import { ZzRepo } from '../src/core/index.js';
 import { planMerge, syncRepo, type SyncReport } from '../src/core/sync/index.js';
-import { GitStore, type CommitRecord, type OpRecord } from '../src/store/index.js';
+import type { GitStore} from '../src/store/index.js';
+import { type CommitRecord, type OpRecord } from '../src/store/index.js';
 
 // zz sync figures (DESIGN §7, issue 12):
 //  merge-1k      planMerge of one Lane whose two sides each added 1,000 ops since they split

@@ -130,6 +130,8 @@ export type RepoStateResult = {
     title: string;
     counts: { open: number; claimed: number; answered: number; total: number };
   }>;
+  /** Values fetched from a remote that failed validation and were kept aside (zz sync). */
+  quarantined: Array<{ remote: string; ref: string; commit: string }>;
 };
 
 export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<RepoStateResult> {
@@ -152,5 +154,9 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
       maintainer_of: actor ? lanes.filter((l) => isMaintainer(l, actor)).map((l) => l.lane_id) : [],
     },
     lanes: lanes.map((l) => ({ lane_id: l.lane_id, title: l.title, counts: l.counts })),
+    quarantined: [...(await repo.store.listRefs('refs/zz-quarantine/'))].map(([ref, commit]) => {
+      const [remote = '', ...rest] = ref.slice('refs/zz-quarantine/'.length).split('/');
+      return { remote, ref: `refs/zz/${rest.join('/')}`, commit };
+    }),
   };
 }

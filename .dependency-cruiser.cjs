@@ -1,11 +1,13 @@
 // The layering rule, executable: lower layers never import higher ones, and each third-party
 // package stays inside the one folder that owns it. Run by `npm run deps` (part of `npm run check`).
 // DESIGN §11: front ends (cli · http · mcp · web · work) → daemon (composition root) → tools →
-// core → store/search/github → models → git, with schema and errors as leaves. http, mcp and web
-// are siblings the daemon wires together; work talks to a daemon over HTTP, so it sits beside it.
+// core → store/search/github → models → git, with schema, errors and local (this machine's
+// files) as leaves. http, mcp and web are siblings the daemon wires together; work talks to a
+// daemon over HTTP, so it sits beside it.
 const rank = {
   errors: 0,
   schema: 1,
+  local: 1,
   git: 2,
   models: 3,
   github: 4,

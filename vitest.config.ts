@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Removes the temporary repos and homes the test helpers made (test/helpers/temp-dirs.ts).
+    setupFiles: ['test/setup/remove-temp-dirs.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

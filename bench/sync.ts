@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { laneCodec, type LaneState } from '../src/core/lane-state.js';
 import { ZzRepo } from '../src/core/index.js';
 import { planMerge, syncRepo, type SyncReport } from '../src/core/sync/index.js';
-import type { GitStore} from '../src/store/index.js';
+import type { GitStore } from '../src/store/index.js';
 import { type CommitRecord, type OpRecord } from '../src/store/index.js';
 
 // zz sync figures (DESIGN §7, issue 12):
@@ -23,6 +23,13 @@ const sh = (cwd: string, ...args: string[]) =>
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
+
+/** The typed op the lane fold takes (every op built here parses). */
+function typed(o: OpRecord) {
+  const p = laneCodec.parse(o);
+  if (!p.ok) throw new Error(p.error);
+  return p.op;
+}
 
 let opCounter = 0;
 function op(actor: string, lamport: number, spec: Pick<OpRecord, 'op' | 'args' | 'out'>): OpRecord {
@@ -159,7 +166,7 @@ async function grow(
   if (parent) {
     const { publicationOrder, commitLamports } = await import('../src/store/index.js');
     const hist = await store.history(ref);
-    for (const o of publicationOrder(hist, parent)) laneCodec.apply(state, o.op);
+    for (const o of publicationOrder(hist, parent)) laneCodec.apply(state, typed(o.op));
     lamport = commitLamports(hist).get(parent) ?? 0;
   }
   let n = firstAsk;
@@ -168,12 +175,14 @@ async function grow(
     const changes = new Map<string, string | null>();
     if (parent === null && c === 0) {
       const p = op(actor, ++lamport, { op: 'lane_propose', args: { lane_id: 'l', title: 'L' } });
-      for (const path of laneCodec.apply(state, p)) changes.set(path, laneCodec.file(state, path));
+      for (const path of laneCodec.apply(state, typed(p)))
+        changes.set(path, laneCodec.file(state, path));
       ops.push(p);
     }
     while (ops.length < perCommit) {
       const p = post(actor, ++lamport, n++);
-      for (const path of laneCodec.apply(state, p)) changes.set(path, laneCodec.file(state, path));
+      for (const path of laneCodec.apply(state, typed(p)))
+        changes.set(path, laneCodec.file(state, path));
       ops.push(p);
     }
     parent = await store.commit(ref, { parent, changes, ops, summary: `${ops.length} ops` });

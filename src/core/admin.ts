@@ -7,7 +7,13 @@ import {
   requireCaller,
   type Caller,
 } from './access.js';
-import { laneList, mutationOpts, type WriteMeta, type WriteOpts } from './lanes.js';
+import {
+  laneList,
+  mutationOpts,
+  type CorruptEntity,
+  type WriteMeta,
+  type WriteOpts,
+} from './lanes.js';
 import type { ZzRepo } from './zz-repo.js';
 import type { ConfigDoc } from '../schema/config.js';
 
@@ -130,15 +136,21 @@ export type RepoStateResult = {
     title: string;
     counts: { open: number; claimed: number; answered: number; total: number };
   }>;
+  corrupt: CorruptEntity[];
   /** Values fetched from a remote that failed validation and were kept aside (zz sync). */
   quarantined: Array<{ remote: string; ref: string; commit: string }>;
 };
+
+/** Whether anonymous callers may read (visibility public); an uninitialised repo is private. */
+export async function isPublicRepo(repo: ZzRepo): Promise<boolean> {
+  return (await repo.config.read()).state.config?.visibility === 'public';
+}
 
 export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<RepoStateResult> {
   const snap = await repo.config.read();
   const config = snap.state.config;
   const actor = caller?.actor ?? null;
-  const { lanes } = config ? await laneList(repo) : { lanes: [] };
+  const { lanes, corrupt } = config ? await laneList(repo) : { lanes: [], corrupt: [] };
   return {
     repo: repo.key,
     actor,
@@ -154,6 +166,7 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
       maintainer_of: actor ? lanes.filter((l) => isMaintainer(l, actor)).map((l) => l.lane_id) : [],
     },
     lanes: lanes.map((l) => ({ lane_id: l.lane_id, title: l.title, counts: l.counts })),
+    corrupt,
     quarantined: [...(await repo.store.listRefs('refs/zz-quarantine/'))].map(([ref, commit]) => {
       const [remote = '', ...rest] = ref.slice('refs/zz-quarantine/'.length).split('/');
       return { remote, ref: `refs/zz/${rest.join('/')}`, commit };

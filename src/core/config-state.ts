@@ -1,8 +1,9 @@
 import type { ConfigDoc } from '../schema/config.js';
 import { FORMAT_VERSION } from '../schema/config.js';
-import type { EntityCodec, OpRecord } from '../store/index.js';
+import { parseConfigOp, type ConfigOp } from '../schema/config-ops.js';
+import type { EntityCodec } from '../store/index.js';
 
-// refs/zz/config as a fold of its ops, like a Lane.
+// refs/zz/config as a fold of its ops (schema/config-ops.ts), like a Lane.
 
 export interface ConfigState {
   config: ConfigDoc | null;
@@ -32,7 +33,7 @@ export const CONFIG_FILE = 'config.json';
  * and only an owner of the moment grants, revokes or changes visibility. The daemon refuses the
  * same up front, so its own ops always pass.
  */
-export function configOpAllowed(s: ConfigState, op: OpRecord): boolean {
+export function configOpAllowed(s: ConfigState, op: ConfigOp): boolean {
   switch (op.op) {
     case 'repo_init':
       return s.config === null;
@@ -44,68 +45,58 @@ export function configOpAllowed(s: ConfigState, op: OpRecord): boolean {
       // An owner registers anyone's key; an actor may add its own (sync then demands the
       // commit be signed by a key an owner registered for it, or by an owner's).
       return (
-        s.config !== null &&
-        typeof op.args.key === 'string' &&
-        (s.config.owners.includes(op.actor) || op.args.actor === op.actor)
+        s.config !== null && (s.config.owners.includes(op.actor) || op.args.actor === op.actor)
       );
-    default:
-      return true;
   }
 }
 
-export function applyConfigOp(s: ConfigState, op: OpRecord): string[] {
-  const a = op.args;
+export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
   if (!configOpAllowed(s, op)) return [];
   switch (op.op) {
     case 'repo_init':
       s.config = {
         format: FORMAT_VERSION,
-        owners: a.owners as string[],
-        visibility: a.visibility === 'public' ? 'public' : 'private',
-        default_branch: String(a.default_branch),
-        ask_kinds: (a.ask_kinds as ConfigDoc['ask_kinds']) ?? {},
+        owners: op.args.owners,
+        visibility: op.args.visibility ?? 'private',
+        default_branch: op.args.default_branch,
+        ask_kinds: op.args.ask_kinds ?? {},
         created_by: op.actor,
         created_at: op.time,
       };
-      s.keys = new Map([[op.actor, stringList(a.owner_keys)]]);
-      s.signed = a.signed === true;
+      s.keys = new Map([[op.actor, op.args.owner_keys ?? []]]);
+      s.signed = op.args.signed === true;
       return [CONFIG_FILE];
     case 'key_add': {
-      const who = String(a.actor);
+      const who = op.args.actor;
       const list = s.keys.get(who) ?? [];
-      if (!list.includes(String(a.key))) {
-        s.keys = new Map(s.keys).set(who, [...list, String(a.key)]);
+      if (!list.includes(op.args.key)) {
+        s.keys = new Map(s.keys).set(who, [...list, op.args.key]);
       }
       return [];
     }
     case 'repo_require_signatures':
-      s.signed = a.signed !== false;
+      s.signed = op.args.signed !== false;
       return [];
     case 'role_grant': {
       if (!s.config) return [];
-      const who = String(a.grantee);
+      const who = op.args.grantee;
       const owners = s.config.owners.filter((o) => o !== who);
-      if (!a.revoke) owners.push(who);
+      if (!op.args.revoke) owners.push(who);
       s.config = { ...s.config, owners };
       return [CONFIG_FILE];
     }
     case 'repo_set_visibility':
       if (!s.config) return [];
-      s.config = { ...s.config, visibility: a.visibility === 'public' ? 'public' : 'private' };
+      s.config = { ...s.config, visibility: op.args.visibility };
       return [CONFIG_FILE];
-    default:
-      return [];
   }
 }
 
-function stringList(v: unknown): string[] {
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
-}
-
-export const configCodec: EntityCodec<ConfigState> = {
+export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
   empty: () => ({ config: null, keys: new Map(), signed: false }),
   // keys is replaced, never mutated, so sharing it is safe.
   clone: (s) => ({ config: s.config, keys: s.keys, signed: s.signed }),
+  parse: parseConfigOp,
   apply: applyConfigOp,
   file: (s, path) =>
     path === CONFIG_FILE && s.config ? JSON.stringify(s.config, null, 2) + '\n' : null,

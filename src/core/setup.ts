@@ -4,21 +4,25 @@ import { ZzError } from '../errors.js';
 import {
   ensureZzRefspec,
   fetchZz,
-  git,
+  gitPath,
   isAncestor,
   listRemotes,
   remoteTrackingPrefix,
 } from '../git/index.js';
 import type { SshSigningKey } from '../git/index.js';
+import { repoLocalDir, writeFileAtomic } from '../local/index.js';
 import { initRepo } from './admin.js';
 import { signAs } from './sync/authenticity.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // `zz init` and the fast-forward half of sync: bring remote zz state in, adopt it where we
-// have none, create the config and lane _repo otherwise, install the hook shims.
+// have none, create the config and lane _repo otherwise, install the git hooks.
 
 export const HOOK_MARKER = '# zz-hook: installed by `zz init`';
-export const HOOKS = ['post-merge'] as const;
+/** The hooks `zz init` installs: copies of the files in the package's hooks/ folder. */
+export const HOOKS = ['post-merge', 'post-rewrite'] as const;
+// hooks/ sits two levels above this file both in src/core/ and in dist/core/.
+const HOOKS_SOURCE = new URL('../../hooks/', import.meta.url);
 
 export interface InitReport {
   repo: string;
@@ -34,8 +38,11 @@ export interface InitReport {
 export interface InitOptions {
   owner: string;
   visibility: 'private' | 'public';
-  /** Command line that runs zz (e.g. `node /path/dist/cli/main.js`), embedded in hook shims. */
-  zzCommand: string;
+  /**
+   * The zz the hooks run: node and zz's main.js, written one per line to
+   * <git common dir>/zz/hook-command (the hooks read it; no shell string is ever evaluated).
+   */
+  hookCommand: { node: string; main: string };
   /** Skip fetching from remotes (tests, offline). */
   noFetch?: boolean;
   /** The owner's signing key: commits are signed with it and a new config registers it. */
@@ -77,7 +84,7 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     default_branch: branch,
   });
   report.created_config = r.created;
-  await installHooks(g.workTree ?? g.gitdir, opts.zzCommand, report);
+  await installHooks(g.workTree ?? g.gitdir, g.gitdir, opts.hookCommand, report);
   return report;
 }
 
@@ -116,33 +123,38 @@ export async function fastForwardFromRemotes(
   return out;
 }
 
-async function installHooks(cwd: string, zzCommand: string, report: InitReport): Promise<void> {
+async function installHooks(
+  cwd: string,
+  gitdir: string,
+  command: { node: string; main: string },
+  report: InitReport,
+): Promise<void> {
+  if (/[\n\r]/.test(command.node + command.main)) {
+    throw new ZzError('invalid_argument', 'the path of node or zz holds a line break');
+  }
+  await writeFileAtomic(
+    join(repoLocalDir(gitdir), 'hook-command'),
+    `${command.node}\n${command.main}\n`,
+    {
+      mode: 0o644,
+      mkdir: true,
+    },
+  );
   // core.hooksPath may move hooks; ask git where they are.
-  const hooksDir = await git(['rev-parse', '--path-format=absolute', '--git-path', 'hooks'], {
-    cwd,
-  });
+  const hooksDir = await gitPath(cwd, 'hooks');
   for (const hook of HOOKS) {
     const file = join(hooksDir, hook);
     const existing = await fsp.readFile(file, 'utf8').catch(() => null);
     if (existing !== null && !existing.includes(HOOK_MARKER)) {
       report.hooks_skipped.push({
         hook,
-        reason: `${file} exists and is not zz's; add \`zz hook ${hook}\` to it to keep zz state in step`,
+        reason: `${file} exists and is not zz's; add \`zz hook ${hook} "$@"\` to it to keep zz state in step`,
       });
       continue;
     }
-    const shim = [
-      '#!/bin/sh',
-      HOOK_MARKER,
-      `# Keeps refs/zz/* in step after \`git pull\`. Safe to delete; \`zz init\` reinstalls it.`,
-      `if command -v zz >/dev/null 2>&1; then exec zz hook ${hook} "$@"; fi`,
-      `exec ${zzCommand} hook ${hook} "$@"`,
-      '',
-    ].join('\n');
+    const text = await fsp.readFile(new URL(hook, HOOKS_SOURCE), 'utf8');
     await fsp.mkdir(dirname(file), { recursive: true });
-    const tmp = `${file}.zz-tmp`;
-    await fsp.writeFile(tmp, shim, { mode: 0o755 });
-    await fsp.rename(tmp, file);
+    await writeFileAtomic(file, text, { mode: 0o755 });
     await fsp.access(file, fsc.X_OK);
     report.hooks_installed.push(hook);
   }

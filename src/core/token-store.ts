@@ -1,39 +1,72 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { z } from 'zod';
 import { ZzError } from '../errors.js';
+import { readJsonFile, tokensFile, withFileLock, writeJsonAtomic } from '../local/index.js';
 
-// Bearer tokens of one machine, in <git common dir>/zz/tokens.json (never on refs, never
-// synced). Only SHA-256 hashes are kept, so the file leaks no usable secret. Several processes
-// (the daemon, `zz login`, `zz agent revoke`) share the file: writes go through an O_EXCL lock
-// file and an atomic rename, and every verify re-stats the file so that a revocation made by
+// Bearer tokens of one repository on this machine, in <git common dir>/zz/tokens.json (never on
+// refs, never synced): a token is honoured only by the repository whose store minted it. Only
+// SHA-256 hashes are kept, so the file leaks no usable secret. Tokens are named (one per
+// machine, session or agent process) and an actor may hold several at once: minting never
+// revokes another token unless asked (`rotate`), revoking is always explicit. Several processes
+// (the daemon, `zz login`, `zz agent revoke`) share the file: writes go through the local file
+// lock and an atomic rename, and every verify re-stats the file so that a revocation made by
 // another process takes effect on the very next request.
+
+export { isAlive } from '../local/index.js';
 
 export const TOKEN_PREFIX = 'zzt_';
 const TOKEN_RE = /^zzt_[A-Za-z0-9_-]{43}$/;
 const FORMAT = 1;
 const TOUCH_EVERY_MS = 60_000;
-const STALE_LOCK_MS = 10_000;
+/** Live tokens one actor may hold in one repository: bounded like everything stored. */
+export const MAX_TOKENS_PER_ACTOR = 100;
+const NAME_RE = /^[\x21-\x7e](?:[\x20-\x7e]{0,62}[\x21-\x7e])?$/;
 
 export interface TokenInfo {
+  /** Stable handle for listing and revoking (a prefix of the hash; reveals nothing usable). */
+  id: string;
   actor: string;
-  /** What the token is for: 'login', or an agent's name. */
+  /** What the token is for: 'login', an agent's name, a machine or session. */
   name: string;
   created_at: string;
   last_used_at: string | null;
 }
 
-interface TokenRecord extends TokenInfo {
+const TokenRecordSchema = z.object({
   /** Hex SHA-256 of the whole token. */
-  hash: string;
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  actor: z.string().min(1),
+  name: z.string(),
+  created_at: z.string(),
+  last_used_at: z.string().nullable().default(null),
+});
+type TokenRecord = z.output<typeof TokenRecordSchema>;
+
+const TokenFileSchema = z.object({
+  version: z.number().int().positive(),
+  tokens: z.array(TokenRecordSchema),
+});
+
+const EMPTY = { version: FORMAT, tokens: [] as TokenRecord[] };
+const HINT = 'fix or delete it (then run `zz login` again)';
+
+/** Which tokens to revoke: all of an actor's, those with a name (of one actor), or one by id. */
+export type RevokeTarget = string | { name: string; actor?: string } | { id: string };
+
+export interface CreateTokenOptions {
+  /** Revoke the actor's other tokens with this name (and only those). */
+  rotate?: boolean;
 }
 
-interface TokenFile {
-  version: number;
-  tokens: TokenRecord[];
+export interface CreatedToken {
+  token: string;
+  actor: string;
+  name: string;
+  id: string;
+  /** How many tokens `rotate` revoked (0 without it). */
+  revoked: number;
 }
-
-export type RevokeTarget = string | { name: string; actor?: string };
 
 export interface TokenStoreOptions {
   clock?: () => Date;
@@ -44,6 +77,14 @@ export interface TokenStoreOptions {
 }
 
 const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+const idOf = (hash: string): string => hash.slice(0, 12);
+const infoOf = ({ hash, actor, name, created_at, last_used_at }: TokenRecord): TokenInfo => ({
+  id: idOf(hash),
+  actor,
+  name,
+  created_at,
+  last_used_at,
+});
 
 export class TokenStore {
   private records: TokenRecord[] = [];
@@ -63,44 +104,64 @@ export class TokenStore {
 
   /** `gitdir` is the common git dir (`git rev-parse --git-common-dir`). */
   constructor(gitdir: string, opts: TokenStoreOptions = {}) {
-    this.file = join(gitdir, 'zz', 'tokens.json');
+    this.file = tokensFile(gitdir);
     this.clock = opts.clock ?? (() => new Date());
     this.lockTimeoutMs = opts.lockTimeoutMs ?? 5_000;
     this.log = opts.log ?? (() => {});
   }
 
-  /** A new token for actor+name; an older token with the same actor and name stops working. */
-  async create(actor: string, name: string): Promise<{ token: string; actor: string }> {
+  /** A new named token for actor. Other tokens keep working unless `rotate` is asked for. */
+  async create(actor: string, name: string, opts: CreateTokenOptions = {}): Promise<CreatedToken> {
+    if (!NAME_RE.test(name)) {
+      throw new ZzError(
+        'invalid_argument',
+        'a token name is 1–64 printable ASCII characters, not starting or ending with a space',
+      );
+    }
     const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+    const hash = sha256(token).toString('hex');
     const now = this.clock().toISOString();
-    await this.update((tokens) => [
-      ...tokens.filter((t) => !(t.actor === actor && t.name === name)),
-      { hash: sha256(token).toString('hex'), actor, name, created_at: now, last_used_at: null },
-    ]);
-    return { token, actor };
+    let revoked = 0;
+    await this.update((tokens) => {
+      const replaced = (t: TokenRecord) => !!opts.rotate && t.actor === actor && t.name === name;
+      const kept = tokens.filter((t) => !replaced(t));
+      revoked = tokens.length - kept.length;
+      if (kept.filter((t) => t.actor === actor).length >= MAX_TOKENS_PER_ACTOR) {
+        throw new ZzError(
+          'precondition_failed',
+          `${actor} already holds ${MAX_TOKENS_PER_ACTOR} tokens in this repository; revoke some first (zz agent revoke, zz logout)`,
+        );
+      }
+      return [...kept, { hash, actor, name, created_at: now, last_used_at: null }];
+    });
+    return { token, actor, name, id: idOf(hash), revoked };
   }
 
-  async verify(token: string): Promise<{ actor: string } | null> {
+  /** The token's actor, name and id; null for anything not minted (and not revoked) here. */
+  async verify(token: string): Promise<{ actor: string; name: string; id: string } | null> {
     if (typeof token !== 'string' || !TOKEN_RE.test(token)) return null;
     await this.refresh();
     const h = sha256(token);
     let found: TokenRecord | null = null;
-    // Compare against every record without stopping early, in constant time per record.
+    // Compare the whole hash against every record without stopping early, in constant time
+    // per record.
     for (let i = 0; i < this.hashes.length; i++) {
       if (timingSafeEqual(this.hashes[i]!, h) && !found) found = this.records[i]!;
     }
     if (!found) return null;
     this.touch(found);
-    return { actor: found.actor };
+    return { actor: found.actor, name: found.name, id: idOf(found.hash) };
   }
 
-  /** Removes every token of an actor, or those with a name (of one actor, when given). */
+  /** Removes every token of an actor, those with a name (of one actor, when given), or one id. */
   async revoke(target: RevokeTarget): Promise<number> {
     const match =
       typeof target === 'string'
         ? (t: TokenRecord) => t.actor === target
-        : (t: TokenRecord) =>
-            t.name === target.name && (target.actor === undefined || t.actor === target.actor);
+        : 'id' in target
+          ? (t: TokenRecord) => idOf(t.hash) === target.id
+          : (t: TokenRecord) =>
+              t.name === target.name && (target.actor === undefined || t.actor === target.actor);
     let removed = 0;
     await this.update((tokens) => {
       const kept = tokens.filter((t) => !match(t));
@@ -110,14 +171,12 @@ export class TokenStore {
     return removed;
   }
 
-  async list(): Promise<TokenInfo[]> {
+  /** Live tokens (never the secrets), oldest first; of one actor when given. */
+  async list(filter: { actor?: string } = {}): Promise<TokenInfo[]> {
     await this.refresh();
-    return this.records.map(({ actor, name, created_at, last_used_at }) => ({
-      actor,
-      name,
-      created_at,
-      last_used_at,
-    }));
+    return this.records
+      .filter((t) => filter.actor === undefined || t.actor === filter.actor)
+      .map(infoOf);
   }
 
   /** Waits for pending last_used_at writes (tests, shutdown). */
@@ -150,8 +209,7 @@ export class TokenStore {
 
   private async load(): Promise<void> {
     const stamp = await this.statStamp();
-    const { tokens } = await this.readFile();
-    this.setRecords(tokens);
+    this.setRecords(await this.readRecords());
     this.stamp = stamp;
   }
 
@@ -160,109 +218,30 @@ export class TokenStore {
     this.hashes = tokens.map((t) => Buffer.from(t.hash, 'hex'));
   }
 
-  private async readFile(): Promise<TokenFile> {
-    let text: string;
-    try {
-      text = await fsp.readFile(this.file, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { version: FORMAT, tokens: [] };
-      throw e;
-    }
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch {
+  private async readRecords(): Promise<TokenRecord[]> {
+    const doc = await readJsonFile(this.file, TokenFileSchema, { missing: EMPTY, hint: HINT });
+    if (doc.version > FORMAT) {
       throw new ZzError(
         'precondition_failed',
-        `${this.file} is not valid JSON; fix or delete it (then run \`zz login\` again)`,
+        `${this.file} was written by a newer zz (format ${doc.version}); upgrade zz`,
+        { path: this.file },
       );
     }
-    const tokens = (doc as Partial<TokenFile> | null)?.tokens;
-    if (!Array.isArray(tokens)) {
-      throw new ZzError(
-        'precondition_failed',
-        `${this.file} has no "tokens" list; fix or delete it (then run \`zz login\` again)`,
-      );
-    }
-    return {
-      version: FORMAT,
-      tokens: tokens.filter(
-        (t): t is TokenRecord =>
-          !!t &&
-          typeof t === 'object' &&
-          typeof (t as TokenRecord).hash === 'string' &&
-          /^[0-9a-f]{64}$/.test((t as TokenRecord).hash) &&
-          typeof (t as TokenRecord).actor === 'string' &&
-          typeof (t as TokenRecord).name === 'string',
-      ),
-    };
+    return doc.tokens;
   }
 
   /** Read-modify-write under the lock file, then an atomic rename. */
   private async update(change: (tokens: TokenRecord[]) => TokenRecord[]): Promise<void> {
-    await fsp.mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
-    const release = await this.lock();
-    try {
-      const current = await this.readFile();
-      const next = change(current.tokens);
-      const tmp = `${this.file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-      const fh = await fsp.open(tmp, 'wx', 0o600);
-      try {
-        await fh.writeFile(JSON.stringify({ version: FORMAT, tokens: next }, null, 2) + '\n');
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      try {
-        await fsp.rename(tmp, this.file);
-      } catch (e) {
-        await fsp.rm(tmp, { force: true });
-        throw e;
-      }
-      this.setRecords(next);
-      this.stamp = await this.statStamp();
-    } finally {
-      await release();
-    }
-  }
-
-  private async lock(): Promise<() => Promise<void>> {
-    const lockFile = `${this.file}.lock`;
-    const deadline = Date.now() + this.lockTimeoutMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const fh = await fsp.open(lockFile, 'wx', 0o600);
-        await fh.writeFile(String(process.pid));
-        await fh.close();
-        return () => fsp.rm(lockFile, { force: true });
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      }
-      if (await this.lockIsStale(lockFile)) {
-        await fsp.rm(lockFile, { force: true });
-        continue;
-      }
-      if (Date.now() > deadline) {
-        throw new ZzError(
-          'ref_locked',
-          `${lockFile} is held by another process; remove it if no zz process is running`,
-        );
-      }
-      await new Promise((r) =>
-        setTimeout(r, Math.min(50, 2 + attempt * 3) * (0.5 + Math.random())),
-      );
-    }
-  }
-
-  private async lockIsStale(lockFile: string): Promise<boolean> {
-    try {
-      const [st, text] = await Promise.all([fsp.stat(lockFile), fsp.readFile(lockFile, 'utf8')]);
-      const pid = Number(text);
-      if (Number.isInteger(pid) && pid > 0 && !isAlive(pid)) return true;
-      return Date.now() - st.mtimeMs > STALE_LOCK_MS;
-    } catch {
-      return false;
-    }
+    await withFileLock(
+      this.file,
+      async () => {
+        const next = change(await this.readRecords());
+        await writeJsonAtomic(this.file, { version: FORMAT, tokens: next }, { mkdir: true });
+        this.setRecords(next);
+        this.stamp = await this.statStamp();
+      },
+      { timeoutMs: this.lockTimeoutMs, mkdir: true },
+    );
   }
 
   /** Records use lazily: at most once a minute per token, written in the background. */
@@ -296,14 +275,5 @@ export class TokenStore {
         this.log(`tokens: could not record last use: ${(e as Error).message}`);
       }
     }
-  }
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -1,8 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
-import { join } from 'node:path';
-import { isAlive } from '../core/token-store.js';
-import { ZzError } from '../errors.js';
+import { z } from 'zod';
+import {
+  daemonFile,
+  isAlive,
+  readJsonFile,
+  repoLocalDir,
+  writeJsonAtomic,
+} from '../local/index.js';
+import { fromSystemError, ZzError } from '../errors.js';
 
 // <git dir>/zz/daemon.json: how a CLI in a checkout finds the daemon that serves it. Every
 // repository a daemon serves gets one (not only the checkout it started in), naming that
@@ -18,28 +23,19 @@ export interface DaemonInfo {
   repo?: string;
 }
 
-export const daemonFile = (gitdir: string) => join(gitdir, 'zz', 'daemon.json');
+// What a daemon writes; `url` is null while it is still starting (before the port is bound).
+const RawInfoSchema = z.object({
+  pid: z.number().int().positive(),
+  url: z.string().nullable(),
+  started_at: z.string().optional(),
+  repo: z.string().optional(),
+});
+type RawInfo = z.output<typeof RawInfoSchema>;
 
-interface RawInfo {
-  pid: number;
-  url: string | null;
-  started_at?: string;
-  repo?: string;
-}
-
+/** The file's contents, or null when it is missing or not a daemon's (a stale or foreign file
+ * is taken over, never trusted). */
 async function readInfoFile(file: string): Promise<RawInfo | null> {
-  try {
-    const v = JSON.parse(await fsp.readFile(file, 'utf8')) as Record<string, unknown>;
-    if (typeof v.pid !== 'number' || !Number.isInteger(v.pid) || v.pid <= 0) return null;
-    return {
-      pid: v.pid,
-      url: typeof v.url === 'string' ? v.url : null,
-      ...(typeof v.started_at === 'string' ? { started_at: v.started_at } : {}),
-      ...(typeof v.repo === 'string' ? { repo: v.repo } : {}),
-    };
-  } catch {
-    return null;
-  }
+  return readJsonFile(file, RawInfoSchema).catch(() => null);
 }
 
 // A live pid is not proof: after a reboot or in a container the pid of a dead daemon can
@@ -77,7 +73,9 @@ export interface DaemonFileClaim {
 /** Creates daemon.json exclusively (taking over one left by a dead process). */
 export async function claimDaemonFile(gitdir: string, startedAt: string): Promise<DaemonFileClaim> {
   const file = daemonFile(gitdir);
-  await fsp.mkdir(join(gitdir, 'zz'), { recursive: true, mode: 0o700 });
+  await fsp
+    .mkdir(repoLocalDir(gitdir), { recursive: true, mode: 0o700 })
+    .catch((e: unknown) => Promise.reject(fromSystemError(e, repoLocalDir(gitdir))));
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       const fh = await fsp.open(file, 'wx', 0o600);
@@ -121,9 +119,7 @@ function claimOf(file: string): DaemonFileClaim {
   return {
     file,
     async publish(info) {
-      const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-      await fsp.writeFile(tmp, JSON.stringify(info) + '\n', { mode: 0o600 });
-      await fsp.rename(tmp, file);
+      await writeJsonAtomic(file, info);
       url = info.url;
     },
     async release() {

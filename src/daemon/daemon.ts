@@ -1,8 +1,11 @@
+import { join } from 'node:path';
 import type { ZzRepo } from '../core/index.js';
 import type { AutoSyncOptions } from '../core/sync/auto-sync.js';
 import type { TokenStore } from '../core/token-store.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
+import { startMaintenance, type Maintenance } from './maintenance.js';
+import { createDashboard } from '../web/index.js';
 import { lazyMcpHandler } from './mcp-mount.js';
 import { openServedRepos } from './served-repos.js';
 
@@ -27,6 +30,8 @@ export interface DaemonOptions {
   heartbeatMs?: number;
   /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
   cacheDir?: string;
+  /** Background `git gc --auto`: commits between runs, and the slow timer (see maintenance.ts). */
+  gc?: { everyCommits?: number; everyMs?: number };
   /** Syncing with the zz remote by itself (DESIGN §7); false: never. */
   sync?: AutoSyncOptions | false;
 }
@@ -39,6 +44,8 @@ export interface Daemon {
   tokens: TokenStore;
   /** The token store of a served repository (by key); each repo honours only its own tokens. */
   tokensFor(key: string): TokenStore | undefined;
+  /** The background `git gc --auto` runs (idle() for tests). */
+  maintenance: Maintenance;
   /** Stops accepting, finishes in-flight requests, closes the repositories, removes daemon.json. */
   close(): Promise<void>;
 }
@@ -70,7 +77,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // Persisted shards load in milliseconds; a large Ladder indexed from scratch finishes in
     // the background rather than holding up the listener.
     await Promise.race([ladder.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
-    const services: ToolServices = { ...opts.services, search: ladder.search, repos };
+    const services: ToolServices = {
+      ...opts.services,
+      search: ladder.search,
+      repos,
+      // token_list / token_revoke over HTTP and MCP alike: each repo's own store.
+      tokensFor: (key) => tokenStores.get(key),
+    };
     const { startAutoSync, signWithExistingKey } = await import('../core/sync/index.js');
     for (const r of repos.values()) await signWithExistingKey(r);
     autoSync = opts.sync === false ? null : startAutoSync(repos, { log, ...opts.sync });
@@ -84,8 +97,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           })
         : opts.mcpHandler;
     const server = await listen(
-      (authority) =>
-        createApp({
+      (authority) => {
+        // The dashboard: its page and cookie login, checked against each repo's own tokens.
+        const web = createDashboard({
+          host: authority,
+          verifyToken: async (token, key) => (await tokenStores.get(key)?.verify(token)) ?? null,
+          hasRepo: (key) => repos.has(key),
+          stateDir: join(served.primary.repo.git!.gitdir, 'zz'),
+        });
+        return createApp({
           repos,
           tokens: (repo) => tokenStores.get(repo.key)!,
           registry,
@@ -95,7 +115,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
           ...(mcpHandler ? { mcpHandler } : {}),
           ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
-        }),
+          pageHandler: web.handle,
+          sessionCaller: web.sessionCaller,
+        });
+      },
       { host: opts.host ?? DEFAULT_HOST, port: opts.port ?? DEFAULT_PORT },
     );
     const startedAt = new Date().toISOString();
@@ -108,11 +131,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         repo: key,
       });
 
+    const maintenance = startMaintenance(repos, { log, ...opts.gc });
+
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
         try {
           await server.close();
+          await maintenance.close();
           await autoSync?.close();
           for (const t of tokenStores.values()) await t.flush();
           await ladder?.close();
@@ -126,6 +152,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       repos,
       tokens: served.primary.tokens,
       tokensFor: (key) => tokenStores.get(key),
+      maintenance,
       close,
     };
   } catch (e) {

@@ -1,9 +1,9 @@
-import { promises as fsp } from 'node:fs';
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { z } from 'zod';
 import { ZzRepo } from '../core/index.js';
 import { TokenStore } from '../core/token-store.js';
 import { isZzError } from '../errors.js';
+import { readJsonFile, reposFile } from '../local/index.js';
 import { claimDaemonFile, type DaemonFileClaim } from './daemon-file.js';
 
 // The repositories one daemon serves: the checkout it starts in, those named with --repo (an
@@ -24,25 +24,20 @@ export interface ServedRepos {
   close(): Promise<void>;
 }
 
-export function defaultReposFile(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME || join(homedir(), '.config');
-  return join(base, 'zz', 'repos.json');
-}
+/** `$XDG_CONFIG_HOME/zz/repos.json`: clones this machine knows, `{repos: [{path}]}`. */
+export const defaultReposFile = reposFile;
+
+const ReposFileSchema = z
+  .object({ repos: z.array(z.object({ path: z.string() }).loose()) })
+  .loose();
 
 async function reposFromFile(file: string, log: (line: string) => void): Promise<string[]> {
-  let text: string;
   try {
-    text = await fsp.readFile(file, 'utf8');
-  } catch {
-    return [];
-  }
-  try {
-    const doc = JSON.parse(text) as { repos?: Array<{ path?: unknown }> };
-    return (Array.isArray(doc.repos) ? doc.repos : []).flatMap((r) =>
-      typeof r?.path === 'string' ? [r.path] : [],
-    );
-  } catch {
-    log(`${file}: not valid JSON; ignoring it`);
+    const doc = await readJsonFile(file, ReposFileSchema);
+    return doc ? doc.repos.map((r) => r.path) : [];
+  } catch (e) {
+    // A broken list of extra clones must not stop the daemon serving its own checkout.
+    log(`${(e as Error).message}; ignoring it`);
     return [];
   }
 }

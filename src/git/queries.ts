@@ -242,3 +242,48 @@ export async function readTree(catFile: CatFile, oid: string): Promise<TreeEntry
   if (!obj || obj.type !== 'tree') return null;
   return parseTree(obj.data);
 }
+
+export interface CommitMessage {
+  oid: string;
+  parents: string[];
+  /** The raw message (%B). */
+  message: string;
+}
+
+/**
+ * Commits reachable from `head` and not from `since`, oldest first in topological order
+ * (`git log --reverse --topo-order head ^since`), with their messages.
+ */
+export async function commitMessages(
+  gitdir: string,
+  head: string,
+  since: string | null,
+): Promise<CommitMessage[]> {
+  assertRevArg(head, 'head');
+  if (since !== null) assertRevArg(since, 'since');
+  const args = [
+    '--git-dir',
+    gitdir,
+    'log',
+    '--format=%H%x00%P%x00%B%x1e',
+    '--reverse',
+    '--topo-order',
+    head,
+  ];
+  if (since !== null) args.push('^' + since);
+  args.push('--');
+  const r = await runGit(args, { cwd: gitdir });
+  const out: CommitMessage[] = [];
+  for (const rec of r.stdout.toString('utf8').split('\x1e')) {
+    const body = rec.replace(/^\n/, '');
+    if (!body) continue;
+    const [oid, parents, message] = body.split('\0');
+    if (!oid || !OID.test(oid)) continue;
+    out.push({
+      oid,
+      parents: parents ? parents.split(' ').filter(Boolean) : [],
+      message: message ?? '',
+    });
+  }
+  return out;
+}

@@ -2,14 +2,14 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ZzError } from '../errors.js';
+import { DEFAULT_HOST, DEFAULT_PORT } from '../local/index.js';
 import type { App } from './app.js';
 
 // node:http ↔ WHATWG Request/Response. Bodies stream both ways: a request body is counted
 // while it arrives and cut off at the app's limit; a response body (server-sent events) is
 // written as it is produced, with backpressure.
 
-export const DEFAULT_HOST = '127.0.0.1';
-export const DEFAULT_PORT = 7433;
+export { DEFAULT_HOST, DEFAULT_PORT };
 
 export interface ListenOptions {
   host?: string;
@@ -192,15 +192,55 @@ function bodyStream(req: IncomingMessage, limit: number): ReadableStream<Uint8Ar
   });
 }
 
+/** How long, and how much more, an unwanted request body is read before the answer. */
+export const LINGER_MS = 10_000;
+export const LINGER_BYTES = 256 * 1024 * 1024;
+
+/** Reads and discards what is left of a request body; true once it has all arrived. */
+function discardBody(req: IncomingMessage, maxMs: number, maxBytes: number): Promise<boolean> {
+  if (req.complete || req.readableEnded || req.destroyed) return Promise.resolve(req.complete);
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onStop);
+      req.off('close', onStop);
+      if (!ok) req.pause();
+      resolve(ok);
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > maxBytes) done(false);
+    };
+    const onEnd = () => done(true);
+    const onStop = () => done(req.complete);
+    const timer = setTimeout(() => done(false), maxMs);
+    // The body stream's own listener feeds a consumer that has given up: replace it.
+    req.removeAllListeners('data');
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', onStop);
+    req.once('close', onStop);
+    req.resume();
+  });
+}
+
 async function writeResponse(
   response: Response,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
+  // An answer given before the body was read (a 413, a 401): read and discard the rest first,
+  // for a bounded time, then answer and close. Closing on unread bytes makes the kernel send a
+  // reset, which can reach a client still sending before it reads the answer and take the
+  // answer away (EPIPE instead of 413): nginx's lingering close, done before answering.
+  if (!req.complete) await discardBody(req, LINGER_MS, LINGER_BYTES);
   res.statusCode = response.status;
   response.headers.forEach((value, key) => res.setHeader(key, value));
-  // The rest of an unread body (a 413) is not worth reading: close the connection after
-  // answering rather than draining megabytes to keep it alive.
   if (!req.complete) res.setHeader('connection', 'close');
   if (!response.body) {
     res.end();

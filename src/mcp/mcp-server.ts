@@ -5,7 +5,7 @@ import type {
   ToolAnnotations,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { toZzError, ZzError, type ErrorCode } from '../errors.js';
+import { mcpAudienceOf, toZzError, ZzError } from '../errors.js';
 import {
   isWrite,
   runTool,
@@ -122,41 +122,13 @@ async function callTool(
     return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result };
   } catch (e) {
     const err = toZzError(e);
-    if (!FIXABLE.has(err.code) && !SHOWN.has(err.code)) opts.onError?.(e, tool.name);
+    if (mcpAudienceOf(err.code) === 'internal') opts.onError?.(e, tool.name);
     // No structuredContent on errors: clients validate it against the output schema (SDK #1943).
     return { content: [{ type: 'text', text: errorText(err, tool.name) }], isError: true };
   }
 }
 
 // ---- errors -------------------------------------------------------------------------------
-
-/** Codes a model can act on: the message and a next step go back to it. */
-const FIXABLE = new Set<ErrorCode>([
-  'invalid_argument',
-  'not_found',
-  'conflict',
-  'revision_mismatch',
-  'already_claimed',
-  'dependency_unresolved',
-  'idempotency_conflict',
-  'merge_conflict',
-  'dirty_worktree',
-  'ref_locked',
-  'forbidden',
-  'unauthorized',
-  'precondition_failed',
-  'local_only',
-  'payload_too_large',
-]);
-
-/** Not the caller's fault, but the message is about the environment, not our code: shown as is. */
-const SHOWN = new Set<ErrorCode>([
-  'unavailable',
-  'unsupported_repository',
-  'not_a_repository',
-  'method_not_allowed',
-  'unsupported_media_type',
-]);
 
 const MAX_DETAILS = 2000;
 
@@ -204,6 +176,10 @@ function nextStep(err: ZzError): string | null {
       return 'Send less per call: split the change into smaller calls, or page with limit/cursor.';
     case 'unavailable':
       return 'Retry in a little while.';
+    case 'read_only':
+      return 'The repository cannot be written on this machine (read-only or no permission); reads still work. Tell the user: retrying will not help until it is writable.';
+    case 'insufficient_storage':
+      return 'The disk holding the repository is full. Tell the user to free space, then retry with the same idempotency_key; nothing of the refused call was kept.';
     default:
       return null;
   }
@@ -219,7 +195,7 @@ function saysNoMore(err: ZzError): boolean {
 
 /** The text a model reads when a call fails: what went wrong, what to do, and the details. */
 export function errorText(err: ZzError, tool: string): string {
-  if (!FIXABLE.has(err.code) && !SHOWN.has(err.code)) {
+  if (mcpAudienceOf(err.code) === 'internal') {
     return `Error internal: ${tool} failed inside the zz server. This is a bug in zz, not in your call; it has been logged. Retrying is unlikely to help.`;
   }
   const lines = [`Error ${err.code}: ${err.message}`];
@@ -337,13 +313,16 @@ function shallow(schema: JsonSchema): JsonSchema {
   return out;
 }
 
+// Nullable and union fields are written as `anyOf` of single types, never `"type": [a, b]`:
+// some clients (and the strictest schema checkers they use) refuse type arrays.
 function typeOnly(s: JsonSchema): JsonSchema {
   if (Array.isArray(s.anyOf)) {
     const types = (s.anyOf as JsonSchema[])
       .map((x) => x.type)
       .filter((t): t is string => typeof t === 'string');
-    return types.length === s.anyOf.length ? { type: types } : {};
+    return types.length === s.anyOf.length ? { anyOf: types.map((type) => ({ type })) } : {};
   }
+  if (Array.isArray(s.type)) return { anyOf: (s.type as string[]).map((type) => ({ type })) };
   if (s.type === 'array')
     return s.items ? { type: 'array', items: typeOnly(s.items as JsonSchema) } : { type: 'array' };
   if (s.type === undefined) return {};

@@ -3,8 +3,12 @@ import { z } from 'zod';
 // JSON helpers the adapters share: zod → JSON Schema for the wire, a strict-mode check, tool
 // arguments that may arrive as a string, and the JSON inside a model's prose answer.
 
-export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const js = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<string, unknown>;
+/** `io: 'input'` for what a caller may send (tool arguments), 'output' for what must come back. */
+export function jsonSchemaOf(
+  schema: z.ZodType,
+  io: 'input' | 'output' = 'output',
+): Record<string, unknown> {
+  const js = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   // Endpoints differ on `$schema`; none needs it.
   delete js.$schema;
   return js;

@@ -1,11 +1,9 @@
 import { z } from 'zod';
-import { requireGit, type ZzRepo } from '../core/index.js';
-import { gitDiff, gitLog, gitShowFile, type HistoryRepo } from '../git/history.js';
+import { diffCommit, logCommits, showFile } from '../core/index.js';
 import { defineTool, READ } from './define-tool.js';
 
-// Reads of the user's history (DESIGN §3, git toolset) over native git: commits, diffs, files.
-// Revisions default to the default branch, named in full so that a tag of the same name
-// cannot shadow it.
+// Reads of the user's history (DESIGN §3, git toolset): commits, diffs, files. The use cases
+// are core/git-reads.ts; a revision left out means the default branch.
 
 const rev = z.string().min(1).max(1024);
 const path = z.string().min(1).max(4096);
@@ -17,18 +15,11 @@ const signature = z.strictObject({
   timezone: z.string(),
 });
 
-async function history(repo: ZzRepo): Promise<HistoryRepo> {
-  const git = requireGit(repo);
-  return { gitdir: git.gitdir, catFile: git.catFile };
-}
-
-const defaultRev = async (repo: ZzRepo, given: string | undefined): Promise<string> =>
-  given ?? `refs/heads/${await repo.defaultBranch()}`;
-
 export const gitTools = [
   defineTool({
     name: 'git_log',
-    summary: 'Commits on the default branch (or ref), oldest first; path filter; pages with cursor',
+    summary:
+      'Commits on the default branch (or ref), oldest or newest first; path and since filters; pages with cursor',
     description:
       'Pass back next_cursor to continue; a cursor keeps paging the history it began on.',
     toolset: 'git',
@@ -38,7 +29,20 @@ export const gitTools = [
       path: path.optional().describe('Only commits that changed this file or directory'),
       limit: z.number().int().min(1).max(500).optional().describe('Default 100'),
       cursor: z.string().max(16_384).optional(),
-      order: z.enum(['default', 'topo', 'date']).optional(),
+      order: z
+        .enum(['default', 'topo', 'date'])
+        .optional()
+        .describe(
+          "git's walk order: default (by date), topo or date (parents never before children)",
+        ),
+      direction: z
+        .enum(['oldest', 'newest'])
+        .optional()
+        .describe('oldest first (default) or newest first, like git log'),
+      since: z
+        .union([z.number().int().min(0), z.string().max(64)])
+        .optional()
+        .describe('Only commits committed at or after this: Unix seconds or an ISO 8601 date'),
     }),
     output: z.strictObject({
       commits: z.array(
@@ -52,14 +56,7 @@ export const gitTools = [
       ),
       next_cursor: z.string().nullable(),
     }),
-    handler: async (args, ctx) =>
-      gitLog(await history(ctx.repo), {
-        ref: await defaultRev(ctx.repo, args.ref),
-        ...(args.path === undefined ? {} : { path: args.path }),
-        ...(args.limit === undefined ? {} : { limit: args.limit }),
-        ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
-        ...(args.order === undefined ? {} : { order: args.order }),
-      }),
+    handler: (args, ctx) => logCommits(ctx.repo, args),
   }),
   defineTool({
     name: 'git_diff',
@@ -103,14 +100,7 @@ export const gitTools = [
       ),
       truncated: z.boolean(),
     }),
-    handler: async (args, ctx) =>
-      gitDiff(await history(ctx.repo), {
-        commit: await defaultRev(ctx.repo, args.commit),
-        ...(args.base === undefined ? {} : { base: args.base }),
-        ...(args.paths === undefined ? {} : { paths: args.paths }),
-        ...(args.context_lines === undefined ? {} : { context_lines: args.context_lines }),
-        ...(args.max_bytes === undefined ? {} : { max_bytes: args.max_bytes }),
-      }),
+    handler: (args, ctx) => diffCommit(ctx.repo, args),
   }),
   defineTool({
     name: 'git_show_file',
@@ -138,12 +128,6 @@ export const gitTools = [
       offset: z.number().int(),
       next_offset: z.number().int().nullable(),
     }),
-    handler: async (args, ctx) =>
-      gitShowFile(await history(ctx.repo), {
-        commit: await defaultRev(ctx.repo, args.commit),
-        path: args.path,
-        ...(args.offset === undefined ? {} : { offset: args.offset }),
-        ...(args.limit === undefined ? {} : { limit: args.limit }),
-      }),
+    handler: (args, ctx) => showFile(ctx.repo, args),
   }),
 ];

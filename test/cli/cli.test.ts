@@ -16,7 +16,7 @@ describe('zz init', () => {
       expect(r.code).toBe(0);
       const rep = r.json();
       expect(rep.created_config).toBe(true);
-      expect(rep.hooks_installed).toEqual(['post-merge']);
+      expect(rep.hooks_installed).toEqual(['post-merge', 'post-rewrite']);
       expect(sh(dir, 'for-each-ref', '--format=%(refname)', 'refs/zz').split('\n').sort()).toEqual([
         'refs/zz/config',
         'refs/zz/lanes/_repo',

@@ -10,7 +10,7 @@ import { neutralize } from '../../src/cli/terminal.js';
 
 // ESC, CSI, OSC (retitle), BEL, C1 CSI, backspace, CR, bidi override and isolate.
 const HOSTILE = 'evil\x1b]0;pwned\x07\x1b[2J\x9b31m\bX\rY \u202egnp.exe\u2066z';
-const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/; // eslint-disable-line no-control-regex
+const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/;
 
 describe('terminal output neutralises control characters', () => {
   it('zz lane get shows a hostile title as visible escapes, never raw', async () => {

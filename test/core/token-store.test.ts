@@ -1,10 +1,19 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TokenStore } from '../../src/core/token-store.js';
+import { MAX_TOKENS_PER_ACTOR, TokenStore } from '../../src/core/token-store.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -23,17 +32,31 @@ describe('TokenStore', () => {
     expect(store.file).toBe(join(dir, 'zz', 'tokens.json'));
     const a = await store.create('a@example.com', 'login');
     expect(a.token).toMatch(/^zzt_[A-Za-z0-9_-]{43}$/);
-    expect(await store.verify(a.token)).toEqual({ actor: 'a@example.com' });
+    expect(await store.verify(a.token)).toEqual({
+      actor: 'a@example.com',
+      name: 'login',
+      id: a.id,
+    });
     expect(
       await store.verify(a.token.slice(0, -1) + (a.token.endsWith('A') ? 'B' : 'A')),
     ).toBeNull();
     expect(await store.verify('')).toBeNull();
     expect(await store.verify('zzt_short')).toBeNull();
 
+    // Minting never revokes: a second token of the same actor and name lives beside the first.
     const agent1 = await store.create('a@example.com[claude]', 'claude');
     const agent2 = await store.create('a@example.com[claude]', 'claude');
+    expect(agent2.revoked).toBe(0);
+    expect(await store.verify(agent1.token)).toMatchObject({ actor: 'a@example.com[claude]' });
+    expect(await store.verify(agent2.token)).toEqual({
+      actor: 'a@example.com[claude]',
+      name: 'claude',
+      id: agent2.id,
+    });
+    // Revoking one by id leaves its sibling working.
+    expect(await store.revoke({ id: agent1.id })).toBe(1);
     expect(await store.verify(agent1.token)).toBeNull();
-    expect(await store.verify(agent2.token)).toEqual({ actor: 'a@example.com[claude]' });
+    expect(await store.verify(agent2.token)).not.toBeNull();
 
     const listed = await store.list();
     expect(listed.map((t) => [t.actor, t.name])).toEqual([
@@ -114,7 +137,7 @@ describe('TokenStore', () => {
     expect(created).toHaveLength(40);
     const store = new TokenStore(dir);
     expect(await store.list()).toHaveLength(40);
-    for (const c of created) expect(await store.verify(c.token)).toEqual({ actor: c.actor });
+    for (const c of created) expect(await store.verify(c.token)).toMatchObject({ actor: c.actor });
   });
 
   it('refuses a corrupt file with a message naming it', async () => {
@@ -125,5 +148,103 @@ describe('TokenStore', () => {
     await expect(store.verify('zzt_' + 'A'.repeat(43))).rejects.toThrow(
       /tokens\.json is not valid JSON/,
     );
+    // Valid JSON of the wrong shape is named the same way, never a TypeError later.
+    for (const bad of [
+      '{"version":1}',
+      '{"version":1,"tokens":[{"hash":"xyz","actor":"a","name":"n","created_at":"t"}]}',
+      '[]',
+    ]) {
+      writeFileSync(store.file, bad);
+      const err = await store.list().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err, bad).toMatchObject({ code: 'precondition_failed' });
+      expect((err as Error).message).toContain(store.file);
+      // A write refuses too, rather than replacing the file and losing its records.
+      await expect(store.create('e@example.com', 'login')).rejects.toMatchObject({
+        code: 'precondition_failed',
+      });
+      expect(readFileSync(store.file, 'utf8')).toBe(bad);
+    }
+  });
+
+  it('refuses a valid token with characters appended, and anything but the whole token', async () => {
+    const store = new TokenStore(gitdir());
+    const { token } = await store.create('f@example.com', 'login');
+    for (const extra of ['A', '=', 'AAAA', '\n', ' ', token]) {
+      expect(await store.verify(token + extra), JSON.stringify(extra)).toBeNull();
+    }
+    expect(await store.verify(token.slice(0, -1))).toBeNull();
+    expect(await store.verify(token.toUpperCase())).toBeNull();
+    expect(await store.verify(token)).not.toBeNull();
+  });
+
+  it('compares the whole hash: a record differing only in its last byte does not match', async () => {
+    const store = new TokenStore(gitdir());
+    const { token } = await store.create('g@example.com', 'login');
+    const doc = JSON.parse(readFileSync(store.file, 'utf8')) as {
+      tokens: Array<{ hash: string }>;
+    };
+    const hash = createHash('sha256').update(token).digest('hex');
+    expect(doc.tokens[0]!.hash).toBe(hash);
+    const last = hash.slice(-2) === 'ff' ? '00' : 'ff';
+    doc.tokens[0]!.hash = hash.slice(0, -2) + last;
+    writeFileSync(store.file, JSON.stringify(doc));
+    expect(await store.verify(token)).toBeNull();
+    // And the first byte, for good measure.
+    doc.tokens[0]!.hash = (hash.slice(0, 2) === 'ff' ? '00' : 'ff') + hash.slice(2);
+    writeFileSync(store.file, JSON.stringify(doc));
+    expect(await store.verify(token)).toBeNull();
+    doc.tokens[0]!.hash = hash;
+    writeFileSync(store.file, JSON.stringify(doc));
+    expect(await store.verify(token)).not.toBeNull();
+  });
+
+  it('keeps several named tokens per actor; rotate replaces only that name', async () => {
+    const store = new TokenStore(gitdir());
+    const laptop = await store.create('h@example.com', 'laptop');
+    const desk1 = await store.create('h@example.com', 'desk');
+    const desk2 = await store.create('h@example.com', 'desk');
+    const other = await store.create('i@example.com', 'desk');
+    const rotated = await store.create('h@example.com', 'desk', { rotate: true });
+    expect(rotated.revoked).toBe(2);
+    for (const t of [desk1, desk2]) expect(await store.verify(t.token)).toBeNull();
+    for (const t of [laptop, other, rotated]) expect(await store.verify(t.token)).not.toBeNull();
+    expect((await store.list({ actor: 'h@example.com' })).map((t) => [t.name, t.id])).toEqual([
+      ['laptop', laptop.id],
+      ['desk', rotated.id],
+    ]);
+    expect(await store.revoke({ name: 'desk', actor: 'h@example.com' })).toBe(1);
+    expect(await store.verify(other.token)).not.toBeNull();
+    await expect(store.create('h@example.com', '')).rejects.toMatchObject({
+      code: 'invalid_argument',
+    });
+    await expect(store.create('h@example.com', 'a\u001b]0;x')).rejects.toMatchObject({
+      code: 'invalid_argument',
+    });
+  });
+
+  it('bounds the tokens one actor may hold', async () => {
+    const store = new TokenStore(gitdir());
+    const doc = {
+      version: 1,
+      tokens: Array.from({ length: MAX_TOKENS_PER_ACTOR }, (_, i) => ({
+        hash: createHash('sha256').update(`t${i}`).digest('hex'),
+        actor: 'j@example.com',
+        name: `n${i}`,
+        created_at: '2026-01-01T00:00:00.000Z',
+        last_used_at: null,
+      })),
+    };
+    mkdirSync(join(store.file, '..'), { recursive: true });
+    writeFileSync(store.file, JSON.stringify(doc));
+    await expect(store.create('j@example.com', 'one-more')).rejects.toMatchObject({
+      code: 'precondition_failed',
+    });
+    expect(await store.create('k@example.com', 'login')).toMatchObject({ actor: 'k@example.com' });
+    expect(await store.create('j@example.com', 'n0', { rotate: true })).toMatchObject({
+      revoked: 1,
+    });
   });
 });

@@ -191,6 +191,74 @@ describe('gitLog', () => {
     }
   });
 
+  it('pages newest first exactly as git rev-list, and both directions mirror each other', async () => {
+    clearHistoryCache();
+    const native = revList(big.dir, ['main']);
+    const newest = await pageAll(repo, { ref: 'main', limit: 333, direction: 'newest' });
+    expect(newest.map((c) => c.oid)).toEqual(native);
+    const oldest = await pageAll(repo, { ref: 'main', limit: 500 });
+    expect(newest.map((c) => c.oid)).toEqual(oldest.map((c) => c.oid).reverse());
+    // Bodies fetched past the cache budget answer the same.
+    const old = configureHistoryCache({ walkBodyBytes: 100_000 });
+    try {
+      expect(await pageAll(repo, { ref: 'main', limit: 450, direction: 'newest' })).toEqual(newest);
+    } finally {
+      configureHistoryCache(old);
+    }
+    // With a path and a topological order too.
+    for (const [args, flags] of [
+      [{ path: 'd03' }, ['main', '--', 'd03']],
+      [{ order: 'topo' as const }, ['--topo-order', 'main']],
+    ] as const) {
+      const ours = await pageAll(repo, { ref: 'main', limit: 97, direction: 'newest', ...args });
+      expect(ours.map((c) => c.oid)).toEqual(revList(big.dir, [...flags]));
+    }
+    // A cursor is bound to its direction.
+    const first = await gitLog(repo, { ref: 'main', limit: 10, direction: 'newest' });
+    expect(
+      (await errorOf(gitLog(repo, { ref: 'main', limit: 10, cursor: first.next_cursor! }))).code,
+    ).toBe('invalid_argument');
+  });
+
+  it('filters by since like git rev-list --since, in both directions', async () => {
+    const times = runGitSync(big.dir, ['log', '--format=%ct', 'main'])
+      .split('\n')
+      .filter(Boolean)
+      .map(Number)
+      .sort((a, b) => a - b);
+    for (const q of [0.5, 0.9, 0.999]) {
+      const since = times[Math.floor(times.length * q)]!;
+      const native = revList(big.dir, [`--since=${since}`, 'main']);
+      expect(native.length).toBeGreaterThan(0);
+      const newest = await pageAll(repo, { ref: 'main', limit: 211, direction: 'newest', since });
+      expect(
+        newest.map((c) => c.oid),
+        String(since),
+      ).toEqual(native);
+      const oldest = await pageAll(repo, { ref: 'main', limit: 211, since: String(since) });
+      expect(oldest.map((c) => c.oid)).toEqual(
+        revList(big.dir, ['--reverse', `--since=${since}`, 'main']),
+      );
+      for (const c of newest) expect(c.committer.time).toBeGreaterThanOrEqual(since);
+    }
+    const iso = new Date(times[Math.floor(times.length * 0.8)]! * 1000).toISOString();
+    const viaIso = await pageAll(repo, {
+      ref: 'main',
+      limit: 500,
+      direction: 'newest',
+      since: iso,
+    });
+    expect(viaIso.map((c) => c.oid)).toEqual(
+      revList(big.dir, [`--since=${Math.floor(Date.parse(iso) / 1000)}`, 'main']),
+    );
+    for (const bad of ['yesterday', '2024-13-45', -1, 1.5, '--all']) {
+      expect(
+        (await errorOf(gitLog(repo, { ref: 'main', since: bad as never }))).code,
+        String(bad),
+      ).toBe('invalid_argument');
+    }
+  });
+
   it('keeps paging the tip it started from when the ref moves', async () => {
     const tip = revList(big.dir, ['-n', '1', 'main~2000'])[0]!;
     runGitSync(big.dir, ['update-ref', 'refs/heads/moving', tip]);

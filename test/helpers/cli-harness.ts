@@ -1,11 +1,11 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '../../src/cli/index.js';
+import { tempDir } from './temp-dirs.js';
 
-// Runs the CLI in-process with captured IO and a private config home.
+// Runs the CLI in-process with captured IO and a private config home (removed when the test
+// file ends).
 export function cliEnv(): NodeJS.ProcessEnv {
-  const home = mkdtempSync(join(tmpdir(), 'zz-home-'));
+  const home = tempDir('zz-home-');
   return {
     ...process.env,
     XDG_CONFIG_HOME: join(home, 'config'),

@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from './temp-dirs.js';
 
 export function sh(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, {
@@ -12,9 +12,10 @@ export function sh(cwd: string, ...args: string[]): string {
   }).trim();
 }
 
-/** A real repository with one commit on main, and a cleanup function. */
+/** A real repository with one commit on main, and a cleanup function (it is also removed
+ * when the test file ends). */
 export function makeRepo(prefix = 'zz-test-'): { dir: string; cleanup: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const dir = tempDir(prefix);
   sh(dir, 'init', '-q', '-b', 'main');
   sh(dir, 'config', 'user.email', 'owner@example.com');
   sh(dir, 'config', 'user.name', 'Owner');

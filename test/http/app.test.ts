@@ -256,11 +256,58 @@ describe('401 authentication', () => {
     expect(await other.revoke('carol@example.com')).toBe(1);
     const r = await tool('lane_list', {}, { token });
     expect(r.status).toBe(401);
-    // Rotation: a new token for the same actor and name replaces the old one.
+    // A second token of the same actor and name does not revoke the first; rotate does.
     const first = await tokens.create('dave@example.com', 'claude');
     const second = await other.create('dave@example.com', 'claude');
-    expect((await tool('lane_list', {}, { token: first.token })).status).toBe(401);
+    expect((await tool('lane_list', {}, { token: first.token })).status).toBe(200);
     expect((await tool('lane_list', {}, { token: second.token })).status).toBe(200);
+    const third = await other.create('dave@example.com', 'claude', { rotate: true });
+    expect((await tool('lane_list', {}, { token: first.token })).status).toBe(401);
+    expect((await tool('lane_list', {}, { token: second.token })).status).toBe(401);
+    expect((await tool('lane_list', {}, { token: third.token })).status).toBe(200);
+    // Characters appended to a valid token make it no token.
+    expect((await tool('lane_list', {}, { token: third.token + 'x' })).status).toBe(401);
+  });
+});
+
+describe('MCP mount', () => {
+  it('answers 401 with a Bearer challenge to an anonymous MCP request on a private repo only', async () => {
+    const seen: Array<string | null> = [];
+    const withMcp = createApp({
+      repos: new Map([
+        [priv.repo.key, priv.repo],
+        [pub.repo.key, pub.repo],
+      ]),
+      tokens,
+      registry,
+      host: HOST,
+      mcpHandler: async (_req, ctx) => {
+        seen.push(ctx.caller?.actor ?? null);
+        return new Response('{}', { status: 200 });
+      },
+    });
+    const anonPrivate = await send('/api/repos/local/demo/mcp', {
+      method: 'POST',
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      token: null,
+      on: withMcp,
+    });
+    expect(anonPrivate.status).toBe(401);
+    expect(anonPrivate.headers.get('www-authenticate')).toBe('Bearer realm="zz"');
+    const anonPublic = await send('/api/repos/local/public/mcp', {
+      method: 'POST',
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      token: null,
+      on: withMcp,
+    });
+    expect(anonPublic.status).toBe(200);
+    const owner = await send('/api/repos/local/demo/mcp', {
+      method: 'POST',
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      on: withMcp,
+    });
+    expect(owner.status).toBe(200);
+    expect(seen).toEqual([null, OWNER]);
   });
 });
 

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -230,6 +231,54 @@ describe('over a socket', () => {
     expect((await client.post(toolPath('lane_list'), {})).status).toBe(200);
   });
 
+  it('always lets a client sending 20 MiB read its 413 (lingering close), 40 times over', async () => {
+    const url = new URL(daemon.url);
+    const body = Buffer.alloc(20 * 1024 * 1024, 0x20);
+    // A raw socket shows what a client's kernel does: when the server closes with unread data,
+    // a reset can arrive before the 413 is read and take it away (EPIPE/ECONNRESET instead).
+    const once = (chunked: boolean) =>
+      new Promise<{ head: string; error: string | null }>((resolve) => {
+        const sock = connect(Number(url.port), url.hostname);
+        let got = '';
+        let error: string | null = null;
+        sock.on('data', (c: Buffer) => (got += c.toString('latin1')));
+        // Like most simple clients, read the answer only once the whole request is sent.
+        sock.pause();
+        sock.on('finish', () => sock.resume());
+        sock.on('error', (e: NodeJS.ErrnoException) => (error = e.code ?? e.message));
+        sock.on('close', () => resolve({ head: got.split('\r\n')[0] ?? '', error }));
+        sock.write(
+          [
+            `POST ${toolPath('lane_list')} HTTP/1.1`,
+            `Host: ${url.host}`,
+            `Authorization: Bearer ${tok.owner}`,
+            'Content-Type: application/json',
+            chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${body.length}`,
+            '',
+            '',
+          ].join('\r\n'),
+        );
+        if (chunked) {
+          for (let i = 0; i < 20; i++) {
+            const part = body.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024);
+            sock.write(`${part.length.toString(16)}\r\n`);
+            sock.write(part);
+            sock.write('\r\n');
+          }
+          sock.end('0\r\n\r\n');
+        } else {
+          sock.end(body);
+        }
+      });
+    const failures: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const r = await once(i % 2 === 1);
+      if (!r.head.startsWith('HTTP/1.1 413')) failures.push(`#${i}: ${r.head || '-'} ${r.error}`);
+    }
+    expect(failures).toEqual([]);
+    expect((await client.post(toolPath('lane_list'), {})).status).toBe(200);
+  });
+
   it('claims each of 300 Asks exactly once under 32 racing clients', async () => {
     const ASKS = 300;
     const CLIENTS = 32;
@@ -321,5 +370,35 @@ describe('over a socket', () => {
       'content-type': 'application/json',
     });
     expect(bad.status).toBe(401);
+    // No token on a private repository: even tools/list answers 401 with a Bearer challenge,
+    // so that clients ask for a token instead of showing an empty tool list.
+    for (const method of ['tools/list', 'initialize']) {
+      const anon = await client.send(
+        'POST',
+        `/api/repos/${key}/mcp`,
+        Buffer.from(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method,
+            params:
+              method === 'initialize'
+                ? {
+                    protocolVersion: '2025-06-18',
+                    capabilities: {},
+                    clientInfo: { name: 't', version: '1' },
+                  }
+                : {},
+          }),
+        ),
+        {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        },
+      );
+      expect(anon.status, method).toBe(401);
+      expect(anon.headers['www-authenticate']).toMatch(/^Bearer /);
+    }
   });
 });

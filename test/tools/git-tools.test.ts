@@ -133,6 +133,18 @@ describe('git_log', () => {
     });
   });
 
+  it('lists newest first on request, filtered by since, and pages', async () => {
+    const newest = (await run('git_log', {})).commits.reverse();
+    const p1 = await run('git_log', { direction: 'newest', limit: 2 });
+    expect(p1.commits).toEqual(newest.slice(0, 2));
+    expect(await run('git_log', { direction: 'newest', limit: 2, cursor: p1.next_cursor })).toEqual(
+      { commits: newest.slice(2), next_cursor: null },
+    );
+    expect((await run('git_log', { direction: 'newest', since: T1 + 2 * 3600 })).commits).toEqual(
+      newest.slice(0, 2),
+    );
+  });
+
   it('refuses bad arguments', async () => {
     await fails(run('git_log', { limit: 501 }), 'invalid_argument');
     await fails(run('git_log', { limit: 0 }), 'invalid_argument');

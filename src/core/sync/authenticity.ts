@@ -10,7 +10,7 @@ import {
   type SshSigningKey,
 } from '../../git/index.js';
 import { ZzError } from '../../errors.js';
-import { GitStore, publicationOrder, type CommitRecord } from '../../store/index.js';
+import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
 import { gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
@@ -135,6 +135,12 @@ function ownerOpProblem(
   return `${op.op} by ${op.actor} is not signed by an owner's key`;
 }
 
+/** Folds one recorded op; an op that does not parse was already quarantined by validation. */
+function applyConfigRecord(s: ConfigState, op: OpRecord): void {
+  const parsed = configCodec.parse(op);
+  if (parsed.ok) configCodec.apply(s, parsed.op);
+}
+
 export interface AuthChecker {
   check(
     ref: string,
@@ -154,7 +160,7 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
     const s = configCodec.empty();
     if (!tip) return s;
     const history = (await local.commits([tip], [])).map(parseZzCommit);
-    for (const { op } of publicationOrder(history, tip)) configCodec.apply(s, op);
+    for (const { op } of publicationOrder(history, tip)) applyConfigRecord(s, op);
     return s;
   };
   let remoteConfigOk = false;
@@ -172,7 +178,7 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
             const problem = ownerOpProblem(s, op, signer);
             if (problem) return { commit: revision, reason: problem };
           }
-          configCodec.apply(s, op);
+          applyConfigRecord(s, op);
         }
         remoteConfigOk = true;
         return null;

@@ -1,0 +1,201 @@
+import type { Argv } from 'yargs';
+import { ZzError } from '../errors.js';
+import type { CliIO } from './io.js';
+import { jsonText, neutralize } from './terminal.js';
+import type { Sandbox, WorkEvent as Event } from '../work/index.js';
+
+// `zz work`: runs the agent loop of src/work against the checkout's daemon, as the stored
+// login or ZZ_TOKEN. Output: one line per step on a pipe, a live status line on a terminal
+// (stderr) with the lasting lines on stdout, or one JSON event per line with --json.
+
+// Text from the Lane (titles, reasons, model output) is shown, never obeyed by the terminal.
+const clean = (s: string, max = 200): string => {
+  const flat = neutralize(s);
+  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+};
+
+function describe(e: Event, once: boolean): { line: string | null; status: string | null } {
+  switch (e.type) {
+    case 'start':
+      return {
+        line: `zz work: lane ${clean(e.lane_id)} as ${clean(e.actor ?? 'unknown')} with ${clean(e.model)}${e.kinds ? ` (kinds: ${e.kinds.map((k) => clean(k)).join(', ')})` : ''}`,
+        status: null,
+      };
+    case 'idle':
+      return {
+        line: once
+          ? `nothing to do in lane ${clean(e.lane_id)}`
+          : `waiting for work in lane ${clean(e.lane_id)}`,
+        status: null,
+      };
+    case 'claimed':
+      return { line: `${e.ask_id} claimed (${clean(e.kind)}): ${clean(e.title)}`, status: null };
+    case 'step':
+      return {
+        line: null,
+        status: `${e.ask_id} ${e.step}${e.detail ? ` ${clean(e.detail, 120)}` : ''}`,
+      };
+    case 'tool':
+      return {
+        line: null,
+        status: `${e.ask_id} ${clean(e.tool)} ${e.ok ? 'ok' : `failed: ${clean(e.detail ?? '', 120)}`}`,
+      };
+    case 'model_retry':
+      return {
+        line: null,
+        status: `model retry ${e.attempt} in ${(e.delay_ms / 1000).toFixed(1)}s: ${clean(e.reason, 120)}`,
+      };
+    case 'answered': {
+      const follow = e.follow_ups.map((f) => `${f.ask_id} (${clean(f.kind)})`).join(', ');
+      return {
+        line:
+          `${e.ask_id} answered ${e.outcome} in ${(e.ms / 1000).toFixed(1)}s` +
+          (e.changeset_id ? `, changeset ${e.changeset_id}` : '') +
+          (follow ? `; follow-up ${follow}` : ''),
+        status: null,
+      };
+    }
+    case 'released':
+      return { line: `${e.ask_id} released: ${clean(e.reason, 500)}`, status: null };
+    case 'error':
+      return { line: `${e.ask_id ?? 'zz work'} error: ${clean(e.message, 500)}`, status: null };
+    case 'done':
+      return {
+        line:
+          `done: ${e.asks} ask${e.asks === 1 ? '' : 's'} (${e.answered} answered, ${e.released} released); ` +
+          `model usage ${e.usage.input_tokens} tokens in, ${e.usage.output_tokens} out, ${e.usage.calls} call${e.usage.calls === 1 ? '' : 's'}`,
+        status: null,
+      };
+  }
+}
+
+/** Exported for tests: how events become output. */
+export function workReporter(io: CliIO, json: boolean, once: boolean): (e: Event) => void {
+  if (json) return (e) => io.stdout(jsonText({ time: new Date().toISOString(), ...e }, 0) + '\n');
+  const live = io.stderrIsTTY ?? io.isTTY;
+  let shown = false;
+  return (e) => {
+    const { line, status } = describe(e, once);
+    if (live) {
+      if (shown) io.stderr('\r\x1b[K');
+      shown = false;
+      if (line) io.stdout(line + '\n');
+      if (status) {
+        const width = Math.max(20, (process.stderr.columns || 100) - 1);
+        io.stderr(status.slice(0, width));
+        shown = true;
+      }
+      return;
+    }
+    const text = line ?? status;
+    if (text) io.stdout(text + '\n');
+  };
+}
+
+const positiveInt = (v: unknown, flag: string): number | undefined => {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1)
+    throw new ZzError('invalid_argument', `${flag} must be a whole number ≥ 1`);
+  return n;
+};
+
+export function workCommand(y: Argv, io: CliIO): Argv {
+  return y.command(
+    'work',
+    'Run an agent against the daemon: claim Asks in a Lane, work them with a model, answer, repeat',
+    (c: Argv) =>
+      c
+        .option('lane', {
+          type: 'string',
+          demandOption: true,
+          describe: 'The Lane to take work from',
+        })
+        .option('model', {
+          type: 'string',
+          describe:
+            'openai:<model> | anthropic:<model> | exec:<command> (default: git config zz.model)',
+        })
+        .option('kinds', {
+          type: 'array',
+          string: true,
+          describe: 'Only Asks of these kinds (comma-separated or repeated)',
+        })
+        .option('max-turns', {
+          type: 'number',
+          describe: 'Model turns per Ask for kinds without a built-in flow (default 20)',
+        })
+        .option('once', { type: 'boolean', describe: 'Work one Ask (or none) and exit' })
+        .option('test-cmd', {
+          type: 'string',
+          describe:
+            'Test each change with this command in a sandbox checkout (split like a shell, run without one)',
+        })
+        .option('test-rounds', {
+          type: 'number',
+          describe: 'Test-and-fix rounds per change (default 3)',
+        })
+        .option('json', { type: 'boolean', describe: 'One JSON event per line' }),
+    async (a) => {
+      const [{ connect }, models, work] = await Promise.all([
+        import('./client.js'),
+        import('../models/index.js'),
+        import('../work/index.js'),
+      ]);
+      const kinds = ((a.kinds as string[] | undefined) ?? [])
+        .flatMap((k) => String(k).split(','))
+        .map((k) => k.trim())
+        .filter(Boolean);
+      const maxTurns = positiveInt(a['max-turns'], '--max-turns');
+      const testRounds = positiveInt(a['test-rounds'], '--test-rounds');
+      const testCmd =
+        a['test-cmd'] === undefined ? undefined : models.splitCommand(String(a['test-cmd']));
+      const emit = workReporter(io, !!a.json, !!a.once);
+      const spec = await models.defaultModelSpec(a.model as string | undefined, io.cwd);
+      const model = models.createModel(spec, {
+        env: io.env,
+        cwd: io.cwd,
+        onRetry: (r) =>
+          emit({ type: 'model_retry', attempt: r.attempt, delay_ms: r.delayMs, reason: r.reason }),
+      });
+      const client = await connect({ cwd: io.cwd, env: io.env });
+      const stop = new AbortController();
+      void io.stopSignal?.then(() => stop.abort(new Error('interrupted')));
+      let sandbox: Sandbox | undefined;
+      try {
+        const state = await client.call('repo_state', {});
+        const actor = typeof state.actor === 'string' ? state.actor : (client.actor ?? null);
+        if (testCmd) {
+          if (!actor)
+            throw new ZzError(
+              'unauthorized',
+              '--test-cmd needs to know who you are: run `zz login`',
+            );
+          sandbox = await work.localSandbox({
+            cwd: io.cwd,
+            repoKey: client.repoKey,
+            actor,
+            command: testCmd,
+          });
+        }
+        const summary = await work.runWorker({
+          call: (tool, args) => client.call(tool, args),
+          model,
+          laneId: String(a.lane),
+          actor,
+          ...(kinds.length ? { kinds } : {}),
+          ...(maxTurns ? { maxTurns } : {}),
+          ...(testRounds ? { testRounds } : {}),
+          once: !!a.once,
+          ...(sandbox ? { sandbox } : {}),
+          signal: stop.signal,
+          onEvent: emit,
+        });
+        if (summary.interrupted) io.stderr('zz work: stopped\n');
+      } finally {
+        sandbox?.close();
+        client.close();
+      }
+    },
+  );
+}

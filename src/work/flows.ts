@@ -1,0 +1,357 @@
+import { z } from 'zod';
+import { isZzError, ZzError } from '../errors.js';
+import type { ChatMessage, Model } from '../models/index.js';
+import {
+  changesetRef,
+  diffFiles,
+  diffText,
+  headCommit,
+  MAX_CONTEXT_FILE,
+  readFileAt,
+} from './reads.js';
+import type { AskView, CallTool, FileChange, Sandbox, TestRun } from './types.js';
+
+// The code-driven flows of DESIGN §9. Code gathers the context, the model writes only content
+// (structured output checked by zod), and code makes every call: the change travels as data,
+// never as a model's tool-call arguments.
+
+export interface FlowContext {
+  ask: AskView;
+  call: CallTool;
+  model: Model;
+  signal: AbortSignal;
+  sandbox?: Sandbox;
+  testRounds: number;
+  step(step: string, detail?: string): void;
+}
+
+export interface FlowResult {
+  outcome: string;
+  changeset_id: string | null;
+  follow_ups: { ask_id: string; kind: string }[];
+}
+
+export const changeShape = z.object({
+  message: z.string().min(1).max(20_000).describe('Commit message: one line, then details'),
+  files: z
+    .array(
+      z.object({
+        path: z.string().min(1).max(4096),
+        content: z.string().nullable().describe('The full new content; null deletes the file'),
+      }),
+    )
+    .max(500),
+});
+export type ChangeShape = z.infer<typeof changeShape>;
+
+export const reviewShape = z.object({
+  decision: z.enum(['grant', 'deny']),
+  reasons: z.array(z.string().max(4000)).max(50),
+});
+
+const CONTEXT_BUDGET = 400 * 1024;
+const MAX_CONTEXT_FILES = 12;
+
+export async function answer(
+  ctx: FlowContext,
+  outcome: 'complete' | 'deny' | 'grant',
+  extra: { result?: string; changeset?: { base: string; message: string; files: FileChange[] } },
+): Promise<FlowResult> {
+  ctx.step('answer', outcome);
+  const r = await ctx.call('ask_answer', {
+    lane_id: ctx.ask.lane_id,
+    ask_id: ctx.ask.ask_id,
+    outcome,
+    ...(extra.result !== undefined ? { result: extra.result.slice(0, 256 * 1024) } : {}),
+    ...(extra.changeset ? { changeset: extra.changeset } : {}),
+  });
+  const followUps = (r.follow_ups as AskView[] | undefined) ?? [];
+  return {
+    outcome,
+    changeset_id: (r.changeset_id as string | null | undefined) ?? null,
+    follow_ups: followUps.map((a) => ({ ask_id: a.ask_id, kind: a.kind })),
+  };
+}
+
+function askText(ask: AskView): string {
+  const payload = Object.keys(ask.payload).length
+    ? `\n\nPayload: ${JSON.stringify(ask.payload).slice(0, 8000)}`
+    : '';
+  return `Ask ${ask.ask_id} (${ask.kind}) in lane ${ask.lane_id}: ${ask.title}\n\n${ask.body}${payload}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// work
+
+/** Paths the Ask names literally (`src/a.ts`, `README.md`), as models and people write them. */
+function mentionedPaths(text: string): string[] {
+  const found = text.match(/(?:[\w.-]+\/)*[\w-]+\.[A-Za-z0-9]{1,8}\b/g) ?? [];
+  return [...new Set(found.filter((p) => !/^\d+\.\d+$/.test(p)))];
+}
+
+/** The head to base the change on, and what the Ladder says, read side by side. */
+async function workContext(ctx: FlowContext): Promise<{ base: string; context: string }> {
+  const { call, ask } = ctx;
+  const parts: string[] = [];
+  const query = `${ask.title} ${ask.body}`.slice(0, 400);
+  const [base, repoRung, hits] = await Promise.all([
+    headCommit(call),
+    call('ladder_read', { path: '_repo' }).catch(() => null),
+    call('ladder_search', { query, limit: 8 })
+      .then((r) => (r.hits as { path: string; kind: string; summary: string }[]) ?? [])
+      .catch(() => []),
+  ]);
+  const rung = repoRung?.rung as { summary?: string } | undefined;
+  if (rung?.summary) parts.push(`Repository summary (Ladder):\n${rung.summary}`);
+  if (hits.length) {
+    parts.push(
+      'Relevant Ladder rungs:\n' +
+        hits.map((h) => `- ${h.path} (${h.kind}): ${h.summary.slice(0, 600)}`).join('\n'),
+    );
+  }
+  const candidates = [
+    ...mentionedPaths(`${ask.title}\n${ask.body}`),
+    ...hits.filter((h) => h.kind === 'file').map((h) => h.path),
+  ];
+  let budget = CONTEXT_BUDGET;
+  const shown = new Set<string>();
+  for (const path of candidates) {
+    if (shown.size >= MAX_CONTEXT_FILES || shown.has(path)) continue;
+    const f = await readFileAt(call, path, base).catch(() => null);
+    if (!f || f.encoding !== 'utf8' || f.content.length > budget) continue;
+    budget -= f.content.length;
+    shown.add(path);
+    parts.push(`File ${path} at ${base.slice(0, 12)}:\n<<<FILE\n${f.content}\nFILE>>>`);
+  }
+  return { base, context: parts.join('\n\n') };
+}
+
+const WORK_SYSTEM = `You are a careful software engineer working one Ask from a zz Lane (a queue of work in a git repository).
+You change code by returning JSON only: {"message": "<commit message>", "files": [{"path": "<repo-relative path>", "content": "<the complete new file content>"}]}.
+Give the complete content of every file you change or create (never a diff or an excerpt); "content": null deletes a file.
+Change only what the Ask needs. If the Ask needs no code change, return "files": [] and say what you found in "message".`;
+
+export async function workFlow(ctx: FlowContext): Promise<FlowResult> {
+  ctx.step('context');
+  const { base, context } = await workContext(ctx);
+  const messages: ChatMessage[] = [
+    { role: 'user', content: `${askText(ctx.ask)}\n\n${context}`.trim() },
+  ];
+  const rounds = ctx.sandbox ? Math.max(1, ctx.testRounds) : 1;
+  let change: ChangeShape | null = null;
+  let lastTest: TestRun | null = null;
+  for (let round = 1; round <= rounds; round++) {
+    ctx.step('model', round > 1 ? `round ${round}` : undefined);
+    const r = await ctx.model.object({
+      system: WORK_SYSTEM,
+      messages,
+      schema: changeShape,
+      name: 'change',
+      signal: ctx.signal,
+    });
+    change = normaliseChange(r.object);
+    if (change.files.length === 0 || !ctx.sandbox) break;
+    ctx.step('test', `round ${round}`);
+    lastTest = await ctx.sandbox.test(base, change.message, change.files, ctx.signal);
+    if (lastTest.ok) break;
+    messages.push(
+      { role: 'assistant', content: JSON.stringify(change) },
+      {
+        role: 'user',
+        content:
+          `The tests failed (${lastTest.timed_out ? 'timed out' : `exit ${lastTest.exit_code}`}). Output:\n${lastTest.output}\n\n` +
+          'Fix the change. Answer again with the complete set of files to change (all of them, not only the ones you fix now).',
+      },
+    );
+  }
+  if (!change) throw new ZzError('internal', 'the model gave no change');
+  if (lastTest && !lastTest.ok) {
+    return answer(ctx, 'deny', {
+      result:
+        `Tests still fail after ${rounds} round${rounds > 1 ? 's' : ''} ` +
+        `(${lastTest.timed_out ? 'timed out' : `exit ${lastTest.exit_code}`}):\n${lastTest.output.slice(-4000)}`,
+    });
+  }
+  if (change.files.length === 0) return answer(ctx, 'complete', { result: change.message });
+  return answer(ctx, 'complete', {
+    result: change.message,
+    changeset: { base, message: change.message, files: change.files },
+  });
+}
+
+/** Paths once each (the last one wins), without a leading ./ that git would not accept. */
+function normaliseChange(c: ChangeShape): ChangeShape {
+  const files = new Map<string, FileChange>();
+  for (const f of c.files) {
+    const path = f.path.replace(/^(\.\/)+/, '');
+    files.set(path, { path, content: f.content });
+  }
+  return { message: c.message, files: [...files.values()] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// changeset_review
+
+const REVIEW_SYSTEM = `You review a proposed code change (a changeset) for a zz Lane.
+Answer JSON only: {"decision": "grant" | "deny", "reasons": ["..."]}.
+Grant when the change does what its Ask asks, is correct and is safe to land; deny otherwise, with reasons the author can act on.`;
+
+export async function reviewFlow(ctx: FlowContext): Promise<FlowResult> {
+  const csId = ctx.ask.payload.changeset_id;
+  if (typeof csId !== 'string') {
+    return answer(ctx, 'deny', { result: 'This review cites no changeset_id; nothing to review.' });
+  }
+  ctx.step('diff', csId);
+  const { files, truncated } = await diffFiles(ctx.call, changesetRef(csId));
+  const diff = diffText(files);
+  ctx.step('model');
+  const r = await ctx.model.object({
+    system: REVIEW_SYSTEM,
+    messages: [
+      {
+        role: 'user',
+        content: `${askText(ctx.ask)}\n\nThe diff of changeset ${csId}${truncated ? ' (truncated)' : ''}:\n${diff}`,
+      },
+    ],
+    schema: reviewShape,
+    name: 'review',
+    signal: ctx.signal,
+  });
+  const reasons = r.object.reasons.map((x) => `- ${x}`).join('\n');
+  return answer(ctx, r.object.decision, { result: reasons || r.object.decision });
+}
+
+// ---------------------------------------------------------------------------------------------
+// submit_changeset
+
+export async function submitFlow(ctx: FlowContext): Promise<FlowResult> {
+  const csId = ctx.ask.payload.changeset_id;
+  if (typeof csId !== 'string') {
+    return answer(ctx, 'deny', { result: 'This Ask cites no changeset_id; nothing to submit.' });
+  }
+  ctx.step('commit', csId);
+  try {
+    const r = await ctx.call('commit_changeset', {
+      lane_id: ctx.ask.lane_id,
+      ask_id: ctx.ask.ask_id,
+      changeset_id: csId,
+    });
+    // commit_changeset answers the Ask it cites when we hold it.
+    const answered = (r.ask as AskView | undefined)?.state === 'answered';
+    if (!answered) {
+      return answer(ctx, 'complete', {
+        result: `committed ${String(r.commit)} to ${String(r.branch)}`,
+      });
+    }
+    ctx.step('answer', `complete: ${String(r.commit).slice(0, 12)} on ${String(r.branch)}`);
+    return { outcome: 'complete', changeset_id: csId, follow_ups: [] };
+  } catch (e) {
+    if (!(isZzError(e) && e.code === 'merge_conflict')) throw e;
+    const details = (e.details ?? {}) as { resolve_conflict_ask_id?: string };
+    const res = await answer(ctx, 'deny', {
+      result: `${e.message}`.slice(0, 4000),
+    });
+    const rc = details.resolve_conflict_ask_id;
+    return rc ? { ...res, follow_ups: [{ ask_id: rc, kind: 'resolve_conflict' }] } : res;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// resolve_conflict
+
+const RESOLVE_SYSTEM = `You resolve a merge conflict for a zz Lane. For each file you get three versions:
+BASE (the common ancestor), OURS (the branch now) and THEIRS (the change being landed).
+Return JSON only: {"message": "<commit message>", "files": [{"path": "...", "content": "<the complete merged content>"}]}, one entry for every file listed, keeping the intent of both sides.`;
+
+export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
+  const p = ctx.ask.payload;
+  const csId = typeof p.changeset_id === 'string' ? p.changeset_id : null;
+  const base = typeof p.base === 'string' ? p.base : null;
+  if (!csId || !base) {
+    return answer(ctx, 'deny', {
+      result: 'This Ask cites no changeset_id and base; nothing to merge.',
+    });
+  }
+  ctx.step('context', csId);
+  const theirsRef = changesetRef(csId);
+  // Merge against the branch as it is now, not as it was when the conflict was found.
+  const head = await headCommit(ctx.call);
+  const theirs = await diffFiles(ctx.call, theirsRef, base, 8 * 1024 * 1024);
+  const ours = await diffFiles(ctx.call, head, base, 8 * 1024 * 1024);
+  if (theirs.truncated || ours.truncated) {
+    throw new ZzError('payload_too_large', 'the diffs to merge are too large to resolve here');
+  }
+  const oursPaths = new Set(ours.files.map((f) => f.path));
+  const both = theirs.files.filter((f) => oursPaths.has(f.path));
+  const theirsOnly = theirs.files.filter((f) => !oursPaths.has(f.path));
+
+  // Files only the changeset touched land as the changeset has them.
+  const files: (FileChange & { encoding?: 'base64' })[] = [];
+  for (const f of theirsOnly) {
+    const t = await readFileAt(ctx.call, f.path, theirsRef, 8 * 1024 * 1024);
+    files.push(
+      t === null
+        ? { path: f.path, content: null }
+        : {
+            path: f.path,
+            content: t.content,
+            ...(t.encoding === 'base64' ? { encoding: 'base64' as const } : {}),
+          },
+    );
+  }
+  let message = `Merge ${csId} onto ${head.slice(0, 12)}`;
+  if (both.length) {
+    const sections: string[] = [];
+    for (const f of both) {
+      const [b, o, t] = await Promise.all(
+        [base, head, theirsRef].map((c) => readFileAt(ctx.call, f.path, c, MAX_CONTEXT_FILE)),
+      );
+      if ([b, o, t].some((x) => x && x.encoding !== 'utf8')) {
+        throw new ZzError('conflict', `${f.path} is binary; a person must merge it`);
+      }
+      const show = (label: string, x: typeof b) =>
+        `${label}:\n${!x ? '(file does not exist)' : `<<<FILE\n${x.content}\nFILE>>>`}`;
+      sections.push(`File ${f.path}\n${show('BASE', b)}\n${show('OURS', o)}\n${show('THEIRS', t)}`);
+    }
+    ctx.step('model', `${both.length} file${both.length > 1 ? 's' : ''}`);
+    const r = await ctx.model.object({
+      system: RESOLVE_SYSTEM,
+      messages: [{ role: 'user', content: `${askText(ctx.ask)}\n\n${sections.join('\n\n')}` }],
+      schema: changeShape,
+      name: 'merge',
+      signal: ctx.signal,
+    });
+    const merged = normaliseChange(r.object);
+    const wanted = new Set(both.map((f) => f.path));
+    const missing = [...wanted].filter((x) => !merged.files.some((f) => f.path === x));
+    const extra = merged.files.filter((f) => !wanted.has(f.path)).map((f) => f.path);
+    if (missing.length || extra.length) {
+      throw new ZzError(
+        'invalid_argument',
+        `the merge answer must cover exactly the conflicted files (missing: ${missing.join(', ') || 'none'}; unexpected: ${extra.join(', ') || 'none'})`,
+      );
+    }
+    files.push(...merged.files);
+    message = merged.message;
+  }
+  if (files.length === 0) {
+    return answer(ctx, 'complete', { result: `changeset ${csId} changes nothing on ${head}` });
+  }
+  ctx.step(
+    'commit',
+    `${files.length} file${files.length > 1 ? 's' : ''} onto ${head.slice(0, 12)}`,
+  );
+  const r = await ctx.call('commit_changeset', {
+    lane_id: ctx.ask.lane_id,
+    ask_id: ctx.ask.ask_id,
+    message,
+    files,
+    expected_head: head,
+  });
+  if ((r.ask as AskView | undefined)?.state !== 'answered') {
+    return answer(ctx, 'complete', {
+      result: `committed ${String(r.commit)} to ${String(r.branch)}`,
+    });
+  }
+  return { outcome: 'complete', changeset_id: csId, follow_ups: [] };
+}

@@ -1,0 +1,162 @@
+import { isZzError } from '../errors.js';
+import { BUILTIN_KINDS } from '../core/kinds.js';
+import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
+import { ALL_TOOLS, type ToolDef } from '../tools/index.js';
+import { answer, type FlowContext, type FlowResult } from './flows.js';
+import type { AskView } from './types.js';
+
+// Every kind without a code-driven flow: the model gets the Ask and the tools its scope allows
+// and drives the calls itself, for at most maxTurns model turns. This is the second permission
+// layer: the daemon enforces scopes on every call anyway, but a tool the model may not use is
+// never offered — commit_changeset and ladder_write_rung only while it works a
+// coordinator-scope Ask — and a call to a tool it was not offered is refused here.
+
+export const SYSTEM_PROMPT = `You are an agent working with zz, a coordination system for coding agents that keeps its state in a git repository.
+Work arrives as Asks in a Lane's queue. One Ask has been claimed for you; do it with the tools, then answer it with ask_answer: outcome "complete" with a result saying what you did, or "deny" with the reason you cannot.
+You may break big work up: propose a Lane (lane_propose) and post Asks into it (ask_post) for others to claim.
+Read the codebase through the Ladder (ladder_tree, ladder_search, ladder_read) and git (git_log, git_diff, git_show_file).
+Ladder writes are left to the Lane's coordinator: if a rung is wrong or missing, post a ladder_update Ask saying what to change, unless ladder_write_rung is among your tools.
+When a call fails, read the error and fix the arguments; reuse an idempotency_key when retrying a write.`;
+
+/** Tools never offered: the loop claims and releases itself, and these are for people. */
+const NEVER = new Set([
+  'ask_claim',
+  'ask_claim_next',
+  'ask_release',
+  'lane_events',
+  'lane_grant',
+  'role_grant',
+  'ladder_reindex',
+]);
+const COORDINATOR_ONLY = new Set(['commit_changeset', 'ladder_write_rung']);
+
+export type Scope = 'member' | 'maintainer' | 'coordinator';
+
+/** The scope of an Ask's kind: built-ins by the table, custom kinds by the Lane, else member. */
+export async function scopeOf(ctx: FlowContext): Promise<Scope> {
+  const builtin = BUILTIN_KINDS[ctx.ask.kind];
+  if (builtin) return builtin.scope;
+  const r = await ctx
+    .call('lane_get', { lane_id: ctx.ask.lane_id, asks_limit: 1, history_limit: 1 })
+    .catch(() => null);
+  const kinds = (r?.lane as { ask_kinds?: Record<string, string> } | undefined)?.ask_kinds ?? {};
+  const s = kinds[ctx.ask.kind];
+  return s === 'maintainer' || s === 'coordinator' ? s : 'member';
+}
+
+/** The tools offered for an Ask of this scope (a pure function of the scope: tested as such). */
+export function toolsFor(scope: Scope, all: readonly ToolDef[] = ALL_TOOLS): ToolSpec[] {
+  return all
+    .filter((t) => !t.local && !NEVER.has(t.name))
+    .filter((t) => !COORDINATOR_ONLY.has(t.name) || scope === 'coordinator')
+    .map((t) => {
+      const schema = jsonSchemaOf(t.input, 'input');
+      // Large payloads never travel as tool-call arguments: a changeset is written by the
+      // code-driven work flow, not passed through ask_answer by a model.
+      if (t.name === 'ask_answer') stripProperty(schema, 'changeset');
+      return {
+        name: t.name,
+        description: t.description ? `${t.summary}. ${t.description}` : t.summary,
+        input_schema: schema,
+      };
+    });
+}
+
+function stripProperty(schema: Record<string, unknown>, key: string): void {
+  const props = schema.properties as Record<string, unknown> | undefined;
+  if (props) delete props[key];
+  if (Array.isArray(schema.required)) {
+    schema.required = (schema.required as string[]).filter((k) => k !== key);
+  }
+}
+
+const MAX_RESULT_CHARS = 16_000;
+
+function clipResult(v: unknown): string {
+  const s = JSON.stringify(v);
+  return s.length > MAX_RESULT_CHARS
+    ? `${s.slice(0, MAX_RESULT_CHARS)}… [truncated: ${s.length} characters; ask for less, e.g. with limit/offset]`
+    : s;
+}
+
+export async function openLoop(
+  ctx: FlowContext,
+  maxTurns: number,
+  onTool: (tool: string, ok: boolean, detail?: string) => void,
+): Promise<FlowResult | null> {
+  const scope = await scopeOf(ctx);
+  const tools = toolsFor(scope);
+  const offered = new Set(tools.map((t) => t.name));
+  const messages: ChatMessage[] = [{ role: 'user', content: askPrompt(ctx.ask, scope) }];
+  for (let turn = 1; turn <= maxTurns; turn++) {
+    ctx.step('model', `turn ${turn}/${maxTurns}`);
+    const r = await ctx.model.chat({ system: SYSTEM_PROMPT, messages, tools, signal: ctx.signal });
+    messages.push({ role: 'assistant', content: r.content, tool_calls: r.tool_calls });
+    if (r.tool_calls.length === 0) {
+      // A model that stops talking without answering has answered in prose: record it.
+      const text = r.content.trim();
+      return answer(ctx, text ? 'complete' : 'deny', {
+        result: text || 'the model ended its turn without an answer',
+      });
+    }
+    for (const c of r.tool_calls) {
+      const reply = await runCall(ctx, offered, c.name, c.arguments, c.parse_error);
+      onTool(c.name, reply.ok, reply.detail);
+      if (reply.answered) return reply.answered;
+      messages.push({ role: 'tool', tool_call_id: c.id, content: reply.content });
+    }
+  }
+  return null;
+}
+
+async function runCall(
+  ctx: FlowContext,
+  offered: Set<string>,
+  name: string,
+  args: Record<string, unknown>,
+  parseError: string | undefined,
+): Promise<{ ok: boolean; content: string; detail?: string; answered?: FlowResult }> {
+  const fail = (msg: string) => ({ ok: false, content: `error: ${msg}`, detail: msg });
+  if (parseError) return fail(parseError);
+  if (!offered.has(name)) return fail(`${name} is not one of your tools for this Ask`);
+  if (name === 'ask_answer') {
+    if (args.ask_id !== ctx.ask.ask_id || args.lane_id !== ctx.ask.lane_id) {
+      return fail(
+        `answer the Ask you hold: lane_id "${ctx.ask.lane_id}", ask_id "${ctx.ask.ask_id}"`,
+      );
+    }
+    const outcome = args.outcome;
+    if (outcome !== 'complete' && outcome !== 'deny' && outcome !== 'grant') {
+      return fail('outcome must be complete, deny or grant');
+    }
+    try {
+      const result = await answer(ctx, outcome, {
+        ...(typeof args.result === 'string' ? { result: args.result } : {}),
+      });
+      return { ok: true, content: 'answered', answered: result };
+    } catch (e) {
+      if (!isZzError(e) || e.code === 'internal') throw e;
+      return fail(`${e.code}: ${e.message}`);
+    }
+  }
+  try {
+    const result = await ctx.call(name, args);
+    return { ok: true, content: clipResult(result) };
+  } catch (e) {
+    // Errors a model can fix go back to it; anything else (the daemon gone, a bug) stops the step.
+    if (!isZzError(e) || e.code === 'internal' || e.code === 'unavailable') throw e;
+    return fail(`${e.code}: ${e.message}`);
+  }
+}
+
+function askPrompt(ask: AskView, scope: Scope): string {
+  return [
+    `You hold Ask ${ask.ask_id} (kind ${ask.kind}, scope ${scope}) in lane ${ask.lane_id}.`,
+    `Title: ${ask.title}`,
+    ask.body ? `Body:\n${ask.body}` : '',
+    Object.keys(ask.payload).length ? `Payload: ${JSON.stringify(ask.payload).slice(0, 8000)}` : '',
+    `When done, call ask_answer with lane_id "${ask.lane_id}" and ask_id "${ask.ask_id}".`,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}

@@ -1,0 +1,89 @@
+import type { Model, Usage } from '../models/index.js';
+
+// What the worker needs from the world, injected: a way to call tools (the daemon over HTTP,
+// or in-process), a model, an optional local sandbox for --test-cmd, and a sink for events.
+
+export type CallTool = (
+  tool: string,
+  args: Record<string, unknown>,
+) => Promise<Record<string, unknown>>;
+
+/** The Ask as tools return it (DESIGN §3 shape; other fields may be present). */
+export interface AskView {
+  ask_id: string;
+  lane_id: string;
+  kind: string;
+  title: string;
+  body: string;
+  priority: number;
+  state: string;
+  holder: string | null;
+  lease_expires_at: string | null;
+  payload: Record<string, unknown>;
+  answer: { outcome: string; result: string | null; changeset_id: string | null } | null;
+}
+
+export interface FileChange {
+  path: string;
+  content: string | null;
+}
+
+export interface TestRun {
+  ok: boolean;
+  exit_code: number | null;
+  timed_out: boolean;
+  /** The tail of stdout and stderr, bounded, for the model to read. */
+  output: string;
+}
+
+/** Runs --test-cmd against base + files on this machine (run_in_sandbox). */
+export interface Sandbox {
+  test(base: string, message: string, files: FileChange[], signal: AbortSignal): Promise<TestRun>;
+  close(): void;
+}
+
+export type WorkEvent =
+  | { type: 'start'; lane_id: string; actor: string | null; model: string; kinds: string[] | null }
+  | { type: 'idle'; lane_id: string }
+  | {
+      type: 'claimed';
+      ask_id: string;
+      kind: string;
+      title: string;
+      lease_expires_at: string | null;
+    }
+  | { type: 'step'; ask_id: string; step: string; detail?: string }
+  | { type: 'tool'; ask_id: string; tool: string; ok: boolean; detail?: string }
+  | { type: 'model_retry'; attempt: number; delay_ms: number; reason: string }
+  | {
+      type: 'answered';
+      ask_id: string;
+      outcome: string;
+      changeset_id: string | null;
+      follow_ups: { ask_id: string; kind: string }[];
+      ms: number;
+    }
+  | { type: 'released'; ask_id: string; reason: string }
+  | { type: 'error'; ask_id: string | null; message: string }
+  | { type: 'done'; asks: number; answered: number; released: number; usage: Usage };
+
+export interface WorkOptions {
+  call: CallTool;
+  model: Model;
+  laneId: string;
+  /** The actor the token acts as (from repo_state), for prompts and output. */
+  actor: string | null;
+  kinds?: string[];
+  /** Turns of the open-ended loop per Ask; default 20. */
+  maxTurns?: number;
+  once?: boolean;
+  sandbox?: Sandbox;
+  /** Rounds of test → fix for a work Ask with a sandbox; default 3. */
+  testRounds?: number;
+  /** Lease asked for on claim and on each renewal; default 300 s, renewed every third. */
+  leaseSeconds?: number;
+  /** How long one events long-poll waits before trying to claim again; default 30 s. */
+  idleWaitMs?: number;
+  signal?: AbortSignal;
+  onEvent?: (e: WorkEvent) => void;
+}

@@ -43,14 +43,17 @@ export async function gitPath(cwd: string, name: string): Promise<string> {
   return r.stdout.toString('utf8').replace(/\n$/, '');
 }
 
-/** A commit read and parsed (`rev` may be any revision cat-file resolves); null when it is not one. */
+/**
+ * A commit read and parsed (`rev` may be any revision cat-file resolves), with its raw bytes;
+ * null when it is not a commit.
+ */
 export async function readCommit(
   catFile: CatFile,
   rev: string,
-): Promise<(CommitData & { oid: string }) | null> {
+): Promise<(CommitData & { oid: string; raw: Buffer }) | null> {
   const obj = await catFile.read(rev);
   if (!obj || obj.type !== 'commit') return null;
-  return { oid: obj.oid, ...parseCommit(obj.data) };
+  return { oid: obj.oid, raw: obj.data, ...parseCommit(obj.data) };
 }
 
 /** A tree's entries; null when `oid` is not a tree. */

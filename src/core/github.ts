@@ -84,6 +84,18 @@ export function githubClient(opts: GitHubEnv = {}): Promise<GitHubClient> {
   return c;
 }
 
+/** A client of its own (not shared), for a long run that reports its waits its own way. */
+export async function newGitHubClient(opts: GitHubEnv = {}): Promise<GitHubClient> {
+  const env = opts.env ?? process.env;
+  const { token } = await resolveToken(env);
+  return createGitHub({
+    token,
+    baseUrl: env.GITHUB_API_URL?.trim() || 'https://api.github.com',
+    cacheDir: cacheDir(env),
+    onWait: opts.onWait ?? stderrCountdown,
+  });
+}
+
 type Args<F> = F extends (gh: GitHubClient, r: RepoRef, a: infer A) => unknown ? A : never;
 
 export async function ghFetchIssues(

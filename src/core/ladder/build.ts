@@ -1,5 +1,5 @@
 import { ZzError } from '../../errors.js';
-import { lsTree } from '../../git/listings.js';
+import { lsTree } from '../../git/index.js';
 import { ACTOR_RE } from '../../schema/ids.js';
 import { RUNG_PATH_PREFIX, type RungGenerator } from '../../schema/rung.js';
 import type { ZzRepo } from '../zz-repo.js';
@@ -227,14 +227,13 @@ async function commitPlan(
       return {
         op: 'ladder_build',
         summary: `ladder_build at ${ctx.head.slice(0, 12)}: ${counts.upsert.length} written, ${counts.remove.length} removed`,
-        // The op codec takes plain records; LadderBuildArgs is the typed shape of this one.
-        args: args as unknown as Record<string, unknown>,
+        args,
       };
     },
     result: (state) => state.size,
   });
   ctx.progress({ phase: 'commit', done: 1, total: 1 });
-  if (r.op.op === 'noop') {
+  if (r.op === null) {
     return {
       ...base,
       revision: r.revision ?? snap.revision,

@@ -15,7 +15,10 @@ const suites: Array<[string, string, string]> = [
   ['extract', './extract.ts', 'benchExtract'],
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
   ['search', './search.ts', 'benchSearch'],
+  ['quality', './quality.ts', 'benchQuality'],
   ['mcp', './mcp.ts', 'benchMcp'],
+  ['work', './work.ts', 'benchWork'],
+  ['web', './web.ts', 'benchWeb'],
 ];
 
 const only = process.argv.slice(2);

@@ -31,6 +31,9 @@ function stale() {
   for (const f of configs)
     if (existsSync(f) && statSync(f).mtimeMs > built) return relative(root, f);
   for (const f of walk(src)) {
+    // The dashboard's assets are copied, not compiled: stale when newer than the build.
+    if (f.includes(`${join('web', 'assets')}`) && statSync(f).mtimeMs > built)
+      return relative(root, f);
     if (!f.endsWith('.ts') || f.endsWith('.d.ts')) continue;
     const out = join(dist, relative(src, f)).replace(/\.ts$/, '.js');
     if (!existsSync(out)) return relative(root, f);

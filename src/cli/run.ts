@@ -13,6 +13,7 @@ import {
   mcpCommand,
   ladderBuildCommand,
 } from './commands.js';
+import { dashboardCommand } from './dashboard-command.js';
 import { workCommand } from './work-command.js';
 import { syncCommand } from './sync-command.js';
 
@@ -63,6 +64,7 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
   y = agentCommand(y, io);
   y = hookCommand(y, io);
   y = mcpCommand(y, io);
+  y = dashboardCommand(y, io);
   y = workCommand(y, io);
   y = syncCommand(y, io);
   y = y.command(

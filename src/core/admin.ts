@@ -23,6 +23,10 @@ export type InitArgs = {
   owner: string;
   visibility?: 'private' | 'public';
   default_branch: string;
+  /** The first owner's signing keys (`ssh-ed25519 …`), registered by the init itself. */
+  owner_keys?: string[];
+  /** Every op must be signed by a key of its actor (`zz init --signed`). */
+  signed?: boolean;
 };
 
 /** Creates refs/zz/config and lane _repo when missing; adopts what exists. Idempotent. */
@@ -44,6 +48,8 @@ export async function initRepo(
             owners: [args.owner],
             visibility: args.visibility ?? 'private',
             default_branch: args.default_branch,
+            ...(args.owner_keys?.length ? { owner_keys: args.owner_keys } : {}),
+            ...(args.signed ? { signed: true } : {}),
           },
         };
       },
@@ -132,6 +138,11 @@ export type RepoStateResult = {
   }>;
   corrupt: CorruptEntity[];
 };
+
+/** Whether anonymous callers may read (visibility public); an uninitialised repo is private. */
+export async function isPublicRepo(repo: ZzRepo): Promise<boolean> {
+  return (await repo.config.read()).state.config?.visibility === 'public';
+}
 
 export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<RepoStateResult> {
   const snap = await repo.config.read();

@@ -7,7 +7,23 @@ import type { EntityCodec } from '../store/index.js';
 
 export interface ConfigState {
   config: ConfigDoc | null;
+  /**
+   * Each actor's allowed signing keys (`ssh-ed25519 …` lines), from `repo_init` (the first
+   * owner's) and `key_add` ops. Sync verifies imported commits against these (DESIGN §7).
+   */
+  keys: ReadonlyMap<string, readonly string[]>;
+  /** Whether every op must be signed by a key of its actor (`zz init --signed`, or later). */
+  signed: boolean;
 }
+
+/** Ops that only an owner's key may make count (sync verifies their signatures on import). */
+export const OWNER_LEVEL_OPS: ReadonlySet<string> = new Set([
+  'repo_init',
+  'role_grant',
+  'repo_set_visibility',
+  'key_add',
+  'repo_require_signatures',
+]);
 
 export const CONFIG_FILE = 'config.json';
 
@@ -23,7 +39,14 @@ export function configOpAllowed(s: ConfigState, op: ConfigOp): boolean {
       return s.config === null;
     case 'role_grant':
     case 'repo_set_visibility':
+    case 'repo_require_signatures':
       return s.config !== null && s.config.owners.includes(op.actor);
+    case 'key_add':
+      // An owner registers anyone's key; an actor may add its own (sync then demands the
+      // commit be signed by a key an owner registered for it, or by an owner's).
+      return (
+        s.config !== null && (s.config.owners.includes(op.actor) || op.args.actor === op.actor)
+      );
   }
 }
 
@@ -40,7 +63,20 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
         created_by: op.actor,
         created_at: op.time,
       };
+      s.keys = new Map([[op.actor, op.args.owner_keys ?? []]]);
+      s.signed = op.args.signed === true;
       return [CONFIG_FILE];
+    case 'key_add': {
+      const who = op.args.actor;
+      const list = s.keys.get(who) ?? [];
+      if (!list.includes(op.args.key)) {
+        s.keys = new Map(s.keys).set(who, [...list, op.args.key]);
+      }
+      return [];
+    }
+    case 'repo_require_signatures':
+      s.signed = op.args.signed !== false;
+      return [];
     case 'role_grant': {
       if (!s.config) return [];
       const who = op.args.grantee;
@@ -57,8 +93,9 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
 }
 
 export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
-  empty: () => ({ config: null }),
-  clone: (s) => ({ config: s.config }),
+  empty: () => ({ config: null, keys: new Map(), signed: false }),
+  // keys is replaced, never mutated, so sharing it is safe.
+  clone: (s) => ({ config: s.config, keys: s.keys, signed: s.signed }),
   parse: parseConfigOp,
   apply: applyConfigOp,
   file: (s, path) =>

@@ -40,7 +40,8 @@ export interface RejectedOp {
     | 'conflicting_answer'
     | 'idempotency_duplicate'
     | 'idempotency_conflict'
-    | 'follow_up_of_refused_answer';
+    | 'follow_up_of_refused_answer'
+    | 'lane_exists';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;
@@ -77,6 +78,10 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
     }
   }
   switch (op.op) {
+    case 'lane_propose':
+      // Two replicas proposing one lane id (two `zz init`s each making `_repo`): the first
+      // in publication order stands.
+      return s.lane === null ? null : { reason: 'lane_exists' };
     case 'ask_post': {
       const id = op.out.ask_id;
       if (s.suppressed.has(id)) return { reason: 'follow_up_of_refused_answer', ask_id: id };

@@ -1,5 +1,5 @@
 import { ZzError } from '../errors.js';
-import { openRepository, repoKeyOf, runGit, type GitRepository } from '../git/index.js';
+import { headBranch, openRepository, repoKeyOf, type GitRepository } from '../git/index.js';
 import type { ConfigOp, LaneOp } from '../schema/index.js';
 import {
   Entity,
@@ -121,14 +121,7 @@ export class ZzRepo {
     const snap = await this.config.read();
     if (snap.state.config) return snap.state.config.default_branch;
     if (this.git) {
-      const r = await runGit(
-        ['--git-dir', this.git.gitdir, 'symbolic-ref', '--short', '-q', 'HEAD'],
-        {
-          cwd: this.git.gitdir,
-          okCodes: [1],
-        },
-      );
-      const b = r.stdout.toString('utf8').trim();
+      const b = await headBranch(this.git.gitdir);
       if (b) return b;
     }
     return 'main';

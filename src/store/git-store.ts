@@ -9,7 +9,9 @@ import {
   RefCasError,
   serializeCommit,
   serializeTree,
+  signCommitBody,
   type CommitData,
+  type SshSigningKey,
   type GitRepository,
   type Signature,
   type TreeEntry,
@@ -34,6 +36,9 @@ export class GitStore implements Store {
   readonly kind = 'git' as const;
   private readonly trees = new Map<string, TreeEntry[]>();
   private readonly commitTrees = new Map<string, string>();
+
+  /** The signing key for commits an actor authors, or null to leave them unsigned. */
+  signer: ((actor: string) => SshSigningKey | null) | null = null;
 
   constructor(private readonly repo: GitRepository) {}
 
@@ -196,8 +201,11 @@ export class GitStore implements Store {
       committer,
       message: req.message,
     };
-    const oid = hashObject('commit', serializeCommit(commit)).oid;
-    writes.add(this.repo.objects.commit(commit));
+    // Signed with the key of the person the op acts for, when this process holds it.
+    const key = this.signer?.(req.author) ?? null;
+    const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
+    const oid = hashObject('commit', body).oid;
+    writes.add(this.repo.objects.write('commit', body));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     this.remember(this.commitTrees, oid, tree);

@@ -1,4 +1,4 @@
-import { commitStats, listTags, logSubjects, recentCommits } from '../../git/listings.js';
+import { commitSubjects, commitSummaries, listTags, recentCommits } from '../../git/index.js';
 import { RUNG_PATH_PREFIX } from '../../schema/rung.js';
 import type { BuildContext } from './build-context.js';
 import { rungPlacementProblem } from './ladder-state.js';
@@ -22,7 +22,7 @@ export async function changesetRungs(ctx: BuildContext, limit: number): Promise<
     else missing.push(c);
   }
   // One `git log` for every new commit: subject, body and per-file line counts vs first parent.
-  for (const c of await commitStats(ctx.git.gitdir, missing)) {
+  for (const c of await commitSummaries(ctx.git.gitdir, missing)) {
     let insertions = 0;
     let deletions = 0;
     const lines: string[] = [];
@@ -79,7 +79,7 @@ export async function releaseRungs(ctx: BuildContext, limit: number): Promise<Se
       continue;
     }
     jobs.push(async () => {
-      const subjects = await logSubjects(ctx.git.gitdir, commit, { from: before?.commit ?? null });
+      const subjects = await commitSubjects(ctx.git.gitdir, before?.commit ?? null, commit, 1000);
       const e = await ctx.summarizer.release(
         tag,
         subjects.map((s) => ({ subject: s })),

@@ -1,5 +1,5 @@
 import { ZzError } from '../../errors.js';
-import type { TreeItem } from '../../git/listings.js';
+import type { TreeItem } from '../../git/index.js';
 import { REPO_RUNG_PATH } from '../../schema/rung.js';
 import { basename, dirname, extractOf, sameGenerator, type BuildContext } from './build-context.js';
 import {

@@ -1,5 +1,5 @@
 import { ZzError } from '../../errors.js';
-import { lsTree } from '../../git/listings.js';
+import { lsTree } from '../../git/index.js';
 import { ACTOR_RE } from '../../schema/ids.js';
 import { RUNG_PATH_PREFIX, type RungGenerator } from '../../schema/rung.js';
 import type { ZzRepo } from '../zz-repo.js';

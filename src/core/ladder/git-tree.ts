@@ -3,9 +3,9 @@ import { parseCommit, parseTree, type GitRepository } from '../../git/index.js';
 
 // The few reads of the user's code the Ladder needs through the repository's persistent
 // cat-file: a commit's tree, the object at a path, peeled tags. Listings (ls-tree, log,
-// tags) are typed functions in git/listings.ts; nothing here runs git or parses its output.
+// tags) are typed functions in git/queries.ts; nothing here runs git or parses its output.
 
-export { lsTree, type TreeItem } from '../../git/listings.js';
+export { lsTree, type TreeItem } from '../../git/index.js';
 
 /** The tree of a commit (or of what a tag points at); null when it is not a commit. */
 export async function commitTree(

@@ -1,8 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isZzError } from '../../errors.js';
-import { parseCommit } from '../../git/index.js';
-import { changedPaths as gitChangedPaths } from '../../git/listings.js';
+import { changedPaths as gitChangedPaths, parseCommit } from '../../git/index.js';
 import { rungPathFromFile, type Rung } from '../../schema/rung.js';
 import {
   LadderSearch,

@@ -21,7 +21,14 @@ import {
   stem,
   uniq,
 } from './text.js';
-import { type Extract, MAX_SYMBOLS } from './types.js';
+import {
+  classOutlines,
+  readerOrder,
+  topLevelFunctions,
+  usedNames,
+  type ClassOutline,
+} from './members.js';
+import { type Extract, MAX_DETAIL_CHARS, MAX_FILE_SYMBOLS, MAX_SYMBOLS } from './types.js';
 
 // --- languages -----------------------------------------------------------------------------
 
@@ -76,6 +83,12 @@ export interface CodeFacts {
   tests?: string[];
   /** A last sentence to append (e.g. where else it re-exports from). */
   also?: string;
+  /** Classes with their members (JS/TS), for the summary, symbols and outline. */
+  classes?: ClassOutline[];
+  /** Top-level functions, exported or not. */
+  functions?: string[];
+  /** The identifiers the body uses most (usedNames). */
+  used?: string[];
 }
 
 export function namesLikeFile(path: string): Set<string> {
@@ -191,7 +204,14 @@ export function jsFacts(path: string, src: string): CodeFacts {
     generated,
     symbols: uniq(symbols).filter((x) => x !== '__esModule'),
     verb: 'exporting',
+    classes: classOutlines(src),
+    functions: topLevelFunctions(src),
   };
+  facts.used = usedNames(src, [
+    ...facts.symbols,
+    ...(facts.functions ?? []),
+    ...(facts.classes ?? []).flatMap((c) => c.members.map((m) => m.replace(/^#/, ''))),
+  ]);
   const from = [...sources].sort((a, b) => src.indexOf(a) - src.indexOf(b));
   if (local.length > 0 && from.length > 0) facts.also = `Re-exports from ${listOf(from, 3)}.`;
   if (local.length === 0 && sources.size > 0) {
@@ -475,7 +495,39 @@ export function codeSummary(
     parts.push(`${kind}, ${plural(lines, 'line')}, with no exported declarations or doc comment.`);
   }
   if (facts.also) parts.push(facts.also);
-  return finish(baseName(path), parts, shown);
+  const withMembers = (facts.classes ?? []).filter((c) => c.members.length > 0);
+  for (const c of withMembers.slice(0, 2)) {
+    const members = readerOrder(c.members);
+    parts.push(`Class ${c.name} has ${listOf(members, 10)}.`);
+  }
+  const e = finish(baseName(path), parts, shown);
+  // Members and internal functions rank a file for the logic it holds; exports come first.
+  const extra = [
+    ...withMembers.flatMap((c) => readerOrder(c.members).map((m) => `${c.name}.${m}`)),
+    ...(facts.functions ?? []),
+  ];
+  const declared = uniq([...e.symbols, ...extra]);
+  // Last, the names the body uses most: what the code is about beyond what it declares.
+  e.symbols = uniq([...declared, ...(facts.used ?? [])]).slice(0, MAX_FILE_SYMBOLS);
+  const detail = outline(facts, lines);
+  if (detail) e.detail = detail;
+  return e;
+}
+
+/** The file's outline for `ladder_read`: exports, classes with members, functions, size. */
+function outline(facts: CodeFacts, lines: number): string | null {
+  const out: string[] = [];
+  if (facts.symbols.length > 0) out.push(`Exports: ${facts.symbols.join(', ')}`);
+  for (const c of facts.classes ?? []) {
+    const members = readerOrder(c.members);
+    out.push(`class ${c.name} (line ${c.line})${members.length ? `: ${members.join(', ')}` : ''}`);
+  }
+  if (facts.functions && facts.functions.length > 0)
+    out.push(`Functions: ${facts.functions.join(', ')}`);
+  if (facts.tests && facts.tests.length > 0) out.push(`Tests: ${facts.tests.join('; ')}`);
+  if (out.length === 0) return null;
+  out.push(`${plural(lines, 'line')}.`);
+  return out.join('\n').slice(0, MAX_DETAIL_CHARS);
 }
 
 export function isMinified(src: string): boolean {

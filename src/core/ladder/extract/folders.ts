@@ -35,19 +35,18 @@ export function oneLiner(summary: string, max = 110): string {
 export function census(children: readonly DirectoryChild[]): string {
   const files = children.filter((c) => c.kind === 'file');
   const dirs = children.filter((c) => c.kind === 'directory');
+  // Files by extension (`.ts`), or by name when they have none (`.editorconfig`, `Makefile`):
+  // the label is written as is, so a dotfile never gains a second dot.
   const exts = new Map<string, number>();
   for (const f of files) {
-    const e = extOf(f.name) || baseName(f.name);
-    exts.set(e, (exts.get(e) ?? 0) + 1);
+    const e = extOf(f.name);
+    const label = e ? `.${e}` : baseName(f.name);
+    exts.set(label, (exts.get(label) ?? 0) + 1);
   }
   const topExts = [...exts]
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
     .slice(0, 3)
-    .map(([e, n]) =>
-      `${n} .${e}`.replace(/^(\d+) \.(\w+)$/, (m, n2: string, e2: string) =>
-        exts.size === 1 ? `.${e2}` : m,
-      ),
-    );
+    .map(([label, n]) => (exts.size === 1 ? label : `${n} ${label}`));
   const parts: string[] = [];
   if (files.length > 0)
     parts.push(

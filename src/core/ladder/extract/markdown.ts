@@ -25,6 +25,18 @@ export interface MarkdownFacts {
   all: string[];
 }
 
+// Sections about the project rather than what it does: funding, people, process, legal, badges.
+// Their headings are not listed and their paragraphs never become the lead.
+const BOILERPLATE_HEADING =
+  /\b(?:sponsors?(?:ship)?|sponsoring|backers?|donat(?:e|ions?)|funding|patreon|open ?collective|grants?|contributors?|contributing|how to (?:contribute|get involved|help)|code of conduct|licen[cs]e|security(?: policy)?|acknowledg(?:e?ments?)|thanks|credits|authors?|maintainers?|maintenance|badges?|star history|table of contents|contents|toc|changelog|support(?: the project| us)?|community|chat|discord|stargazers)\b/i;
+// Lead paragraphs that are about money or people, not the software.
+const BOILERPLATE_PARAGRAPH =
+  /\b(?:sponsor(?:s|ed|ing)?|backers?|donat(?:e|ions?)|patreon|open ?collective|buy me a coffee|ko-fi|tidelift)\b/i;
+// A line of links (navigation, badges) once the links are gone: separators only.
+const LINKS = /!?\[(?:[^\]]|\][^(])*\]\([^)]*\)|<a\b[^>]*>[\s\S]*?<\/a>|<img\b[^>]*>/gi;
+const isLinkLine = (l: string): boolean =>
+  (l.match(LINKS)?.length ?? 0) >= 2 && /^[\s|·•,/–—-]*$/.test(l.replace(LINKS, ''));
+
 export function markdownFacts(src: string): MarkdownFacts {
   let text = src.replace(/^\uFEFF/, '');
   let fmTitle: string | null = null;
@@ -41,13 +53,21 @@ export function markdownFacts(src: string): MarkdownFacts {
   const all: string[] = [];
   const paragraphs: string[] = [];
   let para: string[] = [];
+  let paraRaw: string[] = [];
   let fence: string | null = null;
   let inHtmlComment = false;
   let inHtmlTag = false;
   let h1Seen = false;
+  /** The level of the boilerplate section being skipped, or 0. */
+  let skipLevel = 0;
   const flush = () => {
-    if (para.length > 0) paragraphs.push(para.join(' '));
+    const p = para.join(' ');
+    // A paragraph of links one per line (a navigation bar) is not prose either.
+    const nav = isLinkLine(paraRaw.join(' '));
+    if (para.length > 0 && skipLevel === 0 && !nav && !BOILERPLATE_PARAGRAPH.test(p))
+      paragraphs.push(p);
     para = [];
+    paraRaw = [];
   };
   for (let i = 0; i < lines.length; i++) {
     const raw = lines[i]!;
@@ -95,6 +115,11 @@ export function markdownFacts(src: string): MarkdownFacts {
           title = textOf.replace(/\s*[–—-]\s*$/, '');
         }
       }
+      if (skipLevel > 0 && level <= skipLevel) skipLevel = 0;
+      if (level >= 2 && BOILERPLATE_HEADING.test(textOf)) {
+        skipLevel = level;
+        continue;
+      }
       if (level === 2 && textOf.length > 0) headings.push(clip(textOf, 60));
       continue;
     }
@@ -124,12 +149,14 @@ export function markdownFacts(src: string): MarkdownFacts {
     if (
       stripped.length === 0 ||
       /^(?:\[[^\]]*\]\([^)]*\)\s*)+$/.test(l) ||
+      isLinkLine(l) ||
       /^\[[^\]]+\]:\s/.test(l)
     )
       continue;
     if (/^(?:>\s*)?(?:`[^`]+`|\$ .*)$/.test(l)) continue; // a command line, not prose
     const quote = l.replace(/^>\s?/, '');
     para.push(quote === l ? stripped : plainInline(quote));
+    paraRaw.push(l);
   }
   flush();
   const first = paragraphs.find(

@@ -1,6 +1,6 @@
 // Shared shapes and limits of the extractive summariser. Part of the extractive summariser (../extract.ts).
 
-export const EXTRACT_VERSION = 'extract-1';
+export const EXTRACT_VERSION = 'extract-2';
 
 /** Larger files are not summarised (generated bundles, data dumps). */
 export const MAX_FILE_BYTES = 512 * 1024;
@@ -8,6 +8,10 @@ export const MAX_FILE_BYTES = 512 * 1024;
 export const MAX_SUMMARY_CHARS = 600;
 export const LEAD_CHARS = 280;
 export const MAX_SYMBOLS = 40;
+/** A code file's symbols also name class members and internal functions (rung schema: 200). */
+export const MAX_FILE_SYMBOLS = 160;
+/** A file rung's outline (its `detail`). */
+export const MAX_DETAIL_CHARS = 8 * 1024;
 export const SHOWN_SYMBOLS = 8;
 
 export interface Extract {

@@ -3,7 +3,7 @@ import { ZzError, isZzError } from '../errors.js';
 import { ALL_TOOLS } from '../tools/registry.js';
 import type { ToolDef } from '../tools/define-tool.js';
 import { connect, type ToolClient } from './client.js';
-import { print } from './format.js';
+import { NO_LADDER_HINT, mayLackLadder, print } from './format.js';
 import { addFollowOption, followEvents } from './follow.js';
 import type { CliIO } from './io.js';
 import { argsFromOptions, commandPath, toolOptions } from './tool-options.js';
@@ -60,10 +60,7 @@ export async function callTool(
       throw e;
     }
     print(io, result, json, tool);
-    const empty =
-      (tool === 'ladder_search' && (result.hits as unknown[]).length === 0) ||
-      (tool === 'ladder_tree' && result.revision === null);
-    if (empty && args.repo === undefined) await hintLadderBuild(io, client);
+    if (mayLackLadder(tool, args, result)) await hintLadderBuild(io, client);
   } finally {
     client.close();
   }
@@ -75,7 +72,7 @@ async function hintLadderBuild(io: CliIO, client: ToolClient): Promise<void> {
     () => true,
     (e: unknown) => !(isZzError(e) && e.code === 'not_found'),
   );
-  if (!built) io.stderr('zz: this repository has no Ladder yet; build it with `zz ladder build`\n');
+  if (!built) io.stderr(NO_LADDER_HINT);
 }
 
 export type GroupExtension = { subs: string[]; add: (g: Argv, io: CliIO) => Argv };

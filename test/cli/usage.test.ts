@@ -115,7 +115,10 @@ describe('help, version, exit codes, completion', () => {
     const m = /<!-- exit-codes:begin[^>]*-->\n([\s\S]*?)\n<!-- exit-codes:end -->/.exec(readme);
     expect(m, 'README.md has the exit-codes block').not.toBeNull();
     const norm = (s: string) => s.replace(/ +/g, ' ').replace(/-{3,}/g, '---').trim();
-    expect(norm(m![1]!)).toBe(norm(exitCodesText(true)));
+    expect(
+      norm(m![1]!),
+      `README.md's exit-code table is stale (errors.ts changed); paste this between the markers:\n${exitCodesText(true)}\n`,
+    ).toBe(norm(exitCodesText(true)));
   });
 
   it('zz completion prints a script, and completes commands and flags', async () => {

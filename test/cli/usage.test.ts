@@ -5,6 +5,9 @@ import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 import { ERROR_CODES } from '../../src/errors.js';
 import { exitCodesText } from '../../src/cli/usage.js';
+import { toolOptions } from '../../src/cli/tool-options.js';
+import type { ToolDef } from '../../src/tools/index.js';
+import { z } from 'zod';
 
 // The command line as a user meets it (issue 13.8): required flags marked and named when
 // missing, numbers and choices explained, did-you-mean, --version, the full command list,
@@ -82,6 +85,23 @@ describe('flags', () => {
     expect((await run('lnae', 'list')).stderr).toBe(
       'zz: unknown command lnae; did you mean lane?\n',
     );
+  });
+});
+
+describe('options from a schema', () => {
+  it('a list of words is a repeatable flag with choices (ask list --state open --state claimed)', () => {
+    const tool = {
+      input: z.strictObject({
+        state: z.array(z.enum(['open', 'claimed'])).optional(),
+        kind: z.array(z.string()).optional(),
+        payload: z.array(z.object({ a: z.number() })).optional(),
+      }),
+    } as unknown as ToolDef;
+    const byKey = Object.fromEntries(toolOptions(tool).map((o) => [o.key, o]));
+    expect(byKey.state).toMatchObject({ kind: 'array', choices: ['open', 'claimed'] });
+    expect(byKey.kind).toMatchObject({ kind: 'array' });
+    expect(byKey.kind!.choices).toBeUndefined();
+    expect(byKey.payload).toMatchObject({ kind: 'json' });
   });
 });
 

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
+import type { LadderSearch } from '../search/index.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
 import { startMaintenance, type Maintenance } from './maintenance.js';
@@ -57,14 +58,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   });
   const repos = new Map([...served.byKey].map(([k, s]) => [k, s.repo]));
   const tokenStores = new Map([...served.byKey].map(([k, s]) => [k, s.tokens]));
-  let ladder: { search: unknown; ready: Promise<void>; close(): Promise<void> } | null = null;
+  let ladder: { search: LadderSearch; ready: Promise<void>; close(): Promise<void> } | null = null;
   try {
     const registry = opts.registry ?? defaultRegistry;
     // One Ladder search for every served repo, kept current on our own ladder commits and when
     // refs/zz/ladder moves from outside. Loaded here only: plain CLI calls import this file too.
     const { startServedSearch } = await import('../core/ladder/search-sync.js');
-    const given = opts.services?.search as
-      NonNullable<Parameters<typeof startServedSearch>[1]>['search'] | undefined;
+    const given = opts.services?.search;
     ladder = await startServedSearch(repos, {
       log,
       ...(given ? { search: given } : {}),

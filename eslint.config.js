@@ -10,6 +10,17 @@ export default tseslint.config(
       globals: { module: 'writable', require: 'readonly' },
     },
   },
+  {
+    // The dashboard's browser modules (served as-is, no build step).
+    files: ['src/web/assets/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        'document location history addEventListener removeEventListener fetch FormData EventSource ResizeObserver setTimeout clearTimeout setInterval clearInterval'
+          .split(' ')
+          .map((g) => [g, 'readonly']),
+      ),
+    },
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -18,6 +18,7 @@ const suites: Array<[string, string, string]> = [
   ['quality', './quality.ts', 'benchQuality'],
   ['mcp', './mcp.ts', 'benchMcp'],
   ['work', './work.ts', 'benchWork'],
+  ['web', './web.ts', 'benchWeb'],
 ];
 
 const only = process.argv.slice(2);

@@ -17,4 +17,5 @@ export * from './views.js';
 export * from './zz-repo.js';
 export * from './setup.js';
 export * from './token-store.js';
+export * from './token-admin.js';
 export * from './identity.js';

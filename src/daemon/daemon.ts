@@ -1,8 +1,10 @@
+import { join } from 'node:path';
 import type { ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
 import { startMaintenance, type Maintenance } from './maintenance.js';
+import { createDashboard } from '../web/index.js';
 import { lazyMcpHandler } from './mcp-mount.js';
 import { openServedRepos } from './served-repos.js';
 
@@ -71,7 +73,13 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // Persisted shards load in milliseconds; a large Ladder indexed from scratch finishes in
     // the background rather than holding up the listener.
     await Promise.race([ladder.ready, new Promise((r) => setTimeout(r, 2000).unref())]);
-    const services: ToolServices = { ...opts.services, search: ladder.search, repos };
+    const services: ToolServices = {
+      ...opts.services,
+      search: ladder.search,
+      repos,
+      // token_list / token_revoke over HTTP and MCP alike: each repo's own store.
+      tokensFor: (key) => tokenStores.get(key),
+    };
     const mcpHandler =
       opts.mcpHandler === undefined
         ? lazyMcpHandler({
@@ -82,8 +90,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           })
         : opts.mcpHandler;
     const server = await listen(
-      (authority) =>
-        createApp({
+      (authority) => {
+        // The dashboard: its page and cookie login, checked against each repo's own tokens.
+        const web = createDashboard({
+          host: authority,
+          verifyToken: async (token, key) => (await tokenStores.get(key)?.verify(token)) ?? null,
+          hasRepo: (key) => repos.has(key),
+          stateDir: join(served.primary.repo.git!.gitdir, 'zz'),
+        });
+        return createApp({
           repos,
           tokens: (repo) => tokenStores.get(repo.key)!,
           registry,
@@ -93,7 +108,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
           ...(mcpHandler ? { mcpHandler } : {}),
           ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
-        }),
+          pageHandler: web.handle,
+          sessionCaller: web.sessionCaller,
+        });
+      },
       { host: opts.host ?? DEFAULT_HOST, port: opts.port ?? DEFAULT_PORT },
     );
     const startedAt = new Date().toISOString();

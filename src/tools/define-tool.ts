@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Caller, ZzRepo } from '../core/index.js';
+import type { Caller, TokenStore, ZzRepo } from '../core/index.js';
 
 // One definition per tool. HTTP, MCP and the CLI are generic loops over these; nothing about
 // a tool is written twice.
@@ -20,6 +20,8 @@ export interface ToolServices {
   search?: unknown;
   /** Every repository this front end serves, by key. */
   repos?: ReadonlyMap<string, ZzRepo>;
+  /** A served repository's token store (token_list, token_revoke). */
+  tokensFor?: (repoKey: string) => TokenStore | undefined;
 }
 
 export interface ToolContext {

@@ -5,6 +5,7 @@ import { gitTools } from './git-tools.js';
 import { ladderTools } from './ladder-tools.js';
 import { Registry } from './run-tool.js';
 import { laneTools } from './lane-tools.js';
+import { tokenTools } from './token-tools.js';
 import type { ToolDef } from './define-tool.js';
 
 // Every tool zz serves, in the order they are listed to clients.
@@ -15,6 +16,7 @@ export const ALL_TOOLS: readonly ToolDef[] = [
   ...codeTools,
   ...ladderTools,
   ...adminTools,
+  ...tokenTools,
 ];
 
 export const registry = new Registry(ALL_TOOLS);

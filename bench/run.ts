@@ -10,10 +10,12 @@ const suites: Array<[string, string, string]> = [
   ['store', './store.ts', 'benchStore'],
   ['core', './core.ts', 'benchCore'],
   ['http', './http.ts', 'benchHttp'],
+  ['claim', './claim.ts', 'benchClaim'],
   ['git-read', './git-read.ts', 'benchGitRead'],
   ['extract', './extract.ts', 'benchExtract'],
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
   ['search', './search.ts', 'benchSearch'],
+  ['quality', './quality.ts', 'benchQuality'],
   ['mcp', './mcp.ts', 'benchMcp'],
   ['web', './web.ts', 'benchWeb'],
 ];

@@ -13,11 +13,15 @@ const tools = ALL_TOOLS.filter((t) => !t.local).map((t) => {
     name: t.name,
     group,
     sub,
-    options: toolOptions(t).map(({ key, flag, kind, choices }) => ({
+    options: toolOptions(t).map(({ key, flag, kind, required, choices, min, max, int }) => ({
       key,
       flag,
       kind,
+      ...(required ? { required } : {}),
       ...(choices ? { choices } : {}),
+      ...(min === undefined ? {} : { min }),
+      ...(max === undefined ? {} : { max }),
+      ...(int ? { int } : {}),
     })),
   };
 });

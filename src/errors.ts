@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, exit: 2, mcp: 'shown' },
   unsupported_repository: { status: 422, exit: 6, mcp: 'shown' },
   not_a_repository: { status: 422, exit: 6, mcp: 'shown' },
+  /** An entity on refs/zz/* that cannot be read (a malformed op, a ref at a blob, a copied ref). */
+  entity_corrupt: { status: 422, exit: 6, mcp: 'shown' },
   precondition_failed: { status: 412, exit: 6, mcp: 'fixable' },
   local_only: { status: 400, exit: 2, mcp: 'fixable' },
   unavailable: { status: 503, exit: 7, mcp: 'shown' },
@@ -65,10 +67,21 @@ export function isZzError(e: unknown): e is ZzError {
   return e instanceof ZzError;
 }
 
-/** Wraps a foreign throw as `internal`, keeping the cause for the log (never for the client). */
-export function toZzError(e: unknown): ZzError {
-  if (e instanceof ZzError) return e;
-  return new ZzError('internal', 'internal error', undefined, { cause: e });
+/** Wraps a foreign throw as `internal`, keeping the cause for the log (never for the client);
+ * a machine fault anywhere in the cause chain is named instead (see fromSystemError). */
+export function toZzError(e: unknown, where?: string): ZzError {
+  const known = knownError(e, where);
+  return known ?? new ZzError('internal', 'internal error', undefined, { cause: e });
+}
+
+/** The ZzError to report — a named machine fault found anywhere in the cause chain, else the
+ * ZzError itself — or null for a foreign throw (a bug). `where` is the path to name when the
+ * fault does not carry one. */
+export function knownError(e: unknown, where?: string): ZzError | null {
+  const fault = fromSystemError(e, where);
+  if (fault instanceof ZzError && fault.code !== 'internal' && fault.code !== 'git_failed')
+    return fault;
+  return e instanceof ZzError ? e : null;
 }
 
 /** Who an MCP client's model should think an error is for (see ERROR_CODES). */
@@ -77,12 +90,33 @@ export const mcpAudienceOf = (code: ErrorCode): 'fixable' | 'shown' | 'internal'
 
 const DISK_FULL = new Set(['ENOSPC', 'EDQUOT']);
 const NOT_WRITABLE = new Set(['EROFS', 'EACCES', 'EPERM']);
+// The C library's words for the same faults, as a child process (git) prints them on stderr.
+const STRERROR: ReadonlyArray<[RegExp, string]> = [
+  [/No space left on device/i, 'ENOSPC'],
+  [/Disk quota exceeded/i, 'EDQUOT'],
+  [/Read-only file system/i, 'EROFS'],
+  [/Permission denied/i, 'EACCES'],
+];
 
-/** A system error's code (ENOSPC, EROFS, …) from a thrown error or its cause chain. */
-export function systemErrorCode(e: unknown): string | null {
-  for (let cur = e, depth = 0; cur && depth < 5; depth++) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+/** The fault's system code (ENOSPC, EROFS, …) and path, from the error or its cause chain. */
+export function systemFault(e: unknown): { code: string; path: string | null } | null {
+  for (let cur = e, depth = 0; cur && typeof cur === 'object' && depth < 5; depth++) {
+    const { code, path, message, details } = cur as {
+      code?: unknown;
+      path?: unknown;
+      message?: unknown;
+      details?: unknown;
+    };
+    const p = typeof path === 'string' ? path : null;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return { code, path: p };
+    if (cur instanceof ZzError && (code === 'git_failed' || code === 'internal')) {
+      const text = `${String(message)}\n${String((details as { stderr?: unknown } | null)?.stderr ?? '')}`;
+      for (const [re, sys] of STRERROR) {
+        // git names the file it could not write in quotes: '/repo/.git/refs/….lock'.
+        if (re.test(text))
+          return { code: sys, path: /'(\/[^'\n]{1,4096})'/.exec(text)?.[1] ?? null };
+      }
+    }
     cur = (cur as { cause?: unknown }).cause;
   }
   return null;
@@ -93,22 +127,25 @@ export function systemErrorCode(e: unknown): string | null {
  * permission refusal → `read_only`, each with the path. Anything else is returned unchanged
  * (a ZzError stays itself; a foreign error stays foreign, i.e. a bug).
  */
-export function fromSystemError(e: unknown, path: string): unknown {
+export function fromSystemError(e: unknown, where?: string): unknown {
   if (e instanceof ZzError && e.code !== 'internal' && e.code !== 'git_failed') return e;
-  const code = systemErrorCode(e);
-  if (code && DISK_FULL.has(code)) {
+  const fault = systemFault(e);
+  if (!fault) return e;
+  const path = fault.path ?? where ?? 'the repository';
+  if (DISK_FULL.has(fault.code)) {
     return new ZzError(
       'insufficient_storage',
-      `no space left on the device holding ${path} (${code}); free some space and retry`,
-      { path, errno: code },
+      `no space left on the device holding ${path} (${fault.code}); free some space and retry`,
+      { path, errno: fault.code },
       { cause: e },
     );
   }
-  if (code && NOT_WRITABLE.has(code)) {
+  if (NOT_WRITABLE.has(fault.code)) {
+    const why = fault.code === 'EROFS' ? 'read-only file system' : 'permission denied';
     return new ZzError(
       'read_only',
-      `${path} cannot be written (${code}: ${code === 'EROFS' ? 'read-only file system' : 'permission denied'})`,
-      { path, errno: code },
+      `${path} cannot be written (${fault.code}: ${why})`,
+      { path, errno: fault.code },
       { cause: e },
     );
   }

@@ -1,4 +1,5 @@
 import { ERROR_CODES, ZzError, type ErrorCode } from '../errors.js';
+import type { ZzRepo } from '../core/zz-repo.js';
 import { gitUserEmail, locateRepository } from '../core/identity.js';
 import { readCredentials, normalizeServer } from './credentials.js';
 
@@ -32,13 +33,14 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
     if (info) {
       const server = normalizeServer(info.url);
       const token = opts.env.ZZ_TOKEN || (await readCredentials(opts.env)).servers[server]?.token;
+      if (token) checkTokenText(token, opts.env.ZZ_TOKEN ? 'ZZ_TOKEN' : 'the stored token');
       if (!token) {
         throw new ZzError(
           'unauthorized',
           `zz serve is running at ${server}; run \`zz login\` to get a token for it`,
         );
       }
-      return httpClient(server, repoKey, token);
+      return withLocalTools(httpClient(server, repoKey, token), opts.cwd);
     }
   }
   const [{ ZzRepo }, { registry, runTool }] = await Promise.all([
@@ -68,6 +70,59 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
   };
 }
 
+/**
+ * A token is one line of visible ASCII. Anything else (a second line from a command
+ * substitution, a stray space) is a local mistake, said as such — never sent, where it would
+ * fail as an invalid header and look like a network failure.
+ */
+export function checkTokenText(token: string, source: string): void {
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    throw new ZzError(
+      'invalid_argument',
+      `${source} is not a token: it holds ${/[\r\n]/.test(token) ? 'a line break' : 'spaces or other characters a token never has'}; set it to the token alone`,
+    );
+  }
+}
+
+/** The actor a daemon sees for this client's token (what `repo_state` answers). */
+export async function daemonActor(client: ToolClient): Promise<string> {
+  const s = await client.call('repo_state', {});
+  if (typeof s.actor !== 'string')
+    throw new ZzError(
+      'unauthorized',
+      `the zz daemon at ${client.server} names no actor for this token`,
+    );
+  return s.actor;
+}
+
+/**
+ * Local-only tools (run_in_sandbox) are never served over HTTP: through a daemon, the CLI
+ * runs them itself, in-process, as the actor the daemon sees for the token — never silently
+ * as the git identity. Other tools go to the daemon.
+ */
+function withLocalTools(remote: ToolClient, cwd: string): ToolClient {
+  let local: Promise<{ repo: ZzRepo; actor: string }> | null = null;
+  return {
+    ...remote,
+    async call(tool, args) {
+      const { registry, runTool } = await import('../tools/index.js');
+      const def = registry.get(tool);
+      if (!def?.local) return remote.call(tool, args);
+      local ??= (async () => {
+        const actor = await daemonActor(remote);
+        const { ZzRepo } = await import('../core/index.js');
+        return { repo: await ZzRepo.open(cwd, { key: remote.repoKey }), actor };
+      })();
+      const { repo, actor } = await local;
+      return runTool(def, args, { repo, caller: { actor }, local: true });
+    },
+    close() {
+      remote.close();
+      void local?.then((l) => l.repo.close()).catch(() => {});
+    },
+  };
+}
+
 export function httpClient(server: string, repoKey: string, token: string): ToolClient {
   return {
     mode: 'daemon',
@@ -82,10 +137,16 @@ export function httpClient(server: string, repoKey: string, token: string): Tool
           body: JSON.stringify(args),
         });
       } catch (e) {
-        throw new ZzError(
-          'unavailable',
-          `cannot reach the zz daemon at ${server}: ${(e as Error).message}`,
-        );
+        // fetch() rejects with a TypeError for both; only one with a system cause (refused,
+        // reset, timed out) is about the network. Anything else is a mistake made here.
+        const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
+        if (cause && typeof cause.code === 'string') {
+          throw new ZzError(
+            'unavailable',
+            `cannot reach the zz daemon at ${server}: ${cause.code}${typeof cause.message === 'string' ? ` (${cause.message})` : ''}`,
+          );
+        }
+        throw new ZzError('invalid_argument', `cannot call ${server}: ${(e as Error).message}`);
       }
       const body = (await res.json().catch(() => null)) as {
         result?: unknown;

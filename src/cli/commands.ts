@@ -1,6 +1,7 @@
+import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
-import { ZzError } from '../errors.js';
+import { knownError, ZzError } from '../errors.js';
 import { findCheckout, gitUserEmail } from '../core/identity.js';
 import { normalizeServer, readCredentials, writeCredentials } from './credentials.js';
 import type { CliIO } from './io.js';
@@ -28,14 +29,21 @@ export function initCommand(y: Argv, io: CliIO): Argv {
           describe: 'Let anyone read lane_list and ladder_tree without a token',
         })
         .option('no-fetch', { type: 'boolean', describe: 'Do not fetch from remotes first' })
+        .option('signed', {
+          type: 'boolean',
+          describe: 'Require every zz op to be signed by a key of its actor',
+        })
         .option('json', { type: 'boolean' }),
     async (a) => {
       const { ZzRepo, zzInit } = await import('../core/index.js');
       const repo = await ZzRepo.open(io.cwd);
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
+        const { personKey } = await import('../core/sync/index.js');
         const report = await zzInit(repo, {
           owner,
+          signingKey: await personKey(owner, io.env),
+          signed: !!a.signed,
           visibility: a.public ? 'public' : 'private',
           hookCommand: installedZz(),
           noFetch: !!a['no-fetch'] || a.fetch === false,
@@ -245,6 +253,10 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
         .option('read-only', {
           type: 'boolean',
           describe: 'Only read-only tools are listed and callable',
+        })
+        .option('repo', {
+          type: 'string',
+          describe: 'The checkout to serve (default: the current directory)',
         }),
     async (a) => {
       const [{ ZzRepo }, { registry, runTool }, mcp, { connect }] = await Promise.all([
@@ -253,10 +265,24 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
         import('../mcp/index.js'),
         import('./client.js'),
       ]);
+      const cwd = a.repo ? resolvePath(io.cwd, String(a.repo)) : io.cwd;
       // Calls go to the checkout's daemon when one runs (acting as ZZ_TOKEN or the stored
       // login), else in-process as the local git identity. Local tools always run here.
-      const client = await connect({ cwd: io.cwd, env: io.env });
-      const repo = await ZzRepo.open(io.cwd, { key: client.repoKey });
+      let client: Awaited<ReturnType<typeof connect>>;
+      let repo: InstanceType<typeof ZzRepo>;
+      try {
+        client = await connect({ cwd, env: io.env });
+        repo = await ZzRepo.open(cwd, { key: client.repoKey });
+      } catch (e) {
+        // Dying before the handshake shows the user only "connection closed": finish it and
+        // report the problem through MCP; the usual one line on stderr follows at exit.
+        const err = knownError(e);
+        if (!err || err.code === 'internal') throw e;
+        const handle = mcp.serveSetupError(err);
+        await Promise.race([handle.closed, io.stopSignal ?? new Promise<void>(() => {})]);
+        await handle.close();
+        throw err;
+      }
       // Local tools run here, but as the actor the daemon sees for our token (ZZ_TOKEN or the
       // stored login), never silently as the git identity: ask the daemon who that is.
       const remoteActor =
@@ -267,7 +293,7 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
             )
           : null;
       const actor =
-        remoteActor ?? client.actor ?? (await gitUserEmail(io.cwd, io.env).catch(() => null));
+        remoteActor ?? client.actor ?? (await gitUserEmail(cwd, io.env).catch(() => null));
       const toolsets = a.toolsets
         ? mcp.parseToolsets((a.toolsets as unknown[]).map(String))
         : undefined;

@@ -21,7 +21,11 @@ interface ManifestOption {
   key: string;
   flag: string;
   kind: 'string' | 'number' | 'boolean' | 'array' | 'json';
+  required?: boolean;
   choices?: string[];
+  min?: number;
+  max?: number;
+  int?: boolean;
 }
 
 interface ManifestTool {
@@ -83,6 +87,8 @@ function parseFlags(
     if (o.kind === 'number') {
       const n = Number(v);
       if (v.trim() === '' || !Number.isFinite(n)) return null;
+      if ((o.int && !Number.isInteger(n)) || n < (o.min ?? -Infinity) || n > (o.max ?? Infinity))
+        return null;
       args[o.key] = n;
     } else if (o.kind === 'array') {
       args[o.key] = [...((args[o.key] as string[] | undefined) ?? []), v];
@@ -96,7 +102,10 @@ function parseFlags(
       args[o.key] = v;
     }
   }
-  return { args: { ...base, ...args }, json };
+  const all = { ...base, ...args };
+  // A missing required flag is explained by the full command table, in the CLI's words.
+  if (tool.options.some((o) => o.required && all[o.key] === undefined)) return null;
+  return { args: all, json };
 }
 
 export async function tryFastPath(argv: string[], io: CliIO): Promise<number | null> {

@@ -1,12 +1,10 @@
+import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
-import { ZzError, isZzError } from '../errors.js';
-import { ALL_TOOLS } from '../tools/registry.js';
-import type { ToolDef } from '../tools/define-tool.js';
-import { connect } from './client.js';
-import { print } from './format.js';
+import { ZzError, knownError } from '../errors.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
-import { argsFromOptions, commandPath, toolOptions } from './tool-options.js';
+import { addToolCommands, callTool, readArgs } from './tool-commands.js';
+import { exitCodesEpilogue, exitCodesText, rewriteParseFailure } from './usage.js';
 import {
   agentCommand,
   initCommand,
@@ -23,109 +21,41 @@ import { syncCommand } from './sync-command.js';
 // The command table and the error boundary: every failure becomes one line on stderr and an
 // exit code from the error table; nothing else in the CLI decides exit codes.
 
-async function readArgs(
-  io: CliIO,
-  argv: { args?: string; 'args-file'?: string },
-): Promise<Record<string, unknown>> {
-  let text: string | undefined = argv.args;
-  if (argv['args-file'] !== undefined) {
-    const { readFile } = await import('node:fs/promises');
-    const { resolve } = await import('node:path');
-    text =
-      argv['args-file'] === '-'
-        ? await readStdin()
-        : await readFile(resolve(io.cwd, argv['args-file']), 'utf8');
-  }
-  if (text === undefined) return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    throw new ZzError('invalid_argument', `--args is not valid JSON: ${(e as Error).message}`);
-  }
-  if (!v || typeof v !== 'object' || Array.isArray(v))
-    throw new ZzError('invalid_argument', '--args must be a JSON object');
-  return v as Record<string, unknown>;
-}
-
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-async function callTool(
-  io: CliIO,
-  tool: string,
-  args: Record<string, unknown>,
-  json: boolean,
-): Promise<void> {
-  const client = await connect({ cwd: io.cwd, env: io.env });
-  try {
-    print(io, await client.call(tool, args), json, tool);
-  } finally {
-    client.close();
-  }
-}
-
-function addToolCommands(y: Argv, io: CliIO): Argv {
-  const groups = new Map<string, ToolDef[]>();
-  for (const t of ALL_TOOLS) {
-    const [g] = commandPath(t.name);
-    groups.set(g, [...(groups.get(g) ?? []), t]);
-  }
-  for (const [group, tools] of groups) {
-    if (group === 'ladder' || group === 'git') {
-      // merged below with their extra subcommands
-    }
-    y = y.command(group, `${tools.map((t) => commandPath(t.name)[1]).join(', ')}`, (g: Argv) => {
-      for (const tool of tools) {
-        const [, sub] = commandPath(tool.name);
-        g = g.command(
-          sub,
-          tool.summary,
-          (c: Argv) => {
-            for (const o of toolOptions(tool)) {
-              c = c.option(o.flag, {
-                describe: o.describe || undefined,
-                type: o.kind === 'json' ? 'string' : o.kind,
-                ...(o.choices ? { choices: o.choices } : {}),
-                ...(o.key !== o.flag ? { alias: o.key } : {}),
-              });
-            }
-            return c
-              .option('args', {
-                type: 'string',
-                describe: 'Arguments as a JSON object (flags override)',
-              })
-              .option('json', { type: 'boolean', describe: 'Print JSON' });
-          },
-          async (argv) => {
-            const base = await readArgs(io, argv as { args?: string });
-            const args = argsFromOptions(tool, argv as Record<string, unknown>, base);
-            await callTool(io, tool.name, args, !!argv.json);
-          },
-        );
-      }
-      if (group === 'ladder') g = ladderBuildCommand(g, io);
-      return g.demandCommand(1, `choose a ${group} command`);
-    });
-  }
-  return y;
+function version(): string {
+  // package.json sits two levels above this file both in src/cli/ and in dist/cli/.
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
 }
 
 export async function run(argv: string[], io: CliIO): Promise<number> {
+  const argvHasArgs = argv.some((a) => /^--args(-file)?(=|$)/.test(a));
   let y = yargs(argv)
     .scriptName('zz')
     .usage('zz — git-native coordination for coding agents\n\nUsage: zz <command> [options]')
     .exitProcess(false)
     .strict()
+    // Unknown flags are reported as typed: no camelCase twins nobody wrote.
+    .parserConfiguration({ 'camel-case-expansion': false })
+    .recommendCommands()
     .help()
     .alias('h', 'help')
-    .version(false)
+    .version('version', 'Show the version of zz', version())
+    .completion('completion', 'Print a bash/zsh completion script (zz completion >> ~/.bashrc)')
+    .epilogue(exitCodesEpilogue())
     .wrap(Math.min(110, process.stdout.columns || 100))
     .fail((msg: string | null, err: Error | undefined) => {
-      throw err ?? new ZzError('invalid_argument', msg ?? 'invalid command line');
+      if (err) throw err;
+      // yargs narrows its options to the command being parsed: the flags it knows there.
+      const known = (
+        y as unknown as { getOptions(): { key: Record<string, unknown> } }
+      ).getOptions();
+      const flags = Object.keys(known.key);
+      throw new ZzError(
+        'invalid_argument',
+        rewriteParseFailure(msg ?? 'invalid command line', flags, argv),
+      );
     });
   y = initCommand(y, io);
   y = serveCommand(y, io);
@@ -152,7 +82,18 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
       await callTool(io, String(a.tool), args, true);
     },
   );
-  y = addToolCommands(y, io).demandCommand(1, 'choose a command (zz --help lists them)');
+  y = y.command(
+    'help [topic]',
+    'Show help, or a topic: exit-codes',
+    (c: Argv) => c.positional('topic', { type: 'string', choices: ['exit-codes'] }),
+    async (a) => {
+      if (a.topic === 'exit-codes') io.stdout(`Exit codes of zz:\n${exitCodesText()}\n`);
+      else io.stdout((await y.getHelp()) + '\n');
+    },
+  );
+  y = addToolCommands(y, io, argvHasArgs, {
+    ladder: { subs: ['build'], add: ladderBuildCommand },
+  }).demandCommand(1, 'choose a command (zz --help lists them)');
   let helpShown = false;
   try {
     const out: string[] = [];
@@ -166,7 +107,8 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
     return 0;
   } catch (e) {
     if (helpShown) return 0;
-    const err = isZzError(e) ? e : null;
+    // A full disk or a read-only repository is one line too, not a stack (knownError names it).
+    const err = knownError(e);
     if (err) {
       io.stderr(`zz: ${neutralize(err.message)}\n`);
       return err.exitCode;

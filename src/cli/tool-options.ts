@@ -15,6 +15,10 @@ export interface ToolOption {
   required: boolean;
   describe: string;
   choices?: string[];
+  /** Numbers: the bounds the schema sets, and whether it wants a whole number. */
+  min?: number;
+  max?: number;
+  int?: boolean;
 }
 
 function unwrap(t: z.ZodType): { inner: z.ZodType; optional: boolean } {
@@ -40,9 +44,17 @@ export function toolOptions(tool: ToolDef): ToolOption[] {
     const { inner, optional } = unwrap(schema);
     let kind: OptionKind = 'json';
     let choices: string[] | undefined;
+    let range: Pick<ToolOption, 'min' | 'max' | 'int'> = {};
     if (inner instanceof z.ZodString) kind = 'string';
-    else if (inner instanceof z.ZodNumber) kind = 'number';
-    else if (inner instanceof z.ZodBoolean) kind = 'boolean';
+    else if (inner instanceof z.ZodNumber) {
+      kind = 'number';
+      const n = inner as z.ZodNumber;
+      range = {
+        ...(Number.isFinite(n.minValue) ? { min: n.minValue! } : {}),
+        ...(Number.isFinite(n.maxValue) ? { max: n.maxValue! } : {}),
+        ...(n.isInt ? { int: true } : {}),
+      };
+    } else if (inner instanceof z.ZodBoolean) kind = 'boolean';
     else if (inner instanceof z.ZodEnum) {
       kind = 'string';
       choices = (inner as z.ZodEnum).options.map(String);
@@ -63,6 +75,7 @@ export function toolOptions(tool: ToolDef): ToolOption[] {
       describe:
         (schema.description ?? inner.description ?? '') + (kind === 'json' ? ' (JSON)' : ''),
       ...(choices ? { choices } : {}),
+      ...range,
     });
   }
   return out;
@@ -83,6 +96,8 @@ export function argsFromOptions(
       } catch {
         throw new ZzError('invalid_argument', `--${o.flag} must be JSON`);
       }
+    } else if (o.kind === 'number') {
+      args[o.key] = checkNumber(o, v);
     } else if (o.kind === 'array') {
       args[o.key] = (Array.isArray(v) ? v : [v]).map(String);
     } else {
@@ -90,6 +105,25 @@ export function argsFromOptions(
     }
   }
   return args;
+}
+
+/** A number flag as the schema wants it, or an error that says what it must be. */
+function checkNumber(o: ToolOption, v: unknown): number {
+  const n = typeof v === 'number' ? v : Number.NaN;
+  const ok =
+    Number.isFinite(n) &&
+    (!o.int || Number.isInteger(n)) &&
+    (o.min === undefined || n >= o.min) &&
+    (o.max === undefined || n <= o.max);
+  if (ok) return n;
+  const what = o.int ? 'a whole number' : 'a number';
+  const range =
+    o.min !== undefined && o.max !== undefined && o.max - o.min <= 1000
+      ? ` from ${o.min} to ${o.max}`
+      : o.min !== undefined
+        ? ` ≥ ${o.min}`
+        : '';
+  throw new ZzError('invalid_argument', `--${o.flag} must be ${what}${range}`);
 }
 
 /** `lane_propose` → ['lane', 'propose']; `ask_query_claimable` → ['ask', 'query-claimable']. */

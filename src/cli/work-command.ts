@@ -14,7 +14,7 @@ const clean = (s: string, max = 200): string => {
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 };
 
-function describe(e: Event): { line: string | null; status: string | null } {
+function describe(e: Event, once: boolean): { line: string | null; status: string | null } {
   switch (e.type) {
     case 'start':
       return {
@@ -22,7 +22,12 @@ function describe(e: Event): { line: string | null; status: string | null } {
         status: null,
       };
     case 'idle':
-      return { line: `waiting for work in lane ${clean(e.lane_id)}`, status: null };
+      return {
+        line: once
+          ? `nothing to do in lane ${clean(e.lane_id)}`
+          : `waiting for work in lane ${clean(e.lane_id)}`,
+        status: null,
+      };
     case 'claimed':
       return { line: `${e.ask_id} claimed (${clean(e.kind)}): ${clean(e.title)}`, status: null };
     case 'step':
@@ -64,13 +69,13 @@ function describe(e: Event): { line: string | null; status: string | null } {
   }
 }
 
-function reporter(io: CliIO, json: boolean): (e: Event) => void {
+function reporter(io: CliIO, json: boolean, once: boolean): (e: Event) => void {
   if (json)
     return (e) => io.stdout(JSON.stringify({ time: new Date().toISOString(), ...e }) + '\n');
   const live = io.stderrIsTTY ?? io.isTTY;
   let shown = false;
   return (e) => {
-    const { line, status } = describe(e);
+    const { line, status } = describe(e, once);
     if (live) {
       if (shown) io.stderr('\r\x1b[K');
       shown = false;
@@ -145,7 +150,7 @@ export function workCommand(y: Argv, io: CliIO): Argv {
       const testRounds = positiveInt(a['test-rounds'], '--test-rounds');
       const testCmd =
         a['test-cmd'] === undefined ? undefined : models.splitCommand(String(a['test-cmd']));
-      const emit = reporter(io, !!a.json);
+      const emit = reporter(io, !!a.json, !!a.once);
       const spec = await models.defaultModelSpec(a.model as string | undefined, io.cwd);
       const model = models.createModel(spec, {
         env: io.env,

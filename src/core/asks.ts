@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import { assertTreePath } from '../git/index.js';
 import type { AskDoc } from '../schema/lane.js';
-import type { OpSpec } from '../store/index.js';
 import {
   assertSelf,
   inScope,
@@ -11,8 +9,10 @@ import {
   scopeDenied,
   type Caller,
 } from './access.js';
+import { changesetChanges } from './changesets-policy.js';
 import { kindRule } from './kinds.js';
-import type { LaneState } from './lane-state.js';
+import { unexpectedOp } from './write-op.js';
+import type { AskPostSpec, LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
 import { askView, askViews, blockedBy, leaseExpired, type AskView } from './views.js';
 import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
@@ -95,7 +95,10 @@ export async function askPost(
         out: { ask_id: askId },
       };
     },
-    result: (s, op) => askView(s, s.asks.get(String(op.out!.ask_id))!, repo.clock()),
+    result: (s, op) => {
+      if (op?.op !== 'ask_post') throw unexpectedOp(op, 'ask_post');
+      return askView(s, s.asks.get(op.out.ask_id)!, repo.clock());
+    },
   });
   return { ask: r.result, revision: r.revision, replayed: r.replayed };
 }
@@ -237,12 +240,107 @@ export async function askClaim(
         },
       };
     },
-    result: (s, op) => ({
-      ask: askView(s, s.asks.get(args.ask_id)!, repo.clock()),
-      renewed: op.out?.renewed === true,
-    }),
+    result: (s, op) => {
+      if (op?.op !== 'ask_claim') throw unexpectedOp(op, 'ask_claim');
+      return {
+        ask: askView(s, s.asks.get(args.ask_id)!, repo.clock()),
+        renewed: op.out.renewed === true,
+      };
+    },
   });
   return { ...r.result, revision: r.revision, replayed: r.replayed };
+}
+
+export interface AskClaimNextArgs {
+  lane_id: string;
+  kinds?: string[];
+  lease_seconds?: number;
+  idempotency_key?: string;
+  actor?: string;
+}
+
+/** Orders claimable Asks: highest priority (lowest number) first, then oldest, then by id. */
+function before(x: AskDoc, y: AskDoc): boolean {
+  if (x.priority !== y.priority) return x.priority < y.priority;
+  if (x.posted_at !== y.posted_at) return x.posted_at < y.posted_at;
+  return x.ask_id < y.ask_id;
+}
+
+/**
+ * Picks and claims the next Ask in one commit: the highest-priority, oldest Ask in the caller's
+ * scope whose dependencies are resolved and whose lease is free or expired. Decided inside the
+ * Entity's queue against the state it will apply to, so a group commit of many callers (or a
+ * CAS retry against another process) never hands one Ask to two of them. The op recorded is
+ * an ordinary ask_claim: history, replay and sync see a claim like any other.
+ */
+export async function askClaimNext(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: AskClaimNextArgs,
+): Promise<{ ask: AskView | null; revision: string | null; replayed: boolean }> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const config = await repo.requireConfig();
+  const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
+  const kinds = args.kinds ? new Set(args.kinds) : null;
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: {
+      tool: 'ask_claim_next',
+      args: { lane_id: args.lane_id, kinds: args.kinds ?? null, lease_seconds: lease },
+    },
+    decide: (s, meta): LaneOpSpec[] => {
+      const lane = laneOf(s, args.lane_id);
+      if (lane.closed) return [];
+      const nowMs = meta.now.getTime();
+      const scopeOk = new Map<string, boolean>();
+      let best: AskDoc | null = null;
+      // A linear scan of the draft (not the per-revision candidate cache): inside a group
+      // commit the draft already holds the claims decided ahead of this one.
+      for (const a of s.asks.values()) {
+        if (a.state === 'answered' || a.state === 'cancelled') continue;
+        if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
+        if (kinds && !kinds.has(a.kind)) continue;
+        if (best && !before(a, best)) continue;
+        let ok = scopeOk.get(a.kind);
+        if (ok === undefined) {
+          ok = inScope(
+            kindRule(a.kind, lane.ask_kinds, config.ask_kinds).scope,
+            lane,
+            config,
+            caller.actor,
+          );
+          scopeOk.set(a.kind, ok);
+        }
+        if (!ok) continue;
+        if (a.depends_on.length > 0 && blockedBy(s, a).length > 0) continue;
+        best = a;
+      }
+      if (!best) return [];
+      const until = new Date(nowMs + lease * 1000).toISOString();
+      return [
+        {
+          op: 'ask_claim',
+          summary: `ask_claim ${best.ask_id} by ${caller.actor} (next)`,
+          args: { lane_id: args.lane_id, ask_id: best.ask_id, lease_seconds: lease },
+          out: {
+            lease_expires_at: until,
+            renewed: false,
+            ...(best.state === 'claimed'
+              ? { expired_holder: best.holder, expired_at: best.lease_expires_at }
+              : {}),
+          },
+        },
+      ];
+    },
+    result: (s, op) => {
+      if (op === null) return null;
+      if (op.op !== 'ask_claim') throw unexpectedOp(op, 'ask_claim');
+      return askView(s, s.asks.get(op.args.ask_id)!, repo.clock());
+    },
+  });
+  // Nothing claimable: {ask: null} at the revision that was looked at.
+  return { ask: r.result, revision: r.revision, replayed: r.replayed };
 }
 
 export interface AskReleaseArgs extends WriteOpts {
@@ -365,18 +463,8 @@ export async function askAnswer(
     (await repo.lane(args.lane_id).priorOp(caller.actor, args.idempotency_key)) !== undefined;
   if (args.changeset && !retry) {
     check((await readLane(repo, args.lane_id)).state, repo.clock());
-    const changes = new Map<string, Buffer | null>();
-    for (const f of args.changeset.files) {
-      assertTreePath(f.path, 'changeset.files.path');
-      if (changes.has(f.path))
-        throw new ZzError('invalid_argument', `changeset.files: ${f.path} appears twice`);
-      changes.set(
-        f.path,
-        f.content === null
-          ? null
-          : Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8'),
-      );
-    }
+    // The one path policy, against the base, before anything is written (hardening 11.8).
+    const changes = await changesetChanges(repo, args.changeset.base, args.changeset.files);
     changesetId = newChangesetId();
     changesetCommit = await repo.store.writeCodeCommit({
       base: args.changeset.base,
@@ -393,7 +481,7 @@ export async function askAnswer(
     decide: (s, meta) => {
       const ask = check(s, meta.now);
       const followUps = followUpsFor(s, ask, args, changesetId);
-      const main: OpSpec = {
+      const main: LaneOpSpec = {
         op: 'ask_answer',
         summary: `ask_answer ${ask.ask_id}: ${args.outcome}`,
         args: {
@@ -413,33 +501,36 @@ export async function askAnswer(
         },
         out: {
           ...(changesetId ? { changeset_id: changesetId, changeset_commit: changesetCommit } : {}),
-          follow_ups: followUps.map((f) => f.out!.ask_id),
+          follow_ups: followUps.map((f) => f.out.ask_id),
         },
       };
       return [main, ...followUps];
     },
     result: (s, op) => {
+      if (op?.op !== 'ask_answer') throw unexpectedOp(op, 'ask_answer');
       const now = repo.clock();
-      const ids = (op.out?.follow_ups as string[] | undefined) ?? [];
+      const ids = op.out?.follow_ups ?? [];
       return {
         ask: askView(s, s.asks.get(args.ask_id)!, now),
         follow_ups: ids
           .map((id) => s.asks.get(id))
           .filter((a): a is AskDoc => !!a)
           .map((a) => askView(s, a, now)),
-        changeset_id: typeof op.out?.changeset_id === 'string' ? op.out.changeset_id : null,
+        changeset_id: op.out?.changeset_id ?? null,
+        op,
       };
     },
   });
   // The ref follows the answer; a retry (replay) after a crash between the two repairs it.
-  const csId = r.op.out?.changeset_id;
-  const csCommit = r.op.out?.changeset_commit;
+  const { op: answerOp, ...answered } = r.result;
+  const csId = answerOp.out?.changeset_id;
+  const csCommit = answerOp.out?.changeset_commit;
   if (typeof csId === 'string' && typeof csCommit === 'string') {
     if ((await repo.store.head(CHANGESETS_PREFIX + csId)) === null) {
       await repo.store.setRef(CHANGESETS_PREFIX + csId, null, csCommit);
     }
   }
-  return { ...r.result, revision: r.revision, replayed: r.replayed };
+  return { ...answered, revision: r.revision, replayed: r.replayed };
 }
 
 function followUp(
@@ -450,7 +541,7 @@ function followUp(
   body: string,
   payload: Record<string, unknown>,
   reason: string,
-): OpSpec {
+): AskPostSpec {
   const askId = newAskId();
   return {
     op: 'ask_post',
@@ -475,7 +566,7 @@ function followUpsFor(
   ask: AskDoc,
   args: AskAnswerArgs,
   changesetId: string | null,
-): OpSpec[] {
+): AskPostSpec[] {
   if (ask.kind === 'work' && args.outcome === 'complete' && changesetId) {
     return [
       followUp(

@@ -1,18 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import {
-  diffTreeRaw,
-  isAncestor,
-  mergeTrees,
-  TreeReader,
-  updateBranch,
-} from '../git/branch-update.js';
-import { assertTreePath, parseCommit, printable, type GitRepository } from '../git/index.js';
-import { runInSandbox, type SandboxResult } from '../git/sandbox.js';
+import { isAncestor, mergeTrees, TreeReader, updateBranch } from '../git/branch-update.js';
+import { printable, readCommit, type GitRepository } from '../git/index.js';
 import type { AskDoc } from '../schema/lane.js';
-import type { OpRecord, OpSpec } from '../store/index.js';
+import { checkChangeset, checkFiles, type ChangeFileInput } from './changesets-policy.js';
+import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
-import type { LaneState } from './lane-state.js';
+import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta } from './lanes.js';
 import { askView, type AskView } from './views.js';
 import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
@@ -28,11 +22,7 @@ import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
 const LANDING_KINDS = new Set(['submit_changeset', 'resolve_conflict']);
 const MAX_TITLE = 300;
 
-export interface CommitFileInput {
-  path: string;
-  content: string | null;
-  encoding?: 'utf8' | 'base64';
-}
+export type CommitFileInput = ChangeFileInput;
 
 export interface CommitChangesetArgs {
   lane_id: string;
@@ -88,116 +78,6 @@ function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
 const firstLine = (s: string) => (s.split('\n')[0] ?? '').trim();
 const clip = (s: string, n: number) => (s.length <= n ? s : s.slice(0, n - 1) + '…');
 const short = (oid: string) => oid.slice(0, 12);
-
-function badPath(path: string, why: string): ZzError {
-  return new ZzError('invalid_argument', `path "${printable(path)}" is not allowed: ${why}`, {
-    path,
-  });
-}
-
-/**
- * Checks the files of a direct commit against the tree they are applied to: no symlink (or
- * file, or submodule) on the way to a path, no content written over a symlink, directory or
- * submodule, no deletion of what is not a file.
- */
-async function checkFiles(
-  trees: TreeReader,
-  tree: string,
-  files: readonly CommitFileInput[],
-): Promise<Map<string, Buffer | null>> {
-  const changes = new Map<string, Buffer | null>();
-  for (const f of files) {
-    assertTreePath(f.path, 'files.path');
-    if (changes.has(f.path)) {
-      throw new ZzError('invalid_argument', `files: ${printable(f.path)} appears twice`);
-    }
-    changes.set(
-      f.path,
-      f.content === null
-        ? null
-        : Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8'),
-    );
-  }
-  for (const [path, content] of changes) {
-    for (const [other, c] of changes) {
-      if (other.startsWith(path + '/') && content !== null && c !== null) {
-        throw badPath(other, `"${printable(path)}" is written as a file in the same commit`);
-      }
-    }
-    const { entry, blockedAt } = await trees.walk(tree, path);
-    if (blockedAt && content === null) {
-      throw badPath(path, 'it does not exist, so it cannot be deleted');
-    }
-    if (blockedAt) {
-      const kind = blockedAt.entry.mode;
-      if (kind === '120000') throw badPath(path, `"${printable(blockedAt.path)}" is a symlink`);
-      if (kind === '160000') throw badPath(path, `"${printable(blockedAt.path)}" is a submodule`);
-      // A file where a directory is needed: only when the same commit deletes that file.
-      if (changes.get(blockedAt.path) !== null) {
-        throw badPath(
-          path,
-          `"${printable(blockedAt.path)}" is a file; delete it in the same commit to make it a directory`,
-        );
-      }
-      continue;
-    }
-    if (!entry) {
-      if (content === null) throw badPath(path, 'it does not exist, so it cannot be deleted');
-      continue;
-    }
-    if (entry.mode === '120000' && content !== null) {
-      throw badPath(path, 'it is a symlink; writing through it is refused');
-    }
-    if (entry.mode === '040000') throw badPath(path, 'it is a directory');
-    if (entry.mode === '160000') throw badPath(path, 'it is a submodule');
-  }
-  return changes;
-}
-
-/** A changeset commit is held to the same path rules as a direct commit, against its base. */
-async function checkChangeset(
-  git: GitRepository,
-  trees: TreeReader,
-  base: string,
-  commit: string,
-): Promise<void> {
-  const baseTree = await trees.treeOfCommit(base);
-  for (const c of await diffTreeRaw(git, base, commit)) {
-    assertTreePath(c.path, 'changeset path');
-    const { entry, blockedAt } = await trees.walk(baseTree, c.path);
-    if (blockedAt?.entry.mode === '120000') {
-      throw badPath(c.path, `"${printable(blockedAt.path)}" is a symlink in the base commit`);
-    }
-    if (entry?.mode === '120000' && c.newMode !== null && c.newMode !== '120000') {
-      throw badPath(c.path, 'it is a symlink in the base commit; writing through it is refused');
-    }
-    if (c.newMode === '120000' && c.newOid) {
-      const blob = await git.catFile.read(c.newOid);
-      const target = blob?.data.toString('utf8') ?? '';
-      if (escapes(c.path, target)) {
-        throw badPath(
-          c.path,
-          `it is a symlink pointing outside the repository (${printable(target)})`,
-        );
-      }
-    }
-  }
-}
-
-/** A symlink at `path` whose target leaves the tree (absolute, or too many `..`). */
-function escapes(path: string, target: string): boolean {
-  if (target.startsWith('/') || /^[A-Za-z]:[\\/]/.test(target) || target.includes('\\'))
-    return true;
-  const stack = path.split('/').slice(0, -1);
-  for (const part of target.split('/')) {
-    if (part === '' || part === '.') continue;
-    if (part === '..') {
-      if (stack.length === 0) return true;
-      stack.pop();
-    } else stack.push(part);
-  }
-  return false;
-}
 
 const newAskId = () => 'ask-' + randomBytes(5).toString('hex');
 
@@ -316,11 +196,8 @@ export async function commitChangeset(
       const id = args.changeset_id!;
       const cs = await git.refs.read(CHANGESETS_PREFIX + id);
       if (!cs) throw new ZzError('not_found', `changeset ${id} does not exist`);
-      const obj = await git.catFile.read(cs);
-      if (!obj || obj.type !== 'commit') {
-        throw new ZzError('not_found', `changeset ${id} does not name a commit`);
-      }
-      const data = parseCommit(obj.data);
+      const data = await readCommit(git.catFile, cs);
+      if (!data) throw new ZzError('not_found', `changeset ${id} does not name a commit`);
       if (data.parents.length !== 1) {
         throw new ZzError(
           'invalid_argument',
@@ -390,7 +267,7 @@ async function record(
   const r = await repo.lane(args.lane_id).mutate({
     ...mutationOpts(caller, args),
     request,
-    decide: (s): OpSpec[] => {
+    decide: (s): LaneOpSpec[] => {
       if (!landed) throw new ZzError('internal', 'commit_changeset replay found no prior op');
       const ask = s.asks.get(args.ask_id);
       const answer =
@@ -403,7 +280,7 @@ async function record(
         : landed.merged
           ? 'merged onto ' + short(landed.head)
           : 'already on the branch';
-      const main: OpSpec = {
+      const main: LaneOpSpec = {
         op: 'commit_changeset',
         summary: `commit_changeset ${short(landed.commit)} to ${landed.branch} (${how})`,
         args: {
@@ -451,7 +328,7 @@ async function record(
     result: (s, op) => ({ s, op }),
   });
   const { s, op } = r.result;
-  if (op.op !== 'commit_changeset') throw conflictError(op);
+  if (op?.op !== 'commit_changeset') throw conflictError(op);
   const out = op.out ?? {};
   return {
     commit: String(out.commit),
@@ -476,8 +353,8 @@ interface ConflictInfo {
 }
 
 /** The 409 a conflicted landing answers, rebuilt from the resolve_conflict Ask it posted. */
-function conflictError(op: OpRecord): ZzError {
-  const p = (op.args.payload ?? {}) as Record<string, unknown>;
+function conflictError(op: OpRecord | null): ZzError {
+  const p = (op?.args.payload ?? {}) as Record<string, unknown>;
   const paths = Array.isArray(p.conflicting_paths) ? (p.conflicting_paths as string[]) : [];
   return new ZzError(
     'merge_conflict',
@@ -486,7 +363,7 @@ function conflictError(op: OpRecord): ZzError {
       .map(printable)
       .join(
         ', ',
-      )}${paths.length > 20 ? ` and ${paths.length - 20} more` : ''}; resolve_conflict Ask ${String(op.out?.ask_id)} was posted`,
+      )}${paths.length > 20 ? ` and ${paths.length - 20} more` : ''}; resolve_conflict Ask ${String(op?.out?.ask_id)} was posted`,
     {
       changeset_id: p.changeset_id,
       branch: p.branch,
@@ -494,7 +371,7 @@ function conflictError(op: OpRecord): ZzError {
       base: p.base,
       conflicting_paths: paths,
       messages: p.messages,
-      resolve_conflict_ask_id: op.out?.ask_id,
+      resolve_conflict_ask_id: op?.out?.ask_id,
     },
   );
 }
@@ -543,7 +420,7 @@ async function conflict(
   const r = await repo.lane(args.lane_id).mutate({
     ...mutationOpts(caller, args),
     request,
-    decide: (): OpSpec => {
+    decide: (): LaneOpSpec => {
       const askId = newAskId();
       const title = clip(
         `Resolve conflict: ${firstLine(origin.title.replace(/^Submit: /, ''))}`,
@@ -571,46 +448,4 @@ async function conflict(
     result: (_s, op) => op,
   });
   throw conflictError(r.result);
-}
-
-// ---------------------------------------------------------------------------------------------
-// run_in_sandbox
-
-export interface SandboxArgs {
-  commit?: string;
-  changeset_id?: string;
-  command: string[];
-  timeout_ms?: number;
-  max_output_bytes?: number;
-  env?: Record<string, string>;
-  actor?: string;
-}
-
-/** Runs a command in a throwaway checkout of a commit or of a changeset. */
-export async function sandboxRun(
-  repo: ZzRepo,
-  callerIn: Caller | null,
-  args: SandboxArgs,
-): Promise<SandboxResult & { changeset_id: string | null }> {
-  assertSelf(requireCaller(callerIn), args.actor, 'actor');
-  if ((args.commit === undefined) === (args.changeset_id === undefined)) {
-    throw new ZzError('invalid_argument', 'pass exactly one of commit and changeset_id');
-  }
-  const git = requireGit(repo);
-  let commit = args.commit;
-  if (args.changeset_id !== undefined) {
-    const cs = await git.refs.read(CHANGESETS_PREFIX + args.changeset_id);
-    if (!cs) throw new ZzError('not_found', `changeset ${args.changeset_id} does not exist`);
-    commit = cs;
-  }
-  const r = await runInSandbox({
-    gitdir: git.gitdir,
-    ...(git.workTree ? { workTree: git.workTree } : {}),
-    commit: commit!,
-    command: args.command,
-    ...(args.timeout_ms === undefined ? {} : { timeout_ms: args.timeout_ms }),
-    ...(args.max_output_bytes === undefined ? {} : { max_output_bytes: args.max_output_bytes }),
-    ...(args.env === undefined ? {} : { env: args.env }),
-  });
-  return { ...r, changeset_id: args.changeset_id ?? null };
 }

@@ -4,6 +4,8 @@ export * from './access.js';
 export * from './admin.js';
 export * from './asks.js';
 export * from './changesets.js';
+export * from './changesets-policy.js';
+export * from './changesets-sandbox.js';
 export * from './config-state.js';
 export * from './events.js';
 export * from './git-reads.js';

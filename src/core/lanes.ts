@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, Scope } from '../schema/lane.js';
+import { laneId } from '../schema/ids.js';
+import type { LaneOp } from '../schema/lane-ops.js';
 import type { Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
 import type { LaneState } from './lane-state.js';
@@ -13,7 +15,7 @@ import {
   type HistoryEntry,
   type LaneView,
 } from './views.js';
-import type { ZzRepo } from './zz-repo.js';
+import { laneRef, type ZzRepo } from './zz-repo.js';
 
 // Lane use cases: propose, read, list, relate, grant. Each write is one Entity mutation whose
 // decide() re-checks every rule against the state it will apply to.
@@ -181,19 +183,57 @@ function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
   };
 }
 
-export async function laneList(repo: ZzRepo): Promise<{ lanes: LaneSummary[] }> {
-  const now = repo.clock();
+/** An entity that cannot be read, reported by its ref instead of failing every read. */
+export type CorruptEntity = { ref: string; error: string };
+
+/**
+ * Every Lane that can be read, and every ref under refs/zz/lanes/ that cannot (a malformed op,
+ * a ref at a blob, a Lane copied under another name, a name that is not a lane id). One bad
+ * Lane never hides the others; other failures (I/O) still throw.
+ */
+export async function readLanes(repo: ZzRepo): Promise<{
+  lanes: Array<{ id: string; snap: Snapshot<LaneState, LaneOp> }>;
+  corrupt: CorruptEntity[];
+}> {
   const ids = await repo.laneIds();
-  const snaps = await Promise.all(ids.map((id) => repo.lane(id).read()));
-  const lanes: LaneSummary[] = [];
-  for (const snap of snaps) {
-    if (!snap.state.lane) continue;
-    lanes.push({
-      ...laneView(snap.state.lane, snap.revision),
+  const read = await Promise.allSettled(
+    ids.map((id) =>
+      laneId.safeParse(id).success
+        ? repo.lane(id).read()
+        : Promise.reject(
+            new ZzError('entity_corrupt', `${laneRef(id)}: "${id}" is not a lane id`, {
+              ref: laneRef(id),
+            }),
+          ),
+    ),
+  );
+  const lanes: Array<{ id: string; snap: Snapshot<LaneState, LaneOp> }> = [];
+  const corrupt: CorruptEntity[] = [];
+  read.forEach((r, i) => {
+    const id = ids[i]!;
+    if (r.status === 'fulfilled') {
+      if (r.value.state.lane) lanes.push({ id, snap: r.value });
+    } else if (r.reason instanceof ZzError && r.reason.code === 'entity_corrupt') {
+      corrupt.push({ ref: laneRef(id), error: r.reason.message });
+    } else {
+      throw r.reason;
+    }
+  });
+  return { lanes, corrupt };
+}
+
+export async function laneList(
+  repo: ZzRepo,
+): Promise<{ lanes: LaneSummary[]; corrupt: CorruptEntity[] }> {
+  const now = repo.clock();
+  const { lanes, corrupt } = await readLanes(repo);
+  return {
+    lanes: lanes.map(({ snap }) => ({
+      ...laneView(snap.state.lane!, snap.revision),
       counts: laneCounts(snap.state, now),
-    });
-  }
-  return { lanes };
+    })),
+    corrupt,
+  };
 }
 
 export type LaneAddRelatedArgs = WriteOpts & {

@@ -4,12 +4,14 @@ import { ZzError } from '../errors.js';
 import {
   ensureZzRefspec,
   fetchZz,
-  git,
+  gitPath,
   isAncestor,
   listRemotes,
   remoteTrackingPrefix,
 } from '../git/index.js';
+import type { SshSigningKey } from '../git/index.js';
 import { initRepo } from './admin.js';
+import { signAs } from './sync/authenticity.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // `zz init` and the fast-forward half of sync: bring remote zz state in, adopt it where we
@@ -42,6 +44,10 @@ export interface InitOptions {
   hookCommand: { node: string; main: string };
   /** Skip fetching from remotes (tests, offline). */
   noFetch?: boolean;
+  /** The owner's signing key: commits are signed with it and a new config registers it. */
+  signingKey?: SshSigningKey;
+  /** A new config requires every op to be signed by a key of its actor. */
+  signed?: boolean;
 }
 
 export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitReport> {
@@ -68,7 +74,10 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
   }
   report.adopted = (await fastForwardFromRemotes(repo)).adopted;
   const branch = await repo.defaultBranch();
+  if (opts.signingKey) signAs(repo, opts.owner, opts.signingKey);
   const r = await initRepo(repo, {
+    ...(opts.signingKey ? { owner_keys: [opts.signingKey.publicKey] } : {}),
+    ...(opts.signed ? { signed: true } : {}),
     owner: opts.owner,
     visibility: opts.visibility,
     default_branch: branch,
@@ -129,9 +138,7 @@ async function installHooks(
     0o644,
   );
   // core.hooksPath may move hooks; ask git where they are.
-  const hooksDir = await git(['rev-parse', '--path-format=absolute', '--git-path', 'hooks'], {
-    cwd,
-  });
+  const hooksDir = await gitPath(cwd, 'hooks');
   for (const hook of HOOKS) {
     const file = join(hooksDir, hook);
     const existing = await fsp.readFile(file, 'utf8').catch(() => null);

@@ -4,6 +4,7 @@ import type { TokenStore } from '../core/token-store.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
 import { createDashboard } from '../web/index.js';
+import { startMaintenance, type Maintenance } from './maintenance.js';
 import { lazyMcpHandler } from './mcp-mount.js';
 import { openServedRepos } from './served-repos.js';
 
@@ -28,6 +29,8 @@ export interface DaemonOptions {
   heartbeatMs?: number;
   /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
   cacheDir?: string;
+  /** Background `git gc --auto`: commits between runs, and the slow timer (see maintenance.ts). */
+  gc?: { everyCommits?: number; everyMs?: number };
 }
 
 export interface Daemon {
@@ -38,6 +41,8 @@ export interface Daemon {
   tokens: TokenStore;
   /** The token store of a served repository (by key); each repo honours only its own tokens. */
   tokensFor(key: string): TokenStore | undefined;
+  /** The background `git gc --auto` runs (idle() for tests). */
+  maintenance: Maintenance;
   /** Stops accepting, finishes in-flight requests, closes the repositories, removes daemon.json. */
   close(): Promise<void>;
 }
@@ -119,11 +124,14 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         repo: key,
       });
 
+    const maintenance = startMaintenance(repos, { log, ...opts.gc });
+
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
         try {
           await server.close();
+          await maintenance.close();
           for (const t of tokenStores.values()) await t.flush();
           await ladder?.close();
         } finally {
@@ -136,6 +144,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       repos,
       tokens: served.primary.tokens,
       tokensFor: (key) => tokenStores.get(key),
+      maintenance,
       close,
     };
   } catch (e) {

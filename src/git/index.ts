@@ -4,6 +4,7 @@
 export * from './cat-file.js';
 export * from './config-value.js';
 export * from './native-git.js';
+export * from './maintenance.js';
 export * from './objects.js';
 export * from './queries.js';
 export * from './ref-names.js';
@@ -11,3 +12,4 @@ export * from './ref-store.js';
 export * from './repository.js';
 export * from './remotes.js';
 export * from './zz-transport.js';
+export * from './ssh-signature.js';

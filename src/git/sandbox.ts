@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { ZzError } from '../errors.js';
 import { assertRevArg, runGit } from './native-git.js';
+import { signalRun, sweepRun, type SweepMark } from './process-sweep.js';
 
 // run_in_sandbox: a command in a throwaway checkout of one commit. The checkout is a detached
 // linked worktree in a fresh temp dir, so it costs one checkout and shares the object store.
@@ -42,6 +44,8 @@ const TIMEOUT_DEFAULT = 120_000;
 const TIMEOUT_MAX = 1_800_000;
 const OUTPUT_DEFAULT = 64 * 1024;
 const OUTPUT_MAX = 16 * 1024 * 1024;
+/** The environment variable that marks every process of one run. */
+const MARK_VAR = 'ZZ_SANDBOX_RUN';
 /** After SIGTERM, how long the process group gets before SIGKILL. */
 const KILL_GRACE_MS = 2_000;
 /** After the command exits, how long to wait for descendants holding its pipes. */
@@ -134,15 +138,6 @@ class Capture {
   }
 }
 
-function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // ESRCH: the group is already gone.
-  }
-}
-
 interface RunOutcome {
   exit_code: number | null;
   signal: string | null;
@@ -158,7 +153,11 @@ function runCommand(
   timeout: number,
   out: Capture,
   err: Capture,
+  runDir: string,
 ): Promise<RunOutcome> {
+  // Every process the command starts inherits this variable: how the sweep finds the ones
+  // that left the process group (process-sweep.ts).
+  const marker = `${MARK_VAR}=${randomBytes(12).toString('hex')}`;
   return new Promise((resolve) => {
     const started = performance.now();
     let timedOut = false;
@@ -169,14 +168,21 @@ function runCommand(
     // detached: the command leads its own process group, so the whole tree can be signalled.
     const child = spawn(command[0]!, command.slice(1), {
       cwd,
-      env,
+      env: { ...env, [MARK_VAR]: marker.slice(MARK_VAR.length + 1) },
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const finish = (spawnError: NodeJS.ErrnoException | null) => {
+    const mark = (): SweepMark | null =>
+      child.pid === undefined ? null : { env: marker, dir: runDir, root: child.pid };
+    let swept: Promise<unknown> = Promise.resolve();
+    const finish = async (spawnError: NodeJS.ErrnoException | null) => {
       if (settled) return;
       settled = true;
       for (const t of timers) clearTimeout(t);
+      // Nothing the command started outlives the answer (or the checkout it runs in).
+      await swept;
+      const m = mark();
+      if (m) await sweepRun(m);
       resolve({
         exit_code: exited?.code ?? null,
         signal: exited?.signal ?? null,
@@ -189,31 +195,35 @@ function runCommand(
     child.stderr.on('data', (b: Buffer) => err.push(b));
     child.on('error', (e: NodeJS.ErrnoException) => {
       // A spawn failure (ENOENT, EACCES) never exits; a failed kill is not fatal.
-      if (child.pid === undefined) finish(e);
+      if (child.pid === undefined) void finish(e);
     });
     timers.push(
       setTimeout(() => {
         timedOut = true;
-        killGroup(child.pid, 'SIGTERM');
-        timers.push(setTimeout(() => killGroup(child.pid, 'SIGKILL'), KILL_GRACE_MS));
+        const m = mark();
+        if (!m) return;
+        signalRun(m, 'SIGTERM');
+        timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
       }, timeout),
     );
     child.on('exit', (code, signal) => {
       exited = { code, signal };
       duration = performance.now() - started;
-      // Descendants left in the group (`cmd &`) must not outlive the checkout they run in.
-      killGroup(child.pid, 'SIGKILL');
-      // One that left the group and still holds our pipes must not hold the answer.
+      // Descendants (`cmd &`, `setsid cmd &`) must not outlive the checkout they run in; once
+      // they are gone, nothing holds our pipes open.
+      const m = mark();
+      if (m) swept = sweepRun(m);
+      // One that could not be killed and still holds our pipes must not hold the answer.
       timers.push(
         setTimeout(() => {
           child.stdout.destroy();
           child.stderr.destroy();
-          finish(null);
+          void finish(null);
         }, PIPE_GRACE_MS),
       );
     });
     child.on('close', () => {
-      if (exited) finish(null);
+      if (exited) void finish(null);
     });
   });
 }
@@ -262,8 +272,10 @@ async function dropWorktreeEntry(gitdir: string, checkout: string): Promise<void
 /**
  * Runs `command` in a fresh detached checkout of `commit` and removes the checkout afterwards,
  * whatever happened (non-zero exit, crash, timeout, spawn failure). The environment is only
- * PATH, HOME (an empty temp dir), LANG=C.UTF-8 and TMPDIR (a temp dir), plus `env`. On timeout
- * the command's whole process group gets SIGTERM, then SIGKILL two seconds later.
+ * PATH, HOME (an empty temp dir), LANG=C.UTF-8 and TMPDIR (a temp dir), plus `env` (and the
+ * run's marker variable). On timeout every process of the run (its group, and those that left
+ * it: process-sweep.ts) gets SIGTERM, then SIGKILL two seconds later; when the command exits,
+ * whatever it left running is killed before the answer is returned.
  */
 export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult> {
   const { timeout, cap, env: extraEnv } = validate(opts);
@@ -316,7 +328,7 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
     };
     const out = new Capture(cap);
     const err = new Capture(cap);
-    const r = await runCommand(opts.command, checkout, env, timeout, out, err);
+    const r = await runCommand(opts.command, checkout, env, timeout, out, err, base);
     if (r.spawnError) {
       throw new ZzError(
         'invalid_argument',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { Caller, ZzRepo } from '../core/index.js';
+import { isPublicRepo, type Caller, type ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
-import { ERROR_CODES, ZzError } from '../errors.js';
+import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import { runTool, type Registry, type ToolDef, type ToolServices } from '../tools/index.js';
 import { decodePositions, openEventStream } from './event-stream.js';
 import { hostMatcher, originAllowed } from './host-check.js';
@@ -286,6 +286,14 @@ export function createApp(opts: AppOptions): App {
         trace.repo = repo.key;
         trace.tool = 'mcp';
         const caller = await authenticate(req, repo, trace);
+        // Without a token a private repository offers nothing, not even tools/list: a 401
+        // with WWW-Authenticate makes MCP clients ask for a token rather than show no tools.
+        if (!caller && !(await isPublicRepo(repo))) {
+          throw new ZzError(
+            'unauthorized',
+            'MCP on this repository needs a bearer token (run `zz login` or `zz agent create`)',
+          );
+        }
         return opts.mcpHandler(req, { repo, caller });
       }
     }
@@ -296,7 +304,15 @@ export function createApp(opts: AppOptions): App {
     throw new ZzError('not_found', `no route for ${method} ${url.pathname.slice(0, 200)}`);
   }
 
-  function errorResponse(e: unknown, trace: Trace): Response {
+  function errorResponse(thrown: unknown, trace: Trace): Response {
+    // A full disk or a read-only repository is named (507/503 with the path), not a 500.
+    const where = trace.repo ? repos.get(trace.repo)?.git?.gitdir : undefined;
+    const e = knownError(thrown, where) ?? thrown;
+    if (e instanceof ZzError && (e.code === 'read_only' || e.code === 'insufficient_storage')) {
+      log(
+        `${new Date().toISOString()} ${e.code} ${trace.repo ?? '-'} ${trace.tool ?? '-'}: ${e.message}`,
+      );
+    }
     if (e instanceof ZzError) {
       const status = ERROR_CODES[e.code].status;
       if (status === 500) {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ZzError } from '../errors.js';
 import { actor } from './ids.js';
+import { treePathProblem } from './tree-path.js';
 
 // A rung is one Ladder entry, stored as `<path>.rung.json` on refs/zz/ladder (DESIGN §2, §6).
 // Its path names a tree location, so it is validated before it can reach a tree or ref.
@@ -51,6 +52,9 @@ export function rungPathProblem(path: string): string | null {
   if (path.includes('\\')) return 'contains a backslash';
   if (path.startsWith('/') || /^[A-Za-z]:/.test(path)) return 'is absolute';
   if (path.startsWith('-')) return 'starts with "-"';
+  // The tree-path policy the store enforces on every write (depth, bidi, C1 controls too).
+  const tree = treePathProblem(path);
+  if (tree !== null) return tree;
   for (const c of path.split('/')) {
     if (c.length === 0) return 'has an empty component';
     if (c === '.' || c === '..') return `has a "${c}" component`;

@@ -3,18 +3,20 @@ import {
   assertTreePath,
   EMPTY_TREE_OID,
   hashObject,
-  parseCommit,
-  parseTree,
+  commitMessages,
+  readCommit,
+  readTree,
   RefCasError,
-  runGit,
   serializeCommit,
   serializeTree,
+  signCommitBody,
   type CommitData,
+  type SshSigningKey,
   type GitRepository,
   type Signature,
   type TreeEntry,
 } from '../git/index.js';
-import { formatOpMessage, parseOpMessage } from './op-message.js';
+import { commitOps, formatOpMessage } from './op-message.js';
 import type {
   CodeCommitRequest,
   CommitRecord,
@@ -35,6 +37,9 @@ export class GitStore implements Store {
   private readonly trees = new Map<string, TreeEntry[]>();
   private readonly commitTrees = new Map<string, string>();
 
+  /** The signing key for commits an actor authors, or null to leave them unsigned. */
+  signer: ((actor: string) => SshSigningKey | null) | null = null;
+
   constructor(private readonly repo: GitRepository) {}
 
   head(ref: string): Promise<string | null> {
@@ -48,10 +53,9 @@ export class GitStore implements Store {
   private async treeOf(revision: string): Promise<string> {
     const cached = this.commitTrees.get(revision);
     if (cached) return cached;
-    const obj = await this.repo.catFile.read(revision);
-    if (!obj || obj.type !== 'commit')
-      throw new ZzError('not_found', `revision ${revision} not found`);
-    const tree = parseCommit(obj.data).tree;
+    const c = await readCommit(this.repo.catFile, revision);
+    if (!c) throw new ZzError('not_found', `revision ${revision} not found`);
+    const tree = c.tree;
     this.remember(this.commitTrees, revision, tree);
     return tree;
   }
@@ -59,9 +63,8 @@ export class GitStore implements Store {
   private async readTree(oid: string): Promise<TreeEntry[]> {
     const cached = this.trees.get(oid);
     if (cached) return cached;
-    const obj = await this.repo.catFile.read(oid);
-    if (!obj || obj.type !== 'tree') throw new ZzError('git_failed', `tree ${oid} is missing`);
-    const entries = parseTree(obj.data);
+    const entries = await readTree(this.repo.catFile, oid);
+    if (!entries) throw new ZzError('git_failed', `tree ${oid} is missing`);
     this.remember(this.trees, oid, entries);
     return entries;
   }
@@ -129,31 +132,11 @@ export class GitStore implements Store {
       const tail = await this.shortTail(head, since);
       if (tail) return tail;
     }
-    const args = [
-      '--git-dir',
-      this.repo.gitdir,
-      'log',
-      '--format=%H%x00%P%x00%B%x1e',
-      '--reverse',
-      '--topo-order',
-      head,
-    ];
-    if (since) args.push('^' + since);
-    args.push('--');
-    const r = await runGit(args, { cwd: this.repo.gitdir });
-    const out: CommitRecord[] = [];
-    for (const rec of r.stdout.toString('utf8').split('\x1e')) {
-      const body = rec.replace(/^\n/, '');
-      if (!body) continue;
-      const [revision, parents, message] = body.split('\0');
-      if (!revision) continue;
-      out.push({
-        revision,
-        parents: parents ? parents.split(' ').filter(Boolean) : [],
-        ops: parseOpMessage(message ?? ''),
-      });
-    }
-    return out;
+    return (await commitMessages(this.repo.gitdir, head, since ?? null)).map((c) => ({
+      revision: c.oid,
+      parents: c.parents,
+      ...commitOps(c.message),
+    }));
   }
 
   // The usual refresh: a few single-parent commits on top of the revision we hold. Reading them
@@ -165,12 +148,11 @@ export class GitStore implements Store {
     const out: CommitRecord[] = [];
     let cur = head;
     for (let i = 0; i < SHORT_TAIL_MAX; i++) {
-      const obj = await this.repo.catFile.read(cur);
-      if (!obj || obj.type !== 'commit') return null;
-      const c = parseCommit(obj.data);
+      const c = await readCommit(this.repo.catFile, cur);
+      if (!c) return null;
       if (c.parents.length !== 1) return null;
       this.remember(this.commitTrees, cur, c.tree);
-      out.push({ revision: cur, parents: c.parents, ops: parseOpMessage(c.message) });
+      out.push({ revision: cur, parents: c.parents, ...commitOps(c.message) });
       if (c.parents[0] === since) return out.reverse();
       cur = c.parents[0]!;
     }
@@ -219,8 +201,11 @@ export class GitStore implements Store {
       committer,
       message: req.message,
     };
-    const oid = hashObject('commit', serializeCommit(commit)).oid;
-    writes.add(this.repo.objects.commit(commit));
+    // Signed with the key of the person the op acts for, when this process holds it.
+    const key = this.signer?.(req.author) ?? null;
+    const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
+    const oid = hashObject('commit', body).oid;
+    writes.add(this.repo.objects.write('commit', body));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     this.remember(this.commitTrees, oid, tree);
@@ -228,11 +213,11 @@ export class GitStore implements Store {
   }
 
   async writeCodeCommit(req: CodeCommitRequest): Promise<string> {
-    const base = await this.repo.catFile.read(req.base);
-    if (!base || base.type !== 'commit') {
+    const base = await readCommit(this.repo.catFile, req.base);
+    if (!base) {
       throw new ZzError('invalid_argument', `base ${req.base} is not a commit in this repository`);
     }
-    const baseTree = parseCommit(base.data).tree;
+    const baseTree = base.tree;
     const changes: Array<[string[], Buffer | string | null]> = [...req.changes].map(([p, c]) => [
       assertTreePath(p).split('/'),
       c,

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { askAnswer, askClaim, askPost, askQueryClaimable, askRelease } from '../core/index.js';
+import {
+  askAnswer,
+  askClaim,
+  askClaimNext,
+  askPost,
+  askQueryClaimable,
+  askRelease,
+} from '../core/index.js';
 import { actor, askId, laneId } from '../schema/ids.js';
 import { askKind } from '../schema/lane.js';
 import { askOut, writeMetaOut } from '../schema/views.js';
@@ -76,6 +83,33 @@ export const askTools = [
     }),
     output: z.strictObject({ asks: z.array(askOut), revision: z.string().nullable() }),
     handler: (args, ctx) => askQueryClaimable(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_claim_next',
+    summary:
+      'Take work: claims the highest-priority, oldest Ask you may claim in a Lane, in one call',
+    description:
+      'This is THE way to take work. The server picks and claims in one commit, so agents never race each other for the same Ask (no query-then-claim). Returns {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key to get the same Ask back. Renew a lease with ask_claim.',
+    toolset: 'asks',
+    annotations: WRITE,
+    input: z.strictObject({
+      lane_id: laneId,
+      kinds: z.array(askKind).max(50).optional().describe('Only Asks of these kinds'),
+      lease_seconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(7 * 24 * 3600)
+        .optional()
+        .describe('Default 1800'),
+      ...createArgs,
+    }),
+    output: z.strictObject({
+      ask: askOut.nullable().describe('The Ask now claimed by you, or null when none is claimable'),
+      revision: z.string().nullable(),
+      replayed: writeMetaOut.replayed,
+    }),
+    handler: (args, ctx) => askClaimNext(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_claim',

@@ -52,6 +52,8 @@ export interface ToolDef<I extends z.ZodObject = z.ZodObject, O extends z.ZodObj
 export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   def: ToolDef<I, O>,
 ): ToolDef {
+  // The registry holds tools of every input type; runTool parses args with def.input before
+  // calling def.handler, so the handler only ever sees the z.infer<I> it was typed with.
   return def as unknown as ToolDef;
 }
 

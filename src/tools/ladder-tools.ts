@@ -2,13 +2,14 @@ import { z } from 'zod';
 import {
   ladderHistory,
   ladderRead,
+  ladderReindex,
+  ladderSearch,
   ladderTree,
   ladderWriteRung,
   MAX_DETAIL_CHARS,
   MAX_WRITE_RUNGS,
-  type ZzRepo,
+  type SearchServices,
 } from '../core/index.js';
-import { ZzError } from '../errors.js';
 import { askId, laneId } from '../schema/ids.js';
 import {
   MAX_DETAIL_BYTES,
@@ -18,15 +19,14 @@ import {
   rungPath,
 } from '../schema/rung.js';
 import { writeMetaOut } from '../schema/views.js';
-import type { LadderSearch, SearchPage, SetRepoResult } from '../search/index.js';
+import type { LadderSearch } from '../search/index.js';
 import { writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
 
 // The Ladder toolset (DESIGN §3, §6): read one rung, the whole tree, one rung's history, search
 // across every repository this front end knows, rebuild this repository's search entries, and
-// a coordinator's rung writes. Search comes from ctx.services.search (the daemon keeps one);
-// without it (the CLI in-process) a one-off index of this repository is used, loaded from the
-// user's cache when it is current. minisearch loads only on that path.
+// a coordinator's rung writes. The search use cases are core/ladder/ladder-search.ts; the index
+// comes from ctx.services.search when the front end keeps one (the daemon does).
 
 const utf8Max = (max: number) => (s: string) => Buffer.byteLength(s, 'utf8') <= max;
 
@@ -55,64 +55,13 @@ const pathArg = rungPath.describe(
   'Rung path: _repo, a folder (src), a file (src/index.ts), _releases/<tag>, _changesets/<sha>, …',
 );
 
-function searchService(ctx: ToolContext): LadderSearch | null {
+function searchServices(ctx: ToolContext): SearchServices {
   const s = ctx.services?.search as Partial<LadderSearch> | undefined;
-  return s && typeof s.search === 'function' && typeof s.setRepo === 'function'
-    ? (s as LadderSearch)
-    : null;
-}
-
-/** A throwaway index of this repository alone (the CLI's in-process path), closed after use. */
-async function withOneOffSearch<T>(
-  repo: ZzRepo,
-  force: boolean,
-  f: (s: LadderSearch, indexed: SetRepoResult | null) => Promise<T> | T,
-): Promise<T> {
-  const [{ LadderSearch }, { defaultCacheDir, indexRepo }] = await Promise.all([
-    import('../search/index.js'),
-    import('../core/ladder/search-sync.js'),
-  ]);
-  const search = new LadderSearch({ cacheDir: defaultCacheDir(), persistDelayMs: 0 });
-  try {
-    return await f(search, await indexRepo(search, repo, { force }));
-  } finally {
-    await search.close().catch(() => {});
-  }
-}
-
-interface SearchArgs {
-  query: string;
-  repo?: string | undefined;
-  kind?: z.infer<typeof rungKind> | undefined;
-  limit?: number | undefined;
-  cursor?: string | undefined;
-}
-
-function runSearch(
-  search: LadderSearch,
-  args: SearchArgs,
-  known: (repo: string) => boolean,
-): SearchPage {
-  try {
-    return search.search({
-      query: args.query,
-      ...(args.repo === undefined ? {} : { repo: args.repo }),
-      ...(args.kind === undefined ? {} : { kind: args.kind }),
-      ...(args.limit === undefined ? {} : { limit: args.limit }),
-      ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
-    });
-  } catch (e) {
-    // A served repository with no Ladder yet has no entries: no hits, not an unknown repo.
-    if (
-      e instanceof ZzError &&
-      e.code === 'not_found' &&
-      args.repo !== undefined &&
-      known(args.repo)
-    ) {
-      return { hits: [], next_cursor: null };
-    }
-    throw e;
-  }
+  const search =
+    s && typeof s.search === 'function' && typeof s.setRepo === 'function'
+      ? (s as LadderSearch)
+      : null;
+  return { search, repos: ctx.services?.repos };
 }
 
 export const ladderTools = [
@@ -228,19 +177,12 @@ export const ladderTools = [
           summary: z.string(),
           score: z.number(),
           anchor: anchorOut.nullable(),
+          stale: z.boolean(),
         }),
       ),
       next_cursor: z.string().nullable(),
     }),
-    handler: async (args, ctx) => {
-      const known = (r: string) =>
-        ctx.services?.repos ? ctx.services.repos.has(r) : r === ctx.repo.key;
-      const search = searchService(ctx);
-      const page = search
-        ? runSearch(search, args, known)
-        : await withOneOffSearch(ctx.repo, false, (s) => runSearch(s, args, known));
-      return { hits: page.hits.map((h) => ({ ...h })), next_cursor: page.next_cursor };
-    },
+    handler: (args, ctx) => ladderSearch(ctx.repo, searchServices(ctx), args),
   }),
   defineTool({
     name: 'ladder_reindex',
@@ -262,22 +204,7 @@ export const ladderTools = [
       source: z.string().nullable(),
       ms: z.number(),
     }),
-    handler: async (_args, ctx) => {
-      const started = performance.now();
-      const search = searchService(ctx);
-      const r = search
-        ? await (
-            await import('../core/ladder/search-sync.js')
-          ).indexRepo(search, ctx.repo, { force: true })
-        : await withOneOffSearch(ctx.repo, true, (_s, indexed) => indexed);
-      return {
-        repo: ctx.repo.key,
-        ladder_oid: r?.ladder_oid ?? null,
-        docs: r?.docs ?? 0,
-        source: r?.source ?? null,
-        ms: Math.round((performance.now() - started) * 10) / 10,
-      };
-    },
+    handler: (_args, ctx) => ladderReindex(ctx.repo, searchServices(ctx)),
   }),
   defineTool({
     name: 'ladder_write_rung',

@@ -9,7 +9,14 @@ import {
 } from '../core/index.js';
 import { actor, laneId, newLaneId } from '../schema/ids.js';
 import { askKind, scope } from '../schema/lane.js';
-import { askOut, countsOut, historyOut, laneOut, writeMetaOut } from '../schema/views.js';
+import {
+  askOut,
+  corruptOut,
+  countsOut,
+  historyOut,
+  laneOut,
+  writeMetaOut,
+} from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
 
@@ -71,7 +78,10 @@ export const laneTools = [
     publicRead: true,
     annotations: READ,
     input: z.strictObject({}),
-    output: z.strictObject({ lanes: z.array(laneOut.extend({ counts: countsOut })) }),
+    output: z.strictObject({
+      lanes: z.array(laneOut.extend({ counts: countsOut })),
+      corrupt: z.array(corruptOut).describe('Lane refs that cannot be read, with why'),
+    }),
     handler: (_args, ctx) => laneList(ctx.repo),
   }),
   defineTool({

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -547,10 +548,28 @@ describe('commit_changeset', () => {
         'invalid_argument',
       );
     }
-    // A changeset made through ask_answer that goes through the symlink is refused at landing.
-    const { csId, askId: submit } = await env.changeset([{ path: 'outside/passwd', content: 'x' }]);
+    // ask_answer refuses a changeset through the symlink when it is recorded (hardening 11.8);
+    // one whose ref arrived another way (a sync, a push) is still refused at landing.
+    await rejects(
+      env.changeset([{ path: 'outside/passwd', content: 'x' }]),
+      'invalid_argument',
+      /symlink/,
+    );
+    const idx = join(env.dir, '.git', 'evil-index');
+    const plumb = (...args: string[]) =>
+      execFileSync('git', args, {
+        cwd: env.dir,
+        encoding: 'utf8',
+        env: { ...process.env, GIT_INDEX_FILE: idx },
+      }).trim();
+    plumb('read-tree', h1);
+    const blob = plumb('hash-object', '-w', '--stdin');
+    plumb('update-index', '--add', '--replace', '--cacheinfo', `100644,${blob},outside/passwd`);
+    const evil = plumb('commit-tree', plumb('write-tree'), '-p', h1, '-m', 'evil');
+    const csId = 'cs-00000e0e0e';
+    env.git('update-ref', `refs/zz/changesets/${csId}`, evil);
     const e = await rejects(
-      env.commit({ ask_id: submit, changeset_id: csId }),
+      env.commit({ ask_id: await env.submitAsk(), changeset_id: csId }),
       'invalid_argument',
       /symlink/,
     );

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -556,6 +556,18 @@ describe('ladder reads', () => {
     const r = await call(repo, OWNER, 'ladder_search', { query: 'cron schedule strings' });
     expect(r.hits[0]).toMatchObject({ repo: 'acme/tern', path: 'src/schedule.ts', kind: 'file' });
     expect(r.hits[0].anchor.oid).toBe(revParse('HEAD:src/schedule.ts'));
+    expect(r.hits[0].stale).toBe(false);
+    // A commit that changes the file (no rebuild): the hit says its rung is stale.
+    const before = readFileSync(join(dir, 'src/schedule.ts'), 'utf8');
+    commitFile(dir, 'src/schedule.ts', `${before}\n// touched\n`, 'chore: touch schedule');
+    const after = await call(repo, OWNER, 'ladder_search', { query: 'cron schedule strings' });
+    const hit = after.hits.find((h: { path: string }) => h.path === 'src/schedule.ts');
+    expect(hit.stale).toBe(true);
+    expect(after.hits.filter((h: { stale: boolean }) => h.stale)).toHaveLength(
+      after.hits.filter((h: { path: string }) =>
+        ['src/schedule.ts', 'src', '_repo'].includes(h.path),
+      ).length,
+    );
     const files = await call(repo, OWNER, 'ladder_search', {
       query: 'operator guide',
       kind: 'directory',

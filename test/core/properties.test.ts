@@ -20,6 +20,7 @@ import {
   gitRepo,
   memoryRepo,
   OWNER,
+  parsedLaneOp,
 } from '../helpers/core-fixture.js';
 
 // Random sequences of tool calls by random actors, run through runTool exactly as the
@@ -1005,7 +1006,7 @@ async function checkFold(
 ): Promise<void> {
   const folded = laneCodec.empty();
   for (const c of await repo.store.history(laneRef(laneId)))
-    for (const op of c.ops) laneCodec.apply(folded, op);
+    for (const op of c.ops) laneCodec.apply(folded, parsedLaneOp(op));
   const stored = laneStateFromFiles(await repo.store.readAll(revision));
   // isDeepStrictEqual tells `{x: undefined}` from `{}` (a value JSON drops on the way to the
   // tree), which expect's equality does not do inside Maps; expect only prints a diff.

@@ -9,7 +9,8 @@ import { readDaemonInfo, startDaemon, type Daemon } from '../../src/daemon/index
 import { TokenStore } from '../../src/core/token-store.js';
 import { ALL_TOOLS, defineTool, Registry, WRITE } from '../../src/tools/index.js';
 import { jsonClient } from '../helpers/http-client.js';
-import { makeRepo } from '../helpers/temp-repo.js';
+import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
+import { countObjects } from '../../src/git/index.js';
 
 const OWNER = { actor: 'owner@example.com' };
 const cleanups: Array<() => unknown> = [];
@@ -189,6 +190,47 @@ describe('startDaemon', () => {
     expect(await readDaemonInfo(gitdirOf(main))).toMatchObject({ url: d.url, repo: 'acme/main' });
     await d.close();
     expect(existsSync(join(gitdirOf(other), 'zz', 'daemon.json'))).toBe(false);
+  });
+
+  it('runs git gc --auto in the background: a write load leaves few loose objects', async () => {
+    const dir = repoDir();
+    // git packs once it estimates more than gc.auto loose objects; a low bar keeps this quick.
+    spawnSync('git', ['config', 'gc.auto', '100'], { cwd: dir });
+    // git estimates the loose count from objects/17/ alone (more than ceil(gc.auto/256) there),
+    // so a small load may or may not pass the bar by chance: two blobs known to hash into 17/
+    // make the estimate certain. They are also objects written but not yet referenced (as by
+    // a concurrent writer), which gc must keep.
+    const fresh = ['seed-47', 'seed-209'].map((text) =>
+      spawnSync('git', ['hash-object', '-w', '--stdin'], {
+        cwd: dir,
+        input: `${text}\n`,
+        encoding: 'utf8',
+      }).stdout.trim(),
+    );
+    expect(fresh.every((o) => o.startsWith('17'))).toBe(true);
+    const d = await start(dir, { gc: { everyCommits: 40 } });
+    const repo = [...d.repos.values()][0]!;
+    await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
+    const { token } = await d.tokens.create(OWNER.actor, 'login');
+    const http = jsonClient(d.url, { token });
+    for (let i = 0; i < 160; i++) {
+      const r = await http.post(`/api/repos/${repo.key}/tools/lane_propose`, {
+        lane_id: `load-${i}`,
+        title: `Load ${i}`,
+      });
+      expect(r.status).toBe(200);
+    }
+    await d.maintenance.idle();
+    http.close();
+    const counts = await countObjects(gitdirOf(dir));
+    // 160 Lanes wrote several hundred objects; most must now be in packs.
+    expect(counts.inPack).toBeGreaterThan(300);
+    expect(counts.count).toBeLessThan(200);
+    for (const o of fresh)
+      expect(spawnSync('git', ['cat-file', '-e', o], { cwd: dir }).status).toBe(0);
+    expect(fsckProblems(dir)).toEqual([]);
+    const lane = await laneGet(repo, OWNER, { lane_id: 'load-0' });
+    expect(lane.lane.title).toBe('Load 0');
   });
 
   it('close() waits for an in-flight write, then refuses new connections', async () => {

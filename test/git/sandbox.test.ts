@@ -111,8 +111,10 @@ describe('runInSandbox', () => {
       expect(vars.get('LANG')).toBe('C.UTF-8');
       expect(vars.get('HOME')!.startsWith(tmpdir())).toBe(true);
       expect(vars.has('ZZ_TEST_SECRET_TOKEN')).toBe(false);
+      // The run's marker: random, and how the sweep finds processes that left the group.
+      expect(vars.get('ZZ_SANDBOX_RUN')).toMatch(/^[0-9a-f]{24}$/);
       expect([...vars.keys()].sort()).toEqual(
-        ['GIVEN', 'HOME', 'LANG', 'PATH', 'PWD', 'TMPDIR'].filter(
+        ['GIVEN', 'HOME', 'LANG', 'PATH', 'PWD', 'TMPDIR', 'ZZ_SANDBOX_RUN'].filter(
           (k) => k !== 'PWD' || vars.has('PWD'),
         ),
       );
@@ -154,6 +156,35 @@ describe('runInSandbox', () => {
     expect(alive(Number(bgPid))).toBe(false);
     expectCleanedUp(checkout);
   });
+
+  // Hardening 11.9: processes that leave the process group (setsid), the session, the
+  // checkout directory or the environment must die with the run too. Each line of the script
+  // escapes one more way and prints the escapee's pid; the run must end with none alive.
+  const ESCAPES = [
+    'setsid sleep 171 & echo $!',
+    `setsid sh -c 'cd / && exec sleep 172' & echo $!`,
+    'setsid env -i sleep 173 & echo $!',
+    `setsid sh -c 'cd / && env -i sleep 174 & echo $! > "$TMPDIR/p4"; sleep 175' &`,
+    'while [ ! -s "$TMPDIR/p4" ]; do sleep 0.01; done; cat "$TMPDIR/p4"',
+  ].join('\n');
+
+  for (const [name, tail, timeout] of [
+    ['exits', 'exit 0', 60_000],
+    ['times out', 'sleep 100', 300],
+  ] as const) {
+    it(`kills what escaped the process group when the command ${name}`, async () => {
+      const r = await runInSandbox(
+        base({ command: ['sh', '-c', `pwd\n${ESCAPES}\n${tail}`], timeout_ms: timeout }),
+      );
+      expect(r.timed_out).toBe(timeout < 1000);
+      const [checkout, ...rest] = r.stdout.trim().split('\n');
+      const pids = rest.map(Number);
+      expect(pids, r.stdout + r.stderr).toHaveLength(4);
+      for (const pid of pids) expect(pid).toBeGreaterThan(1);
+      expect(pids.filter(alive), 'still alive').toEqual([]);
+      expectCleanedUp(checkout);
+    });
+  }
 
   it('escalates to SIGKILL when the command ignores SIGTERM', async () => {
     const r = await runInSandbox(

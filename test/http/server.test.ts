@@ -370,5 +370,35 @@ describe('over a socket', () => {
       'content-type': 'application/json',
     });
     expect(bad.status).toBe(401);
+    // No token on a private repository: even tools/list answers 401 with a Bearer challenge,
+    // so that clients ask for a token instead of showing an empty tool list.
+    for (const method of ['tools/list', 'initialize']) {
+      const anon = await client.send(
+        'POST',
+        `/api/repos/${key}/mcp`,
+        Buffer.from(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method,
+            params:
+              method === 'initialize'
+                ? {
+                    protocolVersion: '2025-06-18',
+                    capabilities: {},
+                    clientInfo: { name: 't', version: '1' },
+                  }
+                : {},
+          }),
+        ),
+        {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        },
+      );
+      expect(anon.status, method).toBe(401);
+      expect(anon.headers['www-authenticate']).toMatch(/^Bearer /);
+    }
   });
 });

@@ -13,6 +13,8 @@ export interface FakeResponse {
   headers?: Record<string, string>;
   body?: unknown;
   hang?: boolean;
+  /** Answer only after this long (a slow model, for lease renewal). */
+  delayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -64,11 +66,15 @@ export async function fakeModelServer(
         hanging.add(res);
         return;
       }
-      res.writeHead(resp.status ?? 200, {
-        'content-type': 'application/json',
-        ...(resp.headers ?? {}),
-      });
-      res.end(JSON.stringify(resp.body ?? {}));
+      const send = () => {
+        res.writeHead(resp.status ?? 200, {
+          'content-type': 'application/json',
+          ...(resp.headers ?? {}),
+        });
+        res.end(JSON.stringify(resp.body ?? {}));
+      };
+      if (resp.delayMs) setTimeout(send, resp.delayMs);
+      else send();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

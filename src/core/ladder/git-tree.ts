@@ -1,51 +1,11 @@
 import { ZzError } from '../../errors.js';
-import { parseCommit, parseTree, runGit, type GitRepository } from '../../git/index.js';
+import { parseCommit, parseTree, type GitRepository } from '../../git/index.js';
 
-// The few reads of the user's code the Ladder needs, over native git and the repository's
-// persistent cat-file: one `ls-tree -r -t` per commit (path → oid for every blob and tree),
-// object ids at a path, peeled tags. Paths are git's, byte for byte (`-z`, no quoting).
+// The few reads of the user's code the Ladder needs through the repository's persistent
+// cat-file: a commit's tree, the object at a path, peeled tags. Listings (ls-tree, log,
+// tags) are typed functions in git/queries.ts; nothing here runs git or parses its output.
 
-export interface TreeItem {
-  path: string;
-  mode: string;
-  type: 'blob' | 'tree' | 'commit';
-  oid: string;
-  /** Blob size in bytes (only with `sizes`); -1 for trees and submodules. */
-  size: number;
-}
-
-/** Every entry below `commit` (trees included), in git's order: a folder before its contents. */
-export async function lsTree(
-  gitdir: string,
-  commit: string,
-  opts: { sizes?: boolean } = {},
-): Promise<TreeItem[]> {
-  const args = ['--git-dir', gitdir, 'ls-tree', '-r', '-t', '-z', '--full-tree'];
-  if (opts.sizes) args.push('-l');
-  args.push(commit);
-  const r = await runGit(args, { cwd: gitdir, maxBuffer: 1024 * 1024 * 1024 });
-  const out: TreeItem[] = [];
-  const text = r.stdout.toString('utf8');
-  let i = 0;
-  while (i < text.length) {
-    const end = text.indexOf('\0', i);
-    const rec = text.slice(i, end < 0 ? text.length : end);
-    i = end < 0 ? text.length : end + 1;
-    const tab = rec.indexOf('\t');
-    if (tab < 0) continue;
-    const meta = rec.slice(0, tab).split(' ').filter(Boolean);
-    const [mode, type, oid, size] = meta;
-    if (!mode || !oid || (type !== 'blob' && type !== 'tree' && type !== 'commit')) continue;
-    out.push({
-      path: rec.slice(tab + 1),
-      mode,
-      type,
-      oid,
-      size: size === undefined || size === '-' ? -1 : Number(size),
-    });
-  }
-  return out;
-}
+export { lsTree, type TreeItem } from '../../git/index.js';
 
 /** The tree of a commit (or of what a tag points at); null when it is not a commit. */
 export async function commitTree(

@@ -34,6 +34,15 @@ export {
   type WrittenRung,
 } from './ladder.js';
 export {
+  ladderReindex,
+  ladderSearch,
+  type LadderReindexResult,
+  type LadderSearchArgs,
+  type LadderSearchPage,
+  type SearchServices,
+  type StaleSearchHit,
+} from './ladder-search.js';
+export {
   applyLadderOp,
   ladderCodec,
   pathsOfOp,

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isZzError } from '../../errors.js';
-import { parseCommit, runGit } from '../../git/index.js';
+import { changedPaths as gitChangedPaths, parseCommit } from '../../git/index.js';
 import { rungPathFromFile, type Rung } from '../../schema/rung.js';
 import {
   LadderSearch,
@@ -107,13 +107,8 @@ export async function startLadderSync(
         return [...paths];
       }
     }
-    const r = await runGit(
-      ['--git-dir', git.gitdir, 'diff-tree', '-r', '--no-renames', '--name-only', '-z', from, to],
-      { cwd: git.gitdir },
-    );
     const paths: string[] = [];
-    for (const file of r.stdout.toString('utf8').split('\0')) {
-      if (!file) continue;
+    for (const file of await gitChangedPaths(git.gitdir, from, to)) {
       try {
         paths.push(rungPathFromFile(file));
       } catch {

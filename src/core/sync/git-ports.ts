@@ -9,7 +9,7 @@ import {
   type PushUpdate,
   type RefUpdate,
 } from '../../git/index.js';
-import type { GitStore} from '../../store/index.js';
+import type { GitStore } from '../../store/index.js';
 import { type FileChanges } from '../../store/index.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 

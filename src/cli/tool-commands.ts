@@ -1,0 +1,114 @@
+import type { Argv } from 'yargs';
+import { ZzError } from '../errors.js';
+import { ALL_TOOLS } from '../tools/registry.js';
+import type { ToolDef } from '../tools/define-tool.js';
+import { connect } from './client.js';
+import { print } from './format.js';
+import type { CliIO } from './io.js';
+import { argsFromOptions, commandPath, toolOptions } from './tool-options.js';
+
+// One subcommand per tool (`lane_propose` → `zz lane propose`), its flags from the tool's
+// schema, and `zz call TOOL --args JSON` for any tool. Groups may add their own subcommands
+// (`zz ladder build`); they are named in the group's line of `zz --help`.
+
+export async function readArgs(
+  io: CliIO,
+  argv: { args?: string; 'args-file'?: string },
+): Promise<Record<string, unknown>> {
+  let text: string | undefined = argv.args;
+  if (argv['args-file'] !== undefined) {
+    const { readFile } = await import('node:fs/promises');
+    const { resolve } = await import('node:path');
+    text =
+      argv['args-file'] === '-'
+        ? await readStdin()
+        : await readFile(resolve(io.cwd, argv['args-file']), 'utf8');
+  }
+  if (text === undefined) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new ZzError('invalid_argument', `--args is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw new ZzError('invalid_argument', '--args must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export async function callTool(
+  io: CliIO,
+  tool: string,
+  args: Record<string, unknown>,
+  json: boolean,
+): Promise<void> {
+  const client = await connect({ cwd: io.cwd, env: io.env });
+  try {
+    print(io, await client.call(tool, args), json, tool);
+  } finally {
+    client.close();
+  }
+}
+
+export type GroupExtension = { subs: string[]; add: (g: Argv, io: CliIO) => Argv };
+
+/**
+ * Adds the tool commands. `argvHasArgs`: the command line passes `--args`, which may hold the
+ * required fields, so yargs must not demand them as flags (the tool's schema still checks).
+ */
+export function addToolCommands(
+  y: Argv,
+  io: CliIO,
+  argvHasArgs: boolean,
+  extensions: Record<string, GroupExtension> = {},
+): Argv {
+  const groups = new Map<string, ToolDef[]>();
+  for (const t of ALL_TOOLS) {
+    const [g] = commandPath(t.name);
+    groups.set(g, [...(groups.get(g) ?? []), t]);
+  }
+  for (const [group, tools] of groups) {
+    const ext = extensions[group];
+    const subs = [...tools.map((t) => commandPath(t.name)[1]), ...(ext?.subs ?? [])];
+    y = y.command(group, subs.join(', '), (g: Argv) => {
+      for (const tool of tools) {
+        const [, sub] = commandPath(tool.name);
+        g = g.command(
+          sub,
+          tool.summary,
+          (c: Argv) => {
+            for (const o of toolOptions(tool)) {
+              c = c.option(o.flag, {
+                describe: o.describe || undefined,
+                type: o.kind === 'json' ? 'string' : o.kind,
+                ...(o.choices ? { choices: o.choices } : {}),
+                ...(o.key !== o.flag ? { alias: o.key } : {}),
+                ...(o.required && !argvHasArgs ? { demandOption: true } : {}),
+              });
+            }
+            return c
+              .option('args', {
+                type: 'string',
+                describe: 'Arguments as a JSON object (flags override)',
+              })
+              .option('json', { type: 'boolean', describe: 'Print JSON' });
+          },
+          async (argv) => {
+            const base = await readArgs(io, argv as { args?: string });
+            const args = argsFromOptions(tool, argv as Record<string, unknown>, base);
+            await callTool(io, tool.name, args, !!argv.json);
+          },
+        );
+      }
+      if (ext) g = ext.add(g, io);
+      return g.demandCommand(1, `choose a ${group} command: ${subs.join(', ')}`);
+    });
+  }
+  return y;
+}

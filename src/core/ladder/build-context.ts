@@ -1,0 +1,205 @@
+import type { GitRepository } from '../../git/index.js';
+import {
+  MAX_SUMMARY_BYTES,
+  MAX_TITLE_CHARS,
+  rungDoc,
+  type Rung,
+  type RungAnchor,
+  type RungGenerator,
+  type RungKind,
+} from '../../schema/rung.js';
+import type { Extract } from './extract.js';
+import { sha } from './ladder.js';
+import type { LadderState, RungRecord } from './ladder-state.js';
+import type { Summarizer } from './summarizer.js';
+
+// What every phase of `zz ladder build` shares: the head it anchors to, the Ladder as it was,
+// the summariser, and the rungs this build wants (desired). The phases (build-tree.ts,
+// build-history.ts, build-github.ts) only add to `desired`; build.ts turns it into one commit.
+
+/** Bump when the build's own inputs (not the summariser's heuristics) change meaning. */
+export const BUILD_VERSION = 'build-1';
+
+export interface BuildProgress {
+  phase: 'files' | 'directories' | 'history' | 'github' | 'commit';
+  done: number;
+  total: number;
+  /** A short note for the terminal (e.g. a rate-limit countdown). */
+  note?: string;
+}
+
+const METHOD_RANK: Record<RungGenerator['method'], number> = { extractive: 0, model: 1, human: 2 };
+
+/**
+ * Whether a rung written another way stands against this build while its object is unchanged:
+ * a human's over any build, a model's over an extractive one.
+ */
+export function outranks(written: RungGenerator, build: RungGenerator): boolean {
+  return METHOD_RANK[written.method] > METHOD_RANK[build.method];
+}
+
+export function sameGenerator(a: RungGenerator, b: RungGenerator): boolean {
+  return (
+    a.method === b.method && a.version === b.version && (a.model ?? null) === (b.model ?? null)
+  );
+}
+
+export function basename(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i < 0 ? p : p.slice(i + 1);
+}
+
+export function dirname(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i < 0 ? '' : p.slice(0, i);
+}
+
+function clipBytes(s: string, max: number): string {
+  if (Buffer.byteLength(s, 'utf8') <= max) return s;
+  let out = s.slice(0, max);
+  while (Buffer.byteLength(out, 'utf8') > max - 3) out = out.slice(0, -16);
+  return out + '…';
+}
+
+/** Makes an extract fit the rung schema whatever a summariser returned. */
+function tidy(e: Extract, fallbackTitle: string): Extract {
+  const title =
+    (e.title ?? '').trim().slice(0, MAX_TITLE_CHARS) ||
+    fallbackTitle.slice(0, MAX_TITLE_CHARS) ||
+    'untitled';
+  const summary = clipBytes((e.summary ?? '').trim() || `${title}.`, MAX_SUMMARY_BYTES);
+  const symbols = [
+    ...new Set(
+      (e.symbols ?? []).filter((s) => typeof s === 'string' && s.length > 0 && s.length <= 200),
+    ),
+  ].slice(0, 200);
+  return { title, summary, symbols };
+}
+
+export function extractOf(r: RungRecord): Extract {
+  return { title: r.title, summary: r.summary, symbols: r.symbols ?? [] };
+}
+
+export interface BuildContextInit {
+  repoKey: string;
+  git: GitRepository;
+  branch: string;
+  head: string;
+  prev: LadderState;
+  summarizer: Summarizer;
+  actor: string;
+  onProgress?: ((p: BuildProgress) => void) | undefined;
+}
+
+export class BuildContext {
+  readonly repoKey: string;
+  readonly git: GitRepository;
+  readonly branch: string;
+  /** The default-branch commit tree rungs are anchored to. */
+  readonly head: string;
+  /** The Ladder as this build read it. */
+  readonly prev: LadderState;
+  readonly summarizer: Summarizer;
+  readonly gen: RungGenerator;
+  readonly actor: string;
+  /** The rungs this build wants, by path. */
+  readonly desired = new Map<string, RungRecord>();
+  /** Entries given no rung (paths a rung cannot have, or records the schema refused). */
+  skipped = 0;
+  /** Objects actually read and summarised. */
+  summarized = 0;
+  private readonly genKey: unknown[];
+  private readonly checkedAt = new Date().toISOString();
+  private readonly onProgress: (p: BuildProgress) => void;
+
+  constructor(init: BuildContextInit) {
+    this.repoKey = init.repoKey;
+    this.git = init.git;
+    this.branch = init.branch;
+    this.head = init.head;
+    this.prev = init.prev;
+    this.summarizer = init.summarizer;
+    this.gen = init.summarizer.generator;
+    this.actor = init.actor;
+    this.genKey = [BUILD_VERSION, this.gen.method, this.gen.model ?? null, this.gen.version];
+    this.onProgress = init.onProgress ?? (() => {});
+  }
+
+  progress(p: BuildProgress): void {
+    this.onProgress(p);
+  }
+
+  /** An inputs_hash: the generator and build version, then whatever the rung was made from. */
+  inputs(...parts: unknown[]): string {
+    return sha(this.genKey, ...parts);
+  }
+
+  anchorAt(oid: string): RungAnchor {
+    return { commit: this.head, oid };
+  }
+
+  /** A previous rung as a record (its generator kept only when it is not this build's). */
+  recordOf(r: Rung, anchor?: RungAnchor): RungRecord {
+    const { author: _a, written_at: _w, generator, ...rest } = r;
+    return {
+      ...rest,
+      ...(anchor ? { anchor } : {}),
+      ...(sameGenerator(generator, this.gen) ? {} : { generator }),
+    };
+  }
+
+  /** The previous rung when it may stand: same inputs, or a human/model rung on the same object. */
+  keep(
+    path: string,
+    kind: RungKind,
+    inputs: string,
+    oid: string,
+  ): { rung: Rung; anchorMoved: boolean } | null {
+    const p = this.prev.get(path);
+    if (!p || p.kind !== kind) return null;
+    const sameObject = p.anchor?.oid === oid;
+    if (outranks(p.generator, this.gen)) return sameObject ? { rung: p, anchorMoved: false } : null;
+    if (p.inputs_hash !== inputs || !sameGenerator(p.generator, this.gen)) return null;
+    return { rung: p, anchorMoved: !sameObject };
+  }
+
+  /** The kept rung (re-anchored when its object moved), or null when it must be rewritten. */
+  kept(path: string, kind: RungKind, inputs: string, oid: string): RungRecord | null {
+    const k = this.keep(path, kind, inputs, oid);
+    if (!k) return null;
+    return this.recordOf(k.rung, k.anchorMoved ? this.anchorAt(oid) : undefined);
+  }
+
+  /** A new record, or null (counted as skipped) when the rung schema refuses it. */
+  makeRecord(
+    path: string,
+    kind: RungKind,
+    e: Extract,
+    inputs: string,
+    anchor: RungAnchor,
+    detail?: string,
+  ): RungRecord | null {
+    const t = tidy(e, basename(path) || path);
+    const rec: RungRecord = {
+      path,
+      kind,
+      title: t.title,
+      summary: t.summary,
+      ...(detail ? { detail } : {}),
+      ...(t.symbols.length > 0 ? { symbols: t.symbols } : {}),
+      anchor,
+      inputs_hash: inputs,
+    };
+    const check = rungDoc.safeParse({
+      ...rec,
+      generator: this.gen,
+      author: this.actor,
+      written_at: this.checkedAt,
+    });
+    if (!check.success) {
+      this.skipped++;
+      return null;
+    }
+    return rec;
+  }
+}

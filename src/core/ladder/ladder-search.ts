@@ -1,0 +1,149 @@
+import { ZzError } from '../../errors.js';
+import type { RungKind } from '../../schema/rung.js';
+import type { LadderSearch, SearchHit, SetRepoResult } from '../../search/index.js';
+import type { ZzRepo } from '../zz-repo.js';
+import { headIndex, isStale } from './ladder.js';
+
+// The `ladder_search` and `ladder_reindex` use cases. A front end that keeps a LadderSearch
+// (the daemon) passes it in; without one (the CLI in-process) a one-off index of this
+// repository is used, loaded from the user's cache when it is current, and closed after the
+// call. minisearch and chokidar load only on that path (dynamic import), so plain CLI calls
+// never pay for them. Hits carry `stale`, computed like ladder_read's: the anchored object
+// differs from the one at the default branch head of the hit's repository.
+
+export interface LadderSearchArgs {
+  query: string;
+  repo?: string | undefined;
+  kind?: RungKind | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+// A type alias (not an interface) so it stays assignable to the tool's loose output schema.
+export type StaleSearchHit = {
+  repo: string;
+  path: string;
+  kind: RungKind;
+  title: string;
+  summary: string;
+  score: number;
+  anchor: { commit: string; oid: string } | null;
+  stale: boolean;
+};
+
+export interface LadderSearchPage {
+  hits: StaleSearchHit[];
+  next_cursor: string | null;
+}
+
+export interface SearchServices {
+  /** The front end's index, when it keeps one. */
+  search?: LadderSearch | null;
+  /** Every repository the front end serves, by key (for `repo` and for staleness). */
+  repos?: ReadonlyMap<string, ZzRepo> | undefined;
+}
+
+/** A throwaway index of this repository alone, closed after use. */
+async function withOneOffSearch<T>(
+  repo: ZzRepo,
+  force: boolean,
+  f: (s: LadderSearch, indexed: SetRepoResult | null) => Promise<T> | T,
+): Promise<T> {
+  const [{ LadderSearch }, { defaultCacheDir, indexRepo }] = await Promise.all([
+    import('../../search/index.js'),
+    import('./search-sync.js'),
+  ]);
+  const search = new LadderSearch({ cacheDir: defaultCacheDir(), persistDelayMs: 0 });
+  try {
+    return await f(search, await indexRepo(search, repo, { force }));
+  } finally {
+    await search.close().catch(() => {});
+  }
+}
+
+function runSearch(search: LadderSearch, args: LadderSearchArgs, known: (repo: string) => boolean) {
+  try {
+    return search.search({
+      query: args.query,
+      ...(args.repo === undefined ? {} : { repo: args.repo }),
+      ...(args.kind === undefined ? {} : { kind: args.kind }),
+      ...(args.limit === undefined ? {} : { limit: args.limit }),
+      ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
+    });
+  } catch (e) {
+    // A served repository with no Ladder yet has no entries: no hits, not an unknown repo.
+    if (
+      e instanceof ZzError &&
+      e.code === 'not_found' &&
+      args.repo !== undefined &&
+      known(args.repo)
+    ) {
+      return { hits: [], next_cursor: null };
+    }
+    throw e;
+  }
+}
+
+/** Marks each hit stale or not, reading each hit repository's head once. */
+async function withStale(
+  hits: readonly SearchHit[],
+  repoOf: (key: string) => ZzRepo | undefined,
+): Promise<StaleSearchHit[]> {
+  const indexes = new Map<string, ReturnType<typeof headIndex>>();
+  return Promise.all(
+    hits.map(async (h) => {
+      const repo = repoOf(h.repo);
+      if (!repo || !h.anchor) return { ...h, stale: false };
+      let index = indexes.get(h.repo);
+      if (!index) {
+        index = headIndex(repo).catch(() => null);
+        indexes.set(h.repo, index);
+      }
+      const rung = { path: h.path, kind: h.kind, anchor: h.anchor };
+      const stale = await isStale(repo, await index, rung).catch(() => false);
+      return { ...h, stale };
+    }),
+  );
+}
+
+/** Full-text search over the Ladders this front end knows (or this repository's alone). */
+export async function ladderSearch(
+  repo: ZzRepo,
+  services: SearchServices,
+  args: LadderSearchArgs,
+): Promise<LadderSearchPage> {
+  const repos = services.repos;
+  const known = (r: string) => (repos ? repos.has(r) : r === repo.key);
+  const repoOf = (key: string) => (key === repo.key ? repo : repos?.get(key));
+  const page = services.search
+    ? runSearch(services.search, args, known)
+    : await withOneOffSearch(repo, false, (s) => runSearch(s, args, known));
+  return { hits: await withStale(page.hits, repoOf), next_cursor: page.next_cursor };
+}
+
+export interface LadderReindexResult {
+  repo: string;
+  ladder_oid: string | null;
+  docs: number;
+  source: string | null;
+  ms: number;
+}
+
+/** Rebuilds this repository's entries in the index from its current Ladder. */
+export async function ladderReindex(
+  repo: ZzRepo,
+  services: SearchServices,
+): Promise<LadderReindexResult> {
+  const started = performance.now();
+  const search = services.search;
+  const r = search
+    ? await (await import('./search-sync.js')).indexRepo(search, repo, { force: true })
+    : await withOneOffSearch(repo, true, (_s, indexed) => indexed);
+  return {
+    repo: repo.key,
+    ladder_oid: r?.ladder_oid ?? null,
+    docs: r?.docs ?? 0,
+    source: r?.source ?? null,
+    ms: Math.round((performance.now() - started) * 10) / 10,
+  };
+}

@@ -1,0 +1,75 @@
+import type { ZzRepo } from '../core/index.js';
+import { gcAuto } from '../git/index.js';
+
+// Background `git gc --auto` for every served repository, now and then: after every
+// `everyCommits` zz commits to it, and on a slow timer when it has had any since the last run.
+// One run per repository at a time; a failure is logged and retried on the next occasion.
+// Never blocks a request: writes go on while git packs beside them (git/ref-store.ts copes
+// with a concurrent pack-refs, and gc --auto never prunes fresh objects).
+
+export interface MaintenanceOptions {
+  /** Commits between runs (default 1,000: a few thousand loose objects). */
+  everyCommits?: number;
+  /** At most this often otherwise, when a repository saw writes (default 10 minutes). */
+  everyMs?: number;
+  log: (line: string) => void;
+}
+
+export interface Maintenance {
+  /** Resolves when no run is in progress (tests, shutdown). */
+  idle(): Promise<void>;
+  /** Stops scheduling; waits for a running gc. */
+  close(): Promise<void>;
+}
+
+export function startMaintenance(
+  repos: ReadonlyMap<string, ZzRepo>,
+  opts: MaintenanceOptions,
+): Maintenance {
+  const everyCommits = opts.everyCommits ?? 1_000;
+  const running = new Map<string, Promise<void>>();
+  const since = new Map<string, number>();
+  let closed = false;
+
+  const run = (repo: ZzRepo): void => {
+    const gitdir = repo.git?.gitdir;
+    if (closed || !gitdir || running.has(repo.key)) return;
+    since.set(repo.key, 0);
+    const p = gcAuto(gitdir)
+      .catch((e: unknown) => opts.log(`gc --auto ${repo.key}: ${(e as Error).message}`))
+      .finally(() => {
+        running.delete(repo.key);
+        // Commits that arrived while git was packing count toward the next run.
+        if ((since.get(repo.key) ?? 0) >= everyCommits) run(repo);
+      });
+    running.set(repo.key, p);
+  };
+
+  const offs = [...repos.values()].map((repo) =>
+    repo.onCommit(() => {
+      const n = (since.get(repo.key) ?? 0) + 1;
+      since.set(repo.key, n);
+      if (n >= everyCommits) run(repo);
+    }),
+  );
+  const timer = setInterval(
+    () => {
+      for (const repo of repos.values()) if ((since.get(repo.key) ?? 0) > 0) run(repo);
+    },
+    opts.everyMs ?? 10 * 60_000,
+  );
+  timer.unref();
+
+  const idle = async () => {
+    while (running.size > 0) await Promise.all(running.values());
+  };
+  return {
+    idle,
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      for (const off of offs) off();
+      await idle();
+    },
+  };
+}

@@ -1,0 +1,167 @@
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { assertTreePath } from '../../src/git/ref-names.js';
+import { AGENT, ALICE, call, gitRepo, memoryRepo, rejects } from '../helpers/core-fixture.js';
+import { fsckProblems, sh } from '../helpers/temp-repo.js';
+
+// Hardening 11.8: one path policy, applied when a changeset is recorded (ask_answer complete),
+// not only when it lands: a path through a symlink, a 300-byte component, a path 2,047
+// directories deep, control characters and bidi overrides are refused with 400 before anything
+// is written, and nothing reaches the tree builder deep enough to overflow its stack.
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()!();
+});
+
+async function setup() {
+  const { repo, dir, cleanup } = await gitRepo();
+  cleanups.push(cleanup);
+  mkdirSync(join(dir, 'docs'));
+  writeFileSync(join(dir, 'docs', 'a.md'), 'a\n');
+  symlinkSync('docs', join(dir, 'link'));
+  symlinkSync('/tmp', join(dir, 'outside'));
+  sh(dir, 'add', '-A');
+  sh(dir, 'commit', '-q', '-m', 'links');
+  await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+  const head = sh(dir, 'rev-parse', 'HEAD');
+  const answer = async (path: string, content: string | null = 'x\n') => {
+    const w = (await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' }))
+      .ask;
+    await call(repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });
+    return call(repo, AGENT, 'ask_answer', {
+      lane_id: 'ship',
+      ask_id: w.ask_id,
+      outcome: 'complete',
+      changeset: { base: head, message: 'm', files: [{ path, content }] },
+    });
+  };
+  const changesetRefs = () => sh(dir, 'for-each-ref', 'refs/zz/changesets/');
+  return { repo, dir, head, answer, changesetRefs };
+}
+
+const deep = (n: number) => Array.from({ length: n }, (_, i) => `d${i}`).join('/') + '/f.txt';
+
+describe('changeset path policy at ask_answer', () => {
+  it('refuses a path through a symlink (or writing through one) when it is recorded', async () => {
+    const env = await setup();
+    for (const path of ['link/x.md', 'outside/passwd', 'link']) {
+      const e = await rejects(env.answer(path), 'invalid_argument', /symlink/);
+      expect(e.status).toBe(400);
+    }
+    // Deleting the symlink itself is a change like any other.
+    await env.answer('link', null);
+    expect(env.changesetRefs().split('\n')).toHaveLength(1);
+  });
+
+  it('refuses long components, deep paths, control characters and bidi overrides', async () => {
+    const env = await setup();
+    const refused = [
+      'a'.repeat(256) + '.txt',
+      `docs/${'é'.repeat(128)}`, // 256 bytes in UTF-8
+      deep(64),
+      deep(2047),
+      'docs/evil\x1b]0;pwned\x07.md',
+      'docs/new\nline.md',
+      'docs/\u202etxt.exe',
+      'docs/\u2066x\u2069.md',
+      'docs/\x85next.md',
+      '../x',
+      '/etc/passwd',
+      '.git/config',
+    ];
+    for (const path of refused) {
+      const e = await rejects(env.answer(path), 'invalid_argument');
+      expect(e.status, JSON.stringify(path).slice(0, 80)).toBe(400);
+    }
+    expect(env.changesetRefs()).toBe('');
+    // The limits themselves are accepted, and git finds the result sound.
+    await env.answer('b'.repeat(255));
+    const r = await env.answer(deep(63));
+    const files = sh(
+      env.dir,
+      'ls-tree',
+      '-r',
+      '--name-only',
+      `refs/zz/changesets/${r.changeset_id}`,
+    );
+    expect(files.split('\n')).toContain(deep(63));
+    expect(fsckProblems(env.dir)).toEqual([]);
+  });
+
+  it('applies the same syntax to a memory repository and to direct commits', async () => {
+    const { repo } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+    const w = (await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' }))
+      .ask;
+    await call(repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });
+    await rejects(
+      call(repo, AGENT, 'ask_answer', {
+        lane_id: 'ship',
+        ask_id: w.ask_id,
+        outcome: 'complete',
+        changeset: {
+          base: 'a'.repeat(40),
+          message: 'm',
+          files: [{ path: deep(100), content: 'x' }],
+        },
+      }),
+      'invalid_argument',
+      /deeper than 64/,
+    );
+    const env = await setup();
+    const ask = (
+      await call(env.repo, ALICE, 'ask_post', {
+        lane_id: 'ship',
+        kind: 'submit_changeset',
+        title: 'direct',
+      })
+    ).ask.ask_id;
+    for (const path of [deep(2047), 'x'.repeat(300), 'docs/\u202e.md']) {
+      await rejects(
+        call(env.repo, ALICE, 'commit_changeset', {
+          lane_id: 'ship',
+          ask_id: ask,
+          message: 'm',
+          expected_head: env.head,
+          files: [{ path, content: 'x' }],
+        }),
+        'invalid_argument',
+      );
+    }
+    expect(sh(env.dir, 'rev-parse', 'main')).toBe(env.head);
+  });
+});
+
+describe('assertTreePath', () => {
+  it('accepts ordinary paths and refuses every class of hostile one', () => {
+    for (const ok of ['a', 'src/x.ts', 'with space/ü.txt', 'a'.repeat(255), deep(63)]) {
+      expect(assertTreePath(ok)).toBe(ok);
+    }
+    for (const bad of [
+      '',
+      'a//b',
+      'a/',
+      './a',
+      'a/..',
+      '.git',
+      'x/.GIT/y',
+      'git~1/x',
+      '.git\u200c',
+      '-rf',
+      'a\\b',
+      'C:/x',
+      'a\0b',
+      'a\tb',
+      'a\x7fb',
+      'a\u202eb',
+      'a\u200fb',
+      'a'.repeat(256),
+      deep(64),
+      'x/'.repeat(2100) + 'y',
+    ]) {
+      expect(() => assertTreePath(bad), JSON.stringify(bad).slice(0, 60)).toThrow();
+    }
+  });
+});

@@ -1,0 +1,469 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
+import { parsedLaneOp } from '../helpers/core-fixture.js';
+import {
+  parseZzCommit,
+  syncWith,
+  validateIncoming,
+  type SyncReport,
+} from '../../src/core/sync/index.js';
+import {
+  commitLamports,
+  formatOpMessage,
+  publicationOrder,
+  type OpRecord,
+} from '../../src/store/index.js';
+import {
+  CrashError,
+  MemoryRemoteRepo,
+  MemoryReplica,
+  Universe,
+  type CrashStep,
+} from './memory-replica.js';
+
+// DESIGN §7's properties over random schedules of ops, syncs, push failures, partitions and
+// crashes, with three or four replicas and an in-memory remote. The engine under test is the
+// one `zz sync` runs (syncWith); only the ports are in memory. The seed is printed; rerun a
+// failure with ZZ_SYNC_SEED=<seed>.
+
+const SEED = Number(process.env.ZZ_SYNC_SEED ?? Date.now() % 2 ** 31);
+const RUNS = Number(process.env.ZZ_SYNC_RUNS ?? 80);
+const LANE = 'refs/zz/lanes/l';
+const LEASE_MS = 60_000;
+
+type Action =
+  | { t: 'post'; r: number }
+  | { t: 'claim' | 'release' | 'answer'; r: number; ask: number }
+  | { t: 'keyed'; r: number; key: number; same: boolean }
+  | { t: 'sync'; r: number }
+  | { t: 'partition'; r: number; on: boolean }
+  | { t: 'pushfail'; r: number }
+  | { t: 'crash'; r: number; step: CrashStep }
+  | { t: 'tick'; s: number }
+  | { t: 'vandal'; rewind: boolean; back: number };
+
+const actionArb = (n: number): fc.Arbitrary<Action> => {
+  const r = fc.integer({ min: 0, max: n - 1 });
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.record({ t: fc.constant('post' as const), r }) },
+    {
+      weight: 8,
+      arbitrary: fc.record({
+        t: fc.constantFrom(
+          'claim' as const,
+          'claim' as const,
+          'release' as const,
+          'answer' as const,
+        ),
+        r,
+        ask: fc.nat(4),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        t: fc.constant('keyed' as const),
+        r,
+        key: fc.nat(2),
+        same: fc.boolean(),
+      }),
+    },
+    { weight: 5, arbitrary: fc.record({ t: fc.constant('sync' as const), r }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ t: fc.constant('partition' as const), r, on: fc.boolean() }),
+    },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('pushfail' as const), r }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        t: fc.constant('crash' as const),
+        r,
+        step: fc.constantFrom<CrashStep>('fetch', 'merge', 'update', 'push'),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('tick' as const), s: fc.nat(90) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        t: fc.constant('vandal' as const),
+        rewind: fc.boolean(),
+        back: fc.nat(5),
+      }),
+    },
+  );
+};
+
+interface World {
+  u: Universe;
+  server: MemoryRemoteRepo;
+  replicas: MemoryReplica[];
+  now: number;
+  written: Map<string, OpRecord>;
+  counter: number;
+}
+
+function fold(rep: MemoryReplica, tip: string | undefined) {
+  const state = laneCodec.empty();
+  if (!tip) return { state, lamport: 0, ops: [] as OpRecord[] };
+  const commits = rep.u.ancestors([tip]);
+  const records = [...commits].map((oid) => {
+    const c = rep.u.get(oid);
+    return parseZzCommit({ oid, parents: c.parents, message: c.message });
+  });
+  const ops = publicationOrder(records, tip).map((o) => o.op);
+  for (const op of ops) laneCodec.apply(state, parsedLaneOp(op));
+  return { state, lamport: commitLamports(records).get(tip) ?? 0, ops };
+}
+
+/** A local write as the daemon makes it: decided against local state, one op, one commit. */
+function write(
+  w: World,
+  r: number,
+  make: (
+    s: LaneState,
+    actor: string,
+  ) => Omit<OpRecord, 'id' | 'actor' | 'lamport' | 'time' | 'replica'> | null,
+  actor = `a${r}@x`,
+): void {
+  const rep = w.replicas[r]!;
+  const tip = rep.refs.get(LANE);
+  const { state, lamport } = fold(rep, tip);
+  const spec = make(state, actor);
+  if (!spec) return;
+  const op: OpRecord = {
+    id: `r${r}-${(w.counter++).toString(16).padStart(12, '0')}`,
+    actor,
+    lamport: lamport + 1,
+    time: new Date(w.now).toISOString(),
+    replica: `rep${r}`,
+    ...spec,
+  };
+  const files = new Map(tip ? w.u.get(tip).files : []);
+  for (const p of laneCodec.apply(state, parsedLaneOp(op))) {
+    const f = laneCodec.file(state, p);
+    if (f === null) files.delete(p);
+    else files.set(p, f);
+  }
+  const oid = w.u.put({ parents: tip ? [tip] : [], message: formatOpMessage(op.op, [op]), files });
+  rep.refs.set(LANE, oid);
+  w.written.set(op.id, op);
+}
+
+function askAt(s: LaneState, i: number) {
+  const asks = [...s.asks.values()]
+    .filter((a) => a.kind === 'work')
+    .sort((a, b) => (a.ask_id < b.ask_id ? -1 : 1));
+  return asks.length ? asks[i % asks.length]! : null;
+}
+
+function newAskId(w: World): string {
+  return 'ask-' + (w.counter++).toString(16).padStart(10, '0');
+}
+
+async function sync(w: World, r: number): Promise<SyncReport | 'crashed'> {
+  const rep = w.replicas[r]!;
+  try {
+    return await syncWith(rep, rep.remote(), { backoff: async () => {}, maxAttempts: 4 });
+  } catch (e) {
+    if (e instanceof CrashError) return 'crashed';
+    if (e instanceof Error && /kept losing races/.test(e.message)) return 'crashed';
+    throw e;
+  }
+}
+
+async function step(w: World, a: Action): Promise<void> {
+  switch (a.t) {
+    case 'post':
+      return write(w, a.r, () => ({
+        op: 'ask_post',
+        args: { lane_id: 'l', kind: 'work', title: `t${w.counter}` },
+        out: { ask_id: newAskId(w) },
+      }));
+    case 'keyed': {
+      // The same actor on several machines reusing an idempotency key.
+      const hash = a.same ? 'same' : `other${a.r}`;
+      return write(
+        w,
+        a.r,
+        () => ({
+          op: 'ask_post',
+          key: `k${a.key}`,
+          request_hash: hash,
+          args: { lane_id: 'l', kind: 'work', title: `keyed ${a.key}` },
+          out: { ask_id: newAskId(w) },
+        }),
+        'shared@x',
+      );
+    }
+    case 'claim':
+      return write(w, a.r, (s, actor) => {
+        const ask = askAt(s, a.ask);
+        if (!ask || ask.state === 'answered') return null;
+        const expired = ask.lease_expires_at !== null && Date.parse(ask.lease_expires_at) <= w.now;
+        if (ask.state === 'claimed' && ask.holder !== actor && !expired) return null;
+        return {
+          op: 'ask_claim',
+          args: { lane_id: 'l', ask_id: ask.ask_id, lease_seconds: 60 },
+          out: { lease_expires_at: new Date(w.now + LEASE_MS).toISOString() },
+        };
+      });
+    case 'release':
+      return write(w, a.r, (s, actor) => {
+        const ask = askAt(s, a.ask);
+        if (!ask || ask.state !== 'claimed' || ask.holder !== actor) return null;
+        return { op: 'ask_release', args: { lane_id: 'l', ask_id: ask.ask_id } };
+      });
+    case 'answer':
+      return write(w, a.r, (s, actor) => {
+        const ask = askAt(s, a.ask);
+        if (!ask || ask.state !== 'claimed' || ask.holder !== actor) return null;
+        return {
+          op: 'ask_answer',
+          args: { lane_id: 'l', ask_id: ask.ask_id, outcome: 'complete', result: 'ok' },
+          out: { follow_ups: [] },
+        };
+      });
+    case 'sync':
+      await sync(w, a.r);
+      return;
+    case 'partition':
+      w.replicas[a.r]!.offline = a.on;
+      return;
+    case 'pushfail':
+      w.replicas[a.r]!.failNextPush = true;
+      return;
+    case 'crash':
+      w.replicas[a.r]!.crashAt = a.step;
+      return;
+    case 'tick':
+      w.now += a.s * 1000;
+      return;
+    case 'vandal': {
+      // Someone deletes the lane's ref on the remote, or force-pushes it back to an older value.
+      const values = (w.server.timeline.get(LANE) ?? []).filter((v) => v.oid !== null);
+      if (a.rewind && values.length > 0) {
+        const old = values[Math.max(0, values.length - 1 - a.back)]!.oid!;
+        w.server.set(LANE, old, true);
+      } else w.server.set(LANE, null, true);
+      return;
+    }
+  }
+}
+
+async function heal(w: World): Promise<void> {
+  for (const rep of w.replicas) {
+    rep.offline = false;
+    rep.failNextPush = false;
+    rep.crashAt = null;
+  }
+  // Two full rounds: the first gathers everything on the remote, the second spreads it.
+  for (let round = 0; round < 2; round++) {
+    for (let r = 0; r < w.replicas.length; r++) {
+      const out = await sync(w, r);
+      expect(out).not.toBe('crashed');
+      expect((out as SyncReport).offline).toBeNull();
+    }
+  }
+}
+
+function newWorld(n: number): World {
+  const u = new Universe();
+  const server = new MemoryRemoteRepo();
+  const w: World = {
+    u,
+    server,
+    replicas: Array.from({ length: n }, (_, i) => new MemoryReplica(`rep${i}`, u, server)),
+    now: Date.parse('2026-12-01T00:00:00Z'),
+    written: new Map(),
+    counter: 0,
+  };
+  write(w, 0, () => ({ op: 'lane_propose', args: { lane_id: 'l', title: 'L' } }));
+  // A few Asks every replica sees from the start, so that claims collide often.
+  for (let i = 0; i < 3; i++) {
+    write(w, 0, () => ({
+      op: 'ask_post',
+      args: { lane_id: 'l', kind: 'work', title: `seed ${i}` },
+      out: { ask_id: newAskId(w) },
+    }));
+  }
+  return w;
+}
+
+async function runSchedule(n: number, actions: Action[]): Promise<World> {
+  const w = newWorld(n);
+  await sync(w, 0);
+  for (let r = 1; r < n; r++) await sync(w, r);
+  for (const a of actions) await step(w, a);
+  await heal(w);
+  return w;
+}
+
+function checkProperties(w: World): void {
+  const tip = w.server.refs.get(LANE)!;
+  // Convergence: every replica holds exactly the remote's value.
+  for (const rep of w.replicas) expect(rep.refs.get(LANE)).toBe(tip);
+  const final = fold(w.replicas[0]!, tip);
+  // Nothing lost: every op any replica ever wrote is in the log, exactly once.
+  const ids = final.ops.map((o) => o.id);
+  expect(new Set(ids).size).toBe(ids.length);
+  expect(new Set(ids)).toEqual(new Set(w.written.keys()));
+  // The merge trees are what the fold yields (no replica recorded another state).
+  const files = w.u.get(tip).files;
+  for (const [path, text] of files) expect(laneCodec.file(final.state, path)).toBe(text);
+  for (const ask of final.state.asks.values()) {
+    expect(files.has(`asks/${ask.ask_id.slice(4, 6)}/${ask.ask_id}.json`)).toBe(true);
+  }
+  // Monotone clocks along every edge, merges without ops: the remote passes validation.
+  const all = [...w.u.ancestors([tip])];
+  const parsed = w.replicas[0]!.u;
+  const records = all.map((oid) => {
+    const c = parsed.get(oid);
+    return parseZzCommit({ oid, parents: c.parents, message: c.message });
+  });
+  const topo = topoSort(records);
+  expect(validateIncoming(LANE, topo, new Set(all))).toBeNull();
+  // Loser visibility: every claim that is not in effect is listed as refused, with a winner.
+  const rejected = new Map(final.state.rejected.map((r) => [r.op_id, r]));
+  for (const op of final.ops) {
+    if (op.op !== 'ask_claim') continue;
+    const r = rejected.get(op.id);
+    if (r) {
+      expect([
+        'claim_lost',
+        'ask_answered',
+        'idempotency_duplicate',
+        'idempotency_conflict',
+      ]).toContain(r.reason);
+      if (r.reason === 'claim_lost') expect(r.winner).toBeTruthy();
+    }
+  }
+  // Idempotency dedupe: at most one effective post per (actor, key).
+  const effective = final.ops.filter((o) => o.key !== undefined && !rejected.has(o.id));
+  const keys = effective.map((o) => `${o.actor}\0${o.key}`);
+  expect(new Set(keys).size).toBe(keys.length);
+  for (const o of final.ops.filter((x) => x.key !== undefined && rejected.has(x.id))) {
+    const first = effective.find((e) => e.actor === o.actor && e.key === o.key)!;
+    expect(rejected.get(o.id)!.reason).toBe(
+      first.request_hash === o.request_hash ? 'idempotency_duplicate' : 'idempotency_conflict',
+    );
+  }
+  // Published-prefix stability: each value the remote held folds to a prefix of the next one,
+  // and nothing in effect there is ever taken back.
+  const timeline = w.server.timeline.get(LANE)!;
+  for (let i = 1; i < timeline.length; i++) {
+    // Across a hand-made deletion or rewind the remote itself broke the prefix: not ours.
+    if (timeline[i]!.vandal || timeline[i - 1]!.vandal || timeline[i - 1]!.oid === null) continue;
+    const before = fold(w.replicas[0]!, timeline[i - 1]!.oid!);
+    const after = fold(w.replicas[0]!, timeline[i]!.oid!);
+    expect(after.ops.slice(0, before.ops.length).map((o) => o.id)).toEqual(
+      before.ops.map((o) => o.id),
+    );
+    const rejBefore = new Set(before.state.rejected.map((r) => r.op_id));
+    const rejAfter = new Set(after.state.rejected.map((r) => r.op_id));
+    for (const op of before.ops) expect(rejAfter.has(op.id)).toBe(rejBefore.has(op.id));
+  }
+  // At most one holder per Ask at any point of the log: an effective claim by someone else
+  // only lands on an open Ask or an expired lease (an oracle independent of the fold's guard).
+  const holder = new Map<string, { actor: string; until: number } | null>();
+  for (const op of final.ops) {
+    if (rejected.has(op.id)) continue;
+    const id = String(op.args.ask_id);
+    const cur = holder.get(id) ?? null;
+    if (op.op === 'ask_claim') {
+      if (cur && cur.actor !== op.actor) expect(cur.until).toBeLessThanOrEqual(Date.parse(op.time));
+      holder.set(id, { actor: op.actor, until: Date.parse(String(op.out?.lease_expires_at)) });
+    } else if (op.op === 'ask_release' || op.op === 'ask_answer') {
+      if (op.op === 'ask_answer') expect(cur?.actor).toBe(op.actor);
+      holder.set(id, null);
+    }
+  }
+  // Every holder's claim is one of the effective claims.
+  for (const ask of final.state.asks.values()) {
+    if (ask.state !== 'claimed') continue;
+    const claims = final.ops.filter(
+      (o) => o.op === 'ask_claim' && o.args.ask_id === ask.ask_id && !rejected.has(o.id),
+    );
+    expect(claims.at(-1)?.actor).toBe(ask.holder);
+  }
+}
+
+function topoSort<T extends { revision: string; parents: string[] }>(records: T[]): T[] {
+  const by = new Map(records.map((r) => [r.revision, r]));
+  const out: T[] = [];
+  const done = new Set<string>();
+  const visit = (oid: string) => {
+    const stack: Array<[string, boolean]> = [[oid, false]];
+    while (stack.length) {
+      const [o, expanded] = stack.pop()!;
+      if (done.has(o)) continue;
+      if (expanded) {
+        done.add(o);
+        out.push(by.get(o)!);
+        continue;
+      }
+      stack.push([o, true]);
+      for (const p of by.get(o)!.parents) if (!done.has(p)) stack.push([p, false]);
+    }
+  };
+  for (const r of records) visit(r.revision);
+  return out;
+}
+
+describe(`sync properties (seed ${SEED}, ${RUNS} runs)`, () => {
+  console.log(`sync property seed: ${SEED} (rerun with ZZ_SYNC_SEED=${SEED})`);
+
+  it('convergence, nothing lost, valid clocks, loser visibility, key dedupe, prefix stability, crash safety', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc
+          .integer({ min: 3, max: 4 })
+          .chain((n) =>
+            fc.tuple(fc.constant(n), fc.array(actionArb(n), { minLength: 5, maxLength: 45 })),
+          ),
+        async ([n, actions]) => {
+          const w = await runSchedule(n, actions);
+          checkProperties(w);
+          // Idempotence: a sync with nothing new makes no commit and moves nothing.
+          const objects = w.u.objects.size;
+          const before = w.replicas.map((r) => new Map(r.refs));
+          for (let r = 0; r < n; r++) {
+            const rep = (await sync(w, r)) as SyncReport;
+            expect(rep.merged).toEqual([]);
+            expect(rep.pushed).toEqual([]);
+          }
+          expect(w.u.objects.size).toBe(objects);
+          expect(w.replicas.map((r) => new Map(r.refs))).toEqual(before);
+        },
+      ),
+      { seed: SEED, numRuns: RUNS },
+    );
+  }, 120_000);
+
+  it('the op set does not depend on the order replicas sync in', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          actionArb(3).filter((a) => a.t !== 'sync'),
+          { minLength: 3, maxLength: 25 },
+        ),
+        fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 3, maxLength: 12 }),
+        async (actions, order) => {
+          const idsOf = async (syncs: number[]) => {
+            const w = newWorld(3);
+            await sync(w, 0);
+            for (const r of [1, 2]) await sync(w, r);
+            for (const a of actions) await step(w, a);
+            for (const r of syncs) await sync(w, r);
+            await heal(w);
+            const f = fold(w.replicas[0]!, w.server.refs.get(LANE));
+            return new Set(f.ops.map((o) => o.id.replace(/-.*/, '') + o.op + o.lamport));
+          };
+          expect(await idsOf(order)).toEqual(await idsOf([...order].reverse()));
+        },
+      ),
+      { seed: SEED, numRuns: Math.max(10, RUNS / 4) },
+    );
+  }, 120_000);
+});

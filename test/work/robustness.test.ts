@@ -1,0 +1,182 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createModel } from '../../src/models/index.js';
+import { runWorker, type CallTool, type WorkEvent } from '../../src/work/index.js';
+import {
+  fakeModelServer,
+  type FakeModelServer,
+  type FakeResponse,
+} from '../models/fake-model-server.js';
+import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
+
+// What happens when things go wrong while an Ask is held: the claim always goes back, with the
+// reason; a slow step keeps its lease; an idle worker waits on the Lane's events.
+
+let s: Served | null = null;
+let server: FakeModelServer | null = null;
+const dirs: string[] = [];
+afterEach(async () => {
+  await server?.close();
+  server = null;
+  await s?.cleanup();
+  s = null;
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const text = (content: string): FakeResponse => ({
+  body: { choices: [{ message: { content } }], usage: { prompt_tokens: 1, completion_tokens: 1 } },
+});
+const goodChange = text(
+  JSON.stringify({ message: 'Add notes', files: [{ path: 'NOTES.md', content: 'notes\n' }] }),
+);
+
+async function laneWithWork(): Promise<{ lane: string; askId: string }> {
+  s = await served();
+  const lane = await demoLane(s);
+  const r = await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+  return { lane, askId: (r.ask as { ask_id: string }).ask_id };
+}
+
+async function openai(responses: FakeResponse[] | ((i: number) => FakeResponse)) {
+  server = await fakeModelServer(
+    typeof responses === 'function' ? (_req, i) => responses(i) : responses,
+  );
+  return createModel('openai:m', { env: { OPENAI_BASE_URL: `${server.url}/v1` }, maxRetries: 0 });
+}
+
+describe('zz work when an Ask goes wrong', () => {
+  it('releases the claim when the model process crashes mid-Ask, with the reason', async () => {
+    const { lane, askId } = await laneWithWork();
+    const dir = mkdtempSync(join(tmpdir(), 'zz-crash-'));
+    dirs.push(dir);
+    const script = join(dir, 'crash.mjs');
+    writeFileSync(script, `process.stderr.write('segfault in the model\\n'); process.exit(2);\n`);
+    chmodSync(script, 0o755);
+    const events: WorkEvent[] = [];
+    const summary = await runWorker({
+      call: s!.agent,
+      model: createModel(`exec:node ${script}`),
+      laneId: lane,
+      actor: AGENT,
+      once: true,
+      onEvent: (e) => events.push(e),
+    });
+    expect(summary).toMatchObject({ asks: 1, answered: 0, released: 1 });
+    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    expect(ask).toMatchObject({ state: 'open', holder: null, answer: null });
+    const released = events.find((e) => e.type === 'released') as { reason: string };
+    expect(released.reason).toMatch(/exited 2: segfault in the model/);
+  });
+
+  it('gives invalid structured output one repair round, then releases with the reason', async () => {
+    const { lane, askId } = await laneWithWork();
+    const model = await openai([text('Sure! Here is the change.'), text('{"message": 5}')]);
+    const events: WorkEvent[] = [];
+    await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      once: true,
+      onEvent: (e) => events.push(e),
+    });
+    expect(server!.requests).toHaveLength(2);
+    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    expect(ask.state).toBe('open');
+    const released = events.find((e) => e.type === 'released') as { reason: string };
+    expect(released.reason).toMatch(/invalid structured output \(change\) twice.*message/);
+  });
+
+  it('releases the claim on Ctrl-C while the model is thinking', async () => {
+    const { lane, askId } = await laneWithWork();
+    const model = await openai([{ hang: true }]);
+    const stop = new AbortController();
+    const events: WorkEvent[] = [];
+    const summary = await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'step' && e.step === 'model') stop.abort();
+      },
+    });
+    expect(summary).toMatchObject({ asks: 1, released: 1, interrupted: true });
+    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    expect(ask).toMatchObject({ state: 'open', holder: null });
+    expect(events.find((e) => e.type === 'released')).toMatchObject({ reason: 'interrupted' });
+  });
+
+  it('renews the lease while a slow step runs, so the answer is still accepted', async () => {
+    const { lane, askId } = await laneWithWork();
+    // A 1 s lease and a model that takes 2.5 s: without renewal the answer is refused.
+    const model = await openai([{ ...goodChange, delayMs: 2500 }]);
+    const summary = await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      once: true,
+      leaseSeconds: 1,
+    });
+    expect(summary).toMatchObject({ answered: 1, released: 0 });
+    const r = await s!.owner('lane_get', { lane_id: lane });
+    const claims = (r.history as { op: string; ask_id: string | null }[]).filter(
+      (h) => h.op === 'ask_claim' && h.ask_id === askId,
+    );
+    expect(claims.length).toBeGreaterThan(1);
+  });
+
+  it('--once with nothing claimable says so and returns', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const events: WorkEvent[] = [];
+    const summary = await runWorker({
+      call: s.agent,
+      model: createModel('exec:true'),
+      laneId: lane,
+      actor: AGENT,
+      once: true,
+      onEvent: (e) => events.push(e),
+    });
+    expect(summary.asks).toBe(0);
+    expect(events.map((e) => e.type)).toEqual(['start', 'idle', 'done']);
+  });
+
+  it('waits on the Lane events when idle and takes work as soon as it is posted', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const model = await openai(() => goodChange);
+    let waits = 0;
+    const call: CallTool = (tool, args) => {
+      if (tool === 'lane_events' && args.wait_ms) waits++;
+      return s!.agent(tool, args);
+    };
+    const stop = new AbortController();
+    let posted = false;
+    const summary = await runWorker({
+      call,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      // Far longer than this test may take: only an event can wake the worker in time.
+      idleWaitMs: 55_000,
+      onEvent: (e) => {
+        if (e.type === 'idle' && !posted) {
+          posted = true;
+          void s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+        }
+        if (e.type === 'answered') stop.abort();
+      },
+    });
+    expect(summary.answered).toBe(1);
+    // The post woke the one long-poll in progress (a worker that slept the full wait would
+    // time this test out).
+    expect(waits).toBe(1);
+  }, 50_000);
+});

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
 import { locateRepository } from '../core/identity.js';
-import { normalizeServer, readCredentials } from './credentials.js';
+import { normalizeServer, readRepoCredentials } from './credentials.js';
 import { print } from './format.js';
 import type { CliIO } from './io.js';
 
@@ -65,7 +65,8 @@ export function dashboardCommand(y: Argv, io: CliIO): Argv {
           'no zz daemon is running for this checkout; start one with `zz serve`',
         );
       const server = normalizeServer(info.url);
-      const token = io.env.ZZ_TOKEN || (await readCredentials(io.env)).servers[server]?.token;
+      const token =
+        io.env.ZZ_TOKEN || (await readRepoCredentials(io.env, found.gitdir))?.login?.token;
       if (!token)
         throw new ZzError(
           'unauthorized',

@@ -5,10 +5,9 @@ import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 import { addToolCommands, callTool, readArgs } from './tool-commands.js';
 import { exitCodesEpilogue, exitCodesText, rewriteParseFailure } from './usage.js';
+import { agentCommand, loginCommand, logoutCommand, whoamiCommand } from './identity-commands.js';
 import {
-  agentCommand,
   initCommand,
-  loginCommand,
   hookCommand,
   serveCommand,
   mcpCommand,
@@ -60,6 +59,8 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
   y = initCommand(y, io);
   y = serveCommand(y, io);
   y = loginCommand(y, io);
+  y = logoutCommand(y, io);
+  y = whoamiCommand(y, io);
   y = agentCommand(y, io);
   y = hookCommand(y, io);
   y = mcpCommand(y, io);

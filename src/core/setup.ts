@@ -10,6 +10,7 @@ import {
   remoteTrackingPrefix,
 } from '../git/index.js';
 import type { SshSigningKey } from '../git/index.js';
+import { repoLocalDir, writeFileAtomic } from '../local/index.js';
 import { initRepo } from './admin.js';
 import { signAs } from './sync/authenticity.js';
 import type { ZzRepo } from './zz-repo.js';
@@ -131,11 +132,13 @@ async function installHooks(
   if (/[\n\r]/.test(command.node + command.main)) {
     throw new ZzError('invalid_argument', 'the path of node or zz holds a line break');
   }
-  await fsp.mkdir(join(gitdir, 'zz'), { recursive: true });
-  await writeAtomic(
-    join(gitdir, 'zz', 'hook-command'),
+  await writeFileAtomic(
+    join(repoLocalDir(gitdir), 'hook-command'),
     `${command.node}\n${command.main}\n`,
-    0o644,
+    {
+      mode: 0o644,
+      mkdir: true,
+    },
   );
   // core.hooksPath may move hooks; ask git where they are.
   const hooksDir = await gitPath(cwd, 'hooks');
@@ -151,15 +154,8 @@ async function installHooks(
     }
     const text = await fsp.readFile(new URL(hook, HOOKS_SOURCE), 'utf8');
     await fsp.mkdir(dirname(file), { recursive: true });
-    await writeAtomic(file, text, 0o755);
+    await writeFileAtomic(file, text, { mode: 0o755 });
     await fsp.access(file, fsc.X_OK);
     report.hooks_installed.push(hook);
   }
-}
-
-async function writeAtomic(file: string, text: string, mode: number): Promise<void> {
-  const tmp = `${file}.zz-tmp`;
-  await fsp.writeFile(tmp, text, { mode });
-  await fsp.chmod(tmp, mode);
-  await fsp.rename(tmp, file);
 }

@@ -2,12 +2,195 @@ import type { CatFile } from './cat-file.js';
 import { assertRevArg, runGit } from './native-git.js';
 import { parseCommit, parseTree, type CommitData, type TreeEntry } from './objects.js';
 
-// Typed reads of the repository for the layers above git/ (DESIGN §11: no git command line is
-// built, and no git output parsed, outside src/git/). Each function is one native git call (or
-// a cat-file read) with its output parsed here. The Ladder's listings (ls-tree, tags, commit
-// stats) are in listings.ts.
+// Typed reads of the user's repository for the layers above git/ (DESIGN §11: no git command
+// line is built, and no git output parsed, outside src/git/). Each function is one native git
+// call (or a few cat-file reads) with its output parsed here, byte for byte (`-z` where git
+// offers it, so paths are never C-quoted).
 
 const OID = /^[0-9a-f]{40}$/;
+
+export interface TreeItem {
+  path: string;
+  mode: string;
+  type: 'blob' | 'tree' | 'commit';
+  oid: string;
+  /** Blob size in bytes (only with `sizes`); -1 for trees and submodules. */
+  size: number;
+}
+
+/** Every entry below `commit` (trees included), in git's order: a folder before its contents. */
+export async function lsTree(
+  gitdir: string,
+  commit: string,
+  opts: { sizes?: boolean } = {},
+): Promise<TreeItem[]> {
+  assertRevArg(commit, 'commit');
+  const args = ['--git-dir', gitdir, 'ls-tree', '-r', '-t', '-z', '--full-tree'];
+  if (opts.sizes) args.push('-l');
+  args.push(commit);
+  const r = await runGit(args, { cwd: gitdir, maxBuffer: 1024 * 1024 * 1024 });
+  const out: TreeItem[] = [];
+  const text = r.stdout.toString('utf8');
+  let i = 0;
+  while (i < text.length) {
+    const end = text.indexOf('\0', i);
+    const rec = text.slice(i, end < 0 ? text.length : end);
+    i = end < 0 ? text.length : end + 1;
+    const tab = rec.indexOf('\t');
+    if (tab < 0) continue;
+    const [mode, type, oid, size] = rec.slice(0, tab).split(' ').filter(Boolean);
+    if (!mode || !oid || (type !== 'blob' && type !== 'tree' && type !== 'commit')) continue;
+    out.push({
+      path: rec.slice(tab + 1),
+      mode,
+      type,
+      oid,
+      size: size === undefined || size === '-' ? -1 : Number(size),
+    });
+  }
+  return out;
+}
+
+/** The newest `limit` commits reachable from `head` (git's default order: newest first). */
+export async function recentCommits(
+  gitdir: string,
+  head: string,
+  limit: number,
+): Promise<string[]> {
+  assertRevArg(head, 'head');
+  if (limit <= 0) return [];
+  const r = await runGit(['--git-dir', gitdir, 'rev-list', '-n', String(limit), head, '--'], {
+    cwd: gitdir,
+  });
+  return r.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => OID.test(l));
+}
+
+export interface CommitFileStat {
+  path: string;
+  /** Lines added and deleted; null for a binary file. */
+  insertions: number | null;
+  deletions: number | null;
+}
+
+export interface CommitSummary {
+  oid: string;
+  subject: string;
+  /** The message after the subject, trimmed. */
+  body: string;
+  /** Files changed against the first parent (a root commit: against the empty tree), no renames. */
+  files: CommitFileStat[];
+}
+
+/**
+ * Subject, body and per-file line counts (vs the first parent) of each commit, in the order
+ * given; one `git log --no-walk` for all of them. Unknown oids are left out.
+ */
+export async function commitSummaries(
+  gitdir: string,
+  oids: readonly string[],
+): Promise<CommitSummary[]> {
+  const want = oids.filter((o) => OID.test(o));
+  if (want.length === 0) return [];
+  const r = await runGit(
+    [
+      '--git-dir',
+      gitdir,
+      'log',
+      '--no-walk=unsorted',
+      '--no-renames',
+      '--diff-merges=first-parent',
+      '--numstat',
+      '-z',
+      '--format=%x1e%H%x1f%s%x1f%b%x1d',
+      '--stdin',
+      '--',
+    ],
+    { cwd: gitdir, input: want.join('\n') + '\n' },
+  );
+  const out: CommitSummary[] = [];
+  for (const rec of r.stdout.toString('utf8').split('\x1e')) {
+    if (!rec.trim()) continue;
+    const [oid, subject, rest] = rec.split('\x1f', 3) as [string, string, string | undefined];
+    if (!OID.test(oid)) continue;
+    const cut = (rest ?? '').lastIndexOf('\x1d');
+    const body = cut < 0 ? (rest ?? '') : rest!.slice(0, cut);
+    const stat = cut < 0 ? '' : rest!.slice(cut + 1);
+    const files: CommitFileStat[] = [];
+    // With -z each numstat record is "added\tdeleted\tpath\0" (paths never quoted).
+    for (const item of stat.split('\0')) {
+      const m = /^\n?(\d+|-)\t(\d+|-)\t([\s\S]+)$/.exec(item);
+      if (!m) continue;
+      files.push({
+        path: m[3]!,
+        insertions: m[1] === '-' ? null : Number(m[1]),
+        deletions: m[2] === '-' ? null : Number(m[2]),
+      });
+    }
+    out.push({ oid, subject, body: body.trim(), files });
+  }
+  return out;
+}
+
+export interface TagInfo {
+  /** The name under refs/tags/. */
+  tag: string;
+  /** The commit it names (annotated tags peeled); null for a tag of a tree or blob. */
+  commit: string | null;
+}
+
+/** Every tag, in version order (`--sort=v:refname`). */
+export async function listTags(gitdir: string): Promise<TagInfo[]> {
+  const r = await runGit(
+    [
+      '--git-dir',
+      gitdir,
+      'for-each-ref',
+      '--sort=v:refname',
+      '--format=%(refname:strip=2)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)',
+      'refs/tags',
+    ],
+    { cwd: gitdir },
+  );
+  const out: TagInfo[] = [];
+  for (const line of r.stdout.toString('utf8').split('\n')) {
+    const [tag, type, oid, ptype, poid] = line.split('\0');
+    if (!tag) continue;
+    const commit = type === 'commit' ? oid : ptype === 'commit' ? poid : undefined;
+    out.push({ tag, commit: commit && OID.test(commit) ? commit : null });
+  }
+  return out;
+}
+
+/** Subjects of the commits in `from..to` (all of `to`'s history when from is null), newest first. */
+export async function commitSubjects(
+  gitdir: string,
+  from: string | null,
+  to: string,
+  limit: number,
+): Promise<string[]> {
+  assertRevArg(to, 'to');
+  if (from !== null) assertRevArg(from, 'from');
+  const range = from !== null && from !== to ? [`${from}..${to}`] : [to];
+  const r = await runGit(
+    ['--git-dir', gitdir, 'log', '-n', String(limit), '--format=%s', ...range, '--'],
+    { cwd: gitdir },
+  );
+  return r.stdout.toString('utf8').split('\n').filter(Boolean);
+}
+
+/** Paths (files, not trees) that differ between two commits or trees; renames not detected. */
+export async function changedPaths(gitdir: string, from: string, to: string): Promise<string[]> {
+  assertRevArg(from, 'from');
+  assertRevArg(to, 'to');
+  const r = await runGit(
+    ['--git-dir', gitdir, 'diff-tree', '-r', '--no-renames', '--name-only', '-z', from, to, '--'],
+    { cwd: gitdir },
+  );
+  return r.stdout.toString('utf8').split('\0').filter(Boolean);
+}
 
 /** The branch HEAD names (`main`), or null when HEAD is detached. */
 export async function headBranch(gitdir: string): Promise<string | null> {

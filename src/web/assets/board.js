@@ -24,6 +24,7 @@ function Card({ ask, now }) {
         >`
       }
       ${ask.answer && html`<span class="outcome">${ask.answer.outcome}</span>`}
+      ${ask.state === 'cancelled' && html`<span class="outcome cancelled">cancelled</span>`}
       ${
         blocked.length > 0 &&
         html`<span class="blocked" title=${blocked.map((b) => b.ask_id).join(', ')}
@@ -203,7 +204,7 @@ export function Board({ laneId, me, lanes }) {
       ${
         summary &&
         html`<span class="counts"
-          >${`${summary.counts.open} open · ${summary.counts.claimed} claimed · ${summary.counts.answered} answered`}</span
+          >${`${summary.counts.open} open · ${summary.counts.claimed} claimed · ${summary.counts.answered} answered${summary.counts.cancelled ? ` · ${summary.counts.cancelled} cancelled` : ''}`}</span
         >`
       }
       <div class="filters" role="group" aria-label="Filters">

@@ -129,6 +129,17 @@ describe('dashboard in Chromium', () => {
       ask_id: (posted.ask as { ask_id: string }).ask_id,
     });
     await column(page, 'claimed').locator('.card', { hasText: 'Posted by an agent' }).waitFor();
+    // Answering an Ask unblocks those that depend on it, live too.
+    const review = column(page, 'open').locator('.card', { hasText: 'Review the board' });
+    expect(await review.textContent()).toContain('blocked by');
+    await w.call(seeded.agent, 'ask_answer', {
+      lane_id: 'web',
+      ask_id: seeded.ids.board,
+      outcome: 'complete',
+      result: 'done',
+    });
+    await column(page, 'answered').locator('.card', { hasText: 'Lanes board' }).waitFor();
+    await expect.poll(() => review.textContent()).not.toContain('blocked by');
     expect(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).toBe(
       42,
     );

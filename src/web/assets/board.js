@@ -156,7 +156,11 @@ export function Board({ laneId, me, lanes }) {
     reload.current = () => load(false);
     const off = onCommit(async (commit) => {
       if (commit.ref !== `refs/zz/lanes/${laneId}`) return;
-      const ids = [...askIdsOf(commit)];
+      const touched = askIdsOf(commit);
+      // Asks that depend on a touched one show its state in blocked_by: refresh them too.
+      for (const a of asks.current.values())
+        if (a.depends_on?.some((d) => touched.has(d))) touched.add(a.ask_id);
+      const ids = [...touched];
       // With ask_get, fetch just the Asks that changed (and those they block); else re-page.
       if (ids.length > 0 && ids.length <= 20 && (await hasTool('ask_get'))) {
         try {

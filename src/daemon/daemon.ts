@@ -5,8 +5,8 @@ import type { TokenStore } from '../core/token-store.js';
 import type { LadderSearch } from '../search/index.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
-import { startMaintenance, type Maintenance } from './maintenance.js';
 import { createDashboard } from '../web/index.js';
+import { startMaintenance, type Maintenance } from './maintenance.js';
 import { lazyMcpHandler } from './mcp-mount.js';
 import { openServedRepos } from './served-repos.js';
 
@@ -104,6 +104,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           host: authority,
           verifyToken: async (token, key) => (await tokenStores.get(key)?.verify(token)) ?? null,
           hasRepo: (key) => repos.has(key),
+          actorHasToken: async (actor, key) =>
+            ((await tokenStores.get(key)?.list()) ?? []).some((t) => t.actor === actor),
           stateDir: join(served.primary.repo.git!.gitdir, 'zz'),
         });
         return createApp({

@@ -128,7 +128,6 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
       }
       return null;
     }
-    case 'lane_propose':
     case 'lane_add_related':
     case 'lane_grant':
     case 'lane_close':

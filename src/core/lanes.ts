@@ -17,22 +17,13 @@ import {
   type LaneView,
 } from './views.js';
 import type { LaneOpSpec } from './lane-state.js';
-import { writeOp } from './write-op.js';
+import { writeOp, type WriteMeta, type WriteOpts } from './write-op.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
 
 // Lane use cases: propose, read, list, relate, grant. Each write is one Entity mutation whose
 // decide() re-checks every rule against the state it will apply to.
 
-export type WriteOpts = {
-  actor?: string;
-  idempotency_key?: string;
-  expected_revision?: string;
-};
-
-export type WriteMeta = {
-  revision: string;
-  replayed: boolean;
-};
+export type { WriteMeta, WriteOpts } from './write-op.js';
 
 const mutationOpts = (caller: Caller, o: WriteOpts) => ({
   actor: caller.actor,

@@ -2,12 +2,24 @@ import { ZzError } from '../errors.js';
 import type { ConfigDoc } from '../schema/config.js';
 import type { Entity, MutationMeta, MutationResult, OpRecord, OpSpec } from '../store/index.js';
 import { assertSelf, requireCaller, type Caller } from './access.js';
-import type { WriteOpts } from './lanes.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // The one path of a write use case: who is calling (a token, and `actor`/`from` that match
 // it), the initialised config, the request an idempotency key is bound to, and one mutation
 // of one entity whose decide() re-checks every rule against the state it will apply to.
+
+/** Arguments every write use case takes. */
+export type WriteOpts = {
+  actor?: string;
+  idempotency_key?: string;
+  expected_revision?: string;
+};
+
+/** What every write answers besides its result. */
+export type WriteMeta = {
+  revision: string;
+  replayed: boolean;
+};
 
 /** What decide() knows besides the state: the caller and the config of the moment. */
 export interface WriteContext {

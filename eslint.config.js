@@ -10,6 +10,17 @@ export default tseslint.config(
       globals: { module: 'writable', require: 'readonly' },
     },
   },
+  {
+    // The dashboard's browser modules (served as-is, no build step).
+    files: ['src/web/assets/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        'document location history addEventListener removeEventListener fetch FormData EventSource ResizeObserver setTimeout clearTimeout setInterval clearInterval'
+          .split(' ')
+          .map((g) => [g, 'readonly']),
+      ),
+    },
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -22,6 +33,67 @@ export default tseslint.config(
       'no-console': 'error',
       // Validators match control characters on purpose.
       'no-control-regex': 'off',
+    },
+  },
+  // Git only in git/ (DESIGN §11): above src/git/ nothing builds a git command line or parses
+  // git output. runGit/git (the native runner), spawnGit and parseCommit/parseTree stay in
+  // git/, which offers typed functions instead (git/queries.ts, listings.ts, …); processes are
+  // spawned only in git/, models/ (exec: adapters) and cli/.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/git/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'node:child_process',
+              message: 'Spawn processes only in src/git/ (git), src/models/ or src/cli/.',
+            },
+            {
+              name: 'child_process',
+              message: 'Spawn processes only in src/git/ (git), src/models/ or src/cli/.',
+            },
+          ],
+          patterns: [
+            {
+              group: [
+                '**/git/index.js',
+                '**/git/native-git.js',
+                '**/git/objects.js',
+                '**/git/history-common.js',
+              ],
+              importNames: ['runGit', 'git', 'spawnGit', 'parseCommit', 'parseTree'],
+              message:
+                'No git command line or git output parsing outside src/git/: call (or add) a typed function in src/git/ (e.g. git/queries.ts).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/models/**/*.ts', 'src/cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '**/git/index.js',
+                '**/git/native-git.js',
+                '**/git/objects.js',
+                '**/git/history-common.js',
+              ],
+              importNames: ['runGit', 'git', 'spawnGit', 'parseCommit', 'parseTree'],
+              message:
+                'No git command line or git output parsing outside src/git/: call (or add) a typed function in src/git/ (e.g. git/queries.ts).',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -10,12 +10,15 @@ const suites: Array<[string, string, string]> = [
   ['store', './store.ts', 'benchStore'],
   ['core', './core.ts', 'benchCore'],
   ['http', './http.ts', 'benchHttp'],
+  ['claim', './claim.ts', 'benchClaim'],
   ['git-read', './git-read.ts', 'benchGitRead'],
   ['extract', './extract.ts', 'benchExtract'],
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
   ['search', './search.ts', 'benchSearch'],
   ['quality', './quality.ts', 'benchQuality'],
   ['mcp', './mcp.ts', 'benchMcp'],
+  ['work', './work.ts', 'benchWork'],
+  ['web', './web.ts', 'benchWeb'],
 ];
 
 const only = process.argv.slice(2);

@@ -10,12 +10,15 @@ import { Entity, GitStore, type EntityCodec, type OpRecord } from '../src/store/
 // Write throughput of the store on a realistic lane: `lane.json` plus 1,000 asks fanned out as
 // `asks/<2 hex>/<ask_id>.json`; every write changes one ask. Side by side:
 //
-//  zz-seq      Entity.mutate awaited one at a time (no group-commit benefit), fsync of the ref on
-//              (the default: RefStore fsyncs the lock before the rename; loose objects are not
-//              fsynced, like git's default; on ext4 the ref's fsync commits the journal anyway).
+//  zz-seq      Entity.mutate awaited one at a time (no group-commit benefit), durable (the
+//              default): every object file and its directory fsynced before the ref moves, and
+//              the ref's lock fsynced before its rename.
+//  zz-seq-objects-unsynced  the same with objects not fsynced (the behaviour before: only the
+//              ref was, trusting ext4's ordered mode to flush the objects with it).
 //  zz-seq-nofsync  the same with the ref fsync off (git's default: core.fsync leaves out the
 //              `reference` component), to show what the fsync costs.
-//  zz-32       32 writers in flight on the same lane: group commit.
+//  zz-32       32 writers in flight on the same lane: group commit (zz-32-objects-unsynced:
+//              objects not fsynced, as before).
 //  native-persistent  the fairest fast native pipeline we could build: long-lived
 //              `git hash-object -w --stdin-paths` (blobs; commits via `-t commit`),
 //              `git mktree --batch` and `git update-ref --stdin` (start/update <new> <old>/commit):
@@ -33,6 +36,7 @@ type Lane = Map<string, string>;
 const laneCodec: EntityCodec<Lane> = {
   empty: () => new Map(),
   clone: (s) => new Map(s),
+  parse: (op) => ({ ok: true, op }),
   apply(draft, op: OpRecord) {
     const path = String(op.args.path);
     draft.set(path, String(op.args.value));
@@ -117,9 +121,19 @@ async function measure(v: Variant): Promise<{ median: number; min: number; max: 
 async function zzVariant(
   dir: string,
   name: string,
-  opts: { fsync: boolean; concurrency: number; rounds: number; writes: number },
+  opts: {
+    fsync: boolean;
+    concurrency: number;
+    rounds: number;
+    writes: number;
+    /** false: objects not fsynced (the behaviour before issue 17's durability item). */
+    fsyncObjects?: boolean;
+  },
 ): Promise<Variant> {
-  const repo = await openRepository(dir, { fsync: opts.fsync });
+  const repo = await openRepository(dir, {
+    fsync: opts.fsync,
+    ...(opts.fsyncObjects === undefined ? {} : { fsyncObjects: opts.fsyncObjects }),
+  });
   const store = new GitStore(repo);
   const ref = `refs/zz/lanes/${name}`;
   // The lane with 1,000 asks, created in one commit.
@@ -343,8 +357,30 @@ export async function benchStore(): Promise<Record<string, unknown>> {
           }),
       ],
       [
+        'zz-seq-objects-unsynced',
+        () =>
+          zzVariant(dir, 'zz-seq-objects-unsynced', {
+            fsync: true,
+            fsyncObjects: false,
+            concurrency: 1,
+            rounds: 5,
+            writes: 300,
+          }),
+      ],
+      [
         'zz-32',
         () => zzVariant(dir, 'zz-32', { fsync: true, concurrency: 32, rounds: 5, writes: 1_000 }),
+      ],
+      [
+        'zz-32-objects-unsynced',
+        () =>
+          zzVariant(dir, 'zz-32-objects-unsynced', {
+            fsync: true,
+            fsyncObjects: false,
+            concurrency: 32,
+            rounds: 5,
+            writes: 1_000,
+          }),
       ],
       ['native-persistent', () => nativeVariant(dir, 'native-persistent', 'persistent', 5, 150)],
       ['native-spawn', () => nativeVariant(dir, 'native-spawn', 'spawn', 3, 30)],
@@ -370,6 +406,8 @@ export async function benchStore(): Promise<Record<string, unknown>> {
     results.ratio_zz_seq_vs_native_persistent = round1(ops('zz-seq') / ops('native-persistent'));
     results.ratio_zz_seq_vs_native_spawn = round1(ops('zz-seq') / ops('native-spawn'));
     results.ratio_zz_32_vs_zz_seq = round1(ops('zz-32') / ops('zz-seq'));
+    results.ratio_durable_objects_seq = round1(ops('zz-seq') / ops('zz-seq-objects-unsynced'));
+    results.ratio_durable_objects_32 = round1(ops('zz-32') / ops('zz-32-objects-unsynced'));
     results.goal_zz_seq_500_ops_s = ops('zz-seq') >= 500 ? 'met' : 'missed';
     results.load_average_at_end = loadavg().map((x) => Math.round(x * 100) / 100);
     // The history is sound after all of it.

@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   unsupported_media_type: { status: 415, exit: 2, mcp: 'shown' },
   unsupported_repository: { status: 422, exit: 6, mcp: 'shown' },
   not_a_repository: { status: 422, exit: 6, mcp: 'shown' },
+  /** An entity on refs/zz/* that cannot be read (a malformed op, a ref at a blob, a copied ref). */
+  entity_corrupt: { status: 422, exit: 6, mcp: 'shown' },
   precondition_failed: { status: 412, exit: 6, mcp: 'fixable' },
   local_only: { status: 400, exit: 2, mcp: 'fixable' },
   unavailable: { status: 503, exit: 7, mcp: 'shown' },

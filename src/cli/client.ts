@@ -1,7 +1,7 @@
 import { ERROR_CODES, ZzError, type ErrorCode } from '../errors.js';
 import type { ZzRepo } from '../core/zz-repo.js';
 import { gitUserEmail, locateRepository } from '../core/identity.js';
-import { readCredentials, normalizeServer } from './credentials.js';
+import { normalizeServer, readRepoCredentials } from './credentials.js';
 
 // How the CLI reaches the tools: through the checkout's running daemon when there is one
 // (found via <gitdir>/zz/daemon.json), otherwise in-process over the same runTool() path,
@@ -32,7 +32,8 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
     const info = await readDaemonInfo(found.gitdir);
     if (info) {
       const server = normalizeServer(info.url);
-      const token = opts.env.ZZ_TOKEN || (await readCredentials(opts.env)).servers[server]?.token;
+      const token =
+        opts.env.ZZ_TOKEN || (await readRepoCredentials(opts.env, found.gitdir))?.login?.token;
       if (token) checkTokenText(token, opts.env.ZZ_TOKEN ? 'ZZ_TOKEN' : 'the stored token');
       if (!token) {
         throw new ZzError(

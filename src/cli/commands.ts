@@ -1,16 +1,13 @@
+import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
-import { ZzError } from '../errors.js';
-import { findCheckout, gitUserEmail } from '../core/identity.js';
-import { normalizeServer, readCredentials, writeCredentials } from './credentials.js';
+import { knownError, ZzError } from '../errors.js';
+import { gitUserEmail } from '../core/identity.js';
 import type { CliIO } from './io.js';
-import { credentialsFile, DEFAULT_SERVER } from './paths.js';
 import { print } from './format.js';
 import { neutralize } from './terminal.js';
 
 // The commands that are not tools: setup, the daemon, identities, hooks, MCP.
-
-const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** The zz running now, for the hooks to run: this node and this build's main.js. */
 function installedZz(): { node: string; main: string } {
@@ -28,14 +25,21 @@ export function initCommand(y: Argv, io: CliIO): Argv {
           describe: 'Let anyone read lane_list and ladder_tree without a token',
         })
         .option('no-fetch', { type: 'boolean', describe: 'Do not fetch from remotes first' })
+        .option('signed', {
+          type: 'boolean',
+          describe: 'Require every zz op to be signed by a key of its actor',
+        })
         .option('json', { type: 'boolean' }),
     async (a) => {
       const { ZzRepo, zzInit } = await import('../core/index.js');
       const repo = await ZzRepo.open(io.cwd);
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
+        const { personKey } = await import('../core/sync/index.js');
         const report = await zzInit(repo, {
           owner,
+          signingKey: await personKey(owner, io.env),
+          signed: !!a.signed,
           visibility: a.public ? 'public' : 'private',
           hookCommand: installedZz(),
           noFetch: !!a['no-fetch'] || a.fetch === false,
@@ -89,104 +93,6 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
       io.stderr('zz: stopping (finishing in-flight writes)\n');
       await d.close();
     },
-  );
-}
-
-async function tokenStoreFor(io: CliIO) {
-  const found = await findCheckout(io.cwd);
-  const { TokenStore } = await import('../core/token-store.js');
-  return { tokens: new TokenStore(found.gitdir), gitdir: found.gitdir };
-}
-
-async function serverFor(io: CliIO, gitdir: string, explicit?: string): Promise<string> {
-  if (explicit) return normalizeServer(explicit);
-  const { readDaemonInfo } = await import('../daemon/daemon-file.js');
-  const info = await readDaemonInfo(gitdir);
-  return normalizeServer(info?.url ?? DEFAULT_SERVER);
-}
-
-export function loginCommand(y: Argv, io: CliIO): Argv {
-  return y.command(
-    'login',
-    'Get a token for your git identity (user.email) and store it in ~/.config/zz/credentials.json',
-    (c: Argv) =>
-      c
-        .option('server', { type: 'string', describe: 'Daemon URL (default: the running one)' })
-        .option('json', { type: 'boolean' }),
-    async (a) => {
-      const actor = await gitUserEmail(io.cwd, io.env);
-      const { tokens, gitdir } = await tokenStoreFor(io);
-      const server = await serverFor(io, gitdir, a.server as string | undefined);
-      const { token } = await tokens.create(actor, 'login');
-      const creds = await readCredentials(io.env);
-      creds.servers[server] = { ...creds.servers[server], actor, token };
-      await writeCredentials(creds, io.env);
-      if (a.json) print(io, { actor, token, server }, true);
-      else
-        io.stdout(
-          `Logged in to ${server} as ${actor}; token stored in ${credentialsFile(io.env)}\n`,
-        );
-    },
-  );
-}
-
-export function agentCommand(y: Argv, io: CliIO): Argv {
-  const nameArg = (c: Argv) =>
-    c
-      .positional('name', {
-        type: 'string',
-        demandOption: true,
-        describe: 'Agent name, e.g. claude',
-      })
-      .option('server', { type: 'string' })
-      .option('json', { type: 'boolean' });
-  const resolve = async (a: { name?: unknown; server?: unknown }) => {
-    const name = String(a.name);
-    if (!AGENT_NAME.test(name))
-      throw new ZzError('invalid_argument', 'agent NAME must be 1-64 characters of [A-Za-z0-9._-]');
-    const person = await gitUserEmail(io.cwd, io.env);
-    const { tokens, gitdir } = await tokenStoreFor(io);
-    const server = await serverFor(io, gitdir, a.server as string | undefined);
-    return { name, actor: `${person}[${name}]`, tokens, server };
-  };
-  const mint = async (a: { name?: unknown; server?: unknown; json?: unknown }) => {
-    const { name, actor, tokens, server } = await resolve(a);
-    const { token } = await tokens.create(actor, name);
-    const creds = await readCredentials(io.env);
-    const entry = creds.servers[server] ?? { actor: '', token: '' };
-    entry.agents = { ...entry.agents, [name]: { actor, token } };
-    creds.servers[server] = entry;
-    await writeCredentials(creds, io.env);
-    if (a.json) print(io, { actor, token }, true);
-    else io.stdout(`${actor}\n${token}\n`);
-  };
-  return y.command('agent', 'Agent identities you[NAME] and their tokens', (g: Argv) =>
-    g
-      .command('create <name>', 'Create an agent identity and print its token', nameArg, mint)
-      .command(
-        'token <name>',
-        "Print the agent's stored token (or mint a new one)",
-        nameArg,
-        async (a) => {
-          const { name, actor, server } = await resolve(a);
-          const stored = (await readCredentials(io.env)).servers[server]?.agents?.[name];
-          if (!stored) return mint(a);
-          if (a.json) print(io, { actor, token: stored.token }, true);
-          else io.stdout(`${stored.token}\n`);
-        },
-      )
-      .command('revoke <name>', "Revoke the agent's tokens at once", nameArg, async (a) => {
-        const { name, actor, tokens, server } = await resolve(a);
-        const removed = await tokens.revoke(actor);
-        const creds = await readCredentials(io.env);
-        if (creds.servers[server]?.agents?.[name]) {
-          delete creds.servers[server]!.agents![name];
-          await writeCredentials(creds, io.env);
-        }
-        if (a.json) print(io, { actor, revoked: removed }, true);
-        else io.stdout(`Revoked ${actor}.\n`);
-      })
-      .demandCommand(1, 'choose an agent command'),
   );
 }
 
@@ -245,6 +151,10 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
         .option('read-only', {
           type: 'boolean',
           describe: 'Only read-only tools are listed and callable',
+        })
+        .option('repo', {
+          type: 'string',
+          describe: 'The checkout to serve (default: the current directory)',
         }),
     async (a) => {
       const [{ ZzRepo }, { registry, runTool }, mcp, { connect }] = await Promise.all([
@@ -253,10 +163,24 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
         import('../mcp/index.js'),
         import('./client.js'),
       ]);
+      const cwd = a.repo ? resolvePath(io.cwd, String(a.repo)) : io.cwd;
       // Calls go to the checkout's daemon when one runs (acting as ZZ_TOKEN or the stored
       // login), else in-process as the local git identity. Local tools always run here.
-      const client = await connect({ cwd: io.cwd, env: io.env });
-      const repo = await ZzRepo.open(io.cwd, { key: client.repoKey });
+      let client: Awaited<ReturnType<typeof connect>>;
+      let repo: InstanceType<typeof ZzRepo>;
+      try {
+        client = await connect({ cwd, env: io.env });
+        repo = await ZzRepo.open(cwd, { key: client.repoKey });
+      } catch (e) {
+        // Dying before the handshake shows the user only "connection closed": finish it and
+        // report the problem through MCP; the usual one line on stderr follows at exit.
+        const err = knownError(e);
+        if (!err || err.code === 'internal') throw e;
+        const handle = mcp.serveSetupError(err);
+        await Promise.race([handle.closed, io.stopSignal ?? new Promise<void>(() => {})]);
+        await handle.close();
+        throw err;
+      }
       // Local tools run here, but as the actor the daemon sees for our token (ZZ_TOKEN or the
       // stored login), never silently as the git identity: ask the daemon who that is.
       const remoteActor =
@@ -267,7 +191,7 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
             )
           : null;
       const actor =
-        remoteActor ?? client.actor ?? (await gitUserEmail(io.cwd, io.env).catch(() => null));
+        remoteActor ?? client.actor ?? (await gitUserEmail(cwd, io.env).catch(() => null));
       const toolsets = a.toolsets
         ? mcp.parseToolsets((a.toolsets as unknown[]).map(String))
         : undefined;

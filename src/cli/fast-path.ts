@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { gitEnv } from '../git/native-git.js';
-import { normalizeServer, readCredentials } from './credentials.js';
+import { credentialsFile } from '../local/paths.js';
 import { print } from './format.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
@@ -123,6 +123,8 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'ignore'],
     }).trim();
+    // The same path core's discoverRepository gives: credentials are keyed by it.
+    gitdir = realpathSync(gitdir);
   } catch {
     return null;
   }
@@ -139,10 +141,15 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
   } catch {
     return null;
   }
-  const server = normalizeServer(info.url);
-  const token =
-    io.env.ZZ_TOKEN || (await readCredentials(io.env).catch(() => null))?.servers[server]?.token;
-  if (!token) return null;
+  let server: string;
+  try {
+    server = new URL(info.url).origin;
+  } catch {
+    return null;
+  }
+  const token = io.env.ZZ_TOKEN || storedLoginToken(io.env, gitdir);
+  // No token, or one that is not a token (a stray line break): the full path explains.
+  if (!token || !/^[\x21-\x7e]+$/.test(token)) return null;
   let res: { status: number; body: { result?: unknown; error?: string; code?: string } | null };
   try {
     res = await post(
@@ -164,6 +171,23 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
   const code = (body.code in ERROR_CODES ? body.code : 'internal') as ErrorCode;
   io.stderr(`zz: ${neutralize(body.error ?? `HTTP ${res.status}`)}\n`);
   return ERROR_CODES[code].exit;
+}
+
+/**
+ * The stored login token of the repository at `gitdir` (credentials.ts has the format), read
+ * without zod, which this path must not load; null when absent or unreadable (the full path
+ * then says why).
+ */
+function storedLoginToken(env: NodeJS.ProcessEnv, gitdir: string): string | null {
+  try {
+    const data = JSON.parse(readFileSync(credentialsFile(env), 'utf8')) as {
+      repos?: Record<string, { login?: { token?: unknown } }>;
+    };
+    const token = data.repos?.[gitdir]?.login?.token;
+    return typeof token === 'string' ? token : null;
+  } catch {
+    return null;
+  }
 }
 
 // node:http rather than fetch: fetch loads undici on first use, which costs more than the call.

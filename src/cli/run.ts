@@ -5,15 +5,15 @@ import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 import { addToolCommands, callTool, readArgs } from './tool-commands.js';
 import { exitCodesEpilogue, exitCodesText, rewriteParseFailure } from './usage.js';
+import { agentCommand, loginCommand, logoutCommand, whoamiCommand } from './identity-commands.js';
 import {
-  agentCommand,
   initCommand,
-  loginCommand,
   hookCommand,
   serveCommand,
   mcpCommand,
   ladderBuildCommand,
 } from './commands.js';
+import { dashboardCommand } from './dashboard-command.js';
 import { workCommand } from './work-command.js';
 import { syncCommand } from './sync-command.js';
 
@@ -59,9 +59,12 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
   y = initCommand(y, io);
   y = serveCommand(y, io);
   y = loginCommand(y, io);
+  y = logoutCommand(y, io);
+  y = whoamiCommand(y, io);
   y = agentCommand(y, io);
   y = hookCommand(y, io);
   y = mcpCommand(y, io);
+  y = dashboardCommand(y, io);
   y = workCommand(y, io);
   y = syncCommand(y, io);
   y = y.command(

@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
 import type { CliIO } from './io.js';
-import { neutralize } from './terminal.js';
+import { jsonText, neutralize } from './terminal.js';
 import type { Sandbox, WorkEvent as Event } from '../work/index.js';
 
 // `zz work`: runs the agent loop of src/work against the checkout's daemon, as the stored
@@ -69,9 +69,9 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
   }
 }
 
-function reporter(io: CliIO, json: boolean, once: boolean): (e: Event) => void {
-  if (json)
-    return (e) => io.stdout(JSON.stringify({ time: new Date().toISOString(), ...e }) + '\n');
+/** Exported for tests: how events become output. */
+export function workReporter(io: CliIO, json: boolean, once: boolean): (e: Event) => void {
+  if (json) return (e) => io.stdout(jsonText({ time: new Date().toISOString(), ...e }, 0) + '\n');
   const live = io.stderrIsTTY ?? io.isTTY;
   let shown = false;
   return (e) => {
@@ -150,7 +150,7 @@ export function workCommand(y: Argv, io: CliIO): Argv {
       const testRounds = positiveInt(a['test-rounds'], '--test-rounds');
       const testCmd =
         a['test-cmd'] === undefined ? undefined : models.splitCommand(String(a['test-cmd']));
-      const emit = reporter(io, !!a.json, !!a.once);
+      const emit = workReporter(io, !!a.json, !!a.once);
       const spec = await models.defaultModelSpec(a.model as string | undefined, io.cwd);
       const model = models.createModel(spec, {
         env: io.env,

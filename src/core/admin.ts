@@ -7,7 +7,13 @@ import {
   requireCaller,
   type Caller,
 } from './access.js';
-import { laneList, mutationOpts, type WriteMeta, type WriteOpts } from './lanes.js';
+import {
+  laneList,
+  mutationOpts,
+  type CorruptEntity,
+  type WriteMeta,
+  type WriteOpts,
+} from './lanes.js';
 import type { ZzRepo } from './zz-repo.js';
 import type { ConfigDoc } from '../schema/config.js';
 
@@ -17,6 +23,10 @@ export type InitArgs = {
   owner: string;
   visibility?: 'private' | 'public';
   default_branch: string;
+  /** The first owner's signing keys (`ssh-ed25519 …`), registered by the init itself. */
+  owner_keys?: string[];
+  /** Every op must be signed by a key of its actor (`zz init --signed`). */
+  signed?: boolean;
 };
 
 /** Creates refs/zz/config and lane _repo when missing; adopts what exists. Idempotent. */
@@ -38,6 +48,8 @@ export async function initRepo(
             owners: [args.owner],
             visibility: args.visibility ?? 'private',
             default_branch: args.default_branch,
+            ...(args.owner_keys?.length ? { owner_keys: args.owner_keys } : {}),
+            ...(args.signed ? { signed: true } : {}),
           },
         };
       },
@@ -124,13 +136,21 @@ export type RepoStateResult = {
     title: string;
     counts: { open: number; claimed: number; answered: number; total: number };
   }>;
+  corrupt: CorruptEntity[];
+  /** Values fetched from a remote that failed validation and were kept aside (zz sync). */
+  quarantined: Array<{ remote: string; ref: string; commit: string }>;
 };
+
+/** Whether anonymous callers may read (visibility public); an uninitialised repo is private. */
+export async function isPublicRepo(repo: ZzRepo): Promise<boolean> {
+  return (await repo.config.read()).state.config?.visibility === 'public';
+}
 
 export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<RepoStateResult> {
   const snap = await repo.config.read();
   const config = snap.state.config;
   const actor = caller?.actor ?? null;
-  const { lanes } = config ? await laneList(repo) : { lanes: [] };
+  const { lanes, corrupt } = config ? await laneList(repo) : { lanes: [], corrupt: [] };
   return {
     repo: repo.key,
     actor,
@@ -146,5 +166,10 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
       maintainer_of: actor ? lanes.filter((l) => isMaintainer(l, actor)).map((l) => l.lane_id) : [],
     },
     lanes: lanes.map((l) => ({ lane_id: l.lane_id, title: l.title, counts: l.counts })),
+    corrupt,
+    quarantined: [...(await repo.store.listRefs('refs/zz-quarantine/'))].map(([ref, commit]) => {
+      const [remote = '', ...rest] = ref.slice('refs/zz-quarantine/'.length).split('/');
+      return { remote, ref: `refs/zz/${rest.join('/')}`, commit };
+    }),
   };
 }

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import type { AskDoc } from '../schema/lane.js';
-import type { OpSpec } from '../store/index.js';
+import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import {
   assertSelf,
   inScope,
@@ -11,29 +10,56 @@ import {
   type Caller,
 } from './access.js';
 import { changesetChanges } from './changesets-policy.js';
-import { kindRule } from './kinds.js';
-import type { LaneState } from './lane-state.js';
+import { assertKnownKind, kindRule } from './kinds.js';
+import { unexpectedOp } from './write-op.js';
+import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
+import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
-import { askView, askViews, blockedBy, leaseExpired, type AskView } from './views.js';
-import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
+import {
+  askView,
+  askViews,
+  assertLiveClaim,
+  blockedBy,
+  leaseExpired,
+  type AskView,
+} from './views.js';
+import { CHANGESETS_PREFIX, type ZzRepo } from './zz-repo.js';
 
-// Ask use cases and the workflow the server drives between them (DESIGN §1): a completed
-// `work` with a changeset asks for review; a granted review asks for submission; a denied
-// review sends the work back. Follow-ups land in the same commit as the answer that causes them.
+// Ask use cases: post, query, claim (one or the next), release, answer. The workflow follow-ups
+// an answer triggers (review, submit, rework) are decided in workflow.ts and land in the same
+// commit as the answer.
 
 export const DEFAULT_LEASE_SECONDS = 30 * 60;
-const WORKFLOW_KINDS = new Set(['changeset_review', 'submit_changeset', 'resolve_conflict']);
-
-const newAskId = () => 'ask-' + randomBytes(5).toString('hex');
 export const newChangesetId = () => 'cs-' + randomBytes(5).toString('hex');
 
-function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
+export function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
   const a = s.asks.get(askId);
   if (!a) throw new ZzError('not_found', `ask ${askId} does not exist in lane ${laneId}`);
   return a;
 }
 
-function laneOf(s: LaneState, laneId: string) {
+/** A closed Lane takes no new Asks and hands none out; work already claimed may finish. */
+export function assertOpen(lane: LaneDoc): void {
+  if (lane.closed) {
+    throw new ZzError(
+      'conflict',
+      `lane ${lane.lane_id} was closed by ${lane.closed.by} at ${lane.closed.at}`,
+      { closed: lane.closed },
+    );
+  }
+}
+
+export function assertNotCancelled(ask: AskDoc): void {
+  if (ask.state === 'cancelled') {
+    throw new ZzError(
+      'conflict',
+      `ask ${ask.ask_id} was cancelled by ${ask.cancelled?.by ?? 'someone'}`,
+      { cancelled: ask.cancelled ?? null },
+    );
+  }
+}
+
+export function laneOf(s: LaneState, laneId: string) {
   if (!s.lane) throw new ZzError('not_found', `lane ${laneId} does not exist`);
   return s.lane;
 }
@@ -64,6 +90,8 @@ export async function askPost(
     request: { tool: 'ask_post', args: request },
     decide: (s) => {
       const lane = laneOf(s, args.lane_id);
+      assertOpen(lane);
+      assertKnownKind(args.kind, args.lane_id, lane.ask_kinds, config.ask_kinds);
       if (WORKFLOW_KINDS.has(args.kind) && !isCoordinator(lane, config, caller.actor)) {
         throw new ZzError(
           'forbidden',
@@ -95,7 +123,10 @@ export async function askPost(
         out: { ask_id: askId },
       };
     },
-    result: (s, op) => askView(s, s.asks.get(String(op.out!.ask_id))!, repo.clock()),
+    result: (s, op) => {
+      if (op?.op !== 'ask_post') throw unexpectedOp(op, 'ask_post');
+      return askView(s, s.asks.get(op.out.ask_id)!, repo.clock());
+    },
   });
   return { ask: r.result, revision: r.revision, replayed: r.replayed };
 }
@@ -116,7 +147,7 @@ function candidates(s: LaneState): Candidate[] {
   let c = candidateCache.get(s);
   if (!c) {
     c = [...s.asks.values()]
-      .filter((a) => a.state !== 'answered')
+      .filter((a) => a.state === 'open' || a.state === 'claimed')
       .sort(
         (x, y) =>
           x.priority - y.priority ||
@@ -147,6 +178,7 @@ export async function askQueryClaimable(
   const nowMs = now.getTime();
   const limit = args.limit ?? 50;
   const kinds = args.kinds ? new Set(args.kinds) : null;
+  if (snap.lane.closed) return { asks: [], revision: snap.revision };
   const out: AskDoc[] = [];
   for (const { ask: a, leaseEndMs } of candidates(snap.state)) {
     if (out.length >= limit) break;
@@ -197,6 +229,8 @@ export async function askClaim(
           `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
         );
       }
+      assertNotCancelled(ask);
+      assertOpen(lane);
       const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
       if (!inScope(rule.scope, lane, config, caller.actor))
         throw scopeDenied(rule.scope, lane, `claim ${ask.kind} asks`);
@@ -237,12 +271,107 @@ export async function askClaim(
         },
       };
     },
-    result: (s, op) => ({
-      ask: askView(s, s.asks.get(args.ask_id)!, repo.clock()),
-      renewed: op.out?.renewed === true,
-    }),
+    result: (s, op) => {
+      if (op?.op !== 'ask_claim') throw unexpectedOp(op, 'ask_claim');
+      return {
+        ask: askView(s, s.asks.get(args.ask_id)!, repo.clock()),
+        renewed: op.out.renewed === true,
+      };
+    },
   });
   return { ...r.result, revision: r.revision, replayed: r.replayed };
+}
+
+export interface AskClaimNextArgs {
+  lane_id: string;
+  kinds?: string[];
+  lease_seconds?: number;
+  idempotency_key?: string;
+  actor?: string;
+}
+
+/** Orders claimable Asks: highest priority (lowest number) first, then oldest, then by id. */
+function before(x: AskDoc, y: AskDoc): boolean {
+  if (x.priority !== y.priority) return x.priority < y.priority;
+  if (x.posted_at !== y.posted_at) return x.posted_at < y.posted_at;
+  return x.ask_id < y.ask_id;
+}
+
+/**
+ * Picks and claims the next Ask in one commit: the highest-priority, oldest Ask in the caller's
+ * scope whose dependencies are resolved and whose lease is free or expired. Decided inside the
+ * Entity's queue against the state it will apply to, so a group commit of many callers (or a
+ * CAS retry against another process) never hands one Ask to two of them. The op recorded is
+ * an ordinary ask_claim: history, replay and sync see a claim like any other.
+ */
+export async function askClaimNext(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: AskClaimNextArgs,
+): Promise<{ ask: AskView | null; revision: string | null; replayed: boolean }> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, args.actor, 'actor');
+  const config = await repo.requireConfig();
+  const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
+  const kinds = args.kinds ? new Set(args.kinds) : null;
+  const r = await repo.lane(args.lane_id).mutate({
+    ...mutationOpts(caller, args),
+    request: {
+      tool: 'ask_claim_next',
+      args: { lane_id: args.lane_id, kinds: args.kinds ?? null, lease_seconds: lease },
+    },
+    decide: (s, meta): LaneOpSpec[] => {
+      const lane = laneOf(s, args.lane_id);
+      if (lane.closed) return [];
+      const nowMs = meta.now.getTime();
+      const scopeOk = new Map<string, boolean>();
+      let best: AskDoc | null = null;
+      // A linear scan of the draft (not the per-revision candidate cache): inside a group
+      // commit the draft already holds the claims decided ahead of this one.
+      for (const a of s.asks.values()) {
+        if (a.state === 'answered' || a.state === 'cancelled') continue;
+        if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
+        if (kinds && !kinds.has(a.kind)) continue;
+        if (best && !before(a, best)) continue;
+        let ok = scopeOk.get(a.kind);
+        if (ok === undefined) {
+          ok = inScope(
+            kindRule(a.kind, lane.ask_kinds, config.ask_kinds).scope,
+            lane,
+            config,
+            caller.actor,
+          );
+          scopeOk.set(a.kind, ok);
+        }
+        if (!ok) continue;
+        if (a.depends_on.length > 0 && blockedBy(s, a).length > 0) continue;
+        best = a;
+      }
+      if (!best) return [];
+      const until = new Date(nowMs + lease * 1000).toISOString();
+      return [
+        {
+          op: 'ask_claim',
+          summary: `ask_claim ${best.ask_id} by ${caller.actor} (next)`,
+          args: { lane_id: args.lane_id, ask_id: best.ask_id, lease_seconds: lease },
+          out: {
+            lease_expires_at: until,
+            renewed: false,
+            ...(best.state === 'claimed'
+              ? { expired_holder: best.holder, expired_at: best.lease_expires_at }
+              : {}),
+          },
+        },
+      ];
+    },
+    result: (s, op) => {
+      if (op === null) return null;
+      if (op.op !== 'ask_claim') throw unexpectedOp(op, 'ask_claim');
+      return askView(s, s.asks.get(op.args.ask_id)!, repo.clock());
+    },
+  });
+  // Nothing claimable: {ask: null} at the revision that was looked at.
+  return { ask: r.result, revision: r.revision, replayed: r.replayed };
 }
 
 export interface AskReleaseArgs extends WriteOpts {
@@ -316,21 +445,11 @@ export async function askAnswer(
         'conflict',
         `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
       );
+    assertNotCancelled(ask);
     const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
     if (!inScope(rule.scope, lane, config, caller.actor))
       throw scopeDenied(rule.scope, lane, `answer ${ask.kind} asks`);
-    if (ask.state !== 'claimed' || ask.holder !== caller.actor) {
-      throw new ZzError(
-        'forbidden',
-        `only the holder may answer ask ${ask.ask_id}; claim it first (holder: ${ask.holder ?? 'none'})`,
-      );
-    }
-    if (leaseExpired(ask, now)) {
-      throw new ZzError(
-        'conflict',
-        `your lease on ask ${ask.ask_id} expired at ${ask.lease_expires_at}; claim it again before answering`,
-      );
-    }
+    assertLiveClaim(ask, caller.actor, now, 'answer');
     if (!rule.outcomes.includes(args.outcome)) {
       throw new ZzError(
         'invalid_argument',
@@ -383,7 +502,7 @@ export async function askAnswer(
     decide: (s, meta) => {
       const ask = check(s, meta.now);
       const followUps = followUpsFor(s, ask, args, changesetId);
-      const main: OpSpec = {
+      const main: LaneOpSpec = {
         op: 'ask_answer',
         summary: `ask_answer ${ask.ask_id}: ${args.outcome}`,
         args: {
@@ -403,126 +522,34 @@ export async function askAnswer(
         },
         out: {
           ...(changesetId ? { changeset_id: changesetId, changeset_commit: changesetCommit } : {}),
-          follow_ups: followUps.map((f) => f.out!.ask_id),
+          follow_ups: followUps.map((f) => f.out.ask_id),
         },
       };
       return [main, ...followUps];
     },
     result: (s, op) => {
+      if (op?.op !== 'ask_answer') throw unexpectedOp(op, 'ask_answer');
       const now = repo.clock();
-      const ids = (op.out?.follow_ups as string[] | undefined) ?? [];
+      const ids = op.out?.follow_ups ?? [];
       return {
         ask: askView(s, s.asks.get(args.ask_id)!, now),
         follow_ups: ids
           .map((id) => s.asks.get(id))
           .filter((a): a is AskDoc => !!a)
           .map((a) => askView(s, a, now)),
-        changeset_id: typeof op.out?.changeset_id === 'string' ? op.out.changeset_id : null,
+        changeset_id: op.out?.changeset_id ?? null,
+        op,
       };
     },
   });
   // The ref follows the answer; a retry (replay) after a crash between the two repairs it.
-  const csId = r.op.out?.changeset_id;
-  const csCommit = r.op.out?.changeset_commit;
+  const { op: answerOp, ...answered } = r.result;
+  const csId = answerOp.out?.changeset_id;
+  const csCommit = answerOp.out?.changeset_commit;
   if (typeof csId === 'string' && typeof csCommit === 'string') {
     if ((await repo.store.head(CHANGESETS_PREFIX + csId)) === null) {
       await repo.store.setRef(CHANGESETS_PREFIX + csId, null, csCommit);
     }
   }
-  return { ...r.result, revision: r.revision, replayed: r.replayed };
-}
-
-function followUp(
-  s: LaneState,
-  origin: AskDoc,
-  kind: string,
-  title: string,
-  body: string,
-  payload: Record<string, unknown>,
-  reason: string,
-): OpSpec {
-  const askId = newAskId();
-  return {
-    op: 'ask_post',
-    summary: `ask_post ${askId} (${kind}) follows ${origin.ask_id}`,
-    args: {
-      lane_id: s.lane!.lane_id,
-      kind,
-      title,
-      body,
-      priority: origin.priority,
-      depends_on: [],
-      payload,
-      posted_by: SERVER_ACTOR,
-      origin: { ask_id: origin.ask_id, reason },
-    },
-    out: { ask_id: askId },
-  };
-}
-
-function followUpsFor(
-  s: LaneState,
-  ask: AskDoc,
-  args: AskAnswerArgs,
-  changesetId: string | null,
-): OpSpec[] {
-  if (ask.kind === 'work' && args.outcome === 'complete' && changesetId) {
-    return [
-      followUp(
-        s,
-        ask,
-        'changeset_review',
-        `Review: ${ask.title}`,
-        args.changeset?.message ?? '',
-        { changeset_id: changesetId, work_ask_id: ask.ask_id },
-        'work completed with a changeset',
-      ),
-    ];
-  }
-  if (ask.kind === 'changeset_review') {
-    // A review posted by hand may cite no changeset: then the follow-ups cite none either
-    // (an `undefined` here would differ between the in-memory state and the stored JSON).
-    const csId = typeof ask.payload.changeset_id === 'string' ? ask.payload.changeset_id : null;
-    const workId = typeof ask.payload.work_ask_id === 'string' ? ask.payload.work_ask_id : null;
-    const work = workId ? s.asks.get(workId) : undefined;
-    if (args.outcome === 'grant') {
-      return [
-        followUp(
-          s,
-          ask,
-          'submit_changeset',
-          `Submit: ${work?.title ?? ask.title}`,
-          args.result ?? '',
-          {
-            ...(csId ? { changeset_id: csId } : {}),
-            review_ask_id: ask.ask_id,
-            ...(workId ? { work_ask_id: workId } : {}),
-          },
-          'review granted',
-        ),
-      ];
-    }
-    if (args.outcome === 'deny') {
-      const title = `Rework: ${work?.title ?? ask.title.replace(/^Review: /, '')}`;
-      const body =
-        `${work?.body ?? ''}\n\nReview of changeset ${csId ?? '(none)'} (denied):\n${args.result ?? ''}`.trim();
-      return [
-        followUp(
-          s,
-          ask,
-          'work',
-          title,
-          body,
-          {
-            review: args.result ?? '',
-            ...(csId ? { previous_changeset_id: csId } : {}),
-            review_ask_id: ask.ask_id,
-            ...(workId ? { work_ask_id: workId } : {}),
-          },
-          'review denied',
-        ),
-      ];
-    }
-  }
-  return [];
+  return { ...answered, revision: r.revision, replayed: r.replayed };
 }

@@ -4,11 +4,11 @@ import { isAncestor, mergeTrees, TreeReader, updateBranch } from '../git/branch-
 import { printable, readCommit, type GitRepository } from '../git/index.js';
 import type { AskDoc } from '../schema/lane.js';
 import { checkChangeset, checkFiles, type ChangeFileInput } from './changesets-policy.js';
-import type { OpRecord, OpSpec } from '../store/index.js';
+import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
-import type { LaneState } from './lane-state.js';
+import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta } from './lanes.js';
-import { askView, type AskView } from './views.js';
+import { askView, holdsLiveClaim, type AskView } from './views.js';
 import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
 
 // commit_changeset: the only write to the user's code (DESIGN §3). A coordinator lands a
@@ -267,20 +267,17 @@ async function record(
   const r = await repo.lane(args.lane_id).mutate({
     ...mutationOpts(caller, args),
     request,
-    decide: (s): OpSpec[] => {
+    decide: (s, meta): LaneOpSpec[] => {
       if (!landed) throw new ZzError('internal', 'commit_changeset replay found no prior op');
       const ask = s.asks.get(args.ask_id);
       const answer =
-        ask &&
-        LANDING_KINDS.has(ask.kind) &&
-        ask.state === 'claimed' &&
-        ask.holder === caller.actor;
+        ask && LANDING_KINDS.has(ask.kind) && holdsLiveClaim(ask, caller.actor, meta.now);
       const how = landed.fastForward
         ? 'fast-forward'
         : landed.merged
           ? 'merged onto ' + short(landed.head)
           : 'already on the branch';
-      const main: OpSpec = {
+      const main: LaneOpSpec = {
         op: 'commit_changeset',
         summary: `commit_changeset ${short(landed.commit)} to ${landed.branch} (${how})`,
         args: {
@@ -328,7 +325,7 @@ async function record(
     result: (s, op) => ({ s, op }),
   });
   const { s, op } = r.result;
-  if (op.op !== 'commit_changeset') throw conflictError(op);
+  if (op?.op !== 'commit_changeset') throw conflictError(op);
   const out = op.out ?? {};
   return {
     commit: String(out.commit),
@@ -353,8 +350,8 @@ interface ConflictInfo {
 }
 
 /** The 409 a conflicted landing answers, rebuilt from the resolve_conflict Ask it posted. */
-function conflictError(op: OpRecord): ZzError {
-  const p = (op.args.payload ?? {}) as Record<string, unknown>;
+function conflictError(op: OpRecord | null): ZzError {
+  const p = (op?.args.payload ?? {}) as Record<string, unknown>;
   const paths = Array.isArray(p.conflicting_paths) ? (p.conflicting_paths as string[]) : [];
   return new ZzError(
     'merge_conflict',
@@ -363,7 +360,7 @@ function conflictError(op: OpRecord): ZzError {
       .map(printable)
       .join(
         ', ',
-      )}${paths.length > 20 ? ` and ${paths.length - 20} more` : ''}; resolve_conflict Ask ${String(op.out?.ask_id)} was posted`,
+      )}${paths.length > 20 ? ` and ${paths.length - 20} more` : ''}; resolve_conflict Ask ${String(op?.out?.ask_id)} was posted`,
     {
       changeset_id: p.changeset_id,
       branch: p.branch,
@@ -371,7 +368,7 @@ function conflictError(op: OpRecord): ZzError {
       base: p.base,
       conflicting_paths: paths,
       messages: p.messages,
-      resolve_conflict_ask_id: op.out?.ask_id,
+      resolve_conflict_ask_id: op?.out?.ask_id,
     },
   );
 }
@@ -420,7 +417,7 @@ async function conflict(
   const r = await repo.lane(args.lane_id).mutate({
     ...mutationOpts(caller, args),
     request,
-    decide: (): OpSpec => {
+    decide: (): LaneOpSpec => {
       const askId = newAskId();
       const title = clip(
         `Resolve conflict: ${firstLine(origin.title.replace(/^Submit: /, ''))}`,

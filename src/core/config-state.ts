@@ -1,12 +1,29 @@
 import type { ConfigDoc } from '../schema/config.js';
 import { FORMAT_VERSION } from '../schema/config.js';
-import type { EntityCodec, OpRecord } from '../store/index.js';
+import { parseConfigOp, type ConfigOp } from '../schema/config-ops.js';
+import type { EntityCodec } from '../store/index.js';
 
-// refs/zz/config as a fold of its ops, like a Lane.
+// refs/zz/config as a fold of its ops (schema/config-ops.ts), like a Lane.
 
 export interface ConfigState {
   config: ConfigDoc | null;
+  /**
+   * Each actor's allowed signing keys (`ssh-ed25519 …` lines), from `repo_init` (the first
+   * owner's) and `key_add` ops. Sync verifies imported commits against these (DESIGN §7).
+   */
+  keys: ReadonlyMap<string, readonly string[]>;
+  /** Whether every op must be signed by a key of its actor (`zz init --signed`, or later). */
+  signed: boolean;
 }
+
+/** Ops that only an owner's key may make count (sync verifies their signatures on import). */
+export const OWNER_LEVEL_OPS: ReadonlySet<string> = new Set([
+  'repo_init',
+  'role_grant',
+  'repo_set_visibility',
+  'key_add',
+  'repo_require_signatures',
+]);
 
 export const CONFIG_FILE = 'config.json';
 
@@ -16,53 +33,70 @@ export const CONFIG_FILE = 'config.json';
  * and only an owner of the moment grants, revokes or changes visibility. The daemon refuses the
  * same up front, so its own ops always pass.
  */
-export function configOpAllowed(s: ConfigState, op: OpRecord): boolean {
+export function configOpAllowed(s: ConfigState, op: ConfigOp): boolean {
   switch (op.op) {
     case 'repo_init':
       return s.config === null;
     case 'role_grant':
     case 'repo_set_visibility':
+    case 'repo_require_signatures':
       return s.config !== null && s.config.owners.includes(op.actor);
-    default:
-      return true;
+    case 'key_add':
+      // An owner registers anyone's key; an actor may add its own (sync then demands the
+      // commit be signed by a key an owner registered for it, or by an owner's).
+      return (
+        s.config !== null && (s.config.owners.includes(op.actor) || op.args.actor === op.actor)
+      );
   }
 }
 
-export function applyConfigOp(s: ConfigState, op: OpRecord): string[] {
-  const a = op.args;
+export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
   if (!configOpAllowed(s, op)) return [];
   switch (op.op) {
     case 'repo_init':
       s.config = {
         format: FORMAT_VERSION,
-        owners: a.owners as string[],
-        visibility: a.visibility === 'public' ? 'public' : 'private',
-        default_branch: String(a.default_branch),
-        ask_kinds: (a.ask_kinds as ConfigDoc['ask_kinds']) ?? {},
+        owners: op.args.owners,
+        visibility: op.args.visibility ?? 'private',
+        default_branch: op.args.default_branch,
+        ask_kinds: op.args.ask_kinds ?? {},
         created_by: op.actor,
         created_at: op.time,
       };
+      s.keys = new Map([[op.actor, op.args.owner_keys ?? []]]);
+      s.signed = op.args.signed === true;
       return [CONFIG_FILE];
+    case 'key_add': {
+      const who = op.args.actor;
+      const list = s.keys.get(who) ?? [];
+      if (!list.includes(op.args.key)) {
+        s.keys = new Map(s.keys).set(who, [...list, op.args.key]);
+      }
+      return [];
+    }
+    case 'repo_require_signatures':
+      s.signed = op.args.signed !== false;
+      return [];
     case 'role_grant': {
       if (!s.config) return [];
-      const who = String(a.grantee);
+      const who = op.args.grantee;
       const owners = s.config.owners.filter((o) => o !== who);
-      if (!a.revoke) owners.push(who);
+      if (!op.args.revoke) owners.push(who);
       s.config = { ...s.config, owners };
       return [CONFIG_FILE];
     }
     case 'repo_set_visibility':
       if (!s.config) return [];
-      s.config = { ...s.config, visibility: a.visibility === 'public' ? 'public' : 'private' };
+      s.config = { ...s.config, visibility: op.args.visibility };
       return [CONFIG_FILE];
-    default:
-      return [];
   }
 }
 
-export const configCodec: EntityCodec<ConfigState> = {
-  empty: () => ({ config: null }),
-  clone: (s) => ({ config: s.config }),
+export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
+  empty: () => ({ config: null, keys: new Map(), signed: false }),
+  // keys is replaced, never mutated, so sharing it is safe.
+  clone: (s) => ({ config: s.config, keys: s.keys, signed: s.signed }),
+  parse: parseConfigOp,
   apply: applyConfigOp,
   file: (s, path) =>
     path === CONFIG_FILE && s.config ? JSON.stringify(s.config, null, 2) + '\n' : null,

@@ -1,6 +1,6 @@
 import { ZzError } from '../errors.js';
 import { requireCaller, type Caller } from './access.js';
-import { readLane } from './lanes.js';
+import { readLane, readLanes } from './lanes.js';
 import { historyEntry } from './views.js';
 import type { ZzRepo } from './zz-repo.js';
 
@@ -51,11 +51,15 @@ export const encodeCursor = (p: Positions): string =>
   Buffer.from(JSON.stringify(p)).toString('base64url');
 
 async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit: number) {
-  const ids = args.lane_id ? [args.lane_id] : await repo.laneIds();
+  // Across Lanes, a Lane that cannot be read (reported by lane_list and repo_state) is
+  // skipped; asked for by name, it is an error.
+  const snaps = args.lane_id
+    ? [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }]
+    : (await readLanes(repo)).lanes;
+  const ids = snaps.map((x) => x.id);
   const events: LaneEvent[] = [];
   const next: Positions = { ...pos };
-  for (const id of ids) {
-    const snap = args.lane_id ? await readLane(repo, id) : await repo.lane(id).read();
+  for (const { id, snap } of snaps) {
     const from = pos[id] ?? 0;
     for (let i = from; i < snap.log.length; i++) {
       const op = snap.log[i]!;

@@ -1,5 +1,5 @@
 import { ZzError } from '../errors.js';
-import { discoverRepository, git, repoKeyOf } from '../git/index.js';
+import { configGet, discoverRepository, repoKeyOf } from '../git/index.js';
 
 // Which repository and which person a front end is acting in: the checkout around a directory
 // (common git dir, work tree, repo key) and the git identity. Deliberately small: the CLI loads
@@ -40,7 +40,7 @@ export async function gitUserEmail(
 ): Promise<string> {
   const pass: Record<string, string> = {};
   for (const k of IDENTITY_ENV) if (env[k] !== undefined) pass[k] = env[k]!;
-  const email = await git(['config', '--get', 'user.email'], { cwd, okCodes: [1], env: pass });
+  const email = await configGet(cwd, 'user.email', pass);
   if (!email) {
     throw new ZzError(
       'precondition_failed',

@@ -2,7 +2,9 @@
 // and the authenticated Caller; core enforces every rule. It knows nothing of HTTP, MCP or CLI.
 export * from './access.js';
 export * from './admin.js';
+export * from './ask-list.js';
 export * from './asks.js';
+export * from './closing.js';
 export * from './changesets.js';
 export * from './changesets-policy.js';
 export * from './changesets-sandbox.js';
@@ -17,4 +19,5 @@ export * from './views.js';
 export * from './zz-repo.js';
 export * from './setup.js';
 export * from './token-store.js';
+export * from './token-admin.js';
 export * from './identity.js';

@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { EntityCodec, OpRecord } from '../store/index.js';
-import type { AskDoc, LaneDoc } from '../schema/lane.js';
+import { askDoc, laneDoc, type AskDoc, type LaneDoc } from '../schema/lane.js';
+import { parseLaneOp, type LaneOp } from '../schema/lane-ops.js';
+import type { EntityCodec, OpSpec } from '../store/index.js';
 
 // A Lane's state is a pure fold of its op log: applyLaneOp(state, op) is all there is. Every
 // value an op depends on (ids, times, lease expiry) is recorded in the op itself, so replaying
 // a history — here, after a restart, or when sync merges two — always yields the same state.
+//
+// One case per op kind of the Lane's union (schema/lane-ops.ts), in the guard and in the
+// apply: sync re-checks claims, answers and scopes when folding ops from other machines.
 
 export interface LaneState {
   lane: LaneDoc | null;
@@ -30,12 +34,14 @@ export interface RejectedOp {
   reason:
     | 'claim_lost'
     | 'ask_answered'
+    | 'ask_cancelled'
     | 'not_claimed'
     | 'not_holder'
     | 'conflicting_answer'
     | 'idempotency_duplicate'
     | 'idempotency_conflict'
-    | 'follow_up_of_refused_answer';
+    | 'follow_up_of_refused_answer'
+    | 'lane_exists';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;
@@ -43,25 +49,26 @@ export interface RejectedOp {
   resolve_ask_id?: string;
 }
 
+/** An op a Lane use case decides. */
+export type LaneOpSpec = OpSpec<LaneOp>;
+export type AskPostSpec = OpSpec<Extract<LaneOp, { op: 'ask_post' }>>;
+
 export const LANE_FILE = 'lane.json';
 
 export function askPath(askId: string): string {
   return `asks/${askId.slice(4, 6)}/${askId}.json`;
 }
 
-type Args = Record<string, unknown>;
-const str = (v: unknown): string => String(v);
-const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
-
 /** The kind of the Ask the fold raises when two answers to one Ask meet in a merge. */
 export const RESOLVE_CONFLICT_KIND = 'resolve_conflict';
+
+type Refusal = Omit<RejectedOp, 'op_id' | 'op' | 'actor'>;
 
 // The guarded apply of DESIGN §7: ops from anywhere (this daemon, a merge of another
 // replica's work) are re-checked against the state they land on. The daemon's decide()
 // refuses the same cases up front, so locally written ops always pass; these guards matter
 // when sync folds two histories together. A refused op changes nothing but stays in the log.
-function guard(s: LaneState, op: OpRecord): Omit<RejectedOp, 'op_id' | 'op' | 'actor'> | null {
-  const a = op.args;
+function guard(s: LaneState, op: LaneOp): Refusal | null {
   if (op.key !== undefined) {
     const prior = s.keys.get(`${op.actor}\0${op.key}`);
     if (prior !== undefined) {
@@ -70,18 +77,21 @@ function guard(s: LaneState, op: OpRecord): Omit<RejectedOp, 'op_id' | 'op' | 'a
       };
     }
   }
-  const ask = typeof a.ask_id === 'string' ? s.asks.get(a.ask_id) : undefined;
   switch (op.op) {
+    case 'lane_propose':
+      // Two replicas proposing one lane id (two `zz init`s each making `_repo`): the first
+      // in publication order stands.
+      return s.lane === null ? null : { reason: 'lane_exists' };
     case 'ask_post': {
-      const id = op.out?.ask_id;
-      if (typeof id === 'string' && s.suppressed.has(id)) {
-        return { reason: 'follow_up_of_refused_answer', ask_id: id };
-      }
+      const id = op.out.ask_id;
+      if (s.suppressed.has(id)) return { reason: 'follow_up_of_refused_answer', ask_id: id };
       return null;
     }
     case 'ask_claim': {
+      const ask = s.asks.get(op.args.ask_id);
       if (!ask) return null;
       if (ask.state === 'answered') return { reason: 'ask_answered', ask_id: ask.ask_id };
+      if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
       if (ask.state !== 'claimed' || ask.holder === op.actor) return null;
       // The lease is judged at the time the claim recorded, not at fold time.
       const until = ask.lease_expires_at === null ? NaN : Date.parse(ask.lease_expires_at);
@@ -89,6 +99,7 @@ function guard(s: LaneState, op: OpRecord): Omit<RejectedOp, 'op_id' | 'op' | 'a
       return { reason: 'claim_lost', ask_id: ask.ask_id, winner: ask.holder };
     }
     case 'ask_release': {
+      const ask = s.asks.get(op.args.ask_id);
       if (!ask) return null;
       if (ask.state !== 'claimed') return { reason: 'not_claimed', ask_id: ask.ask_id };
       // Coordinators may release a stuck claim (the `_repo` lane's are the repo's owners,
@@ -102,6 +113,7 @@ function guard(s: LaneState, op: OpRecord): Omit<RejectedOp, 'op_id' | 'op' | 'a
       return null;
     }
     case 'ask_answer': {
+      const ask = s.asks.get(op.args.ask_id);
       if (!ask) return null;
       if (ask.state === 'answered') {
         return {
@@ -110,23 +122,28 @@ function guard(s: LaneState, op: OpRecord): Omit<RejectedOp, 'op_id' | 'op' | 'a
           resolve_ask_id: conflictAskId(op),
         };
       }
+      if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
       if (ask.holder !== op.actor) {
         return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
       }
       return null;
     }
-    default:
+    case 'lane_add_related':
+    case 'lane_grant':
+    case 'lane_close':
+    case 'ask_cancel':
+    case 'commit_changeset':
       return null;
   }
 }
 
-function conflictAskId(op: OpRecord): string {
+function conflictAskId(op: LaneOp): string {
   return (
     'ask-' + createHash('sha256').update(`resolve_conflict\0${op.id}`).digest('hex').slice(0, 10)
   );
 }
 
-export function applyLaneOp(s: LaneState, op: OpRecord): string[] {
+export function applyLaneOp(s: LaneState, op: LaneOp): string[] {
   const refused = guard(s, op);
   if (op.key !== undefined && !s.keys.has(`${op.actor}\0${op.key}`)) {
     s.keys.set(`${op.actor}\0${op.key}`, op.request_hash ?? '');
@@ -135,19 +152,12 @@ export function applyLaneOp(s: LaneState, op: OpRecord): string[] {
   return applyGuarded(s, op);
 }
 
-function refuse(
-  s: LaneState,
-  op: OpRecord,
-  r: Omit<RejectedOp, 'op_id' | 'op' | 'actor'>,
-): string[] {
+function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
   s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, ...r }];
-  if (op.op === 'ask_answer') {
-    // Follow-ups the refused answer triggered (recorded right after it) are not posted.
-    const ids = op.out?.follow_ups;
-    if (Array.isArray(ids)) {
-      s.suppressed = new Set([...s.suppressed, ...ids.filter((x) => typeof x === 'string')]);
-    }
-  }
+  if (op.op !== 'ask_answer') return [];
+  // Follow-ups the refused answer triggered (recorded right after it) are not posted.
+  const ids = op.out?.follow_ups;
+  if (ids) s.suppressed = new Set([...s.suppressed, ...ids]);
   if (r.reason !== 'conflicting_answer' || !r.ask_id || !r.resolve_ask_id) return [];
   // Both answers are kept: the first stands on the Ask, the second goes to a coordinator.
   const ask = s.asks.get(r.ask_id)!;
@@ -157,7 +167,7 @@ function refuse(
     lane_id: ask.lane_id,
     kind: RESOLVE_CONFLICT_KIND,
     title: `Resolve conflicting answers to ${ask.ask_id}`.slice(0, 200),
-    body: `${ask.answer?.answered_by ?? 'someone'} answered ${ask.answer?.outcome ?? '?'} first; ${op.actor} answered ${String(op.args.outcome)} on another replica. Decide which stands.`,
+    body: `${ask.answer?.answered_by ?? 'someone'} answered ${ask.answer?.outcome ?? '?'} first; ${op.actor} answered ${op.args.outcome} on another replica. Decide which stands.`,
     priority: ask.priority,
     depends_on: [],
     state: 'open',
@@ -171,7 +181,7 @@ function refuse(
       kept: ask.answer,
       conflicting: {
         op_id: op.id,
-        outcome: op.args.outcome ?? null,
+        outcome: op.args.outcome,
         result: op.args.result ?? null,
         changeset_id: op.out?.changeset_id ?? null,
         answered_by: op.actor,
@@ -183,9 +193,7 @@ function refuse(
   return [askPath(id)];
 }
 
-function applyGuarded(s: LaneState, op: OpRecord): string[] {
-  const a: Args = op.args;
-  const out: Args = op.out ?? {};
+function applyGuarded(s: LaneState, op: LaneOp): string[] {
   const setAsk = (ask: AskDoc): string => {
     s.asks.set(ask.ask_id, ask);
     return askPath(ask.ask_id);
@@ -195,37 +203,49 @@ function applyGuarded(s: LaneState, op: OpRecord): string[] {
     return LANE_FILE;
   };
   switch (op.op) {
-    case 'lane_propose':
+    case 'lane_propose': {
+      const a = op.args;
       return [
         setLane({
-          lane_id: str(a.lane_id),
-          title: str(a.title),
-          description: str(a.description ?? ''),
-          coordinators: (a.coordinators as string[]) ?? [op.actor],
-          maintainers: (a.maintainers as string[]) ?? [],
-          related_lanes: (a.related_lanes as string[]) ?? [],
-          ask_kinds: (a.ask_kinds as LaneDoc['ask_kinds']) ?? {},
+          lane_id: a.lane_id,
+          title: a.title,
+          description: a.description ?? '',
+          coordinators: a.coordinators ?? [op.actor],
+          maintainers: a.maintainers ?? [],
+          related_lanes: a.related_lanes ?? [],
+          ask_kinds: a.ask_kinds ?? {},
           created_by: op.actor,
           created_at: op.time,
         }),
       ];
+    }
     case 'lane_add_related': {
       if (!s.lane) return [];
-      const rel = str(a.related_lane_id);
+      const rel = op.args.related_lane_id;
       if (s.lane.related_lanes.includes(rel)) return [];
       return [setLane({ ...s.lane, related_lanes: [...s.lane.related_lanes, rel] })];
     }
     case 'lane_grant': {
       if (!s.lane) return [];
-      const field = a.role === 'maintainer' ? 'maintainers' : 'coordinators';
-      const who = str(a.grantee);
+      const field = op.args.role === 'maintainer' ? 'maintainers' : 'coordinators';
+      const who = op.args.grantee;
       const list = s.lane[field].filter((x) => x !== who);
-      if (!a.revoke) list.push(who);
+      if (!op.args.revoke) list.push(who);
       return [setLane({ ...s.lane, [field]: list })];
     }
+    case 'lane_close': {
+      if (!s.lane || s.lane.closed) return [];
+      return [
+        setLane({
+          ...s.lane,
+          closed: { by: op.actor, at: op.time, reason: op.args.reason ?? '' },
+        }),
+      ];
+    }
     case 'ask_post': {
-      const id = str(out.ask_id);
-      const deps = (a.depends_on as string[]) ?? [];
+      const a = op.args;
+      const id = op.out.ask_id;
+      const deps = a.depends_on ?? [];
       for (const d of deps) {
         const list = s.dependents.get(d) ?? [];
         s.dependents.set(d, [...list, id]);
@@ -233,42 +253,42 @@ function applyGuarded(s: LaneState, op: OpRecord): string[] {
       return [
         setAsk({
           ask_id: id,
-          lane_id: s.lane?.lane_id ?? str(a.lane_id),
-          kind: str(a.kind),
-          title: str(a.title),
-          body: str(a.body ?? ''),
-          priority: Number(a.priority ?? 2),
+          lane_id: s.lane?.lane_id ?? a.lane_id,
+          kind: a.kind,
+          title: a.title,
+          body: a.body ?? '',
+          priority: a.priority ?? 2,
           depends_on: deps,
           state: 'open',
           holder: null,
           lease_expires_at: null,
           answer: null,
-          posted_by: str(a.posted_by ?? op.actor),
+          posted_by: a.posted_by ?? op.actor,
           posted_at: op.time,
-          payload: (a.payload as Record<string, unknown>) ?? {},
-          origin: (a.origin as AskDoc['origin']) ?? null,
+          payload: a.payload ?? {},
+          origin: a.origin ? { ask_id: a.origin.ask_id, reason: a.origin.reason } : null,
         }),
       ];
     }
     case 'ask_claim': {
-      const ask = s.asks.get(str(a.ask_id));
+      const ask = s.asks.get(op.args.ask_id);
       if (!ask) return [];
       return [
         setAsk({
           ...ask,
           state: 'claimed',
           holder: op.actor,
-          lease_expires_at: str(out.lease_expires_at),
+          lease_expires_at: op.out.lease_expires_at,
         }),
       ];
     }
     case 'ask_release': {
-      const ask = s.asks.get(str(a.ask_id));
+      const ask = s.asks.get(op.args.ask_id);
       if (!ask) return [];
       return [setAsk({ ...ask, state: 'open', holder: null, lease_expires_at: null })];
     }
     case 'ask_answer': {
-      const ask = s.asks.get(str(a.ask_id));
+      const ask = s.asks.get(op.args.ask_id);
       if (!ask) return [];
       return [
         setAsk({
@@ -277,22 +297,35 @@ function applyGuarded(s: LaneState, op: OpRecord): string[] {
           holder: ask.holder,
           lease_expires_at: null,
           answer: {
-            outcome: a.outcome as 'complete' | 'deny' | 'grant',
-            result: strOrNull(a.result),
-            changeset_id: strOrNull(out.changeset_id ?? a.changeset_id),
+            outcome: op.args.outcome,
+            result: op.args.result ?? null,
+            changeset_id: op.out?.changeset_id ?? op.args.changeset_id ?? null,
             answered_by: op.actor,
             answered_at: op.time,
           },
         }),
       ];
     }
-    default:
-      // Ops from a newer zz are kept in history but change nothing here.
+    case 'ask_cancel': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask || ask.state === 'answered' || ask.state === 'cancelled') return [];
+      return [
+        setAsk({
+          ...ask,
+          state: 'cancelled',
+          holder: null,
+          lease_expires_at: null,
+          cancelled: { by: op.actor, at: op.time, reason: op.args.reason ?? '' },
+        }),
+      ];
+    }
+    case 'commit_changeset':
+      // Recorded for history; the Ask it lands is answered by the ask_answer beside it.
       return [];
   }
 }
 
-export const laneCodec: EntityCodec<LaneState> = {
+export const laneCodec: EntityCodec<LaneState, LaneOp> = {
   empty: () => ({
     lane: null,
     asks: new Map(),
@@ -310,6 +343,7 @@ export const laneCodec: EntityCodec<LaneState> = {
     keys: new Map(s.keys),
     suppressed: s.suppressed,
   }),
+  parse: parseLaneOp,
   apply: applyLaneOp,
   file(s, path) {
     if (path === LANE_FILE) return s.lane ? JSON.stringify(s.lane, null, 2) + '\n' : null;
@@ -317,15 +351,23 @@ export const laneCodec: EntityCodec<LaneState> = {
     const ask = m ? s.asks.get(m[1]!) : undefined;
     return ask ? JSON.stringify(ask, null, 2) + '\n' : null;
   },
+  verify(s, ref) {
+    // A Lane's id is its ref name (refs/zz/lanes/<id>; ids hold no "/"): a Lane's history
+    // copied under another name is not that Lane.
+    const id = ref.slice(ref.lastIndexOf('/') + 1);
+    if (!s.lane) return 'the ref holds no lane_propose';
+    if (s.lane.lane_id !== id) return `it holds lane ${s.lane.lane_id}, not ${id}`;
+    return null;
+  },
 };
 
 /** Reads the materialised tree back into a state (used to prove fold == stored tree). */
 export function laneStateFromFiles(files: Map<string, string>): LaneState {
   const s = laneCodec.empty();
   for (const [path, text] of files) {
-    if (path === LANE_FILE) s.lane = JSON.parse(text) as LaneDoc;
+    if (path === LANE_FILE) s.lane = laneDoc.parse(JSON.parse(text));
     else if (path.startsWith('asks/')) {
-      const ask = JSON.parse(text) as AskDoc;
+      const ask = askDoc.parse(JSON.parse(text));
       s.asks.set(ask.ask_id, ask);
     }
   }

@@ -4,12 +4,15 @@ import { ZzError } from '../errors.js';
 import {
   ensureZzRefspec,
   fetchZz,
-  git,
+  gitPath,
   isAncestor,
   listRemotes,
   remoteTrackingPrefix,
 } from '../git/index.js';
+import type { SshSigningKey } from '../git/index.js';
+import { repoLocalDir, writeFileAtomic } from '../local/index.js';
 import { initRepo } from './admin.js';
+import { signAs } from './sync/authenticity.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // `zz init` and the fast-forward half of sync: bring remote zz state in, adopt it where we
@@ -42,6 +45,10 @@ export interface InitOptions {
   hookCommand: { node: string; main: string };
   /** Skip fetching from remotes (tests, offline). */
   noFetch?: boolean;
+  /** The owner's signing key: commits are signed with it and a new config registers it. */
+  signingKey?: SshSigningKey;
+  /** A new config requires every op to be signed by a key of its actor. */
+  signed?: boolean;
 }
 
 export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitReport> {
@@ -68,7 +75,10 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
   }
   report.adopted = (await fastForwardFromRemotes(repo)).adopted;
   const branch = await repo.defaultBranch();
+  if (opts.signingKey) signAs(repo, opts.owner, opts.signingKey);
   const r = await initRepo(repo, {
+    ...(opts.signingKey ? { owner_keys: [opts.signingKey.publicKey] } : {}),
+    ...(opts.signed ? { signed: true } : {}),
     owner: opts.owner,
     visibility: opts.visibility,
     default_branch: branch,
@@ -122,16 +132,16 @@ async function installHooks(
   if (/[\n\r]/.test(command.node + command.main)) {
     throw new ZzError('invalid_argument', 'the path of node or zz holds a line break');
   }
-  await fsp.mkdir(join(gitdir, 'zz'), { recursive: true });
-  await writeAtomic(
-    join(gitdir, 'zz', 'hook-command'),
+  await writeFileAtomic(
+    join(repoLocalDir(gitdir), 'hook-command'),
     `${command.node}\n${command.main}\n`,
-    0o644,
+    {
+      mode: 0o644,
+      mkdir: true,
+    },
   );
   // core.hooksPath may move hooks; ask git where they are.
-  const hooksDir = await git(['rev-parse', '--path-format=absolute', '--git-path', 'hooks'], {
-    cwd,
-  });
+  const hooksDir = await gitPath(cwd, 'hooks');
   for (const hook of HOOKS) {
     const file = join(hooksDir, hook);
     const existing = await fsp.readFile(file, 'utf8').catch(() => null);
@@ -144,15 +154,8 @@ async function installHooks(
     }
     const text = await fsp.readFile(new URL(hook, HOOKS_SOURCE), 'utf8');
     await fsp.mkdir(dirname(file), { recursive: true });
-    await writeAtomic(file, text, 0o755);
+    await writeFileAtomic(file, text, { mode: 0o755 });
     await fsp.access(file, fsc.X_OK);
     report.hooks_installed.push(hook);
   }
-}
-
-async function writeAtomic(file: string, text: string, mode: number): Promise<void> {
-  const tmp = `${file}.zz-tmp`;
-  await fsp.writeFile(tmp, text, { mode });
-  await fsp.chmod(tmp, mode);
-  await fsp.rename(tmp, file);
 }

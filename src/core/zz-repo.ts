@@ -1,6 +1,14 @@
 import { ZzError } from '../errors.js';
-import { openRepository, repoKeyOf, runGit, type GitRepository } from '../git/index.js';
-import { Entity, GitStore, MemoryStore, type LoggedOp, type Store } from '../store/index.js';
+import { headBranch, openRepository, repoKeyOf, type GitRepository } from '../git/index.js';
+import type { ConfigOp, LaneOp } from '../schema/index.js';
+import {
+  Entity,
+  GitStore,
+  MemoryStore,
+  type LoggedOp,
+  type OpRecord,
+  type Store,
+} from '../store/index.js';
 import { configCodec, type ConfigState } from './config-state.js';
 import { laneCodec, type LaneState } from './lane-state.js';
 
@@ -30,10 +38,10 @@ export class ZzRepo {
   readonly store: Store;
   readonly git: GitRepository | null;
   readonly clock: () => Date;
-  readonly config: Entity<ConfigState>;
-  private readonly lanes = new Map<string, Entity<LaneState>>();
+  readonly config: Entity<ConfigState, ConfigOp>;
+  private readonly lanes = new Map<string, Entity<LaneState, LaneOp>>();
   private readonly listeners = new Set<Listener>();
-  private readonly entities = new Map<string, Entity<unknown>>();
+  private readonly entities = new Map<string, unknown>();
 
   constructor(opts: ZzRepoOptions) {
     this.key = opts.key;
@@ -67,7 +75,7 @@ export class ZzRepo {
     return () => this.listeners.delete(l);
   }
 
-  lane(laneId: string): Entity<LaneState> {
+  lane(laneId: string): Entity<LaneState, LaneOp> {
     let e = this.lanes.get(laneId);
     if (!e) {
       e = new Entity(this.store, laneRef(laneId), laneCodec, this.emit, this.clock);
@@ -77,11 +85,12 @@ export class ZzRepo {
   }
 
   /** A generic entity on another ref (the Ladder), shared so that its mutex is shared. */
-  entity<S>(ref: string, make: () => Entity<S>): Entity<S> {
-    let e = this.entities.get(ref) as Entity<S> | undefined;
+  entity<S, Op extends OpRecord>(ref: string, make: () => Entity<S, Op>): Entity<S, Op> {
+    // One entity per ref, made by the same caller each time: its type is the one `make` gives.
+    let e = this.entities.get(ref) as Entity<S, Op> | undefined;
     if (!e) {
       e = make();
-      this.entities.set(ref, e as Entity<unknown>);
+      this.entities.set(ref, e);
     }
     return e;
   }
@@ -112,14 +121,7 @@ export class ZzRepo {
     const snap = await this.config.read();
     if (snap.state.config) return snap.state.config.default_branch;
     if (this.git) {
-      const r = await runGit(
-        ['--git-dir', this.git.gitdir, 'symbolic-ref', '--short', '-q', 'HEAD'],
-        {
-          cwd: this.git.gitdir,
-          okCodes: [1],
-        },
-      );
-      const b = r.stdout.toString('utf8').trim();
+      const b = await headBranch(this.git.gitdir);
       if (b) return b;
     }
     return 'main';

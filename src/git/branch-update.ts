@@ -71,7 +71,18 @@ export interface MergeResult {
 export async function mergeTrees(repo: Repo, ours: string, theirs: string): Promise<MergeResult> {
   const r = await inGitdir(
     repo,
-    ['merge-tree', '--write-tree', '-z', '--name-only', ours, theirs],
+    // The merged trees git writes are fsynced like ours (core.fsync, git >= 2.36): the branch
+    // will point at them.
+    [
+      '-c',
+      'core.fsync=loose-object',
+      'merge-tree',
+      '--write-tree',
+      '-z',
+      '--name-only',
+      ours,
+      theirs,
+    ],
     [1],
   );
   // Output: <tree> NUL, then (conflicted only) <path> NUL … NUL, then messages as

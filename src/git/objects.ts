@@ -142,7 +142,13 @@ export function parseSig(s: string): Signature {
 }
 
 export interface ObjectWriterOptions {
-  /** fsync object data before the rename (power-loss durability; costs ~1 ms per object). */
+  /**
+   * Power-loss durability: each object's data is fsynced before it is renamed into place and
+   * its fan-out directory after, so an object is on disk before write() resolves (and so
+   * before any ref can point at it). The fsyncs of a commit's objects run side by side and the
+   * directory fsyncs are shared by every write waiting on the same directory, so on a
+   * journalling filesystem they land in one or two journal commits.
+   */
   fsync?: boolean;
 }
 
@@ -179,10 +185,15 @@ export class ObjectWriter {
       return oid;
     }
     let fh: fsp.FileHandle | undefined;
+    let madeDir = false;
     for (let attempt = 0; !fh; attempt++) {
       try {
         if (!this.knownDirs.has(dir)) {
-          await fsp.mkdir(dir).catch(ignoreExists);
+          madeDir =
+            (await fsp.mkdir(dir).then(
+              () => true,
+              (e: unknown) => (ignoreExists(e), false),
+            )) || madeDir;
           this.knownDirs.add(dir);
         }
         fh = await fsp.open(tmp, 'wx', 0o444);
@@ -209,11 +220,48 @@ export class ObjectWriter {
       // Where a read-only file cannot be replaced (Windows), the existing copy is as good.
       const code = (e as NodeJS.ErrnoException).code;
       if ((code === 'EPERM' || code === 'EACCES' || code === 'EEXIST') && (await exists(file))) {
+        if (this.opts.fsync) await this.syncDir(dir);
         return oid;
       }
       throw e;
     }
+    // The rename is a directory entry: durable only once the directory is synced (and a
+    // fan-out directory we created, only once objects/ is).
+    if (this.opts.fsync) {
+      await Promise.all([
+        this.syncDir(dir),
+        madeDir ? this.syncDir(join(this.gitdir, 'objects')) : undefined,
+      ]);
+    }
     return oid;
+  }
+
+  /** Directory fsyncs not started yet, by directory: later writers join the pending one. */
+  private readonly dirSyncs = new Map<string, Promise<void>>();
+
+  /**
+   * fsyncs `dir` after the caller's rename. A sync already running may have missed that
+   * rename, so a caller joins only a sync that has not started; it starts on the next turn of
+   * the event loop, after every write that renamed in this turn has asked for it.
+   */
+  private syncDir(dir: string): Promise<void> {
+    const pending = this.dirSyncs.get(dir);
+    if (pending) return pending;
+    const p = new Promise<void>((resolve, reject) => {
+      setImmediate(() => {
+        this.dirSyncs.delete(dir);
+        fsp.open(dir, 'r').then(
+          (d) =>
+            d
+              .sync()
+              .finally(() => d.close())
+              .then(resolve, reject),
+          reject,
+        );
+      });
+    });
+    this.dirSyncs.set(dir, p);
+    return p;
   }
 
   // Small objects without fsync are written with synchronous calls: four system calls of a few

@@ -24,7 +24,10 @@ export interface GitRepository {
 }
 
 export interface OpenOptions {
+  /** fsync refs (and objects, unless fsyncObjects says otherwise). Default true. */
   fsync?: boolean;
+  /** fsync objects before they can be referenced; default: as `fsync`. Benchmarks only. */
+  fsyncObjects?: boolean;
   lockTimeoutMs?: number;
 }
 
@@ -119,7 +122,9 @@ export async function openRepository(cwd: string, opts: OpenOptions = {}): Promi
   const catFile = new CatFile(found.gitdir, (ref) => refs.read(ref));
   return {
     ...found,
-    objects: new ObjectWriter(found.gitdir, { fsync: false }),
+    // Objects are as durable as refs: every object a ref points to is on disk before the ref
+    // moves (README, "Durability").
+    objects: new ObjectWriter(found.gitdir, { fsync: opts.fsyncObjects ?? opts.fsync ?? true }),
     refs,
     catFile,
     close: () => catFile.close(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Caller, ZzRepo } from '../core/index.js';
+import { isPublicRepo, type Caller, type ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import { runTool, type Registry, type ToolDef, type ToolServices } from '../tools/index.js';
@@ -24,6 +24,8 @@ export type RepoHandler = (
 export type McpHandler = RepoHandler;
 /** Serves paths outside /api and /healthz (the dashboard); null means "not mine" (404). */
 export type PageHandler = (req: Request) => Promise<Response | null>;
+/** The dashboard's cookie login (src/web), consulted when a request has no Authorization. */
+export type SessionCaller = (req: Request, repo: string) => Promise<Caller | null>;
 /** The token store of a served repository: a token is honoured only by the repo that minted it. */
 export type TokensFor = (repo: ZzRepo) => TokenStore;
 
@@ -38,6 +40,8 @@ export interface AppOptions {
   maxBodyBytes?: number;
   mcpHandler?: RepoHandler;
   pageHandler?: PageHandler;
+  /** The actor of a request carrying a dashboard session cookie for this repo; null without one. */
+  sessionCaller?: SessionCaller;
   /** Extra services for tools (e.g. search); `repos` is always filled in. */
   services?: ToolServices;
   heartbeatMs?: number;
@@ -105,7 +109,15 @@ export function createApp(opts: AppOptions): App {
   const log = opts.log ?? (() => {});
   const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const hostOk = hostMatcher(opts.host);
-  const services: ToolServices = { ...opts.services, repos };
+  const services: ToolServices = {
+    // The token tools see the same store that authenticates the call.
+    tokensFor: (key) => {
+      const repo = repos.get(key);
+      return repo ? tokensOf(repo) : undefined;
+    },
+    ...opts.services,
+    repos,
+  };
   const streams = new Set<() => void>();
   let toolList: string | null = null;
   let active = 0;
@@ -128,10 +140,14 @@ export function createApp(opts: AppOptions): App {
     return repo;
   };
 
-  /** The caller named by the Authorization header; null when there is none. */
+  /** The caller named by the Authorization header (or a dashboard cookie); null when neither. */
   const authenticate = async (req: Request, repo: ZzRepo, trace: Trace): Promise<Caller | null> => {
     const header = req.headers.get('authorization');
-    if (header === null) return null;
+    if (header === null) {
+      const caller = (await opts.sessionCaller?.(req, repo.key)) ?? null;
+      if (caller) trace.actor = caller.actor;
+      return caller;
+    }
     const m = BEARER.exec(header);
     if (!m)
       throw new ZzError(
@@ -270,6 +286,14 @@ export function createApp(opts: AppOptions): App {
         trace.repo = repo.key;
         trace.tool = 'mcp';
         const caller = await authenticate(req, repo, trace);
+        // Without a token a private repository offers nothing, not even tools/list: a 401
+        // with WWW-Authenticate makes MCP clients ask for a token rather than show no tools.
+        if (!caller && !(await isPublicRepo(repo))) {
+          throw new ZzError(
+            'unauthorized',
+            'MCP on this repository needs a bearer token (run `zz login` or `zz agent create`)',
+          );
+        }
         return opts.mcpHandler(req, { repo, caller });
       }
     }

@@ -8,6 +8,7 @@ export {
   type AppOptions,
   type McpHandler,
   type PageHandler,
+  type SessionCaller,
   type RepoHandler,
   type TokensFor,
 } from './app.js';

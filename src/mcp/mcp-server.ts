@@ -176,6 +176,10 @@ function nextStep(err: ZzError): string | null {
       return 'Send less per call: split the change into smaller calls, or page with limit/cursor.';
     case 'unavailable':
       return 'Retry in a little while.';
+    case 'read_only':
+      return 'The repository cannot be written on this machine (read-only or no permission); reads still work. Tell the user: retrying will not help until it is writable.';
+    case 'insufficient_storage':
+      return 'The disk holding the repository is full. Tell the user to free space, then retry with the same idempotency_key; nothing of the refused call was kept.';
     default:
       return null;
   }
@@ -309,13 +313,16 @@ function shallow(schema: JsonSchema): JsonSchema {
   return out;
 }
 
+// Nullable and union fields are written as `anyOf` of single types, never `"type": [a, b]`:
+// some clients (and the strictest schema checkers they use) refuse type arrays.
 function typeOnly(s: JsonSchema): JsonSchema {
   if (Array.isArray(s.anyOf)) {
     const types = (s.anyOf as JsonSchema[])
       .map((x) => x.type)
       .filter((t): t is string => typeof t === 'string');
-    return types.length === s.anyOf.length ? { type: types } : {};
+    return types.length === s.anyOf.length ? { anyOf: types.map((type) => ({ type })) } : {};
   }
+  if (Array.isArray(s.type)) return { anyOf: (s.type as string[]).map((type) => ({ type })) };
   if (s.type === 'array')
     return s.items ? { type: 'array', items: typeOnly(s.items as JsonSchema) } : { type: 'array' };
   if (s.type === undefined) return {};

@@ -3,7 +3,14 @@ import {
   serveStdio as sdkServeStdio,
   StdioServerTransport,
 } from '@modelcontextprotocol/server/stdio';
-import { createMcpServer, type CreateMcpServerOptions } from './mcp-server.js';
+import { McpServer } from '@modelcontextprotocol/server';
+import type { ZzError } from '../errors.js';
+import {
+  createMcpServer,
+  SERVER_NAME,
+  SERVER_VERSION,
+  type CreateMcpServerOptions,
+} from './mcp-server.js';
 
 // `zz mcp`: the registry over stdio. stdout carries the protocol only; anything else we have to
 // say goes to stderr.
@@ -25,11 +32,7 @@ export interface StdioHandle {
 
 export function serveStdio(opts: ServeStdioOptions): StdioHandle {
   const { stdin, stdout, onTransportError, ...serverOpts } = opts;
-  const log = (msg: string): void => {
-    process.stderr.write(`zz mcp: ${msg}\n`);
-  };
-  const transport = new StdioServerTransport(stdin, stdout);
-  const handle = sdkServeStdio(
+  return serveWith(
     () =>
       createMcpServer({
         ...serverOpts,
@@ -39,8 +42,23 @@ export function serveStdio(opts: ServeStdioOptions): StdioHandle {
           ((e, tool) =>
             log(`${tool} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`)),
       }),
-    { transport, onerror: onTransportError ?? ((e) => log(e.message)) },
+    { stdin, stdout, onTransportError },
   );
+}
+
+const log = (msg: string): void => {
+  process.stderr.write(`zz mcp: ${msg}\n`);
+};
+
+function serveWith(
+  server: () => McpServer,
+  opts: Pick<ServeStdioOptions, 'stdin' | 'stdout' | 'onTransportError'>,
+): StdioHandle {
+  const transport = new StdioServerTransport(opts.stdin, opts.stdout);
+  const handle = sdkServeStdio(server, {
+    transport,
+    onerror: opts.onTransportError ?? ((e) => log(e.message)),
+  });
   // serveStdio installs its own onclose on the transport before returning; chain ours after it.
   let resolveClosed!: () => void;
   const closed = new Promise<void>((r) => (resolveClosed = r));
@@ -56,4 +74,38 @@ export function serveStdio(opts: ServeStdioOptions): StdioHandle {
     },
     closed,
   };
+}
+
+export const SETUP_ERROR_TOOL = 'zz_setup_error';
+
+/**
+ * `zz mcp` that could not start (run outside a repository, a broken config): rather than die
+ * before the handshake (the client would show only "connection closed"), finish it and say what
+ * is wrong where a client and its model look — the server instructions, and one tool whose
+ * description is the error and whose call returns it — while stderr gets the same line.
+ */
+export function serveSetupError(
+  error: ZzError,
+  opts: Pick<ServeStdioOptions, 'stdin' | 'stdout' | 'onTransportError'> = {},
+): StdioHandle {
+  const text = `zz is not set up: ${error.message}. Fix it (e.g. start zz mcp in a git checkout, or pass --repo PATH) and restart this MCP server.`;
+  return serveWith(() => {
+    const server = new McpServer(
+      { name: SERVER_NAME, version: SERVER_VERSION },
+      { capabilities: { tools: { listChanged: false } }, instructions: text },
+    );
+    server.registerTool(
+      SETUP_ERROR_TOOL,
+      {
+        title: 'zz is not set up',
+        description: text,
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      async () => ({
+        content: [{ type: 'text', text: `Error ${error.code}: ${text}` }],
+        isError: true,
+      }),
+    );
+    return server;
+  }, opts);
 }

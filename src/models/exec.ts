@@ -31,7 +31,7 @@ export function execTransport(
       req.signal?.throwIfAborted();
       const child = spawn(argv[0]!, argv.slice(1), {
         cwd: opts.cwd,
-        env: opts.env,
+        env: childEnv(opts.env),
         stdio: ['pipe', 'pipe', 'pipe'],
         shell: false,
       });
@@ -82,6 +82,15 @@ export function execTransport(
       child.stdin.end(JSON.stringify(request));
     });
   };
+}
+
+/**
+ * The script gets the caller's environment (its own API keys, PATH) minus zz's token: the
+ * model proposes, zz acts, so the model process has no business holding the agent's identity.
+ */
+function childEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { ZZ_TOKEN: _token, ...rest } = env;
+  return rest;
 }
 
 function fromAnswer(text: string, label: string) {

@@ -15,6 +15,12 @@ export const OUTCOMES = ['complete', 'deny', 'grant'] as const;
 export const outcome = z.enum(OUTCOMES);
 export type Outcome = z.infer<typeof outcome>;
 
+/** Who closed a Lane or cancelled an Ask, when, and why. */
+export const closure = z.strictObject({ by: actor, at: z.string(), reason: z.string() });
+export type Closure = z.infer<typeof closure>;
+
+export const ASK_STATES = ['open', 'claimed', 'answered', 'cancelled'] as const;
+
 export const laneDoc = z.strictObject({
   lane_id: laneId,
   title: z.string(),
@@ -25,6 +31,8 @@ export const laneDoc = z.strictObject({
   ask_kinds: z.record(z.string(), scope),
   created_by: actor,
   created_at: z.string(),
+  /** Set by lane_close: no new Asks, nothing more to claim. */
+  closed: closure.optional(),
 });
 export type LaneDoc = z.infer<typeof laneDoc>;
 
@@ -45,7 +53,7 @@ export const askDoc = z.strictObject({
   body: z.string(),
   priority: z.number().int().min(0).max(4),
   depends_on: z.array(askId),
-  state: z.enum(['open', 'claimed', 'answered']),
+  state: z.enum(ASK_STATES),
   holder: actor.nullable(),
   lease_expires_at: z.string().nullable(),
   answer: answerDoc.nullable(),
@@ -53,5 +61,7 @@ export const askDoc = z.strictObject({
   posted_at: z.string(),
   payload: z.record(z.string(), z.unknown()),
   origin: z.strictObject({ ask_id: askId, reason: z.string() }).nullable(),
+  /** Set by ask_cancel (state cancelled). */
+  cancelled: closure.optional(),
 });
 export type AskDoc = z.infer<typeof askDoc>;

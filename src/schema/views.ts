@@ -12,6 +12,7 @@ export const laneOut = z.looseObject({
   ask_kinds: z.record(z.string(), z.string()),
   created_by: z.string(),
   created_at: z.string(),
+  closed: z.looseObject({ by: z.string(), at: z.string(), reason: z.string() }).optional(),
   revision: z.string().nullable(),
 });
 
@@ -31,7 +32,7 @@ export const askOut = z.looseObject({
   body: z.string(),
   priority: z.number().int(),
   depends_on: z.array(z.string()),
-  state: z.enum(['open', 'claimed', 'answered']),
+  state: z.enum(['open', 'claimed', 'answered', 'cancelled']),
   blocked: z.boolean(),
   blocked_by: z.array(
     z.looseObject({ ask_id: z.string(), state: z.string(), outcome: z.string().nullable() }),
@@ -44,6 +45,7 @@ export const askOut = z.looseObject({
   posted_at: z.string(),
   payload: z.record(z.string(), z.unknown()),
   origin: z.looseObject({ ask_id: z.string(), reason: z.string() }).nullable(),
+  cancelled: z.looseObject({ by: z.string(), at: z.string(), reason: z.string() }).optional(),
 });
 
 export const historyOut = z.looseObject({
@@ -61,6 +63,7 @@ export const countsOut = z.looseObject({
   open: z.number(),
   claimed: z.number(),
   answered: z.number(),
+  cancelled: z.number(),
   total: z.number(),
 });
 
@@ -68,3 +71,6 @@ export const writeMetaOut = {
   revision: z.string().describe('The entity revision (ref commit) after the write'),
   replayed: z.boolean().describe('true when an idempotency_key retry returned the original result'),
 };
+
+/** An entity that cannot be read, by ref (malformed op, ref at a blob, copied ref, bad name). */
+export const corruptOut = z.looseObject({ ref: z.string(), error: z.string() });

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import { RefCasError } from '../git/index.js';
+import { OP_FORMAT, type OpParse } from '../schema/ops.js';
 import {
   commitLamports,
   hasMerges,
@@ -15,23 +16,36 @@ import type { CommitRecord, FileChanges, OpRecord, Store } from './store.js';
 // and group-commits: operations queued while a commit is in flight go into the next commit
 // together, each recorded in full. State is always a fold of the op log through codec.apply.
 
-export interface EntityCodec<S> {
+export interface EntityCodec<S, Op extends OpRecord = OpRecord> {
   empty(): S;
   /** A copy that apply() may change without touching the original (readers hold originals). */
   clone(state: S): S;
+  /**
+   * An op as read from the log, checked against the entity's op union. A malformed op makes
+   * the whole entity unreadable (entity_corrupt, by ref) instead of a TypeError in apply().
+   */
+  parse(op: OpRecord): OpParse<Op>;
   /** Pure: applies a recorded op to a draft; returns the paths whose files changed. */
-  apply(draft: S, op: OpRecord): string[];
+  apply(draft: S, op: Op): string[];
   /** The file at `path` for this state, or null when it no longer exists. */
   file(state: S, path: string): string | null;
+  /** After a fold from the log: why this state cannot be the entity on `ref`, or null. */
+  verify?(state: S, ref: string): string | null;
 }
 
-export interface OpSpec {
-  op: string;
-  args: Record<string, unknown>;
-  out?: Record<string, unknown>;
-  /** Commit summary for this op. */
-  summary: string;
-}
+/** What a use case decides: one op of the entity's union, without its envelope. */
+export type OpSpec<Op extends OpRecord = OpRecord> = Op extends OpRecord
+  ? Pick<Op, 'op' | 'args'> &
+      (undefined extends Op['out'] ? { out?: Op['out'] } : { out: Op['out'] }) & {
+        summary: string;
+      }
+  : never;
+
+/** The fields Entity fills in when it records an op. */
+type Envelope = Pick<
+  OpRecord,
+  'v' | 'id' | 'actor' | 'lamport' | 'time' | 'key' | 'request_hash' | 'replica'
+>;
 
 export interface MutationMeta {
   actor: string;
@@ -39,54 +53,68 @@ export interface MutationMeta {
   revision: string | null;
 }
 
-export interface Mutation<S, R> {
+export interface Mutation<S, R, Op extends OpRecord = OpRecord> {
   actor: string;
   idempotencyKey?: string;
   /** What the caller asked for (tool and arguments); a key reused with another request is refused. */
   request?: { tool: string; args: unknown };
   expectedRevision?: string;
   /** Validates against the current state and decides the op; throws ZzError to refuse. */
-  decide(state: S, meta: MutationMeta): OpSpec | OpSpec[];
-  /** The caller's result, computed from the state after the op (also used on replay). */
-  result(state: S, op: OpRecord): R;
+  decide(state: S, meta: MutationMeta): OpSpec<Op> | Array<OpSpec<Op>>;
+  /**
+   * The caller's result, computed from the state after the op (also used on replay). `op` is
+   * null when decide() found nothing to do (a no-op that still answers).
+   */
+  result(state: S, op: Op | null): R;
 }
 
-export interface MutationResult<R> {
+export interface MutationResult<R, Op extends OpRecord = OpRecord> {
   result: R;
   revision: string;
   replayed: boolean;
-  op: OpRecord;
+  /** The caller's op (the recorded one on a replay); null for a no-op. */
+  op: Op | null;
 }
 
-export interface Snapshot<S> {
+export interface Snapshot<S, Op extends OpRecord = OpRecord> {
   revision: string | null;
   state: S;
   /** Every op, oldest first, each with the revision of the commit that holds it. */
-  log: ReadonlyArray<LoggedOp>;
+  log: ReadonlyArray<LoggedOp<Op>>;
 }
 
-export interface LoggedOp extends OpRecord {
-  revision: string;
-}
+export type LoggedOp<Op extends OpRecord = OpRecord> = Op & { revision: string };
 
-export type CommitListener = (ref: string, revision: string, ops: readonly LoggedOp[]) => void;
+export type CommitListener<Op extends OpRecord = OpRecord> = (
+  ref: string,
+  revision: string,
+  ops: ReadonlyArray<LoggedOp<Op>>,
+) => void;
 
-interface Pending<S> {
-  m: Mutation<S, unknown>;
-  resolve: (r: MutationResult<unknown>) => void;
+interface Pending<S, Op extends OpRecord> {
+  m: Mutation<S, unknown, Op>;
+  resolve: (r: MutationResult<unknown, Op>) => void;
   reject: (e: unknown) => void;
+}
+
+/** A per-process replica id for stores that keep none (memory; a store that cannot write one). */
+export const PROCESS_REPLICA = randomBytes(8).toString('hex');
+
+/** `<16 hex replica>-<32 hex random>`: 128 random bits, unique across machines and restarts. */
+export function newOpId(replica: string = PROCESS_REPLICA): string {
+  return `${replica}-${randomBytes(16).toString('hex')}`;
 }
 
 const MAX_GROUP = 256;
 const MAX_CAS_RETRIES = 50;
 
-export class Entity<S> {
-  private snap: Snapshot<S> | null = null;
-  private keys = new Map<string, LoggedOp>();
+export class Entity<S, Op extends OpRecord = OpRecord> {
+  private snap: Snapshot<S, Op> | null = null;
+  private keys = new Map<string, LoggedOp<Op>>();
   private lamport = 0;
-  private queue: Array<Pending<S>> = [];
+  private queue: Array<Pending<S, Op>> = [];
   private draining = false;
-  private loading: Promise<Snapshot<S>> | null = null;
+  private loading: Promise<Snapshot<S, Op>> | null = null;
   private headRead: { p: Promise<string | null>; commits: number } | null = null;
   /** Commits this Entity made; tells a shared ref read from before one of them. */
   private commits = 0;
@@ -94,13 +122,13 @@ export class Entity<S> {
   constructor(
     readonly store: Store,
     readonly ref: string,
-    private readonly codec: EntityCodec<S>,
-    private readonly onCommit?: CommitListener,
+    private readonly codec: EntityCodec<S, Op>,
+    private readonly onCommit?: CommitListener<Op>,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
   /** The current snapshot; refreshed when the ref moved outside this process. */
-  async read(): Promise<Snapshot<S>> {
+  async read(): Promise<Snapshot<S, Op>> {
     // Concurrent readers share one read of the ref (32 agents polling a Lane would otherwise
     // spend most of the daemon's system time re-reading one small file). A shared read that
     // began before one of our own commits is older than the snapshot that commit made.
@@ -120,7 +148,7 @@ export class Entity<S> {
     return this.refresh(head);
   }
 
-  private refresh(head: string | null): Promise<Snapshot<S>> {
+  private refresh(head: string | null): Promise<Snapshot<S, Op>> {
     if (this.loading) return this.loading;
     this.loading = this.load(head).finally(() => {
       this.loading = null;
@@ -128,7 +156,7 @@ export class Entity<S> {
     return this.loading;
   }
 
-  private async load(head: string | null): Promise<Snapshot<S>> {
+  private async load(head: string | null): Promise<Snapshot<S, Op>> {
     const prev = this.snap;
     if (head === null) {
       this.reset();
@@ -144,23 +172,56 @@ export class Entity<S> {
       ) {
         const draft = this.codec.clone(prev.state);
         const log = prev.log.slice();
+        this.checkReadable(tail);
         this.foldInto(draft, log, linear(tail));
+        const bad = this.codec.verify?.(draft, this.ref) ?? null;
+        if (bad !== null) throw this.corrupt(bad, head);
         this.snap = { revision: tail[tail.length - 1]!.revision, state: draft, log };
         return this.snap;
       }
     }
-    const all = await this.store.history(this.ref);
+    let all: CommitRecord[];
+    try {
+      all = await this.store.history(this.ref);
+    } catch (e) {
+      // git cannot walk the ref's history (it points at a blob or a tree, or at an object
+      // that is missing): this entity is unreadable, the others are not.
+      if (e instanceof ZzError && e.code === 'git_failed' && exitedNonZero(e)) {
+        this.snap = null;
+        throw this.corrupt(`its history cannot be read (${firstLine(e.message)})`, head);
+      }
+      throw e;
+    }
     this.reset();
     const draft = this.codec.clone(this.snap!.state);
-    const log: LoggedOp[] = [];
+    const log: Array<LoggedOp<Op>> = [];
     const tip = all.length ? all[all.length - 1]!.revision : null;
-    if (tip !== null && hasMerges(all)) {
-      // Merged by sync: fold in publication order; a merge commit's clock counts too.
-      this.foldInto(draft, log, publicationOrder(all, tip));
-      this.lamport = Math.max(this.lamport, commitLamports(all).get(tip) ?? 0);
-    } else this.foldInto(draft, log, linear(all));
+    try {
+      this.checkReadable(all);
+      if (tip !== null && hasMerges(all)) {
+        // Merged by sync: fold in publication order; a merge commit's clock counts too.
+        this.foldInto(draft, log, publicationOrder(all, tip));
+        this.lamport = Math.max(this.lamport, commitLamports(all).get(tip) ?? 0);
+      } else this.foldInto(draft, log, linear(all));
+    } catch (e) {
+      // Nothing of a corrupt entity is served: the next read folds it again from scratch.
+      this.snap = null;
+      throw e;
+    }
+    const bad = this.codec.verify?.(draft, this.ref) ?? null;
+    if (bad !== null) {
+      this.snap = null;
+      throw this.corrupt(bad, head);
+    }
     this.snap = { revision: tip, state: draft, log };
     return this.snap;
+  }
+
+  private corrupt(why: string, revision: string | null): ZzError {
+    return new ZzError('entity_corrupt', `${this.ref} cannot be read: ${why}`, {
+      ref: this.ref,
+      revision,
+    });
   }
 
   private reset(): void {
@@ -169,10 +230,21 @@ export class Entity<S> {
     this.lamport = 0;
   }
 
-  private foldInto(draft: S, log: LoggedOp[], ops: readonly OrderedOp[]): void {
-    for (const { op, revision } of ops) {
+  /** A commit whose ops line could not be read makes the whole entity unreadable. */
+  private checkReadable(commits: readonly CommitRecord[]): void {
+    for (const c of commits) {
+      if (c.malformed !== undefined)
+        throw this.corrupt(`commit ${c.revision}: ${c.malformed}`, c.revision);
+    }
+  }
+
+  private foldInto(draft: S, log: Array<LoggedOp<Op>>, ops: readonly OrderedOp[]): void {
+    for (const { op: raw, revision } of ops) {
+      const parsed = this.codec.parse(raw);
+      if (!parsed.ok) throw this.corrupt(`commit ${revision}: ${parsed.error}`, revision);
+      const op = parsed.op;
       this.codec.apply(draft, op);
-      const logged = { ...op, revision };
+      const logged: LoggedOp<Op> = { ...op, revision };
       log.push(logged);
       this.lamport = Math.max(this.lamport, op.lamport);
       // The first use of a key in publication order is the one that counts.
@@ -185,16 +257,18 @@ export class Entity<S> {
    * The op an actor's idempotency key already recorded here, if any. Use cases that do work
    * before mutate() (writing a changeset's objects) skip that work for a retry.
    */
-  async priorOp(actor: string, key: string): Promise<LoggedOp | undefined> {
+  async priorOp(actor: string, key: string): Promise<LoggedOp<Op> | undefined> {
     await this.read();
     return this.keys.get(keyOf(actor, key));
   }
 
-  mutate<R>(m: Mutation<S, R>): Promise<MutationResult<R>> {
+  mutate<R>(m: Mutation<S, R, Op>): Promise<MutationResult<R, Op>> {
     return new Promise((resolve, reject) => {
       this.queue.push({
-        m: m as Mutation<S, unknown>,
-        resolve: resolve as Pending<S>['resolve'],
+        m,
+        // The queue holds mutations of every result type; each resolve gets back what its own
+        // m.result() produced.
+        resolve: (r) => resolve({ ...r, result: r.result as R }),
         reject,
       });
       if (!this.draining) void this.drain();
@@ -213,9 +287,9 @@ export class Entity<S> {
     }
   }
 
-  private async commitGroup(group: Array<Pending<S>>): Promise<void> {
+  private async commitGroup(group: Array<Pending<S, Op>>): Promise<void> {
     for (let attempt = 0; ; attempt++) {
-      let snap: Snapshot<S>;
+      let snap: Snapshot<S, Op>;
       try {
         snap = await this.read();
       } catch (e) {
@@ -224,12 +298,12 @@ export class Entity<S> {
       }
       const draft = this.codec.clone(snap.state);
       const changed = new Set<string>();
-      const ops: OpRecord[] = [];
-      const done: Array<{ p: Pending<S>; op: OpRecord; replay?: LoggedOp }> = [];
-      const failed: Array<{ p: Pending<S>; e: unknown }> = [];
-      const deferred: Array<Pending<S>> = [];
-      const keysInGroup = new Map<string, OpRecord>();
-      const summaries = new Map<OpRecord, string>();
+      const ops: Op[] = [];
+      const done: Array<{ p: Pending<S, Op>; op: Op | null; replay?: Op }> = [];
+      const failed: Array<{ p: Pending<S, Op>; e: unknown }> = [];
+      const deferred: Array<Pending<S, Op>> = [];
+      const keysInGroup = new Map<string, Op>();
+      const summaries = new Map<Op, string>();
       let lamport = this.lamport;
       const now = this.clock();
       for (const p of group) {
@@ -250,7 +324,7 @@ export class Entity<S> {
                   `idempotency_key "${m.idempotencyKey}" was already used for a different request (${prior.op}); use a new key for a new request`,
                 );
               }
-              done.push({ p, op: prior, replay: prior as LoggedOp });
+              done.push({ p, op: prior, replay: prior });
               continue;
             }
           }
@@ -265,20 +339,28 @@ export class Entity<S> {
           // The first op is the caller's; any further ones are follow-ups decided with it
           // (e.g. the review Ask a completed work Ask triggers) and land in the same commit.
           const specs = Array.isArray(decided) ? decided : [decided];
-          let primary: OpRecord | null = null;
+          let primary: Op | null = null;
           for (const spec of specs) {
-            const op: OpRecord = {
-              id: randomBytes(16).toString('hex'),
-              op: spec.op,
+            const envelope: Envelope = {
+              v: OP_FORMAT,
+              id: newOpId(this.store.replica),
               actor: m.actor,
               lamport: ++lamport,
               time: now.toISOString(),
               ...(primary === null && m.idempotencyKey !== undefined
                 ? { key: m.idempotencyKey, request_hash: requestHash(m) }
                 : {}),
+            };
+            // What is written is what a reader will parse: an op this entity would refuse to
+            // read is refused here, naming the field, before it reaches the ref.
+            const parsed = this.codec.parse({
+              ...envelope,
+              op: spec.op,
               args: spec.args,
               ...(spec.out === undefined ? {} : { out: spec.out }),
-            };
+            });
+            if (!parsed.ok) throw new ZzError('invalid_argument', parsed.error);
+            const op = parsed.op;
             for (const path of this.codec.apply(draft, op)) changed.add(path);
             ops.push(op);
             summaries.set(op, spec.summary);
@@ -291,17 +373,7 @@ export class Entity<S> {
           if (primary === null) {
             // decide() found nothing to do (e.g. a racing init already did it): a no-op that
             // still answers, at the revision it was decided against.
-            done.push({
-              p,
-              op: {
-                id: '',
-                op: 'noop',
-                actor: m.actor,
-                lamport: 0,
-                time: now.toISOString(),
-                args: {},
-              },
-            });
+            done.push({ p, op: null });
           }
         } catch (e) {
           failed.push({ p, e });
@@ -364,6 +436,12 @@ export class Entity<S> {
   }
 }
 
+const firstLine = (s: string): string => s.split('\n', 1)[0]!.slice(0, 300);
+
+/** git ran and refused (not: git could not be started, or its output was cut short). */
+const exitedNonZero = (e: ZzError): boolean =>
+  typeof e.details === 'object' && e.details !== null && 'code' in e.details;
+
 function linear(commits: readonly CommitRecord[]): OrderedOp[] {
   return commits.flatMap((c) => c.ops.map((op) => ({ op, revision: c.revision })));
 }
@@ -372,7 +450,7 @@ function keyOf(actor: string, key: string): string {
   return `${actor}\0${key}`;
 }
 
-function requestHash<S>(m: Mutation<S, unknown>): string {
+function requestHash(m: { request?: { tool: string; args: unknown } }): string {
   return hashArgs(m.request ?? null).slice(0, 16);
 }
 

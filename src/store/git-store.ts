@@ -9,12 +9,14 @@ import {
   RefCasError,
   serializeCommit,
   serializeTree,
+  signCommitBody,
   type CommitData,
+  type SshSigningKey,
   type GitRepository,
   type Signature,
   type TreeEntry,
 } from '../git/index.js';
-import { formatOpMessage, parseOpMessage } from './op-message.js';
+import { commitOps, formatOpMessage } from './op-message.js';
 import type {
   CodeCommitRequest,
   CommitRecord,
@@ -34,6 +36,9 @@ export class GitStore implements Store {
   readonly kind = 'git' as const;
   private readonly trees = new Map<string, TreeEntry[]>();
   private readonly commitTrees = new Map<string, string>();
+
+  /** The signing key for commits an actor authors, or null to leave them unsigned. */
+  signer: ((actor: string) => SshSigningKey | null) | null = null;
 
   constructor(private readonly repo: GitRepository) {}
 
@@ -130,7 +135,7 @@ export class GitStore implements Store {
     return (await commitMessages(this.repo.gitdir, head, since ?? null)).map((c) => ({
       revision: c.oid,
       parents: c.parents,
-      ops: parseOpMessage(c.message),
+      ...commitOps(c.message),
     }));
   }
 
@@ -147,7 +152,7 @@ export class GitStore implements Store {
       if (!c) return null;
       if (c.parents.length !== 1) return null;
       this.remember(this.commitTrees, cur, c.tree);
-      out.push({ revision: cur, parents: c.parents, ops: parseOpMessage(c.message) });
+      out.push({ revision: cur, parents: c.parents, ...commitOps(c.message) });
       if (c.parents[0] === since) return out.reverse();
       cur = c.parents[0]!;
     }
@@ -196,8 +201,11 @@ export class GitStore implements Store {
       committer,
       message: req.message,
     };
-    const oid = hashObject('commit', serializeCommit(commit)).oid;
-    writes.add(this.repo.objects.commit(commit));
+    // Signed with the key of the person the op acts for, when this process holds it.
+    const key = this.signer?.(req.author) ?? null;
+    const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
+    const oid = hashObject('commit', body).oid;
+    writes.add(this.repo.objects.write('commit', body));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     this.remember(this.commitTrees, oid, tree);

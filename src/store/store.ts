@@ -2,29 +2,20 @@
 // compare-and-swap. Implemented on git (git-store.ts) and in memory (memory-store.ts); one
 // contract suite (test/store/store-contract.ts) runs against both.
 
-/** One operation as recorded in a commit: enough to replay it without any other input. */
-export interface OpRecord {
-  /** Unique per operation; with lamport and actor it orders replays deterministically. */
-  id: string;
-  op: string;
-  actor: string;
-  lamport: number;
-  /** The replica (clone) that recorded the op; breaks ties in the merge order. */
-  replica?: string;
-  /** ISO-8601 time the operation was applied. */
-  time: string;
-  key?: string;
-  /** Hash of the request that carried `key`, to tell a retry from a reuse. */
-  request_hash?: string;
-  args: Record<string, unknown>;
-  /** Values the operation decided (generated ids, lease expiry, …). */
-  out?: Record<string, unknown>;
-}
+import type { OpRecord } from '../schema/ops.js';
+
+/**
+ * One operation as recorded in a commit: enough to replay it without any other input. Its
+ * schema (schema/ops.ts) is the envelope every entity's op union shares.
+ */
+export type { OpRecord };
 
 export interface CommitRecord {
   revision: string;
   parents: string[];
   ops: OpRecord[];
+  /** Why the commit's ops could not be read (broken JSON, a bad envelope); ops is then []. */
+  malformed?: string;
 }
 
 /** path → new content, or null to delete. */
@@ -41,6 +32,11 @@ export interface CommitRequest {
 
 export interface Store {
   readonly kind: 'git' | 'memory';
+  /**
+   * This replica's id (16 hex), part of every op id so that ops written on two machines never
+   * collide when sync merges them. A store without a persistent one uses a per-process id.
+   */
+  readonly replica?: string;
   head(ref: string): Promise<string | null>;
   listRefs(prefix: string): Promise<Map<string, string>>;
   readFile(revision: string, path: string): Promise<string | null>;

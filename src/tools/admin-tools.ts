@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { repoState, roleGrant } from '../core/index.js';
 import { actor } from '../schema/ids.js';
-import { writeMetaOut } from '../schema/views.js';
+import { corruptOut, writeMetaOut } from '../schema/views.js';
 import { writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
 
@@ -31,6 +31,9 @@ export const adminTools = [
           counts: z.record(z.string(), z.number()),
         }),
       ),
+      corrupt: z
+        .array(corruptOut)
+        .describe('Entities that cannot be read, by ref; everything else reads normally'),
       repos: z.array(z.string()),
     }),
     handler: async (_args, ctx: ToolContext) => ({

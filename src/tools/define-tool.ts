@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import type { Caller, ZzRepo } from '../core/index.js';
+import type { Caller, TokenStore, ZzRepo } from '../core/index.js';
+import type { LadderSearch } from '../search/index.js';
 
 // One definition per tool. HTTP, MCP and the CLI are generic loops over these; nothing about
 // a tool is written twice.
@@ -16,10 +17,12 @@ export interface ToolAnnotations {
 
 /** Services a front end may provide beyond the repository itself. */
 export interface ToolServices {
-  /** Cross-repo search, when the front end keeps one (the daemon does). */
-  search?: unknown;
+  /** Cross-repo Ladder search, when the front end keeps one (the daemon does). */
+  search?: LadderSearch;
   /** Every repository this front end serves, by key. */
   repos?: ReadonlyMap<string, ZzRepo>;
+  /** A served repository's token store (token_list, token_revoke). */
+  tokensFor?: (repoKey: string) => TokenStore | undefined;
 }
 
 export interface ToolContext {
@@ -50,6 +53,8 @@ export interface ToolDef<I extends z.ZodObject = z.ZodObject, O extends z.ZodObj
 export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
   def: ToolDef<I, O>,
 ): ToolDef {
+  // The registry holds tools of every input type; runTool parses args with def.input before
+  // calling def.handler, so the handler only ever sees the z.infer<I> it was typed with.
   return def as unknown as ToolDef;
 }
 

@@ -6,6 +6,7 @@ import { githubTools } from './github-tools.js';
 import { ladderTools } from './ladder-tools.js';
 import { Registry } from './run-tool.js';
 import { laneTools } from './lane-tools.js';
+import { tokenTools } from './token-tools.js';
 import type { ToolDef } from './define-tool.js';
 
 // Every tool zz serves, in the order they are listed to clients.
@@ -17,6 +18,7 @@ export const ALL_TOOLS: readonly ToolDef[] = [
   ...ladderTools,
   ...githubTools,
   ...adminTools,
+  ...tokenTools,
 ];
 
 export const registry = new Registry(ALL_TOOLS);

@@ -39,7 +39,7 @@ export class Claims {
         limit: 20,
         ...kinds,
       });
-      const asks = (q.asks as AskView[] | undefined) ?? [];
+      const asks = spread((q.asks as AskView[] | undefined) ?? []);
       if (asks.length === 0) return null;
       for (const a of asks) {
         try {
@@ -108,6 +108,17 @@ export class Claims {
       },
     };
   }
+}
+
+/**
+ * Workers that query at the same moment see the same list; if all went for its head, all but
+ * one would lose the race on every Ask. Rotating among the Asks that share the top priority
+ * spreads them out without taking a lower-priority Ask before a higher one.
+ */
+function spread(asks: AskView[]): AskView[] {
+  const top = asks.filter((a) => a.priority === asks[0]?.priority).length;
+  const k = Math.floor(Math.random() * Math.min(top, 8));
+  return [...asks.slice(k, top), ...asks.slice(0, k), ...asks.slice(top)];
 }
 
 /**

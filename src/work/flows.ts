@@ -89,16 +89,20 @@ function mentionedPaths(text: string): string[] {
   return [...new Set(found.filter((p) => !/^\d+\.\d+$/.test(p)))];
 }
 
-async function workContext(ctx: FlowContext, base: string): Promise<string> {
+/** The head to base the change on, and what the Ladder says, read side by side. */
+async function workContext(ctx: FlowContext): Promise<{ base: string; context: string }> {
   const { call, ask } = ctx;
   const parts: string[] = [];
-  const repoRung = await call('ladder_read', { path: '_repo' }).catch(() => null);
+  const query = `${ask.title} ${ask.body}`.slice(0, 400);
+  const [base, repoRung, hits] = await Promise.all([
+    headCommit(call),
+    call('ladder_read', { path: '_repo' }).catch(() => null),
+    call('ladder_search', { query, limit: 8 })
+      .then((r) => (r.hits as { path: string; kind: string; summary: string }[]) ?? [])
+      .catch(() => []),
+  ]);
   const rung = repoRung?.rung as { summary?: string } | undefined;
   if (rung?.summary) parts.push(`Repository summary (Ladder):\n${rung.summary}`);
-  const query = `${ask.title} ${ask.body}`.slice(0, 400);
-  const hits = await call('ladder_search', { query, limit: 8 })
-    .then((r) => (r.hits as { path: string; kind: string; summary: string }[]) ?? [])
-    .catch(() => []);
   if (hits.length) {
     parts.push(
       'Relevant Ladder rungs:\n' +
@@ -119,7 +123,7 @@ async function workContext(ctx: FlowContext, base: string): Promise<string> {
     shown.add(path);
     parts.push(`File ${path} at ${base.slice(0, 12)}:\n<<<FILE\n${f.content}\nFILE>>>`);
   }
-  return parts.join('\n\n');
+  return { base, context: parts.join('\n\n') };
 }
 
 const WORK_SYSTEM = `You are a careful software engineer working one Ask from a zz Lane (a queue of work in a git repository).
@@ -129,8 +133,7 @@ Change only what the Ask needs. If the Ask needs no code change, return "files":
 
 export async function workFlow(ctx: FlowContext): Promise<FlowResult> {
   ctx.step('context');
-  const base = await headCommit(ctx.call);
-  const context = await workContext(ctx, base);
+  const { base, context } = await workContext(ctx);
   const messages: ChatMessage[] = [
     { role: 'user', content: `${askText(ctx.ask)}\n\n${context}`.trim() },
   ];

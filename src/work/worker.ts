@@ -46,8 +46,20 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
   });
   if (!opts.once) await watcher.init();
   let idle = false;
+  let outage = 0;
   while (!opts.signal?.aborted) {
-    const ask = await claims.next();
+    let ask: AskView | null;
+    try {
+      ask = await claims.next();
+      outage = 0;
+    } catch (e) {
+      // A daemon that restarts or is briefly unreachable is waited out (with backoff) by a
+      // long-running worker; --once reports it and stops. Anything else is not ours to hide.
+      if (opts.once || !(isZzError(e) && e.code === 'unavailable')) throw e;
+      emit({ type: 'error', ask_id: null, message: e.message });
+      await pause(Math.min(30_000, 1000 * 2 ** outage++), opts.signal);
+      continue;
+    }
     if (!ask) {
       if (opts.once) {
         emit({ type: 'idle', lane_id: opts.laneId });
@@ -55,7 +67,13 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
       }
       if (!idle) emit({ type: 'idle', lane_id: opts.laneId });
       idle = true;
-      await watcher.wait(opts.idleWaitMs ?? 30_000, opts.signal);
+      try {
+        await watcher.wait(opts.idleWaitMs ?? 30_000, opts.signal);
+      } catch (e) {
+        if (!(isZzError(e) && e.code === 'unavailable')) throw e;
+        emit({ type: 'error', ask_id: null, message: e.message });
+        await pause(Math.min(30_000, 1000 * 2 ** outage++), opts.signal);
+      }
       continue;
     }
     idle = false;
@@ -74,6 +92,18 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
     usage: opts.model.usage(),
   });
   return summary;
+}
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 async function workOne(

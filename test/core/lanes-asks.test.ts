@@ -11,6 +11,7 @@ import {
   memoryRepo,
   OWNER,
   rejects,
+  parsedLaneOp,
 } from '../helpers/core-fixture.js';
 
 async function laneWithWork() {
@@ -538,7 +539,7 @@ describe('workflow follow-ups (on git)', () => {
       expect(stored.asks).toEqual(snap.state.asks);
       const folded = laneCodec.empty();
       for (const c of await repo.store.history(laneRef('wf')))
-        for (const op of c.ops) laneCodec.apply(folded, op);
+        for (const op of c.ops) laneCodec.apply(folded, parsedLaneOp(op));
       expect(folded.asks).toEqual(snap.state.asks);
       execFileSync('git', ['fsck', '--strict', '--no-dangling'], { cwd: dir });
     } finally {

@@ -82,9 +82,14 @@ describe('zz end to end (spawned dist/cli/main.js)', { timeout: 90_000 }, () => 
     const [key] = d.repoKeys;
     expect(key).toMatch(/^local\/zz-e2e-/);
     const login = (await ok(zz(dir, env, ['login', '--json']))).json();
-    expect(login).toEqual({ actor: PERSON, token: expect.stringMatching(/^zzt_/), server: d.url });
+    expect(login).toMatchObject({
+      actor: PERSON,
+      token: expect.stringMatching(/^zzt_/),
+      server: d.url,
+      reused: false,
+    });
     const agent = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--json']))).json();
-    expect(agent).toEqual({ actor: AGENT, token: expect.stringMatching(/^zzt_/) });
+    expect(agent).toMatchObject({ actor: AGENT, token: expect.stringMatching(/^zzt_/) });
     const person = login.token as string;
     const bot = agent.token as string;
     // The stored credentials are private to the user.
@@ -476,6 +481,7 @@ describe('zz end to end (spawned dist/cli/main.js)', { timeout: 90_000 }, () => 
       lane_id: 'parity',
       title: 'Parity',
       description: 'Same read, every transport',
+      ask_kinds: { review: 'member' },
     });
     const a = (await mcpCall(w.client, 'ask_post', { lane_id: 'parity', kind: 'work', title: 'A' }))
       .ask.ask_id;

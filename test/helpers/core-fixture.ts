@@ -1,6 +1,8 @@
 import { expect } from 'vitest';
 import { initRepo, ZzRepo, type Caller } from '../../src/core/index.js';
 import { ZzError } from '../../src/errors.js';
+import { parseLaneOp, type LaneOp } from '../../src/schema/index.js';
+import type { OpRecord } from '../../src/store/index.js';
 import { registry, runTool } from '../../src/tools/index.js';
 import { makeRepo } from './temp-repo.js';
 
@@ -68,4 +70,11 @@ export async function rejects(p: Promise<unknown>, code: string, msg?: RegExp): 
   expect((e as ZzError).code, (e as ZzError).message).toBe(code);
   if (msg) expect((e as ZzError).message).toMatch(msg);
   return e as ZzError;
+}
+
+/** A raw op from a store's history as the Lane fold takes it; a malformed one fails the test. */
+export function parsedLaneOp(raw: OpRecord): LaneOp {
+  const p = parseLaneOp(raw);
+  if (!p.ok) throw new Error(p.error);
+  return p.op;
 }

@@ -6,6 +6,7 @@ export type DocState = Map<string, string>;
 export const docCodec: EntityCodec<DocState> = {
   empty: () => new Map(),
   clone: (s) => new Map(s),
+  parse: (op) => ({ ok: true, op }),
   apply(draft: DocState, op: OpRecord): string[] {
     const path = String(op.args.path);
     if (op.op === 'put') draft.set(path, String(op.args.value));

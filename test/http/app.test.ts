@@ -270,6 +270,47 @@ describe('401 authentication', () => {
   });
 });
 
+describe('MCP mount', () => {
+  it('answers 401 with a Bearer challenge to an anonymous MCP request on a private repo only', async () => {
+    const seen: Array<string | null> = [];
+    const withMcp = createApp({
+      repos: new Map([
+        [priv.repo.key, priv.repo],
+        [pub.repo.key, pub.repo],
+      ]),
+      tokens,
+      registry,
+      host: HOST,
+      mcpHandler: async (_req, ctx) => {
+        seen.push(ctx.caller?.actor ?? null);
+        return new Response('{}', { status: 200 });
+      },
+    });
+    const anonPrivate = await send('/api/repos/local/demo/mcp', {
+      method: 'POST',
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      token: null,
+      on: withMcp,
+    });
+    expect(anonPrivate.status).toBe(401);
+    expect(anonPrivate.headers.get('www-authenticate')).toBe('Bearer realm="zz"');
+    const anonPublic = await send('/api/repos/local/public/mcp', {
+      method: 'POST',
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      token: null,
+      on: withMcp,
+    });
+    expect(anonPublic.status).toBe(200);
+    const owner = await send('/api/repos/local/demo/mcp', {
+      method: 'POST',
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      on: withMcp,
+    });
+    expect(owner.status).toBe(200);
+    expect(seen).toEqual([null, OWNER]);
+  });
+});
+
 describe('403 scope and actor', () => {
   it('refuses an actor or from that is not the token’s', async () => {
     const r = await tool(

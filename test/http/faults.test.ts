@@ -8,6 +8,7 @@ import { initRepo, laneGet, ZzRepo } from '../../src/core/index.js';
 import { TokenStore } from '../../src/core/token-store.js';
 import { knownError, ZzError } from '../../src/errors.js';
 import { createApp } from '../../src/http/index.js';
+import { errorText } from '../../src/mcp/index.js';
 import { registry } from '../../src/tools/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
@@ -126,6 +127,30 @@ describe('machine faults over HTTP', () => {
       );
     });
   }
+
+  it('a corrupt tokens.json is a 412 naming the file, not a crash; fixing it heals', async () => {
+    const { repo, call } = await setup();
+    const file = join(repo.git!.gitdir, 'zz', 'tokens.json');
+    const good = fs.readFileSync(file, 'utf8');
+    for (const bad of ['{oops', '{"version":1,"tokens":[{"hash":1}]}']) {
+      fs.writeFileSync(file, bad);
+      const r = await call('lane_list', {});
+      expect(r.status, bad).toBe(412);
+      expect(r.json.code).toBe('precondition_failed');
+      expect(r.json.error).toContain(file);
+    }
+    fs.writeFileSync(file, good);
+    expect((await call('lane_list', {})).status).toBe(200);
+  });
+
+  it('tells an MCP model what a machine fault means', () => {
+    const text = errorText(
+      knownError(new ZzError('git_failed', 'x: No space left on device'))!,
+      'lane_propose',
+    );
+    expect(text).toMatch(/^Error insufficient_storage: no space left/);
+    expect(text).toMatch(/free space/);
+  });
 
   it('names faults reported by a child git on stderr too', () => {
     const git = new ZzError('git_failed', 'git update-ref failed', {

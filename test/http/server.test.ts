@@ -39,7 +39,13 @@ beforeAll(async () => {
   tok.alice = (await daemon.tokens.create(ALICE, 'login')).token;
   client = jsonClient(daemon.url, { token: tok.owner });
   expect(
-    (await client.post(toolPath('lane_propose'), { lane_id: 'main-lane', title: 'Main' })).status,
+    (
+      await client.post(toolPath('lane_propose'), {
+        lane_id: 'main-lane',
+        title: 'Main',
+        ask_kinds: { race: 'member' },
+      })
+    ).status,
   ).toBe(200);
 });
 
@@ -370,5 +376,35 @@ describe('over a socket', () => {
       'content-type': 'application/json',
     });
     expect(bad.status).toBe(401);
+    // No token on a private repository: even tools/list answers 401 with a Bearer challenge,
+    // so that clients ask for a token instead of showing an empty tool list.
+    for (const method of ['tools/list', 'initialize']) {
+      const anon = await client.send(
+        'POST',
+        `/api/repos/${key}/mcp`,
+        Buffer.from(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method,
+            params:
+              method === 'initialize'
+                ? {
+                    protocolVersion: '2025-06-18',
+                    capabilities: {},
+                    clientInfo: { name: 't', version: '1' },
+                  }
+                : {},
+          }),
+        ),
+        {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        },
+      );
+      expect(anon.status, method).toBe(401);
+      expect(anon.headers['www-authenticate']).toMatch(/^Bearer /);
+    }
   });
 });

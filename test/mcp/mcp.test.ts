@@ -101,6 +101,30 @@ describe('tool list', () => {
     }
   });
 
+  it('writes nullable and union fields as anyOf, never a type array, in every schema', async () => {
+    const client = await connect();
+    const { tools } = await client.listTools();
+    const typeArrays: string[] = [];
+    const walk = (node: unknown, at: string): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${at}[${i}]`));
+      if (!node || typeof node !== 'object') return;
+      for (const [k, v] of Object.entries(node)) {
+        if (k === 'type' && Array.isArray(v)) typeArrays.push(`${at}: ${JSON.stringify(v)}`);
+        // Property names are data, not schema keywords: a field called "type" is fine.
+        walk(v, `${at}.${k}`);
+      }
+    };
+    let nullable = 0;
+    for (const t of tools) {
+      walk(t.inputSchema, `${t.name}.input`);
+      walk(t.outputSchema, `${t.name}.output`);
+      nullable += (JSON.stringify(t.outputSchema).match(/\{"type":"null"\}/g) ?? []).length;
+    }
+    expect(typeArrays).toEqual([]);
+    // The check has something to check: nullable output fields exist, written as anyOf.
+    expect(nullable).toBeGreaterThan(0);
+  });
+
   it('describes arguments from the zod schemas', async () => {
     const client = await connect();
     const { tools } = await client.listTools();

@@ -75,6 +75,17 @@ function main(req) {
     expect(r.object).toEqual({ decision: 'grant', reasons: [] });
   });
 
+  it("does not hand zz's token to the model process", async () => {
+    const agent = script(
+      'env.mjs',
+      `process.stdout.write(JSON.stringify({ content: (process.env.ZZ_TOKEN ?? 'none') + ' ' + process.env.OTHER }));`,
+    );
+    const r = await createModel(`exec:node '${agent}'`, {
+      env: { PATH: process.env.PATH, ZZ_TOKEN: 'zzt_secret', OTHER: 'kept' },
+    }).chat({ system: 's', messages: [] });
+    expect(r.content).toBe('none kept');
+  });
+
   it('reports a failing, silent, babbling or stuck script clearly', async () => {
     const fail = script('fail.mjs', `console.error('boom: no model here'); process.exit(3);`);
     await expect(

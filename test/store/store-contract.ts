@@ -182,7 +182,7 @@ export function storeContract(
         const rs = await Promise.all(
           Array.from({ length: n }, (_, i) => e.mutate(put('a@x', `f${i}`, String(i)))),
         );
-        expect(new Set(rs.map((r) => r.op.id)).size).toBe(n);
+        expect(new Set(rs.map((r) => r.op?.id)).size).toBe(n);
         const snap = await e.read();
         expect(snap.state.size).toBe(n);
         const hist = await store.history('refs/zz/lanes/e');

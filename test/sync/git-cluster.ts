@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initRepo, ZzRepo } from '../../src/core/index.js';
-import { syncRepo, type SyncOptions, type SyncReport } from '../../src/core/sync/index.js';
+import { signAs, syncRepo, type SyncOptions, type SyncReport } from '../../src/core/sync/index.js';
+import { generateSigningKey, type SshSigningKey } from '../../src/git/index.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
 
 // A bare remote and clones of it, each with its own ZzRepo (what a daemon holds), for the
@@ -10,6 +11,8 @@ import { makeRepo, sh } from '../helpers/temp-repo.js';
 
 export interface Clone {
   dir: string;
+  /** The owner's key on clone 0 (and on every clone with initAll). */
+  key: SshSigningKey;
   repo: ZzRepo;
   sync(opts?: Omit<SyncOptions, 'authoritative'>): Promise<SyncReport>;
 }
@@ -22,7 +25,10 @@ export interface Cluster {
 
 const noSleep = async () => {};
 
-export async function makeCluster(n: number, opts: { initAll?: boolean } = {}): Promise<Cluster> {
+export async function makeCluster(
+  n: number,
+  opts: { initAll?: boolean; signed?: boolean } = {},
+): Promise<Cluster> {
   const remote = mkdtempSync(join(tmpdir(), 'zz-remote-'));
   sh(remote, 'init', '-q', '--bare', '-b', 'main');
   const cleanups: Array<() => void> = [() => rmSync(remote, { recursive: true, force: true })];
@@ -33,14 +39,22 @@ export async function makeCluster(n: number, opts: { initAll?: boolean } = {}): 
     sh(dir, 'remote', 'add', 'origin', remote);
     const repo = await ZzRepo.open(dir, { key: 'local/test' });
     cleanups.push(() => repo.close());
+    const { key } = generateSigningKey();
     const clone: Clone = {
       dir,
+      key,
       repo,
       sync: (o) => syncRepo(repo, undefined, { backoff: noSleep, ...o }),
     };
     clones.push(clone);
     if (i === 0 || opts.initAll) {
-      await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
+      signAs(repo, 'owner@example.com', key);
+      await initRepo(repo, {
+        owner: 'owner@example.com',
+        default_branch: 'main',
+        owner_keys: [key.publicKey],
+        ...(opts.signed ? { signed: true } : {}),
+      });
     }
     if (i === 0) await clone.sync();
   }

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
+import { parsedLaneOp } from '../helpers/core-fixture.js';
 import {
   parseZzCommit,
   syncWith,
@@ -49,7 +50,12 @@ const actionArb = (n: number): fc.Arbitrary<Action> => {
     {
       weight: 8,
       arbitrary: fc.record({
-        t: fc.constantFrom('claim' as const, 'claim' as const, 'release' as const, 'answer' as const),
+        t: fc.constantFrom(
+          'claim' as const,
+          'claim' as const,
+          'release' as const,
+          'answer' as const,
+        ),
         r,
         ask: fc.nat(4),
       }),
@@ -107,7 +113,7 @@ function fold(rep: MemoryReplica, tip: string | undefined) {
     return parseZzCommit({ oid, parents: c.parents, message: c.message });
   });
   const ops = publicationOrder(records, tip).map((o) => o.op);
-  for (const op of ops) laneCodec.apply(state, op);
+  for (const op of ops) laneCodec.apply(state, parsedLaneOp(op));
   return { state, lamport: commitLamports(records).get(tip) ?? 0, ops };
 }
 
@@ -135,7 +141,7 @@ function write(
     ...spec,
   };
   const files = new Map(tip ? w.u.get(tip).files : []);
-  for (const p of laneCodec.apply(state, op)) {
+  for (const p of laneCodec.apply(state, parsedLaneOp(op))) {
     const f = laneCodec.file(state, p);
     if (f === null) files.delete(p);
     else files.set(p, f);

@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ZzError } from '../../src/errors.js';
 import { createModel } from '../../src/models/index.js';
 import { runWorker, type CallTool, type WorkEvent } from '../../src/work/index.js';
 import {
@@ -129,6 +130,36 @@ describe('zz work when an Ask goes wrong', () => {
       (h) => h.op === 'ask_claim' && h.ask_id === askId,
     );
     expect(claims.length).toBeGreaterThan(1);
+  });
+
+  it('waits out a daemon outage in a long-running worker, then carries on', async () => {
+    const { lane } = await laneWithWork();
+    const model = await openai(() => goodChange);
+    let failures = 1;
+    const call: CallTool = (tool, args) => {
+      if (tool.startsWith('ask_claim') && failures-- > 0) {
+        return Promise.reject(new ZzError('unavailable', 'cannot reach the zz daemon'));
+      }
+      return s!.agent(tool, args);
+    };
+    const stop = new AbortController();
+    const events: WorkEvent[] = [];
+    const summary = await runWorker({
+      call,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'answered') stop.abort();
+      },
+    });
+    expect(summary.answered).toBe(1);
+    expect(events.find((e) => e.type === 'error')).toMatchObject({
+      ask_id: null,
+      message: 'cannot reach the zz daemon',
+    });
   });
 
   it('--once with nothing claimable says so and returns', async () => {

@@ -304,14 +304,13 @@ async function commitPlan(
       return {
         op: 'ladder_build',
         summary: `ladder_build at ${ctx.head.slice(0, 12)}: ${counts.upsert.length} written, ${counts.remove.length} removed`,
-        // The op codec takes plain records; LadderBuildArgs is the typed shape of this one.
-        args: args as unknown as Record<string, unknown>,
+        args,
       };
     },
     result: (state) => state.size,
   });
   ctx.progress({ phase: 'commit', done: 1, total: 1 });
-  if (r.op.op === 'noop') {
+  if (r.op === null) {
     return {
       ...base,
       revision: r.revision ?? snap.revision,

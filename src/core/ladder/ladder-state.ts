@@ -8,6 +8,13 @@ import {
   type RungGenerator,
   type RungKind,
 } from '../../schema/rung.js';
+import {
+  parseLadderOp,
+  type LadderBuildArgs,
+  type LadderOp,
+  type LadderWriteArgs,
+  type RungRecord,
+} from '../../schema/ladder-ops.js';
 import type { EntityCodec, OpRecord } from '../../store/index.js';
 
 // refs/zz/ladder as an entity: one `<rung path>.rung.json` per rung (DESIGN §2), state = every
@@ -19,25 +26,7 @@ import type { EntityCodec, OpRecord } from '../../store/index.js';
 
 export type LadderState = Map<string, Rung>;
 
-/** A rung as an op records it: author and written_at come from the op; generator may too. */
-export type RungRecord = Omit<Rung, 'author' | 'written_at' | 'generator'> & {
-  generator?: RungGenerator;
-};
-
-export interface LadderBuildArgs {
-  branch: string;
-  head: string;
-  /** The generator of every upserted rung that does not name its own. */
-  generator: RungGenerator;
-  upsert: RungRecord[];
-  remove: string[];
-}
-
-export interface LadderWriteArgs {
-  lane_id: string;
-  ask_id: string;
-  rungs: RungRecord[];
-}
+export type { LadderBuildArgs, LadderWriteArgs, RungRecord };
 
 /** A rung's ladder file cannot sit below a folder whose name is itself a rung file's name. */
 export function rungFileClash(path: string): boolean {
@@ -56,8 +45,9 @@ export function rungPlacementProblem(path: string, kind: RungKind): string | nul
   return null;
 }
 
-function materialize(r: RungRecord, op: OpRecord, fallback?: RungGenerator): Rung | null {
-  if (!r || typeof r !== 'object' || typeof r.path !== 'string') return null;
+function materialize(r: RungRecord, op: LadderOp, fallback?: RungGenerator): Rung | null {
+  // A misplaced rung (e.g. in a merged op from a buggy writer) is skipped, never thrown: the
+  // op's shape was checked by its schema, its placement is a rule of this zz.
   if (rungPlacementProblem(r.path, r.kind) !== null) return null;
   const generator = r.generator ?? fallback;
   if (!generator) return null;
@@ -78,44 +68,47 @@ function materialize(r: RungRecord, op: OpRecord, fallback?: RungGenerator): Run
   return rung;
 }
 
-/** Rung paths an op wrote (upserted or removed), in op order. */
-export function pathsOfOp(op: OpRecord): { upserted: string[]; removed: string[] } {
-  const a = op.args as Partial<LadderBuildArgs & LadderWriteArgs>;
-  if (op.op === 'ladder_write_rung') {
-    return { upserted: (a.rungs ?? []).map((r) => r.path), removed: [] };
+/** Rung paths an op wrote (upserted or removed), in op order; none for any other op. */
+export function pathsOfOp(raw: OpRecord): { upserted: string[]; removed: string[] } {
+  const parsed = parseLadderOp(raw);
+  if (!parsed.ok) return { upserted: [], removed: [] };
+  const op = parsed.op;
+  switch (op.op) {
+    case 'ladder_write_rung':
+      return { upserted: op.args.rungs.map((r) => r.path), removed: [] };
+    case 'ladder_build':
+      return { upserted: op.args.upsert.map((r) => r.path), removed: op.args.remove };
   }
-  if (op.op === 'ladder_build') {
-    return { upserted: (a.upsert ?? []).map((r) => r.path), removed: a.remove ?? [] };
-  }
-  return { upserted: [], removed: [] };
 }
 
-export function applyLadderOp(s: LadderState, op: OpRecord): string[] {
+export function applyLadderOp(s: LadderState, op: LadderOp): string[] {
   const changed: string[] = [];
   const put = (r: RungRecord, fallback?: RungGenerator) => {
     const rung = materialize(r, op, fallback);
-    if (!rung) return; // malformed (e.g. a merged op from a buggy writer): skipped, never thrown
+    if (!rung) return;
     s.set(rung.path, rung);
     changed.push(rungFilePath(rung.path));
   };
-  if (op.op === 'ladder_write_rung') {
-    const a = op.args as Partial<LadderWriteArgs>;
-    for (const r of Array.isArray(a.rungs) ? a.rungs : []) put(r);
-  } else if (op.op === 'ladder_build') {
-    const a = op.args as Partial<LadderBuildArgs>;
-    for (const p of Array.isArray(a.remove) ? a.remove : []) {
-      if (typeof p !== 'string' || rungPathProblem(p) !== null || !s.has(p)) continue;
-      s.delete(p);
-      changed.push(rungFilePath(p));
-    }
-    for (const r of Array.isArray(a.upsert) ? a.upsert : []) put(r, a.generator);
+  switch (op.op) {
+    case 'ladder_write_rung':
+      for (const r of op.args.rungs) put(r);
+      break;
+    case 'ladder_build':
+      for (const p of op.args.remove) {
+        if (rungPathProblem(p) !== null || !s.has(p)) continue;
+        s.delete(p);
+        changed.push(rungFilePath(p));
+      }
+      for (const r of op.args.upsert) put(r, op.args.generator);
+      break;
   }
   return changed;
 }
 
-export const ladderCodec: EntityCodec<LadderState> = {
+export const ladderCodec: EntityCodec<LadderState, LadderOp> = {
   empty: () => new Map(),
   clone: (s) => new Map(s),
+  parse: parseLadderOp,
   apply: applyLadderOp,
   file(state, file) {
     const rung = state.get(rungPathFromFile(file));

@@ -11,6 +11,7 @@ import {
   type RungGenerator,
   type RungKind,
 } from '../../schema/rung.js';
+import type { LadderOp } from '../../schema/ladder-ops.js';
 import { Entity, type LoggedOp, type Snapshot } from '../../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
 import {
@@ -42,7 +43,7 @@ export const DEFAULT_DETAIL_CHARS = 64 * 1024;
 export const MAX_DETAIL_CHARS = 256 * 1024;
 export const MAX_WRITE_RUNGS = 200;
 
-export function ladderEntity(repo: ZzRepo): Entity<LadderState> {
+export function ladderEntity(repo: ZzRepo): Entity<LadderState, LadderOp> {
   return repo.entity(
     LADDER_REF,
     () =>
@@ -528,11 +529,11 @@ export async function ladderWriteRung(
       return {
         op: 'ladder_write_rung',
         summary: `ladder_write_rung ${first}${records.length > 1 ? ` and ${records.length - 1} more` : ''} (${args.lane_id}/${args.ask_id})`,
-        args: wa as unknown as Record<string, unknown>,
+        args: wa,
       };
     },
     result: (_s, op) =>
-      ((op.args as Partial<LadderWriteArgs>).rungs ?? []).map((x) => ({
+      (op?.op === 'ladder_write_rung' ? op.args.rungs : []).map((x) => ({
         path: x.path,
         kind: x.kind,
         anchor: x.anchor ?? null,

@@ -2,13 +2,9 @@ import { ZzError } from '../../errors.js';
 import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '../../git/index.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
+import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
-import {
-  formatMergeMessage,
-  parseZzCommit,
-  validateIncoming,
-  type ParsedCommit,
-} from './validate.js';
+import { formatMergeMessage, parseZzCommit, validateIncoming } from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
 // diverged entity → move local refs in one transaction with old values → push atomically with a
@@ -55,12 +51,11 @@ export interface SyncOptions {
   maxAttempts?: number;
   /** Waits before retry `attempt` (1-based); tests pass one that does not sleep. */
   backoff?: (attempt: number) => Promise<void>;
-  /** Checks beyond the message format (signatures, schemas); a string quarantines. */
-  extraCheck?: (
-    ref: string,
-    commits: readonly ParsedCommit[],
-    raw: readonly SyncCommit[],
-  ) => Promise<{ commit: string; reason: string } | null>;
+  /**
+   * Checks beyond the message format (signatures), made fresh for each round: a problem
+   * quarantines the ref.
+   */
+  checker?: (local: SyncLocal, remote: string) => AuthChecker;
 }
 
 export function defaultBackoff(attempt: number): Promise<void> {
@@ -169,6 +164,7 @@ async function reconcile(
   ]);
   const updates: RefUpdate[] = [];
   const pushes: PushUpdate[] = [];
+  const checker = opts.checker?.(local, remoteName);
   const names = new Set([...locals.keys(), ...remotes.keys()]);
   for (const ref of [...names].sort()) {
     const rest = ref.slice(LOCAL_PREFIX.length);
@@ -197,8 +193,8 @@ async function reconcile(
     const incomingSet = new Set(incoming.map((c) => c.revision));
     const codec = syncCodecFor(ref);
     let bad = codec ? validateIncoming(ref, history, incomingSet) : null;
-    if (!bad && opts.extraCheck) {
-      bad = await opts.extraCheck(ref, history, await local.commits([theirs], mine ? [mine] : []));
+    if (!bad && checker) {
+      bad = await checker.check(ref, history, await local.commits([theirs], mine ? [mine] : []));
     }
     if (bad) {
       report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });

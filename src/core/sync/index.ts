@@ -1,5 +1,6 @@
 // `zz sync`: fetch, validate, merge diverged entities in publication order, one local
 // transaction, an atomic leased push, retry on lost races (DESIGN §7).
+export * from './authenticity.js';
 export * from './codecs.js';
 export * from './engine.js';
 export * from './git-ports.js';
@@ -7,3 +8,4 @@ export * from './merge.js';
 export * from './ports.js';
 export * from './validate.js';
 export * from './run.js';
+export * from './auto-sync.js';

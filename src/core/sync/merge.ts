@@ -1,3 +1,4 @@
+import { ZzError } from '../../errors.js';
 import {
   commitLamports,
   compareOps,
@@ -36,11 +37,18 @@ export function planMerge<S>(
 ): MergePlan {
   const { codec } = sc;
   const state = codec.empty();
-  for (const { op } of publicationOrder(remoteHistory, remoteTip)) codec.apply(state, op);
+  // Every op is folded as its entity's typed op (schema/*-ops.ts); one that does not parse was
+  // quarantined by validation before a merge is planned, so reaching one here is a bug.
+  const apply = (op: OpRecord): string[] => {
+    const p = codec.parse(op);
+    if (!p.ok) throw new ZzError('entity_corrupt', `cannot merge: ${p.error}`);
+    return codec.apply(state, p.op);
+  };
+  for (const { op } of publicationOrder(remoteHistory, remoteTip)) apply(op);
   const before = new Set((sc.rejections?.(state) ?? []).map((r) => r.op_id));
   const localOps = localOnly.flatMap((c) => c.ops).sort(compareOps);
   const touched = new Set<string>();
-  for (const op of localOps) for (const p of codec.apply(state, op)) touched.add(p);
+  for (const op of localOps) for (const p of apply(op)) touched.add(p);
   const changes: FileChanges = new Map();
   for (const p of [...touched].sort()) changes.set(p, codec.file(state, p));
   const lams = commitLamports([...remoteHistory, ...localOnly]);

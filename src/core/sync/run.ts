@@ -2,6 +2,7 @@ import { ZzError } from '../../errors.js';
 import { authoritativeRemote, listRemotes, assertRemoteName } from '../../git/index.js';
 import { GitStore } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
+import { authChecker } from './authenticity.js';
 import { syncWith, type SyncOptions, type SyncReport } from './engine.js';
 import { GitSyncLocal, GitSyncRemote } from './git-ports.js';
 
@@ -29,6 +30,7 @@ export async function syncRepo(
     );
   }
   return syncWith(new GitSyncLocal(g, repo.store), new GitSyncRemote(g, name), {
+    checker: authChecker,
     ...opts,
     authoritative: name === main,
   });

@@ -1,0 +1,263 @@
+import { createHash } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import {
+  generateSigningKey,
+  normalizeKeyLine,
+  signingKeyFromPem,
+  verifyCommitBody,
+  type SshSigningKey,
+} from '../../git/index.js';
+import { ZzError } from '../../errors.js';
+import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
+import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
+import { gitUserEmail } from '../identity.js';
+import type { ZzRepo } from '../zz-repo.js';
+import type { SyncCommit, SyncLocal } from './ports.js';
+import { parseZzCommit, type ParsedCommit } from './validate.js';
+
+// Authenticity of what arrives by fetch (DESIGN §7). Every commit a daemon writes is signed
+// with the key of the person it acts for; refs/zz/config lists each actor's allowed keys. On
+// import, an owner-level op counts only when its commit is signed by a key of an owner at that
+// point of the log (in every repo); in a repo that requires signatures, any other op whose
+// commit is not signed by a key of its actor is quarantined. So nothing fetched can make anyone
+// an owner without an owner's key.
+
+/** The person an actor acts for: `alice@x[claude]` → `alice@x`. */
+export function personOf(actor: string): string {
+  return actor.replace(/\[.*\]$/, '');
+}
+
+function configDir(env: NodeJS.ProcessEnv): string {
+  const base = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config');
+  return join(base, 'zz');
+}
+
+/**
+ * The person's signing key under the user config dir (`zz/keys/<hash>.pem`, mode 0600),
+ * made on first use. The file name is a hash so that no e-mail address becomes a path.
+ */
+export async function personKey(person: string, env = process.env): Promise<SshSigningKey> {
+  const file = keyFile(person, env);
+  const dir = join(configDir(env), 'keys');
+  try {
+    return signingKeyFromPem(await fsp.readFile(file, 'utf8'));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const { key, pem } = generateSigningKey();
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fsp.writeFile(tmp, pem, { mode: 0o600 });
+  try {
+    // link() refuses to replace: a racing process that made the key first wins, we use it.
+    await fsp.link(tmp, file);
+    return key;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    return signingKeyFromPem(await fsp.readFile(file, 'utf8'));
+  } finally {
+    await fsp.rm(tmp, { force: true });
+  }
+}
+
+/**
+ * The daemon's signing: the checkout's person (git user.email) signs with the key `zz init`
+ * made for them, if there is one (the daemon never makes keys: that is `zz init`'s to say).
+ */
+export async function signWithExistingKey(repo: ZzRepo, env = process.env): Promise<boolean> {
+  const g = repo.git;
+  if (!g) return false;
+  const person = await gitUserEmail(g.workTree ?? g.gitdir, env).catch(() => null);
+  if (!person) return false;
+  const file = keyFile(person, env);
+  let pem: string;
+  try {
+    pem = await fsp.readFile(file, 'utf8');
+  } catch {
+    return false;
+  }
+  signAs(repo, person, signingKeyFromPem(pem));
+  return true;
+}
+
+function keyFile(person: string, env: NodeJS.ProcessEnv): string {
+  return join(
+    configDir(env),
+    'keys',
+    createHash('sha256').update(person).digest('hex').slice(0, 32) + '.pem',
+  );
+}
+
+/** Signs every commit this repository writes for `person` (and that person's agents). */
+export function signAs(repo: ZzRepo, person: string, key: SshSigningKey): void {
+  if (!(repo.store instanceof GitStore)) return;
+  repo.store.signer = (actor) => (personOf(actor) === person ? key : null);
+}
+
+function isOwnerKey(s: ConfigState, signer: string | null): boolean {
+  if (signer === null || !s.config) return false;
+  return s.config.owners.some((o) =>
+    (s.keys.get(o) ?? []).some((k) => normalizeKeyLine(k) === signer),
+  );
+}
+
+function isActorKey(s: ConfigState, actor: string, signer: string | null): boolean {
+  if (signer === null) return false;
+  return (s.keys.get(personOf(actor)) ?? []).some((k) => normalizeKeyLine(k) === signer);
+}
+
+/** Why an owner-level op may not count, judged against the config as it stood before it. */
+function ownerOpProblem(
+  s: ConfigState,
+  op: CommitRecord['ops'][number],
+  signer: string | null,
+): string | null {
+  if (op.op === 'repo_init') {
+    if (s.config) return null; // a second init changes nothing (config fold)
+    // Trust on first use: the first owner's key signs the init that registers it. An init
+    // that registers no key (made before zz signed commits) is taken as it is; its owners
+    // then have no key, so no later owner-level op of theirs counts until one is added.
+    const keys = Array.isArray(op.args.owner_keys) ? (op.args.owner_keys as unknown[]) : [];
+    if (keys.length === 0) return null;
+    if (
+      signer !== null &&
+      keys.some((k) => typeof k === 'string' && normalizeKeyLine(k) === signer)
+    ) {
+      return null;
+    }
+    return 'repo_init is not signed by the key it registers';
+  }
+  if (isOwnerKey(s, signer)) return null;
+  if (op.op === 'key_add' && op.args.actor === op.actor && isActorKey(s, op.actor, signer))
+    return null;
+  return `${op.op} by ${op.actor} is not signed by an owner's key`;
+}
+
+/** Folds one recorded op; an op that does not parse was already quarantined by validation. */
+function applyConfigRecord(s: ConfigState, op: OpRecord): void {
+  const parsed = configCodec.parse(op);
+  if (parsed.ok) configCodec.apply(s, parsed.op);
+}
+
+export interface AuthChecker {
+  check(
+    ref: string,
+    history: readonly ParsedCommit[],
+    incoming: readonly SyncCommit[],
+  ): Promise<{ commit: string; reason: string } | null>;
+}
+
+/**
+ * The import check the sync engine runs on every ref that arrived changed. Config is judged
+ * op by op against the config of that moment; other refs against the config the merge will
+ * hold (the remote's, when it passed, else ours).
+ */
+export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
+  let trusted: Promise<ConfigState> | null = null;
+  const foldConfig = async (tip: string | undefined): Promise<ConfigState> => {
+    const s = configCodec.empty();
+    if (!tip) return s;
+    const history = (await local.commits([tip], [])).map(parseZzCommit);
+    for (const { op } of publicationOrder(history, tip)) applyConfigRecord(s, op);
+    return s;
+  };
+  let remoteConfigOk = false;
+  return {
+    async check(ref, history, incoming) {
+      const raw = new Map(incoming.map((c) => [c.oid, c]));
+      if (ref === 'refs/zz/config') {
+        const tip = history[history.length - 1]?.revision;
+        if (!tip) return null;
+        const s = configCodec.empty();
+        for (const { op, revision } of publicationOrder(history, tip)) {
+          const c = raw.get(revision);
+          if (c && OWNER_LEVEL_OPS.has(op.op)) {
+            const signer = c.raw ? verifyCommitBody(c.raw) : null;
+            const problem = ownerOpProblem(s, op, signer);
+            if (problem) return { commit: revision, reason: problem };
+          }
+          applyConfigRecord(s, op);
+        }
+        remoteConfigOk = true;
+        return null;
+      }
+      trusted ??= (async () => {
+        const refs = await local.listRefs('refs/z');
+        const remoteTip = refs.get(`refs/zz-remotes/${remoteName}/config`);
+        const localTip = refs.get('refs/zz/config');
+        return foldConfig(remoteConfigOk && remoteTip ? remoteTip : localTip);
+      })();
+      const config = await trusted;
+      if (!config.signed) return null;
+      for (const c of history) {
+        const r = raw.get(c.revision);
+        if (!r || c.ops.length === 0) continue;
+        const signer = r.raw ? verifyCommitBody(r.raw) : null;
+        for (const op of c.ops) {
+          if (!isActorKey(config, op.actor, signer)) {
+            return {
+              commit: c.revision,
+              reason: `op ${op.op} by ${op.actor} is not signed by a key of ${personOf(op.actor)} and this repository requires signatures`,
+            };
+          }
+        }
+      }
+      return null;
+    },
+  };
+}
+
+/** An owner registers `key` for `actor` (or an actor its own; see configOpAllowed). */
+export async function keyAdd(
+  repo: ZzRepo,
+  caller: { actor: string },
+  args: { actor: string; key: string },
+): Promise<{ revision: string }> {
+  const key = normalizeKeyLine(args.key);
+  if (!key)
+    throw new ZzError('invalid_argument', 'key: expected an "ssh-ed25519 AAAA…" public key');
+  await repo.requireConfig();
+  const r = await repo.config.mutate({
+    actor: caller.actor,
+    decide: (s) => {
+      if (!s.config!.owners.includes(caller.actor) && args.actor !== caller.actor) {
+        throw new ZzError('forbidden', "only an owner may register another actor's key");
+      }
+      if ((s.keys.get(args.actor) ?? []).includes(key)) return [];
+      return {
+        op: 'key_add',
+        summary: `key_add for ${args.actor}`,
+        args: { actor: args.actor, key },
+      };
+    },
+    result: () => null,
+  });
+  return { revision: r.revision };
+}
+
+/** An owner turns required signatures on (or off) for the repository. */
+export async function requireSignatures(
+  repo: ZzRepo,
+  caller: { actor: string },
+  signed: boolean,
+): Promise<{ revision: string }> {
+  await repo.requireConfig();
+  const r = await repo.config.mutate({
+    actor: caller.actor,
+    decide: (s) => {
+      if (!s.config!.owners.includes(caller.actor)) {
+        throw new ZzError('forbidden', 'only an owner may change the signature policy');
+      }
+      if (s.signed === signed) return [];
+      return {
+        op: 'repo_require_signatures',
+        summary: `repo_require_signatures ${signed}`,
+        args: { signed },
+      };
+    },
+    result: () => null,
+  });
+  return { revision: r.revision };
+}

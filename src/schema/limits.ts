@@ -1,0 +1,58 @@
+// Every bound on a stored field, in one place. Tool inputs refuse values past these (400 naming
+// the field) and the op schemas refuse them on read, so nothing unbounded reaches a ref, a
+// response or the daemon's memory. Stored bounds are looser than input bounds where the server
+// composes a field from several inputs (a follow-up's title and body).
+
+export const LIMITS = {
+  /** Lane and Ask titles, in characters. */
+  title: 300,
+  /** A Lane's description, in characters. */
+  description: 20_000,
+  /** An Ask's body, in UTF-8 bytes. */
+  body: 64 * 1024,
+  /** An answer's result, in UTF-8 bytes. */
+  result: 256 * 1024,
+  /** An Ask's payload, as JSON, in UTF-8 bytes. */
+  payload: 64 * 1024,
+  /** A changeset's commit message, in characters. */
+  commitMessage: 20_000,
+  /** A repository path, in UTF-8 bytes. */
+  path: 4096,
+  /** Files in one changeset. */
+  changesetFiles: 2_000,
+  /** depends_on, maintainers, related_lanes, kinds filters. */
+  list: 100,
+  /** Custom Ask kinds on a Lane or the repo. */
+  askKinds: 100,
+  /** A cancel or close reason, in characters. */
+  reason: 2_000,
+} as const;
+
+/**
+ * Stored text may be longer than what one input allows: the server builds follow-up titles
+ * ("Review: " + title) and bodies (work body + review) from inputs. Reads refuse only what no
+ * zz ever wrote.
+ */
+export const STORED_LIMITS = {
+  title: 4 * LIMITS.title,
+  description: LIMITS.description,
+  body: LIMITS.body + LIMITS.result + 4 * 1024,
+  result: LIMITS.result + 4 * 1024,
+  payload: LIMITS.payload + 4 * 1024,
+  commitMessage: LIMITS.commitMessage,
+  path: LIMITS.path,
+  changesetFiles: LIMITS.changesetFiles,
+  list: 10 * LIMITS.list,
+  askKinds: LIMITS.askKinds,
+  reason: LIMITS.reason,
+} as const;
+
+/** lane_get pages: default and largest page, and the most one page of Asks or history may hold. */
+export const PAGE = {
+  defaultLimit: 100,
+  maxLimit: 1_000,
+  /** A page stops early once its Asks or history entries reach about this many bytes of JSON. */
+  maxBytes: 4 * 1024 * 1024,
+} as const;
+
+export const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');

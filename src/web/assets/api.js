@@ -1,0 +1,54 @@
+// The page's one way to the daemon: the same tool routes every client uses, authenticated by
+// the HttpOnly session cookie (the page never sees a token). Errors keep the API's own words.
+
+export class ApiError extends Error {
+  constructor(message, code, status) {
+    super(message);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+let repoKey = null;
+export const setRepo = (key) => (repoKey = key);
+export const repo = () => repoKey;
+
+async function send(path, init = {}) {
+  let res;
+  try {
+    res = await fetch(path, { credentials: 'same-origin', cache: 'no-store', ...init });
+  } catch {
+    throw new ApiError('cannot reach the zz daemon (is `zz serve` running?)', 'unavailable', 0);
+  }
+  const body = await res.json().catch(() => null);
+  if (!res.ok)
+    throw new ApiError(body?.error ?? `HTTP ${res.status}`, body?.code ?? 'internal', res.status);
+  return body;
+}
+
+const postJson = (path, value, method = 'POST') =>
+  send(path, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(value),
+  });
+
+/** Calls a tool on the session's repository; resolves to its result. */
+export async function call(tool, args = {}) {
+  const body = await postJson(`/api/repos/${repoKey}/tools/${tool}`, args);
+  return body.result;
+}
+
+export const getSession = () => send('/auth/session');
+export const redeemCode = (code) => postJson('/auth/session', { code });
+export const endSession = () => send('/auth/session', { method: 'DELETE' });
+
+let toolNames = null;
+/** Whether the daemon serves a tool (newer tools are used when present). */
+export async function hasTool(name) {
+  toolNames ??= send('/api/tools').then(
+    (b) => new Set(b.tools.map((t) => t.name)),
+    () => new Set(),
+  );
+  return (await toolNames).has(name);
+}

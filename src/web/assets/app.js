@@ -1,0 +1,170 @@
+// The dashboard shell: sign-in (trading the one-time code in the URL fragment for a session
+// cookie, then wiping the fragment), hash routes, the Lane list and the live-stream status.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { call, endSession, getSession, redeemCode, setRepo } from './api.js';
+import { AgentsView } from './agents.js';
+import { AskView } from './ask.js';
+import { Board } from './board.js';
+import { LadderView } from './ladder.js';
+import { connect, onCommit, onStatus } from './live.js';
+import { ErrorBox, html } from './ui.js';
+
+function parseRoute(hash) {
+  const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (parts[0] === 'lane' && parts[1]) return { view: 'lane', laneId: parts[1] };
+  if (parts[0] === 'ask' && parts[1] && parts[2])
+    return { view: 'ask', laneId: parts[1], askId: parts[2] };
+  if (parts[0] === 'ladder') return { view: 'ladder', path: parts.slice(1).join('/') || null };
+  if (parts[0] === 'agents') return { view: 'agents' };
+  return { view: 'lanes' };
+}
+
+function useRoute() {
+  const [route, setRoute] = useState(parseRoute(location.hash));
+  useEffect(() => {
+    const f = () => setRoute(parseRoute(location.hash));
+    addEventListener('hashchange', f);
+    return () => removeEventListener('hashchange', f);
+  }, []);
+  return route;
+}
+
+function LiveStatus() {
+  const [s, setS] = useState('connecting');
+  useEffect(() => onStatus(setS), []);
+  return html`<span class=${`live live-${s}`} role="status" aria-live="polite">${s}</span>`;
+}
+
+function LaneList({ lanes, current }) {
+  if (lanes.length === 0) return html`<p class="muted">No Lanes yet.</p>`;
+  return html`<ul class="lanes">
+    ${lanes.map(
+      (l) =>
+        html`<li>
+          <a
+            href=${`#/lane/${l.lane_id}`}
+            aria-current=${l.lane_id === current ? 'page' : undefined}
+          >
+            <span class="lane-title">${l.title}</span>
+            <span class="counts">${l.counts.open}/${l.counts.claimed}/${l.counts.answered}</span>
+          </a>
+        </li>`,
+    )}
+  </ul>`;
+}
+
+function Shell({ session }) {
+  const route = useRoute();
+  const [lanes, setLanes] = useState([]);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    let timer = null;
+    const refresh = () =>
+      call('lane_list').then(
+        (r) => (setLanes(r.lanes), setError(null)),
+        (e) => setError(e),
+      );
+    refresh();
+    const off = onCommit((c) => {
+      if (!c.ref.startsWith('refs/zz/lanes/')) return;
+      clearTimeout(timer);
+      timer = setTimeout(refresh, 150);
+    });
+    // After a reconnect (not the first connect) counts may have moved while we were away.
+    let wasLive = false;
+    const offStatus = onStatus((s) => {
+      if (s === 'live' && wasLive) refresh();
+      if (s === 'live') wasLive = true;
+    });
+    return () => (off(), offStatus(), clearTimeout(timer));
+  }, []);
+  const laneId =
+    route.view === 'lane' || route.view === 'ask'
+      ? route.laneId
+      : route.view === 'lanes'
+        ? (lanes.find((l) => l.lane_id !== '_repo') ?? lanes[0])?.lane_id
+        : null;
+  const signOut = async () => {
+    await endSession().catch(() => {});
+    location.reload();
+  };
+  let main;
+  if (route.view === 'ask')
+    main = html`<${AskView} laneId=${route.laneId} askId=${route.askId} me=${session.actor} />`;
+  else if (route.view === 'ladder') main = html`<${LadderView} path=${route.path} />`;
+  else if (route.view === 'agents') main = html`<${AgentsView} me=${session.actor} />`;
+  else if (laneId)
+    main = html`<${Board} key=${laneId} laneId=${laneId} me=${session.actor} lanes=${lanes} />`;
+  else main = html`<p class="muted">No Lanes yet: post one with <code>zz lane propose</code>.</p>`;
+  const tab = (view, href, label) =>
+    html`<a
+      href=${href}
+      aria-current=${route.view === view || (view === 'lanes' && (route.view === 'lane' || route.view === 'ask')) ? 'page' : undefined}
+      >${label}</a
+    >`;
+  return html`<header class="top">
+      <h1><a href="#/">zz</a> <small>${session.repo}</small></h1>
+      <nav aria-label="Views">
+        ${tab('lanes', '#/', 'Lanes')} ${tab('ladder', '#/ladder', 'Ladder')}
+        ${tab('agents', '#/agents', 'Agents')}
+      </nav>
+      <span class="me">${session.actor}</span>
+      <${LiveStatus} />
+      <button type="button" class="link" onClick=${signOut}>Sign out</button>
+    </header>
+    <div class="layout">
+      ${
+        (route.view === 'lanes' || route.view === 'lane' || route.view === 'ask') &&
+        html`<aside class="side" aria-label="Lanes">
+          <${LaneList} lanes=${lanes} current=${laneId} />
+        </aside>`
+      }
+      <main>
+        <${ErrorBox} error=${error} />
+        ${main}
+      </main>
+    </div>`;
+}
+
+function SignedOut({ error }) {
+  return html`<main class="signed-out">
+    <h1>zz dashboard</h1>
+    <${ErrorBox} error=${error} />
+    <p>
+      Run <code>zz dashboard</code> in your checkout to sign in; it prints a link that works once.
+    </p>
+  </main>`;
+}
+
+async function start() {
+  const root = document.getElementById('app');
+  // Preact 11 renders beside existing children: drop the boot message first.
+  root.textContent = '';
+  const m = /^#code=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  let loginError = null;
+  if (m) {
+    // Wipe the code from the address bar and history before anything else can see it.
+    history.replaceState(null, '', location.pathname);
+    try {
+      await redeemCode(m[1]);
+    } catch (e) {
+      loginError = e;
+    }
+  }
+  let session = null;
+  try {
+    session = await getSession();
+  } catch (e) {
+    if (!loginError && e.code !== 'unauthorized') loginError = e;
+  }
+  if (!session) {
+    render(html`<${SignedOut} error=${loginError} />`, root);
+    return;
+  }
+  setRepo(session.repo);
+  connect(session.repo);
+  render(html`<${Shell} session=${session} />`, root);
+}
+
+start();

@@ -1,0 +1,192 @@
+// One Ask: body and payload, its history, what blocks it and what it blocks, its holder's
+// lease, the changeset diff per file and hunk, and the actions its viewer may take.
+import { useEffect, useState } from 'preact/hooks';
+import { call, hasTool } from './api.js';
+import { askIdsOf, onCommit } from './live.js';
+import { askPage, historyPage, PAGE } from './lanes.js';
+import { ago, countdown, ErrorBox, html, useNow } from './ui.js';
+
+/** The Ask, the Asks that depend on it, and its history, reading the Lane page by page. */
+async function loadAsk(laneId, askId) {
+  let ask = null;
+  let history = null;
+  if (await hasTool('ask_get')) {
+    const r = await call('ask_get', { lane_id: laneId, ask_id: askId });
+    ask = r.ask ?? r;
+    if (Array.isArray(r.history)) history = r.history;
+  }
+  const blocks = [];
+  let next = null;
+  do {
+    const page = await askPage(laneId, next, PAGE);
+    for (const a of page.asks) {
+      if (a.ask_id === askId) ask ??= a;
+      if (a.depends_on?.includes(askId)) blocks.push(a);
+    }
+    next = page.next;
+  } while (next);
+  if (!ask) throw new Error(`no Ask ${askId} in lane ${laneId}`);
+  if (!history) {
+    history = [];
+    let hnext = null;
+    do {
+      const page = await historyPage(laneId, hnext);
+      for (const h of page.history) if (h.ask_id === askId) history.push(h);
+      hnext = page.next;
+    } while (hnext);
+  }
+  return { ask, blocks, history };
+}
+
+function AskLink({ a }) {
+  return html`<a class="dep" href=${`#/ask/${a.lane_id ?? ''}/${a.ask_id}`}>
+    <code>${a.ask_id}</code> ${a.title ? html`<span>${a.title}</span>` : ''}
+    <span class=${`state s-${a.state}`}>${a.state}${a.outcome ? ` (${a.outcome})` : ''}</span>
+  </a>`;
+}
+
+function DependencyGraph({ ask, blocks }) {
+  const by = (ask.blocked_by ?? []).map((b) => ({ ...b, lane_id: ask.lane_id }));
+  const deps = (ask.depends_on ?? []).filter((d) => !by.some((b) => b.ask_id === d));
+  return html`<section class="graph" aria-label="Dependencies">
+    <div class="graph-col">
+      <h4>Blocked by</h4>
+      ${by.length === 0 && deps.length === 0 && html`<p class="muted">nothing</p>`}
+      ${by.map((b) => html`<${AskLink} a=${b} />`)}
+      ${deps.map(
+        (d) => html`<${AskLink} a=${{ ask_id: d, lane_id: ask.lane_id, state: 'answered' }} />`,
+      )}
+    </div>
+    <div class="graph-arrow" aria-hidden="true">→</div>
+    <div class="graph-col graph-self"><${AskLink} a=${ask} /></div>
+    <div class="graph-arrow" aria-hidden="true">→</div>
+    <div class="graph-col">
+      <h4>Blocks</h4>
+      ${blocks.length === 0 && html`<p class="muted">nothing</p>`}
+      ${blocks.map((b) => html`<${AskLink} a=${b} />`)}
+    </div>
+  </section>`;
+}
+
+function Diff({ changesetId }) {
+  const [diff, setDiff] = useState(null);
+  const [error, setError] = useState(null);
+  useEffect(() => {
+    setDiff(null);
+    call('git_diff', { commit: `refs/zz/changesets/${changesetId}` }).then(setDiff, setError);
+  }, [changesetId]);
+  if (error) return html`<${ErrorBox} error=${error} />`;
+  if (!diff) return html`<p class="muted">Loading the diff…</p>`;
+  return html`<div class="diff">
+    ${diff.files.map(
+      (f) =>
+        html`<details open class="diff-file">
+          <summary><code>${f.path}</code> <span class="muted">${f.status}</span></summary>
+          ${f.binary && html`<p class="muted">binary file</p>`}
+          ${f.hunks.map(
+            (hk) =>
+              html`<pre
+                class="hunk"
+              ><span class="hunk-head">@@ -${hk.old_start},${hk.old_lines} +${hk.new_start},${hk.new_lines} @@</span>
+${hk.lines.map(
+                (l) =>
+                  html`<span class=${l[0] === '+' ? 'add' : l[0] === '-' ? 'del' : 'ctx'}
+                    >${l}
+                  </span>`,
+              )}</pre>`,
+          )}
+        </details>`,
+    )}
+    ${diff.truncated && html`<p class="muted">(diff truncated)</p>`}
+  </div>`;
+}
+
+export function AskView({ laneId, askId, me }) {
+  const [data, setData] = useState(null);
+  const [error, setError] = useState(null);
+  const [actionError, setActionError] = useState(null);
+  const [tick, setTick] = useState(0);
+  const now = useNow();
+  useEffect(() => {
+    let live = true;
+    loadAsk(laneId, askId).then(
+      (d) => live && (setData(d), setError(null)),
+      (e) => live && setError(e),
+    );
+    const off = onCommit((c) => {
+      if (c.ref === `refs/zz/lanes/${laneId}` && askIdsOf(c).size > 0) setTick((t) => t + 1);
+    });
+    return () => {
+      live = false;
+      off();
+    };
+  }, [laneId, askId, tick]);
+
+  const release = async () => {
+    setActionError(null);
+    try {
+      await call('ask_release', { lane_id: laneId, ask_id: askId });
+      setTick((t) => t + 1);
+    } catch (e) {
+      setActionError(e);
+    }
+  };
+
+  if (error) return html`<section class="ask"><${ErrorBox} error=${error} /></section>`;
+  if (!data) return html`<section class="ask"><p class="muted">Loading ${askId}…</p></section>`;
+  const { ask, blocks, history } = data;
+  const changeset = ask.answer?.changeset_id ?? ask.payload?.changeset_id ?? null;
+  return html`<section class="ask" aria-label=${`Ask ${askId}`}>
+    <p><a href=${`#/lane/${laneId}`}>← ${laneId}</a></p>
+    <h2>${ask.title}</h2>
+    <p class="card-meta">
+      <code>${ask.ask_id}</code>
+      <span class=${`state s-${ask.state}`}>${ask.state}</span>
+      <span class="prio">P${ask.priority}</span>
+      <span class="kind">${ask.kind}</span>
+      <span>posted by ${ask.posted_by} ${ago(ask.posted_at, now)}</span>
+      ${ask.state === 'claimed' && ask.holder && html`<span class="holder">held by ${ask.holder}</span>`}
+      ${ask.state === 'claimed' && html`<span class="lease">${countdown(ask.lease_expires_at, now)}</span>`}
+    </p>
+    ${
+      ask.state === 'claimed' &&
+      ask.holder === me &&
+      html`<p><button type="button" onClick=${release}>Release my claim</button></p>`
+    }
+    <${ErrorBox} error=${actionError} />
+    ${ask.body && html`<pre class="body">${ask.body}</pre>`}
+    ${
+      Object.keys(ask.payload ?? {}).length > 0 &&
+      html`<details open>
+        <summary>Payload</summary>
+        <pre class="payload">${JSON.stringify(ask.payload, null, 2)}</pre>
+      </details>`
+    }
+    ${
+      ask.answer &&
+      html`<div class="panel answer">
+        <strong>${ask.answer.outcome}</strong> by ${ask.answer.answered_by}
+        ${ago(ask.answer.answered_at, now)}
+        ${ask.answer.result && html`<pre>${ask.answer.result}</pre>`}
+      </div>`
+    }
+    <h3>Dependencies</h3>
+    <${DependencyGraph} ask=${ask} blocks=${blocks} />
+    ${
+      changeset &&
+      html`<h3>Changeset <code>${changeset}</code></h3>
+        <${Diff} changesetId=${changeset} />`
+    }
+    <h3>History</h3>
+    <ol class="history">
+      ${history.map(
+        (hi) =>
+          html`<li>
+            <time datetime=${hi.time} title=${hi.time}>${ago(hi.time, now)}</time>
+            <strong>${hi.op}</strong> by ${hi.actor}
+            ${hi.revision && html`<code class="muted">${hi.revision.slice(0, 10)}</code>`}
+          </li>`,
+      )}
+    </ol>
+  </section>`;
+}

@@ -1,0 +1,46 @@
+// Reading a Lane in pages: the page never asks for a whole large Lane in one response.
+import { call } from './api.js';
+
+export const FIRST_PAGE = 200;
+export const PAGE = 1000;
+
+/** One page of a Lane's Asks (no history): {lane, asks, next} where next is null at the end. */
+export async function askPage(laneId, next, limit) {
+  const r = await call('lane_get', {
+    lane_id: laneId,
+    include_history: false,
+    asks_limit: limit,
+    ...(next ? { asks_cursor: next } : {}),
+  });
+  return { lane: r.lane, asks: r.asks, next: r.next_asks_cursor ?? null };
+}
+
+/** One page of a Lane's history. */
+export async function historyPage(laneId, next, limit = PAGE) {
+  const r = await call('lane_get', {
+    lane_id: laneId,
+    asks_limit: 1,
+    history_limit: limit,
+    ...(next ? { history_cursor: next } : {}),
+  });
+  return { history: r.history, next: r.next_history_cursor ?? null };
+}
+
+/** Calls onPage for each page of Asks, the first one small so the first screen comes fast. */
+export async function eachAskPage(laneId, onPage, isCancelled = () => false) {
+  let next = null;
+  let first = true;
+  do {
+    const page = await askPage(laneId, next, first ? FIRST_PAGE : PAGE);
+    if (isCancelled()) return;
+    onPage(page, first);
+    first = false;
+    next = page.next;
+  } while (next);
+}
+
+/** An Ask's column on the board: a claim whose lease ran out is open again. */
+export const columnOf = (a) => (a.state === 'claimed' && a.lease_expired ? 'open' : a.state);
+
+export const byPriorityThenAge = (x, y) =>
+  x.priority - y.priority || (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0);

@@ -1,0 +1,65 @@
+// The repository's event stream (server-sent events of commits on refs/zz/*). EventSource
+// retries by itself after a dropped connection, resuming from Last-Event-ID; when the daemon
+// answers with an error instead (it was restarting), the browser gives up, so we open a new
+// stream ourselves after a pause, from the last cursor we saw.
+
+const listeners = new Set();
+const statusListeners = new Set();
+let source = null;
+let lastId = null;
+let status = 'connecting';
+let retryTimer = null;
+
+function setStatus(s) {
+  status = s;
+  for (const f of statusListeners) f(s);
+}
+
+export function connect(repoKey) {
+  if (source) source.close();
+  clearTimeout(retryTimer);
+  const url =
+    `/api/repos/${repoKey}/events` + (lastId ? `?cursor=${encodeURIComponent(lastId)}` : '');
+  const es = new EventSource(url, { withCredentials: true });
+  source = es;
+  es.addEventListener('open', () => setStatus('live'));
+  es.addEventListener('commit', (e) => {
+    if (e.lastEventId) lastId = e.lastEventId;
+    let data;
+    try {
+      data = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    for (const f of listeners) f(data);
+  });
+  es.addEventListener('error', () => {
+    if (es !== source) return;
+    if (es.readyState === EventSource.CLOSED) {
+      setStatus('reconnecting');
+      retryTimer = setTimeout(() => connect(repoKey), 1000);
+    } else setStatus('reconnecting');
+  });
+}
+
+/** Calls f({ref, revision, ops}) for every commit; returns the unsubscribe function. */
+export function onCommit(f) {
+  listeners.add(f);
+  return () => listeners.delete(f);
+}
+
+export function onStatus(f) {
+  statusListeners.add(f);
+  f(status);
+  return () => statusListeners.delete(f);
+}
+
+/** The Ask ids a commit's ops touched. */
+export function askIdsOf(commit) {
+  const ids = new Set();
+  for (const op of commit.ops ?? []) {
+    for (const v of [op.args?.ask_id, op.out?.ask_id, op.ask_id])
+      if (typeof v === 'string') ids.add(v);
+  }
+  return ids;
+}

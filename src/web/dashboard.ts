@@ -1,0 +1,191 @@
+import type { Caller } from '../core/index.js';
+import { ZzError } from '../errors.js';
+import { Assets, pageResponse } from './static.js';
+import { SessionStore, type SessionStoreOptions } from './sessions.js';
+
+// The dashboard's own routes: the page (/), its files (/assets/*) and the login handshake
+// (/auth/*). Everything else the page does goes through the daemon's ordinary API
+// (/api/repos/<o>/<r>/tools/<tool>, /events), authenticated by the session cookie through
+// sessionCaller(), so the scopes are exactly those of any other client.
+//
+// Cookie-authenticated requests must show they come from our own page: the daemon already
+// refuses a foreign Origin, and here a cookie only counts when the browser marked the request
+// same-origin (Sec-Fetch-Site) or named our origin. SameSite=Strict alone is not enough: every
+// port on 127.0.0.1 is the same *site*.
+
+export interface DashboardOptions {
+  /** host:port the daemon is bound to (names the cookie: cookies ignore ports). */
+  host: string;
+  /** The actor a bearer token names for a repository, or null (the daemon's own check). */
+  verifyToken(token: string, repo: string): Promise<{ actor: string } | null>;
+  /** Repositories served, to refuse codes for others. */
+  hasRepo(repo: string): boolean;
+  /** Sessions persist under this directory (<git common dir>/zz); memory only when absent. */
+  stateDir?: string;
+  sessions?: Omit<SessionStoreOptions, 'dir'>;
+}
+
+export interface Dashboard {
+  /** Answers /, /assets/* and /auth/*; null for any other path. */
+  handle(req: Request): Promise<Response | null>;
+  /** The caller of an API request carrying a session cookie for `repo`; null without one. */
+  sessionCaller(req: Request, repo: string): Promise<Caller | null>;
+}
+
+const BEARER = /^Bearer +([!-~]+) *$/i;
+const MAX_AUTH_BODY = 4096;
+const JSON_HEADERS = {
+  'content-type': 'application/json; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+};
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
+
+async function readSmallJson(req: Request): Promise<Record<string, unknown>> {
+  const type = req.headers.get('content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type))
+    throw new ZzError('unsupported_media_type', 'Content-Type must be application/json');
+  const reader = req.body?.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (reader) {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > MAX_AUTH_BODY) {
+        await reader.cancel().catch(() => {});
+        throw new ZzError('payload_too_large', `login requests are at most ${MAX_AUTH_BODY} bytes`);
+      }
+      chunks.push(value);
+    }
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new ZzError('invalid_argument', 'the body is not valid JSON');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new ZzError('invalid_argument', 'the body must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+function cookieValue(req: Request, name: string): string | null {
+  const header = req.headers.get('cookie');
+  if (!header) return null;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return null;
+}
+
+const sameOrigin = (req: Request): boolean =>
+  req.headers.get('sec-fetch-site') === 'same-origin' || req.headers.get('origin') !== null;
+
+export function createDashboard(opts: DashboardOptions): Dashboard {
+  const port = opts.host.slice(opts.host.lastIndexOf(':') + 1).replace(/[^0-9]/g, '');
+  const cookieName = `zz_session_${port || 'default'}`;
+  const store = new SessionStore({
+    ...opts.sessions,
+    ...(opts.stateDir ? { dir: opts.stateDir } : {}),
+  });
+  const assets = new Assets();
+
+  const setCookie = (value: string, maxAgeSeconds: number) =>
+    `${cookieName}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}`;
+
+  const only = (req: Request, ...allowed: string[]) => {
+    if (!allowed.includes(req.method))
+      throw new ZzError(
+        'method_not_allowed',
+        `${req.method} is not allowed here; use ${allowed.join(' or ')}`,
+        { allow: allowed },
+      );
+  };
+
+  const requireSameOrigin = (req: Request) => {
+    if (!sameOrigin(req))
+      throw new ZzError('forbidden', 'dashboard sessions are only used by the dashboard page');
+  };
+
+  async function issueCode(req: Request): Promise<Response> {
+    only(req, 'POST');
+    const m = BEARER.exec(req.headers.get('authorization') ?? '');
+    if (!m) throw new ZzError('unauthorized', 'a login code needs a bearer token (run `zz login`)');
+    const body = await readSmallJson(req);
+    const repo = body.repo;
+    if (typeof repo !== 'string' || !opts.hasRepo(repo))
+      throw new ZzError('not_found', 'repo: this server does not serve that repository');
+    const who = await opts.verifyToken(m[1]!, repo);
+    if (!who)
+      throw new ZzError('unauthorized', 'unknown or revoked token (run `zz login` for a new one)');
+    const { code, expires_at } = store.issueCode(who.actor, repo);
+    // The code travels in the fragment: browsers never send it to a server or in a Referer.
+    return json(200, { actor: who.actor, repo, code, path: `/#code=${code}`, expires_at });
+  }
+
+  async function session(req: Request): Promise<Response> {
+    only(req, 'GET', 'POST', 'DELETE');
+    requireSameOrigin(req);
+    const current = cookieValue(req, cookieName);
+    if (req.method === 'POST') {
+      const { code } = await readSmallJson(req);
+      const opened = typeof code === 'string' ? await store.redeem(code) : null;
+      if (!opened)
+        throw new ZzError(
+          'unauthorized',
+          'this login code is unknown, used or expired; run `zz dashboard` for a new one',
+        );
+      if (current) await store.end(current);
+      const maxAge = Math.floor((Date.parse(opened.session.expires_at) - Date.now()) / 1000);
+      return json(200, opened.session, { 'set-cookie': setCookie(opened.secret, maxAge) });
+    }
+    if (req.method === 'DELETE') {
+      if (current) await store.end(current);
+      return json(200, { ended: true }, { 'set-cookie': setCookie('', 0) });
+    }
+    const found = current ? await store.lookup(current) : null;
+    if (!found)
+      throw new ZzError('unauthorized', 'not signed in; run `zz dashboard` to open a session');
+    return json(200, found);
+  }
+
+  async function handle(req: Request): Promise<Response | null> {
+    const path = new URL(req.url).pathname;
+    if (path === '/' || path === '/index.html') {
+      only(req, 'GET', 'HEAD');
+      return pageResponse();
+    }
+    if (path.startsWith('/assets/')) {
+      only(req, 'GET', 'HEAD');
+      return assets.get(path.slice('/assets/'.length));
+    }
+    if (path === '/auth/code') return issueCode(req);
+    if (path === '/auth/session') return session(req);
+    return null;
+  }
+
+  async function sessionCaller(req: Request, repo: string): Promise<Caller | null> {
+    const secret = cookieValue(req, cookieName);
+    if (secret === null || secret === '') return null;
+    requireSameOrigin(req);
+    const found = await store.lookup(secret);
+    if (!found)
+      throw new ZzError(
+        'unauthorized',
+        'the dashboard session has expired; run `zz dashboard` to sign in again',
+      );
+    if (found.repo !== repo)
+      throw new ZzError(
+        'forbidden',
+        `this dashboard session is for ${found.repo}; run \`zz dashboard\` in the other checkout`,
+      );
+    return { actor: found.actor };
+  }
+
+  return { handle, sessionCaller };
+}

@@ -1,0 +1,160 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+
+// Dashboard logins. `zz dashboard` (holding a bearer token) asks for a one-time code; the page
+// trades the code for a session whose secret lives only in an HttpOnly cookie. Codes are kept
+// in memory for a minute and work once. Sessions are stored as SHA-256 hashes (like tokens) in
+// <git common dir>/zz/dashboard-sessions.json, so an open page survives a daemon restart; the
+// file holds nothing a thief could replay. Both are bounded: the oldest entries are dropped.
+
+export interface Session {
+  actor: string;
+  /** The repository the session acts on (tokens belong to one repository). */
+  repo: string;
+  created_at: string;
+  expires_at: string;
+}
+
+interface StoredSession extends Session {
+  hash: string;
+}
+
+export interface SessionStoreOptions {
+  /** Where dashboard-sessions.json is kept; in memory only when absent. */
+  dir?: string;
+  clock?: () => Date;
+  codeTtlMs?: number;
+  sessionTtlMs?: number;
+  maxCodes?: number;
+  maxSessions?: number;
+  log?: (line: string) => void;
+}
+
+export const CODE_TTL_MS = 60_000;
+export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+const SECRET = /^[A-Za-z0-9_-]{43}$/;
+
+const hashOf = (secret: string): string =>
+  createHash('sha256').update(secret, 'utf8').digest('hex');
+const newSecret = (): string => randomBytes(32).toString('base64url');
+
+export class SessionStore {
+  private readonly codes = new Map<string, { actor: string; repo: string; expires: number }>();
+  private sessions: StoredSession[] | null = null;
+  private loading: Promise<StoredSession[]> | null = null;
+  private writing: Promise<void> = Promise.resolve();
+  private readonly clock: () => Date;
+  private readonly file: string | null;
+  private readonly log: (line: string) => void;
+
+  constructor(private readonly opts: SessionStoreOptions = {}) {
+    this.clock = opts.clock ?? (() => new Date());
+    this.file = opts.dir ? join(opts.dir, 'dashboard-sessions.json') : null;
+    this.log = opts.log ?? (() => {});
+  }
+
+  /** A one-time login code for actor on repo, valid for codeTtlMs. */
+  issueCode(actor: string, repo: string): { code: string; expires_at: string } {
+    const now = this.clock().getTime();
+    for (const [h, c] of this.codes) if (c.expires <= now) this.codes.delete(h);
+    const max = this.opts.maxCodes ?? 100;
+    while (this.codes.size >= max) this.codes.delete(this.codes.keys().next().value!);
+    const code = newSecret();
+    const expires = now + (this.opts.codeTtlMs ?? CODE_TTL_MS);
+    this.codes.set(hashOf(code), { actor, repo, expires });
+    return { code, expires_at: new Date(expires).toISOString() };
+  }
+
+  /** Consumes a code (whatever the outcome, it cannot be used again) and opens a session. */
+  async redeem(code: string): Promise<{ secret: string; session: Session } | null> {
+    if (!SECRET.test(code)) return null;
+    const h = hashOf(code);
+    const found = this.codes.get(h);
+    this.codes.delete(h);
+    const now = this.clock();
+    if (!found || found.expires <= now.getTime()) return null;
+    const secret = newSecret();
+    const session: Session = {
+      actor: found.actor,
+      repo: found.repo,
+      created_at: now.toISOString(),
+      expires_at: new Date(
+        now.getTime() + (this.opts.sessionTtlMs ?? SESSION_TTL_MS),
+      ).toISOString(),
+    };
+    await this.mutate((list) => {
+      const max = this.opts.maxSessions ?? 200;
+      const kept = list.slice(Math.max(0, list.length - max + 1));
+      return [...kept, { ...session, hash: hashOf(secret) }];
+    });
+    return { secret, session };
+  }
+
+  /** The live session a cookie secret names, or null. */
+  async lookup(secret: string): Promise<Session | null> {
+    if (!SECRET.test(secret)) return null;
+    const h = Buffer.from(hashOf(secret), 'hex');
+    const now = this.clock().toISOString();
+    let found: StoredSession | null = null;
+    for (const s of await this.load()) {
+      if (timingSafeEqual(Buffer.from(s.hash, 'hex'), h) && !found) found = s;
+    }
+    if (!found || found.expires_at <= now) return null;
+    const { hash: _h, ...session } = found;
+    return session;
+  }
+
+  async end(secret: string): Promise<void> {
+    if (!SECRET.test(secret)) return;
+    const h = hashOf(secret);
+    await this.mutate((list) => list.filter((s) => s.hash !== h));
+  }
+
+  private async load(): Promise<StoredSession[]> {
+    if (this.sessions) return this.sessions;
+    this.loading ??= this.readFile().then((list) => (this.sessions = list));
+    return this.loading;
+  }
+
+  private async readFile(): Promise<StoredSession[]> {
+    if (!this.file) return [];
+    try {
+      const doc = JSON.parse(await fsp.readFile(this.file, 'utf8')) as { sessions?: unknown };
+      if (!Array.isArray(doc.sessions)) return [];
+      return doc.sessions.filter(
+        (s): s is StoredSession =>
+          typeof s === 'object' &&
+          s !== null &&
+          typeof s.hash === 'string' &&
+          /^[0-9a-f]{64}$/.test(s.hash) &&
+          typeof s.actor === 'string' &&
+          typeof s.repo === 'string' &&
+          typeof s.created_at === 'string' &&
+          typeof s.expires_at === 'string',
+      );
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+        this.log(`${this.file}: unreadable (${(e as Error).message}); starting without sessions`);
+      return [];
+    }
+  }
+
+  /** Applies f to the list (dropping expired sessions) and persists it, one write at a time. */
+  private async mutate(f: (list: StoredSession[]) => StoredSession[]): Promise<void> {
+    const run = this.writing.then(async () => {
+      const now = this.clock().toISOString();
+      const next = f((await this.load()).filter((s) => s.expires_at > now));
+      this.sessions = next;
+      if (!this.file) return;
+      const tmp = `${this.file}.${randomBytes(4).toString('hex')}.tmp`;
+      await fsp.mkdir(this.opts.dir!, { recursive: true, mode: 0o700 });
+      await fsp.writeFile(tmp, JSON.stringify({ version: 1, sessions: next }) + '\n', {
+        mode: 0o600,
+      });
+      await fsp.rename(tmp, this.file);
+    });
+    this.writing = run.catch(() => {});
+    return run;
+  }
+}

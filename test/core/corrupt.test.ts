@@ -1,0 +1,100 @@
+import { execFileSync } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { laneRef, type ZzRepo } from '../../src/core/index.js';
+import { ALICE, BOB, call, gitRepo, OWNER, rejects } from '../helpers/core-fixture.js';
+import { sh } from '../helpers/temp-repo.js';
+
+// Issue 11.2: one bad entity never breaks the others. Each is reported by ref name (lane_list,
+// repo_state) and answers entity_corrupt (422) when read by name; a Lane's id is its ref name.
+
+function git(dir: string, input: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd: dir, input, encoding: 'utf8' }).trim();
+}
+
+/** A commit on `ref` (parent: its head, if any) with `message` and a tree of `files`. */
+function handCommit(dir: string, ref: string, message: string, files: Record<string, string>) {
+  const entries = Object.entries(files).map(([name, text]) => {
+    const blob = git(dir, text, 'hash-object', '-w', '--stdin');
+    return `100644 blob ${blob}\t${name}`;
+  });
+  const tree = git(dir, entries.join('\n') + (entries.length ? '\n' : ''), 'mktree');
+  let parent: string | null;
+  try {
+    parent = sh(dir, 'rev-parse', '--verify', '-q', ref);
+  } catch {
+    parent = null;
+  }
+  const commit = git(dir, message, 'commit-tree', tree, ...(parent ? ['-p', parent] : []));
+  sh(dir, 'update-ref', ref, commit);
+}
+
+const opLine = (ops: unknown[]) => `hand-written\n\nzz-ops ${JSON.stringify(ops)}\n`;
+
+describe('corrupt entities are reported by ref; everything else stays readable', () => {
+  let done: (() => void) | null = null;
+  afterEach(() => done?.());
+
+  async function setup(): Promise<{ repo: ZzRepo; dir: string }> {
+    const { repo, dir, cleanup } = await gitRepo();
+    done = cleanup;
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'victim1', title: 'Victim' });
+    await call(repo, ALICE, 'ask_post', { lane_id: 'victim1', kind: 'work', title: 'Work' });
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'bad1', title: 'Soon bad' });
+    const victim = sh(dir, 'rev-parse', laneRef('victim1'));
+    // bad1: an op whose args are null on top of a good Lane.
+    const good = (await repo.store.history(laneRef('bad1')))[0]!.ops[0]!;
+    handCommit(dir, laneRef('bad1'), opLine([{ ...good, id: 'ffffffffff', args: null }]), {});
+    // bad2: the ref points at a blob.
+    sh(dir, 'update-ref', laneRef('bad2'), git(dir, 'x', 'hash-object', '-w', '--stdin'));
+    // bad3: victim1's history copied under another name.
+    sh(dir, 'update-ref', laneRef('bad3'), victim);
+    // bad4: a commit without ops whose lane.json is not JSON.
+    handCommit(dir, laneRef('bad4'), 'by hand\n', { 'lane.json': '{not json' });
+    // bad5: an ops line that is not JSON.
+    handCommit(dir, laneRef('bad5'), 'x\n\nzz-ops [{"id": "1",\n', {});
+    // BAD6: a ref whose name is not a lane id.
+    sh(dir, 'update-ref', 'refs/zz/lanes/BAD6', victim);
+    return { repo, dir };
+  }
+
+  it('lane_list, repo_state and lane_events skip and report each bad Lane by ref', async () => {
+    const { repo } = await setup();
+    const bad = ['bad1', 'bad2', 'bad3', 'bad4', 'bad5', 'BAD6'].map((id) => laneRef(id)).sort();
+    const list = await call(repo, BOB, 'lane_list', {});
+    expect(list.lanes.map((l: { lane_id: string }) => l.lane_id).sort()).toEqual([
+      '_repo',
+      'victim1',
+    ]);
+    expect(list.corrupt.map((c: { ref: string }) => c.ref).sort()).toEqual(bad);
+    const state = await call(repo, OWNER, 'repo_state', {});
+    expect(state.corrupt.map((c: { ref: string }) => c.ref).sort()).toEqual(bad);
+    expect(state.lanes).toHaveLength(2);
+    const events = await call(repo, BOB, 'lane_events', {});
+    expect(new Set(events.events.map((e: { lane_id: string }) => e.lane_id))).toEqual(
+      new Set(['_repo', 'victim1']),
+    );
+  });
+
+  it('each bad Lane read by name is entity_corrupt naming its ref and what is wrong', async () => {
+    const { repo } = await setup();
+    const why: Record<string, RegExp> = {
+      bad1: /refs\/zz\/lanes\/bad1.*args/,
+      bad2: /refs\/zz\/lanes\/bad2 cannot be read/,
+      bad3: /refs\/zz\/lanes\/bad3.*holds lane victim1, not bad3/,
+      bad4: /refs\/zz\/lanes\/bad4.*no lane_propose/,
+      bad5: /refs\/zz\/lanes\/bad5.*not JSON/,
+    };
+    for (const [id, re] of Object.entries(why)) {
+      const e = await rejects(call(repo, BOB, 'lane_get', { lane_id: id }), 'entity_corrupt', re);
+      expect(e.status).toBe(422);
+      await rejects(
+        call(repo, ALICE, 'ask_post', { lane_id: id, kind: 'work', title: 'x' }),
+        'entity_corrupt',
+      );
+    }
+    // The original is untouched and still writable.
+    const got = await call(repo, BOB, 'lane_get', { lane_id: 'victim1' });
+    expect(got.lane.lane_id).toBe('victim1');
+    await call(repo, ALICE, 'ask_post', { lane_id: 'victim1', kind: 'work', title: 'More' });
+  });
+});

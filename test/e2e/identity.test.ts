@@ -1,0 +1,185 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { ensureBuilt, killAll, privateEnv, serve, zz, type ZzResult } from './zz-process.js';
+
+// Logins and agent tokens as a user meets them, with the built zz and a real daemon:
+// credentials per repository (13.3), named tokens that a second login or agent never revokes
+// (13.4), `ZZ_TOKEN=$(zz agent token NAME)` (13.5), local tools through a daemon (13.7), and
+// the fast path's missing-flag message (13.8).
+
+beforeAll(ensureBuilt);
+afterEach(killAll);
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+});
+
+function repo(prefix: string) {
+  const r = makeRepo(prefix);
+  cleanups.push(r.cleanup);
+  return r.dir;
+}
+
+async function ok(p: Promise<ZzResult>): Promise<ZzResult> {
+  const r = await p;
+  expect(r.code, `stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(0);
+  return r;
+}
+
+describe('credentials per repository', () => {
+  it("a login in a second repository never claims or overwrites the first repository's", async () => {
+    const env = privateEnv();
+    const a = repo('zz-id-a-');
+    const b = repo('zz-id-b-');
+    await ok(zz(a, env, ['init']));
+    await ok(zz(b, env, ['init']));
+    const d = await serve(a, env);
+    const loginA = (await ok(zz(a, env, ['login', '--json']))).json();
+    expect(loginA.server).toBe(d.url);
+    // B has no daemon: its login says so and names B, never A's daemon on its port.
+    const loginB = await ok(zz(b, env, ['login']));
+    expect(loginB.stdout).toMatch(/^Logged in to local\/zz-id-b-\w+ as owner@example\.com/);
+    expect(loginB.stdout).toContain('No daemon runs for this checkout');
+    expect(loginB.stdout).not.toContain(d.url);
+    // Asked to use A's daemon for B, it refuses, and B's stored login is unchanged.
+    const wrong = await zz(b, env, ['login', '--server', d.url, '--rotate']);
+    expect(wrong.code).toBe(6);
+    expect(wrong.stderr).toMatch(/does not serve local\/zz-id-b-\w+ from this checkout/);
+    // A's commands still go through A's daemon with A's token.
+    expect((await ok(zz(a, env, ['lane', 'list']))).stdout).toMatch(/_repo/);
+    const who = (await ok(zz(a, env, ['whoami', '--json']))).json();
+    expect(who).toMatchObject({ actor: 'owner@example.com', via: 'stored login', daemon: d.url });
+    expect(who.token_id).toBe(loginA.id);
+    const creds = JSON.parse(
+      readFileSync(join(env.XDG_CONFIG_HOME!, 'zz', 'credentials.json'), 'utf8'),
+    ) as { repos: Record<string, { login?: { token: string } }> };
+    const tokens = Object.values(creds.repos).map((r) => r.login?.token);
+    expect(tokens).toHaveLength(2);
+    expect(tokens).toContain(loginA.token);
+  });
+});
+
+describe('named tokens: nothing is revoked unless asked', () => {
+  it('a second agent create and a second login keep the running tokens; --rotate, revoke and logout end them', async () => {
+    const env = privateEnv();
+    const dir = repo('zz-id-tok-');
+    await ok(zz(dir, env, ['init']));
+    await serve(dir, env);
+    const first = (await ok(zz(dir, env, ['login', '--json']))).json();
+    const t1 = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--json']))).json().token;
+    const asAgent = (token: string) => zz(dir, { ...env, ZZ_TOKEN: token }, ['repo', 'state']);
+    expect((await asAgent(t1)).stdout).toContain('actor: owner@example.com[claude]');
+    // Another `agent create claude` (a second shell): the first agent keeps working.
+    const t2 = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--json']))).json().token;
+    expect((await asAgent(t1)).code).toBe(0);
+    expect((await asAgent(t2)).code).toBe(0);
+    const list = (await ok(zz(dir, env, ['agent', 'list', '--json']))).json();
+    expect(list.agents).toEqual([
+      expect.objectContaining({ name: 'claude', tokens: 2, stored_here: true }),
+    ]);
+    // A second login reuses the stored token; the first keeps working.
+    const second = (await ok(zz(dir, env, ['login', '--json']))).json();
+    expect(second).toMatchObject({ token: first.token, reused: true });
+    expect((await asAgent(first.token)).code).toBe(0);
+    // --rotate replaces the agent's earlier tokens.
+    const t3 = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--rotate', '--json']))).json();
+    expect(t3.revoked).toBe(2);
+    expect((await asAgent(t1)).code).toBe(3);
+    expect((await asAgent(t2)).code).toBe(3);
+    expect((await asAgent(t3.token)).code).toBe(0);
+    // revoke ends the rest; logout ends the login.
+    expect((await ok(zz(dir, env, ['agent', 'revoke', 'claude']))).stdout).toBe(
+      'Revoked 1 token(s) of owner@example.com[claude].\n',
+    );
+    expect((await asAgent(t3.token)).code).toBe(3);
+    await ok(zz(dir, env, ['logout']));
+    expect((await asAgent(first.token)).code).toBe(3);
+    const who = await zz(dir, env, ['whoami']);
+    expect(who.code).toBe(3);
+    expect(who.stderr).toMatch(/^zz: not logged in to .*; run `zz login`\n$/);
+  });
+});
+
+describe('ZZ_TOKEN=$(zz agent token NAME)', () => {
+  it('prints exactly the token, or fails with one line naming the agent and creates nothing', async () => {
+    const env = privateEnv();
+    const dir = repo('zz-id-agent-');
+    await ok(zz(dir, env, ['init']));
+    await serve(dir, env);
+    await ok(zz(dir, env, ['login']));
+    const created = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--json']))).json();
+    const t = await ok(zz(dir, env, ['agent', 'token', 'claude']));
+    expect(t.stdout).toBe(`${created.token}\n`);
+    expect(t.stderr).toBe('');
+    const ghost = await zz(dir, env, ['agent', 'token', 'ghost']);
+    expect(ghost.code).toBe(4);
+    expect(ghost.stdout).toBe('');
+    expect(ghost.stderr.trim().split('\n')).toHaveLength(1);
+    expect(ghost.stderr).toMatch(/no agent ghost \(owner@example\.com\[ghost\]\)/);
+    const list = (await ok(zz(dir, env, ['agent', 'list', '--json']))).json();
+    expect(list.agents.map((x: { name: string }) => x.name)).toEqual(['claude']);
+    expect(readFileSync(join(dir, '.git', 'zz', 'tokens.json'), 'utf8')).not.toContain('ghost');
+  });
+
+  it('a token that is not one line is a local mistake, never a network failure', async () => {
+    const env = privateEnv();
+    const dir = repo('zz-id-bad-');
+    await ok(zz(dir, env, ['init']));
+    await serve(dir, env);
+    // What `$(zz agent token NAME)` captured when it printed two lines.
+    const bad = await zz(dir, { ...env, ZZ_TOKEN: 'owner@example.com[x]\nzzt_abc' }, [
+      'lane',
+      'list',
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      'zz: ZZ_TOKEN is not a token: it holds a line break; set it to the token alone\n',
+    );
+    expect(bad.stderr).not.toMatch(/reach|network|daemon/);
+  });
+});
+
+describe('through a running daemon', () => {
+  it('zz run in-sandbox runs here as the logged-in actor', async () => {
+    const env = privateEnv();
+    const dir = repo('zz-id-sandbox-');
+    await ok(zz(dir, env, ['init']));
+    const d = await serve(dir, env);
+    await ok(zz(dir, env, ['login']));
+    const r = await ok(
+      zz(dir, env, [
+        'run',
+        'in-sandbox',
+        '--commit',
+        'main',
+        '--command',
+        'cat',
+        '--command',
+        'README.md',
+      ]),
+    );
+    expect(r.stdout).toContain('exit_code: 0');
+    expect(r.stdout).toContain('A demo repository.');
+    // The daemon was asked who the token is, and nothing else (the sandbox ran here).
+    expect(d.log()).toMatch(/repo_state/);
+    expect(d.log()).not.toMatch(/run_in_sandbox/);
+  });
+
+  it('a missing flag is named by the CLI even when the daemon would answer', async () => {
+    const env = privateEnv();
+    const dir = repo('zz-id-flags-');
+    await ok(zz(dir, env, ['init']));
+    await serve(dir, env);
+    await ok(zz(dir, env, ['login']));
+    await ok(zz(dir, env, ['lane', 'propose', '--lane-id', 'x', '--title', 'X']));
+    const r = await zz(dir, env, ['ask', 'post', '--lane-id', 'x', '--title', 'T']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('zz: missing required flag --kind\n');
+    const v = await zz(dir, env, ['--version']);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+  });
+});

@@ -1,0 +1,66 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Client } from '@modelcontextprotocol/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cliEnv } from '../helpers/cli-harness.js';
+import { tempDir } from '../helpers/temp-dirs.js';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { connectStreams, textOf } from './helpers.js';
+
+// `zz mcp` as a client starts it: a spawned process on stdio (from the sources, through tsx).
+
+const MAIN = join(process.cwd(), 'src/cli/main.ts');
+const TSX = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
+const open: Array<{ client: Client; exited: Promise<number | null> }> = [];
+
+afterEach(async () => {
+  for (const o of open.splice(0)) {
+    await o.client.close().catch(() => {});
+    await o.exited;
+  }
+});
+
+async function zzMcp(cwd: string, args: string[] = []) {
+  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp', ...args], {
+    cwd,
+    env: { ...cliEnv(), ZZ_TOKEN: '' },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const client = await connectStreams(child.stdout, child.stdin);
+  open.push({ client, exited });
+  return { client, exited, stderr: () => stderr };
+}
+
+describe('zz mcp', { timeout: 60_000 }, () => {
+  it('outside a repository completes the handshake and reports the setup error through MCP', async () => {
+    const nowhere = tempDir('zz-not-a-repo-');
+    const { client, exited, stderr } = await zzMcp(nowhere);
+    expect(client.getInstructions()).toMatch(/^zz is not set up: .*--repo PATH/);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(['zz_setup_error']);
+    expect(tools[0]!.description).toMatch(/not set up/);
+    const r = await client.callTool({ name: 'zz_setup_error', arguments: {} });
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toMatch(/^Error not_a_repository: zz is not set up/);
+    await client.close();
+    // When the client hangs up: one line on stderr and a failing exit code.
+    expect(await exited).not.toBe(0);
+    expect(stderr().trim().split('\n')).toHaveLength(1);
+    expect(stderr()).toMatch(/^zz: /);
+  });
+
+  it('--repo PATH serves that checkout from anywhere', async () => {
+    const r = makeRepo();
+    const elsewhere = tempDir('zz-elsewhere-');
+    const { client } = await zzMcp(elsewhere, ['--repo', r.dir]);
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain('repo_state');
+    const state = await client.callTool({ name: 'repo_state', arguments: {} });
+    expect(state.isError).toBeFalsy();
+    expect((state.structuredContent as { actor: string }).actor).toBe('owner@example.com');
+  });
+});

@@ -1,0 +1,95 @@
+import { existsSync, promises as fsp, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ZzError } from '../../src/errors.js';
+import { RefCasError, RefStore } from '../../src/git/ref-store.js';
+import { spawnWriter } from '../helpers/crash-writer.js';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
+
+// Hardening 11.12: two guarantees of the ref store that a wrong implementation passed.
+// - packed-refs is read afresh under the lock: a cache validated by stat() (what git's own
+//   update-ref trusts) misses a rewrite that reuses the inode with the same size and time.
+//   Freezing stat() makes every rewrite look like that one.
+// - a lock held by a LIVE writer is never taken over, however long it is held: the CAS fails
+//   with ref_locked, the lock stays (same inode), the ref does not move.
+
+let dir: string;
+let gitdir: string;
+let cleanup: () => void;
+let c1: string;
+let c2: string;
+let c3: string;
+
+beforeAll(() => {
+  ({ dir, cleanup } = makeRepo('zz-reflocks-'));
+  gitdir = join(dir, '.git');
+  c1 = sh(dir, 'rev-parse', 'HEAD');
+  c2 = sh(dir, 'commit-tree', `${c1}^{tree}`, '-p', c1, '-m', 'two');
+  c3 = sh(dir, 'commit-tree', `${c1}^{tree}`, '-p', c2, '-m', 'three');
+});
+afterAll(() => cleanup());
+afterEach(() => vi.restoreAllMocks());
+
+describe('packed-refs under the lock', () => {
+  it('is re-read, not trusted to a stat-validated cache', async () => {
+    const ref = 'refs/zz/lanes/packed';
+    sh(dir, 'update-ref', ref, c1);
+    sh(dir, 'pack-refs', '--all');
+    expect(existsSync(join(gitdir, ...ref.split('/')))).toBe(false);
+    const store = new RefStore(gitdir, { fsync: false });
+    expect(await store.read(ref)).toBe(c1);
+
+    // Every stat of an open file now answers what packed-refs looked like at first.
+    const probe = await fsp.open(join(gitdir, 'packed-refs'), 'r');
+    const frozen = await probe.stat({ bigint: true });
+    const proto = Object.getPrototypeOf(probe) as { stat: (...a: unknown[]) => unknown };
+    await probe.close();
+    const spy = vi.spyOn(proto, 'stat').mockImplementation(async () => frozen);
+
+    // Another writer packs c2 in place (same length, so the same size too).
+    const packed = readFileSync(join(gitdir, 'packed-refs'), 'utf8');
+    expect(packed).toContain(`${c1} ${ref}`);
+    writeFileSync(join(gitdir, 'packed-refs'), packed.replace(`${c1} ${ref}`, `${c2} ${ref}`));
+    expect(sh(dir, 'rev-parse', ref)).toBe(c2);
+
+    // Outside the lock a cached value may be served; under it, never.
+    await expect(store.cas(ref, c1, c3)).rejects.toBeInstanceOf(RefCasError);
+    await store.cas(ref, c2, c3);
+    expect(spy).toHaveBeenCalled();
+    expect(sh(dir, 'rev-parse', ref)).toBe(c3);
+  });
+});
+
+describe('a lock held by a live writer', () => {
+  it('is never taken over: ref_locked, the lock kept, the ref unmoved', async () => {
+    const ref = 'refs/zz/lanes/live';
+    // A real zz writer process, stalled inside the ref lock (before its fsync) and alive.
+    const w = spawnWriter(dir, ref, 'live', ['--stall-at', 'sync', '--stall-after', '2']);
+    try {
+      await w.stalled;
+      const lock = join(gitdir, ...ref.split('/')) + '.lock';
+      const before = statSync(lock).ino;
+      const head = sh(dir, 'rev-parse', ref);
+      const store = new RefStore(gitdir, { lockTimeoutMs: 300 });
+      for (let i = 0; i < 3; i++) {
+        const e = await store.cas(ref, head, c1).then(
+          () => null,
+          (x: unknown) => x,
+        );
+        expect(e).toBeInstanceOf(ZzError);
+        expect((e as ZzError).code).toBe('ref_locked');
+        expect((e as ZzError).message).toContain(lock);
+        expect(statSync(lock).ino).toBe(before);
+        expect(sh(dir, 'rev-parse', ref)).toBe(head);
+      }
+      // Once the writer is dead the same lock is provably stale and is recovered at once.
+      w.child.kill('SIGKILL');
+      await w.exited;
+      await store.cas(ref, head, c1);
+      expect(sh(dir, 'rev-parse', ref)).toBe(c1);
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      w.child.kill('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,200 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { initRepo } from '../../src/core/index.js';
+import { SessionStore } from '../../src/web/index.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+
+// The login handshake and the cookie rules over real HTTP on loopback (the browser tests in
+// dashboard.test.ts cover the same through Chromium).
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function daemon(): Promise<WebDaemon> {
+  const w = await startWebDaemon();
+  cleanups.push(() => w.close());
+  return w;
+}
+
+const errorOf = async (r: Response) => ((await r.json()) as { error: string }).error;
+const codeOf = (url: string) => new URL(url).hash.replace('#code=', '');
+
+async function signIn(w: WebDaemon, token: string): Promise<string> {
+  const res = await fetch(`${w.url}/auth/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: w.url },
+    body: JSON.stringify({ code: codeOf(await w.loginUrl(token)) }),
+  });
+  expect(res.status).toBe(200);
+  const cookie = res.headers.get('set-cookie')!;
+  return cookie.slice(0, cookie.indexOf(';'));
+}
+
+describe('dashboard login', () => {
+  it('trades a one-time code for an HttpOnly SameSite=Strict cookie, once', async () => {
+    const w = await daemon();
+    const token = await w.token(OWNER);
+    const url = await w.loginUrl(token);
+    // The code rides in the fragment, which browsers never send to a server.
+    expect(url).toMatch(new RegExp(`^${w.url}/#code=[A-Za-z0-9_-]{43}$`));
+    expect(url).not.toContain(token);
+    const redeem = () =>
+      fetch(`${w.url}/auth/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: w.url },
+        body: JSON.stringify({ code: codeOf(url) }),
+      });
+    const first = await redeem();
+    expect(first.status).toBe(200);
+    expect(await first.json()).toMatchObject({ actor: OWNER, repo: w.key });
+    const cookie = first.headers.get('set-cookie')!;
+    expect(cookie).toMatch(new RegExp(`^zz_session_${w.daemon.port}=[A-Za-z0-9_-]{43}; `));
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Strict');
+    expect(cookie).toContain('Path=/');
+    expect(cookie).not.toContain(token);
+    const again = await redeem();
+    expect(again.status).toBe(401);
+    expect(await errorOf(again)).toMatch(/unknown, used or expired/);
+  });
+
+  it('the cookie acts as the actor through the same tools and scopes', async () => {
+    const w = await daemon();
+    const member = 'member@example.com';
+    const cookie = await signIn(w, await w.token(member));
+    const tool = (name: string, args: object, headers: Record<string, string> = {}) =>
+      fetch(`${w.url}/api/repos/${w.key}/tools/${name}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          cookie,
+          'sec-fetch-site': 'same-origin',
+          ...headers,
+        },
+        body: JSON.stringify(args),
+      });
+    const state = (await (await tool('repo_state', {})).json()) as { result: unknown };
+    expect(state.result).toMatchObject({ actor: member, roles: { owner: false } });
+    const refused = await tool('role_grant', { grantee: member, role: 'owner' });
+    expect(refused.status).toBe(403);
+    expect(await errorOf(refused)).toBe('only an owner may grant or revoke ownership');
+    // Without a same-origin mark (Sec-Fetch-Site or Origin) the cookie is not honoured.
+    const bare = await fetch(`${w.url}/api/repos/${w.key}/tools/repo_state`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie },
+      body: '{}',
+    });
+    expect(bare.status).toBe(403);
+    // Another origin is refused outright, cookie or not.
+    const foreign = await tool('repo_state', {}, { origin: 'http://evil.example' });
+    expect(foreign.status).toBe(403);
+    expect(await errorOf(foreign)).toBe('cross-origin requests are not accepted');
+    const otherPort = await tool(
+      'repo_state',
+      {},
+      {
+        origin: `http://127.0.0.1:${w.daemon.port + 1}`,
+      },
+    );
+    expect(otherPort.status).toBe(403);
+    // A made-up session is unauthorised, not anonymous.
+    const fake = await tool(
+      'repo_state',
+      {},
+      { cookie: `zz_session_${w.daemon.port}=${'A'.repeat(43)}` },
+    );
+    expect(fake.status).toBe(401);
+  });
+
+  it('a code works only briefly; sessions are stored hashed and survive a new store', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'zz-sessions-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const clock = () => new Date(now);
+    const store = new SessionStore({ dir, clock, codeTtlMs: 60_000, sessionTtlMs: 3_600_000 });
+    const late = store.issueCode(OWNER, 'o/r');
+    now += 60_001;
+    expect(await store.redeem(late.code)).toBeNull();
+    const { code } = store.issueCode(OWNER, 'o/r');
+    const opened = (await store.redeem(code))!;
+    expect(opened.session).toMatchObject({ actor: OWNER, repo: 'o/r' });
+    const file = readFileSync(join(dir, 'dashboard-sessions.json'), 'utf8');
+    expect(file).not.toContain(opened.secret);
+    expect(file).not.toContain(code);
+    const reopened = new SessionStore({ dir, clock });
+    expect(await reopened.lookup(opened.secret)).toMatchObject({ actor: OWNER });
+    now += 3_600_001;
+    expect(await reopened.lookup(opened.secret)).toBeNull();
+  });
+
+  it('a session opened for one repository is refused on another it serves', async () => {
+    const other = makeRepo('zz-web-other-');
+    cleanups.push(other.cleanup);
+    const w = await startWebDaemon({ repos: [other.dir] });
+    cleanups.push(() => w.close());
+    const otherKey = [...w.daemon.repos.keys()].find((k) => k !== w.key)!;
+    await initRepo(w.daemon.repos.get(otherKey)!, { owner: OWNER, default_branch: 'main' });
+    const cookie = await signIn(w, await w.token(OWNER));
+    const call = (key: string) =>
+      fetch(`${w.url}/api/repos/${key}/tools/repo_state`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie, origin: w.url },
+        body: '{}',
+      });
+    expect((await call(w.key)).status).toBe(200);
+    const res = await call(otherKey);
+    expect(res.status).toBe(403);
+    expect(await errorOf(res)).toMatch(/this dashboard session is for /);
+  });
+
+  it('the page carries a CSP and never mentions a token; assets are served from the daemon', async () => {
+    const w = await daemon();
+    const page = await fetch(`${w.url}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toMatch(/script-src 'self' 'sha256-/);
+    const html = await page.text();
+    expect(html).toContain('/assets/app.js');
+    expect(html).not.toMatch(/https?:\/\//);
+    for (const path of [
+      '/assets/app.js',
+      '/assets/style.css',
+      '/assets/vendor/preact.mjs',
+      '/assets/vendor/hooks.mjs',
+      '/assets/vendor/htm.mjs',
+    ]) {
+      const res = await fetch(w.url + path);
+      expect(res.status, path).toBe(200);
+    }
+    expect((await fetch(`${w.url}/assets/../package.json`)).status).toBe(404);
+    expect((await fetch(`${w.url}/assets/vendor/x.mjs`)).status).toBe(404);
+  });
+
+  it('`zz dashboard --json --no-open` prints a one-time URL for the token actor', async () => {
+    const w = await daemon();
+    const env = { ...cliEnv(), ZZ_TOKEN: await w.token('dev@example.com'), DISPLAY: '' };
+    const r = await zz(w.dir, env, 'dashboard', '--json', '--no-open');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = r.json();
+    expect(out).toMatchObject({ actor: 'dev@example.com', repo: w.key, opened: false });
+    expect(out.url).toMatch(new RegExp(`^${w.url}/#code=`));
+    const text = await zz(w.dir, env, 'dashboard', '--no-open');
+    expect(text.stdout).toMatch(
+      /^Open http:\/\/127\.0\.0\.1:\d+\/#code=\S+\nas dev@example\.com on /,
+    );
+    const noToken = await zz(w.dir, { ...env, ZZ_TOKEN: '' }, 'dashboard', '--no-open');
+    expect(noToken.code).not.toBe(0);
+    expect(noToken.stderr).toMatch(/zz login/);
+    // The daemon's log never held the code or the token.
+    const log = w.logs.join('\n');
+    expect(log).toContain('POST /auth/code');
+    expect(log).not.toContain(env.ZZ_TOKEN);
+    expect(log).not.toContain(new URL(out.url).hash.slice('#code='.length));
+  });
+});

@@ -1,0 +1,264 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+import { AGENT, seedLane } from './seed.js';
+
+// The dashboard in a real browser (the system Chromium through playwright-core) against a
+// real daemon on 127.0.0.1. Waits are for what the page shows, never fixed sleeps.
+
+let browser: Browser;
+const cleanups: Array<() => unknown> = [];
+
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function daemon(opts: Parameters<typeof startWebDaemon>[0] = {}): Promise<WebDaemon> {
+  const w = await startWebDaemon(opts);
+  cleanups.push(() => w.close());
+  return w;
+}
+
+/** A fresh browser context (its own cookies) signed in with a one-time code. */
+async function signedIn(w: WebDaemon, token: string, path = ''): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  cleanups.push(() => context.close());
+  const page = await context.newPage();
+  await page.goto(await w.loginUrl(token));
+  await page.locator('.top .me').waitFor();
+  if (path) await page.goto(`${w.url}/${path}`);
+  return page;
+}
+
+const column = (page: Page, state: string) => page.locator(`.column[data-state="${state}"]`);
+
+describe('dashboard in Chromium', () => {
+  it('signs in with the one-time code; no secret stays in the URL, storage or script reach', async () => {
+    const w = await daemon();
+    const token = await w.token(OWNER);
+    const url = await w.loginUrl(token);
+    const context = await browser.newContext();
+    cleanups.push(() => context.close());
+    const page = await context.newPage();
+    await page.goto(url);
+    await expect.poll(() => page.locator('.top .me').textContent()).toBe(OWNER);
+    expect(page.url()).toBe(`${w.url}/`);
+    // A string: this runs in the page, not under Node's types.
+    const seen = (await page.evaluate(
+      '({ cookie: document.cookie, local: localStorage.length, session: sessionStorage.length })',
+    )) as object;
+    expect(seen).toEqual({ cookie: '', local: 0, session: 0 });
+    const cookies = await context.cookies(w.url);
+    expect(cookies).toHaveLength(1);
+    expect(cookies[0]).toMatchObject({
+      name: `zz_session_${w.daemon.port}`,
+      httpOnly: true,
+      sameSite: 'Strict',
+      path: '/',
+    });
+    expect(cookies[0]!.value).not.toContain(token);
+    // The same link in another browser is refused: the code worked once.
+    const other = await browser.newContext();
+    cleanups.push(() => other.close());
+    const second = await other.newPage();
+    await second.goto(url);
+    await expect
+      .poll(() => second.locator('.error').textContent())
+      .toContain('this login code is unknown, used or expired');
+  });
+
+  it('shows each Lane as a board: state columns, holder, lease, priority, kind, blocked-by; filters', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, '#/lane/web');
+    const titles = (state: string) => column(page, state).locator('.card-title').allTextContents();
+    await column(page, 'answered').locator('.card').first().waitFor();
+    // Answering with a changeset also posted a follow-up review Ask.
+    expect(await titles('open')).toEqual(
+      expect.arrayContaining(['Review the board', 'Screenshots in the README']),
+    );
+    expect((await titles('claimed')).sort()).toEqual([
+      'Lanes board with live updates',
+      'Measure first paint of 5,000 Asks',
+    ]);
+    expect(await titles('answered')).toEqual(['Fix the lease countdown rounding']);
+    const claimed = column(page, 'claimed').locator('.card', { hasText: 'Lanes board' });
+    await expect.poll(() => claimed.textContent()).toContain(AGENT);
+    expect(await claimed.textContent()).toMatch(/P1.*work.*\d+m \d\ds left/);
+    const review = column(page, 'open').locator('.card', { hasText: 'Review the board' });
+    expect(await review.textContent()).toContain(`blocked by ${seeded.ids.board}`);
+    // Mine: what I hold or posted (the owner posted everything, holds one).
+    await page.getByLabel('Holder').selectOption(AGENT);
+    await expect.poll(() => column(page, 'claimed').locator('.card').count()).toBe(1);
+    expect(await column(page, 'open').locator('.card').count()).toBe(0);
+    await page.getByLabel('Holder').selectOption('');
+    await page.getByLabel('Kind').selectOption('review');
+    await expect.poll(() => titles('open')).toContain('Review the board');
+    expect(await titles('open')).not.toContain('Screenshots in the README');
+    expect(await column(page, 'claimed').locator('.card').count()).toBe(0);
+  });
+
+  it('a write from another client appears without a reload', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, '#/lane/web');
+    await column(page, 'open').locator('.card').first().waitFor();
+    await expect.poll(() => page.locator('.live').textContent()).toBe('live');
+    await page.evaluate(() => ((globalThis as unknown as { marker: number }).marker = 42));
+    const posted = await w.call(seeded.agent, 'ask_post', {
+      lane_id: 'web',
+      kind: 'work',
+      title: 'Posted by an agent just now',
+    });
+    const card = column(page, 'open').locator('.card', { hasText: 'Posted by an agent just now' });
+    await card.waitFor();
+    await w.call(seeded.agent, 'ask_claim', {
+      lane_id: 'web',
+      ask_id: (posted.ask as { ask_id: string }).ask_id,
+    });
+    await column(page, 'claimed').locator('.card', { hasText: 'Posted by an agent' }).waitFor();
+    expect(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).toBe(
+      42,
+    );
+  });
+
+  it('reconnects after the daemon restarts and keeps the session', async () => {
+    const first = await startWebDaemon();
+    const { dir } = first;
+    const port = first.daemon.port;
+    const seeded = await seedLane(first);
+    const page = await signedIn(first, seeded.owner, '#/lane/web');
+    await expect.poll(() => page.locator('.live').textContent()).toBe('live');
+    await first.close({ keepRepo: true });
+    await expect.poll(() => page.locator('.live').textContent()).toBe('reconnecting');
+    // The same port again (the page's origin); the session file outlived the process.
+    const again = await daemon({ dir, port });
+    cleanups.push(() => import('node:fs').then((fs) => fs.rmSync(dir, { recursive: true })));
+    await expect.poll(() => page.locator('.live').textContent(), { timeout: 15_000 }).toBe('live');
+    await again.call(seeded.agent, 'ask_post', {
+      lane_id: 'web',
+      kind: 'work',
+      title: 'Posted after the restart',
+    });
+    await column(page, 'open').locator('.card', { hasText: 'Posted after the restart' }).waitFor();
+  });
+
+  it('an action the scope refuses shows the API message; owners-only controls are absent', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const member = await w.token('member@example.com');
+    const page = await signedIn(w, member, '#/agents');
+    await page.locator('table.tokens').waitFor();
+    // A member sees only their own tokens and no revoke buttons.
+    expect(await page.locator('table.tokens tbody tr').count()).toBe(1);
+    expect(await page.getByRole('button', { name: /^Revoke/ }).count()).toBe(0);
+    await page.getByLabel('Actor').fill('member@example.com');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect
+      .poll(() => page.locator('.grant .error').textContent())
+      .toBe('only an owner may grant or revoke ownership');
+    // The owner may revoke: the agent's token stops working at once.
+    const owner = await signedIn(w, seeded.owner, '#/agents');
+    await owner.getByRole('button', { name: `Revoke ${AGENT} claude` }).click();
+    await expect.poll(() => owner.locator('table.tokens').textContent()).not.toContain(AGENT);
+    await expect(w.call(seeded.agent, 'repo_state', {})).rejects.toThrow(/401/);
+  });
+
+  it('is usable from the keyboard: post an Ask from the form, open it with Enter', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, '#/lane/web');
+    await column(page, 'open').locator('.card').first().waitFor();
+    await page.getByRole('button', { name: 'New Ask' }).focus();
+    await page.keyboard.press('Enter');
+    // The title field takes focus; type, Tab through, submit with Enter.
+    await page.keyboard.type('Typed without a mouse');
+    await page.getByLabel('Body').focus();
+    await page.keyboard.type('All by keyboard.');
+    await page.getByRole('button', { name: 'Post Ask' }).focus();
+    await page.keyboard.press('Enter');
+    const card = column(page, 'open').locator('.card', { hasText: 'Typed without a mouse' });
+    await card.waitFor();
+    await card.focus();
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.ask h2').textContent()).toBe('Typed without a mouse');
+    expect(await page.locator('.ask pre.body').textContent()).toBe('All by keyboard.');
+  });
+
+  it('a refused post shows the API message in the form', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, '#/lane/web');
+    await page.getByRole('button', { name: 'New Ask' }).click();
+    await page.getByLabel('Title').fill('Depends on nothing real');
+    await page.getByLabel('Depends on').fill('ask-0000000000');
+    await page.getByRole('button', { name: 'Post Ask' }).click();
+    await expect
+      .poll(() => page.locator('.post-ask .error').textContent())
+      .toMatch(/depends_on|ask-0000000000/);
+  });
+
+  it('releases a claim the viewer holds, through ask_release', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, `#/ask/web/${seeded.ids.bench}`);
+    await page.getByRole('button', { name: 'Release my claim' }).click();
+    await expect.poll(() => page.locator('.ask .state').first().textContent()).toBe('open');
+    // Someone else's claim offers no release button.
+    await page.goto(`${w.url}/#/ask/web/${seeded.ids.board}`);
+    await page.locator('.ask h2').waitFor();
+    expect(await page.getByRole('button', { name: 'Release my claim' }).count()).toBe(0);
+  });
+
+  it('a page on another origin cannot act with the cookie', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner);
+    // Another server on 127.0.0.1: the same *site* as the daemon, so SameSite alone would
+    // let the cookie through; the Origin check must stop it.
+    const evil: Server = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(`<script>
+        fetch(${JSON.stringify(`${w.url}/api/repos/${w.key}/tools/ask_post`)}, {
+          method: 'POST', mode: 'no-cors', credentials: 'include',
+          headers: { 'content-type': 'text/plain' },
+          body: JSON.stringify({ lane_id: 'web', kind: 'work', title: 'forged' }),
+        }).finally(() => { document.title = 'sent'; });
+      </script>`);
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise((r) => evil.close(r)));
+    const evilPage = await page.context().newPage();
+    await evilPage.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+    await expect.poll(() => evilPage.title()).toBe('sent');
+    const lane = await w.call(seeded.owner, 'lane_get', { lane_id: 'web', include_history: false });
+    expect((lane.asks as Array<{ title: string }>).map((a) => a.title)).not.toContain('forged');
+    expect(w.logs.some((l) => /tools\/ask_post - 403 /.test(l))).toBe(true);
+  });
+
+  it('shows an Ask with payload, history, dependencies and the changeset diff by file and hunk', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, `#/ask/web/${seeded.ids.board}`);
+    await page.locator('.graph').waitFor();
+    expect(await page.locator('.payload').textContent()).toContain('"estimate": "S"');
+    const blocks = page.locator('.graph-col', { hasText: 'Blocks' });
+    expect(await blocks.locator('.dep').count()).toBe(2);
+    expect(await page.locator('.history li').count()).toBe(2); // posted, claimed
+    await page.goto(`${w.url}/#/ask/web/${seeded.ids.fix}`);
+    await page.locator('.diff-file').first().waitFor();
+    expect(await page.locator('.diff-file summary').allTextContents()).toEqual([
+      'README.md modified',
+      'src/lease.js added',
+    ]);
+    expect(await page.locator('.hunk .add').first().textContent()).toContain('+');
+  });
+});

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import type { AskDoc } from '../schema/lane.js';
+import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import {
   assertSelf,
   inScope,
@@ -10,30 +10,56 @@ import {
   type Caller,
 } from './access.js';
 import { changesetChanges } from './changesets-policy.js';
-import { kindRule } from './kinds.js';
+import { assertKnownKind, kindRule } from './kinds.js';
 import { unexpectedOp } from './write-op.js';
-import type { AskPostSpec, LaneOpSpec, LaneState } from './lane-state.js';
+import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
+import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
-import { askView, askViews, blockedBy, leaseExpired, type AskView } from './views.js';
-import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
+import {
+  askView,
+  askViews,
+  assertLiveClaim,
+  blockedBy,
+  leaseExpired,
+  type AskView,
+} from './views.js';
+import { CHANGESETS_PREFIX, type ZzRepo } from './zz-repo.js';
 
-// Ask use cases and the workflow the server drives between them (DESIGN §1): a completed
-// `work` with a changeset asks for review; a granted review asks for submission; a denied
-// review sends the work back. Follow-ups land in the same commit as the answer that causes them.
+// Ask use cases: post, query, claim (one or the next), release, answer. The workflow follow-ups
+// an answer triggers (review, submit, rework) are decided in workflow.ts and land in the same
+// commit as the answer.
 
 export const DEFAULT_LEASE_SECONDS = 30 * 60;
-const WORKFLOW_KINDS = new Set(['changeset_review', 'submit_changeset', 'resolve_conflict']);
-
-const newAskId = () => 'ask-' + randomBytes(5).toString('hex');
 export const newChangesetId = () => 'cs-' + randomBytes(5).toString('hex');
 
-function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
+export function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
   const a = s.asks.get(askId);
   if (!a) throw new ZzError('not_found', `ask ${askId} does not exist in lane ${laneId}`);
   return a;
 }
 
-function laneOf(s: LaneState, laneId: string) {
+/** A closed Lane takes no new Asks and hands none out; work already claimed may finish. */
+export function assertOpen(lane: LaneDoc): void {
+  if (lane.closed) {
+    throw new ZzError(
+      'conflict',
+      `lane ${lane.lane_id} was closed by ${lane.closed.by} at ${lane.closed.at}`,
+      { closed: lane.closed },
+    );
+  }
+}
+
+export function assertNotCancelled(ask: AskDoc): void {
+  if (ask.state === 'cancelled') {
+    throw new ZzError(
+      'conflict',
+      `ask ${ask.ask_id} was cancelled by ${ask.cancelled?.by ?? 'someone'}`,
+      { cancelled: ask.cancelled ?? null },
+    );
+  }
+}
+
+export function laneOf(s: LaneState, laneId: string) {
   if (!s.lane) throw new ZzError('not_found', `lane ${laneId} does not exist`);
   return s.lane;
 }
@@ -64,6 +90,8 @@ export async function askPost(
     request: { tool: 'ask_post', args: request },
     decide: (s) => {
       const lane = laneOf(s, args.lane_id);
+      assertOpen(lane);
+      assertKnownKind(args.kind, args.lane_id, lane.ask_kinds, config.ask_kinds);
       if (WORKFLOW_KINDS.has(args.kind) && !isCoordinator(lane, config, caller.actor)) {
         throw new ZzError(
           'forbidden',
@@ -119,7 +147,7 @@ function candidates(s: LaneState): Candidate[] {
   let c = candidateCache.get(s);
   if (!c) {
     c = [...s.asks.values()]
-      .filter((a) => a.state !== 'answered')
+      .filter((a) => a.state === 'open' || a.state === 'claimed')
       .sort(
         (x, y) =>
           x.priority - y.priority ||
@@ -150,6 +178,7 @@ export async function askQueryClaimable(
   const nowMs = now.getTime();
   const limit = args.limit ?? 50;
   const kinds = args.kinds ? new Set(args.kinds) : null;
+  if (snap.lane.closed) return { asks: [], revision: snap.revision };
   const out: AskDoc[] = [];
   for (const { ask: a, leaseEndMs } of candidates(snap.state)) {
     if (out.length >= limit) break;
@@ -200,6 +229,8 @@ export async function askClaim(
           `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
         );
       }
+      assertNotCancelled(ask);
+      assertOpen(lane);
       const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
       if (!inScope(rule.scope, lane, config, caller.actor))
         throw scopeDenied(rule.scope, lane, `claim ${ask.kind} asks`);
@@ -414,21 +445,11 @@ export async function askAnswer(
         'conflict',
         `ask ${ask.ask_id} is already answered (${ask.answer?.outcome})`,
       );
+    assertNotCancelled(ask);
     const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
     if (!inScope(rule.scope, lane, config, caller.actor))
       throw scopeDenied(rule.scope, lane, `answer ${ask.kind} asks`);
-    if (ask.state !== 'claimed' || ask.holder !== caller.actor) {
-      throw new ZzError(
-        'forbidden',
-        `only the holder may answer ask ${ask.ask_id}; claim it first (holder: ${ask.holder ?? 'none'})`,
-      );
-    }
-    if (leaseExpired(ask, now)) {
-      throw new ZzError(
-        'conflict',
-        `your lease on ask ${ask.ask_id} expired at ${ask.lease_expires_at}; claim it again before answering`,
-      );
-    }
+    assertLiveClaim(ask, caller.actor, now, 'answer');
     if (!rule.outcomes.includes(args.outcome)) {
       throw new ZzError(
         'invalid_argument',
@@ -531,99 +552,4 @@ export async function askAnswer(
     }
   }
   return { ...answered, revision: r.revision, replayed: r.replayed };
-}
-
-function followUp(
-  s: LaneState,
-  origin: AskDoc,
-  kind: string,
-  title: string,
-  body: string,
-  payload: Record<string, unknown>,
-  reason: string,
-): AskPostSpec {
-  const askId = newAskId();
-  return {
-    op: 'ask_post',
-    summary: `ask_post ${askId} (${kind}) follows ${origin.ask_id}`,
-    args: {
-      lane_id: s.lane!.lane_id,
-      kind,
-      title,
-      body,
-      priority: origin.priority,
-      depends_on: [],
-      payload,
-      posted_by: SERVER_ACTOR,
-      origin: { ask_id: origin.ask_id, reason },
-    },
-    out: { ask_id: askId },
-  };
-}
-
-function followUpsFor(
-  s: LaneState,
-  ask: AskDoc,
-  args: AskAnswerArgs,
-  changesetId: string | null,
-): AskPostSpec[] {
-  if (ask.kind === 'work' && args.outcome === 'complete' && changesetId) {
-    return [
-      followUp(
-        s,
-        ask,
-        'changeset_review',
-        `Review: ${ask.title}`,
-        args.changeset?.message ?? '',
-        { changeset_id: changesetId, work_ask_id: ask.ask_id },
-        'work completed with a changeset',
-      ),
-    ];
-  }
-  if (ask.kind === 'changeset_review') {
-    // A review posted by hand may cite no changeset: then the follow-ups cite none either
-    // (an `undefined` here would differ between the in-memory state and the stored JSON).
-    const csId = typeof ask.payload.changeset_id === 'string' ? ask.payload.changeset_id : null;
-    const workId = typeof ask.payload.work_ask_id === 'string' ? ask.payload.work_ask_id : null;
-    const work = workId ? s.asks.get(workId) : undefined;
-    if (args.outcome === 'grant') {
-      return [
-        followUp(
-          s,
-          ask,
-          'submit_changeset',
-          `Submit: ${work?.title ?? ask.title}`,
-          args.result ?? '',
-          {
-            ...(csId ? { changeset_id: csId } : {}),
-            review_ask_id: ask.ask_id,
-            ...(workId ? { work_ask_id: workId } : {}),
-          },
-          'review granted',
-        ),
-      ];
-    }
-    if (args.outcome === 'deny') {
-      const title = `Rework: ${work?.title ?? ask.title.replace(/^Review: /, '')}`;
-      const body =
-        `${work?.body ?? ''}\n\nReview of changeset ${csId ?? '(none)'} (denied):\n${args.result ?? ''}`.trim();
-      return [
-        followUp(
-          s,
-          ask,
-          'work',
-          title,
-          body,
-          {
-            review: args.result ?? '',
-            ...(csId ? { previous_changeset_id: csId } : {}),
-            review_ask_id: ask.ask_id,
-            ...(workId ? { work_ask_id: workId } : {}),
-          },
-          'review denied',
-        ),
-      ];
-    }
-  }
-  return [];
 }

@@ -8,7 +8,7 @@ import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta } from './lanes.js';
-import { askView, type AskView } from './views.js';
+import { askView, holdsLiveClaim, type AskView } from './views.js';
 import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
 
 // commit_changeset: the only write to the user's code (DESIGN §3). A coordinator lands a
@@ -267,14 +267,11 @@ async function record(
   const r = await repo.lane(args.lane_id).mutate({
     ...mutationOpts(caller, args),
     request,
-    decide: (s): LaneOpSpec[] => {
+    decide: (s, meta): LaneOpSpec[] => {
       if (!landed) throw new ZzError('internal', 'commit_changeset replay found no prior op');
       const ask = s.asks.get(args.ask_id);
       const answer =
-        ask &&
-        LANDING_KINDS.has(ask.kind) &&
-        ask.state === 'claimed' &&
-        ask.holder === caller.actor;
+        ask && LANDING_KINDS.has(ask.kind) && holdsLiveClaim(ask, caller.actor, meta.now);
       const how = landed.fastForward
         ? 'fast-forward'
         : landed.merged

@@ -2,7 +2,9 @@
 // and the authenticated Caller; core enforces every rule. It knows nothing of HTTP, MCP or CLI.
 export * from './access.js';
 export * from './admin.js';
+export * from './ask-list.js';
 export * from './asks.js';
+export * from './closing.js';
 export * from './changesets.js';
 export * from './changesets-policy.js';
 export * from './changesets-sandbox.js';

@@ -1,7 +1,8 @@
+import { ZzError } from '../errors.js';
 import type { Outcome, Scope } from '../schema/lane.js';
 
 // The built-in Ask kinds (DESIGN §1): who may claim and answer them, and which answers fit.
-// A Lane (or the repo config) may add kinds with a scope; unknown kinds default to member.
+// A Lane (or the repo config) may add kinds with a scope; no other kind may be posted.
 
 export interface KindRule {
   scope: Scope;
@@ -28,4 +29,34 @@ export function kindRule(
   if (builtin) return builtin;
   const s = laneKinds[kind] ?? repoKinds[kind];
   return s ? { scope: s, outcomes: DEFAULT_RULE.outcomes } : DEFAULT_RULE;
+}
+
+/** Every kind an Ask in this Lane may have: built-ins, the repo's, the Lane's. */
+export function validKinds(
+  laneKinds: Readonly<Record<string, Scope>>,
+  repoKinds: Readonly<Record<string, Scope>> = {},
+): string[] {
+  return [
+    ...new Set([
+      ...Object.keys(BUILTIN_KINDS),
+      ...Object.keys(repoKinds),
+      ...Object.keys(laneKinds),
+    ]),
+  ];
+}
+
+/** Refuses a kind the repo and Lane do not define (a misspelled `wrok`), naming the valid ones. */
+export function assertKnownKind(
+  kind: string,
+  laneId: string,
+  laneKinds: Readonly<Record<string, Scope>>,
+  repoKinds: Readonly<Record<string, Scope>> = {},
+): void {
+  if (BUILTIN_KINDS[kind] || laneKinds[kind] || repoKinds[kind]) return;
+  const valid = validKinds(laneKinds, repoKinds);
+  throw new ZzError(
+    'invalid_argument',
+    `kind: "${kind}" is not an Ask kind of lane ${laneId}; valid kinds: ${valid.join(', ')} (a Lane adds kinds with ask_kinds)`,
+    { field: 'kind', valid_kinds: valid },
+  );
 }

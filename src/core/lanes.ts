@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, Scope } from '../schema/lane.js';
 import { laneId } from '../schema/ids.js';
+import { PAGE } from '../schema/limits.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import type { Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
@@ -119,8 +120,10 @@ export async function lanePropose(
 export type LaneGetArgs = {
   lane_id: string;
   asks_limit?: number;
+  asks_offset?: number;
   asks_cursor?: string;
   history_limit?: number;
+  history_offset?: number;
   history_cursor?: string;
   include_history?: boolean;
 };
@@ -129,10 +132,50 @@ export type LaneGetResult = {
   lane: LaneView;
   asks: AskView[];
   history: HistoryEntry[];
+  next_asks_offset: number | null;
+  next_history_offset: number | null;
   next_asks_cursor: string | null;
   next_history_cursor: string | null;
 };
 
+// JSON size of what a page holds, per stored document (documents never change once stored).
+const sizeOf = new WeakMap<object, number>();
+function jsonBytes(o: object): number {
+  let n = sizeOf.get(o);
+  if (n === undefined) sizeOf.set(o, (n = Buffer.byteLength(JSON.stringify(o), 'utf8')));
+  return n;
+}
+
+/**
+ * [start, end) of one page: at most `limit` items and, past the first, no more than
+ * PAGE.maxBytes of JSON, so no response is ever built much larger than that in memory.
+ */
+export function pageEnd<T extends object>(
+  items: readonly T[],
+  start: number,
+  limit: number | undefined,
+  maxBytes: number = PAGE.maxBytes,
+): number {
+  const last = Math.min(items.length, start + (limit ?? items.length));
+  let bytes = 0;
+  for (let i = start; i < last; i++) {
+    bytes += jsonBytes(items[i]!);
+    if (bytes > maxBytes && i > start) return i;
+  }
+  return last;
+}
+
+function startOf(offset: number | undefined, cursor: string | undefined, field: string): number {
+  if (offset !== undefined && cursor !== undefined) {
+    throw new ZzError('invalid_argument', `give ${field}_offset or ${field}_cursor, not both`);
+  }
+  return offset ?? decodeOffset(cursor, `${field}_cursor`);
+}
+
+/**
+ * One Lane, its Asks and its history, each paged: `*_limit` items from `*_offset` (or the
+ * matching cursor), cut short at about PAGE.maxBytes of JSON; `next_*_offset` continues.
+ */
 export async function laneGet(
   repo: ZzRepo,
   _caller: Caller | null,
@@ -141,35 +184,43 @@ export async function laneGet(
   const snap = await readLane(repo, args.lane_id);
   const now = repo.clock();
   const all = [...snap.state.asks.values()];
-  const aStart = decodeOffset(args.asks_cursor, 'asks_cursor');
-  const aEnd = args.asks_limit === undefined ? all.length : aStart + args.asks_limit;
+  const aStart = startOf(args.asks_offset, args.asks_cursor, 'asks');
+  const aEnd = pageEnd(all, aStart, args.asks_limit);
   const asks = askViews(snap.state, all.slice(aStart, aEnd), now);
   const fullHistory = args.include_history === false ? [] : historyView(snap.log, now);
-  const hStart = decodeOffset(args.history_cursor, 'history_cursor');
-  const hEnd = args.history_limit === undefined ? fullHistory.length : hStart + args.history_limit;
+  const hStart = startOf(args.history_offset, args.history_cursor, 'history');
+  const hEnd = pageEnd(fullHistory, hStart, args.history_limit);
+  const nextAsks = aEnd < all.length ? aEnd : null;
+  const nextHistory = hEnd < fullHistory.length ? hEnd : null;
   return {
     lane: laneView(snap.lane, snap.revision),
     asks,
     history: fullHistory.slice(hStart, hEnd),
-    next_asks_cursor: aEnd < all.length ? encodeOffset(aEnd) : null,
-    next_history_cursor: hEnd < fullHistory.length ? encodeOffset(hEnd) : null,
+    next_asks_offset: nextAsks,
+    next_history_offset: nextHistory,
+    next_asks_cursor: nextAsks === null ? null : encodeOffset(nextAsks),
+    next_history_cursor: nextHistory === null ? null : encodeOffset(nextHistory),
   };
 }
 
 export type LaneSummary = LaneView & {
-  counts: { open: number; claimed: number; answered: number; total: number };
+  counts: { open: number; claimed: number; answered: number; cancelled: number; total: number };
 };
 
 // Counts by stored state depend only on the revision; only claimed Asks need the clock.
-const countCache = new WeakMap<LaneState, { open: number; claimed: AskDoc[]; answered: number }>();
+const countCache = new WeakMap<
+  LaneState,
+  { open: number; claimed: AskDoc[]; answered: number; cancelled: number }
+>();
 
 function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
   let c = countCache.get(s);
   if (!c) {
-    c = { open: 0, claimed: [], answered: 0 };
+    c = { open: 0, claimed: [], answered: 0, cancelled: 0 };
     for (const a of s.asks.values()) {
       if (a.state === 'open') c.open++;
       else if (a.state === 'answered') c.answered++;
+      else if (a.state === 'cancelled') c.cancelled++;
       else c.claimed.push(a);
     }
     countCache.set(s, c);
@@ -179,6 +230,7 @@ function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
     open: c.open + expired,
     claimed: c.claimed.length - expired,
     answered: c.answered,
+    cancelled: c.cancelled,
     total: s.asks.size,
   };
 }

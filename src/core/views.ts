@@ -1,3 +1,4 @@
+import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LoggedOp, OpRecord } from '../store/index.js';
 import type { LaneState } from './lane-state.js';
@@ -33,6 +34,27 @@ export function leaseExpired(a: AskDoc, now: Date): boolean {
     a.lease_expires_at !== null &&
     Date.parse(a.lease_expires_at) <= now.getTime()
   );
+}
+
+/** The one "caller holds a live claim" check: claimed by `actor`, lease not run out. */
+export function holdsLiveClaim(a: AskDoc, actor: string, now: Date): boolean {
+  return a.state === 'claimed' && a.holder === actor && !leaseExpired(a, now);
+}
+
+/** Refuses unless `actor` holds a live claim on `a`, saying what to do (claim it again). */
+export function assertLiveClaim(a: AskDoc, actor: string, now: Date, what: string): void {
+  if (a.state !== 'claimed' || a.holder !== actor) {
+    throw new ZzError(
+      'forbidden',
+      `only the holder may ${what} ask ${a.ask_id}; claim it first (holder: ${a.holder ?? 'none'})`,
+    );
+  }
+  if (leaseExpired(a, now)) {
+    throw new ZzError(
+      'conflict',
+      `your lease on ask ${a.ask_id} expired at ${a.lease_expires_at}; claim it again before you ${what} it`,
+    );
+  }
 }
 
 export function blockedBy(s: LaneState, a: AskDoc): BlockedBy[] {

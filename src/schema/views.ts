@@ -63,6 +63,7 @@ export const countsOut = z.looseObject({
   open: z.number(),
   claimed: z.number(),
   answered: z.number(),
+  cancelled: z.number(),
   total: z.number(),
 });
 

@@ -1,14 +1,20 @@
 import { z } from 'zod';
 import {
+  ASK_LIST_STATES,
   askAnswer,
+  askCancel,
   askClaim,
   askClaimNext,
+  askGet,
+  askList,
   askPost,
   askQueryClaimable,
   askRelease,
 } from '../core/index.js';
 import { actor, askId, laneId } from '../schema/ids.js';
 import { askKind } from '../schema/lane.js';
+import { LIMITS } from '../schema/limits.js';
+import { boundedJson, boundedText } from '../schema/ops.js';
 import { askOut, writeMetaOut } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
@@ -46,11 +52,8 @@ export const askTools = [
     input: z.strictObject({
       lane_id: laneId,
       kind: askKind.describe('work, ladder_update, … or a kind the Lane defines'),
-      title: z.string().min(1).max(300),
-      body: z
-        .string()
-        .max(64 * 1024)
-        .optional(),
+      title: z.string().min(1).max(LIMITS.title),
+      body: boundedText(LIMITS.body, 'body').optional(),
       priority: z
         .number()
         .int()
@@ -60,10 +63,14 @@ export const askTools = [
         .describe('0 highest … 4 lowest (default 2)'),
       depends_on: z
         .array(askId)
-        .max(100)
+        .max(LIMITS.list)
         .optional()
         .describe('Asks that must be answered complete/grant first'),
-      payload: z.record(z.string(), z.unknown()).optional(),
+      payload: boundedJson(LIMITS.payload, 'payload')
+        .optional()
+        .describe(
+          `Structured data for whoever takes the Ask (at most ${LIMITS.payload / 1024} KiB as JSON)`,
+        ),
       from: actor.optional(),
       ...createArgs,
     }),
@@ -152,11 +159,7 @@ export const askTools = [
       lane_id: laneId,
       ask_id: askId,
       outcome: z.enum(['complete', 'deny', 'grant']),
-      result: z
-        .string()
-        .max(256 * 1024)
-        .optional()
-        .describe('What was done, or why not'),
+      result: boundedText(LIMITS.result, 'result').optional().describe('What was done, or why not'),
       changeset: changesetInput.optional(),
       ...writeArgs,
     }),
@@ -167,5 +170,50 @@ export const askTools = [
       ...writeMetaOut,
     }),
     handler: (args, ctx) => askAnswer(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_list',
+    summary: 'Asks across Lanes (or in one), filtered by mine, state and kind; paged',
+    description:
+      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_offset back as offset for the next page.',
+    toolset: 'asks',
+    annotations: READ,
+    input: z.strictObject({
+      lane_id: laneId.optional().describe('Only this Lane'),
+      mine: z.boolean().optional().describe('Only Asks you posted or hold'),
+      state: z.array(z.enum(ASK_LIST_STATES)).max(4).optional(),
+      kind: z.array(askKind).max(LIMITS.list).optional(),
+      limit: z.number().int().min(1).max(1_000).optional().describe('Default 100'),
+      offset: z.number().int().min(0).max(1_000_000_000).optional(),
+    }),
+    output: z.strictObject({
+      asks: z.array(askOut),
+      next_offset: z.number().nullable(),
+      total: z.number().describe('How many Asks match, over all pages'),
+    }),
+    handler: (args, ctx) => askList(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_get',
+    summary: 'One Ask by id (in a Lane, or looked up across Lanes)',
+    toolset: 'asks',
+    annotations: READ,
+    input: z.strictObject({ ask_id: askId, lane_id: laneId.optional() }),
+    output: z.strictObject({ ask: askOut, revision: z.string().nullable() }),
+    handler: (args, ctx) => askGet(ctx.repo, ctx.caller, args),
+  }),
+  defineTool({
+    name: 'ask_cancel',
+    summary: 'Cancel an Ask nobody should take any more (its poster or a coordinator)',
+    toolset: 'asks',
+    annotations: { ...WRITE, destructiveHint: true },
+    input: z.strictObject({
+      lane_id: laneId,
+      ask_id: askId,
+      reason: z.string().max(LIMITS.reason).optional(),
+      ...writeArgs,
+    }),
+    output: z.strictObject({ ask: askOut, ...writeMetaOut }),
+    handler: (args, ctx) => askCancel(ctx.repo, ctx.caller, args),
   }),
 ];

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { Caller, TokenStore, ZzRepo } from '../core/index.js';
+import type { LadderSearch } from '../search/index.js';
 
 // One definition per tool. HTTP, MCP and the CLI are generic loops over these; nothing about
 // a tool is written twice.
@@ -16,8 +17,8 @@ export interface ToolAnnotations {
 
 /** Services a front end may provide beyond the repository itself. */
 export interface ToolServices {
-  /** Cross-repo search, when the front end keeps one (the daemon does). */
-  search?: unknown;
+  /** Cross-repo Ladder search, when the front end keeps one (the daemon does). */
+  search?: LadderSearch;
   /** Every repository this front end serves, by key. */
   repos?: ReadonlyMap<string, ZzRepo>;
   /** A served repository's token store (token_list, token_revoke). */

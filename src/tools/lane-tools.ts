@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   laneAddRelated,
+  laneClose,
   laneEvents,
   laneGet,
   laneGrant,
@@ -9,6 +10,7 @@ import {
 } from '../core/index.js';
 import { actor, laneId, newLaneId } from '../schema/ids.js';
 import { askKind, scope } from '../schema/lane.js';
+import { LIMITS } from '../schema/limits.js';
 import {
   askOut,
   corruptOut,
@@ -22,6 +24,7 @@ import { defineTool, READ, WRITE } from './define-tool.js';
 
 const laneIdArg = laneId.describe('The Lane, e.g. "_repo" or "auth-rework"');
 const cursor = z.string().max(4096);
+const offset = z.number().int().min(0).max(1_000_000_000);
 
 export const laneTools = [
   defineTool({
@@ -31,8 +34,8 @@ export const laneTools = [
     annotations: WRITE,
     input: z.strictObject({
       lane_id: newLaneId.optional().describe('Slug for the new Lane; generated when omitted'),
-      title: z.string().min(1).max(300),
-      description: z.string().max(20_000).optional(),
+      title: z.string().min(1).max(LIMITS.title),
+      description: z.string().max(LIMITS.description).optional(),
       maintainers: z
         .array(actor)
         .max(100)
@@ -51,14 +54,17 @@ export const laneTools = [
   }),
   defineTool({
     name: 'lane_get',
-    summary: 'One Lane with its Asks and full history (pages with limits and cursors when asked)',
+    summary:
+      'One Lane with its Asks and history, paged (limit/offset; pages stop at about 4 MiB of JSON)',
     toolset: 'lanes',
     annotations: READ,
     input: z.strictObject({
       lane_id: laneIdArg,
       asks_limit: z.number().int().min(1).max(100_000).optional(),
+      asks_offset: offset.optional().describe('First Ask to return (next_asks_offset)'),
       asks_cursor: cursor.optional(),
       history_limit: z.number().int().min(1).max(100_000).optional(),
+      history_offset: offset.optional().describe('First history entry (next_history_offset)'),
       history_cursor: cursor.optional(),
       include_history: z.boolean().optional().describe('false to skip history (default true)'),
     }),
@@ -66,6 +72,11 @@ export const laneTools = [
       lane: laneOut,
       asks: z.array(askOut),
       history: z.array(historyOut),
+      next_asks_offset: z
+        .number()
+        .nullable()
+        .describe('Pass as asks_offset for the next page; null when this was the last'),
+      next_history_offset: z.number().nullable(),
       next_asks_cursor: z.string().nullable(),
       next_history_cursor: z.string().nullable(),
     }),
@@ -125,5 +136,19 @@ export const laneTools = [
       next_cursor: z.string(),
     }),
     handler: (args, ctx) => laneEvents(ctx.repo, ctx.caller, args, ctx.signal),
+  }),
+  defineTool({
+    name: 'lane_close',
+    summary: 'Close a Lane: no new Asks, nothing more to claim (coordinators and owners)',
+    description: 'Claimed work may still be answered. History is kept; nothing is deleted.',
+    toolset: 'lanes',
+    annotations: { ...WRITE, destructiveHint: true },
+    input: z.strictObject({
+      lane_id: laneIdArg,
+      reason: z.string().max(LIMITS.reason).optional(),
+      ...writeArgs,
+    }),
+    output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
+    handler: (args, ctx) => laneClose(ctx.repo, ctx.caller, args),
   }),
 ];

@@ -481,6 +481,7 @@ describe('zz end to end (spawned dist/cli/main.js)', { timeout: 90_000 }, () => 
       lane_id: 'parity',
       title: 'Parity',
       description: 'Same read, every transport',
+      ask_kinds: { review: 'member' },
     });
     const a = (await mcpCall(w.client, 'ask_post', { lane_id: 'parity', kind: 'work', title: 'A' }))
       .ask.ask_id;

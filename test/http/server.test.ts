@@ -39,7 +39,13 @@ beforeAll(async () => {
   tok.alice = (await daemon.tokens.create(ALICE, 'login')).token;
   client = jsonClient(daemon.url, { token: tok.owner });
   expect(
-    (await client.post(toolPath('lane_propose'), { lane_id: 'main-lane', title: 'Main' })).status,
+    (
+      await client.post(toolPath('lane_propose'), {
+        lane_id: 'main-lane',
+        title: 'Main',
+        ask_kinds: { race: 'member' },
+      })
+    ).status,
   ).toBe(200);
 });
 

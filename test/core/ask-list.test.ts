@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+import { ALICE, BOB, call, memoryRepo, OWNER, rejects } from '../helpers/core-fixture.js';
+
+// Issue 13.11 (tool side): ask_list across Lanes, ask_get, ask_cancel, lane_close.
+
+type Ask = { ask_id: string; title: string; state: string; lane_id: string };
+const titles = (r: { asks: Ask[] }) => r.asks.map((a) => a.title);
+
+async function twoLanes() {
+  const { repo, clock } = await memoryRepo();
+  await call(repo, ALICE, 'lane_propose', {
+    lane_id: 'a',
+    title: 'A',
+    ask_kinds: { bug: 'member' },
+  });
+  await call(repo, BOB, 'lane_propose', { lane_id: 'b', title: 'B' });
+  const post = async (who: typeof ALICE, lane: string, title: string, kind = 'work') => {
+    clock.advance(1);
+    return (await call(repo, who, 'ask_post', { lane_id: lane, kind, title })).ask as Ask;
+  };
+  const a1 = await post(ALICE, 'a', 'a1');
+  const a2 = await post(BOB, 'a', 'a2', 'bug');
+  const b1 = await post(BOB, 'b', 'b1');
+  const b2 = await post(ALICE, 'b', 'b2');
+  return { repo, clock, a1, a2, b1, b2 };
+}
+
+describe('ask_list and ask_get', () => {
+  it('lists across Lanes with mine, state and kind filters, paged', async () => {
+    const { repo, b1 } = await twoLanes();
+    await call(repo, ALICE, 'ask_claim', { lane_id: 'b', ask_id: b1.ask_id });
+    expect(titles(await call(repo, ALICE, 'ask_list', {}))).toEqual(['a1', 'a2', 'b1', 'b2']);
+    // Mine: posted by ALICE (a1, b2) or held by her (b1).
+    expect(titles(await call(repo, ALICE, 'ask_list', { mine: true }))).toEqual(['a1', 'b1', 'b2']);
+    expect(titles(await call(repo, BOB, 'ask_list', { mine: true }))).toEqual(['a2', 'b1']);
+    expect(titles(await call(repo, BOB, 'ask_list', { state: ['claimed'] }))).toEqual(['b1']);
+    expect(titles(await call(repo, BOB, 'ask_list', { state: ['open'], lane_id: 'b' }))).toEqual([
+      'b2',
+    ]);
+    expect(titles(await call(repo, BOB, 'ask_list', { kind: ['bug'] }))).toEqual(['a2']);
+    const p1 = await call(repo, BOB, 'ask_list', { limit: 3 });
+    expect(p1.total).toBe(4);
+    expect(p1.next_offset).toBe(3);
+    const p2 = await call(repo, BOB, 'ask_list', { limit: 3, offset: p1.next_offset });
+    expect(titles(p2)).toEqual(['b2']);
+    expect(p2.next_offset).toBeNull();
+    await rejects(call(repo, null, 'ask_list', {}), 'unauthorized');
+  });
+
+  it('gets one Ask by id, with or without its Lane', async () => {
+    const { repo, b2 } = await twoLanes();
+    expect((await call(repo, BOB, 'ask_get', { ask_id: b2.ask_id })).ask.title).toBe('b2');
+    expect(
+      (await call(repo, BOB, 'ask_get', { ask_id: b2.ask_id, lane_id: 'b' })).ask.lane_id,
+    ).toBe('b');
+    await rejects(call(repo, BOB, 'ask_get', { ask_id: b2.ask_id, lane_id: 'a' }), 'not_found');
+    await rejects(
+      call(repo, BOB, 'ask_get', { ask_id: 'ask-0000000000' }),
+      'not_found',
+      /any lane/,
+    );
+  });
+});
+
+describe('ask_cancel', () => {
+  it('its poster or a coordinator cancels; a cancelled Ask is never handed out again', async () => {
+    const { repo, a1, a2, b2 } = await twoLanes();
+    // BOB neither posted a1 nor coordinates lane a.
+    await rejects(call(repo, BOB, 'ask_cancel', { lane_id: 'a', ask_id: a1.ask_id }), 'forbidden');
+    // The poster cancels their own, even while someone holds it.
+    await call(repo, BOB, 'ask_claim', { lane_id: 'b', ask_id: b2.ask_id });
+    const c = await call(repo, ALICE, 'ask_cancel', {
+      lane_id: 'b',
+      ask_id: b2.ask_id,
+      reason: 'not needed',
+    });
+    expect(c.ask.state).toBe('cancelled');
+    expect(c.ask.holder).toBeNull();
+    expect(c.ask.cancelled).toMatchObject({ by: ALICE.actor, reason: 'not needed' });
+    // ALICE coordinates lane a: she cancels BOB's Ask there.
+    await call(repo, ALICE, 'ask_cancel', { lane_id: 'a', ask_id: a2.ask_id });
+    await rejects(call(repo, ALICE, 'ask_cancel', { lane_id: 'a', ask_id: a2.ask_id }), 'conflict');
+    await rejects(
+      call(repo, BOB, 'ask_claim', { lane_id: 'a', ask_id: a2.ask_id }),
+      'conflict',
+      /cancelled/,
+    );
+    await rejects(
+      call(repo, BOB, 'ask_answer', {
+        lane_id: 'b',
+        ask_id: b2.ask_id,
+        outcome: 'complete',
+        result: 'x',
+      }),
+      'conflict',
+      /cancelled/,
+    );
+    const claimable = await call(repo, BOB, 'ask_query_claimable', { lane_id: 'a' });
+    expect(titles(claimable)).toEqual(['a1']);
+    expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask.title).toBe('a1');
+    expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask).toBeNull();
+    // Recorded as an op; counted apart.
+    const lane = await call(repo, BOB, 'lane_get', { lane_id: 'a' });
+    expect(lane.history.map((h: { op: string }) => h.op)).toContain('ask_cancel');
+    const list = await call(repo, BOB, 'lane_list', {});
+    const counts = list.lanes.find((l: { lane_id: string }) => l.lane_id === 'a').counts;
+    expect(counts).toMatchObject({ open: 0, claimed: 1, cancelled: 1, total: 2 });
+  });
+});
+
+describe('lane_close', () => {
+  it('a coordinator or owner closes a Lane: no new Asks, nothing to claim; held work finishes', async () => {
+    const { repo, a1, a2 } = await twoLanes();
+    await call(repo, BOB, 'ask_claim', { lane_id: 'a', ask_id: a1.ask_id });
+    await rejects(call(repo, BOB, 'lane_close', { lane_id: 'a' }), 'forbidden');
+    await rejects(call(repo, OWNER, 'lane_close', { lane_id: '_repo' }), 'forbidden');
+    const closed = await call(repo, ALICE, 'lane_close', { lane_id: 'a', reason: 'shipped' });
+    expect(closed.lane.closed).toMatchObject({ by: ALICE.actor, reason: 'shipped' });
+    await rejects(call(repo, ALICE, 'lane_close', { lane_id: 'a' }), 'conflict', /closed/);
+    await rejects(
+      call(repo, ALICE, 'ask_post', { lane_id: 'a', kind: 'work', title: 'late' }),
+      'conflict',
+      /closed/,
+    );
+    await rejects(call(repo, BOB, 'ask_claim', { lane_id: 'a', ask_id: a2.ask_id }), 'conflict');
+    expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask).toBeNull();
+    expect((await call(repo, BOB, 'ask_query_claimable', { lane_id: 'a' })).asks).toEqual([]);
+    await call(repo, BOB, 'ask_answer', {
+      lane_id: 'a',
+      ask_id: a1.ask_id,
+      outcome: 'complete',
+      result: 'done',
+    });
+    // An owner may close any Lane.
+    await call(repo, OWNER, 'lane_close', { lane_id: 'b' });
+  });
+});

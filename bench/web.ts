@@ -16,7 +16,11 @@ export async function benchWeb(): Promise<Record<string, unknown>> {
   const browser = await launchChromium();
   try {
     const token = await w.token(OWNER);
-    await w.call(token, 'lane_propose', { lane_id: 'big', title: 'A big Lane' });
+    await w.call(token, 'lane_propose', {
+      lane_id: 'big',
+      title: 'A big Lane',
+      ask_kinds: { review: 'member' },
+    });
     const ids: string[] = [];
     let next = 0;
     let t = performance.now();

@@ -25,6 +25,7 @@ export async function seedLane(w: WebDaemon): Promise<Seeded> {
     lane_id: 'web',
     title: 'Web dashboard',
     description: 'The dashboard people use to watch their agents.',
+    ask_kinds: { review: 'member' },
   });
   const fix = await post('Fix the lease countdown rounding', { priority: 0 });
   const board = await post('Lanes board with live updates', {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import { publicationOrder, type CommitRecord } from '../store/index.js';
+import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
 import { readLane, readLanes } from './lanes.js';
-import { historyEntry } from './views.js';
+import { historyEntry, rejectionsById, type EntryRejection } from './views.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
 
 // Events after a cursor. The cursor records, per Lane, how many ops of its log the caller has
@@ -28,6 +28,8 @@ export type LaneEvent = {
   ask_id: string | null;
   args: Record<string, unknown>;
   out: Record<string, unknown> | null;
+  /** The guarded fold refused this op (see lane_get history). */
+  rejected?: EntryRejection;
 };
 
 export type LaneEventsArgs = {
@@ -135,6 +137,20 @@ async function seenAt(repo: ZzRepo, laneId: string, revision: string, n: number)
   return new Set(order.slice(0, n).map((o) => o.op.id));
 }
 
+function eventOf(
+  l: { id: string; log: ReadonlyArray<LoggedOp>; why: Map<string, EntryRejection> },
+  i: number,
+): LaneEvent {
+  const op = l.log[i]!;
+  const r = l.why.get(op.id);
+  return {
+    lane_id: l.id,
+    ...historyEntry(op),
+    revision: op.revision,
+    ...(r ? { rejected: r } : {}),
+  };
+}
+
 async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit: number) {
   // Across Lanes, a Lane that cannot be read (reported by lane_list and repo_state) is
   // skipped; asked for by name, it is an error.
@@ -143,12 +159,15 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
     : (await readLanes(repo)).lanes;
   const lanes: Array<{
     id: string;
-    log: ReadonlyArray<Op & Parameters<typeof historyEntry>[0]>;
+    log: ReadonlyArray<LoggedOp>;
     revision: string | null;
     /** Indexes into log of the ops not yet seen, in log order. */
     fresh: number[];
     skip?: [string, number];
+    why: Map<string, EntryRejection>;
   }> = [];
+  /** Ops the caller saw before a merge that the merged fold refused: told once, on re-base. */
+  const notices: LaneEvent[] = [];
   for (const { id, snap } of snaps) {
     const log = snap.log;
     const p = pos[id];
@@ -170,16 +189,34 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
         if (p.s) for (const x of await seenAt(repo, id, ...p.s)) exclude.add(x);
       }
     }
+    const why = rejectionsById(snap.state.rejected);
+    const rebased = p !== undefined && typeof p !== 'number' && base === 0 && exclude.size > 0;
     const fresh: number[] = [];
-    for (let i = base; i < log.length; i++) if (!exclude.has(log[i]!.id)) fresh.push(i);
-    lanes.push({ id, log, revision: snap.revision, fresh, ...(skip ? { skip } : {}) });
+    for (let i = base; i < log.length; i++) {
+      const op = log[i]!;
+      if (!exclude.has(op.id)) fresh.push(i);
+      else if (rebased && why.has(op.id)) {
+        const r = why.get(op.id)!;
+        notices.push({
+          lane_id: id,
+          revision: snap.revision ?? op.revision,
+          op: r.reason === 'claim_lost' ? 'claim_lost' : 'op_rejected',
+          actor: op.actor,
+          time: op.time,
+          lamport: op.lamport,
+          ask_id: r.ask_id ?? null,
+          // The same arguments as the claim_lost notice auto-sync emits.
+          args: { ask_id: r.ask_id ?? null, winner: r.winner ?? null, claim_op_id: op.id },
+          out: null,
+          rejected: r,
+        });
+      }
+    }
+    lanes.push({ id, log, revision: snap.revision, fresh, why, ...(skip ? { skip } : {}) });
   }
   const all: LaneEvent[] = [];
   for (const l of lanes) {
-    for (const i of l.fresh) {
-      const op = l.log[i]!;
-      all.push({ lane_id: l.id, ...historyEntry(op), revision: op.revision });
-    }
+    for (const i of l.fresh) all.push(eventOf(l, i));
   }
   const byTime = (a: LaneEvent, b: LaneEvent) =>
     a.time < b.time ? -1 : a.time > b.time ? 1 : a.lamport - b.lamport;
@@ -192,10 +229,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
   const next: Positions = { ...pos };
   for (const l of lanes) {
     const k = taken.get(l.id) ?? 0;
-    for (const i of l.fresh.slice(0, k)) {
-      const op = l.log[i]!;
-      events.push({ lane_id: l.id, ...historyEntry(op), revision: op.revision });
-    }
+    for (const i of l.fresh.slice(0, k)) events.push(eventOf(l, i));
     if (k === l.fresh.length) {
       next[l.id] = { n: l.log.length, d: digest(l.log, l.log.length), r: l.revision };
     } else {
@@ -208,6 +242,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
       };
     }
   }
+  events.push(...notices);
   events.sort(byTime);
   return { events, next };
 }

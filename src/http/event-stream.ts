@@ -112,9 +112,8 @@ export function openEventStream(
       send(e);
       return;
     }
-    // Notices sync adds (claim_lost) are not ops of the log: forwarded as they come.
-    const notices = e.ops.filter((o) => o.op === 'claim_lost');
-    if (notices.length > 0) send({ ...e, ops: notices });
+    // The claim_lost notices auto-sync adds are not forwarded: the pull delivers the same
+    // notice (lane_events re-bases the cursor and reports seen ops the merge refused).
     schedule();
   });
   const heartbeat = setInterval(() => write(': ping\n\n'), opts.heartbeatMs);

@@ -178,8 +178,8 @@ export function AskView({ laneId, askId, me }) {
     ${
       ask.answer &&
       html`<div class="panel answer">
-        <strong>${ask.answer.outcome}</strong> by ${ask.answer.answered_by}
-        ${ago(ask.answer.answered_at, now)}
+        <strong>${ask.answer.outcome}</strong>
+        ${` by ${ask.answer.answered_by}, ${ago(ask.answer.answered_at, now)}`}
         ${ask.answer.result && html`<pre>${ask.answer.result}</pre>`}
       </div>`
     }

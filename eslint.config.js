@@ -38,7 +38,7 @@ export default tseslint.config(
   // Git only in git/ (DESIGN §11): above src/git/ nothing builds a git command line or parses
   // git output. runGit/git (the native runner), spawnGit and parseCommit/parseTree stay in
   // git/, which offers typed functions instead (git/queries.ts, listings.ts, …); processes are
-  // spawned only in git/, models/ (exec: adapters) and cli/.
+  // spawned only in git/, models/ (exec: adapters), github/ (`gh auth token`) and cli/.
   {
     files: ['src/**/*.ts'],
     ignores: ['src/git/**'],

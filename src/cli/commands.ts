@@ -255,7 +255,12 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         .option('json', { type: 'boolean', describe: 'Print the result as JSON (no progress bar)' })
         .option('model', {
           type: 'string',
-          describe: 'Write the prose with a model (not available yet)',
+          describe:
+            'Write file summaries with a model: openai:<model>, anthropic:<model> or exec:<command> (extractive on any failure)',
+        })
+        .option('max-files', {
+          type: 'number',
+          describe: 'With --model: most files the model writes in this build',
         })
         .option('changesets', {
           type: 'number',
@@ -282,11 +287,23 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
           actor,
           ...(a.model === undefined ? {} : { model: String(a.model) }),
           ...(changesets === undefined ? {} : { changesetsLimit: changesets }),
-          ...(a.github ? { github: true, env: io.env } : {}),
+          ...(a.github || a.model !== undefined ? { env: io.env } : {}),
+          ...(a.github ? { github: true } : {}),
+          ...(a['max-files'] === undefined ? {} : { maxFiles: a['max-files'] as number }),
           ...(bar ? { onProgress: bar.update } : {}),
         });
         bar?.clear();
         if (a.json) return print(io, result, true);
+        if (result.model) {
+          const m = result.model;
+          io.stdout(
+            `Model ${m.spec}: ${m.written} files written, ${m.cached} from cache, ${m.fallback} extractive; ${m.input_tokens} input + ${m.output_tokens} output tokens in ${m.calls} calls.` +
+              (m.last_error
+                ? ` Last failure: ${m.last_error.replace(/[\x00-\x1f\x7f]/g, ' ')}`
+                : '') +
+              '\n',
+          );
+        }
         const secs = (result.ms / 1000).toFixed(1);
         io.stdout(
           result.committed

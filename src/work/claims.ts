@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { isZzError, ZzError } from '../errors.js';
 import type { AskView, CallTool } from './types.js';
 
@@ -20,11 +21,18 @@ export class Claims {
   async next(): Promise<AskView | null> {
     const kinds = this.kinds?.length ? { kinds: this.kinds } : {};
     if (!this.claimNextMissing) {
+      // A claim whose answer is lost in transit is taken again with the same key, which gives
+      // back the same Ask instead of leaving it held by nobody until its lease runs out.
+      const args = {
+        lane_id: this.laneId,
+        lease_seconds: this.leaseSeconds,
+        idempotency_key: `claim-${randomBytes(12).toString('hex')}`,
+        ...kinds,
+      };
       try {
-        const r = await this.call('ask_claim_next', {
-          lane_id: this.laneId,
-          lease_seconds: this.leaseSeconds,
-          ...kinds,
+        const r = await this.call('ask_claim_next', args).catch((e: unknown) => {
+          if (isZzError(e) && e.code === 'unavailable') return this.call('ask_claim_next', args);
+          throw e;
         });
         return (r.ask as AskView | null) ?? null;
       } catch (e) {

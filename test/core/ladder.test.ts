@@ -241,11 +241,16 @@ describe('ladder build', () => {
     expect(h.revisions.map((x: { removed: boolean }) => x.removed)).toEqual([true, false]);
   });
 
-  it('refuses --model with a clear error instead of ignoring it', async () => {
+  it('refuses a model that is not a model spec, and a bad --max-files, before building', async () => {
     await rejects(
-      ladderBuild(repo, { actor: OWNER.actor, model: 'openai:gpt-4o' }),
+      ladderBuild(repo, { actor: OWNER.actor, model: 'gpt-4o' }),
       'invalid_argument',
-      /--model is not available yet/,
+      /is not one of openai:<model>, anthropic:<model>, exec:<command>/,
+    );
+    await rejects(
+      ladderBuild(repo, { actor: OWNER.actor, model: 'openai:x', maxFiles: -1 }),
+      'invalid_argument',
+      /--max-files/,
     );
   });
 });
@@ -588,7 +593,7 @@ describe('ladder reads', () => {
 });
 
 describe('zz ladder build (CLI)', () => {
-  it('prints the result with --json and refuses --model', async () => {
+  it('prints the result with --json and refuses a malformed --model', async () => {
     const env = cliEnv();
     commitFile(
       dir,
@@ -609,9 +614,9 @@ describe('zz ladder build (CLI)', () => {
     const again = await zz(dir, env, 'ladder', 'build');
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/is up to date/);
-    const m = await zz(dir, env, 'ladder', 'build', '--model', 'openai:gpt-4o');
+    const m = await zz(dir, env, 'ladder', 'build', '--model', 'gpt-4o');
     expect(m.code).toBe(2);
-    expect(m.stderr).toMatch(/--model is not available yet/);
+    expect(m.stderr).toMatch(/is not one of openai:<model>/);
   });
 
   it('draws a progress bar on stderr when it is a terminal, and clears it', async () => {

@@ -135,7 +135,8 @@ describe('zz work when an Ask goes wrong', () => {
   it('waits out a daemon outage in a long-running worker, then carries on', async () => {
     const { lane } = await laneWithWork();
     const model = await openai(() => goodChange);
-    let failures = 1;
+    // The claim and its immediate same-key retry both fail: the worker backs off and tries again.
+    let failures = 2;
     const call: CallTool = (tool, args) => {
       if (tool.startsWith('ask_claim') && failures-- > 0) {
         return Promise.reject(new ZzError('unavailable', 'cannot reach the zz daemon'));

@@ -192,10 +192,11 @@ export class BuildContext {
       ...(t.symbols.length > 0 ? { symbols: t.symbols } : {}),
       ...(anchor ? { anchor } : {}),
       inputs_hash: inputs,
+      ...(e.generator && !sameGenerator(e.generator, this.gen) ? { generator: e.generator } : {}),
     };
     const check = rungDoc.safeParse({
       ...rec,
-      generator: this.gen,
+      generator: rec.generator ?? this.gen,
       author: this.actor,
       written_at: this.checkedAt,
     });

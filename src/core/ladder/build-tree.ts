@@ -10,6 +10,9 @@ import {
   type PackageInfo,
 } from './extract.js';
 import { rungPlacementProblem, type RungRecord } from './ladder-state.js';
+import { extractiveSummarizer } from './summarizer.js';
+
+const EXTRACTIVE = extractiveSummarizer.generator;
 
 // The tree phases of `zz ladder build`: every file at head (read through a window of parallel
 // blob reads, reusing summaries by blob oid for renames and copies), then every folder
@@ -190,7 +193,16 @@ export class TreePhase {
     );
   }
 
+  /** What a blob says, from the summariser or (links, binaries, huge files) from its shape. */
   private async blobExtract(it: TreeItem): Promise<Extract> {
+    const e = await this.blobText(it);
+    // Shape-only text is extractive whoever the build's summariser is.
+    return e.generator || this.readByModel.has(e) ? e : { ...e, generator: EXTRACTIVE };
+  }
+
+  private readonly readByModel = new WeakSet<Extract>();
+
+  private async blobText(it: TreeItem): Promise<Extract> {
     const { ctx } = this;
     const name = basename(it.path);
     if (it.mode === '120000') {
@@ -208,7 +220,10 @@ export class TreePhase {
     if (!obj) throw new ZzError('git_failed', `blob ${it.oid} (${it.path}) is missing`);
     ctx.summarized++;
     const e = await ctx.summarizer.file(it.path, obj.data);
-    if (e) return e;
+    if (e) {
+      this.readByModel.add(e);
+      return e;
+    }
     const why = skipReason(it.path, obj.data);
     return {
       title: name,

@@ -37,8 +37,13 @@ export interface LadderBuildOptions {
   changesetsLimit?: number;
   /** How many of the latest tags (by version order) get a release rung (default 50). */
   releasesLimit?: number;
-  /** Not available yet: a model-written Ladder is the next step. */
+  /**
+   * A model writes the file summaries (`openai:<model>`, `anthropic:<model>`, `exec:<cmd>`);
+   * extractive text on any failure, each rung's generator saying which.
+   */
   model?: string;
+  /** With `model`: most files the model writes in this build (the rest stay extractive). */
+  maxFiles?: number;
   /**
    * Issues, pull requests, releases and contributors from GitHub as rungs too: `true` uses
    * GH_TOKEN/GITHUB_TOKEN/`gh auth token`, GITHUB_API_URL and the repository's GitHub name;
@@ -70,6 +75,17 @@ export interface LadderBuildResult {
   rungs: number;
   /** Tree entries given no rung: paths a rung cannot have (e.g. `*.lock` components). */
   skipped: number;
+  /** With `model`: what the model wrote, what fell back, and the tokens it cost. */
+  model?: {
+    spec: string;
+    written: number;
+    cached: number;
+    fallback: number;
+    input_tokens: number;
+    output_tokens: number;
+    calls: number;
+    last_error: string | null;
+  };
   ms: number;
 }
 
@@ -126,12 +142,10 @@ function plan(
 }
 
 function checkOptions(repo: ZzRepo, opts: LadderBuildOptions) {
-  if (opts.model !== undefined) {
-    throw new ZzError(
-      'invalid_argument',
-      `--model is not available yet: zz ladder build writes extractive summaries only (no model, no network) in this version; run it without --model`,
-      { field: 'model' },
-    );
+  if (opts.maxFiles !== undefined && (!Number.isInteger(opts.maxFiles) || opts.maxFiles < 0)) {
+    throw new ZzError('invalid_argument', '--max-files must be a whole number ≥ 0', {
+      field: 'max_files',
+    });
   }
   if (typeof opts.actor !== 'string' || !ACTOR_RE.test(opts.actor)) {
     throw new ZzError(
@@ -172,13 +186,14 @@ export async function ladderBuild(
     lsTree(git.gitdir, head, { sizes: true }),
     entity.read(),
   ]);
+  const model = opts.model === undefined ? null : await modelFor(opts);
   const ctx = new BuildContext({
     repoKey: repo.key,
     git,
     branch,
     head,
     prev: snap.state,
-    summarizer: opts.summarizer ?? extractiveSummarizer,
+    summarizer: model?.summarizer ?? opts.summarizer ?? extractiveSummarizer,
     actor: opts.actor,
     onProgress: opts.onProgress,
   });
@@ -198,7 +213,40 @@ export async function ladderBuild(
     files: tree.fileItems.length,
     summarized: ctx.summarized,
     skipped: ctx.skipped,
+    ...(model ? { model: model.report() } : {}),
     ms: Math.round(performance.now() - started),
+  };
+}
+
+/** The model summariser for `--model` (the models layer loads only then). */
+async function modelFor(opts: LadderBuildOptions) {
+  const [{ createModel }, { modelSummarizer }, { cacheDir }] = await Promise.all([
+    import('../../models/index.js'),
+    import('./model-summarizer.js'),
+    import('../../local/index.js'),
+  ]);
+  const env = opts.env ?? process.env;
+  const model = createModel(opts.model!, { env, maxRetries: 2 });
+  const summarizer = modelSummarizer({
+    model,
+    cacheDir: cacheDir(env),
+    ...(opts.maxFiles === undefined ? {} : { maxFiles: opts.maxFiles }),
+  });
+  return {
+    summarizer,
+    report: () => {
+      const u = model.usage();
+      return {
+        spec: model.spec,
+        written: summarizer.stats.model,
+        cached: summarizer.stats.cached,
+        fallback: summarizer.stats.fallback,
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        calls: u.calls,
+        last_error: summarizer.stats.lastError,
+      };
+    },
   };
 }
 

@@ -1,5 +1,7 @@
 // Shared shapes and limits of the extractive summariser. Part of the extractive summariser (../extract.ts).
 
+import type { RungGenerator } from '../../../schema/rung.js';
+
 export const EXTRACT_VERSION = 'extract-2';
 
 /** Larger files are not summarised (generated bundles, data dumps). */
@@ -20,6 +22,8 @@ export interface Extract {
   symbols: string[];
   /** Longer text for `ladder_read` (a file's outline), when there is more than the summary. */
   detail?: string;
+  /** Who wrote it, when not the build's own summariser (a model build's extractive fallback). */
+  generator?: RungGenerator;
 }
 
 export type SkipReason = 'binary' | 'too_large';

@@ -35,6 +35,70 @@ export default tseslint.config(
       'no-control-regex': 'off',
     },
   },
+  // Git only in git/ (DESIGN §11): above src/git/ nothing builds a git command line or parses
+  // git output. runGit/git (the native runner), spawnGit and parseCommit/parseTree stay in
+  // git/, which offers typed functions instead (git/queries.ts, listings.ts, …); processes are
+  // spawned only in git/, models/ (exec: adapters) and cli/.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/git/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'node:child_process',
+              message:
+                'Spawn processes only in src/git/ (git), src/models/, src/github/ or src/cli/.',
+            },
+            {
+              name: 'child_process',
+              message:
+                'Spawn processes only in src/git/ (git), src/models/, src/github/ or src/cli/.',
+            },
+          ],
+          patterns: [
+            {
+              group: [
+                '**/git/index.js',
+                '**/git/native-git.js',
+                '**/git/objects.js',
+                '**/git/history-common.js',
+              ],
+              importNames: ['runGit', 'git', 'spawnGit', 'parseCommit', 'parseTree'],
+              message:
+                'No git command line or git output parsing outside src/git/: call (or add) a typed function in src/git/ (e.g. git/queries.ts).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // models/ (exec: adapters), github/ (`gh auth token`) and cli/ (opening a browser) spawn.
+    files: ['src/models/**/*.ts', 'src/github/**/*.ts', 'src/cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: [
+                '**/git/index.js',
+                '**/git/native-git.js',
+                '**/git/objects.js',
+                '**/git/history-common.js',
+              ],
+              importNames: ['runGit', 'git', 'spawnGit', 'parseCommit', 'parseTree'],
+              message:
+                'No git command line or git output parsing outside src/git/: call (or add) a typed function in src/git/ (e.g. git/queries.ts).',
+            },
+          ],
+        },
+      ],
+    },
+  },
   {
     files: ['test/**', 'bench/**', 'src/cli/**', 'src/http/log*.ts'],
     rules: { 'no-console': 'off' },

@@ -217,7 +217,7 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
 
 /** A one-line progress bar on stderr, redrawn at most ~10 times a second. */
 function progressBar(io: CliIO): {
-  update: (p: { phase: string; done: number; total: number }) => void;
+  update: (p: { phase: string; done: number; total: number; note?: string }) => void;
   clear: () => void;
 } {
   let last = 0;
@@ -233,7 +233,10 @@ function progressBar(io: CliIO): {
       const frac = p.total > 0 ? p.done / p.total : 1;
       const fill = Math.round(frac * width);
       const counts = p.phase === 'history' || p.phase === 'commit' ? '' : ` ${p.done}/${p.total}`;
-      io.stderr(`\r\x1b[KLadder [${'#'.repeat(fill)}${'-'.repeat(width - fill)}] ${what}${counts}`);
+      const note = p.note ? ` ${p.note.replace(/[\x00-\x1f\x7f]/g, ' ')}` : '';
+      io.stderr(
+        `\r\x1b[KLadder [${'#'.repeat(fill)}${'-'.repeat(width - fill)}] ${what}${counts}${note}`,
+      );
       shown = true;
     },
     clear() {
@@ -257,6 +260,11 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         .option('changesets', {
           type: 'number',
           describe: 'How many recent commits get a changeset rung (default 20)',
+        })
+        .option('github', {
+          type: 'boolean',
+          describe:
+            'Also issues, pull requests, release notes and contributors from GitHub (GH_TOKEN, GITHUB_TOKEN or gh auth token)',
         }),
     async (a) => {
       // Runs in-process even when a daemon serves this checkout: the build moves
@@ -274,6 +282,7 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
           actor,
           ...(a.model === undefined ? {} : { model: String(a.model) }),
           ...(changesets === undefined ? {} : { changesetsLimit: changesets }),
+          ...(a.github ? { github: true, env: io.env } : {}),
           ...(bar ? { onProgress: bar.update } : {}),
         });
         bar?.clear();

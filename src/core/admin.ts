@@ -137,6 +137,8 @@ export type RepoStateResult = {
     counts: { open: number; claimed: number; answered: number; total: number };
   }>;
   corrupt: CorruptEntity[];
+  /** Values fetched from a remote that failed validation and were kept aside (zz sync). */
+  quarantined: Array<{ remote: string; ref: string; commit: string }>;
 };
 
 /** Whether anonymous callers may read (visibility public); an uninitialised repo is private. */
@@ -165,5 +167,9 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
     },
     lanes: lanes.map((l) => ({ lane_id: l.lane_id, title: l.title, counts: l.counts })),
     corrupt,
+    quarantined: [...(await repo.store.listRefs('refs/zz-quarantine/'))].map(([ref, commit]) => {
+      const [remote = '', ...rest] = ref.slice('refs/zz-quarantine/'.length).split('/');
+      return { remote, ref: `refs/zz/${rest.join('/')}`, commit };
+    }),
   };
 }

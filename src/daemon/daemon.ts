@@ -1,11 +1,12 @@
 import { join } from 'node:path';
 import type { ZzRepo } from '../core/index.js';
+import type { AutoSyncOptions } from '../core/sync/auto-sync.js';
 import type { TokenStore } from '../core/token-store.js';
 import type { LadderSearch } from '../search/index.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
-import { startMaintenance, type Maintenance } from './maintenance.js';
 import { createDashboard } from '../web/index.js';
+import { startMaintenance, type Maintenance } from './maintenance.js';
 import { lazyMcpHandler } from './mcp-mount.js';
 import { openServedRepos } from './served-repos.js';
 
@@ -32,6 +33,8 @@ export interface DaemonOptions {
   cacheDir?: string;
   /** Background `git gc --auto`: commits between runs, and the slow timer (see maintenance.ts). */
   gc?: { everyCommits?: number; everyMs?: number };
+  /** Syncing with the zz remote by itself (DESIGN §7); false: never. */
+  sync?: AutoSyncOptions | false;
 }
 
 export interface Daemon {
@@ -59,6 +62,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const repos = new Map([...served.byKey].map(([k, s]) => [k, s.repo]));
   const tokenStores = new Map([...served.byKey].map(([k, s]) => [k, s.tokens]));
   let ladder: { search: LadderSearch; ready: Promise<void>; close(): Promise<void> } | null = null;
+  let autoSync: { close(): Promise<void> } | null = null;
+  let server: Awaited<ReturnType<typeof listen>> | null = null;
   try {
     const registry = opts.registry ?? defaultRegistry;
     // One Ladder search for every served repo, kept current on our own ladder commits and when
@@ -80,6 +85,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // token_list / token_revoke over HTTP and MCP alike: each repo's own store.
       tokensFor: (key) => tokenStores.get(key),
     };
+    const { startAutoSync, signWithExistingKey } = await import('../core/sync/index.js');
+    for (const r of repos.values()) await signWithExistingKey(r);
+    autoSync = opts.sync === false ? null : startAutoSync(repos, { log, ...opts.sync });
     const mcpHandler =
       opts.mcpHandler === undefined
         ? lazyMcpHandler({
@@ -89,13 +97,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
             ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
           })
         : opts.mcpHandler;
-    const server = await listen(
+    server = await listen(
       (authority) => {
         // The dashboard: its page and cookie login, checked against each repo's own tokens.
         const web = createDashboard({
           host: authority,
           verifyToken: async (token, key) => (await tokenStores.get(key)?.verify(token)) ?? null,
           hasRepo: (key) => repos.has(key),
+          actorHasToken: async (actor, key) =>
+            ((await tokenStores.get(key)?.list()) ?? []).some((t) => t.actor === actor),
           stateDir: join(served.primary.repo.git!.gitdir, 'zz'),
         });
         return createApp({
@@ -114,24 +124,27 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       },
       { host: opts.host ?? DEFAULT_HOST, port: opts.port ?? DEFAULT_PORT },
     );
+    const { url, port } = server;
     const startedAt = new Date().toISOString();
     // `repo` lets the CLI's fast path address its checkout without asking git for its key.
     for (const [key, s] of served.byKey)
       await s.claim.publish({
         pid: process.pid,
-        url: server.url,
+        url,
         started_at: startedAt,
         repo: key,
       });
 
     const maintenance = startMaintenance(repos, { log, ...opts.gc });
 
+    const listening = server;
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
         try {
-          await server.close();
+          await listening.close();
           await maintenance.close();
+          await autoSync?.close();
           for (const t of tokenStores.values()) await t.flush();
           await ladder?.close();
         } finally {
@@ -139,8 +152,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         }
       })());
     return {
-      url: server.url,
-      port: server.port,
+      url,
+      port,
       repos,
       tokens: served.primary.tokens,
       tokensFor: (key) => tokenStores.get(key),
@@ -148,6 +161,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       close,
     };
   } catch (e) {
+    await autoSync?.close().catch(() => {});
+    // A failure after listening (daemon.json unwritable, say) must not leave the port bound.
+    await server?.close().catch(() => {});
     await ladder?.close().catch(() => {});
     await served.close();
     throw e;

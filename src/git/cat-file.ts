@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { ZzError } from '../errors.js';
 import { gitEnv, runGit } from './native-git.js';
+import { RefStore } from './ref-store.js';
 
 // One long-lived `git cat-file --batch` per repository. Measured (README, "Reads"): ~0.1 ms per
 // object, constant memory (git mmaps packs), and it understands everything the user's git does
@@ -32,6 +33,9 @@ const OID = /^[0-9a-f]{40}$/;
 const TYPES = new Set(['blob', 'tree', 'commit', 'tag']);
 const MAX_PEEL = 16;
 const MAX_HEADER = 256;
+const SIMPLE_REF = /^(?!.*(?:\.\.|\/\/|\.lock(?:\/|$)|\/$|@\{))[A-Za-z0-9_][A-Za-z0-9._/-]*$/;
+/** HEAD, FETCH_HEAD, ORIG_HEAD, …: files in the git dir, some per worktree. */
+const PSEUDO_REF = /^[A-Z_]+$/;
 
 /** Resolves a full ref name without spawning git (RefStore.read); null lets git decide. */
 export type RefResolver = (ref: string) => Promise<string | null>;
@@ -179,10 +183,19 @@ export class CatFile {
   /** Processes started (tests watch a reader being replaced). */
   spawned = 0;
 
+  private readonly refs: RefResolver;
+
+  /** `refs` reads a ref without git (default: a RefStore of `gitdir`, used read-only). */
   constructor(
     private readonly gitdir: string,
-    private readonly refs?: RefResolver,
-  ) {}
+    refs?: RefResolver,
+  ) {
+    if (refs) this.refs = refs;
+    else {
+      const store = new RefStore(gitdir);
+      this.refs = (ref) => store.read(ref);
+    }
+  }
 
   private process(): BatchProcess {
     if (this.current && !this.current.dead) return this.current;
@@ -246,10 +259,18 @@ export class CatFile {
   private async resolve(rev: string): Promise<string | null> {
     if (OID.test(rev)) return rev;
     if (/[\n\r]/.test(rev) || rev.length === 0) return null;
-    if (this.refs && rev.startsWith('refs/')) {
+    // A branch or tag name is looked up in git's own order (refs/<n>, refs/tags/<n>,
+    // refs/heads/<n>, refs/remotes/<n>) from the ref files, saving a git spawn; anything else
+    // (HEAD and other pseudo-refs, @{…}, ~, ^, a symbolic ref, no such ref) is git's to decide.
+    if (SIMPLE_REF.test(rev) && !PSEUDO_REF.test(rev)) {
+      const candidates = rev.startsWith('refs/')
+        ? [rev]
+        : [`refs/${rev}`, `refs/tags/${rev}`, `refs/heads/${rev}`, `refs/remotes/${rev}`];
       try {
-        const oid = await this.refs(rev);
-        if (oid) return oid;
+        for (const c of candidates) {
+          const oid = await this.refs(c);
+          if (oid) return oid;
+        }
       } catch {
         /* a symbolic ref or an odd name: git decides below */
       }

@@ -2,7 +2,6 @@
 // git's lock protocol, a persistent cat-file reader and a shell-free native git runner.
 // It knows nothing of lanes, asks, rungs or HTTP.
 export * from './cat-file.js';
-export * from './config-value.js';
 export * from './native-git.js';
 export * from './maintenance.js';
 export * from './objects.js';

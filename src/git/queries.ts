@@ -2,10 +2,12 @@ import type { CatFile } from './cat-file.js';
 import { assertRevArg, runGit } from './native-git.js';
 import { parseCommit, parseTree, type CommitData, type TreeEntry } from './objects.js';
 
-// Typed reads of the user's repository for the layers above git/ (DESIGN §11: no git command
-// line is built, and no git output parsed, outside src/git/). Each function is one native git
-// call (or a few cat-file reads) with its output parsed here, byte for byte (`-z` where git
-// offers it, so paths are never C-quoted).
+// Typed reads of the repository for the layers above git/ (DESIGN §11: no git command line is
+// built, and no git output parsed, outside src/git/): the Ladder's listings (ls-tree, recent
+// commits, commit stats, tags, subjects, changed paths), the default branch, config values,
+// git paths, and commits and trees read through the repository's cat-file. Each function is
+// one native git call (or a cat-file read) with its output parsed here, byte for byte (`-z`
+// where git offers it, so paths are never C-quoted).
 
 const OID = /^[0-9a-f]{40}$/;
 
@@ -226,14 +228,17 @@ export async function gitPath(cwd: string, name: string): Promise<string> {
   return r.stdout.toString('utf8').replace(/\n$/, '');
 }
 
-/** A commit read and parsed (`rev` may be any revision cat-file resolves); null when it is not one. */
+/**
+ * A commit read and parsed (`rev` may be any revision cat-file resolves), with its raw bytes;
+ * null when it is not a commit.
+ */
 export async function readCommit(
   catFile: CatFile,
   rev: string,
-): Promise<(CommitData & { oid: string }) | null> {
+): Promise<(CommitData & { oid: string; raw: Buffer }) | null> {
   const obj = await catFile.read(rev);
   if (!obj || obj.type !== 'commit') return null;
-  return { oid: obj.oid, ...parseCommit(obj.data) };
+  return { oid: obj.oid, raw: obj.data, ...parseCommit(obj.data) };
 }
 
 /** A tree's entries; null when `oid` is not a tree. */

@@ -73,7 +73,10 @@ export function openEventStream(
     const lane = laneOf(e.ref);
     let id = '';
     if (lane !== null) {
-      if (!counted) positions[lane] = (positions[lane] ?? 0) + e.ops.length;
+      // Notices sync adds (claim_lost) are not ops of the log: they move no position.
+      if (!counted)
+        positions[lane] =
+          (positions[lane] ?? 0) + e.ops.filter((o) => o.op !== 'claim_lost').length;
       id = `id: ${encodePositions(positions)}\n`;
     }
     write(

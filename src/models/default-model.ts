@@ -1,5 +1,5 @@
 import { ZzError } from '../errors.js';
-import { gitConfigValue } from '../git/index.js';
+import { configGet } from '../git/index.js';
 
 /**
  * The model to use: the one given (`--model`), else `git config zz.model` of the checkout,
@@ -7,7 +7,7 @@ import { gitConfigValue } from '../git/index.js';
  */
 export async function defaultModelSpec(given: string | undefined, cwd: string): Promise<string> {
   if (given) return given;
-  const configured = await gitConfigValue(cwd, 'zz.model').catch(() => null);
+  const configured = await configGet(cwd, 'zz.model').catch(() => null);
   if (configured) return configured;
   throw new ZzError(
     'invalid_argument',

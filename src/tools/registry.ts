@@ -2,6 +2,7 @@ import { adminTools } from './admin-tools.js';
 import { askTools } from './ask-tools.js';
 import { codeTools } from './code-tools.js';
 import { gitTools } from './git-tools.js';
+import { githubTools } from './github-tools.js';
 import { ladderTools } from './ladder-tools.js';
 import { Registry } from './run-tool.js';
 import { laneTools } from './lane-tools.js';
@@ -15,6 +16,7 @@ export const ALL_TOOLS: readonly ToolDef[] = [
   ...gitTools,
   ...codeTools,
   ...ladderTools,
+  ...githubTools,
   ...adminTools,
   ...tokenTools,
 ];

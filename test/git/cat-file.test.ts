@@ -158,6 +158,41 @@ describe('CatFile', () => {
     }
   });
 
+  it("resolves names from the ref files in git's own order, and the rest through git", async () => {
+    const cf = new CatFile(join(dir, '.git'));
+    try {
+      const first = gitOut(['rev-list', '--max-parents=0', 'HEAD']).toString().trim();
+      gitOut(['update-ref', 'refs/heads/both', head]);
+      gitOut(['update-ref', 'refs/tags/both', first]); // a tag shadows a branch in git
+      gitOut(['symbolic-ref', 'refs/heads/alias', 'refs/heads/main']);
+      gitOut(['pack-refs', '--all']);
+      gitOut(['update-ref', 'refs/heads/loose', first]);
+      for (const name of [
+        'main',
+        'both',
+        'refs/heads/both',
+        'heads/both',
+        'alias',
+        'loose',
+        'HEAD',
+        'main~1',
+        'nope',
+      ]) {
+        let want: string | null;
+        try {
+          want = gitOut(['rev-parse', '--verify', '-q', `${name}^{commit}`])
+            .toString()
+            .trim();
+        } catch {
+          want = null;
+        }
+        expect((await cf.read(`${name}^{commit}`))?.oid ?? null, name).toBe(want);
+      }
+    } finally {
+      cf.close();
+    }
+  });
+
   it('a reader killed with reads in flight is replaced and the reads still answer exactly', async () => {
     const cf = new CatFile(join(dir, '.git'));
     try {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { askPost, lanePropose } from '../../src/core/index.js';
+import { askPost, lanePropose, repoState } from '../../src/core/index.js';
 import { keyAdd, requireSignatures, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import { zzRefs, makeCluster, type Cluster } from './git-cluster.js';
@@ -49,6 +49,13 @@ for (const signed of [false, true]) {
         }),
       ]);
       expect((await a.repo.requireConfig()).owners).toEqual([OWNER.actor]);
+      expect((await repoState(a.repo, OWNER)).quarantined).toEqual([
+        {
+          remote: 'origin',
+          ref: 'refs/zz/config',
+          commit: zzRefs(cluster.remote).get('refs/zz/config'),
+        },
+      ]);
       expect(zzRefs(a.dir).has('refs/zz/config')).toBe(true);
       expect(sh(a.dir, 'for-each-ref', '--format=%(refname)', 'refs/zz-quarantine/')).toBe(
         'refs/zz-quarantine/origin/config',

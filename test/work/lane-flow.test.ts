@@ -51,6 +51,41 @@ async function openaiModel(): Promise<{ model: Model; requests: () => RecordedRe
   };
 }
 
+async function anthropicModel(): Promise<{ model: Model; requests: () => RecordedRequest[] }> {
+  server = await fakeModelServer((req) => {
+    // The structured answer arrives as the forced answer tool's input.
+    const props = req.body.tools?.find((t: { name: string }) => t.name === 'zz_answer')
+      ?.input_schema?.properties;
+    const input = props?.decision ? review : change;
+    return {
+      body: {
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'toolu_1', name: 'zz_answer', input }],
+        stop_reason: 'tool_use',
+        usage: { input_tokens: 100, output_tokens: 20 },
+      },
+    };
+  });
+  const srv = server;
+  return {
+    model: createModel('anthropic:claude-sonnet-4-5', {
+      env: { ANTHROPIC_BASE_URL: srv.url, ANTHROPIC_API_KEY: 'sk-ant-test' },
+    }),
+    // Anthropic requests carry the answer tool; the flows offered the model no other tool.
+    requests: () =>
+      srv.requests.map((r) => ({
+        ...r,
+        body: {
+          ...r.body,
+          tools: r.body.tools?.filter((t: { name: string }) => t.name !== 'zz_answer').length
+            ? r.body.tools
+            : undefined,
+        },
+      })),
+  };
+}
+
 async function execModel(): Promise<{ model: Model; requests: () => RecordedRequest[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'zz-exec-agent-'));
   dirs.push(dir);
@@ -83,6 +118,7 @@ process.stdin.on('end', () => {
 
 describe.each([
   ['openai:', openaiModel],
+  ['anthropic:', anthropicModel],
   ['exec:', execModel],
 ])('a Lane driven with %s', (_name, makeModel) => {
   it('takes a posted work Ask through review and submit to a commit on main', async () => {

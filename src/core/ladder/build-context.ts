@@ -104,6 +104,8 @@ export class BuildContext {
   readonly actor: string;
   /** The rungs this build wants, by path. */
   readonly desired = new Map<string, RungRecord>();
+  /** Rungs of kinds a tree build never removes that this build found obsolete. */
+  readonly obsolete = new Set<string>();
   /** Entries given no rung (paths a rung cannot have, or records the schema refused). */
   skipped = 0;
   /** Objects actually read and summarised. */
@@ -170,13 +172,14 @@ export class BuildContext {
     return this.recordOf(k.rung, k.anchorMoved ? this.anchorAt(oid) : undefined);
   }
 
-  /** A new record, or null (counted as skipped) when the rung schema refuses it. */
+  /** A new record, or null (counted as skipped) when the rung schema refuses it. GitHub rungs
+   * (issues, pull requests, people) have no anchor. */
   makeRecord(
     path: string,
     kind: RungKind,
     e: Extract,
     inputs: string,
-    anchor: RungAnchor,
+    anchor: RungAnchor | undefined,
     detail?: string,
   ): RungRecord | null {
     const t = tidy(e, basename(path) || path);
@@ -187,7 +190,7 @@ export class BuildContext {
       summary: t.summary,
       ...(detail ? { detail } : {}),
       ...(t.symbols.length > 0 ? { symbols: t.symbols } : {}),
-      anchor,
+      ...(anchor ? { anchor } : {}),
       inputs_hash: inputs,
     };
     const check = rungDoc.safeParse({

@@ -5,6 +5,7 @@ import { RUNG_PATH_PREFIX, type RungGenerator } from '../../schema/rung.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { BuildContext, outranks, sameGenerator, type BuildProgress } from './build-context.js';
 import { changesetRungs, releaseRungs } from './build-history.js';
+import type { GitHubPhaseOptions } from './build-github.js';
 import { TreePhase } from './build-tree.js';
 import { commitTree } from './git-tree.js';
 import { ladderEntity } from './ladder.js';
@@ -38,6 +39,14 @@ export interface LadderBuildOptions {
   releasesLimit?: number;
   /** Not available yet: a model-written Ladder is the next step. */
   model?: string;
+  /**
+   * Issues, pull requests, releases and contributors from GitHub as rungs too: `true` uses
+   * GH_TOKEN/GITHUB_TOKEN/`gh auth token`, GITHUB_API_URL and the repository's GitHub name;
+   * tests pass a client and repo.
+   */
+  github?: boolean | GitHubPhaseOptions;
+  /** Environment for `github: true` (default process.env). */
+  env?: NodeJS.ProcessEnv;
   summarizer?: Summarizer;
 }
 
@@ -84,6 +93,7 @@ function plan(
   desired: ReadonlyMap<string, RungRecord>,
   gen: RungGenerator,
   tags: ReadonlySet<string>,
+  obsolete: ReadonlySet<string> = new Set(),
 ): Plan {
   const upsert: RungRecord[] = [];
   let reanchored = 0;
@@ -107,7 +117,7 @@ function plan(
   const remove: string[] = [];
   for (const [p, s] of state) {
     if (desired.has(p)) continue;
-    if (s.kind === 'file' || s.kind === 'directory') remove.push(p);
+    if (s.kind === 'file' || s.kind === 'directory' || obsolete.has(p)) remove.push(p);
     else if (s.kind === 'release' && !outranks(s.generator, gen)) {
       if (!tags.has(p.slice(RUNG_PATH_PREFIX.release.length))) remove.push(p);
     }
@@ -179,6 +189,7 @@ export async function ladderBuild(
   await changesetRungs(ctx, opts.changesetsLimit ?? DEFAULT_CHANGESETS);
   const tags = await releaseRungs(ctx, opts.releasesLimit ?? DEFAULT_RELEASES);
   ctx.progress({ phase: 'history', done: 1, total: 1 });
+  if (opts.github) await githubPhase(repo, ctx, opts);
 
   const committed = await commitPlan(repo, ctx, tags, snap);
   return {
@@ -191,6 +202,24 @@ export async function ladderBuild(
   };
 }
 
+/** Loads the GitHub phase (and octokit) only when asked for. */
+async function githubPhase(repo: ZzRepo, ctx: BuildContext, opts: LadderBuildOptions) {
+  const { githubRungs } = await import('./build-github.js');
+  if (typeof opts.github === 'object') return githubRungs(ctx, opts.github);
+  const { githubRepoOf, newGitHubClient } = await import('../github.js');
+  const client = await newGitHubClient({
+    ...(opts.env ? { env: opts.env } : {}),
+    onWait: (w) =>
+      ctx.progress({
+        phase: 'github',
+        done: 0,
+        total: w.seconds,
+        note: `GitHub ${w.kind} rate limit: waiting ${w.seconds} s`,
+      }),
+  });
+  return githubRungs(ctx, { client, repo: githubRepoOf(repo) });
+}
+
 /** Writes the build as one `ladder_build` op, re-planned against the state it applies to. */
 async function commitPlan(
   repo: ZzRepo,
@@ -198,7 +227,7 @@ async function commitPlan(
   tags: ReadonlySet<string>,
   snap: { revision: string | null; state: LadderState },
 ) {
-  let counts = plan(snap.state, ctx.desired, ctx.gen, tags);
+  let counts = plan(snap.state, ctx.desired, ctx.gen, tags, ctx.obsolete);
   const base = {
     revision: snap.revision,
     committed: false,
@@ -215,7 +244,7 @@ async function commitPlan(
     // Decided again against the state the commit applies to: another writer may have landed
     // rungs since this build read the Ladder. Nothing left to write → no op, no commit.
     decide: (state) => {
-      counts = plan(state, ctx.desired, ctx.gen, tags);
+      counts = plan(state, ctx.desired, ctx.gen, tags, ctx.obsolete);
       if (counts.upsert.length === 0 && counts.remove.length === 0) return [];
       const args: LadderBuildArgs = {
         branch: ctx.branch,

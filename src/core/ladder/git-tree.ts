@@ -1,5 +1,5 @@
 import { ZzError } from '../../errors.js';
-import { parseCommit, parseTree, type GitRepository } from '../../git/index.js';
+import { readCommit, readTree, type GitRepository } from '../../git/index.js';
 
 // The few reads of the user's code the Ladder needs through the repository's persistent
 // cat-file: a commit's tree, the object at a path, peeled tags. Listings (ls-tree, log,
@@ -12,9 +12,8 @@ export async function commitTree(
   git: GitRepository,
   commit: string,
 ): Promise<{ commit: string; tree: string } | null> {
-  const obj = await git.catFile.read(`${commit}^{commit}`);
-  if (!obj || obj.type !== 'commit') return null;
-  return { commit: obj.oid, tree: parseCommit(obj.data).tree };
+  const c = await readCommit(git.catFile, `${commit}^{commit}`);
+  return c ? { commit: c.oid, tree: c.tree } : null;
 }
 
 /** The object at `path` in `tree` (walking trees only, never reading the blob), or null. */
@@ -26,9 +25,7 @@ export async function entryAt(
   let cur = { oid: tree, mode: '040000' };
   for (const name of path.split('/')) {
     if (cur.mode !== '040000') return null;
-    const obj = await git.catFile.read(cur.oid);
-    if (!obj || obj.type !== 'tree') return null;
-    const e = parseTree(obj.data).find((x) => x.name === name);
+    const e = (await readTree(git.catFile, cur.oid))?.find((x) => x.name === name);
     if (!e) return null;
     cur = { oid: e.oid, mode: e.mode };
   }

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { isZzError } from '../../errors.js';
-import { changedPaths as gitChangedPaths, parseCommit } from '../../git/index.js';
+import { changedPaths as gitChangedPaths, readCommit } from '../../git/index.js';
 import { rungPathFromFile, type Rung } from '../../schema/rung.js';
 import {
   LadderSearch,
@@ -96,8 +96,7 @@ export async function startLadderSync(
     if (!git) return null;
     // Our own commit on top of what the index holds: its ops name every path it touched.
     if (event && event.revision === to) {
-      const obj = await git.catFile.read(to);
-      if (obj?.type === 'commit' && parseCommit(obj.data).parents[0] === from) {
+      if ((await readCommit(git.catFile, to))?.parents[0] === from) {
         const paths = new Set<string>();
         for (const op of event.ops) {
           const { upserted, removed } = pathsOfOp(op);

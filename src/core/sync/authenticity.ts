@@ -12,6 +12,7 @@ import {
 import { ZzError } from '../../errors.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
+import { gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
 import type { SyncCommit, SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
@@ -38,8 +39,8 @@ function configDir(env: NodeJS.ProcessEnv): string {
  * made on first use. The file name is a hash so that no e-mail address becomes a path.
  */
 export async function personKey(person: string, env = process.env): Promise<SshSigningKey> {
+  const file = keyFile(person, env);
   const dir = join(configDir(env), 'keys');
-  const file = join(dir, createHash('sha256').update(person).digest('hex').slice(0, 32) + '.pem');
   try {
     return signingKeyFromPem(await fsp.readFile(file, 'utf8'));
   } catch (e) {
@@ -59,6 +60,34 @@ export async function personKey(person: string, env = process.env): Promise<SshS
   } finally {
     await fsp.rm(tmp, { force: true });
   }
+}
+
+/**
+ * The daemon's signing: the checkout's person (git user.email) signs with the key `zz init`
+ * made for them, if there is one (the daemon never makes keys: that is `zz init`'s to say).
+ */
+export async function signWithExistingKey(repo: ZzRepo, env = process.env): Promise<boolean> {
+  const g = repo.git;
+  if (!g) return false;
+  const person = await gitUserEmail(g.workTree ?? g.gitdir, env).catch(() => null);
+  if (!person) return false;
+  const file = keyFile(person, env);
+  let pem: string;
+  try {
+    pem = await fsp.readFile(file, 'utf8');
+  } catch {
+    return false;
+  }
+  signAs(repo, person, signingKeyFromPem(pem));
+  return true;
+}
+
+function keyFile(person: string, env: NodeJS.ProcessEnv): string {
+  return join(
+    configDir(env),
+    'keys',
+    createHash('sha256').update(person).digest('hex').slice(0, 32) + '.pem',
+  );
 }
 
 /** Signs every commit this repository writes for `person` (and that person's agents). */

@@ -4,12 +4,7 @@ import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
-import {
-  formatMergeMessage,
-  parseZzCommit,
-  validateIncoming,
-  type ParsedCommit,
-} from './validate.js';
+import { formatMergeMessage, parseZzCommit, validateIncoming } from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
 // diverged entity → move local refs in one transaction with old values → push atomically with a

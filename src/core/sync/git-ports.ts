@@ -2,7 +2,7 @@ import {
   commitsBetween,
   fetchZzRefs,
   isAncestor,
-  parseCommit,
+  readCommit,
   pushZzRefs,
   updateRefsAtomic,
   type GitRepository,
@@ -28,11 +28,15 @@ export class GitSyncLocal implements SyncLocal {
 
   async commits(include: readonly string[], exclude: readonly string[]): Promise<SyncCommit[]> {
     const dag = await commitsBetween(this.repo.gitdir, include, exclude);
-    const objs = await Promise.all(dag.map((d) => this.repo.catFile.read(d.oid)));
+    const objs = await Promise.all(dag.map((d) => readCommit(this.repo.catFile, d.oid)));
     return dag.map((d, i) => {
-      const obj = objs[i];
-      const message = obj && obj.type === 'commit' ? parseCommit(obj.data).message : '';
-      return { oid: d.oid, parents: d.parents, message, ...(obj ? { raw: obj.data } : {}) };
+      const c = objs[i];
+      return {
+        oid: d.oid,
+        parents: d.parents,
+        message: c?.message ?? '',
+        ...(c ? { raw: c.raw } : {}),
+      };
     });
   }
 

@@ -8,3 +8,4 @@ export * from './merge.js';
 export * from './ports.js';
 export * from './validate.js';
 export * from './run.js';
+export * from './auto-sync.js';

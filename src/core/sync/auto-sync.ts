@@ -1,0 +1,155 @@
+import { listRemotes, authoritativeRemote } from '../../git/index.js';
+import type { LoggedOp } from '../../store/index.js';
+import type { ZzRepo } from '../zz-repo.js';
+import type { SyncReport } from './engine.js';
+import { syncRepo } from './run.js';
+
+// The daemon syncing by itself (DESIGN §7): on a timer with jitter, and soon after
+// refs/zz-remotes/* move (a plain `git fetch` or `git pull` is enough to bring work in). After
+// a round that changed refs, listeners wake (long-polls, the events stream); a claim this
+// replica lost reaches its agent as a `claim_lost` event on the stream, with the winner.
+
+export interface AutoSyncOptions {
+  /** Mean time between syncs; each wait is drawn from [0.5, 1.5] × this. */
+  intervalMs?: number;
+  /** How often refs/zz-remotes/* are checked for outside moves. */
+  watchMs?: number;
+  log?: (line: string) => void;
+  /** Each finished round (tests wait on it). */
+  onReport?: (repo: ZzRepo, report: SyncReport) => void;
+}
+
+export interface AutoSync {
+  /** Resolves once the tracking refs' starting values are recorded (moves after it count). */
+  ready: Promise<void>;
+  /** Runs one round on every repo now (what the timer does). */
+  syncNow(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const CLAIM_LOST_EVENT = 'claim_lost';
+
+export function startAutoSync(
+  repos: ReadonlyMap<string, ZzRepo>,
+  opts: AutoSyncOptions = {},
+): AutoSync {
+  const interval = opts.intervalMs ?? 60_000;
+  const watchMs = opts.watchMs ?? 3_000;
+  const log = opts.log ?? (() => {});
+  let closed = false;
+  const running = new Map<ZzRepo, Promise<void>>();
+  const lastTracking = new Map<ZzRepo, string>();
+  const lastOffline = new Map<ZzRepo, boolean>();
+
+  const fingerprint = async (repo: ZzRepo): Promise<string> => {
+    const refs = await repo.store.listRefs('refs/zz-remotes/');
+    return [...refs]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map((e) => e.join(' '))
+      .join('\n');
+  };
+
+  const round = (repo: ZzRepo): Promise<void> => {
+    const busy = running.get(repo);
+    if (busy) return busy;
+    const p = (async () => {
+      const g = repo.git;
+      if (!g || closed) return;
+      const remotes = await listRemotes(g.gitdir);
+      if (!remotes.includes(await authoritativeRemote(g.gitdir))) return;
+      let report: SyncReport;
+      try {
+        report = await syncRepo(repo);
+      } catch (e) {
+        log(`zz sync ${repo.key}: ${(e as Error).message}`);
+        return;
+      }
+      const offline = report.offline !== null;
+      if (offline !== (lastOffline.get(repo) ?? false)) {
+        log(
+          offline
+            ? `zz sync ${repo.key}: offline (${report.offline}); will retry`
+            : `zz sync ${repo.key}: back online`,
+        );
+      }
+      lastOffline.set(repo, offline);
+      lastTracking.set(repo, await fingerprint(repo));
+      announce(repo, report);
+      opts.onReport?.(repo, report);
+    })().finally(() => running.delete(repo));
+    running.set(repo, p);
+    return p;
+  };
+
+  const timers: NodeJS.Timeout[] = [];
+  const schedule = (repo: ZzRepo) => {
+    if (closed) return;
+    const t = setTimeout(
+      () => {
+        void round(repo).finally(() => schedule(repo));
+      },
+      interval * (0.5 + Math.random()),
+    );
+    t.unref();
+    timers.push(t);
+  };
+  for (const repo of repos.values()) schedule(repo);
+
+  const ready = Promise.all(
+    [...repos.values()].map(async (repo) => {
+      lastTracking.set(repo, await fingerprint(repo).catch(() => ''));
+    }),
+  ).then(() => {});
+  // Outside moves of the tracking refs (git fetch, git pull): sync soon after.
+  const watcher = setInterval(() => {
+    for (const repo of repos.values()) {
+      if (running.has(repo)) continue;
+      void fingerprint(repo)
+        .then((fp) => {
+          const prev = lastTracking.get(repo);
+          lastTracking.set(repo, fp);
+          if (prev !== undefined && prev !== fp) return round(repo);
+        })
+        .catch(() => {});
+    }
+  }, watchMs);
+  watcher.unref();
+
+  return {
+    ready,
+    async syncNow() {
+      await Promise.all([...repos.values()].map((r) => round(r)));
+    },
+    async close() {
+      closed = true;
+      clearInterval(watcher);
+      for (const t of timers) clearTimeout(t);
+      await Promise.allSettled([...running.values()]);
+    },
+  };
+}
+
+/** Wakes listeners for every ref the round moved; tells losers of claims. */
+function announce(repo: ZzRepo, r: SyncReport): void {
+  const time = new Date().toISOString();
+  for (const ref of [...r.adopted, ...r.fast_forwarded]) void wake(repo, ref);
+  for (const m of r.merged) {
+    const lost: LoggedOp[] = r.claims_lost
+      .filter((c) => c.ref === m.ref)
+      .map((c) => ({
+        id: `lost-${c.op_id}`,
+        op: CLAIM_LOST_EVENT,
+        actor: c.loser,
+        lamport: 0,
+        time,
+        args: { ask_id: c.ask_id, winner: c.winner, claim_op_id: c.op_id },
+        revision: m.commit,
+      }));
+    repo.emitFor(m.ref, m.commit, lost);
+  }
+}
+
+async function wake(repo: ZzRepo, ref: string): Promise<void> {
+  const revision = await repo.store.head(ref);
+  if (revision) repo.emitFor(ref, revision, []);
+}

@@ -1,0 +1,196 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { retry } from '@octokit/plugin-retry';
+import { throttling } from '@octokit/plugin-throttling';
+import { Octokit } from '@octokit/rest';
+import { ZzError } from '../errors.js';
+
+// The one place zz talks to GitHub: @octokit/rest with the throttling plugin (primary and
+// secondary rate limits waited out, the wait reported through onWait so a terminal can show a
+// countdown) and the retry plugin (5xx and network errors retried with backoff), plus
+// conditional requests: every GET answered with an ETag is cached under the user cache dir and
+// asked again with If-None-Match; GitHub's 304 (free against the primary rate limit) is served
+// from the cache. Octokit throws on 304, so the request hook turns it back into the cached
+// answer. The cache key includes a hash of the token, so two identities never share entries.
+
+const MAX_CACHED_BYTES = 4 * 1024 * 1024;
+const USER_AGENT = 'zz (git-native coordination; +https://github.com)';
+
+export interface RateWait {
+  kind: 'primary' | 'secondary';
+  /** Seconds until the request is sent again. */
+  seconds: number;
+  method: string;
+  url: string;
+}
+
+export interface GitHubOptions {
+  token: string | null;
+  /** API base (GITHUB_API_URL for GitHub Enterprise); default https://api.github.com. */
+  baseUrl?: string | undefined;
+  /** Directory for the ETag cache; none when omitted. */
+  cacheDir?: string | undefined;
+  onWait?: ((w: RateWait) => void) | undefined;
+  /** How many times a rate-limited request is retried (default 3). */
+  rateRetries?: number;
+  /** How many times a 5xx or network failure is retried (default 3). */
+  retries?: number;
+  /** Milliseconds per second of wait GitHub asks for (tests make waits short; default 1000). */
+  secondMs?: number;
+}
+
+export interface GitHubClient {
+  octokit: InstanceType<typeof Octokit>;
+  baseUrl: string;
+  /** Requests answered from the ETag cache (304) in this client's life. */
+  stats: { requests: number; notModified: number };
+}
+
+interface CachedResponse {
+  etag: string;
+  status: number;
+  url: string;
+  headers: Record<string, string>;
+  data: unknown;
+}
+
+interface HttpError {
+  status: number;
+  message: string;
+  response?: { headers?: Record<string, string | undefined>; data?: unknown };
+}
+
+function isHttpError(e: unknown): e is HttpError {
+  return typeof e === 'object' && e !== null && typeof (e as HttpError).status === 'number';
+}
+
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+async function readCached(file: string): Promise<CachedResponse | null> {
+  try {
+    const c = JSON.parse(await readFile(file, 'utf8')) as CachedResponse;
+    return typeof c?.etag === 'string' && typeof c.headers === 'object' ? c : null;
+  } catch {
+    return null;
+  }
+}
+
+async function writeCached(dir: string, file: string, c: CachedResponse): Promise<void> {
+  const text = JSON.stringify(c);
+  if (text.length > MAX_CACHED_BYTES) return;
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    await writeFile(tmp, text, { mode: 0o600 });
+    await rename(tmp, file);
+  } catch {
+    await unlink(tmp).catch(() => {});
+  }
+}
+
+const Client = Octokit.plugin(throttling, retry);
+
+export function createGitHub(opts: GitHubOptions): GitHubClient {
+  const baseUrl = (opts.baseUrl || 'https://api.github.com').replace(/\/+$/, '');
+  const secondMs = opts.secondMs ?? 1000;
+  const rateRetries = opts.rateRetries ?? 3;
+  const wait =
+    (kind: RateWait['kind']) =>
+    (seconds: number, options: { method: string; url: string }, _o: unknown, count: number) => {
+      if (count >= rateRetries) return false;
+      opts.onWait?.({ kind, seconds, method: options.method, url: options.url });
+      return true;
+    };
+  const octokit = new Client({
+    ...(opts.token ? { auth: opts.token } : {}),
+    baseUrl,
+    userAgent: USER_AGENT,
+    log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+    throttle: {
+      onRateLimit: wait('primary'),
+      onSecondaryRateLimit: wait('secondary'),
+      retryAfterBaseValue: secondMs,
+    },
+    retry: { retries: opts.retries ?? 3, retryAfterBaseValue: secondMs },
+  });
+  const stats = { requests: 0, notModified: 0 };
+  const cacheDir = opts.cacheDir ? join(opts.cacheDir, 'github') : null;
+  const identity = sha(`${baseUrl}\0${opts.token ? sha(opts.token) : 'anonymous'}`);
+
+  octokit.hook.wrap('request', async (request, options) => {
+    stats.requests++;
+    const method = String(options.method ?? 'GET').toUpperCase();
+    if (!cacheDir || method !== 'GET') return request(options);
+    const { url } = octokit.request.endpoint(options as never);
+    const file = join(cacheDir, `${sha(`${identity}\0${url}`).slice(0, 40)}.json`);
+    const cached = await readCached(file);
+    // Set on the options object itself: the plugins' hooks inside this one hold on to it, and
+    // a copy passed down loses the header (measured: the request went out unconditional).
+    if (cached) options.headers = { ...options.headers, 'if-none-match': cached.etag };
+    try {
+      const res = await request(options);
+      const etag = res.headers.etag;
+      if (typeof etag === 'string') {
+        const keep: Record<string, string> = {};
+        for (const h of ['link', 'etag', 'last-modified']) {
+          const v = (res.headers as Record<string, unknown>)[h];
+          if (typeof v === 'string') keep[h] = v;
+        }
+        await writeCached(cacheDir, file, {
+          etag,
+          status: res.status,
+          url: res.url,
+          headers: keep,
+          data: res.data,
+        });
+      }
+      return res;
+    } catch (e) {
+      if (cached && isHttpError(e) && e.status === 304) {
+        stats.notModified++;
+        return {
+          status: cached.status,
+          url: cached.url,
+          headers: cached.headers,
+          data: cached.data,
+        };
+      }
+      throw e;
+    }
+  });
+  return { octokit, baseUrl, stats };
+}
+
+/** A GitHub failure as a ZzError a person (or agent) can act on. The token never appears. */
+export function githubError(e: unknown, what: string, baseUrl: string): unknown {
+  if (!isHttpError(e)) {
+    if (e instanceof ZzError) return e;
+    const msg = e instanceof Error ? e.message : String(e);
+    return new ZzError('unavailable', `could not reach GitHub at ${baseUrl} for ${what}: ${msg}`);
+  }
+  const gh = (e.response?.data as { message?: string } | undefined)?.message ?? e.message;
+  switch (e.status) {
+    case 401:
+      return new ZzError(
+        'unauthorized',
+        `GitHub refused the token (401 ${gh}) for ${what}: set GH_TOKEN or GITHUB_TOKEN to a valid token, or run \`gh auth login\``,
+      );
+    case 403:
+    case 429:
+      return new ZzError(
+        'forbidden',
+        `GitHub refused ${what} (${e.status} ${gh}); if this is a rate limit, it was retried and is still in force`,
+      );
+    case 404:
+      return new ZzError(
+        'not_found',
+        `GitHub has no ${what} (404) at ${baseUrl}, or the token cannot see it (private repositories need a token with repo access)`,
+      );
+    default:
+      return new ZzError(
+        'unavailable',
+        `GitHub answered ${e.status} for ${what} after retries: ${gh}`.slice(0, 500),
+      );
+  }
+}

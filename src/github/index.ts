@@ -1,0 +1,11 @@
+// GitHub, read only: one octokit client (throttling, retry, ETag cache) and the five paged
+// reads behind the gh_fetch_* tools and `zz ladder build --github`. Octokit stays in here.
+export {
+  createGitHub,
+  githubError,
+  type GitHubClient,
+  type GitHubOptions,
+  type RateWait,
+} from './client.js';
+export * from './fetch.js';
+export { resolveToken, type ResolvedToken } from './token.js';

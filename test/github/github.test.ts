@@ -1,0 +1,200 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ZzError } from '../../src/errors.js';
+import {
+  createGitHub,
+  fetchContributors,
+  fetchIssues,
+  fetchPullRequests,
+  fetchReleases,
+  fetchThreadComments,
+  type RateWait,
+} from '../../src/github/index.js';
+import { fixture, startFakeGitHub } from './fake-github.js';
+
+// The GitHub client against a fake API on 127.0.0.1 serving GitHub's own response shapes:
+// Link pagination, conditional requests (304 served from the ETag cache), a primary rate limit
+// waited out until its reset, a secondary one until retry-after, a 5xx retried, a 404 repo and
+// a bad token, each as a clear error. Waits are scaled (1 GitHub second = 5 ms) so nothing here
+// sleeps for real; the wait itself is asserted from what the client reported.
+
+const TOKEN = 'ghp_' + 'a'.repeat(36);
+const R = { owner: 'octo-org', repo: 'hello-world' };
+let gh: Awaited<ReturnType<typeof startFakeGitHub>>;
+let cache: string;
+const waits: RateWait[] = [];
+
+const client = (token: string | null = TOKEN) =>
+  createGitHub({
+    token,
+    baseUrl: gh.url,
+    cacheDir: cache,
+    onWait: (w) => waits.push(w),
+    secondMs: 5,
+  });
+
+beforeAll(async () => {
+  gh = await startFakeGitHub({ token: TOKEN });
+  cache = mkdtempSync(join(tmpdir(), 'zz-gh-cache-'));
+});
+afterAll(async () => {
+  await gh.close();
+  rmSync(cache, { recursive: true, force: true });
+});
+afterEach(() => {
+  waits.length = 0;
+});
+
+async function zzError(p: Promise<unknown>): Promise<ZzError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(ZzError);
+    return e as ZzError;
+  }
+  throw new Error('expected a ZzError');
+}
+
+describe('GitHub reads', () => {
+  it('pages issues by Link header, leaves pull requests out, trims fields', async () => {
+    const c = client();
+    const p1 = await fetchIssues(c, R, { per_page: 2 });
+    expect(p1.items.map((i) => i.number)).toEqual([12]);
+    expect(p1.pull_requests_skipped).toBe(1);
+    expect(p1.next_cursor).toBe('2');
+    expect(p1.items[0]).toEqual({
+      number: 12,
+      title: 'Retry uploads when the connection drops',
+      state: 'open',
+      author: 'octocat',
+      labels: ['bug'],
+      comments: 2,
+      created_at: '2026-11-20T10:00:00Z',
+      updated_at: '2026-11-30T09:00:00Z',
+      closed_at: null,
+      body: 'Uploads fail on flaky networks.\n\nWe should retry with backoff.',
+      url: 'https://github.com/octo-org/hello-world/issues/12',
+    });
+    const p2 = await fetchIssues(c, R, { per_page: 2, cursor: p1.next_cursor! });
+    expect(p2.items.map((i) => [i.number, i.labels, i.body])).toEqual([[3, ['docs'], '']]);
+    expect(p2.next_cursor).toBeNull();
+    const last = gh.seen[gh.seen.length - 1]!;
+    expect(last.url).toMatch(/page=2/);
+    expect(last.headers.authorization).toBe(`token ${TOKEN}`);
+  });
+
+  it('passes since through, and refuses a malformed cursor or page size', async () => {
+    const c = client();
+    await fetchIssues(c, R, { since: '2026-11-01T00:00:00Z' });
+    expect(gh.seen[gh.seen.length - 1]!.url).toContain('since=2026-11-01T00%3A00%3A00Z');
+    expect((await zzError(fetchIssues(c, R, { cursor: 'x' }))).code).toBe('invalid_argument');
+    expect((await zzError(fetchIssues(c, R, { per_page: 101 }))).code).toBe('invalid_argument');
+  });
+
+  it('reads pull requests, releases with notes, contributors and a comment thread', async () => {
+    const c = client();
+    const pulls = await fetchPullRequests(c, R, {});
+    expect(pulls.items[0]).toMatchObject({
+      number: 11,
+      head: 'retries',
+      base: 'main',
+      draft: false,
+    });
+    const rel = await fetchReleases(c, R, {});
+    expect(rel.items[0]).toMatchObject({ tag: 'v1.0.0', author: 'octocat' });
+    expect(rel.items[0]!.body).toContain('Uploads retry with backoff');
+    const people = await fetchContributors(c, R, {});
+    expect(people.items.map((p) => [p.login, p.contributions])).toEqual([
+      ['octocat', 32],
+      ['hubot', 5],
+    ]);
+    const thread = await fetchThreadComments(c, R, { number: 12 });
+    expect(thread.items).toEqual([
+      {
+        id: 1,
+        author: 'hubot',
+        created_at: '2026-11-22T10:00:00Z',
+        updated_at: '2026-11-22T10:00:00Z',
+        body: 'Seen on CI too.',
+      },
+    ]);
+  });
+
+  it('asks again with If-None-Match and serves a 304 from the cache', async () => {
+    const c = client();
+    const first = await fetchReleases(c, R, { per_page: 5 });
+    const before = gh.seen.length;
+    const again = await fetchReleases(c, R, { per_page: 5 });
+    expect(again).toEqual(first);
+    const req = gh.seen[before]!;
+    expect(req.headers['if-none-match']).toMatch(/^W\/"/);
+    expect(c.stats.notModified).toBe(1);
+    expect(readdirSync(join(cache, 'github')).length).toBeGreaterThan(0);
+    // Another identity does not share the cache: its first request is unconditional.
+    const other = client(null);
+    await zzError(fetchReleases(other, R, { per_page: 5 }));
+    expect(gh.seen[gh.seen.length - 1]!.headers['if-none-match']).toBeUndefined();
+  });
+
+  it('waits out a primary rate limit until its reset, then retries', async () => {
+    const reset = Math.floor(Date.now() / 1000) + 2;
+    gh.next({
+      path: /\/contributors$/,
+      status: 403,
+      headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) },
+      body: fixture('error-primary-rate-limit.json'),
+    });
+    const before = gh.seen.length;
+    const r = await fetchContributors(client(), R, {});
+    expect(r.items).toHaveLength(2);
+    expect(gh.seen.length - before).toBe(2);
+    expect(waits).toHaveLength(1);
+    expect(waits[0]!.kind).toBe('primary');
+    expect(waits[0]!.seconds).toBeGreaterThanOrEqual(2);
+    expect(waits[0]!.seconds).toBeLessThanOrEqual(4);
+  });
+
+  it('waits out a secondary rate limit for retry-after, then retries', async () => {
+    gh.next({
+      path: /\/pulls$/,
+      status: 403,
+      headers: { 'retry-after': '7' },
+      body: fixture('error-secondary-rate-limit.json'),
+    });
+    const r = await fetchPullRequests(client(), R, { per_page: 7 });
+    expect(r.items).toHaveLength(1);
+    expect(waits.map((w) => [w.kind, w.seconds])).toEqual([['secondary', 7]]);
+  });
+
+  it('retries a 5xx and succeeds', async () => {
+    gh.next({ path: /\/comments$/, status: 502, body: { message: 'Server Error' } });
+    const before = gh.seen.length;
+    const r = await fetchThreadComments(client(), R, { number: 12, per_page: 9 });
+    expect(r.items).toHaveLength(1);
+    expect(gh.seen.length - before).toBe(2);
+  });
+
+  it('gives up on a 5xx that persists with a clear error', async () => {
+    const down = { path: /\/releases$/, status: 503, body: { message: 'Service Unavailable' } };
+    gh.next(down, down, down, down);
+    const e = await zzError(fetchReleases(client(), R, { per_page: 11 }));
+    expect(e.code).toBe('unavailable');
+    expect(e.message).toMatch(/503.*Service Unavailable/);
+  });
+
+  it('says plainly when the repository does not exist', async () => {
+    const e = await zzError(fetchIssues(client(), { owner: 'octo-org', repo: 'nope' }, {}));
+    expect(e.code).toBe('not_found');
+    expect(e.message).toMatch(/issues of octo-org\/nope \(404\)/);
+  });
+
+  it('says plainly when the token is refused, without echoing it', async () => {
+    const bad = 'ghp_' + 'b'.repeat(36);
+    const e = await zzError(fetchIssues(client(bad), R, {}));
+    expect(e.code).toBe('unauthorized');
+    expect(e.message).toMatch(/Bad credentials.*GH_TOKEN or GITHUB_TOKEN/);
+    expect(e.message).not.toContain(bad);
+  });
+});

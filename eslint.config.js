@@ -49,11 +49,13 @@ export default tseslint.config(
           paths: [
             {
               name: 'node:child_process',
-              message: 'Spawn processes only in src/git/ (git), src/models/ or src/cli/.',
+              message:
+                'Spawn processes only in src/git/ (git), src/models/, src/github/ or src/cli/.',
             },
             {
               name: 'child_process',
-              message: 'Spawn processes only in src/git/ (git), src/models/ or src/cli/.',
+              message:
+                'Spawn processes only in src/git/ (git), src/models/, src/github/ or src/cli/.',
             },
           ],
           patterns: [
@@ -74,7 +76,8 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/models/**/*.ts', 'src/cli/**/*.ts'],
+    // models/ (exec: adapters), github/ (`gh auth token`) and cli/ (opening a browser) spawn.
+    files: ['src/models/**/*.ts', 'src/github/**/*.ts', 'src/cli/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

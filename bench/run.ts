@@ -17,6 +17,7 @@ const suites: Array<[string, string, string]> = [
   ['search', './search.ts', 'benchSearch'],
   ['quality', './quality.ts', 'benchQuality'],
   ['mcp', './mcp.ts', 'benchMcp'],
+  ['cli-startup', './cli-startup.ts', 'benchCliStartup'],
   ['work', './work.ts', 'benchWork'],
   ['web', './web.ts', 'benchWeb'],
 ];

@@ -13,7 +13,12 @@ export interface ToolClient {
   server: string | null;
   /** The actor in-process calls act as (daemon calls act as their token's actor). */
   actor?: string;
-  call(tool: string, args: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** `signal` ends a long-poll (lane_events with wait_ms) early. */
+  call(
+    tool: string,
+    args: Record<string, unknown>,
+    opts?: { signal?: AbortSignal },
+  ): Promise<Record<string, unknown>>;
   close(): void;
 }
 
@@ -65,8 +70,13 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
     repoKey,
     server: null,
     actor,
-    call: (tool, args) =>
-      runTool(registry.require(tool), args, { repo, caller: { actor }, local: true }),
+    call: (tool, args, o) =>
+      runTool(registry.require(tool), args, {
+        repo,
+        caller: { actor },
+        local: true,
+        ...(o?.signal ? { signal: o.signal } : {}),
+      }),
     close: () => repo.close(),
   };
 }
@@ -105,10 +115,10 @@ function withLocalTools(remote: ToolClient, cwd: string): ToolClient {
   let local: Promise<{ repo: ZzRepo; actor: string }> | null = null;
   return {
     ...remote,
-    async call(tool, args) {
+    async call(tool, args, o) {
       const { registry, runTool } = await import('../tools/index.js');
       const def = registry.get(tool);
-      if (!def?.local) return remote.call(tool, args);
+      if (!def?.local) return remote.call(tool, args, o);
       local ??= (async () => {
         const actor = await daemonActor(remote);
         const { ZzRepo } = await import('../core/index.js');
@@ -129,11 +139,12 @@ export function httpClient(server: string, repoKey: string, token: string): Tool
     mode: 'daemon',
     repoKey,
     server,
-    async call(tool, args) {
+    async call(tool, args, o) {
       let res: Response;
       try {
         res = await fetch(`${server}/api/repos/${repoKey}/tools/${encodeURIComponent(tool)}`, {
           method: 'POST',
+          ...(o?.signal ? { signal: o.signal } : {}),
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
           body: JSON.stringify(args),
         });

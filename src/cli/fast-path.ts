@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { gitEnv } from '../git/native-git.js';
 import { credentialsFile } from '../local/paths.js';
-import { print } from './format.js';
+import { NO_LADDER_HINT, mayLackLadder, print } from './format.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 
@@ -162,7 +162,13 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
   }
   const body = res.body;
   if (res.status === 200 && body && typeof body.result === 'object' && body.result !== null) {
-    print(io, body.result, parsed.json, tool.name);
+    const result = body.result as Record<string, unknown>;
+    print(io, result, parsed.json, tool.name);
+    if (mayLackLadder(tool.name, parsed.args, result)) {
+      const url = `${server}/api/repos/${info.repo}/tools/ladder_read`;
+      const read = await post(url, token, '{"path":"_repo","limit":1}').catch(() => null);
+      if (read?.status === 404) io.stderr(NO_LADDER_HINT);
+    }
     return 0;
   }
   // 401 from a daemon that does not know this token (e.g. restarted elsewhere): let the full

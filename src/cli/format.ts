@@ -156,3 +156,17 @@ export function print(io: CliIO, result: unknown, json: boolean, tool?: string):
   }
   io.stdout(formatResult(result, st));
 }
+
+export const NO_LADDER_HINT =
+  'zz: this repository has no Ladder yet; build it with `zz ladder build`\n';
+
+/** An empty answer that may mean there is no Ladder at all (then the CLI says how to build it). */
+export function mayLackLadder(
+  tool: string,
+  args: Record<string, unknown>,
+  result: Record<string, unknown>,
+): boolean {
+  if (args.repo !== undefined) return false;
+  if (tool === 'ladder_search') return Array.isArray(result.hits) && result.hits.length === 0;
+  return tool === 'ladder_tree' && result.revision === null;
+}

@@ -36,7 +36,7 @@ export function neutralize(s: string, opts: { multiline?: boolean } = {}): strin
  * escaped as well (`\u009b`, `\u202e`), so that JSON on a terminal is as safe as text. It
  * parses to the same value.
  */
-export function jsonText(v: unknown, indent: number = 2): string {
+export function jsonText(v: unknown, indent = 2): string {
   return JSON.stringify(v, null, indent || undefined).replace(
     JSON_UNSAFE,
     (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,

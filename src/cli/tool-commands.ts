@@ -1,9 +1,10 @@
 import type { Argv } from 'yargs';
-import { ZzError } from '../errors.js';
+import { ZzError, isZzError } from '../errors.js';
 import { ALL_TOOLS } from '../tools/registry.js';
 import type { ToolDef } from '../tools/define-tool.js';
-import { connect } from './client.js';
-import { print } from './format.js';
+import { connect, type ToolClient } from './client.js';
+import { NO_LADDER_HINT, mayLackLadder, print } from './format.js';
+import { addFollowOption, followEvents } from './follow.js';
 import type { CliIO } from './io.js';
 import { argsFromOptions, commandPath, toolOptions } from './tool-options.js';
 
@@ -50,10 +51,28 @@ export async function callTool(
 ): Promise<void> {
   const client = await connect({ cwd: io.cwd, env: io.env });
   try {
-    print(io, await client.call(tool, args), json, tool);
+    let result: Record<string, unknown>;
+    try {
+      result = await client.call(tool, args);
+    } catch (e) {
+      if (isZzError(e) && e.code === 'not_found' && tool.startsWith('ladder_'))
+        await hintLadderBuild(io, client);
+      throw e;
+    }
+    print(io, result, json, tool);
+    if (mayLackLadder(tool, args, result)) await hintLadderBuild(io, client);
   } finally {
     client.close();
   }
+}
+
+/** When this repository has no Ladder yet (no `_repo` rung), says how to build one. */
+async function hintLadderBuild(io: CliIO, client: ToolClient): Promise<void> {
+  const built = await client.call('ladder_read', { path: '_repo', limit: 1 }).then(
+    () => true,
+    (e: unknown) => !(isZzError(e) && e.code === 'not_found'),
+  );
+  if (!built) io.stderr(NO_LADDER_HINT);
 }
 
 export type GroupExtension = { subs: string[]; add: (g: Argv, io: CliIO) => Argv };
@@ -92,6 +111,7 @@ export function addToolCommands(
                 ...(o.required && !argvHasArgs ? { demandOption: true } : {}),
               });
             }
+            if (tool.name === 'lane_events') c = addFollowOption(c);
             return c
               .option('args', {
                 type: 'string',
@@ -102,6 +122,7 @@ export function addToolCommands(
           async (argv) => {
             const base = await readArgs(io, argv as { args?: string });
             const args = argsFromOptions(tool, argv as Record<string, unknown>, base);
+            if (argv.follow) return followEvents(io, args, !!argv.json);
             await callTool(io, tool.name, args, !!argv.json);
           },
         );

@@ -61,11 +61,14 @@ export function toolOptions(tool: ToolDef): ToolOption[] {
     } else if (inner instanceof z.ZodLiteral) {
       kind = 'string';
       choices = [...(inner as z.ZodLiteral).values].map(String);
-    } else if (
-      inner instanceof z.ZodArray &&
-      unwrap((inner as z.ZodArray).element as z.ZodType).inner instanceof z.ZodString
-    ) {
-      kind = 'array';
+    } else if (inner instanceof z.ZodArray) {
+      // A list of strings, or of one of several words (`--state open --state claimed`).
+      const el = unwrap((inner as z.ZodArray).element as z.ZodType).inner;
+      if (el instanceof z.ZodString) kind = 'array';
+      else if (el instanceof z.ZodEnum) {
+        kind = 'array';
+        choices = (el as z.ZodEnum).options.map(String);
+      }
     }
     out.push({
       key,

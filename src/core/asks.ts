@@ -11,7 +11,7 @@ import {
 } from './access.js';
 import { changesetChanges } from './changesets-policy.js';
 import { assertKnownKind, kindRule } from './kinds.js';
-import { unexpectedOp } from './write-op.js';
+import { unexpectedOp, writeOp } from './write-op.js';
 import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
@@ -80,15 +80,12 @@ export async function askPost(
   callerIn: Caller | null,
   args: AskPostArgs,
 ): Promise<{ ask: AskView } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  assertSelf(caller, args.from, 'from');
-  const config = await repo.requireConfig();
   const { actor: _a, from: _f, idempotency_key: _k, expected_revision: _r, ...request } = args;
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: { tool: 'ask_post', args: request },
-    decide: (s) => {
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'ask_post',
+    request,
+    ...(args.from === undefined ? {} : { from: args.from }),
+    decide: (s, { caller, config }): LaneOpSpec => {
       const lane = laneOf(s, args.lane_id);
       assertOpen(lane);
       assertKnownKind(args.kind, args.lane_id, lane.ask_kinds, config.ask_kinds);
@@ -210,17 +207,11 @@ export async function askClaim(
   callerIn: Caller | null,
   args: AskClaimArgs,
 ): Promise<{ ask: AskView; renewed: boolean } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  const config = await repo.requireConfig();
   const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: {
-      tool: 'ask_claim',
-      args: { lane_id: args.lane_id, ask_id: args.ask_id, lease_seconds: lease },
-    },
-    decide: (s, meta) => {
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'ask_claim',
+    request: { lane_id: args.lane_id, ask_id: args.ask_id, lease_seconds: lease },
+    decide: (s, { caller, config, meta }): LaneOpSpec => {
       const lane = laneOf(s, args.lane_id);
       const ask = getAsk(s, args.lane_id, args.ask_id);
       if (ask.state === 'answered') {
@@ -309,18 +300,12 @@ export async function askClaimNext(
   callerIn: Caller | null,
   args: AskClaimNextArgs,
 ): Promise<{ ask: AskView | null; revision: string | null; replayed: boolean }> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  const config = await repo.requireConfig();
   const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
   const kinds = args.kinds ? new Set(args.kinds) : null;
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: {
-      tool: 'ask_claim_next',
-      args: { lane_id: args.lane_id, kinds: args.kinds ?? null, lease_seconds: lease },
-    },
-    decide: (s, meta): LaneOpSpec[] => {
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'ask_claim_next',
+    request: { lane_id: args.lane_id, kinds: args.kinds ?? null, lease_seconds: lease },
+    decide: (s, { caller, config, meta }): LaneOpSpec[] => {
       const lane = laneOf(s, args.lane_id);
       if (lane.closed) return [];
       const nowMs = meta.now.getTime();
@@ -384,13 +369,10 @@ export async function askRelease(
   callerIn: Caller | null,
   args: AskReleaseArgs,
 ): Promise<{ ask: AskView } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  const config = await repo.requireConfig();
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: { tool: 'ask_release', args: { lane_id: args.lane_id, ask_id: args.ask_id } },
-    decide: (s) => {
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'ask_release',
+    request: { lane_id: args.lane_id, ask_id: args.ask_id },
+    decide: (s, { caller, config }): LaneOpSpec => {
       const lane = laneOf(s, args.lane_id);
       const ask = getAsk(s, args.lane_id, args.ask_id);
       if (ask.state !== 'claimed')

@@ -1,10 +1,11 @@
 import { ZzError } from '../errors.js';
 import { LIMITS } from '../schema/limits.js';
-import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
+import { isCoordinator, isOwner, type Caller } from './access.js';
 import { assertOpen, getAsk, laneOf } from './asks.js';
-import { mutationOpts, type WriteMeta, type WriteOpts } from './lanes.js';
+import type { LaneOpSpec } from './lane-state.js';
+import type { WriteMeta, WriteOpts } from './lanes.js';
 import { askView, laneView, type AskView, type LaneView } from './views.js';
-import { unexpectedOp } from './write-op.js';
+import { unexpectedOp, writeOp } from './write-op.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // Ending things, recorded like any op: an Ask cancelled by its poster or a coordinator, a Lane
@@ -23,16 +24,10 @@ export async function askCancel(
   callerIn: Caller | null,
   args: AskCancelArgs,
 ): Promise<{ ask: AskView } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  const config = await repo.requireConfig();
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: {
-      tool: 'ask_cancel',
-      args: { lane_id: args.lane_id, ask_id: args.ask_id, reason: args.reason ?? null },
-    },
-    decide: (s) => {
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'ask_cancel',
+    request: { lane_id: args.lane_id, ask_id: args.ask_id, reason: args.reason ?? null },
+    decide: (s, { caller, config }): LaneOpSpec => {
       const lane = laneOf(s, args.lane_id);
       const ask = getAsk(s, args.lane_id, args.ask_id);
       if (ask.posted_by !== caller.actor && !isCoordinator(lane, config, caller.actor)) {
@@ -68,13 +63,10 @@ export async function laneClose(
   callerIn: Caller | null,
   args: LaneCloseArgs,
 ): Promise<{ lane: LaneView } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  const config = await repo.requireConfig();
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: { tool: 'lane_close', args: { lane_id: args.lane_id, reason: args.reason ?? null } },
-    decide: (s) => {
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'lane_close',
+    request: { lane_id: args.lane_id, reason: args.reason ?? null },
+    decide: (s, { caller, config }): LaneOpSpec => {
       const lane = laneOf(s, args.lane_id);
       if (lane.lane_id === '_repo') throw new ZzError('forbidden', 'lane _repo cannot be closed');
       if (!isCoordinator(lane, config, caller.actor) && !isOwner(config, caller.actor)) {

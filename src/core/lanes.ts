@@ -16,21 +16,14 @@ import {
   type HistoryEntry,
   type LaneView,
 } from './views.js';
+import type { LaneOpSpec } from './lane-state.js';
+import { writeOp, type WriteMeta, type WriteOpts } from './write-op.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
 
 // Lane use cases: propose, read, list, relate, grant. Each write is one Entity mutation whose
 // decide() re-checks every rule against the state it will apply to.
 
-export type WriteOpts = {
-  actor?: string;
-  idempotency_key?: string;
-  expected_revision?: string;
-};
-
-export type WriteMeta = {
-  revision: string;
-  replayed: boolean;
-};
+export type { WriteMeta, WriteOpts } from './write-op.js';
 
 const mutationOpts = (caller: Caller, o: WriteOpts) => ({
   actor: caller.actor,
@@ -298,21 +291,18 @@ export async function laneAddRelated(
   callerIn: Caller | null,
   args: LaneAddRelatedArgs,
 ): Promise<{ lane: LaneView } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  const config = await repo.requireConfig();
+  // Who is calling is settled before anything is read (writeOp checks it again, cheaply).
+  assertSelf(requireCaller(callerIn), args.actor, 'actor');
+  await repo.requireConfig();
   if (args.related_lane_id === args.lane_id)
     throw new ZzError('invalid_argument', 'a lane cannot be related to itself');
   const related = (await repo.lane(args.related_lane_id).read()).state.lane;
   if (!related)
     throw new ZzError('not_found', `related lane ${args.related_lane_id} does not exist`);
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: {
-      tool: 'lane_add_related',
-      args: { lane_id: args.lane_id, related_lane_id: args.related_lane_id },
-    },
-    decide: (s) => {
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'lane_add_related',
+    request: { lane_id: args.lane_id, related_lane_id: args.related_lane_id },
+    decide: (s, { caller, config }): LaneOpSpec => {
       if (!s.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
       // The coordinators of either side may link them: the one who created the new Lane
       // records where it came from.
@@ -349,17 +339,11 @@ export async function laneGrant(
   callerIn: Caller | null,
   args: LaneGrantArgs,
 ): Promise<{ lane: LaneView } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  const config = await repo.requireConfig();
   const revoke = args.revoke ?? false;
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: {
-      tool: 'lane_grant',
-      args: { lane_id: args.lane_id, grantee: args.grantee, role: args.role, revoke },
-    },
-    decide: (s) => {
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'lane_grant',
+    request: { lane_id: args.lane_id, grantee: args.grantee, role: args.role, revoke },
+    decide: (s, { caller, config }): LaneOpSpec => {
       if (!s.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
       if (!isCoordinator(s.lane, config, caller.actor) && !isOwner(config, caller.actor)) {
         throw new ZzError(

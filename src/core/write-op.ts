@@ -1,6 +1,66 @@
 import { ZzError } from '../errors.js';
+import type { ConfigDoc } from '../schema/config.js';
+import type { Entity, MutationMeta, MutationResult, OpRecord, OpSpec } from '../store/index.js';
+import { assertSelf, requireCaller, type Caller } from './access.js';
+import type { ZzRepo } from './zz-repo.js';
 
-// Helpers every write use case shares.
+// The one path of a write use case: who is calling (a token, and `actor`/`from` that match
+// it), the initialised config, the request an idempotency key is bound to, and one mutation
+// of one entity whose decide() re-checks every rule against the state it will apply to.
+
+/** Arguments every write use case takes. */
+export type WriteOpts = {
+  actor?: string;
+  idempotency_key?: string;
+  expected_revision?: string;
+};
+
+/** What every write answers besides its result. */
+export type WriteMeta = {
+  revision: string;
+  replayed: boolean;
+};
+
+/** What decide() knows besides the state: the caller and the config of the moment. */
+export interface WriteContext {
+  caller: Caller;
+  config: ConfigDoc;
+  meta: MutationMeta;
+}
+
+export interface WriteOpSpec<S, R, Op extends OpRecord> {
+  /** The tool name and the arguments that identify the request (for idempotency keys). */
+  tool: string;
+  request: unknown;
+  /** Values the caller passed as claims about who they are (`from`), beside `actor`. */
+  from?: string;
+  decide(state: S, ctx: WriteContext): OpSpec<Op> | Array<OpSpec<Op>>;
+  result(state: S, op: Op | null): R;
+}
+
+/** The entity decides the op type; the spec only has to fit it. */
+type SpecFor<S, R, Op extends OpRecord> = WriteOpSpec<NoInfer<S>, R, NoInfer<Op>>;
+
+export async function writeOp<S, R, Op extends OpRecord>(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  entity: Entity<S, Op>,
+  opts: WriteOpts,
+  spec: SpecFor<S, R, Op>,
+): Promise<MutationResult<R, Op>> {
+  const caller = requireCaller(callerIn);
+  assertSelf(caller, opts.actor, 'actor');
+  assertSelf(caller, spec.from, 'from');
+  const config = await repo.requireConfig();
+  return entity.mutate({
+    actor: caller.actor,
+    ...(opts.idempotency_key === undefined ? {} : { idempotencyKey: opts.idempotency_key }),
+    ...(opts.expected_revision === undefined ? {} : { expectedRevision: opts.expected_revision }),
+    request: { tool: spec.tool, args: spec.request },
+    decide: (s, meta) => spec.decide(s, { caller, config, meta }),
+    result: spec.result,
+  });
+}
 
 /** A mutation's result() got an op it did not decide: a bug, said plainly. */
 export function unexpectedOp(op: { op: string } | null, expected: string): ZzError {

@@ -5,8 +5,8 @@ import type { TokenStore } from '../core/token-store.js';
 import type { LadderSearch } from '../search/index.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
-import { startMaintenance, type Maintenance } from './maintenance.js';
 import { createDashboard } from '../web/index.js';
+import { startMaintenance, type Maintenance } from './maintenance.js';
 import { lazyMcpHandler } from './mcp-mount.js';
 import { openServedRepos } from './served-repos.js';
 
@@ -63,6 +63,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const tokenStores = new Map([...served.byKey].map(([k, s]) => [k, s.tokens]));
   let ladder: { search: LadderSearch; ready: Promise<void>; close(): Promise<void> } | null = null;
   let autoSync: { close(): Promise<void> } | null = null;
+  let server: Awaited<ReturnType<typeof listen>> | null = null;
   try {
     const registry = opts.registry ?? defaultRegistry;
     // One Ladder search for every served repo, kept current on our own ladder commits and when
@@ -96,13 +97,15 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
             ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
           })
         : opts.mcpHandler;
-    const server = await listen(
+    server = await listen(
       (authority) => {
         // The dashboard: its page and cookie login, checked against each repo's own tokens.
         const web = createDashboard({
           host: authority,
           verifyToken: async (token, key) => (await tokenStores.get(key)?.verify(token)) ?? null,
           hasRepo: (key) => repos.has(key),
+          actorHasToken: async (actor, key) =>
+            ((await tokenStores.get(key)?.list()) ?? []).some((t) => t.actor === actor),
           stateDir: join(served.primary.repo.git!.gitdir, 'zz'),
         });
         return createApp({
@@ -121,23 +124,25 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       },
       { host: opts.host ?? DEFAULT_HOST, port: opts.port ?? DEFAULT_PORT },
     );
+    const { url, port } = server;
     const startedAt = new Date().toISOString();
     // `repo` lets the CLI's fast path address its checkout without asking git for its key.
     for (const [key, s] of served.byKey)
       await s.claim.publish({
         pid: process.pid,
-        url: server.url,
+        url,
         started_at: startedAt,
         repo: key,
       });
 
     const maintenance = startMaintenance(repos, { log, ...opts.gc });
 
+    const listening = server;
     let closing: Promise<void> | null = null;
     const close = () =>
       (closing ??= (async () => {
         try {
-          await server.close();
+          await listening.close();
           await maintenance.close();
           await autoSync?.close();
           for (const t of tokenStores.values()) await t.flush();
@@ -147,8 +152,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         }
       })());
     return {
-      url: server.url,
-      port: server.port,
+      url,
+      port,
       repos,
       tokens: served.primary.tokens,
       tokensFor: (key) => tokenStores.get(key),
@@ -157,6 +162,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     };
   } catch (e) {
     await autoSync?.close().catch(() => {});
+    // A failure after listening (daemon.json unwritable, say) must not leave the port bound.
+    await server?.close().catch(() => {});
     await ladder?.close().catch(() => {});
     await served.close();
     throw e;

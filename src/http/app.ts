@@ -1,8 +1,13 @@
-import { z } from 'zod';
 import { isPublicRepo, type Caller, type ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
-import { runTool, type Registry, type ToolDef, type ToolServices } from '../tools/index.js';
+import {
+  runTool,
+  toolJsonSchema,
+  type Registry,
+  type ToolDef,
+  type ToolServices,
+} from '../tools/index.js';
 import { decodePositions, openEventStream } from './event-stream.js';
 import { hostMatcher, originAllowed } from './host-check.js';
 import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
@@ -82,13 +87,6 @@ const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const BEARER = /^Bearer +([!-~]+) *$/i;
 
 function describeTool(t: ToolDef) {
-  const schema = (s: z.ZodType, io: 'input' | 'output') => {
-    try {
-      return z.toJSONSchema(s, { io, unrepresentable: 'any' });
-    } catch {
-      return {};
-    }
-  };
   return {
     name: t.name,
     summary: t.summary,
@@ -97,8 +95,8 @@ function describeTool(t: ToolDef) {
     local: !!t.local,
     public_read: !!t.publicRead,
     annotations: t.annotations,
-    input_schema: schema(t.input, 'input'),
-    output_schema: schema(t.output, 'output'),
+    input_schema: toolJsonSchema(t.input, 'input'),
+    output_schema: toolJsonSchema(t.output, 'output'),
   };
 }
 

@@ -4,11 +4,12 @@ import type {
   StandardSchemaWithJSON,
   ToolAnnotations,
 } from '@modelcontextprotocol/server';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { mcpAudienceOf, toZzError, ZzError } from '../errors.js';
 import {
   isWrite,
   runTool,
+  toolJsonSchema,
   TOOLSETS,
   type Registry,
   type ToolContext,
@@ -267,12 +268,7 @@ function passThrough(json: JsonSchema): StandardSchemaWithJSON<Record<string, un
 }
 
 function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const json = z.toJSONSchema(schema, {
-    target: 'draft-2020-12',
-    io,
-    unrepresentable: 'any',
-  }) as JsonSchema;
-  return tidy(json) as JsonSchema;
+  return tidy(toolJsonSchema(schema, io)) as JsonSchema;
 }
 
 // A tool list is context a model pays for on every turn, for every tool; keep only what informs.

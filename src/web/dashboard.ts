@@ -20,6 +20,11 @@ export interface DashboardOptions {
   verifyToken(token: string, repo: string): Promise<{ actor: string } | null>;
   /** Repositories served, to refuse codes for others. */
   hasRepo(repo: string): boolean;
+  /**
+   * Whether the actor still holds a token for the repository: revoking every token of an actor
+   * ends their dashboard sessions too. Without it sessions run until they expire.
+   */
+  actorHasToken?(actor: string, repo: string): Promise<boolean>;
   /** Sessions persist under this directory (<git common dir>/zz); memory only when absent. */
   stateDir?: string;
   sessions?: Omit<SessionStoreOptions, 'dir'>;
@@ -184,6 +189,13 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
         'forbidden',
         `this dashboard session is for ${found.repo}; run \`zz dashboard\` in the other checkout`,
       );
+    if (opts.actorHasToken && !(await opts.actorHasToken(found.actor, repo))) {
+      await store.end(secret);
+      throw new ZzError(
+        'unauthorized',
+        `the tokens of ${found.actor} were revoked, which ends this dashboard session`,
+      );
+    }
     return { actor: found.actor };
   }
 

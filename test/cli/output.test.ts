@@ -147,4 +147,47 @@ describe('multi-line values are shown whole or marked', () => {
       cleanup();
     }
   });
+
+  it('zz ask list across Lanes, zz ask get, cancel and lane close render as tables and blocks', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    try {
+      await zz(dir, env, 'init');
+      await zz(dir, env, 'lane', 'propose', '--lane-id', 'docs', '--title', 'Docs');
+      const post = (lane: string, title: string) =>
+        zz(
+          dir,
+          env,
+          'ask',
+          'post',
+          '--lane-id',
+          lane,
+          '--kind',
+          'work',
+          '--title',
+          title,
+          '--body',
+          `${title}\nsecond line`,
+          '--json',
+        );
+      const a = (await post('docs', 'Write it')).json().ask.ask_id as string;
+      await post('_repo', 'Elsewhere');
+      const list = await zz(dir, env, 'ask', 'list');
+      expect(list.code).toBe(0);
+      expect(list.stdout).toMatch(/ASK_ID +LANE_ID +KIND +STATE/);
+      expect(list.stdout).toMatch(new RegExp(`${a} +docs +work +open`));
+      expect(list.stdout).toMatch(/_repo +work +open .*Elsewhere/);
+      const get = await zz(dir, env, 'ask', 'get', '--lane-id', 'docs', '--ask-id', a);
+      expect(get.stdout).toContain('  body: |\n    Write it\n    second line\n');
+      expect((await zz(dir, env, 'ask', 'cancel', '--lane-id', 'docs', '--ask-id', a)).code).toBe(
+        0,
+      );
+      expect((await zz(dir, env, 'lane', 'close', '--lane-id', 'docs')).code).toBe(0);
+      const cancelled = await zz(dir, env, 'ask', 'list', '--state', 'cancelled');
+      expect(cancelled.stdout).toMatch(new RegExp(`${a} +docs +work +cancelled`));
+      expect(cancelled.stdout).not.toContain('Elsewhere');
+    } finally {
+      cleanup();
+    }
+  });
 });

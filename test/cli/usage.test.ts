@@ -5,6 +5,9 @@ import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 import { ERROR_CODES } from '../../src/errors.js';
 import { exitCodesText } from '../../src/cli/usage.js';
+import { toolOptions } from '../../src/cli/tool-options.js';
+import type { ToolDef } from '../../src/tools/index.js';
+import { z } from 'zod';
 
 // The command line as a user meets it (issue 13.8): required flags marked and named when
 // missing, numbers and choices explained, did-you-mean, --version, the full command list,
@@ -85,6 +88,23 @@ describe('flags', () => {
   });
 });
 
+describe('options from a schema', () => {
+  it('a list of words is a repeatable flag with choices (ask list --state open --state claimed)', () => {
+    const tool = {
+      input: z.strictObject({
+        state: z.array(z.enum(['open', 'claimed'])).optional(),
+        kind: z.array(z.string()).optional(),
+        payload: z.array(z.object({ a: z.number() })).optional(),
+      }),
+    } as unknown as ToolDef;
+    const byKey = Object.fromEntries(toolOptions(tool).map((o) => [o.key, o]));
+    expect(byKey.state).toMatchObject({ kind: 'array', choices: ['open', 'claimed'] });
+    expect(byKey.kind).toMatchObject({ kind: 'array' });
+    expect(byKey.kind!.choices).toBeUndefined();
+    expect(byKey.payload).toMatchObject({ kind: 'json' });
+  });
+});
+
 describe('help, version, exit codes, completion', () => {
   it('zz --version exits 0 with the version of package.json', async () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -115,7 +135,10 @@ describe('help, version, exit codes, completion', () => {
     const m = /<!-- exit-codes:begin[^>]*-->\n([\s\S]*?)\n<!-- exit-codes:end -->/.exec(readme);
     expect(m, 'README.md has the exit-codes block').not.toBeNull();
     const norm = (s: string) => s.replace(/ +/g, ' ').replace(/-{3,}/g, '---').trim();
-    expect(norm(m![1]!)).toBe(norm(exitCodesText(true)));
+    expect(
+      norm(m![1]!),
+      `README.md's exit-code table is stale (errors.ts changed); paste this between the markers:\n${exitCodesText(true)}\n`,
+    ).toBe(norm(exitCodesText(true)));
   });
 
   it('zz completion prints a script, and completes commands and flags', async () => {

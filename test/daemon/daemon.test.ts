@@ -8,6 +8,7 @@ import { askPost, initRepo, laneGet, lanePropose, ZzRepo } from '../../src/core/
 import { readDaemonInfo, startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { TokenStore } from '../../src/core/token-store.js';
 import { ALL_TOOLS, defineTool, Registry, WRITE } from '../../src/tools/index.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { jsonClient } from '../helpers/http-client.js';
 import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
 import { countObjects } from '../../src/git/index.js';
@@ -161,7 +162,8 @@ describe('startDaemon', () => {
     const other = repoDir();
     spawnSync('git', ['config', 'zz.repo', 'acme/main'], { cwd: main });
     spawnSync('git', ['config', 'zz.repo', 'acme/other'], { cwd: other });
-    const d = await start(main, { repos: [other] });
+    const logs: string[] = [];
+    const d = await start(main, { repos: [other], log: (l) => logs.push(l) });
     for (const repo of d.repos.values())
       await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
     // `zz login` in each checkout writes that checkout's own store.
@@ -188,6 +190,15 @@ describe('startDaemon', () => {
       repo: 'acme/other',
     });
     expect(await readDaemonInfo(gitdirOf(main))).toMatchObject({ url: d.url, repo: 'acme/main' });
+    // And the CLI there goes through it: the other repo's token works, the first repo's does not.
+    const env = cliEnv();
+    const viaDaemon = await zz(other, { ...env, ZZ_TOKEN: otherToken }, 'lane', 'list', '--json');
+    expect(viaDaemon.code, viaDaemon.stderr).toBe(0);
+    expect(
+      logs.filter((l) => / acme\/other lane_list owner@example\.com 200 /.test(l)),
+    ).toHaveLength(2);
+    const crossedCli = await zz(other, { ...env, ZZ_TOKEN: mainToken }, 'lane', 'list');
+    expect(crossedCli.code, crossedCli.stderr).toBe(3);
     await d.close();
     expect(existsSync(join(gitdirOf(other), 'zz', 'daemon.json'))).toBe(false);
   });

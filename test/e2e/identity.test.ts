@@ -168,7 +168,7 @@ describe('through a running daemon', () => {
     expect(d.log()).not.toMatch(/run_in_sandbox/);
   });
 
-  it('a missing flag is named by the CLI even when the daemon would answer', async () => {
+  it('a missing flag is named by the CLI, and a search without a Ladder says how to build one, even when the daemon would answer', async () => {
     const env = privateEnv();
     const dir = repo('zz-id-flags-');
     await ok(zz(dir, env, ['init']));
@@ -178,6 +178,11 @@ describe('through a running daemon', () => {
     const r = await zz(dir, env, ['ask', 'post', '--lane-id', 'x', '--title', 'T']);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe('zz: missing required flag --kind\n');
+    // The fast path (a tool call straight to the daemon) also says how to build a Ladder.
+    const search = await ok(zz(dir, env, ['ladder', 'search', '--query', 'demo']));
+    expect(search.stderr).toBe(
+      'zz: this repository has no Ladder yet; build it with `zz ladder build`\n',
+    );
     const v = await zz(dir, env, ['--version']);
     expect(v.code).toBe(0);
     expect(v.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);

@@ -151,6 +151,19 @@ describe('routes', () => {
     expect(post.input_schema.properties.lane_id).toBeDefined();
     expect(post.input_schema.additionalProperties).toBe(false);
     expect(post.output_schema.properties.ask).toBeDefined();
+    // Nullable fields are anyOf, never a type array (some clients refuse those).
+    const typeArrays: string[] = [];
+    const walk = (node: unknown, at: string): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${at}[${i}]`));
+      if (!node || typeof node !== 'object') return;
+      for (const [k, v] of Object.entries(node)) {
+        if (k === 'type' && Array.isArray(v)) typeArrays.push(at);
+        walk(v, `${at}.${k}`);
+      }
+    };
+    walk(tools.json.tools, 'tools');
+    expect(typeArrays).toEqual([]);
+    expect(tools.text).toContain('{"type":"null"}');
     // Cached: the same bytes twice.
     expect((await send('/api/tools', { token: null })).text).toBe(tools.text);
   });

@@ -103,6 +103,11 @@ describe('dashboard login', () => {
       },
     );
     expect(otherPort.status).toBe(403);
+    // Revoking the member's tokens ends the session too.
+    await w.daemon.tokensFor(w.key)!.revoke(member);
+    const revoked = await tool('repo_state', {});
+    expect(revoked.status).toBe(401);
+    expect(await errorOf(revoked)).toMatch(/were revoked, which ends this dashboard session/);
     // A made-up session is unauthorised, not anonymous.
     const fake = await tool(
       'repo_state',

@@ -1,7 +1,11 @@
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ladderBuild } from '../../src/core/index.js';
+import { sh } from '../helpers/temp-repo.js';
 import { launchChromium, OWNER, startWebDaemon, type WebDaemon } from './harness.js';
 import { AGENT, seedLane } from './seed.js';
 
@@ -125,6 +129,17 @@ describe('dashboard in Chromium', () => {
       ask_id: (posted.ask as { ask_id: string }).ask_id,
     });
     await column(page, 'claimed').locator('.card', { hasText: 'Posted by an agent' }).waitFor();
+    // Answering an Ask unblocks those that depend on it, live too.
+    const review = column(page, 'open').locator('.card', { hasText: 'Review the board' });
+    expect(await review.textContent()).toContain('blocked by');
+    await w.call(seeded.agent, 'ask_answer', {
+      lane_id: 'web',
+      ask_id: seeded.ids.board,
+      outcome: 'complete',
+      result: 'done',
+    });
+    await column(page, 'answered').locator('.card', { hasText: 'Lanes board' }).waitFor();
+    await expect.poll(() => review.textContent()).not.toContain('blocked by');
     expect(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).toBe(
       42,
     );
@@ -260,5 +275,30 @@ describe('dashboard in Chromium', () => {
       'src/lease.js added',
     ]);
     expect(await page.locator('.hunk .add').first().textContent()).toContain('+');
+  });
+
+  it('shows the Ladder tree with stale markers, a rung with its anchor, and search', async () => {
+    const w = await daemon();
+    const repo = w.daemon.repos.get(w.key)!;
+    await ladderBuild(repo, { actor: OWNER });
+    const token = await w.token(OWNER);
+    const page = await signedIn(w, token, '#/ladder/README.md');
+    await page.locator('.rung').waitFor();
+    const anchor = sh(w.dir, 'rev-parse', 'HEAD');
+    expect(await page.locator('.rung code[title]').getAttribute('title')).toBe(anchor);
+    expect(await page.locator('.rung .fresh').textContent()).toBe('current');
+    expect(await page.locator('.tree .stale').count()).toBe(0);
+    // README.md changes on the branch: its rung (and the folders above) are stale now.
+    writeFileSync(join(w.dir, 'README.md'), '# demo\n\nChanged after the Ladder was built.\n');
+    sh(w.dir, 'commit', '-q', '-am', 'change the README');
+    await page.reload();
+    await expect.poll(() => page.locator('.rung .stale').count()).toBe(1);
+    expect(await page.locator('.tree .stale').count()).toBeGreaterThan(0);
+    await page.getByLabel('Search the Ladder').fill('demo');
+    await page.getByRole('button', { name: 'Search' }).click();
+    const hits = page.getByRole('list', { name: 'Search results' });
+    await expect.poll(() => hits.textContent()).toContain(w.key);
+    await hits.getByRole('link', { name: 'README.md' }).click();
+    await expect.poll(() => page.url()).toContain('#/ladder/README.md');
   });
 });

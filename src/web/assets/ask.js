@@ -163,6 +163,13 @@ export function AskView({ laneId, askId, me }) {
       </details>`
     }
     ${
+      ask.cancelled &&
+      html`<div class="panel answer">
+        <strong>cancelled</strong> by ${ask.cancelled.by}, ${ago(ask.cancelled.at, now)}
+        ${ask.cancelled.reason && html`<pre>${ask.cancelled.reason}</pre>`}
+      </div>`
+    }
+    ${
       ask.answer &&
       html`<div class="panel answer">
         <strong>${ask.answer.outcome}</strong> by ${ask.answer.answered_by}

@@ -24,6 +24,7 @@ function Card({ ask, now }) {
         >`
       }
       ${ask.answer && html`<span class="outcome">${ask.answer.outcome}</span>`}
+      ${ask.state === 'cancelled' && html`<span class="outcome cancelled">cancelled</span>`}
       ${
         blocked.length > 0 &&
         html`<span class="blocked" title=${blocked.map((b) => b.ask_id).join(', ')}
@@ -155,7 +156,11 @@ export function Board({ laneId, me, lanes }) {
     reload.current = () => load(false);
     const off = onCommit(async (commit) => {
       if (commit.ref !== `refs/zz/lanes/${laneId}`) return;
-      const ids = [...askIdsOf(commit)];
+      const touched = askIdsOf(commit);
+      // Asks that depend on a touched one show its state in blocked_by: refresh them too.
+      for (const a of asks.current.values())
+        if (a.depends_on?.some((d) => touched.has(d))) touched.add(a.ask_id);
+      const ids = [...touched];
       // With ask_get, fetch just the Asks that changed (and those they block); else re-page.
       if (ids.length > 0 && ids.length <= 20 && (await hasTool('ask_get'))) {
         try {
@@ -203,7 +208,7 @@ export function Board({ laneId, me, lanes }) {
       ${
         summary &&
         html`<span class="counts"
-          >${`${summary.counts.open} open · ${summary.counts.claimed} claimed · ${summary.counts.answered} answered`}</span
+          >${`${summary.counts.open} open · ${summary.counts.claimed} claimed · ${summary.counts.answered} answered${summary.counts.cancelled ? ` · ${summary.counts.cancelled} cancelled` : ''}`}</span
         >`
       }
       <div class="filters" role="group" aria-label="Filters">

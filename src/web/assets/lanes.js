@@ -4,15 +4,27 @@ import { call } from './api.js';
 export const FIRST_PAGE = 200;
 export const PAGE = 1000;
 
+// lane_get pages by offset (next_asks_offset) on newer daemons and by cursor on older ones;
+// `next` is whichever the daemon gave, passed back the same way. A page may also end early
+// (the daemon caps a response's size), so always follow `next` rather than counting.
+const nextOf = (offset, cursor) =>
+  typeof offset === 'number' ? offset : typeof cursor === 'string' ? cursor : null;
+const pageArg = (name, next) =>
+  next === null || next === undefined
+    ? {}
+    : typeof next === 'number'
+      ? { [`${name}_offset`]: next }
+      : { [`${name}_cursor`]: next };
+
 /** One page of a Lane's Asks (no history): {lane, asks, next} where next is null at the end. */
 export async function askPage(laneId, next, limit) {
   const r = await call('lane_get', {
     lane_id: laneId,
     include_history: false,
     asks_limit: limit,
-    ...(next ? { asks_cursor: next } : {}),
+    ...pageArg('asks', next),
   });
-  return { lane: r.lane, asks: r.asks, next: r.next_asks_cursor ?? null };
+  return { lane: r.lane, asks: r.asks, next: nextOf(r.next_asks_offset, r.next_asks_cursor) };
 }
 
 /** One page of a Lane's history. */
@@ -21,9 +33,9 @@ export async function historyPage(laneId, next, limit = PAGE) {
     lane_id: laneId,
     asks_limit: 1,
     history_limit: limit,
-    ...(next ? { history_cursor: next } : {}),
+    ...pageArg('history', next),
   });
-  return { history: r.history, next: r.next_history_cursor ?? null };
+  return { history: r.history, next: nextOf(r.next_history_offset, r.next_history_cursor) };
 }
 
 /** Calls onPage for each page of Asks, the first one small so the first screen comes fast. */

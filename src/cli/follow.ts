@@ -1,0 +1,60 @@
+import type { Argv } from 'yargs';
+import { connect } from './client.js';
+import { jsonText, neutralize } from './terminal.js';
+import type { CliIO } from './io.js';
+
+// `zz lane events --follow`: long-polls lane_events (wait_ms) in a loop and prints each event
+// as it arrives, one line each (one JSON object a line with --json), until Ctrl-C. Through a
+// daemon or in-process alike; Ctrl-C aborts the poll in flight.
+
+const WAIT_MS = 25_000;
+
+export function addFollowOption(c: Argv): Argv {
+  return c.option('follow', {
+    alias: 'f',
+    type: 'boolean',
+    describe: 'Keep printing new events as they happen, until Ctrl-C',
+  });
+}
+
+function line(e: Record<string, unknown>): string {
+  const cols = [e.time, e.lane_id, e.op, e.actor, e.ask_id ?? '-'];
+  return cols.map((v) => neutralize(String(v ?? '-'))).join('  ');
+}
+
+export async function followEvents(
+  io: CliIO,
+  args: Record<string, unknown>,
+  json: boolean,
+): Promise<void> {
+  const client = await connect({ cwd: io.cwd, env: io.env });
+  const abort = new AbortController();
+  let stopped = false;
+  void io.stopSignal?.then(() => {
+    stopped = true;
+    abort.abort();
+  });
+  let cursor = args.cursor as string | undefined;
+  try {
+    if (!json) io.stdout('TIME  LANE_ID  OP  ACTOR  ASK_ID\n');
+    while (!stopped) {
+      let r: Record<string, unknown>;
+      try {
+        r = await client.call(
+          'lane_events',
+          { ...args, ...(cursor ? { cursor } : {}), wait_ms: args.wait_ms ?? WAIT_MS },
+          { signal: abort.signal },
+        );
+      } catch (e) {
+        if (stopped) break;
+        throw e;
+      }
+      for (const e of (r.events as Array<Record<string, unknown>> | undefined) ?? []) {
+        io.stdout(json ? jsonText(e, 0) + '\n' : line(e) + '\n');
+      }
+      cursor = r.next_cursor as string;
+    }
+  } finally {
+    client.close();
+  }
+}

@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
+import type { OpRecord } from '../../src/store/index.js';
+import { parsedLaneOp } from '../helpers/core-fixture.js';
+
+// The guarded apply (DESIGN §7) on logs a merge can produce: ops that each replica's daemon
+// allowed, folded together in publication order.
+
+let n = 0;
+const T0 = Date.parse('2026-12-01T00:00:00Z');
+function op(
+  actor: string,
+  spec: Pick<OpRecord, 'op' | 'args'> & { out?: OpRecord['out'] },
+  secs = n,
+): OpRecord {
+  n++;
+  return {
+    id: `op-${String(n).padStart(8, '0')}`,
+    actor,
+    lamport: n,
+    time: new Date(T0 + secs * 1000).toISOString(),
+    ...spec,
+  };
+}
+function fold(ops: OpRecord[]): { s: LaneState; touched: string[] } {
+  const s = laneCodec.empty();
+  const touched: string[] = [];
+  for (const o of ops) touched.push(...laneCodec.apply(s, parsedLaneOp(o)));
+  return { s, touched };
+}
+const ASK = 'ask-00000000aa';
+const base = () => [
+  op('o@x', { op: 'lane_propose', args: { lane_id: 'l', title: 'L' } }),
+  op('o@x', {
+    op: 'ask_post',
+    args: { lane_id: 'l', kind: 'work', title: 'x' },
+    out: { ask_id: ASK },
+  }),
+];
+const claim = (actor: string, secs: number) =>
+  op(
+    actor,
+    {
+      op: 'ask_claim',
+      args: { lane_id: 'l', ask_id: ASK, lease_seconds: 60 },
+      out: { lease_expires_at: new Date(T0 + (secs + 60) * 1000).toISOString() },
+    },
+    secs,
+  );
+const answer = (actor: string, outcome: 'complete' | 'deny', followUps: string[] = []) =>
+  op(actor, {
+    op: 'ask_answer',
+    args: { lane_id: 'l', ask_id: ASK, outcome, result: outcome },
+    out: { follow_ups: followUps },
+  });
+
+describe('guarded fold', () => {
+  it('a second answer from another replica is kept and raises resolve_conflict; its follow-ups are not posted', () => {
+    // The same agent held the claim on two machines (a renewal offline) and answered on both.
+    const follow = 'ask-00000000bb';
+    const { s, touched } = fold([
+      ...base(),
+      claim('a@x[claude]', 10),
+      answer('a@x[claude]', 'complete'),
+      answer('a@x[claude]', 'deny', [follow]),
+      op('zz@localhost', {
+        op: 'ask_post',
+        args: {
+          lane_id: 'l',
+          kind: 'review',
+          title: 'r',
+          origin: { ask_id: ASK, reason: 'review' },
+        },
+        out: { ask_id: follow },
+      }),
+    ]);
+    expect(s.asks.get(ASK)!.answer!.outcome).toBe('complete');
+    const conflict = [...s.asks.values()].find((a) => a.kind === 'resolve_conflict')!;
+    expect(conflict.origin).toEqual({ ask_id: ASK, reason: 'resolve_conflict' });
+    expect(conflict.payload).toMatchObject({
+      conflicting: { outcome: 'deny', answered_by: 'a@x[claude]' },
+    });
+    expect(touched).toContain(`asks/${conflict.ask_id.slice(4, 6)}/${conflict.ask_id}.json`);
+    expect(s.asks.has(follow)).toBe(false);
+    expect(s.rejected.map((r) => r.reason)).toEqual([
+      'conflicting_answer',
+      'follow_up_of_refused_answer',
+    ]);
+  });
+
+  it('a claim lands only on an open Ask or an expired lease; release and answer only from the holder', () => {
+    const { s } = fold([
+      ...base(),
+      claim('a@x', 10),
+      claim('b@x', 20), // a's lease runs to 70: lost
+      op('b@x', { op: 'ask_release', args: { lane_id: 'l', ask_id: ASK } }), // not the holder
+      answer('b@x', 'complete'), // not the holder
+      claim('c@x', 71), // a's lease expired at 70
+    ]);
+    expect(s.asks.get(ASK)!.holder).toBe('c@x');
+    expect(s.rejected.map((r) => [r.reason, r.actor, r.winner ?? null])).toEqual([
+      ['claim_lost', 'b@x', 'a@x'],
+      ['not_holder', 'b@x', 'a@x'],
+      ['not_holder', 'b@x', 'a@x'],
+    ]);
+  });
+});

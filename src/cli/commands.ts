@@ -97,18 +97,19 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
 }
 
 export function hookCommand(y: Argv, io: CliIO): Argv {
-  return y.command(
-    'hook <name> [args..]',
-    false as unknown as string,
+  // A module object: its `describe: false` hides the command from --help without a cast.
+  return y.command({
+    command: 'hook <name> [args..]',
+    describe: false,
     // git decides what a hook is passed (post-merge: the squash flag; post-rewrite: "rebase"
     // or "amend"); accept all of it. A hook must never make `git pull` look failed: this
     // command reports on stderr and exits 0 whatever happens.
-    (c: Argv) =>
+    builder: (c: Argv) =>
       c
         .positional('name', { type: 'string' })
         .positional('args', { type: 'string', array: true })
         .strict(false),
-    async (a) => {
+    handler: async (a) => {
       const name = String(a.name);
       if (name === 'post-rewrite' && (a.args as string[] | undefined)?.[0] !== 'rebase') return;
       if (name !== 'post-merge' && name !== 'post-rewrite') {
@@ -133,7 +134,7 @@ export function hookCommand(y: Argv, io: CliIO): Argv {
         io.stderr(`zz hook: ${neutralize((e as Error).message)}\n`);
       }
     },
-  );
+  });
 }
 
 export function mcpCommand(y: Argv, io: CliIO): Argv {

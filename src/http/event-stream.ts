@@ -126,6 +126,7 @@ export function openEventStream(
             {
               ref: laneRef(first.lane_id),
               revision: first.revision,
+              // as unknown as: history entries carry `op` as a string; they were typed ops when logged.
               ops: ops as unknown as CommitEvent['ops'],
             },
             false,

@@ -55,6 +55,7 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
 ): ToolDef {
   // The registry holds tools of every input type; runTool parses args with def.input before
   // calling def.handler, so the handler only ever sees the z.infer<I> it was typed with.
+  // as unknown as: ToolDef is invariant in I/O (handler parameter), so no widening is sound to TS.
   return def as unknown as ToolDef;
 }
 

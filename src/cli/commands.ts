@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
 import { knownError, ZzError } from '../errors.js';
 import { gitUserEmail } from '../core/identity.js';
+import { DEFAULT_PORT } from '../local/paths.js';
 import type { CliIO } from './io.js';
 import { print } from './format.js';
 import { neutralize } from './terminal.js';
@@ -72,7 +73,11 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
     'Run the zz daemon for this checkout in the foreground',
     (c: Argv) =>
       c
-        .option('port', { type: 'number', default: 7433, describe: 'Port (0 picks a free one)' })
+        .option('port', {
+          type: 'number',
+          default: DEFAULT_PORT,
+          describe: 'Port (0 picks a free one)',
+        })
         .option('host', {
           type: 'string',
           default: '127.0.0.1',

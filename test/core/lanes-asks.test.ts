@@ -189,6 +189,33 @@ describe('asks', () => {
     );
   });
 
+  it('ask_release takes an optional bounded reason, recorded in the op and shown in history', async () => {
+    const { repo, ask } = await laneWithWork();
+    await call(repo, BOB, 'ask_claim', { lane_id: 'feat', ask_id: ask.ask_id });
+    await rejects(
+      call(repo, BOB, 'ask_release', {
+        lane_id: 'feat',
+        ask_id: ask.ask_id,
+        reason: 'x'.repeat(2_001),
+      }),
+      'invalid_argument',
+      /reason/,
+    );
+    await call(repo, BOB, 'ask_release', {
+      lane_id: 'feat',
+      ask_id: ask.ask_id,
+      reason: 'model gave up: tests fail',
+    });
+    await call(repo, BOB, 'ask_claim', { lane_id: 'feat', ask_id: ask.ask_id });
+    await call(repo, BOB, 'ask_release', { lane_id: 'feat', ask_id: ask.ask_id });
+    const got = await call(repo, ALICE, 'lane_get', { lane_id: 'feat' });
+    const releases = got.history.filter((h: { op: string }) => h.op === 'ask_release');
+    expect(releases.map((h: { args: { reason?: string } }) => h.args.reason)).toEqual([
+      'model gave up: tests fail',
+      undefined,
+    ]);
+  });
+
   it('an expired lease makes the Ask claimable again, visibly in history; the old holder cannot answer', async () => {
     const { repo, clock, ask } = await laneWithWork();
     await call(repo, BOB, 'ask_claim', { lane_id: 'feat', ask_id: ask.ask_id, lease_seconds: 10 });

@@ -100,6 +100,20 @@ export default tseslint.config(
     },
   },
   {
+    // Even where spawning is allowed, `git` itself is run only from src/git/.
+    files: ['src/**/*.ts'],
+    ignores: ['src/git/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[arguments.0.value='git']",
+          message: 'Run git only from src/git/ (add a typed function there).',
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**', 'bench/**', 'src/cli/**', 'src/http/log*.ts'],
     rules: { 'no-console': 'off' },
   },

@@ -1,9 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
-import { gitEnv } from '../git/native-git.js';
+import { commonGitDirSync } from '../git/native-git.js';
 import { credentialsFile } from '../local/paths.js';
 import { NO_LADDER_HINT, mayLackLadder, print } from './format.js';
 import { neutralize } from './terminal.js';
@@ -13,8 +12,8 @@ import type { CliIO } from './io.js';
 // tool commands' flags come from dist/cli/tool-manifest.json (written by the build). Anything
 // unusual — help, an unknown flag, no daemon, no token, a refused connection — returns null
 // and the full command table handles it, so this path never decides an error on its own
-// except the daemon's own answer. It asks git for the common dir itself (one spawn with
-// git's scrubbed environment) rather than through core: loading core here would cost more
+// except the daemon's own answer. It asks git/ for the common dir directly
+// (commonGitDirSync, one spawn) rather than through core: loading core here would cost more
 // than the call it saves.
 
 interface ManifestOption {
@@ -115,19 +114,8 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
   if (!tool) return null;
   const parsed = parseFlags(tool, argv.slice(2));
   if (!parsed) return null;
-  let gitdir: string;
-  try {
-    gitdir = execFileSync('git', ['rev-parse', '--path-format=absolute', '--git-common-dir'], {
-      cwd: io.cwd,
-      env: gitEnv(),
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-    // The same path core's discoverRepository gives: credentials are keyed by it.
-    gitdir = realpathSync(gitdir);
-  } catch {
-    return null;
-  }
+  const gitdir = commonGitDirSync(io.cwd);
+  if (gitdir === null) return null;
   let info: { pid?: unknown; url?: unknown; repo?: unknown };
   try {
     info = JSON.parse(readFileSync(join(gitdir, 'zz', 'daemon.json'), 'utf8')) as typeof info;

@@ -45,8 +45,8 @@ describe('the CLI fast path to a running daemon', () => {
       // Without a daemon the same command runs in-process.
       const times: number[] = [];
       for (let i = 0; i < 5; i++) times.push((await zz(dir, env, ['lane', 'list'])).ms);
+      // Printed, not asserted: timings belong in bench/cli-startup.ts.
       console.log(`zz lane list through the daemon: median ${median(times).toFixed(0)} ms`);
-      expect(median(times)).toBeLessThan(2_000);
       served.child.kill('SIGTERM');
       await served.exited;
       const offline = await zz(dir, env, ['lane', 'list', '--json']);

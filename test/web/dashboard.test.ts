@@ -266,8 +266,9 @@ describe('dashboard in Chromium', () => {
     await page.locator('.graph').waitFor();
     expect(await page.locator('.payload').textContent()).toContain('"estimate": "S"');
     const blocks = page.locator('.graph-col', { hasText: 'Blocks' });
-    expect(await blocks.locator('.dep').count()).toBe(2);
-    expect(await page.locator('.history li').count()).toBe(2); // posted, claimed
+    // What it blocks and its history arrive after the Ask (the Lane is read page by page).
+    await expect.poll(() => blocks.locator('.dep').count()).toBe(2);
+    await expect.poll(() => page.locator('.history li').count()).toBe(2); // posted, claimed
     await page.goto(`${w.url}/#/ask/web/${seeded.ids.fix}`);
     await page.locator('.diff-file').first().waitFor();
     expect(await page.locator('.diff-file summary').allTextContents()).toEqual([

@@ -6,19 +6,22 @@ import { askIdsOf, onCommit } from './live.js';
 import { askPage, historyPage, PAGE } from './lanes.js';
 import { ago, countdown, ErrorBox, html, useNow } from './ui.js';
 
-/** The Ask, the Asks that depend on it, and its history, reading the Lane page by page. */
-async function loadAsk(laneId, askId) {
+/**
+ * The Ask, the Asks that depend on it, and its history. With ask_get the Ask shows at once;
+ * what it blocks and its history need the Lane read page by page, and arrive after it
+ * (onUpdate is called with each step: blocks and history stay null until read).
+ */
+async function loadAsk(laneId, askId, onUpdate, isCancelled) {
   let ask = null;
-  let history = null;
   if (await hasTool('ask_get')) {
-    const r = await call('ask_get', { lane_id: laneId, ask_id: askId });
-    ask = r.ask ?? r;
-    if (Array.isArray(r.history)) history = r.history;
+    ask = (await call('ask_get', { lane_id: laneId, ask_id: askId })).ask;
+    if (!isCancelled()) onUpdate({ ask, blocks: null, history: null });
   }
   const blocks = [];
   let next = null;
   do {
     const page = await askPage(laneId, next, PAGE);
+    if (isCancelled()) return;
     for (const a of page.asks) {
       if (a.ask_id === askId) ask ??= a;
       if (a.depends_on?.includes(askId)) blocks.push(a);
@@ -26,16 +29,16 @@ async function loadAsk(laneId, askId) {
     next = page.next;
   } while (next);
   if (!ask) throw new Error(`no Ask ${askId} in lane ${laneId}`);
-  if (!history) {
-    history = [];
-    let hnext = null;
-    do {
-      const page = await historyPage(laneId, hnext);
-      for (const h of page.history) if (h.ask_id === askId) history.push(h);
-      hnext = page.next;
-    } while (hnext);
-  }
-  return { ask, blocks, history };
+  onUpdate({ ask, blocks, history: null });
+  const history = [];
+  let hnext = null;
+  do {
+    const page = await historyPage(laneId, hnext);
+    if (isCancelled()) return;
+    for (const h of page.history) if (h.ask_id === askId) history.push(h);
+    hnext = page.next;
+  } while (hnext);
+  onUpdate({ ask, blocks, history });
 }
 
 function AskLink({ a }) {
@@ -62,8 +65,9 @@ function DependencyGraph({ ask, blocks }) {
     <div class="graph-arrow" aria-hidden="true">→</div>
     <div class="graph-col">
       <h4>Blocks</h4>
-      ${blocks.length === 0 && html`<p class="muted">nothing</p>`}
-      ${blocks.map((b) => html`<${AskLink} a=${b} />`)}
+      ${blocks === null && html`<p class="muted">reading the Lane…</p>`}
+      ${blocks?.length === 0 && html`<p class="muted">nothing</p>`}
+      ${(blocks ?? []).map((b) => html`<${AskLink} a=${b} />`)}
     </div>
   </section>`;
 }
@@ -109,10 +113,12 @@ export function AskView({ laneId, askId, me }) {
   const now = useNow();
   useEffect(() => {
     let live = true;
-    loadAsk(laneId, askId).then(
+    loadAsk(
+      laneId,
+      askId,
       (d) => live && (setData(d), setError(null)),
-      (e) => live && setError(e),
-    );
+      () => !live,
+    ).catch((e) => live && setError(e));
     const off = onCommit((c) => {
       if (c.ref === `refs/zz/lanes/${laneId}` && askIdsOf(c).size > 0) setTick((t) => t + 1);
     });
@@ -172,8 +178,8 @@ export function AskView({ laneId, askId, me }) {
     ${
       ask.answer &&
       html`<div class="panel answer">
-        <strong>${ask.answer.outcome}</strong> by ${ask.answer.answered_by}
-        ${ago(ask.answer.answered_at, now)}
+        <strong>${ask.answer.outcome}</strong>
+        ${` by ${ask.answer.answered_by}, ${ago(ask.answer.answered_at, now)}`}
         ${ask.answer.result && html`<pre>${ask.answer.result}</pre>`}
       </div>`
     }
@@ -185,8 +191,9 @@ export function AskView({ laneId, askId, me }) {
         <${Diff} changesetId=${changeset} />`
     }
     <h3>History</h3>
+    ${history === null && html`<p class="muted">Reading the history…</p>`}
     <ol class="history">
-      ${history.map(
+      ${(history ?? []).map(
         (hi) =>
           html`<li>
             <time datetime=${hi.time} title=${hi.time}>${ago(hi.time, now)}</time>

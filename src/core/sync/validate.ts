@@ -5,7 +5,7 @@ import {
   type OpParse,
   type OpRecord,
 } from '../../schema/index.js';
-import { parseOpMessage, type CommitRecord } from '../../store/index.js';
+import { parseOpMessage, ROOT_MESSAGE, type CommitRecord } from '../../store/index.js';
 import type { SyncCommit } from './ports.js';
 
 // Validation of what arrives by fetch (DESIGN §7): trailers and the op block parse, every op is
@@ -22,7 +22,7 @@ const OP_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const OP_ID = /^[0-9a-z][0-9a-z.-]{7,95}$/;
 
 export const MERGE_OP = 'merge';
-export const ROOT_MARK = 'zz root';
+export const ROOT_MARK = ROOT_MESSAGE;
 
 export interface ParsedCommit extends CommitRecord {
   merge: boolean;

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
 import { knownError, ZzError } from '../errors.js';
 import { gitUserEmail } from '../core/identity.js';
+import { DEFAULT_PORT } from '../local/paths.js';
 import type { CliIO } from './io.js';
 import { print } from './format.js';
 import { neutralize } from './terminal.js';
@@ -78,7 +79,11 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
     'Run the zz daemon for this checkout in the foreground',
     (c: Argv) =>
       c
-        .option('port', { type: 'number', default: 7433, describe: 'Port (0 picks a free one)' })
+        .option('port', {
+          type: 'number',
+          default: DEFAULT_PORT,
+          describe: 'Port (0 picks a free one)',
+        })
         .option('host', {
           type: 'string',
           default: '127.0.0.1',
@@ -103,18 +108,19 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
 }
 
 export function hookCommand(y: Argv, io: CliIO): Argv {
-  return y.command(
-    'hook <name> [args..]',
-    false as unknown as string,
+  // A module object: its `describe: false` hides the command from --help without a cast.
+  return y.command({
+    command: 'hook <name> [args..]',
+    describe: false,
     // git decides what a hook is passed (post-merge: the squash flag; post-rewrite: "rebase"
     // or "amend"); accept all of it. A hook must never make `git pull` look failed: this
     // command reports on stderr and exits 0 whatever happens.
-    (c: Argv) =>
+    builder: (c: Argv) =>
       c
         .positional('name', { type: 'string' })
         .positional('args', { type: 'string', array: true })
         .strict(false),
-    async (a) => {
+    handler: async (a) => {
       const name = String(a.name);
       if (name === 'post-rewrite' && (a.args as string[] | undefined)?.[0] !== 'rebase') return;
       if (name !== 'post-merge' && name !== 'post-rewrite') {
@@ -139,7 +145,7 @@ export function hookCommand(y: Argv, io: CliIO): Argv {
         io.stderr(`zz hook: ${neutralize((e as Error).message)}\n`);
       }
     },
-  );
+  });
 }
 
 export function mcpCommand(y: Argv, io: CliIO): Argv {

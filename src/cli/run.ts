@@ -47,6 +47,7 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
     .fail((msg: string | null, err: Error | undefined) => {
       if (err) throw err;
       // yargs narrows its options to the command being parsed: the flags it knows there.
+      // as unknown as: getOptions() exists at runtime in yargs 18 but @types/yargs omits it.
       const known = (
         y as unknown as { getOptions(): { key: Record<string, unknown> } }
       ).getOptions();

@@ -31,7 +31,7 @@ function unwrap(t: z.ZodType): { inner: z.ZodType; optional: boolean } {
       cur instanceof z.ZodDefault
     ) {
       optional = optional || cur instanceof z.ZodOptional || cur instanceof z.ZodDefault;
-      cur = (cur as unknown as { unwrap(): z.ZodType }).unwrap();
+      cur = cur.unwrap() as z.ZodType;
       continue;
     }
     return { inner: cur, optional };

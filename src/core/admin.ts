@@ -1,21 +1,11 @@
 import { ZzError } from '../errors.js';
-import {
-  assertSelf,
-  isCoordinator,
-  isMaintainer,
-  isOwner,
-  requireCaller,
-  type Caller,
-} from './access.js';
-import {
-  laneList,
-  mutationOpts,
-  type CorruptEntity,
-  type WriteMeta,
-  type WriteOpts,
-} from './lanes.js';
+import { isCoordinator, isMaintainer, isOwner, type Caller } from './access.js';
+import { laneList, type CorruptEntity, type WriteMeta, type WriteOpts } from './lanes.js';
+import { writeOp } from './write-op.js';
 import type { ZzRepo } from './zz-repo.js';
 import type { ConfigDoc } from '../schema/config.js';
+import type { ConfigOp } from '../schema/config-ops.js';
+import type { OpSpec } from '../store/index.js';
 
 // Repo-level use cases: initialise zz state, grant ownership, and discovery.
 
@@ -29,7 +19,10 @@ export type InitArgs = {
   signed?: boolean;
 };
 
-/** Creates refs/zz/config and lane _repo when missing; adopts what exists. Idempotent. */
+/**
+ * Creates refs/zz/config and lane _repo when missing; adopts what exists. Idempotent.
+ * Not a writeOp: there is no caller yet (the owner is an argument) and no config to require.
+ */
 export async function initRepo(
   repo: ZzRepo,
   args: InitArgs,
@@ -99,14 +92,11 @@ export async function roleGrant(
   callerIn: Caller | null,
   args: RoleGrantArgs,
 ): Promise<{ owners: string[] } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  await repo.requireConfig();
   const revoke = args.revoke ?? false;
-  const r = await repo.config.mutate({
-    ...mutationOpts(caller, args),
-    request: { tool: 'role_grant', args: { grantee: args.grantee, role: args.role, revoke } },
-    decide: (s) => {
+  const r = await writeOp(repo, callerIn, repo.config, args, {
+    tool: 'role_grant',
+    request: { grantee: args.grantee, role: args.role, revoke },
+    decide: (s, { caller }): OpSpec<ConfigOp> => {
       const c = s.config!;
       if (!isOwner(c, caller.actor))
         throw new ZzError('forbidden', 'only an owner may grant or revoke ownership');

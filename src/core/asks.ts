@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
+import { LIMITS } from '../schema/limits.js';
 import {
   assertSelf,
   inScope,
@@ -362,6 +363,8 @@ export async function askClaimNext(
 export interface AskReleaseArgs extends WriteOpts {
   lane_id: string;
   ask_id: string;
+  /** Why the claim is given back (shown in the Lane's history); at most LIMITS.reason. */
+  reason?: string;
 }
 
 export async function askRelease(
@@ -371,7 +374,12 @@ export async function askRelease(
 ): Promise<{ ask: AskView } & WriteMeta> {
   const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
     tool: 'ask_release',
-    request: { lane_id: args.lane_id, ask_id: args.ask_id },
+    // No reason, no key: a release without one hashes as it always did (idempotency replays).
+    request: {
+      lane_id: args.lane_id,
+      ask_id: args.ask_id,
+      ...(args.reason === undefined ? {} : { reason: args.reason }),
+    },
     decide: (s, { caller, config }): LaneOpSpec => {
       const lane = laneOf(s, args.lane_id);
       const ask = getAsk(s, args.lane_id, args.ask_id);
@@ -387,7 +395,11 @@ export async function askRelease(
       return {
         op: 'ask_release',
         summary: `ask_release ${ask.ask_id} by ${caller.actor}`,
-        args: { lane_id: args.lane_id, ask_id: ask.ask_id },
+        args: {
+          lane_id: args.lane_id,
+          ask_id: ask.ask_id,
+          ...(args.reason === undefined ? {} : { reason: args.reason.slice(0, LIMITS.reason) }),
+        },
         out: { previous_holder: ask.holder },
       };
     },

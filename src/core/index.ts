@@ -1,5 +1,6 @@
 // Use cases: lanes, asks, workflow follow-ups, events, roles, repo setup. Callers pass a ZzRepo
-// and the authenticated Caller; core enforces every rule. It knows nothing of HTTP, MCP or CLI.
+// and the authenticated Caller; core enforces every rule. It knows nothing of HTTP, MCP or CLI,
+// and builds no git command line (git/ does).
 export * from './access.js';
 export * from './admin.js';
 export * from './ask-list.js';

@@ -57,10 +57,8 @@ export async function lanePropose(
   callerIn: Caller | null,
   args: LaneProposeArgs,
 ): Promise<{ lane: LaneView } & WriteMeta> {
+  // The id derives from the caller, so it is needed before writeOp checks the rest.
   const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  assertSelf(caller, args.from, 'from');
-  await repo.requireConfig();
   // Without a lane_id, a retry with the same key must land on the same Lane: derive the id.
   const laneId =
     args.lane_id ??
@@ -71,10 +69,6 @@ export async function lanePropose(
           .digest('hex')
           .slice(0, 10)
       : 'lane-' + randomBytes(5).toString('hex'));
-  for (const rel of args.related_lanes ?? []) {
-    if (!(await repo.lane(rel).read()).state.lane)
-      throw new ZzError('not_found', `related lane ${rel} does not exist`);
-  }
   const {
     lane_id: _l,
     actor: _a,
@@ -83,10 +77,17 @@ export async function lanePropose(
     expected_revision: _r,
     ...rest
   } = args;
-  const r = await repo.lane(laneId).mutate({
-    ...mutationOpts(caller, args),
-    request: { tool: 'lane_propose', args: rest },
-    decide: (s) => {
+  const r = await writeOp(repo, caller, repo.lane(laneId), args, {
+    tool: 'lane_propose',
+    request: rest,
+    ...(args.from === undefined ? {} : { from: args.from }),
+    check: async () => {
+      for (const rel of args.related_lanes ?? []) {
+        if (!(await repo.lane(rel).read()).state.lane)
+          throw new ZzError('not_found', `related lane ${rel} does not exist`);
+      }
+    },
+    decide: (s): LaneOpSpec => {
       if (s.lane)
         throw new ZzError('conflict', `lane ${laneId} already exists`, { lane_id: laneId });
       return {
@@ -180,7 +181,8 @@ export async function laneGet(
   const aStart = startOf(args.asks_offset, args.asks_cursor, 'asks');
   const aEnd = pageEnd(all, aStart, args.asks_limit);
   const asks = askViews(snap.state, all.slice(aStart, aEnd), now);
-  const fullHistory = args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
+  const fullHistory =
+    args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
   const hStart = startOf(args.history_offset, args.history_cursor, 'history');
   const hEnd = pageEnd(fullHistory, hStart, args.history_limit);
   const nextAsks = aEnd < all.length ? aEnd : null;

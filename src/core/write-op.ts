@@ -34,6 +34,12 @@ export interface WriteOpSpec<S, R, Op extends OpRecord> {
   request: unknown;
   /** Values the caller passed as claims about who they are (`from`), beside `actor`. */
   from?: string;
+  /**
+   * Reads of other entities the write depends on (e.g. that related Lanes exist), run after
+   * the caller and config checks and before the mutation. Not atomic with it: decide() must
+   * still hold every rule about the entity it writes.
+   */
+  check?(ctx: Omit<WriteContext, 'meta'>): Promise<void>;
   decide(state: S, ctx: WriteContext): OpSpec<Op> | Array<OpSpec<Op>>;
   result(state: S, op: Op | null): R;
 }
@@ -52,6 +58,7 @@ export async function writeOp<S, R, Op extends OpRecord>(
   assertSelf(caller, opts.actor, 'actor');
   assertSelf(caller, spec.from, 'from');
   const config = await repo.requireConfig();
+  await spec.check?.({ caller, config });
   return entity.mutate({
     actor: caller.actor,
     ...(opts.idempotency_key === undefined ? {} : { idempotencyKey: opts.idempotency_key }),

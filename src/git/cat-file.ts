@@ -112,6 +112,7 @@ class BatchProcess {
   // an unref'd pipe with a waiter would let Node exit before the answer arrives.
   private setRef(on: boolean): void {
     const p = this.proc;
+    // as unknown as: the pipes are net.Sockets (ref/unref) but typed as plain streams.
     for (const h of [p, p.stdout, p.stderr, p.stdin] as unknown as Array<{
       ref?: () => void;
       unref?: () => void;

@@ -79,7 +79,7 @@ export const askClaimOp = opSchema(
 
 export const askReleaseOp = opSchema(
   'ask_release',
-  { lane_id: laneId, ask_id: askId },
+  { lane_id: laneId, ask_id: askId, reason: z.string().max(STORED_LIMITS.reason).optional() },
   z.looseObject({ previous_holder: actor.nullable().optional() }).optional(),
 );
 

@@ -143,7 +143,16 @@ export const askTools = [
     summary: 'Give up a claim so that others may take the Ask',
     toolset: 'asks',
     annotations: WRITE,
-    input: z.strictObject({ lane_id: laneId, ask_id: askId, ...writeArgs }),
+    input: z.strictObject({
+      lane_id: laneId,
+      ask_id: askId,
+      reason: z
+        .string()
+        .max(LIMITS.reason)
+        .optional()
+        .describe("Why you give it back (shown in the Lane's history)"),
+      ...writeArgs,
+    }),
     output: z.strictObject({ ask: askOut, ...writeMetaOut }),
     handler: (args, ctx) => askRelease(ctx.repo, ctx.caller, args),
   }),

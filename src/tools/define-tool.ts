@@ -34,8 +34,12 @@ export interface ToolContext {
   services?: ToolServices;
 }
 
-export interface ToolDef<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
-  name: string;
+export interface ToolDef<
+  I extends z.ZodObject = z.ZodObject,
+  O extends z.ZodObject = z.ZodObject,
+  N extends string = string,
+> {
+  name: N;
   /** One line: what the tool does. */
   summary: string;
   /** Extra guidance for models (argument meaning, retries). */
@@ -50,12 +54,22 @@ export interface ToolDef<I extends z.ZodObject = z.ZodObject, O extends z.ZodObj
   handler(args: z.infer<I>, ctx: ToolContext): Promise<z.infer<O>>;
 }
 
-export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
-  def: ToolDef<I, O>,
-): ToolDef {
+/** A defined tool: erased to ToolDef for the registry, but still naming its name and output. */
+export type DefinedTool<
+  N extends string = string,
+  O extends z.ZodObject = z.ZodObject,
+> = ToolDef & {
+  readonly name: N;
+  readonly output: O;
+};
+
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject, N extends string>(
+  def: ToolDef<I, O, N>,
+): DefinedTool<NoInfer<N>, NoInfer<O>> {
   // The registry holds tools of every input type; runTool parses args with def.input before
   // calling def.handler, so the handler only ever sees the z.infer<I> it was typed with.
-  return def as unknown as ToolDef;
+  // as unknown as: ToolDef is invariant in I/O (handler parameter), so no widening is sound to TS.
+  return def as unknown as DefinedTool<N, O>;
 }
 
 export const READ: ToolAnnotations = {

@@ -7,6 +7,7 @@ import { ladderTools } from './ladder-tools.js';
 import { Registry } from './run-tool.js';
 import { laneTools } from './lane-tools.js';
 import { tokenTools } from './token-tools.js';
+import type { z } from 'zod';
 import type { ToolDef } from './define-tool.js';
 
 // Every tool zz serves, in the order they are listed to clients.
@@ -22,3 +23,17 @@ export const ALL_TOOLS: readonly ToolDef[] = [
 ];
 
 export const registry = new Registry(ALL_TOOLS);
+
+/** Every tool with its literal name and output schema, for callers that want typed results. */
+type AnyTool =
+  | (typeof laneTools)[number]
+  | (typeof askTools)[number]
+  | (typeof gitTools)[number]
+  | (typeof codeTools)[number]
+  | (typeof ladderTools)[number]
+  | (typeof githubTools)[number]
+  | (typeof adminTools)[number]
+  | (typeof tokenTools)[number];
+export type ToolName = AnyTool['name'];
+/** What the tool named N answers (its output schema's type). */
+export type ToolOutput<N extends ToolName> = z.infer<Extract<AnyTool, { name: N }>['output']>;

@@ -97,13 +97,13 @@ describe('ask_cancel', () => {
     );
     const claimable = await call(repo, BOB, 'ask_query_claimable', { lane_id: 'a' });
     expect(titles(claimable)).toEqual(['a1']);
-    expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask.title).toBe('a1');
+    expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask!.title).toBe('a1');
     expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask).toBeNull();
     // Recorded as an op; counted apart.
     const lane = await call(repo, BOB, 'lane_get', { lane_id: 'a' });
     expect(lane.history.map((h: { op: string }) => h.op)).toContain('ask_cancel');
     const list = await call(repo, BOB, 'lane_list', {});
-    const counts = list.lanes.find((l: { lane_id: string }) => l.lane_id === 'a').counts;
+    const counts = list.lanes.find((l: { lane_id: string }) => l.lane_id === 'a')!.counts;
     expect(counts).toMatchObject({ open: 0, claimed: 1, cancelled: 1, total: 2 });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pageEnd } from '../../src/core/index.js';
 import { LIMITS } from '../../src/schema/index.js';
+import type { ToolOutput } from '../../src/tools/index.js';
 import { ALICE, BOB, call, memoryRepo, rejects } from '../helpers/core-fixture.js';
 
 // Issue 11.3: every stored field is bounded (limits in schema/limits.ts), lane_get pages, and
@@ -75,7 +76,7 @@ describe('lane_get pages', () => {
     let hOff: number | null = 0;
     let pages = 0;
     while (aOff !== null || hOff !== null) {
-      const page = await call(repo, BOB, 'lane_get', {
+      const page: ToolOutput<'lane_get'> = await call(repo, BOB, 'lane_get', {
         lane_id: 'l',
         asks_limit: 5,
         asks_offset: aOff ?? 1_000_000,
@@ -101,7 +102,7 @@ describe('lane_get pages', () => {
       asks_limit: 5,
       asks_cursor: first.next_asks_cursor,
     });
-    expect(viaCursor.asks[0].ask_id).toBe(asks[5]);
+    expect(viaCursor.asks[0]!.ask_id).toBe(asks[5]);
     await rejects(
       call(repo, BOB, 'lane_get', {
         lane_id: 'l',

@@ -67,7 +67,7 @@ async function setup() {
       outcome: 'complete',
       changeset: { base, message, files },
     });
-    const review = ans.follow_ups[0];
+    const review = ans.follow_ups[0]!;
     await call(repo, BOB, 'ask_claim', { lane_id: 'ship', ask_id: review.ask_id });
     const granted = await call(repo, BOB, 'ask_answer', {
       lane_id: 'ship',
@@ -75,7 +75,7 @@ async function setup() {
       outcome: 'grant',
       result: 'lgtm',
     });
-    const submit = granted.follow_ups[0];
+    const submit = granted.follow_ups[0]!;
     expect(submit.kind).toBe('submit_changeset');
     await call(repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: submit.ask_id });
     return { csId: ans.changeset_id as string, askId: submit.ask_id as string };
@@ -139,11 +139,11 @@ describe('commit_changeset', () => {
       changeset_id: csId,
       answered_by: ALICE.actor,
     });
-    expect(r.ask.answer.result).toContain(cs);
+    expect(r.ask.answer!.result).toContain(cs);
     const lane = await call(env.repo, ALICE, 'lane_get', { lane_id: 'ship' });
     const ops = lane.history.map((h: { op: string }) => h.op);
     expect(ops.slice(-2)).toEqual(['commit_changeset', 'ask_answer']);
-    expect(lane.history.at(-2).out).toMatchObject({ commit: cs, previous_head: h0 });
+    expect(lane.history.at(-2)!.out).toMatchObject({ commit: cs, previous_head: h0 });
     // Author: whoever made the changeset; committer: zz. The reflog records the move.
     expect(env.git('log', '-1', '--format=%an <%ae>|%cn <%ce>', 'main')).toBe(
       `${AGENT.actor} <alice@example.com>|zz <zz@localhost>`,
@@ -177,7 +177,7 @@ describe('commit_changeset', () => {
     expect(env.read('a.txt')).toBe('from the agent\n');
     expect(env.read('b.txt')).toBe('from the user\n');
     expect(env.status()).toBe('');
-    expect(r.ask.answer.result).toContain(r.commit);
+    expect(r.ask.answer!.result).toContain(r.commit);
     env.assertFsck();
   });
 
@@ -268,9 +268,9 @@ describe('commit_changeset', () => {
       (await asks(env)).filter((a: { kind: string }) => a.kind === 'resolve_conflict'),
     ).toHaveLength(1);
     // The coordinator resolves it with whole files on the current head, citing that Ask.
-    await call(env.repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: resolve[0].ask_id });
+    await call(env.repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: resolve[0]!.ask_id });
     const r = await env.commit({
-      ask_id: resolve[0].ask_id,
+      ask_id: resolve[0]!.ask_id,
       message: 'Retitle (resolved)',
       expected_head: h1,
       files: [{ path: 'README.md', content: '# agent and user\n' }],

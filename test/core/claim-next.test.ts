@@ -66,11 +66,11 @@ describe('ask_claim_next', () => {
       await call(repo, ALICE, 'ask_post', { lane_id: 'l', kind: 'work', title: t });
     const first = await call(repo, BOB, 'ask_claim_next', { lane_id: 'l', idempotency_key: 'k1' });
     const retry = await call(repo, BOB, 'ask_claim_next', { lane_id: 'l', idempotency_key: 'k1' });
-    expect(retry.ask.ask_id).toBe(first.ask.ask_id);
+    expect(retry.ask!.ask_id).toBe(first.ask!.ask_id);
     expect(retry.replayed).toBe(true);
     expect(first.replayed).toBe(false);
     const other = await call(repo, BOB, 'ask_claim_next', { lane_id: 'l', idempotency_key: 'k2' });
-    expect(other.ask.ask_id).not.toBe(first.ask.ask_id);
+    expect(other.ask!.ask_id).not.toBe(first.ask!.ask_id);
     await rejects(call(repo, null, 'ask_claim_next', { lane_id: 'l' }), 'unauthorized');
     await rejects(call(repo, BOB, 'ask_claim_next', { lane_id: 'nope' }), 'not_found');
   });

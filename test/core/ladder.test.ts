@@ -13,6 +13,7 @@ import {
 } from '../../src/core/index.js';
 import { ALICE, BOB, call, OWNER, rejects } from '../helpers/core-fixture.js';
 import { run } from '../../src/cli/index.js';
+import type { ToolOutput } from '../../src/tools/index.js';
 import { zz, cliEnv } from '../helpers/cli-harness.js';
 import { addFixture, commitFile, FIXTURE_FILES } from '../helpers/ladder-fixture.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -81,7 +82,7 @@ describe('ladder build', () => {
     const byPath = new Map<
       string,
       { kind: string; summary: string; title: string; stale: boolean }
-    >(rungs.map((r: { path: string }) => [r.path, r]));
+    >(rungs.map((r) => [r.path, r]));
     const files = Object.keys(FIXTURE_FILES).filter((p) => p !== 'yarn.lock');
     const folders = ['src', 'src/util', 'docs', 'vendor', 'assets'];
     for (const p of files) expect(byPath.get(p)?.kind, p).toBe('file');
@@ -126,9 +127,9 @@ describe('ladder build', () => {
     expect(r.rung.anchor).toEqual({ commit: head, oid: revParse('HEAD:src/retry.ts') });
     expect(r.rung.generator).toEqual({ method: 'extractive', version: expect.any(String) });
     expect(r.rung.author).toBe(OWNER.actor);
-    expect((await read('src')).rung.anchor.oid).toBe(revParse('HEAD:src'));
-    expect((await read('_repo')).rung.anchor.oid).toBe(revParse('HEAD^{tree}'));
-    expect((await read('_releases/v1.0.0')).rung.anchor.oid).toBe(revParse('v1.0.0^{commit}'));
+    expect((await read('src')).rung.anchor!.oid).toBe(revParse('HEAD:src'));
+    expect((await read('_repo')).rung.anchor!.oid).toBe(revParse('HEAD^{tree}'));
+    expect((await read('_releases/v1.0.0')).rung.anchor!.oid).toBe(revParse('v1.0.0^{commit}'));
     // The ladder tree mirrors the repository.
     const files2 = sh(dir, 'ls-tree', '-r', '--name-only', LADDER_REF).split('\n');
     expect(files2).toContain('src/retry.ts.rung.json');
@@ -201,7 +202,7 @@ describe('ladder build', () => {
       expect(await stale(p), p).toBe(false);
     }
     // Untouched rungs keep their original anchor commit.
-    expect((await read('docs/guide.md')).rung.anchor.commit).toBe(revParse('HEAD~1'));
+    expect((await read('docs/guide.md')).rung.anchor!.commit).toBe(revParse('HEAD~1'));
   });
 
   it('a body-only edit re-anchors the folders above without regenerating them', async () => {
@@ -234,7 +235,7 @@ describe('ladder build', () => {
     expect(op.remove.sort()).toEqual(['docs', 'docs/guide.md']);
     const moved = (await read('manual/guide.md')).rung;
     expect(moved.summary).toBe(guide.summary);
-    expect(moved.anchor.oid).toBe(guide.anchor.oid);
+    expect(moved.anchor!.oid).toBe(guide.anchor!.oid);
     await rejects(read('docs/guide.md'), 'not_found');
     // History keeps the removed rung.
     const h = await call(repo, OWNER, 'ladder_history', { path: 'docs/guide.md' });
@@ -447,8 +448,8 @@ describe('ladder_write_rung', () => {
       lane_id: null,
       generator: { method: 'extractive' },
     });
-    expect(h.revisions[2].summary).toMatch(/with jitter/);
-    expect(h.revisions[3].summary).toMatch(/1 s, 2 s, 4 s/);
+    expect(h.revisions[2]!.summary).toMatch(/with jitter/);
+    expect(h.revisions[3]!.summary).toMatch(/1 s, 2 s, 4 s/);
     const page = await call(repo, OWNER, 'ladder_history', { path: 'src/retry.ts', limit: 3 });
     expect(page.revisions).toHaveLength(3);
     const rest = await call(repo, OWNER, 'ladder_history', {
@@ -488,7 +489,7 @@ describe('ladder reads', () => {
       '',
     ];
     for (const path of hostile) {
-      for (const tool of ['ladder_read', 'ladder_history']) {
+      for (const tool of ['ladder_read', 'ladder_history'] as const) {
         await rejects(call(repo, OWNER, tool, { path }), 'invalid_argument');
       }
       await rejects(
@@ -511,21 +512,16 @@ describe('ladder reads', () => {
     const head = revParse('v1.0.0^{commit}');
     const full = (await read(`_changesets/${head}`)).rung;
     expect(full.detail).toMatch(/Files \(\+added -deleted path\)/);
-    expect(full.detail_chars).toBe(full.detail.length);
+    expect(full.detail_chars).toBe(full.detail!.length);
     const parts: string[] = [];
     let offset: number | null = 0;
     while (offset !== null) {
-      const page: { rung: { detail: string }; next_offset: number | null } = await call(
-        repo,
-        OWNER,
-        'ladder_read',
-        {
-          path: `_changesets/${head}`,
-          offset,
-          limit: 40,
-        },
-      );
-      parts.push(page.rung.detail);
+      const page: ToolOutput<'ladder_read'> = await call(repo, OWNER, 'ladder_read', {
+        path: `_changesets/${head}`,
+        offset,
+        limit: 40,
+      });
+      parts.push(page.rung.detail!);
       offset = page.next_offset;
     }
     expect(parts.length).toBeGreaterThan(2);
@@ -560,14 +556,14 @@ describe('ladder reads', () => {
   it('ladder_search works in-process (a one-off index) and ladder_reindex rebuilds it', async () => {
     const r = await call(repo, OWNER, 'ladder_search', { query: 'cron schedule strings' });
     expect(r.hits[0]).toMatchObject({ repo: 'acme/tern', path: 'src/schedule.ts', kind: 'file' });
-    expect(r.hits[0].anchor.oid).toBe(revParse('HEAD:src/schedule.ts'));
-    expect(r.hits[0].stale).toBe(false);
+    expect(r.hits[0]!.anchor!.oid).toBe(revParse('HEAD:src/schedule.ts'));
+    expect(r.hits[0]!.stale).toBe(false);
     // A commit that changes the file (no rebuild): the hit says its rung is stale.
     const before = readFileSync(join(dir, 'src/schedule.ts'), 'utf8');
     commitFile(dir, 'src/schedule.ts', `${before}\n// touched\n`, 'chore: touch schedule');
     const after = await call(repo, OWNER, 'ladder_search', { query: 'cron schedule strings' });
     const hit = after.hits.find((h: { path: string }) => h.path === 'src/schedule.ts');
-    expect(hit.stale).toBe(true);
+    expect(hit!.stale).toBe(true);
     expect(after.hits.filter((h: { stale: boolean }) => h.stale)).toHaveLength(
       after.hits.filter((h: { path: string }) =>
         ['src/schedule.ts', 'src', '_repo'].includes(h.path),

@@ -165,8 +165,8 @@ describe('asks', () => {
       lease_seconds: 60,
     });
     expect(renew.renewed).toBe(true);
-    expect(Date.parse(renew.ask.lease_expires_at)).toBeGreaterThan(
-      Date.parse(c.ask.lease_expires_at),
+    expect(Date.parse(renew.ask.lease_expires_at!)).toBeGreaterThan(
+      Date.parse(c.ask.lease_expires_at!),
     );
     await rejects(
       call(repo, AGENT, 'ask_release', { lane_id: 'feat', ask_id: ask.ask_id }),
@@ -189,6 +189,33 @@ describe('asks', () => {
     );
   });
 
+  it('ask_release takes an optional bounded reason, recorded in the op and shown in history', async () => {
+    const { repo, ask } = await laneWithWork();
+    await call(repo, BOB, 'ask_claim', { lane_id: 'feat', ask_id: ask.ask_id });
+    await rejects(
+      call(repo, BOB, 'ask_release', {
+        lane_id: 'feat',
+        ask_id: ask.ask_id,
+        reason: 'x'.repeat(2_001),
+      }),
+      'invalid_argument',
+      /reason/,
+    );
+    await call(repo, BOB, 'ask_release', {
+      lane_id: 'feat',
+      ask_id: ask.ask_id,
+      reason: 'model gave up: tests fail',
+    });
+    await call(repo, BOB, 'ask_claim', { lane_id: 'feat', ask_id: ask.ask_id });
+    await call(repo, BOB, 'ask_release', { lane_id: 'feat', ask_id: ask.ask_id });
+    const got = await call(repo, ALICE, 'lane_get', { lane_id: 'feat' });
+    const releases = got.history.filter((h: { op: string }) => h.op === 'ask_release');
+    expect(releases.map((h: { args: { reason?: string } }) => h.args.reason)).toEqual([
+      'model gave up: tests fail',
+      undefined,
+    ]);
+  });
+
   it('an expired lease makes the Ask claimable again, visibly in history; the old holder cannot answer', async () => {
     const { repo, clock, ask } = await laneWithWork();
     await call(repo, BOB, 'ask_claim', { lane_id: 'feat', ask_id: ask.ask_id, lease_seconds: 10 });
@@ -198,7 +225,7 @@ describe('asks', () => {
     clock.advance(11);
     const q = await call(repo, AGENT, 'ask_query_claimable', { lane_id: 'feat' });
     expect(q.asks.map((a: { ask_id: string }) => a.ask_id)).toEqual([ask.ask_id]);
-    expect(q.asks[0].lease_expired).toBe(true);
+    expect(q.asks[0]!.lease_expired).toBe(true);
     await rejects(
       call(repo, BOB, 'ask_answer', {
         lane_id: 'feat',
@@ -215,7 +242,7 @@ describe('asks', () => {
     expect(c.ask.holder).toBe(AGENT.actor);
     const hist = (await call(repo, BOB, 'lane_get', { lane_id: 'feat' })).history;
     const claim = hist.filter((h: { op: string }) => h.op === 'ask_claim').at(-1);
-    expect(claim.out.expired_holder).toBe(BOB.actor);
+    expect(claim!.out!.expired_holder).toBe(BOB.actor);
     await rejects(
       call(repo, BOB, 'ask_answer', {
         lane_id: 'feat',
@@ -478,7 +505,7 @@ describe('workflow follow-ups (on git)', () => {
       });
       expect(ans.changeset_id).toMatch(/^cs-[0-9a-f]{10}$/);
       expect(ans.follow_ups).toHaveLength(1);
-      const review = ans.follow_ups[0];
+      const review = ans.follow_ups[0]!;
       expect(review.kind).toBe('changeset_review');
       expect(review.payload.changeset_id).toBe(ans.changeset_id);
       expect(review.origin).toEqual({
@@ -504,7 +531,7 @@ describe('workflow follow-ups (on git)', () => {
         outcome: 'deny',
         result: 'needs tests',
       });
-      const rework = denied.follow_ups[0];
+      const rework = denied.follow_ups[0]!;
       expect(rework.kind).toBe('work');
       expect(rework.title).toBe('Rework: Add hello');
       expect(rework.payload.review).toBe('needs tests');
@@ -522,7 +549,7 @@ describe('workflow follow-ups (on git)', () => {
           ],
         },
       });
-      const review2 = ans2.follow_ups[0];
+      const review2 = ans2.follow_ups[0]!;
       await call(repo, BOB, 'ask_claim', { lane_id: 'wf', ask_id: review2.ask_id });
       const granted = await call(repo, BOB, 'ask_answer', {
         lane_id: 'wf',
@@ -530,8 +557,8 @@ describe('workflow follow-ups (on git)', () => {
         outcome: 'grant',
         result: 'lgtm',
       });
-      expect(granted.follow_ups[0].kind).toBe('submit_changeset');
-      expect(granted.follow_ups[0].payload.changeset_id).toBe(ans2.changeset_id);
+      expect(granted.follow_ups[0]!.kind).toBe('submit_changeset');
+      expect(granted.follow_ups[0]!.payload.changeset_id).toBe(ans2.changeset_id);
       // Fold invariant: replaying the op log reproduces the stored tree.
       const snap = await repo.lane('wf').read();
       const stored = laneStateFromFiles(await repo.store.readAll(snap.revision!));

@@ -3,7 +3,7 @@ import { inspect, isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ZzError } from '../../src/errors.js';
-import { registry, runTool } from '../../src/tools/index.js';
+import { registry, runTool, type ToolName } from '../../src/tools/index.js';
 import {
   laneCodec,
   laneRef,
@@ -840,7 +840,9 @@ class Runner {
         if (m.keyed.length === 0) return;
         const prior = m.keyed[a.pick % m.keyed.length]!;
         const args = a.alter ? alter(prior.tool, prior.args) : prior.args;
-        const out = await attempt(call(this.repo, { actor: prior.actor }, prior.tool, args));
+        const out = await attempt(
+          call(this.repo, { actor: prior.actor }, prior.tool as ToolName, args),
+        );
         const what = `${a.alter ? 'altered ' : ''}replay of ${prior.tool} ${JSON.stringify(prior.args)} by ${prior.actor}`;
         if (a.alter) {
           expectCode(out, 'idempotency_conflict', what);

@@ -30,8 +30,8 @@ describe('a role revoked while holding an Ask', () => {
       /maintainers of lane r/,
     );
     const after = await call(repo, ALICE, 'lane_get', { lane_id: 'r' });
-    expect(after.asks[0].state).toBe('claimed');
-    expect(after.asks[0].answer).toBeNull();
+    expect(after.asks[0]!.state).toBe('claimed');
+    expect(after.asks[0]!.answer).toBeNull();
   });
 
   it('a coordinator revoked while holding a submit_changeset cannot answer it (403)', async () => {

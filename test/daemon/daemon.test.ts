@@ -248,6 +248,9 @@ describe('startDaemon', () => {
     const dir = repoDir();
     let entered!: () => void;
     const inHandler = new Promise<void>((r) => (entered = r));
+    // The write finishes only after close() has begun: no sleep decides the order.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
     const slow = defineTool({
       name: 'test_slow_post',
       summary: 'ask_post after a pause (tests)',
@@ -257,7 +260,7 @@ describe('startDaemon', () => {
       output: z.looseObject({}),
       handler: async (args, ctx) => {
         entered();
-        await new Promise((r) => setTimeout(r, 300));
+        await released;
         return askPost(ctx.repo, ctx.caller, { lane_id: 'l', kind: 'work', title: args.title });
       },
     });
@@ -272,6 +275,7 @@ describe('startDaemon', () => {
     });
     await inHandler;
     const closed = d.close();
+    release();
     const res = await pending;
     await closed;
     http.close();
@@ -296,7 +300,6 @@ describe('startDaemon', () => {
     const { token } = await d.tokens.create(OWNER.actor, 'login');
     const http = jsonClient(d.url, { token });
     const now = await http.post(`/api/repos/${repo.key}/tools/lane_events`, {});
-    const t = performance.now();
     const pending = http.post(`/api/repos/${repo.key}/tools/lane_events`, {
       cursor: now.json.result.next_cursor,
       wait_ms: 60_000,
@@ -307,6 +310,6 @@ describe('startDaemon', () => {
     http.close();
     expect(res.status).toBe(200);
     expect(res.json.result.events).toEqual([]);
-    expect(performance.now() - t).toBeLessThan(10_000);
-  });
+    // No timing assertion: a close() that waited out wait_ms (60 s) fails by this test's timeout.
+  }, 20_000);
 });

@@ -6,6 +6,7 @@ import type { ZzRepo } from '../../src/core/index.js';
 import { CatFile } from '../../src/git/cat-file.js';
 import type { ZzError } from '../../src/errors.js';
 import { ALICE, call, gitRepo, OWNER } from '../helpers/core-fixture.js';
+import { prng, testSeed } from '../helpers/seeded.js';
 
 // Hardening 11.1: the repository's one `git cat-file --batch` is shared by every reader, so a
 // revision that makes git die (HEAD@{9999}, @{u} without an upstream, HEAD:./x in a bare
@@ -20,18 +21,6 @@ let head: string;
 
 const gitOut = (args: string[]): Buffer =>
   execFileSync('git', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-
-// Mulberry32, seeded; the seed is printed so a failure can be replayed.
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 beforeAll(async () => {
   ({ repo, dir, cleanup } = await gitRepo());
@@ -66,8 +55,7 @@ function contentOf(r: { content: string; encoding: string }): Buffer {
 
 describe('cat-file under a hostile reader', () => {
   it('a revision git dies on is a 404 for its caller and nobody else notices', async () => {
-    const seed = Number(process.env.ZZ_SEED ?? Date.now() % 1_000_000);
-    console.log(`cat-file hostile test seed=${seed}`);
+    const seed = testSeed('cat-file hostile test');
     const rnd = prng(seed);
     const paths = [...files.keys()];
     const posted: string[] = [];

@@ -3,7 +3,7 @@ import { initRepo, ZzRepo, type Caller } from '../../src/core/index.js';
 import { ZzError } from '../../src/errors.js';
 import { parseLaneOp, type LaneOp } from '../../src/schema/index.js';
 import type { OpRecord } from '../../src/store/index.js';
-import { registry, runTool } from '../../src/tools/index.js';
+import { registry, runTool, type ToolName, type ToolOutput } from '../../src/tools/index.js';
 import { makeRepo } from './temp-repo.js';
 
 export const OWNER: Caller = { actor: 'owner@example.com' };
@@ -47,15 +47,17 @@ export async function gitRepo(
   };
 }
 
-/** Calls a tool the way every transport does. */
-export function call(
+/** Calls a tool the way every transport does; answers the tool's output type. */
+export function call<N extends ToolName>(
   repo: ZzRepo,
   caller: Caller | null,
-  tool: string,
+  tool: N,
   args: Record<string, unknown>,
-) {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  return runTool(registry.require(tool), args, { repo, caller, local: true }) as Promise<any>;
+): Promise<ToolOutput<N>> {
+  // runTool answers what the tool's output schema parsed; the registry erases which schema.
+  return runTool(registry.require(tool), args, { repo, caller, local: true }) as Promise<
+    ToolOutput<N>
+  >;
 }
 
 /** Awaits a call that must fail with a ZzError of `code` (and a message matching `msg`). */

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { prng } from './seeded.js';
 
 // Test-only: a synthetic history built in one `git fast-import` run (10,000 commits in a couple
 // of seconds). It has what the read paths must get right: merges (a side branch forked and
@@ -32,18 +33,6 @@ const AUTHORS = [
   'Linus T <lt@example.net>',
   '佐藤 花子 <hanako@example.jp>',
 ];
-
-// Mulberry32: a seeded PRNG so the same seed always builds the same history.
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function quote(path: string): string {
   // fast-import accepts C-style quoted paths; quote all of them so special names need no care.

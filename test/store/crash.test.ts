@@ -6,6 +6,7 @@ import { Entity, GitStore } from '../../src/store/index.js';
 import { askPath, spawnWriter, valueOf, type WriterProcess } from '../helpers/crash-writer.js';
 import { docCodec, type DocState } from '../helpers/doc-codec.js';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
+import { prng, testSeed } from '../helpers/seeded.js';
 
 // Crash safety of the whole write path (objects → lockfile CAS → ack), with real processes and
 // SIGKILL: a writer acknowledged a write only after mutate() resolved, so every acknowledged
@@ -96,6 +97,7 @@ describe('crash safety (SIGKILL)', () => {
   });
 
   it('52 random SIGKILLs of concurrent writers lose no acknowledged write and leave git sound', async () => {
+    const random = prng(testSeed('crash test'));
     const ref = 'refs/zz/lanes/crash';
     const lock = join(gitdir, 'refs', 'zz', 'lanes', 'crash.lock');
     const acked = new Map<string, string>();
@@ -110,7 +112,7 @@ describe('crash safety (SIGKILL)', () => {
       for (let run = 0; run < KILLS_PER_SLOT; run++) {
         const w: WriterProcess = spawnWriter(dir, ref, `s${s}r${run}`, ['--concurrency', '8']);
         await w.ready;
-        await sleep(5 + Math.random() * 115);
+        await sleep(5 + random() * 115);
         w.child.kill('SIGKILL');
         const { code, signal } = await w.exited;
         expect(signal, `writer exited by itself (${code}): ${w.stderr()}`).toBe('SIGKILL');
@@ -164,7 +166,7 @@ describe('crash safety (SIGKILL)', () => {
 
       const keys = [...acked.keys()];
       for (let i = 0; i < 20; i++) {
-        const key = keys[Math.floor(Math.random() * keys.length)]!;
+        const key = keys[Math.floor(random() * keys.length)]!;
         expect(sh(dir, 'show', `${ref}:${askPath(key)}`)).toBe(valueOf(key));
       }
 

@@ -25,7 +25,13 @@ export function initCommand(y: Argv, io: CliIO): Argv {
           type: 'boolean',
           describe: 'Let anyone read lane_list and ladder_tree without a token',
         })
-        .option('no-fetch', { type: 'boolean', describe: 'Do not fetch from remotes first' })
+        .option('fetch', {
+          type: 'boolean',
+          default: true,
+          // yargs reads --no-fetch as fetch=false; an option named 'no-fetch' made strict mode
+          // refuse it ("Unknown argument: fetch").
+          describe: 'Fetch refs/zz/* from remotes first (--no-fetch to skip)',
+        })
         .option('signed', {
           type: 'boolean',
           describe: 'Require every zz op to be signed by a key of its actor',
@@ -43,7 +49,7 @@ export function initCommand(y: Argv, io: CliIO): Argv {
           signed: !!a.signed,
           visibility: a.public ? 'public' : 'private',
           hookCommand: installedZz(),
-          noFetch: !!a['no-fetch'] || a.fetch === false,
+          noFetch: a.fetch === false,
         });
         if (a.json) return print(io, report, true);
         const lines = [

@@ -171,14 +171,34 @@ export class GitStore implements Store {
     // Cheap early refusal; the lockfile CAS below is what actually guarantees it.
     const current = await this.head(ref);
     if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
+    // A singleton entity starts from a fixed root commit (same bytes on every machine), so two
+    // independent `zz init`s share history and a sync merge of them has a common base.
+    const root = req.parent === null && SINGLETON_REFS.has(ref) ? await this.rootCommit(ref) : null;
     const oid = await this.writeCommit({
-      parents: req.parent ? [req.parent] : [],
+      parents: req.parent ? [req.parent] : root ? [root] : [],
       changes: req.changes,
       author: req.ops[0]?.actor ?? 'zz',
       message: formatOpMessage(req.summary, req.ops),
     });
     await this.repo.refs.cas(ref, req.parent, oid);
     return oid;
+  }
+
+  /** The deterministic root of a singleton ref: empty tree, fixed identity, time 0, unsigned. */
+  private async rootCommit(ref: string): Promise<string> {
+    const writes = new ObjectBatch();
+    writes.add(this.repo.objects.tree([]));
+    const zz: Signature = { name: 'zz', email: 'zz@localhost', time: 0 };
+    const body = serializeCommit({
+      tree: EMPTY_TREE_OID,
+      parents: [],
+      author: zz,
+      committer: zz,
+      message: `${ROOT_MESSAGE} ${ref}\n`,
+    });
+    writes.add(this.repo.objects.write('commit', body));
+    await writes.done();
+    return hashObject('commit', body).oid;
   }
 
   /**
@@ -322,6 +342,11 @@ class ObjectBatch {
     await Promise.all(this.pending);
   }
 }
+
+/** Refs of one-per-repository entities, which start from a deterministic root commit. */
+export const SINGLETON_REFS: ReadonlySet<string> = new Set(['refs/zz/config', 'refs/zz/ladder']);
+/** The first line of a root commit's message (sync's validate recognises it). */
+export const ROOT_MESSAGE = 'zz root';
 
 export interface EntityCommitRequest {
   parents: string[];

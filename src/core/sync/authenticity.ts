@@ -159,7 +159,7 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
   const foldConfig = async (tip: string | undefined): Promise<ConfigState> => {
     const s = configCodec.empty();
     if (!tip) return s;
-    const history = (await local.commits([tip], [])).map(parseZzCommit);
+    const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, 'refs/zz/config'));
     for (const { op } of publicationOrder(history, tip)) applyConfigRecord(s, op);
     return s;
   };

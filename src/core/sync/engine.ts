@@ -187,9 +187,11 @@ async function reconcile(
       pushes.push({ ref, expected: theirs, next: mine });
       continue;
     }
-    const history = (await local.commits([theirs], [])).map(parseZzCommit);
+    const history = (await local.commits([theirs], [])).map((c) => parseZzCommit(c, ref));
     const incoming =
-      mine === null ? history : (await local.commits([theirs], [mine])).map(parseZzCommit);
+      mine === null
+        ? history
+        : (await local.commits([theirs], [mine])).map((c) => parseZzCommit(c, ref));
     const incomingSet = new Set(incoming.map((c) => c.revision));
     const codec = syncCodecFor(ref);
     let bad = codec ? validateIncoming(ref, history, incomingSet) : null;
@@ -218,7 +220,7 @@ async function reconcile(
       report.diverged.push(ref);
       continue;
     }
-    const localOnly = (await local.commits([mine], [theirs])).map(parseZzCommit);
+    const localOnly = (await local.commits([mine], [theirs])).map((c) => parseZzCommit(c, ref));
     const plan = planMerge(codec, theirs, history, mine, localOnly);
     const commit = await local.writeMerge({
       parents: [theirs, mine],

@@ -1,4 +1,11 @@
-import type { CommitRecord, OpRecord } from '../../store/index.js';
+import {
+  parseConfigOp,
+  parseLadderOp,
+  parseLaneOp,
+  type OpParse,
+  type OpRecord,
+} from '../../schema/index.js';
+import { parseOpMessage, ROOT_MESSAGE, type CommitRecord } from '../../store/index.js';
 import type { SyncCommit } from './ports.js';
 
 // Validation of what arrives by fetch (DESIGN §7): trailers and the op block parse, every op is
@@ -15,7 +22,7 @@ const OP_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const OP_ID = /^[0-9a-z][0-9a-z.-]{7,95}$/;
 
 export const MERGE_OP = 'merge';
-export const ROOT_MARK = 'zz root';
+export const ROOT_MARK = ROOT_MESSAGE;
 
 export interface ParsedCommit extends CommitRecord {
   merge: boolean;
@@ -29,8 +36,21 @@ export function formatMergeMessage(summary: string, lamport: number): string {
   return `${summary.replace(/[\0-\x1f]/g, ' ').slice(0, 200)}\n\nZz-Op: ${MERGE_OP}\nZz-Lamport: ${lamport}\n`;
 }
 
-/** Parses a zz commit message strictly: a problem is reported, never silently dropped. */
-export function parseZzCommit(c: SyncCommit): ParsedCommit {
+/** The typed op parser of the entity on `ref` (none for refs zz does not fold). */
+function opParserFor(ref: string | undefined): ((raw: OpRecord) => OpParse<OpRecord>) | null {
+  if (ref === undefined) return null;
+  if (ref.startsWith('refs/zz/lanes/')) return parseLaneOp;
+  if (ref === 'refs/zz/config') return parseConfigOp;
+  if (ref === 'refs/zz/ladder') return parseLadderOp;
+  return null;
+}
+
+/**
+ * Parses a zz commit message strictly: a problem is reported, never silently dropped. The op
+ * block goes through the store's parseOpMessage with the typed parser of `ref`'s entity (what
+ * a fold would refuse is refused here, by commit), plus the stricter checks below.
+ */
+export function parseZzCommit(c: SyncCommit, ref?: string): ParsedCommit {
   const base = { revision: c.oid, parents: c.parents, ops: [] as OpRecord[] };
   const out: ParsedCommit = {
     ...base,
@@ -62,21 +82,18 @@ export function parseZzCommit(c: SyncCommit): ParsedCommit {
     return { ...out, merge: true, mergeLamport: lam };
   }
   if (block === null) return { ...out, problem: 'no op block (zz-ops) in the commit message' };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(block);
-  } catch {
-    return { ...out, problem: 'the op block is not valid JSON' };
+  const typed = opParserFor(ref);
+  const parsed = typed ? parseOpMessage(c.message, typed) : parseOpMessage(c.message);
+  if (!parsed.ok) return { ...out, problem: parsed.error.slice(0, 500) };
+  if (parsed.ops.length === 0) return { ...out, problem: 'the op block holds no ops' };
+  if (parsed.ops.length > MAX_OPS_PER_COMMIT) {
+    return { ...out, problem: 'too many ops in one commit' };
   }
-  if (!Array.isArray(parsed) || parsed.length === 0) {
-    return { ...out, problem: 'the op block holds no ops' };
-  }
-  if (parsed.length > MAX_OPS_PER_COMMIT) return { ...out, problem: 'too many ops in one commit' };
   const ops: OpRecord[] = [];
-  for (const raw of parsed) {
-    const problem = opProblem(raw);
+  for (const op of parsed.ops) {
+    const problem = opProblem(op);
     if (problem) return { ...out, problem };
-    ops.push(raw as OpRecord);
+    ops.push(op);
   }
   // The trailers are for `git log` readers, but they must agree with the block they summarise.
   if (opTrailers.length !== ops.length || ops.some((o, i) => opTrailers[i] !== o.op)) {

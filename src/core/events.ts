@@ -1,12 +1,22 @@
+import { createHash } from 'node:crypto';
 import { ZzError } from '../errors.js';
+import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
 import { readLane, readLanes } from './lanes.js';
-import { historyEntry } from './views.js';
-import type { ZzRepo } from './zz-repo.js';
+import { historyEntry, rejectionsById, type EntryRejection } from './views.js';
+import { laneRef, type ZzRepo } from './zz-repo.js';
 
-// Events after a cursor. The cursor records how many ops of each Lane the caller has seen, so
-// it survives daemon restarts and needs no global sequence; a long-poll waits for the next
-// commit (or notices another process's commit on a short re-check) up to wait_ms.
+// Events after a cursor. The cursor records, per Lane, how many ops of its log the caller has
+// seen, a digest of that prefix (the ids of its ops) and the revision it was counted at, so it
+// survives daemon restarts and needs no global sequence; a long-poll waits for the next commit
+// (or notices another process's commit on a short re-check) up to wait_ms.
+//
+// Hazard this guards: a sync merge folds the remote ops *before* the local-only ones
+// (publication order), so "the first n ops" of a Lane can name a different set after a merge.
+// When the digest no longer matches, the set the caller saw is recomputed from git (the first
+// n ops of the fold at the recorded revision, which the merge keeps as an ancestor) and every
+// op not in it is delivered: nothing is skipped and nothing seen is repeated. A cursor whose
+// revision is unknown (history rewritten) re-delivers the whole Lane rather than skip.
 
 export type LaneEvent = {
   lane_id: string;
@@ -18,6 +28,8 @@ export type LaneEvent = {
   ask_id: string | null;
   args: Record<string, unknown>;
   out: Record<string, unknown> | null;
+  /** The guarded fold refused this op (see lane_get history). */
+  rejected?: EntryRejection;
 };
 
 export type LaneEventsArgs = {
@@ -27,19 +39,42 @@ export type LaneEventsArgs = {
   limit?: number;
 };
 
-export type Positions = Record<string, number>;
+/**
+ * A Lane's position: `n` ops seen, `d` the digest of those n op ids, `r` the Lane revision they
+ * were counted at. `s` (while paging through a re-based Lane) is the earlier position whose
+ * ops are still to be skipped past `n`. A bare number is a cursor from an older server: trusted.
+ */
+export type LanePosition =
+  number | { n: number; d: string; r: string | null; s?: [string, number] };
+export type Positions = Record<string, LanePosition>;
+
+const isCount = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0;
+const isRev = (r: unknown): r is string => typeof r === 'string' && /^[0-9a-f]{1,64}$/.test(r);
+
+function parsePosition(v: unknown): LanePosition | null {
+  if (isCount(v)) return v;
+  if (!Array.isArray(v) || v.length < 3 || v.length > 5) return null;
+  const [n, d, r, sr, sn] = v as unknown[];
+  if (!isCount(n) || typeof d !== 'string' || !/^[0-9a-f]{16}$/.test(d)) return null;
+  if (r !== null && !isRev(r)) return null;
+  if (v.length === 3) return { n, d, r: r as string | null };
+  if (!isRev(sr) || !isCount(sn)) return null;
+  return { n, d, r: r as string | null, s: [sr, sn] };
+}
 
 export function decodeCursor(c: string | undefined): Positions {
   if (c === undefined) return {};
   try {
     const v = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as unknown;
-    if (
-      v &&
-      typeof v === 'object' &&
-      !Array.isArray(v) &&
-      Object.values(v).every((n) => Number.isInteger(n) && (n as number) >= 0)
-    ) {
-      return v as Positions;
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      const out: Positions = {};
+      let ok = true;
+      for (const [k, x] of Object.entries(v)) {
+        const p = parsePosition(x);
+        if (p === null) ok = false;
+        else out[k] = p;
+      }
+      if (ok) return out;
     }
   } catch {
     /* fall through */
@@ -48,7 +83,73 @@ export function decodeCursor(c: string | undefined): Positions {
 }
 
 export const encodeCursor = (p: Positions): string =>
-  Buffer.from(JSON.stringify(p)).toString('base64url');
+  Buffer.from(
+    JSON.stringify(
+      Object.fromEntries(
+        Object.entries(p).map(([k, v]) => [
+          k,
+          typeof v === 'number' ? v : v.s ? [v.n, v.d, v.r, ...v.s] : [v.n, v.d, v.r],
+        ]),
+      ),
+    ),
+  ).toString('base64url');
+
+type Op = { id: string; revision: string };
+
+/** Digests of log prefixes, per log array (logs only grow in place, so prefixes stay valid). */
+const digests = new WeakMap<readonly Op[], Map<number, string>>();
+function digest(log: readonly Op[], n: number): string {
+  let m = digests.get(log);
+  if (!m) digests.set(log, (m = new Map()));
+  let d = m.get(n);
+  if (d === undefined) {
+    const h = createHash('sha256');
+    for (let i = 0; i < n; i++) h.update(log[i]!.id).update('\n');
+    d = h.digest('hex').slice(0, 16);
+    m.set(n, d);
+  }
+  return d;
+}
+
+/** Op ids of the first n ops of the Lane's fold at `revision` (empty when it is unknown). */
+async function seenAt(repo: ZzRepo, laneId: string, revision: string, n: number) {
+  let all: CommitRecord[];
+  try {
+    all = await repo.store.history(laneRef(laneId));
+  } catch {
+    return new Set<string>();
+  }
+  const byOid = new Map(all.map((c) => [c.revision, c]));
+  if (!byOid.has(revision)) return new Set<string>();
+  // Only the ancestors of `revision`: the fold as it stood when the cursor was issued.
+  const keep = new Set<string>();
+  const stack = [revision];
+  while (stack.length > 0) {
+    const oid = stack.pop()!;
+    if (keep.has(oid)) continue;
+    keep.add(oid);
+    stack.push(...(byOid.get(oid)?.parents ?? []));
+  }
+  const order = publicationOrder(
+    all.filter((c) => keep.has(c.revision)),
+    revision,
+  );
+  return new Set(order.slice(0, n).map((o) => o.op.id));
+}
+
+function eventOf(
+  l: { id: string; log: ReadonlyArray<LoggedOp>; why: Map<string, EntryRejection> },
+  i: number,
+): LaneEvent {
+  const op = l.log[i]!;
+  const r = l.why.get(op.id);
+  return {
+    lane_id: l.id,
+    ...historyEntry(op),
+    revision: op.revision,
+    ...(r ? { rejected: r } : {}),
+  };
+}
 
 async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit: number) {
   // Across Lanes, a Lane that cannot be read (reported by lane_list and repo_state) is
@@ -56,27 +157,93 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
   const snaps = args.lane_id
     ? [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }]
     : (await readLanes(repo)).lanes;
-  const ids = snaps.map((x) => x.id);
+  const lanes: Array<{
+    id: string;
+    log: ReadonlyArray<LoggedOp>;
+    revision: string | null;
+    /** Indexes into log of the ops not yet seen, in log order. */
+    fresh: number[];
+    skip?: [string, number];
+    why: Map<string, EntryRejection>;
+  }> = [];
+  /** Ops the caller saw before a merge that the merged fold refused: told once, on re-base. */
+  const notices: LaneEvent[] = [];
+  for (const { id, snap } of snaps) {
+    const log = snap.log;
+    const p = pos[id];
+    let base = 0;
+    let exclude = new Set<string>();
+    let skip: [string, number] | undefined;
+    if (typeof p === 'number') base = p;
+    else if (p !== undefined) {
+      if (p.n <= log.length && digest(log, p.n) === p.d) {
+        base = p.n;
+        skip = p.s;
+        if (skip) exclude = await seenAt(repo, id, ...skip);
+      } else {
+        // Re-based by a merge (or rewritten): skip exactly what was seen, wherever it is now.
+        if (p.r !== null) {
+          exclude = await seenAt(repo, id, p.r, p.n);
+          skip = [p.r, p.n];
+        }
+        if (p.s) for (const x of await seenAt(repo, id, ...p.s)) exclude.add(x);
+      }
+    }
+    const why = rejectionsById(snap.state.rejected);
+    const rebased = p !== undefined && typeof p !== 'number' && base === 0 && exclude.size > 0;
+    const fresh: number[] = [];
+    for (let i = base; i < log.length; i++) {
+      const op = log[i]!;
+      if (!exclude.has(op.id)) fresh.push(i);
+      else if (rebased && why.has(op.id)) {
+        const r = why.get(op.id)!;
+        notices.push({
+          lane_id: id,
+          revision: snap.revision ?? op.revision,
+          op: r.reason === 'claim_lost' ? 'claim_lost' : 'op_rejected',
+          actor: op.actor,
+          time: op.time,
+          lamport: op.lamport,
+          ask_id: r.ask_id ?? null,
+          // The same arguments as the claim_lost notice auto-sync emits.
+          args: { ask_id: r.ask_id ?? null, winner: r.winner ?? null, claim_op_id: op.id },
+          out: null,
+          rejected: r,
+        });
+      }
+    }
+    lanes.push({ id, log, revision: snap.revision, fresh, why, ...(skip ? { skip } : {}) });
+  }
+  const all: LaneEvent[] = [];
+  for (const l of lanes) {
+    for (const i of l.fresh) all.push(eventOf(l, i));
+  }
+  const byTime = (a: LaneEvent, b: LaneEvent) =>
+    a.time < b.time ? -1 : a.time > b.time ? 1 : a.lamport - b.lamport;
+  all.sort(byTime);
+  // Hand out at most `limit` events; each Lane gives its first k fresh ops in log order, so
+  // its next position is its (k+1)-th fresh op (seen ops past it are skipped by `s`).
+  const taken = new Map<string, number>();
+  for (const e of all.slice(0, limit)) taken.set(e.lane_id, (taken.get(e.lane_id) ?? 0) + 1);
   const events: LaneEvent[] = [];
   const next: Positions = { ...pos };
-  for (const { id, snap } of snaps) {
-    const from = pos[id] ?? 0;
-    for (let i = from; i < snap.log.length; i++) {
-      const op = snap.log[i]!;
-      events.push({ lane_id: id, ...historyEntry(op), revision: op.revision });
+  for (const l of lanes) {
+    const k = taken.get(l.id) ?? 0;
+    for (const i of l.fresh.slice(0, k)) events.push(eventOf(l, i));
+    if (k === l.fresh.length) {
+      next[l.id] = { n: l.log.length, d: digest(l.log, l.log.length), r: l.revision };
+    } else {
+      const at = l.fresh[k]!;
+      next[l.id] = {
+        n: at,
+        d: digest(l.log, at),
+        r: l.revision,
+        ...(l.skip ? { s: l.skip } : {}),
+      };
     }
-    next[id] = snap.log.length;
   }
-  events.sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : a.lamport - b.lamport));
-  if (events.length > limit) {
-    // Hand out only `limit` events and advance each Lane's position by what was handed out.
-    const page = events.slice(0, limit);
-    const taken: Positions = {};
-    for (const e of page) taken[e.lane_id] = (taken[e.lane_id] ?? 0) + 1;
-    const partial: Positions = { ...pos };
-    for (const id of ids) partial[id] = (pos[id] ?? 0) + (taken[id] ?? 0);
-    return { events: page, next: partial };
-  }
+  events.push(...notices);
+  events.sort(byTime);
   return { events, next };
 }
 
@@ -108,4 +275,13 @@ export async function laneEvents(
       }
     });
   }
+}
+
+/** A cursor at every Lane's current tip: events from now on. */
+export async function headCursor(repo: ZzRepo): Promise<string> {
+  const next: Positions = {};
+  for (const { id, snap } of (await readLanes(repo)).lanes) {
+    next[id] = { n: snap.log.length, d: digest(snap.log, snap.log.length), r: snap.revision };
+  }
+  return encodeCursor(next);
 }

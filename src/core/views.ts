@@ -1,7 +1,7 @@
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LoggedOp, OpRecord } from '../store/index.js';
-import type { LaneState } from './lane-state.js';
+import type { LaneState, RejectedOp } from './lane-state.js';
 
 // What callers see: stored documents plus what is derived at read time (blocked, lease
 // expiry) — never stored, because it depends on other Asks and on the clock.
@@ -121,16 +121,40 @@ export type HistoryEntry = {
   ask_id: string | null;
   args: Record<string, unknown>;
   out: Record<string, unknown> | null;
+  /** Set when the guarded fold refused this op (after a sync merge): why, and who won. */
+  rejected?: EntryRejection;
 };
+
+export type EntryRejection = Omit<RejectedOp, 'op_id' | 'op' | 'actor'>;
+
+/** op id → why the fold refused it, for marking history entries and events. */
+export function rejectionsById(rejected: readonly RejectedOp[]): Map<string, EntryRejection> {
+  return new Map(rejected.map(({ op_id: id, op: _o, actor: _a, ...why }) => [id, why]));
+}
 
 /**
  * The op log as callers read it. A lease that ran out is not an op (nothing wrote it), so an
  * `ask_lease_expired` entry is derived where a claim's lease passed before anything else
  * happened to that Ask.
  */
-export function historyView(log: readonly LoggedOp[], now: Date): HistoryEntry[] {
+export function historyView(
+  log: readonly LoggedOp[],
+  now: Date,
+  rejected: readonly RejectedOp[] = [],
+): HistoryEntry[] {
   const h = derivedHistory(log);
   const out = h.entries.slice();
+  if (rejected.length > 0) {
+    // Entries are cached per log; the marks are added to copies (few ops are ever refused).
+    const why = rejectionsById(rejected);
+    let j = 0;
+    for (let i = 0; i < out.length && j < log.length; i++) {
+      const e = out[i]!;
+      if (e.revision === null) continue; // a derived ask_lease_expired entry
+      const r = why.get(log[j++]!.id);
+      if (r) out[i] = { ...e, rejected: r };
+    }
+  }
   const t = now.getTime();
   for (const [askId, l] of h.open) if (l.untilMs <= t) out.push(expiredEntry(askId, l));
   return out;

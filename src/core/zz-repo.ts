@@ -1,6 +1,7 @@
 import { ZzError } from '../errors.js';
 import { headBranch, openRepository, repoKeyOf, type GitRepository } from '../git/index.js';
 import type { ConfigOp, LaneOp } from '../schema/index.js';
+import { replicaId } from '../local/index.js';
 import {
   Entity,
   GitStore,
@@ -54,9 +55,12 @@ export class ZzRepo {
   static async open(dir: string, opts: { key?: string; clock?: () => Date } = {}): Promise<ZzRepo> {
     const git = await openRepository(dir);
     const key = opts.key ?? (await repoKeyOf(git));
+    // A clone where the id cannot be stored (read-only git dir) still works: ops then carry
+    // the process's id, as before replica ids were kept.
+    const replica = await replicaId(git.gitdir).catch(() => undefined);
     return new ZzRepo({
       key,
-      store: new GitStore(git),
+      store: new GitStore(git, replica !== undefined ? { replica } : {}),
       git,
       ...(opts.clock ? { clock: opts.clock } : {}),
     });

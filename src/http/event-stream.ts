@@ -1,6 +1,6 @@
 import {
   decodeCursor,
-  encodeCursor,
+  headCursor,
   laneEvents,
   type Positions,
   LANES_PREFIX,
@@ -39,8 +39,6 @@ export function decodePositions(cursor: string): Positions {
   }
 }
 
-const encodePositions = encodeCursor;
-
 const laneOf = (ref: string): string | null =>
   ref.startsWith(LANES_PREFIX) ? ref.slice(LANES_PREFIX.length) : null;
 
@@ -53,13 +51,10 @@ export function openEventStream(
   const enc = new TextEncoder();
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let closed = false;
-  let ready = false;
-  const buffered: CommitEvent[] = [];
-  let positions: Positions = {};
-  /** Revisions already sent while catching up, so the live buffer does not repeat them. */
-  const sent = new Set<string>();
-  /** Without a cursor, the logs the starting positions were counted from. */
-  const logsAtStart = new Map<string, ReadonlyArray<{ revision: string }>>();
+  /** What this client has been sent (a lane_events cursor); set once catching up starts. */
+  let cursor: string | null = opts.cursor;
+  /** Pulls run one after another: each starts from the cursor the previous one left. */
+  let chain: Promise<void> = Promise.resolve();
 
   const write = (s: string) => {
     if (closed) return;
@@ -69,24 +64,57 @@ export function openEventStream(
     }
     controller.enqueue(enc.encode(s));
   };
-  const sendCommit = (e: CommitEvent, counted: boolean) => {
-    const lane = laneOf(e.ref);
-    let id = '';
-    if (lane !== null) {
-      // Notices sync adds (claim_lost) are not ops of the log: they move no position.
-      if (!counted)
-        positions[lane] =
-          (positions[lane] ?? 0) + e.ops.filter((o) => o.op !== 'claim_lost').length;
-      id = `id: ${encodePositions(positions)}\n`;
-    }
+  const send = (e: CommitEvent | { ref: string; revision: string; ops: unknown[] }, id?: string) =>
     write(
-      `${id}event: commit\ndata: ${JSON.stringify({ ref: e.ref, revision: e.revision, ops: e.ops })}\n\n`,
+      `${id ? `id: ${id}\n` : ''}event: commit\ndata: ${JSON.stringify({ ref: e.ref, revision: e.revision, ops: e.ops })}\n\n`,
     );
+
+  // Lane ops are not forwarded from the commit notice: every Lane commit triggers a pull of
+  // lane_events from this client's cursor, so a sync merge that puts remote ops ahead of ones
+  // already sent neither skips nor repeats anything (see core/events.ts).
+  async function pull(): Promise<void> {
+    if (cursor === null) cursor = await headCursor(repo);
+    for (;;) {
+      if (closed) return;
+      const page = await laneEvents(repo, caller, { cursor, limit: 1000 });
+      if (page.events.length === 0) {
+        cursor = page.next_cursor;
+        return;
+      }
+      // Group the page back into commits: consecutive events of one revision. Only the last
+      // carries the cursor as its id (a reconnect may repeat part of a page, never skip).
+      let i = 0;
+      while (i < page.events.length) {
+        const first = page.events[i]!;
+        const ops = [];
+        while (i < page.events.length && page.events[i]!.revision === first.revision) {
+          const { lane_id: _l, ask_id: _a, ...op } = page.events[i]!;
+          ops.push({ ...op, out: op.out ?? undefined });
+          i++;
+        }
+        send(
+          { ref: laneRef(first.lane_id), revision: first.revision, ops },
+          i === page.events.length ? page.next_cursor : undefined,
+        );
+      }
+      cursor = page.next_cursor;
+    }
+  }
+  const schedule = () => {
+    chain = chain.then(pull).catch((e: unknown) => {
+      opts.onError(e);
+      close();
+    });
   };
 
   const off = repo.onCommit((e) => {
-    if (ready) sendCommit(e, false);
-    else buffered.push(e);
+    if (laneOf(e.ref) === null) {
+      send(e);
+      return;
+    }
+    // The claim_lost notices auto-sync adds are not forwarded: the pull delivers the same
+    // notice (lane_events re-bases the cursor and reports seen ops the merge refused).
+    schedule();
   });
   const heartbeat = setInterval(() => write(': ping\n\n'), opts.heartbeatMs);
   heartbeat.unref();
@@ -104,56 +132,6 @@ export function openEventStream(
     }
   }
 
-  async function catchUp(): Promise<void> {
-    if (opts.cursor !== null) {
-      positions = decodePositions(opts.cursor);
-      let cursor = opts.cursor;
-      for (;;) {
-        const page = await laneEvents(repo, caller, { cursor, limit: 1000 });
-        if (page.events.length === 0 || closed) break;
-        // Group the page back into commits: consecutive events of one revision.
-        let i = 0;
-        while (i < page.events.length) {
-          const first = page.events[i]!;
-          const ops = [];
-          while (i < page.events.length && page.events[i]!.revision === first.revision) {
-            const { lane_id: _l, ask_id: _a, ...op } = page.events[i]!;
-            ops.push({ ...op, out: op.out ?? undefined });
-            i++;
-          }
-          sent.add(first.revision);
-          sendCommit(
-            {
-              ref: laneRef(first.lane_id),
-              revision: first.revision,
-              // as unknown as: history entries carry `op` as a string; they were typed ops when logged.
-              ops: ops as unknown as CommitEvent['ops'],
-            },
-            false,
-          );
-        }
-        cursor = page.next_cursor;
-      }
-    } else {
-      for (const id of await repo.laneIds()) {
-        const { log } = await repo.lane(id).read();
-        positions[id] = log.length;
-        logsAtStart.set(id, log);
-      }
-    }
-    if (closed) return;
-    for (const e of buffered) {
-      if (sent.has(e.revision)) continue;
-      const lane = laneOf(e.ref);
-      // Live commits that happened while positions were read may already be counted.
-      const counted =
-        lane !== null && !!logsAtStart.get(lane)?.some((op) => op.revision === e.revision);
-      sendCommit(e, counted);
-    }
-    buffered.length = 0;
-    ready = true;
-  }
-
   const body = new ReadableStream<Uint8Array>({
     start(c) {
       controller = c;
@@ -163,9 +141,6 @@ export function openEventStream(
       close();
     },
   });
-  catchUp().catch((e: unknown) => {
-    opts.onError(e);
-    close();
-  });
+  schedule();
   return { body, close };
 }

@@ -5,3 +5,4 @@ export * from './atomic-write.js';
 export * from './file-lock.js';
 export * from './json-file.js';
 export * from './paths.js';
+export * from './replica-id.js';

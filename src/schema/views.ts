@@ -57,6 +57,14 @@ export const historyOut = z.looseObject({
   ask_id: z.string().nullable(),
   args: z.record(z.string(), z.unknown()),
   out: z.record(z.string(), z.unknown()).nullable(),
+  rejected: z
+    .looseObject({
+      reason: z.string(),
+      ask_id: z.string().optional(),
+      winner: z.string().nullable().optional(),
+    })
+    .optional()
+    .describe('set when a sync merge refused this op (claim_lost names the winner)'),
 });
 
 export const countsOut = z.looseObject({

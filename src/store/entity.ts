@@ -344,6 +344,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
             const envelope: Envelope = {
               v: OP_FORMAT,
               id: newOpId(this.store.replica),
+              ...(this.store.replica !== undefined ? { replica: this.store.replica } : {}),
               actor: m.actor,
               lamport: ++lamport,
               time: now.toISOString(),

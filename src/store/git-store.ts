@@ -40,7 +40,15 @@ export class GitStore implements Store {
   /** The signing key for commits an actor authors, or null to leave them unsigned. */
   signer: ((actor: string) => SshSigningKey | null) | null = null;
 
-  constructor(private readonly repo: GitRepository) {}
+  /** This clone's replica id (see local/replica-id.ts); unset, ops use the process's. */
+  readonly replica?: string;
+
+  constructor(
+    private readonly repo: GitRepository,
+    opts: { replica?: string } = {},
+  ) {
+    if (opts.replica !== undefined) this.replica = opts.replica;
+  }
 
   head(ref: string): Promise<string | null> {
     return this.repo.refs.read(ref);

@@ -181,7 +181,8 @@ export async function laneGet(
   const aStart = startOf(args.asks_offset, args.asks_cursor, 'asks');
   const aEnd = pageEnd(all, aStart, args.asks_limit);
   const asks = askViews(snap.state, all.slice(aStart, aEnd), now);
-  const fullHistory = args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
+  const fullHistory =
+    args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
   const hStart = startOf(args.history_offset, args.history_cursor, 'history');
   const hEnd = pageEnd(fullHistory, hStart, args.history_limit);
   const nextAsks = aEnd < all.length ? aEnd : null;

@@ -162,7 +162,7 @@ export async function fetchIssues(
       page,
     }),
   );
-  const raw = res.data as unknown as RawIssue[];
+  const raw: RawIssue[] = res.data;
   const issues = raw.filter((i) => i.pull_request === undefined);
   return {
     items: issues.map(issueOut),
@@ -190,7 +190,7 @@ export async function fetchPullRequests(
   );
   return {
     items: res.data.map((p) => ({
-      ...issueOut({ ...p, comments: 0 } as unknown as RawIssue),
+      ...issueOut({ ...p, comments: 0 }),
       draft: p.draft ?? false,
       merged_at: p.merged_at,
       head: p.head.ref,

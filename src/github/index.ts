@@ -1,5 +1,6 @@
 // GitHub, read only: one octokit client (throttling, retry, ETag cache) and the five paged
-// reads behind the gh_fetch_* tools and `zz ladder build --github`. Octokit stays in here.
+// reads behind the gh_fetch_* tools and `zz ladder build --github`. Octokit stays in here;
+// it knows nothing of lanes, asks, rungs or the front ends (core decides what to fetch).
 export {
   createGitHub,
   githubError,

@@ -31,6 +31,7 @@ export interface Internals {
 }
 
 export function internalsOf<T>(ms: MiniSearch<T>): Internals | null {
+  // as unknown as: these fields are private to minisearch; the checks below verify the shape.
   const i = ms as unknown as Partial<Internals>;
   const ok =
     i._index !== undefined &&

@@ -368,7 +368,7 @@ export interface PackedIndex {
   lengths: Float64Array;
 }
 
-export interface DecodedShard {
+export interface DecodedShard<T = never> {
   meta: ShardMeta;
   docs: DocColumns;
   /** Null when the file used minisearch's own encoding. */
@@ -377,7 +377,7 @@ export interface DecodedShard {
    * Builds the minisearch instance (memoised). Throws on inconsistent postings; the documents
    * are still good for a rebuild.
    */
-  index: () => MiniSearch<never>;
+  index: () => MiniSearch<T>;
   /** Null when the file used minisearch's own encoding (the router then asks the index). */
   terms: ShardTerms | null;
 }
@@ -393,7 +393,7 @@ export function parseShard(text: string): ShardFile {
   return file;
 }
 
-export function decodeShard(file: ShardFile, options: Options<never>): DecodedShard {
+export function decodeShard<T = never>(file: ShardFile, options: Options<T>): DecodedShard<T> {
   const docs = new DocColumns(file.docs);
   const meta: ShardMeta = {
     repo: file.repo,
@@ -403,14 +403,14 @@ export function decodeShard(file: ShardFile, options: Options<never>): DecodedSh
     written_at: file.written_at,
   };
   const idx = file.index;
-  let built: MiniSearch<never> | null = null;
+  let built: MiniSearch<T> | null = null;
   if (idx.encoding === 'minisearch-json') {
     const json = idx.json;
     return {
       meta,
       docs,
       packed: null,
-      index: () => (built ??= MiniSearch.loadJS(json as never, options)),
+      index: () => (built ??= MiniSearch.loadJS<T>(json as never, options)),
       terms: null,
     };
   }
@@ -532,8 +532,8 @@ function unpackIndex(idx: CompactIndex, docs: DocColumns, counts: Uint32Array): 
 }
 
 /** minisearch's maps from a packed index. */
-function buildFromPacked(p: PackedIndex, options: Options<never>): MiniSearch<never> {
-  const ms = MiniSearch.loadJS(
+function buildFromPacked<T>(p: PackedIndex, options: Options<T>): MiniSearch<T> {
+  const ms = MiniSearch.loadJS<T>(
     {
       documentCount: p.documentCount,
       nextId: p.paths.length,

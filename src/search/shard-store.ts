@@ -1,8 +1,9 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import MiniSearch, { type Options } from 'minisearch';
 import { ZzError } from '../errors.js';
+import { writeFileAtomic } from '../local/atomic-write.js';
 import { RUNG_KINDS, rungPathProblem, type RungKind } from '../schema/rung.js';
 import { forgetScratch } from './direct-scorer.js';
 import {
@@ -229,8 +230,8 @@ export class ShardStore {
         return { reason: 'options_changed' };
       }
       if (file.ladder_oid !== ladderOid) return { reason: 'ladder_moved' };
-      const decoded = decodeShard(file, MINI_OPTIONS as Options<never>);
-      const index = decoded.index as unknown as () => MiniSearch<ShardDoc>;
+      const decoded = decodeShard(file, MINI_OPTIONS);
+      const index = decoded.index;
       const shard = this.newShard(
         repo,
         ladderOid,
@@ -367,7 +368,7 @@ export class ShardStore {
     if (terms.terms.length > 0 || shard.docs.size === 0) shard.terms = terms;
     const file = this.fileFor(shard.repo);
     shard.writing = shard.writing.then(() =>
-      writeAtomic(this.dir, file, text).then(
+      writeFileAtomic(file, text, { mkdir: true }).then(
         () => {
           shard.lastWriteError = null;
         },
@@ -400,23 +401,5 @@ export class ShardStore {
     await this.flush().finally(() => {
       this.closed = true;
     });
-  }
-}
-
-async function writeAtomic(dir: string, file: string, text: string): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  const fh = await open(tmp, 'w', 0o600);
-  try {
-    await fh.writeFile(text, 'utf8');
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
-    await rename(tmp, file);
-  } catch (e) {
-    await unlink(tmp).catch(() => undefined);
-    throw e;
   }
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -120,8 +120,14 @@ describe('daemon search', () => {
     const tree = await owner.post(tool('ladder_tree'), {});
     expect(tree.json.result.revision).toBe(r.revision);
     // The shard is persisted in the cache the daemon was given.
-    await new Promise((res) => setTimeout(res, 1200));
-    expect(readdirSync(join(cache, 'search')).some((f) => f.endsWith('.json'))).toBe(true);
+    // Written after a debounce: poll (bounded) instead of sleeping a fixed time.
+    const persisted = () =>
+      existsSync(join(cache, 'search')) &&
+      readdirSync(join(cache, 'search')).some((f) => f.endsWith('.json'));
+    for (const until = Date.now() + 10_000; !persisted() && Date.now() < until;) {
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    expect(persisted()).toBe(true);
   });
 
   it('follows an incremental rebuild after a commit (old text gone, new text found)', async () => {

@@ -64,6 +64,15 @@ function collect(calls: string[], ms: number, max = 5000): Promise<string[]> {
   });
 }
 
+/** Waits (polling, bounded) until `what` holds: the positive event a negative check waits on. */
+async function until(what: () => boolean, label: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!what()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** One call per burst; a loaded machine may split a multi-file update (pack-refs) in two. */
 function expectBurst(calls: string[], gitdir: string): void {
   expect(calls.length).toBeGreaterThanOrEqual(1);
@@ -73,8 +82,15 @@ function expectBurst(calls: string[], gitdir: string): void {
 
 describe('watchRefs', () => {
   it('fires when refs/zz/ladder moves, is packed, or a remote ladder arrives', async () => {
+    // A second clone, watched too, is the flush for the negative checks: a change there fires
+    // after anything the watcher made of the earlier changes here (one event queue, same debounce).
+    const flushWork = join(root, 'flush');
+    git(root, 'init', '-q', flushWork);
+    git(flushWork, 'commit', '-q', '--allow-empty', '-m', 'f');
+    const flushGitdir = git(flushWork, 'rev-parse', '--absolute-git-dir');
+    const flushHead = git(flushWork, 'rev-parse', 'HEAD');
     const calls: string[] = [];
-    const stop = watchRefs([gitdir], (g) => calls.push(g), { debounceMs: 80 });
+    const stop = watchRefs([gitdir, flushGitdir], (g) => calls.push(g), { debounceMs: 80 });
     await stop.ready;
     try {
       git(work, 'update-ref', 'refs/zz/ladder', c1);
@@ -97,14 +113,25 @@ describe('watchRefs', () => {
       calls.length = 0;
       git(work, 'update-ref', 'refs/heads/side', c1);
       git(work, 'update-ref', 'refs/zz/lanes/demo', c1);
-      await new Promise((r) => setTimeout(r, 600));
-      expect(calls).toEqual([]);
+      git(flushWork, 'update-ref', 'refs/zz/ladder', flushHead);
+      await until(() => calls.includes(flushGitdir), 'the flush clone');
+      expect(calls.filter((g) => g === gitdir)).toEqual([]);
     } finally {
       await stop();
     }
-    // Closed: nothing more.
-    git(work, 'update-ref', 'refs/zz/ladder', c1);
-    await new Promise((r) => setTimeout(r, 400));
+    // Closed: nothing more. A fresh watcher on the same clone is the flush.
+    calls.length = 0;
+    const fresh: string[] = [];
+    const stopFresh = watchRefs([gitdir], (g) => fresh.push(g), { debounceMs: 80 });
+    await stopFresh.ready;
+    try {
+      // A real move (git does not rewrite a ref to the value it already has).
+      const now = git(work, 'rev-parse', 'refs/zz/ladder');
+      git(work, 'update-ref', 'refs/zz/ladder', now === c1 ? c2 : c1);
+      await until(() => fresh.length > 0, 'the fresh watcher');
+    } finally {
+      await stopFresh();
+    }
     expect(calls).toEqual([]);
   });
 

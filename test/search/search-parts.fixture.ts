@@ -1,6 +1,7 @@
 import type MiniSearch from 'minisearch';
 import { buildIndex, MINI_OPTIONS } from '../../src/search/shard-store.js';
 import type { ShardDoc } from '../../src/search/shard-file.js';
+import { prng } from '../helpers/seeded.js';
 
 // A seeded corpus of rung-like documents for the direct tests of the search parts.
 
@@ -10,17 +11,8 @@ const WORDS =
   );
 const KINDS = ['file', 'directory', 'release', 'changeset'];
 
-/** mulberry32: small, seeded, good enough to vary a corpus. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The tests' one seeded PRNG (mulberry32), here to vary a corpus. */
+export const rng = prng;
 
 export function corpus(seed: number, n: number): ShardDoc[] {
   const r = rng(seed);

@@ -1,4 +1,5 @@
 import { ZzError } from '../../errors.js';
+import { cacheDir } from '../../local/paths.js';
 import type { RungKind } from '../../schema/rung.js';
 import type { LadderSearch, SearchHit, SetRepoResult } from '../../search/index.js';
 import type { ZzRepo } from '../zz-repo.js';
@@ -49,11 +50,11 @@ async function withOneOffSearch<T>(
   force: boolean,
   f: (s: LadderSearch, indexed: SetRepoResult | null) => Promise<T> | T,
 ): Promise<T> {
-  const [{ LadderSearch }, { defaultCacheDir, indexRepo }] = await Promise.all([
+  const [{ LadderSearch }, { indexRepo }] = await Promise.all([
     import('../../search/index.js'),
     import('./search-sync.js'),
   ]);
-  const search = new LadderSearch({ cacheDir: defaultCacheDir(), persistDelayMs: 0 });
+  const search = new LadderSearch({ cacheDir: cacheDir(), persistDelayMs: 0 });
   try {
     return await f(search, await indexRepo(search, repo, { force }));
   } finally {

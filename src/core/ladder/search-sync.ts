@@ -1,6 +1,5 @@
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import { isZzError } from '../../errors.js';
+import { cacheDir } from '../../local/paths.js';
 import { changedPaths as gitChangedPaths, readCommit } from '../../git/index.js';
 import { rungPathFromFile, type Rung } from '../../schema/rung.js';
 import {
@@ -19,11 +18,6 @@ import { pathsOfOp, type LadderState } from './ladder-state.js';
 // updated by diff (a) on this process's own ladder commits and (b) whenever refs/zz/ladder
 // moves from outside — another zz process, `git update-ref`, a fetch and its hook — as seen by
 // the ref watcher. Every update re-reads the ref, so a missed or coalesced signal only delays.
-
-/** `$XDG_CACHE_HOME/zz`, else `~/.cache/zz` (search shards live in its `search/`). */
-export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'zz');
-}
 
 export function toIndexRung(r: Rung): IndexRung {
   return {
@@ -230,7 +224,7 @@ export async function startServedSearch(
   opts: LadderSyncOptions & { search?: LadderSearch; cacheDir?: string } = {},
 ): Promise<ServedSearch> {
   const own = !opts.search;
-  const search = opts.search ?? new LadderSearch({ cacheDir: opts.cacheDir ?? defaultCacheDir() });
+  const search = opts.search ?? new LadderSearch({ cacheDir: opts.cacheDir ?? cacheDir() });
   const { search: _s, cacheDir: _c, ...syncOpts } = opts;
   const sync = await startLadderSync(search, repos, syncOpts);
   return {

@@ -192,9 +192,22 @@ describe('dashboard in Chromium', () => {
     const seeded = await seedLane(w);
     const page = await signedIn(w, seeded.owner, '#/lane/web');
     await column(page, 'open').locator('.card').first().waitFor();
-    await page.getByRole('button', { name: 'New Ask' }).focus();
-    await page.keyboard.press('Enter');
-    // The title field takes focus; type, Tab through, submit with Enter.
+    // While the rest of the Lane's pages arrive, the first key press can land between renders;
+    // press again until the form is open (a second press would close it, so only while shut).
+    const newAsk = page.getByRole('button', { name: 'New Ask' });
+    await expect
+      .poll(async () => {
+        if ((await newAsk.getAttribute('aria-expanded')) !== 'true') {
+          await newAsk.focus();
+          await page.keyboard.press('Enter');
+        }
+        return newAsk.getAttribute('aria-expanded');
+      })
+      .toBe('true');
+    // The title field takes focus by itself; type, Tab through, submit with Enter.
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.getAttribute('name') ?? null))
+      .toBe('title');
     await page.keyboard.type('Typed without a mouse');
     await page.getByLabel('Body').focus();
     await page.keyboard.type('All by keyboard.');

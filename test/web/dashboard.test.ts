@@ -206,7 +206,8 @@ describe('dashboard in Chromium', () => {
       .toBe('true');
     // The title field takes focus by itself; type, Tab through, submit with Enter.
     await expect
-      .poll(() => page.evaluate(() => document.activeElement?.getAttribute('name') ?? null))
+      // A string, evaluated in the page (this file has no DOM types).
+      .poll(() => page.evaluate('document.activeElement && document.activeElement.name'))
       .toBe('title');
     await page.keyboard.type('Typed without a mouse');
     await page.getByLabel('Body').focus();

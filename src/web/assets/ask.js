@@ -199,8 +199,17 @@ export function AskView({ laneId, askId, me }) {
             <time datetime=${hi.time} title=${hi.time}>${ago(hi.time, now)}</time>
             <strong>${hi.op}</strong> by ${hi.actor}
             ${hi.revision && html`<code class="muted">${hi.revision.slice(0, 10)}</code>`}
+            ${hi.rejected && html`<span class="rejected">${refusal(hi.rejected)}</span>`}
           </li>`,
       )}
     </ol>
   </section>`;
+}
+
+/** Why the fold refused an op that arrived by sync (DESIGN §7): the loser sees the winner. */
+function refusal(r) {
+  if (r.reason === 'claim_lost') return `claim lost to ${r.winner ?? 'another holder'}`;
+  if (r.reason === 'conflicting_answer')
+    return `conflicting answer: sent to ${r.resolve_ask_id ?? 'a resolve_conflict Ask'}`;
+  return `refused: ${String(r.reason).replace(/_/g, ' ')}${r.winner ? ` (held by ${r.winner})` : ''}`;
 }

@@ -1,6 +1,19 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// The git runner and object parsers, refused outside src/git/ everywhere.
+const gitInternals = {
+  group: [
+    '**/git/index.js',
+    '**/git/native-git.js',
+    '**/git/objects.js',
+    '**/git/history-common.js',
+  ],
+  importNames: ['runGit', 'git', 'spawnGit', 'parseCommit', 'parseTree'],
+  message:
+    'No git command line or git output parsing outside src/git/: call (or add) a typed function in src/git/ (e.g. git/queries.ts).',
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '**/_*tmp*', '**/_prof*'] },
   {
@@ -37,7 +50,7 @@ export default tseslint.config(
   },
   // Git only in git/ (DESIGN §11): above src/git/ nothing builds a git command line or parses
   // git output. runGit/git (the native runner), spawnGit and parseCommit/parseTree stay in
-  // git/, which offers typed functions instead (git/queries.ts, listings.ts, …); processes are
+  // git/, which offers typed functions instead (git/queries.ts, …); processes are
   // spawned only in git/, models/ (exec: adapters), github/ (`gh auth token`) and cli/.
   {
     files: ['src/**/*.ts'],
@@ -46,31 +59,12 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: [
-            {
-              name: 'node:child_process',
-              message:
-                'Spawn processes only in src/git/ (git), src/models/, src/github/ or src/cli/.',
-            },
-            {
-              name: 'child_process',
-              message:
-                'Spawn processes only in src/git/ (git), src/models/, src/github/ or src/cli/.',
-            },
-          ],
-          patterns: [
-            {
-              group: [
-                '**/git/index.js',
-                '**/git/native-git.js',
-                '**/git/objects.js',
-                '**/git/history-common.js',
-              ],
-              importNames: ['runGit', 'git', 'spawnGit', 'parseCommit', 'parseTree'],
-              message:
-                'No git command line or git output parsing outside src/git/: call (or add) a typed function in src/git/ (e.g. git/queries.ts).',
-            },
-          ],
+          paths: ['node:child_process', 'child_process'].map((name) => ({
+            name,
+            message:
+              'Spawn processes only in src/git/ (git), src/models/, src/github/ or src/cli/.',
+          })),
+          patterns: [gitInternals],
         },
       ],
     },
@@ -82,19 +76,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            {
-              group: [
-                '**/git/index.js',
-                '**/git/native-git.js',
-                '**/git/objects.js',
-                '**/git/history-common.js',
-              ],
-              importNames: ['runGit', 'git', 'spawnGit', 'parseCommit', 'parseTree'],
-              message:
-                'No git command line or git output parsing outside src/git/: call (or add) a typed function in src/git/ (e.g. git/queries.ts).',
-            },
-          ],
+          patterns: [gitInternals],
         },
       ],
     },

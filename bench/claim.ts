@@ -1,10 +1,6 @@
-import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { initRepo } from '../src/core/index.js';
-import { startDaemon } from '../src/daemon/index.js';
 import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
-import { makeRepo } from '../test/helpers/temp-repo.js';
-import { percentile } from './util.js';
+import { benchDaemon, percentile } from './util.js';
 
 // Issue 18: 32 agents over real HTTP drain a Lane of 1,000 Asks, once with ask_claim_next and
 // once with query-then-claim (ask_query_claimable, pick one of the top few, ask_claim; a 409 is
@@ -18,20 +14,8 @@ const TOP = 5;
 const round = (n: number, d = 0) => Math.round(n * 10 ** d) / 10 ** d;
 
 export async function benchClaim(): Promise<Record<string, unknown>> {
-  const fixture = makeRepo('zz-bench-claim-');
-  const daemon = await startDaemon({
-    cwd: fixture.dir,
-    port: 0,
-    reposFile: join(fixture.dir, 'none.json'),
-  });
-  const clients: JsonClient[] = [];
+  const { daemon, owner, clients, tool, close } = await benchDaemon('zz-bench-claim-', AGENTS);
   try {
-    const repo = [...daemon.repos.values()][0]!;
-    await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
-    const { token } = await daemon.tokens.create('owner@example.com', 'login');
-    const owner = jsonClient(daemon.url, { token, maxSockets: AGENTS });
-    clients.push(owner);
-    const tool = (name: string) => `/api/repos/${repo.key}/tools/${name}`;
     const call = async (c: JsonClient, name: string, args: Record<string, unknown>) => {
       const r = await c.post(tool(name), args);
       if (r.status !== 200 && r.status !== 409)
@@ -159,9 +143,7 @@ export async function benchClaim(): Promise<Record<string, unknown>> {
       query_claim_exactly_once: raceOnce,
     };
   } finally {
-    for (const c of clients) c.close();
-    await daemon.close();
-    fixture.cleanup();
+    await close();
   }
 }
 

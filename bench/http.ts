@@ -1,9 +1,6 @@
 import { pathToFileURL } from 'node:url';
-import { join } from 'node:path';
-import { initRepo } from '../src/core/index.js';
-import { startDaemon } from '../src/daemon/index.js';
-import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
-import { makeRepo } from '../test/helpers/temp-repo.js';
+import { jsonClient } from '../test/helpers/http-client.js';
+import { benchDaemon } from './util.js';
 
 // The daemon over a real socket with keep-alive clients, on a temp repository.
 // Goals: ≥ 1,000 claims/s with 32 clients; read p50 < 3 ms. Clients run in the daemon's
@@ -35,20 +32,11 @@ function ok(r: { status: number; text: string }): void {
 }
 
 export async function benchHttp(): Promise<Record<string, unknown>> {
-  const fixture = makeRepo('zz-bench-http-');
-  const daemon = await startDaemon({
-    cwd: fixture.dir,
-    port: 0,
-    reposFile: join(fixture.dir, 'none.json'),
-  });
-  const clients: JsonClient[] = [];
+  const { daemon, token, owner, clients, tool, close } = await benchDaemon(
+    'zz-bench-http-',
+    CLIENTS,
+  );
   try {
-    const repo = [...daemon.repos.values()][0]!;
-    await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
-    const { token } = await daemon.tokens.create('owner@example.com', 'login');
-    const owner = jsonClient(daemon.url, { token, maxSockets: CLIENTS });
-    clients.push(owner);
-    const tool = (name: string) => `/api/repos/${repo.key}/tools/${name}`;
     ok(await owner.post(tool('lane_propose'), { lane_id: 'bench', title: 'Bench' }));
 
     // Asks to claim, posted by 32 concurrent clients (group commits).
@@ -154,9 +142,7 @@ export async function benchHttp(): Promise<Record<string, unknown>> {
       rss_mb: round(rssMb, 0),
     };
   } finally {
-    for (const c of clients) c.close();
-    await daemon.close();
-    fixture.cleanup();
+    await close();
   }
 }
 

@@ -1,3 +1,8 @@
+import { join } from 'node:path';
+import { initRepo, type ZzRepo } from '../src/core/index.js';
+import { startDaemon, type Daemon } from '../src/daemon/index.js';
+import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
+import { makeRepo } from '../test/helpers/temp-repo.js';
 // Small helpers shared by the benchmarks: timing, medians, percentiles, tables.
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -26,4 +31,45 @@ export function printTable(title: string, rows: Array<Record<string, string | nu
   console.log(cols.map((c, i) => c.padEnd(widths[i]!)).join('  '));
   for (const r of rows)
     console.log(cols.map((c, i) => fmt(r[c] ?? '').padEnd(widths[i]!)).join('  '));
+}
+
+export interface BenchDaemon {
+  daemon: Daemon;
+  repo: ZzRepo;
+  /** The owner's token, and a keep-alive client that carries it. */
+  token: string;
+  owner: JsonClient;
+  /** Clients to close at the end (the owner's included); add any you open. */
+  clients: JsonClient[];
+  /** The URL path of a tool on the served repo. */
+  tool(name: string): string;
+  close(): Promise<void>;
+}
+
+/** A daemon on a real socket over a fresh temp repository that the owner has initialised. */
+export async function benchDaemon(prefix: string, maxSockets: number): Promise<BenchDaemon> {
+  const fixture = makeRepo(prefix);
+  const daemon = await startDaemon({
+    cwd: fixture.dir,
+    port: 0,
+    reposFile: join(fixture.dir, 'none.json'),
+  });
+  const clients: JsonClient[] = [];
+  const close = async () => {
+    for (const c of clients) c.close();
+    await daemon.close();
+    fixture.cleanup();
+  };
+  try {
+    const repo = [...daemon.repos.values()][0]!;
+    await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
+    const { token } = await daemon.tokens.create('owner@example.com', 'login');
+    const owner = jsonClient(daemon.url, { token, maxSockets });
+    clients.push(owner);
+    const tool = (name: string) => `/api/repos/${repo.key}/tools/${name}`;
+    return { daemon, repo, token, owner, clients, tool, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
 }

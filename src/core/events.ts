@@ -3,7 +3,7 @@ import { ZzError } from '../errors.js';
 import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
 import { readLane, readLanes } from './lanes.js';
-import { historyEntry, rejectionsById, type EntryRejection } from './views.js';
+import { historyEntry, rejectionsById, type EntryRejection, type HistoryEntry } from './views.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
 
 // Events after a cursor. The cursor records, per Lane, how many ops of its log the caller has
@@ -18,19 +18,8 @@ import { laneRef, type ZzRepo } from './zz-repo.js';
 // op not in it is delivered: nothing is skipped and nothing seen is repeated. A cursor whose
 // revision is unknown (history rewritten) re-delivers the whole Lane rather than skip.
 
-export type LaneEvent = {
-  lane_id: string;
-  revision: string;
-  op: string;
-  actor: string;
-  time: string;
-  lamport: number;
-  ask_id: string | null;
-  args: Record<string, unknown>;
-  out: Record<string, unknown> | null;
-  /** The guarded fold refused this op (see lane_get history). */
-  rejected?: EntryRejection;
-};
+/** A history entry (views.ts) with its Lane; an event always has its commit's revision. */
+export type LaneEvent = HistoryEntry & { lane_id: string; revision: string };
 
 export type LaneEventsArgs = {
   lane_id?: string;

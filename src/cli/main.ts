@@ -27,6 +27,9 @@ const argv = process.argv.slice(2);
 const fast = await (await import('./fast-path.js')).tryFastPath(argv, io);
 const code = fast ?? (await (await import('./run.js')).run(argv, io));
 process.exitCode = code;
+// Background local writes (a token's last-use stamp) hold a lock file while they run: let them
+// finish, or the next zz process waits for a lock this one left behind.
+await (await import('../local/background.js')).settleBackground();
 // Long-running commands (serve, mcp) return only when they are done, so a finished command
 // exits here: idle git readers and signal listeners must not keep it alive.
 setImmediate(() => process.exit(code));

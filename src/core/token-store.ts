@@ -2,7 +2,13 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { z } from 'zod';
 import { ZzError } from '../errors.js';
-import { readJsonFile, tokensFile, withFileLock, writeJsonAtomic } from '../local/index.js';
+import {
+  readJsonFile,
+  tokensFile,
+  trackBackground,
+  withFileLock,
+  writeJsonAtomic,
+} from '../local/index.js';
 
 // Bearer tokens of one repository on this machine, in <git common dir>/zz/tokens.json (never on
 // refs, never synced): a token is honoured only by the repository whose store minted it. Only
@@ -106,7 +112,7 @@ export class TokenStore {
   constructor(gitdir: string, opts: TokenStoreOptions = {}) {
     this.file = tokensFile(gitdir);
     this.clock = opts.clock ?? (() => new Date());
-    this.lockTimeoutMs = opts.lockTimeoutMs ?? 5_000;
+    this.lockTimeoutMs = opts.lockTimeoutMs ?? 10_000;
     this.log = opts.log ?? (() => {});
   }
 
@@ -252,9 +258,11 @@ export class TokenStore {
     if (last && now.getTime() - last.getTime() < TOUCH_EVERY_MS) return;
     this.touched.set(rec.hash, now);
     this.dirty.set(rec.hash, now.toISOString());
-    this.touchTimer ??= this.writeTouches().finally(() => {
-      this.touchTimer = null;
-    });
+    this.touchTimer ??= trackBackground(
+      this.writeTouches().finally(() => {
+        this.touchTimer = null;
+      }),
+    );
   }
 
   private async writeTouches(): Promise<void> {

@@ -3,6 +3,7 @@ import fs, { promises as fsp } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ZzError } from '../errors.js';
+import { isAlive } from '../local/file-lock.js';
 import { assertRefName, OID_RE } from './ref-names.js';
 
 // Refs move only by compare-and-swap under git's own lock protocol (lockfile.c):
@@ -381,14 +382,5 @@ function unlinkIfThere(path: string): void {
     fs.unlinkSync(path);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

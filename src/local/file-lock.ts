@@ -1,20 +1,43 @@
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fromSystemError, ZzError } from '../errors.js';
 
 // The one lock for local files shared by several zz processes (tokens.json, credentials.json):
-// an O_EXCL `<file>.lock` holding the owner's pid. A lock whose owner is dead, or that has not
-// been touched for `staleMs`, is taken over. Hold it only around a read-modify-write; it is not
-// a lock for refs (git/ref-store.ts has git's own).
+// an O_EXCL `<file>.lock` holding the owner's pid and, on Linux, that process's start time. A
+// lock whose owner is dead, or that has not been touched for `staleMs`, is taken over. Hold it
+// only around a read-modify-write; it is not a lock for refs (git/ref-store.ts has git's own).
+//
+// Hazard: a pid alone does not name a process. With pid_max at 32,768 (containers, CI) and a
+// test suite spawning thousands of git processes, a dead holder's pid is reused within seconds;
+// the start time tells the new process from the holder. `staleMs` stays below the default
+// timeout so an abandoned lock is taken over before a waiter gives up even where no start
+// time can be read.
 
 export interface FileLockOptions {
-  /** How long to wait for a held lock before giving up (default 5 s). */
+  /** How long to wait for a held lock before giving up (default 10 s). */
   timeoutMs?: number;
-  /** A lock older than this is presumed abandoned (default 10 s). */
+  /** A lock older than this is presumed abandoned (default 4 s). */
   staleMs?: number;
   /** Create the file's directory (mode 0700) when missing. */
   mkdir?: boolean;
 }
+
+/** The start time of a process in clock ticks since boot (Linux), or null where unknown. */
+export function processStartTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 2 (comm) may hold spaces and parentheses: count fields after its last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19] ?? null; // field 22 of the whole line
+  } catch {
+    return null;
+  }
+}
+
+const selfStamp = (): string => {
+  const start = processStartTime(process.pid);
+  return start ? `${process.pid} ${start}` : String(process.pid);
+};
 
 export function isAlive(pid: number): boolean {
   try {
@@ -45,13 +68,13 @@ export async function withFileLock<T>(
 }
 
 async function acquire(lockFile: string, opts: FileLockOptions): Promise<() => Promise<void>> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 5_000);
-  const staleMs = opts.staleMs ?? 10_000;
+  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  const staleMs = opts.staleMs ?? 4_000;
   for (let attempt = 0; ; attempt++) {
     try {
       const fh = await fsp.open(lockFile, 'wx', 0o600);
       try {
-        await fh.writeFile(String(process.pid));
+        await fh.writeFile(selfStamp());
       } finally {
         await fh.close();
       }
@@ -77,8 +100,14 @@ async function acquire(lockFile: string, opts: FileLockOptions): Promise<() => P
 async function isStale(lockFile: string, staleMs: number): Promise<boolean> {
   try {
     const [st, text] = await Promise.all([fsp.stat(lockFile), fsp.readFile(lockFile, 'utf8')]);
-    const pid = Number(text);
-    if (Number.isInteger(pid) && pid > 0 && !isAlive(pid)) return true;
+    const [pidText, start] = text.trim().split(' ');
+    const pid = Number(pidText);
+    if (Number.isInteger(pid) && pid > 0) {
+      if (!isAlive(pid)) return true;
+      // Alive, but is it the holder or a later process given the same pid?
+      const now = start ? processStartTime(pid) : null;
+      if (now && now !== start) return true;
+    }
     return Date.now() - st.mtimeMs > staleMs;
   } catch {
     return false;

@@ -2,6 +2,7 @@
 // atomic file write, the one lock for local files and zod-validated JSON reads. A leaf: it knows
 // node:fs, zod and ZzError, nothing of zz's entities or front ends.
 export * from './atomic-write.js';
+export * from './background.js';
 export * from './file-lock.js';
 export * from './json-file.js';
 export * from './paths.js';

@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  processStartTime,
+  settleBackground,
+  trackBackground,
+  withFileLock,
+} from '../../src/local/index.js';
+import { tempDir } from '../helpers/temp-dirs.js';
+
+describe('withFileLock', () => {
+  it('takes over a lock whose pid now names another process (pid reuse)', async () => {
+    const dir = tempDir('zz-lock-');
+    const file = join(dir, 'tokens.json');
+    // A live process, but not the one that took the lock: its start time differs.
+    const other = spawn(process.execPath, ['-e', 'setTimeout(()=>{}, 30000)'], { stdio: 'ignore' });
+    try {
+      const start = processStartTime(other.pid!);
+      expect(start).not.toBeNull();
+      writeFileSync(`${file}.lock`, `${other.pid} ${Number(start) - 1}`);
+      let ran = false;
+      await withFileLock(file, async () => (ran = true), { timeoutMs: 1_000, staleMs: 60_000 });
+      expect(ran).toBe(true);
+      expect(existsSync(`${file}.lock`)).toBe(false);
+    } finally {
+      other.kill();
+    }
+  });
+
+  it('waits for a live holder and refuses with a clear error after the timeout', async () => {
+    const dir = tempDir('zz-lock-');
+    const file = join(dir, 'tokens.json');
+    writeFileSync(`${file}.lock`, `${process.pid} ${processStartTime(process.pid)}`);
+    await expect(
+      withFileLock(file, async () => 1, { timeoutMs: 200, staleMs: 60_000 }),
+    ).rejects.toThrow(/is held by another process/);
+    expect(readFileSync(`${file}.lock`, 'utf8')).toContain(String(process.pid));
+  });
+
+  it('serialises read-modify-writes in one process', async () => {
+    const dir = tempDir('zz-lock-');
+    const file = join(dir, 'n.txt');
+    writeFileSync(file, '0');
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        withFileLock(file, async () => {
+          const n = Number(readFileSync(file, 'utf8'));
+          await new Promise((r) => setTimeout(r, 1));
+          writeFileSync(file, String(n + 1));
+        }),
+      ),
+    );
+    expect(readFileSync(file, 'utf8')).toBe('20');
+  });
+});
+
+describe('settleBackground', () => {
+  it('waits for tracked work, and no longer than its timeout', async () => {
+    let done = false;
+    trackBackground(new Promise((r) => setTimeout(r, 50)).then(() => (done = true)));
+    await settleBackground();
+    expect(done).toBe(true);
+    trackBackground(new Promise(() => {}));
+    // A piece that never settles: settle still returns (the test's own timeout would fail it).
+    await settleBackground(100);
+  });
+});

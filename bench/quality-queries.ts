@@ -16,6 +16,8 @@ export interface JudgedPackage {
   queries: JudgedQuery[];
 }
 
+/** The set the extraction was tuned against (round one); HELD_OUT below is the check. */
+
 export const JUDGED: JudgedPackage[] = [
   {
     name: 'undici',
@@ -135,6 +137,54 @@ export const JUDGED: JudgedPackage[] = [
     queries: [
       { query: 'secondary rate limit', relevant: ['dist-src/index.js'] },
       { query: 'route matcher', relevant: ['dist-src/route-matcher.js'] },
+    ],
+  },
+];
+
+// A held-out set, written (queries and judgements, by reading the files) before the second
+// round of tuning the summariser and search fields, and never adjusted after: it checks that
+// a gain on JUDGED is not fitted to its 43 queries. Two packages none of the JUDGED ones
+// resemble: a CSS parser and a terminal prompt library.
+export const HELD_OUT: JudgedPackage[] = [
+  {
+    name: 'postcss',
+    include: ['lib', 'README.md', 'package.json'],
+    queries: [
+      { query: 'parse css into ast', relevant: ['lib/parser.js', 'lib/parse.js'] },
+      { query: 'tokenizer', relevant: ['lib/tokenize.js'] },
+      { query: 'generate source maps', relevant: ['lib/map-generator.js'] },
+      { query: 'read previous source map', relevant: ['lib/previous-map.js'] },
+      { query: 'syntax error with line and column', relevant: ['lib/css-syntax-error.js'] },
+      {
+        query: 'stringify nodes back to css',
+        relevant: ['lib/stringifier.js', 'lib/stringify.js'],
+      },
+      { query: 'walk rules and declarations', relevant: ['lib/container.js'] },
+      { query: 'plugin warnings', relevant: ['lib/warning.js', 'lib/result.js'] },
+      { query: 'run plugins asynchronously', relevant: ['lib/lazy-result.js'] },
+      { query: 'split comma separated values', relevant: ['lib/list.js'] },
+      { query: 'at-rule like @media', relevant: ['lib/at-rule.js'] },
+      { query: 'terminal syntax highlighting', relevant: ['lib/terminal-highlight.js'] },
+    ],
+  },
+  {
+    name: 'prompts',
+    include: ['lib', 'readme.md', 'package.json'],
+    queries: [
+      {
+        query: 'autocomplete suggestions',
+        relevant: ['lib/elements/autocomplete.js', 'lib/elements/autocompleteMultiselect.js'],
+      },
+      { query: 'multiple choice checkbox select', relevant: ['lib/elements/multiselect.js'] },
+      { query: 'yes no confirmation', relevant: ['lib/elements/confirm.js'] },
+      { query: 'date picker', relevant: ['lib/elements/date.js'] },
+      { query: 'number input with min max', relevant: ['lib/elements/number.js'] },
+      { query: 'password input masking', relevant: ['lib/util/style.js', 'lib/prompts.js'] },
+      { query: 'keypress to action mapping', relevant: ['lib/util/action.js'] },
+      { query: 'clear lines from terminal', relevant: ['lib/util/clear.js'] },
+      { query: 'inject answers for testing', relevant: ['lib/index.js'] },
+      { query: 'toggle switch', relevant: ['lib/elements/toggle.js'] },
+      { query: 'wrap long text', relevant: ['lib/util/wrap.js'] },
     ],
   },
 ];

@@ -29,6 +29,8 @@ export const MAX_LIMIT = 50;
 export const MAX_RESULTS = 1000;
 const MAX_QUERY_CHARS = 500;
 const MAX_QUERY_TOKENS = 16;
+/** Relaxed steps run until this many results are found (independent of the page size). */
+const FILL = DEFAULT_LIMIT;
 
 export interface SearchRequest {
   query: string;
@@ -150,10 +152,24 @@ export class QueryEngine {
         fuzzy: fuzzyDistance(term),
       }),
     });
+    // Each step's results rank below the previous step's, and a step runs only while fewer
+    // than FILL results are found: a query whose every word matches one rung still lists the
+    // rungs that match all words but one (a reader's wording rarely matches a summary's).
+    const out: Ranked[] = [];
+    const seen = new Set<string>();
+    const add = (rs: readonly Ranked[]): boolean => {
+      for (const r of rs) {
+        const k = `${r.shard.id}\u0000${r.path}`;
+        if (seen.has(k)) continue;
+        seen.add(k);
+        out.push(r);
+      }
+      if (out.length > MAX_RESULTS) out.length = MAX_RESULTS;
+      return out.length >= FILL;
+    };
     // 1. every word, identifiers whole (`parseConfig` matches parseConfigFile by prefix).
     const whole = plan.tokens.map((t, i) => expand(t.whole, i === n - 1));
-    let ranked = this.runAnd(whole, allowed, plan.kinds);
-    if (ranked.length > 0) return ranked;
+    if (add(this.runAnd(whole, allowed, plan.kinds))) return out;
     // 2. identifiers as their parts, for prose that says "parse the config".
     const hasParts = plan.tokens.some((t) => t.parts.length > 0);
     const parts = hasParts
@@ -163,10 +179,7 @@ export class QueryEngine {
             : t.parts.map((p, j) => expand(p, i === n - 1 && j === t.parts.length - 1)),
         )
       : [];
-    if (hasParts) {
-      ranked = this.runAnd(parts, allowed, plan.kinds);
-      if (ranked.length > 0) return ranked;
-    }
+    if (hasParts && add(this.runAnd(parts, allowed, plan.kinds))) return out;
     // 3. all words but one: "server events nuvonuka" still finds "server events" rungs.
     const words = hasParts ? parts : whole;
     if (words.length >= 3) {
@@ -182,10 +195,11 @@ export class QueryEngine {
           if (!seen || seen.score < r.score) best.set(k, r);
         }
       }
-      if (best.size > 0) return rank([...best.values()]);
+      if (add(rank([...best.values()]))) return out;
     }
     // 4. any word at all, ranked by how many matched.
-    return this.runOr([...whole, ...parts], allowed, plan.kinds);
+    add(this.runOr([...whole, ...parts], allowed, plan.kinds));
+    return out;
   }
 
   /** Per shard: the rarest word first, then each next word only over the survivors. */
@@ -228,16 +242,25 @@ export class QueryEngine {
     allowed: (id: number) => Shard | null,
     kinds: ReadonlySet<string> | null,
   ): Ranked[] {
-    let live = groups.filter((g) => g.expansions.length > 0);
-    if (live.length === 0) return [];
     // A word found in a quarter of all rungs says little on its own, and scoring every rung that
-    // holds it is what makes OR slow: when rarer words are present, only they are used.
+    // holds it is what makes OR slow: when rarer words are present, only they are used. Both
+    // are counted over the shards this search may use: a word common (or only present) in other
+    // repositories must not crowd out the word a repo-scoped query has here.
     const router = this.router!;
     let docs = 0;
     for (const s of this.store.shards.values()) if (allowed(s.id)) docs += s.docs.size;
-    const df = (g: Group) => g.expansions.reduce((n, e) => n + router.frequency(e.row), 0);
-    const rare = live.filter((g) => df(g) <= docs / 4);
-    if (rare.length > 0) live = rare;
+    const df = (g: Group) => {
+      let n = 0;
+      for (const e of g.expansions)
+        router.forEachShard(e.row, (id, count) => {
+          if (allowed(id)) n += count;
+        });
+      return n;
+    };
+    const counted = groups.map((g) => ({ g, n: df(g) })).filter((x) => x.n > 0);
+    if (counted.length === 0) return [];
+    const rare = counted.filter((x) => x.n <= docs / 4);
+    const live = (rare.length > 0 ? rare : counted).map((x) => x.g);
     const perShard = this.bucket(live, allowed);
     const out: Ranked[] = [];
     for (const [shard, b] of perShard) {

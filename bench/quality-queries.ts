@@ -188,3 +188,38 @@ export const HELD_OUT: JudgedPackage[] = [
     ],
   },
 ];
+
+// A blind set, written (queries and judgements, by reading the files) after one decision had
+// been taken with HELD_OUT's results in view (no "Mentions" for type declarations, see
+// extract/mentions.ts), and before anything after it: the check that stays untouched.
+export const BLIND: JudgedPackage[] = [
+  {
+    name: 'ajv',
+    include: ['lib', 'README.md', 'package.json'],
+    queries: [
+      { query: 'resolve $ref references', relevant: ['lib/compile/resolve.js'] },
+      { query: 'string formats like email and date', relevant: ['lib/compile/formats.js'] },
+      { query: 'add custom keyword', relevant: ['lib/keyword.js'] },
+      { query: 'compile schema to validation function', relevant: ['lib/compile/index.js'] },
+      { query: 'cache compiled schemas', relevant: ['lib/cache.js'] },
+      { query: 'deep equality check', relevant: ['lib/compile/equal.js'] },
+      { query: 'validation error classes', relevant: ['lib/compile/error_classes.js'] },
+      { query: 'load missing schemas asynchronously', relevant: ['lib/compile/async.js'] },
+      { query: 'unicode string length', relevant: ['lib/compile/ucs2length.js'] },
+      { query: 'unique items', relevant: ['lib/dotjs/uniqueItems.js'] },
+    ],
+  },
+  {
+    name: 'cli-progress',
+    include: ['lib', 'presets', 'cli-progress.js', 'README.md', 'package.json'],
+    queries: [
+      { query: 'estimated time remaining', relevant: ['lib/eta.js'] },
+      { query: 'multiple progress bars', relevant: ['lib/multi-bar.js'] },
+      { query: 'format time duration', relevant: ['lib/format-time.js'] },
+      { query: 'render the bar string', relevant: ['lib/format-bar.js'] },
+      { query: 'terminal cursor control', relevant: ['lib/terminal.js'] },
+      { query: 'default options', relevant: ['lib/options.js'] },
+      { query: 'bar style presets', relevant: ['presets/index.js'] },
+    ],
+  },
+];

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { initRepo, ladderBuild, readLadder, ZzRepo } from '../src/core/index.js';
 import { toIndexRung } from '../src/core/ladder/search-sync.js';
 import { LadderSearch } from '../src/search/index.js';
-import { HELD_OUT, JUDGED, type JudgedPackage } from './quality-queries.js';
+import { BLIND, HELD_OUT, JUDGED, type JudgedPackage } from './quality-queries.js';
 import { printTable } from './util.js';
 
 // Search quality on real code nobody here wrote: each judged package (bench/quality-queries.ts)
@@ -137,6 +137,10 @@ async function runSet(
       acc.grepRecall += grep.recall;
       acc.grepRr += grep.rr;
       if (zz.rr === 0) misses.push(`${pkg.name}: "${q.query}"`);
+      if (process.env.QUALITY_EACH)
+        console.log(
+          `= ${pkg.name}: "${q.query}" recall ${zz.recall.toFixed(2)} rr ${zz.rr.toFixed(2)}`,
+        );
       if (process.env.QUALITY_DEBUG && zz.recall < 1) {
         console.log(
           `\n? ${pkg.name}: "${q.query}" → ${page.hits
@@ -180,7 +184,13 @@ export async function benchQuality(): Promise<Record<string, unknown>> {
       search,
       dirs,
     );
-    return { judged, held_out: heldOut };
+    const blind = await runSet(
+      'blind queries (written before the last tuning)',
+      BLIND,
+      search,
+      dirs,
+    );
+    return { judged, held_out: heldOut, blind };
   } finally {
     await search.close().catch(() => {});
     for (const d of [...dirs, cache]) rmSync(d, { recursive: true, force: true });

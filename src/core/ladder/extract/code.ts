@@ -28,7 +28,11 @@ import {
   usedNames,
   type ClassOutline,
 } from './members.js';
+import { mentionedWords, mentionsLine } from './mentions.js';
 import { type Extract, MAX_DETAIL_CHARS, MAX_FILE_SYMBOLS, MAX_SYMBOLS } from './types.js';
+
+/** The words of an identifier (`parseConfigFile` → parse, Config, File). */
+const NAME_WORDS = /[A-Z]?[a-z]+|[A-Z]+(?![a-z])/g;
 
 // --- languages -----------------------------------------------------------------------------
 
@@ -509,13 +513,17 @@ export function codeSummary(
   const declared = uniq([...e.symbols, ...extra]);
   // Last, the names the body uses most: what the code is about beyond what it declares.
   e.symbols = uniq([...declared, ...(facts.used ?? [])]).slice(0, MAX_FILE_SYMBOLS);
-  const detail = outline(facts, lines);
+  // The words its comments and messages use beyond those its names carry (mentions.ts).
+  const named = new Set(
+    e.symbols.flatMap((x) => x.match(NAME_WORDS) ?? []).map((w) => w.toLowerCase()),
+  );
+  const detail = outline(facts, lines, isDecl ? [] : mentionedWords(src, named));
   if (detail) e.detail = detail;
   return e;
 }
 
 /** The file's outline for `ladder_read`: exports, classes with members, functions, size. */
-function outline(facts: CodeFacts, lines: number): string | null {
+function outline(facts: CodeFacts, lines: number, mentions: readonly string[]): string | null {
   const out: string[] = [];
   if (facts.symbols.length > 0) out.push(`Exports: ${facts.symbols.join(', ')}`);
   for (const c of facts.classes ?? []) {
@@ -525,6 +533,7 @@ function outline(facts: CodeFacts, lines: number): string | null {
   if (facts.functions && facts.functions.length > 0)
     out.push(`Functions: ${facts.functions.join(', ')}`);
   if (facts.tests && facts.tests.length > 0) out.push(`Tests: ${facts.tests.join('; ')}`);
+  if (mentions.length > 0) out.push(mentionsLine(mentions));
   if (out.length === 0) return null;
   out.push(`${plural(lines, 'line')}.`);
   return out.join('\n').slice(0, MAX_DETAIL_CHARS);

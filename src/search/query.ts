@@ -31,6 +31,15 @@ const MAX_QUERY_CHARS = 500;
 const MAX_QUERY_TOKENS = 16;
 /** Relaxed steps run until this many results are found (independent of the page size). */
 const FILL = DEFAULT_LIMIT;
+/**
+ * A query word of ABBREV_WORD letters or more also matches, weighed down, the terms its first
+ * ABBREV_MIN to ABBREV_MAX letters spell: the abbreviations code uses for it (`inc`, `decl`,
+ * `expr`). Longer heads are left out: "classes" must not match every summary's "class".
+ */
+const ABBREV_MIN = 3;
+const ABBREV_MAX = 4;
+const ABBREV_WORD = 6;
+const ABBREV_WEIGHT = 0.5;
 
 export interface SearchRequest {
   query: string;
@@ -146,12 +155,22 @@ export class QueryEngine {
       return s;
     };
     const n = plan.tokens.length;
-    const expand = (term: string, last: boolean): Group => ({
-      expansions: router.expand(term, {
+    const expand = (term: string, last: boolean): Group => {
+      const expansions = router.expand(term, {
         prefix: last && term.length >= 2,
         fuzzy: fuzzyDistance(term),
-      }),
-    });
+      });
+      // The word's abbreviations that are terms too (ABBREV_*): "increment" meets `inc`.
+      const have = new Set(expansions.map((e) => e.term));
+      const longest = term.length >= ABBREV_WORD ? Math.min(ABBREV_MAX, term.length - 1) : 0;
+      for (let len = longest; len >= ABBREV_MIN; len--) {
+        const head = term.slice(0, len);
+        if (have.has(head)) continue;
+        for (const e of router.expand(head, { prefix: false, fuzzy: 0 }))
+          expansions.push({ ...e, weight: ABBREV_WEIGHT * (len / term.length) });
+      }
+      return { expansions };
+    };
     // Each step's results rank below the previous step's, and a step runs only while fewer
     // than FILL results are found: a query whose every word matches one rung still lists the
     // rungs that match all words but one (a reader's wording rarely matches a summary's).

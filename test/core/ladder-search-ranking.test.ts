@@ -33,6 +33,9 @@ const PARSER: IndexRung[] = [
   file('lib/stringify.js', 'Stringify a parsed css tree back to text.', ['stringify']),
   file('lib/tokenize.js', 'Splits css source into tokens.', ['tokenizer']),
   file('lib/list.js', 'Splits comma separated values.', ['comma', 'space']),
+  file('functions/inc.js', 'JavaScript module exporting inc (21 lines).', ['inc', 'version']),
+  file('classes/node.js', 'Class Node has clone and remove.', ['Node', 'clone']),
+  file('lib/rule.js', 'Class Rule has append.', ['Rule']),
 ];
 
 let dir: string;
@@ -68,5 +71,12 @@ describe('ladder search ranking', () => {
     expect(hits[0]).toBe('lib/stringify.js');
     expect(hits).toContain('lib/parser.js');
     expect(hits.indexOf('lib/parser.js')).toBeGreaterThan(0);
+  });
+
+  it('matches a long word to the abbreviation code uses for it, not to a longer head', () => {
+    // "increment" → `inc`; "classes" must not reach "Class" (a head of five letters).
+    expect(paths('increment', 'npm/postcss')).toEqual(['functions/inc.js']);
+    expect(paths('classes', 'npm/postcss')).toEqual(['classes/node.js']);
+    expect(paths('inc', 'npm/postcss')).toEqual(['functions/inc.js']);
   });
 });

@@ -20,8 +20,8 @@ import { queryTokens, type QueryToken } from './tokenize.js';
 // Query planning and ranking over the shard store. A query is planned against a router holding
 // every shard's vocabulary (term-router.ts): fuzzy and prefix expansion happen once per query,
 // and only shards holding every query word (for AND) are scored, rarest word first
-// (direct-scorer.ts). When AND finds nothing it relaxes in steps: identifier parts, all words
-// but one, then any word.
+// (direct-scorer.ts). While AND finds fewer than FILL rungs it relaxes in steps, each step's
+// rungs ranked below the stricter ones: identifier parts, all words but one, then any word.
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 50;
@@ -210,8 +210,8 @@ export class QueryEngine {
           plan.kinds,
         )) {
           const k = `${r.shard.id}\u0000${r.path}`;
-          const seen = best.get(k);
-          if (!seen || seen.score < r.score) best.set(k, r);
+          const prior = best.get(k);
+          if (!prior || prior.score < r.score) best.set(k, r);
         }
       }
       if (add(rank([...best.values()]))) return out;

@@ -185,7 +185,7 @@ export function jsFacts(path: string, src: string): CodeFacts {
       local.push(name);
     }
   }
-  const { lead: top, generated } = leadFromComments(leadingComments(src));
+  const { lead: top, generated } = leadFromComments(fileComments(path, src));
   let lead = top;
   // Without a file comment, the doc of the export named like the file speaks for the file;
   // the doc of merely the first export is shown as that export's.
@@ -222,6 +222,23 @@ export function jsFacts(path: string, src: string): CodeFacts {
     facts.verb = `re-exporting${facts.symbols.length > 0 ? '' : ' everything'} from ${listOf(from, 3)}${facts.symbols.length > 0 ? ':' : ''}`;
   }
   return facts;
+}
+
+/**
+ * The leading comments that speak for the file: a line comment glued to the constant or
+ * variable right under it (no blank line between) documents that constant, not the file
+ * (postcss's stringifier.js opens with "Characters that end an at-rule name…").
+ */
+function fileComments(path: string, src: string) {
+  const comments = leadingComments(src);
+  const last = comments[comments.length - 1];
+  if (last && src.startsWith('//', last.start)) {
+    const next = /^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)/.exec(
+      src.slice(last.end, last.end + 200),
+    );
+    if (next && !namesLikeFile(path).has(normName(next[1]!))) comments.pop();
+  }
+  return comments;
 }
 
 export const JS_KEYWORDS = new Set([

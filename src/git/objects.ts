@@ -174,6 +174,8 @@ export class ObjectWriter {
   private readonly knownDirs = new Set<string>();
   /** Packs this writer has written (the daemon's maintenance consolidates them with gc). */
   packsWritten = 0;
+  /** Batches of more objects than this become a pack (Infinity: always loose; benchmarks). */
+  packMinObjects = PACK_MIN_OBJECTS;
 
   constructor(
     private readonly gitdir: string,
@@ -322,11 +324,11 @@ export class ObjectWriter {
   }
 
   /**
-   * Writes a commit's objects together: as one pack past PACK_MIN_OBJECTS objects, else loose.
+   * Writes a commit's objects together: as one pack past packMinObjects objects, else loose.
    * Either way every object is on disk (with `fsync`, durably) when this resolves.
    */
   async writeMany(objects: ReadonlyArray<{ type: ObjectType; body: Buffer }>): Promise<string[]> {
-    if (objects.length <= PACK_MIN_OBJECTS) {
+    if (objects.length <= this.packMinObjects) {
       return Promise.all(objects.map((o) => this.write(o.type, o.body)));
     }
     const entries = objects.map((o) => ({ ...o, oid: hashObject(o.type, o.body).oid }));

@@ -141,7 +141,7 @@ export function encodePack(objects: readonly PackEntry[]): EncodedPack {
   };
 }
 
-function encodeIndex(
+export function encodeIndex(
   index: Array<{ oid: string; offset: number; crc: number }>,
   packChecksum: Buffer,
 ): Buffer {

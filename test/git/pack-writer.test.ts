@@ -14,6 +14,8 @@ import {
   type ObjectType,
 } from '../../src/git/index.js';
 import { crc32Table, encodeIndex, encodePack, entryHeader } from '../../src/git/pack-writer.js';
+import { ZzRepo } from '../../src/core/index.js';
+import { startMaintenance } from '../../src/daemon/maintenance.js';
 import { GitStore } from '../../src/store/index.js';
 import { prng, testSeed } from '../helpers/seeded.js';
 import { tempDir } from '../helpers/temp-dirs.js';
@@ -273,6 +275,42 @@ describe('pack writer: many packs', () => {
       expect(await again.readAll(revs[3]!)).toEqual(files(40, 'build 3'));
     } finally {
       store.close();
+      cleanup();
+    }
+  });
+});
+
+describe('pack writer: daemon maintenance', () => {
+  it('runs gc --auto as packs accumulate, which keeps their number bounded', async () => {
+    const { dir, cleanup } = makeRepo('zz-pack-maint-');
+    const repo = await ZzRepo.open(dir, { key: 'test/maint' });
+    const logged: string[] = [];
+    const maint = startMaintenance(new Map([[repo.key, repo]]), { log: (l) => logged.push(l) });
+    try {
+      const ref = 'refs/zz/lanes/maint';
+      const revs: string[] = [];
+      for (let n = 0; n < 70; n++) {
+        const parent = await repo.store.head(ref);
+        const rev = await repo.store.commit(ref, {
+          parent,
+          changes: files(40, `m${n}`),
+          ops: [],
+          summary: `m${n}`,
+        });
+        revs.push(rev);
+        // What an Entity does after its commit lands.
+        repo.emitFor(ref, rev, []);
+      }
+      await maint.idle();
+      expect(logged).toEqual([]);
+      expect(repo.git!.objects.packsWritten).toBe(70);
+      // Consolidated at least once past 50; at most a few runs' worth written since.
+      expect((await countObjects(join(dir, '.git'))).packs).toBeLessThanOrEqual(25);
+      expect(await new GitStore(repo.git!).readAll(revs[69]!)).toEqual(files(40, 'm69'));
+      expect(fsckProblems(dir)).toEqual([]);
+    } finally {
+      await maint.close();
+      repo.close();
       cleanup();
     }
   });

@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import * as zlib from 'node:zlib';
-import type { ObjectType } from './objects.js';
 
 // Writes a set of objects as one packfile plus its index, the way `git index-pack` leaves a
 // fetched pack: a commit of a few thousand objects (a full Ladder build) costs two files and
@@ -41,9 +40,12 @@ import type { ObjectType } from './objects.js';
 // never pruned, as with a pack received by `git fetch`. An object already in the repository is
 // written again here, like a loose rewrite freshens its mtime (see ObjectWriter.write).
 
+/** objects.ts's ObjectType, spelled out here: objects.ts imports this module, not the reverse. */
+export type PackObjectType = 'blob' | 'tree' | 'commit';
+
 export interface PackEntry {
   oid: string;
-  type: ObjectType;
+  type: PackObjectType;
   /** The object's content, without the loose "type size\0" header. */
   body: Buffer;
 }
@@ -56,7 +58,7 @@ export interface WrittenPack {
   bytes: number;
 }
 
-const TYPE_CODE: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3 };
+const TYPE_CODE: Record<PackObjectType, number> = { commit: 1, tree: 2, blob: 3 };
 
 /** zlib level for pack entries: the Ladder's rung blobs are small JSON, speed matters more. */
 const LEVEL = 1;
@@ -78,7 +80,7 @@ const TMP_PREFIX = randomBytes(4).toString('hex');
 let tmpCounter = 0;
 
 /** A pack entry's header: type and size, as a little-endian base-128 varint. */
-export function entryHeader(type: ObjectType, size: number): Buffer {
+export function entryHeader(type: PackObjectType, size: number): Buffer {
   const bytes: number[] = [];
   let c = (TYPE_CODE[type] << 4) | (size & 0x0f);
   // Sizes past 2^31 are written with division, not shifts, which would wrap at 32 bits.

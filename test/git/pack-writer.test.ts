@@ -133,6 +133,13 @@ describe('pack writer (encoding)', () => {
     expect(idx.length).toBe(large + 16 + 40);
   });
 
+  it('refuses object ids that are not SHA-1 (a sha256 repository)', () => {
+    // openRepository refuses sha256 repositories before any write; this is the second guard.
+    expect(() =>
+      encodePack([{ oid: 'ab'.repeat(32), type: 'blob', body: Buffer.from('x') }]),
+    ).toThrow(/not a SHA-1 object id/);
+  });
+
   it('writes an object given twice once', () => {
     const body = Buffer.from('same\n');
     const oid = hashObject('blob', body).oid;

@@ -331,7 +331,12 @@ export class ObjectWriter {
     if (objects.length <= this.packMinObjects) {
       return Promise.all(objects.map((o) => this.write(o.type, o.body)));
     }
-    const entries = objects.map((o) => ({ ...o, oid: hashObject(o.type, o.body).oid }));
+    // Hashed here, not taken from the caller: a wrong name would be a corrupt pack. Without
+    // hashObject's copy of header + body, which a loose write needs and a pack does not.
+    const entries = objects.map((o) => ({
+      ...o,
+      oid: createHash('sha1').update(`${o.type} ${o.body.length}\0`).update(o.body).digest('hex'),
+    }));
     await writePack(this.gitdir, entries, { fsync: this.opts.fsync ?? false });
     this.packsWritten++;
     return entries.map((e) => e.oid);

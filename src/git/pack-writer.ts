@@ -215,8 +215,8 @@ export async function writePack(
       writeFileDurably(tmpPack, enc.pack, opts.fsync ?? false),
       writeFileDurably(tmpIdx, [enc.idx], opts.fsync ?? false),
     ]);
-    await fsp.rename(tmpPack, `${final}.pack`);
-    await fsp.rename(tmpIdx, `${final}.idx`);
+    await renameInto(tmpPack, `${final}.pack`);
+    await renameInto(tmpIdx, `${final}.idx`);
   } catch (e) {
     await Promise.all([fsp.rm(tmpPack, { force: true }), fsp.rm(tmpIdx, { force: true })]);
     throw e;
@@ -225,6 +225,29 @@ export async function writePack(
     await Promise.all([syncDir(dir), madeDir ? syncDir(join(gitdir, 'objects')) : undefined]);
   }
   return { name: enc.name, count: enc.count, bytes: enc.bytes };
+}
+
+/**
+ * Renames a tmp file into place. The same objects written the same way make the same pack name,
+ * and then the file in place has the same bytes (the name is their checksum): where a read-only
+ * file cannot be replaced (Windows), keeping it is as good.
+ */
+async function renameInto(tmp: string, final: string): Promise<void> {
+  try {
+    await fsp.rename(tmp, final);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const kept = code === 'EPERM' || code === 'EACCES' || code === 'EEXIST';
+    if (
+      !kept ||
+      !(await fsp.stat(final).then(
+        () => true,
+        () => false,
+      ))
+    )
+      throw e;
+    await fsp.rm(tmp, { force: true });
+  }
 }
 
 async function writeFileDurably(path: string, parts: Buffer[], fsync: boolean): Promise<void> {

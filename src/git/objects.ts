@@ -162,11 +162,13 @@ const SYNC_WRITE_MAX = 256 * 1024;
 
 /**
  * A batch of more objects than this is written as one pack (git/pack-writer.ts), fewer as loose
- * objects. Measured with fsync on the 2-vCPU VM (bench/ladder-build.ts, `pack-threshold`): a
- * pack costs two files and two fsyncs whatever its size, a loose object one file and one fsync
- * (its directory's fsync shared), so the pack wins from about a dozen objects on; the threshold
- * sits above that so everyday writes (a lane op: 3 to 6 objects) stay loose, and a pack per
- * small commit would multiply packs, which every read then searches.
+ * objects. Measured with fsync on the 2-vCPU VM under load 9 (`npm run bench -- pack-threshold`):
+ * a pack costs two files and two fsyncs whatever its size, a loose object one file and one
+ * fsync each, so a pack is already faster at 4 objects (1.6-1.9x), 4-6x at 16, 7-9x at 32.
+ * Speed is not all: every pack is one more index each read may search, and gc --auto repacks
+ * the whole repository once there are more than 50. So only commits where the pack wins big
+ * become packs; everyday writes (a lane op: 3 to 6 objects) stay loose, and a Ladder build
+ * (thousands of rungs) or a large changeset is one pack.
  */
 export const PACK_MIN_OBJECTS = 32;
 

@@ -1,9 +1,9 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, promises as fsp, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as zlib from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   countObjects,
   gcAuto,
@@ -267,6 +267,56 @@ describe('pack writer (real git)', () => {
     expect(() => fsck(dir)).not.toThrow();
     expectSound(dir, rev);
     expect(await new GitStore(git).readAll(rev)).toEqual(want);
+  });
+});
+
+describe('pack writer: durability', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('fsyncs the pack, its index and objects/pack/, and renames the .idx last, before the ref moves', async () => {
+    const { dir, cleanup } = makeRepo('zz-pack-durable-');
+    const git = await openRepository(dir);
+    try {
+      const ref = 'refs/zz/lanes/durable-pack';
+      // Each event notes whether the ref had moved by then (however the ref store syncs it).
+      const events: string[] = [];
+      const note = (e: string) =>
+        events.push(existsSync(join(dir, '.git', ref)) ? `${e} after the ref moved` : e);
+      const probe = await fsp.open(dir, 'r');
+      const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+      await probe.close();
+      const realSync = proto.sync;
+      vi.spyOn(proto, 'sync').mockImplementation(async function (this: fsp.FileHandle) {
+        const st = await this.stat();
+        note(st.isDirectory() ? 'sync dir' : 'sync file');
+        return realSync.call(this);
+      });
+      const realRename = fsp.rename;
+      vi.spyOn(fsp, 'rename').mockImplementation((from, to) => {
+        if (String(to).includes('/objects/pack/'))
+          note(`rename ${String(to).replace(/^.*\./, '')}`);
+        return realRename(from, to);
+      });
+
+      const changes = files(100, 'durable');
+      const rev = await new GitStore(git).commit(ref, {
+        parent: null,
+        changes,
+        ops: [],
+        summary: 'd',
+      });
+      expect(await git.refs.read(ref)).toBe(rev);
+      expect(events.slice(0, 5), events.join(', ')).toEqual([
+        'sync file', // the pack and its index, side by side
+        'sync file',
+        'rename pack',
+        'rename idx',
+        'sync dir', // objects/pack/
+      ]);
+    } finally {
+      git.close();
+      cleanup();
+    }
   });
 });
 

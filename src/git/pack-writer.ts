@@ -37,8 +37,14 @@ import * as zlib from 'node:zlib';
 // Concurrent `git gc`: repack deletes only the packs it listed when it started, and objects of
 // a pack written since are in no such list; if it did list ours before our ref moved, its
 // unreachable objects are kept (loosened with the pack's fresh mtime, or put in a cruft pack),
-// never pruned, as with a pack received by `git fetch`. An object already in the repository is
-// written again here, like a loose rewrite freshens its mtime (see ObjectWriter.write).
+// never pruned. Hazard: a manual `git repack -a -d` (without -A: it drops unreachable objects
+// of the packs it replaces) that lists our pack in the moment between its .idx appearing and
+// our ref moving would drop its objects, and the ref would then point at missing ones. `git
+// fetch` guards that window with a .keep file (index-pack --keep); we do not, because a crash
+// would leave the .keep behind and the pack excluded from every later repack. `git gc` and gc
+// --auto (what the daemon runs) use -A or cruft packs and are safe; so is loose-object writing.
+// An object already in the repository is written again here, like a loose rewrite freshens its
+// mtime (see ObjectWriter.write).
 
 /** objects.ts's ObjectType, spelled out here: objects.ts imports this module, not the reverse. */
 export type PackObjectType = 'blob' | 'tree' | 'commit';

@@ -189,7 +189,7 @@ export class GitStore implements Store {
   /** The deterministic root of a singleton ref: empty tree, fixed identity, time 0, unsigned. */
   private async rootCommit(ref: string): Promise<string> {
     const writes = new ObjectBatch(this.repo.objects);
-    writes.add('tree', serializeTree([]));
+    writes.add('tree', Buffer.alloc(0));
     const zz: Signature = { name: 'zz', email: 'zz@localhost', time: 0 };
     const body = serializeCommit({
       tree: EMPTY_TREE_OID,
@@ -220,7 +220,7 @@ export class GitStore implements Store {
     // (not tree level by tree level) and all of them before the ref moves.
     const writes = new ObjectBatch(this.repo.objects);
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID) writes.add('tree', serializeTree([]));
+    if (tree === EMPTY_TREE_OID) writes.add('tree', Buffer.alloc(0));
     const now = req.time ?? Math.floor(Date.now() / 1000);
     const author = actorSignature(req.author, now);
     const committer: Signature = { name: 'zz', email: 'zz@localhost', time: now };
@@ -254,7 +254,7 @@ export class GitStore implements Store {
     ]);
     const writes = new ObjectBatch(this.repo.objects);
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID) writes.add('tree', serializeTree([]));
+    if (tree === EMPTY_TREE_OID) writes.add('tree', Buffer.alloc(0));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     const now = Math.floor(Date.now() / 1000);
@@ -332,21 +332,22 @@ export class GitStore implements Store {
 }
 
 /**
- * One commit's objects, written together once all are known: loose, or as one pack when there
- * are many (ObjectWriter.writeMany). Their trees are cached once all are on disk.
+ * The objects of one commit, hashed as the trees are built and written together by done(): one
+ * call that sees the whole batch, so that a commit of many objects becomes one pack
+ * (ObjectWriter.writeMany). Their trees are cached once all are on disk.
  */
 class ObjectBatch {
-  private readonly pending: Array<{ type: ObjectType; body: Buffer }> = [];
+  private readonly objects: Array<{ type: ObjectType; body: Buffer }> = [];
   readonly trees = new Map<string, TreeEntry[]>();
 
-  constructor(private readonly objects: ObjectWriter) {}
+  constructor(private readonly writer: ObjectWriter) {}
 
   add(type: ObjectType, body: Buffer): void {
-    this.pending.push({ type, body });
+    this.objects.push({ type, body });
   }
 
   async done(): Promise<void> {
-    await this.objects.writeMany(this.pending);
+    await this.writer.writeMany(this.objects);
   }
 }
 

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, promises as fsp, readdirSync } from 'node:fs';
+import { existsSync, promises as fsp, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as zlib from 'node:zlib';
@@ -20,7 +20,7 @@ import {
   entryHeader,
   writePack,
 } from '../../src/git/pack-writer.js';
-import { ZzRepo } from '../../src/core/index.js';
+import { initRepo, ladderBuild, readLadder, ZzRepo } from '../../src/core/index.js';
 import { startMaintenance } from '../../src/daemon/maintenance.js';
 import { GitStore } from '../../src/store/index.js';
 import { prng, testSeed } from '../helpers/seeded.js';
@@ -267,6 +267,51 @@ describe('pack writer (real git)', () => {
     expect(() => fsck(dir)).not.toThrow();
     expectSound(dir, rev);
     expect(await new GitStore(git).readAll(rev)).toEqual(want);
+  });
+});
+
+describe('pack writer: the Ladder', () => {
+  it('a full build is one pack that a fresh reader folds; an incremental build stays loose', async () => {
+    const { dir, cleanup } = makeRepo('zz-pack-ladder-');
+    try {
+      for (let i = 0; i < 60; i++) {
+        const file = join(dir, 'src', `mod${i}.ts`);
+        mkdirSync(dirname(file), { recursive: true });
+        writeFileSync(
+          file,
+          `/** Module ${i}: adds ${i}. */\nexport const add${i} = (x: number) => x + ${i};\n`,
+        );
+      }
+      sh(dir, 'add', '-A');
+      sh(dir, 'commit', '-q', '-m', 'modules');
+      const repo = await ZzRepo.open(dir, { key: 'test/ladder-pack' });
+      await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
+      const full = await ladderBuild(repo, { actor: 'owner@example.com' });
+      expect(full.written).toBeGreaterThan(60);
+      expect(repo.git!.objects.packsWritten).toBe(1);
+      writeFileSync(
+        join(dir, 'src', 'mod7.ts'),
+        '/** Module 7, changed. */\nexport const seven = 7;\n',
+      );
+      sh(dir, 'commit', '-q', '-am', 'change one');
+      const incr = await ladderBuild(repo, { actor: 'owner@example.com' });
+      expect(incr.committed).toBe(true);
+      expect(repo.git!.objects.packsWritten).toBe(1);
+      repo.close();
+      expect(fsckProblems(dir)).toEqual([]);
+      // A new reader (its own cat-file) folds the whole Ladder from the pack and the loose objects.
+      const fresh = await ZzRepo.open(dir, { key: 'test/ladder-pack' });
+      try {
+        const snap = await readLadder(fresh);
+        expect(snap.state.size).toBe(incr.rungs);
+        expect(snap.state.get('src/mod7.ts')?.summary).toMatch(/changed/i);
+        expect(snap.state.get('src/mod42.ts')?.summary).toMatch(/Module 42/);
+      } finally {
+        fresh.close();
+      }
+    } finally {
+      cleanup();
+    }
   });
 });
 

@@ -13,7 +13,7 @@ import { median, percentile, printTable } from './util.js';
 const FILES = 2000;
 const RUNS = 5;
 
-function collect(root: string, max: number): string[] {
+export function collect(root: string, max: number): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
     let entries: string[];

@@ -68,36 +68,50 @@ function walk(root: string, out: string[], max: number): void {
   }
 }
 
+/**
+ * The ~FILES third-party files the benchmark repository holds: whole packages from
+ * node_modules (PREFERRED first), as absolute source paths and paths inside the repository.
+ * Also the input of the extractor's golden outputs (bench/extract-golden.ts).
+ */
+export function thirdPartyFiles(files = FILES): {
+  packages: string[];
+  list: Array<{ src: string; path: string }>;
+} {
+  const nm = join(process.cwd(), 'node_modules');
+  const others = readdirSync(nm)
+    .filter((p) => !p.startsWith('.'))
+    .flatMap((p) => (p.startsWith('@') ? readdirSync(join(nm, p)).map((q) => `${p}/${q}`) : [p]))
+    .filter((p) => !PREFERRED.includes(p));
+  const packages: string[] = [];
+  const out: Array<{ src: string; path: string }> = [];
+  for (const pkg of [...PREFERRED, ...others]) {
+    if (out.length >= files) break;
+    const list: string[] = [];
+    walk(join(nm, pkg), list, files - out.length);
+    if (list.length === 0) continue;
+    packages.push(pkg);
+    for (const src of list)
+      out.push({ src, path: join('packages', pkg, relative(join(nm, pkg), src)) });
+  }
+  return { packages, list: out };
+}
+
 /** A fresh repository holding ~FILES files of third-party source under packages/<name>/. */
 export function thirdPartyRepo(files = FILES): {
   dir: string;
   packages: string[];
   cleanup: () => void;
 } {
-  const nm = join(process.cwd(), 'node_modules');
   const dir = mkdtempSync(join(tmpdir(), 'zz-ladder-bench-'));
   git(dir, 'init', '-q', '-b', 'main');
   git(dir, 'config', 'user.email', 'bench@example.com');
   git(dir, 'config', 'user.name', 'Bench');
   git(dir, 'config', 'commit.gpgsign', 'false');
-  const others = readdirSync(nm)
-    .filter((p) => !p.startsWith('.'))
-    .flatMap((p) => (p.startsWith('@') ? readdirSync(join(nm, p)).map((q) => `${p}/${q}`) : [p]))
-    .filter((p) => !PREFERRED.includes(p));
-  const packages: string[] = [];
-  let copied = 0;
-  for (const pkg of [...PREFERRED, ...others]) {
-    if (copied >= files) break;
-    const list: string[] = [];
-    walk(join(nm, pkg), list, files - copied);
-    if (list.length === 0) continue;
-    packages.push(pkg);
-    for (const src of list) {
-      const dest = join(dir, 'packages', pkg, relative(join(nm, pkg), src));
-      mkdirSync(dirname(dest), { recursive: true });
-      copyFileSync(src, dest);
-    }
-    copied += list.length;
+  const { packages, list } = thirdPartyFiles(files);
+  for (const { src, path } of list) {
+    const dest = join(dir, path);
+    mkdirSync(dirname(dest), { recursive: true });
+    copyFileSync(src, dest);
   }
   writeFileSync(
     join(dir, 'README.md'),

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { format, resolveConfig } from 'prettier';
 import { EXTRACT_VERSION, summarizeFile } from '../src/core/ladder/extract.js';
 import { collect } from './extract.js';
 import { thirdPartyFiles } from './ladder-build.js';
@@ -50,6 +51,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     // The path the extractor sees is the one inside the benchmark repository's packages/.
     golden.files.push([p, hash16(content), hash16(outputOf(join('packages', p), content))]);
   }
-  writeFileSync(GOLDEN, JSON.stringify(golden, null, 0).replace(/\],\[/g, '],\n[') + '\n');
+  // Written as prettier formats it, so `prettier --check .` stays quiet.
+  const options = { ...(await resolveConfig(GOLDEN)), parser: 'json' };
+  writeFileSync(GOLDEN, await format(JSON.stringify(golden), options));
   console.log(`${GOLDEN}: ${golden.files.length} files, ${EXTRACT_VERSION}`);
 }

@@ -29,6 +29,7 @@ import {
   type ClassOutline,
 } from './members.js';
 import { mentionedWords, mentionsLine } from './mentions.js';
+import { lineExec, lineMatches, literalMatches } from './scan.js';
 import { type Extract, MAX_DETAIL_CHARS, MAX_FILE_SYMBOLS, MAX_SYMBOLS } from './types.js';
 
 /** The words of an identifier (`parseConfigFile` → parse, Config, File). */
@@ -105,15 +106,27 @@ export function namesLikeFile(path: string): Set<string> {
   return names;
 }
 
+// The JavaScript patterns (compiled once). Each starts at a line start and names its literal on
+// that line, as scan.ts's lineMatches needs: `export`, `exports.`, `module.exports`.
+export const DECLARATION =
+  /^[ \t]*export[ \t]+(?:declare[ \t]+)?(default[ \t]+)?(?:abstract[ \t]+)?(?:async[ \t]+)?(function\*?|class|const[ \t]+enum|const|let|var|interface|type|enum|namespace|module)?[ \t]*\*?[ \t]*([A-Za-z_$][\w$]*)?/gm;
+export const EXPORT_LIST =
+  /^[ \t]*export[ \t]+(?:type[ \t]+)?\{([^}]{0,4000})\}(?:[ \t]*from[ \t]*(['"])([^'"\n]+)\2)?/gm;
+export const EXPORT_STAR =
+  /^[ \t]*export[ \t]+\*(?:[ \t]+as[ \t]+([A-Za-z_$][\w$]*))?[ \t]+from[ \t]*(['"])([^'"\n]+)\2/gm;
+export const EXPORTS_DOT = /^[ \t]*(?:module\.)?exports\.([A-Za-z_$][\w$]*)[ \t]*=/gm;
+export const MODULE_EXPORTS =
+  /^[ \t]*module\.exports[ \t]*=[ \t]*(?:(\{)|([A-Za-z_$][\w$]*)(?![\w$]|\s*[(.]))/m;
+// Bundlers' CommonJS output (esbuild, tsup): starts with its literal `__export(`.
+export const BUNDLER_EXPORT = /__export\(\s*[\w$]+\s*,\s*\{/g;
+
 export function jsFacts(path: string, src: string): CodeFacts {
   const symbols: string[] = [];
   const local: string[] = [];
   const reexported: string[] = [];
   const sources = new Set<string>();
   const decls: Array<{ name: string; at: number }> = [];
-  const declRe =
-    /^[ \t]*export[ \t]+(?:declare[ \t]+)?(default[ \t]+)?(?:abstract[ \t]+)?(?:async[ \t]+)?(function\*?|class|const[ \t]+enum|const|let|var|interface|type|enum|namespace|module)?[ \t]*\*?[ \t]*([A-Za-z_$][\w$]*)?/gm;
-  for (const m of src.matchAll(declRe)) {
+  for (const m of lineMatches(src, DECLARATION, 'export')) {
     const [, isDefault, sort, ident] = m;
     let name: string | undefined;
     if (sort) name = ident ?? (isDefault ? 'default' : undefined);
@@ -130,9 +143,7 @@ export function jsFacts(path: string, src: string): CodeFacts {
     local.push(name);
     decls.push({ name, at: m.index });
   }
-  for (const m of src.matchAll(
-    /^[ \t]*export[ \t]+(?:type[ \t]+)?\{([^}]{0,4000})\}(?:[ \t]*from[ \t]*(['"])([^'"\n]+)\2)?/gm,
-  )) {
+  for (const m of lineMatches(src, EXPORT_LIST, 'export')) {
     for (const spec of m[1]!.split(',')) {
       const parts = spec
         .replace(/\/\*[\s\S]*?\*\//g, '')
@@ -148,19 +159,16 @@ export function jsFacts(path: string, src: string): CodeFacts {
     }
     if (m[3]) sources.add(m[3]);
   }
-  for (const m of src.matchAll(
-    /^[ \t]*export[ \t]+\*(?:[ \t]+as[ \t]+([A-Za-z_$][\w$]*))?[ \t]+from[ \t]*(['"])([^'"\n]+)\2/gm,
-  )) {
+  for (const m of lineMatches(src, EXPORT_STAR, 'export')) {
     if (m[1]) symbols.push(m[1]);
     sources.add(m[3]!);
   }
   // CommonJS.
-  for (const m of src.matchAll(/^[ \t]*(?:module\.)?exports\.([A-Za-z_$][\w$]*)[ \t]*=/gm)) {
+  for (const m of lineMatches(src, EXPORTS_DOT, 'exports.')) {
     symbols.push(m[1]!);
     local.push(m[1]!);
   }
-  const cjs =
-    /^[ \t]*module\.exports[ \t]*=[ \t]*(?:(\{)|([A-Za-z_$][\w$]*)(?![\w$]|\s*[(.]))/m.exec(src);
+  const cjs = lineExec(src, MODULE_EXPORTS, 'module.exports');
   if (cjs?.[1] !== undefined) {
     for (const name of topLevelKeys(src, cjs.index + cjs[0].length - 1)) {
       symbols.push(name);
@@ -179,7 +187,7 @@ export function jsFacts(path: string, src: string): CodeFacts {
     if (def) decls.push({ name: cjs[2], at: def.index });
   }
   // Bundlers' CommonJS output (esbuild, tsup): __export(target, { name: () => name, … }).
-  for (const m of src.matchAll(/__export\(\s*[\w$]+\s*,\s*\{/g)) {
+  for (const m of literalMatches(src, BUNDLER_EXPORT, '__export(')) {
     for (const name of topLevelKeys(src, m.index + m[0].length - 1)) {
       symbols.push(name);
       local.push(name);

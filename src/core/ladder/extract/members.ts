@@ -8,6 +8,8 @@
 // expression literals are not recognised (a `{` inside one can shift the depth); the scan is
 // bounded and a confused class only yields fewer or odd names, never an error.
 
+import { lineExec, lineStartMatches, literalMatches } from './scan.js';
+
 const MAX_SCAN = 600_000;
 const MAX_NAMES_SCAN = 48 * 1024;
 const MAX_FUNCTIONS_SCAN = 256 * 1024;
@@ -22,7 +24,7 @@ export interface ClassOutline {
   members: string[];
 }
 
-const CLASS_HEAD =
+export const CLASS_HEAD =
   /^[ \t]*(?:export[ \t]+)?(?:default[ \t]+)?(?:declare[ \t]+)?(?:abstract[ \t]+)?class[ \t]+([A-Za-z_$][\w$]*)[^{;]{0,400}?\{|^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)[ \t]*=[ \t]*class\b[^{;]{0,400}?\{/gm;
 
 const MEMBER =
@@ -93,36 +95,42 @@ export function classOutlines(src: string): ClassOutline[] {
   let from = 0;
   let lineAt = 0;
   let line = 1;
-  CLASS_HEAD.lastIndex = 0;
-  for (let m = CLASS_HEAD.exec(src); m && out.length < MAX_CLASSES; m = CLASS_HEAD.exec(src)) {
-    if (m.index < from) continue;
-    const open = m.index + m[0].length - 1;
-    const { members, end } = scanBody(src, open);
-    for (let k = src.indexOf('\n', lineAt); k >= 0 && k < m.index; k = src.indexOf('\n', k + 1)) {
-      line++;
-      lineAt = k + 1;
+  // CLASS_HEAD as a global exec loop, found through lineExec (its literal: `class`).
+  for (let m = lineExec(src, CLASS_HEAD, 'class'); m && out.length < MAX_CLASSES;) {
+    let at = m.index + m[0].length;
+    if (m.index >= from) {
+      const open = m.index + m[0].length - 1;
+      const { members, end } = scanBody(src, open);
+      for (let k = src.indexOf('\n', lineAt); k >= 0 && k < m.index; k = src.indexOf('\n', k + 1)) {
+        line++;
+        lineAt = k + 1;
+      }
+      out.push({ name: (m[1] ?? m[2])!, line, members });
+      from = open + 1;
+      // Classes nested in this one are found by continuing after its head, not its end.
+      at = Math.min(open + 1, end);
     }
-    out.push({ name: (m[1] ?? m[2])!, line, members });
-    from = open + 1;
-    // Classes nested in this one are found by continuing after its head, not its end.
-    CLASS_HEAD.lastIndex = Math.min(open + 1, end);
+    m = lineExec(src, CLASS_HEAD, 'class', at);
   }
   return out;
 }
+
+// At column 0, starting with one of `edafclv` (export, default, async, function, const, let, var).
+export const TOP_LEVEL_FUNCTION =
+  /^(?:export[ \t]+)?(?:default[ \t]+)?(?:async[ \t]+)?function\*?[ \t]+([A-Za-z_$][\w$]*)|^(?:export[ \t]+)?(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)[ \t]*=[ \t]*(?:async[ \t]+)?(?:function\b|\([^)]{0,200}\)[ \t]*(?::[^=\n]{0,100})?=>|[A-Za-z_$][\w$]*[ \t]*=>)/gm;
+export const NAMED_FUNCTION = /\bfunction\*?[ \t]+([A-Za-z_$][\w$]*)[ \t]*\(/g;
 
 /** Functions declared at the top level (column 0), exported or not, then named ones nested. */
 export function topLevelFunctions(source: string): string[] {
   const src = source.length > MAX_FUNCTIONS_SCAN ? source.slice(0, MAX_FUNCTIONS_SCAN) : source;
   const names: string[] = [];
-  for (const m of src.matchAll(
-    /^(?:export[ \t]+)?(?:default[ \t]+)?(?:async[ \t]+)?function\*?[ \t]+([A-Za-z_$][\w$]*)|^(?:export[ \t]+)?(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)[ \t]*=[ \t]*(?:async[ \t]+)?(?:function\b|\([^)]{0,200}\)[ \t]*(?::[^=\n]{0,100})?=>|[A-Za-z_$][\w$]*[ \t]*=>)/gm,
-  )) {
+  for (const m of lineStartMatches(src, TOP_LEVEL_FUNCTION, 'edafclv')) {
     const name = (m[1] ?? m[2])!;
     if (!names.includes(name)) names.push(name);
   }
   // Then named functions anywhere (`self.requiredArguments = function requiredArguments(…)`
   // inside a factory): a compiled or factory-style module defines its API this way.
-  for (const m of src.matchAll(/\bfunction\*?[ \t]+([A-Za-z_$][\w$]*)[ \t]*\(/g)) {
+  for (const m of literalMatches(src, NAMED_FUNCTION, 'function')) {
     if (names.length >= 120) break;
     if (!names.includes(m[1]!)) names.push(m[1]!);
   }
@@ -160,18 +168,23 @@ export function usedNames(src: string, exclude: Iterable<string>, max = 16): str
   const counts = new Map<string, number>();
   // One pass over the start of the file (its vocabulary shows early): comments are matched
   // and dropped (prose and lint pragmas are not names the code uses), identifiers counted.
+  // Each distinct name is judged once, after counting (not once per use: that showed in
+  // profiles of a 2,000-file build).
   const text = src.length > MAX_NAMES_SCAN ? src.slice(0, MAX_NAMES_SCAN) : src;
   for (const w of text.match(/\/\*[\s\S]*?\*\/|\/\/[^\n]*|[A-Za-z_$][\w$]{3,47}/g) ?? []) {
     if (w.charCodeAt(0) === 47 /* '/' */) continue;
-    const lower = w.toLowerCase();
-    if (COMMON.has(lower) || skip.has(lower) || /^[A-Z0-9_$]+$/.test(w)) continue;
     counts.set(w, (counts.get(w) ?? 0) + 1);
   }
   // A compound name says more than a short one used as often: weigh by its word count.
   const words = (w: string) => w.match(/[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+/g)?.length ?? 1;
-  return [...counts]
-    .filter(([, n]) => n >= 2)
-    .map(([w, n]): [string, number] => [w, n * words(w)])
+  const weighed: Array<[string, number]> = [];
+  for (const [w, n] of counts) {
+    if (n < 2) continue;
+    const lower = w.toLowerCase();
+    if (COMMON.has(lower) || skip.has(lower) || /^[A-Z0-9_$]+$/.test(w)) continue;
+    weighed.push([w, n * words(w)]);
+  }
+  return weighed
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
     .slice(0, max)
     .map(([w]) => w);

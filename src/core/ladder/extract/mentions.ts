@@ -48,7 +48,10 @@ export function mentionedWords(
   max = MAX_MENTIONS,
 ): string[] {
   const text = src.length > MAX_SCAN ? src.slice(0, MAX_SCAN) : src;
-  const counts = new Map<string, number>();
+  // Words are counted as written, then folded to lower case and judged once each (not once
+  // per use). Folding in the order the written forms first appeared keeps each lower-case
+  // word's first-seen position, which breaks ties below.
+  const written = new Map<string, number>();
   for (const m of text.matchAll(PROSE)) {
     const chunk = m[0];
     const quoted = chunk[0] === "'" || chunk[0] === '"' || chunk[0] === '`';
@@ -56,11 +59,14 @@ export function mentionedWords(
     if (quoted && (!chunk.includes(' ') || DIRECTIVE.test(chunk))) continue;
     // Skip URLs and the rest of a licence comment.
     if (/\bcopyright\b|permission is hereby granted|spdx-license/i.test(chunk)) continue;
-    for (const w of chunk.replace(/https?:\/\/\S+/g, ' ').match(WORD) ?? []) {
-      const lower = w.toLowerCase();
-      if (STOP.has(lower) || exclude.has(lower)) continue;
-      counts.set(lower, (counts.get(lower) ?? 0) + 1);
-    }
+    const prose = chunk.includes('http') ? chunk.replace(/https?:\/\/\S+/g, ' ') : chunk;
+    for (const w of prose.match(WORD) ?? []) written.set(w, (written.get(w) ?? 0) + 1);
+  }
+  const counts = new Map<string, number>();
+  for (const [w, n] of written) {
+    const lower = w.toLowerCase();
+    if (STOP.has(lower) || exclude.has(lower)) continue;
+    counts.set(lower, (counts.get(lower) ?? 0) + n);
   }
   return [...counts]
     .sort((a, b) => b[1] - a[1])

@@ -80,10 +80,20 @@ class BatchProcess {
   }
 
   send(r: Request): void {
+    this.sendMany([r]);
+  }
+
+  /** Many requests in one write: one pipe write (and wake-up of git) for a window of reads. */
+  sendMany(rs: readonly Request[]): void {
+    if (rs.length === 0) return;
     if (this.queue.length === 0) this.setRef(true);
-    r.tries++;
-    this.queue.push(r);
-    this.proc.stdin.write(r.oid + '\n');
+    let line = '';
+    for (const r of rs) {
+      r.tries++;
+      this.queue.push(r);
+      line += r.oid + '\n';
+    }
+    this.proc.stdin.write(line);
   }
 
   /** Stops the process; whatever it still owed is handed to onDeath. */
@@ -228,6 +238,25 @@ export class CatFile {
     return new Promise((resolve, reject) => {
       this.process().send({ oid, resolve, reject, tries: 0 });
     });
+  }
+
+  /**
+   * Reads many objects by full id, sent to git in one write (a Ladder build reads thousands of
+   * blobs: one write each showed in its profile). Each promise settles as readOid's would;
+   * git answers in order, so the first can be used while the rest arrive.
+   */
+  readMany(oids: readonly string[]): Array<Promise<GitObject | null>> {
+    const reqs: Request[] = [];
+    const out = oids.map((oid) => {
+      if (this.closed) return Promise.reject(new ZzError('unavailable', 'repository is closed'));
+      if (!OID.test(oid))
+        return Promise.reject(new ZzError('invalid_argument', 'invalid object id'));
+      return new Promise<GitObject | null>((resolve, reject) => {
+        reqs.push({ oid, resolve, reject, tries: 0 });
+      });
+    });
+    if (reqs.length > 0) this.process().sendMany(reqs);
+    return out;
   }
 
   /**

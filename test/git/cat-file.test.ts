@@ -203,4 +203,44 @@ describe('CatFile', () => {
       cf.close();
     }
   });
+  it('readMany: one write for many reads, each answered exactly, a bad id failing alone', async () => {
+    const cf = new CatFile(join(dir, '.git'));
+    try {
+      const byOid = new Map<string, Buffer>();
+      for (const p of files.keys())
+        byOid.set(
+          gitOut(['rev-parse', `HEAD:${p}`])
+            .toString()
+            .trim(),
+          files.get(p)!,
+        );
+      const oids = [...byOid.keys()];
+      const missing = 'f'.repeat(40);
+      const asked = [...oids, missing, 'not-an-oid', ...oids.slice().reverse()];
+      const single = cf.readOid(oids[0]!); // interleaved with a batch: replies stay matched
+      const got = await Promise.allSettled(cf.readMany(asked));
+      expect((await single)?.data.equals(byOid.get(oids[0]!)!)).toBe(true);
+      asked.forEach((oid, i) => {
+        const r = got[i]!;
+        if (oid === 'not-an-oid') expect(r.status).toBe('rejected');
+        else if (oid === missing) expect(r).toEqual({ status: 'fulfilled', value: null });
+        else {
+          expect(r.status).toBe('fulfilled');
+          const o = (r as PromiseFulfilledResult<{ oid: string; data: Buffer } | null>).value;
+          expect(o?.oid).toBe(oid);
+          expect(o?.data.equals(byOid.get(oid)!), oid).toBe(true);
+        }
+      });
+      // A reader killed with a batch in flight: the unanswered ones go to a fresh reader.
+      const pid = cf.pid!;
+      const again = cf.readMany(Array.from({ length: 300 }, (_, i) => oids[i % oids.length]!));
+      process.kill(pid, 'SIGKILL');
+      const objs = await Promise.all(again);
+      objs.forEach((o, i) => expect(o?.data.equals(byOid.get(oids[i % oids.length]!)!)).toBe(true));
+      expect(cf.spawned).toBeGreaterThanOrEqual(2);
+      expect(cf.readMany([])).toEqual([]);
+    } finally {
+      cf.close();
+    }
+  });
 });

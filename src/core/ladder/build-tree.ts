@@ -1,5 +1,5 @@
 import { ZzError } from '../../errors.js';
-import type { TreeItem } from '../../git/index.js';
+import type { GitObject, TreeItem } from '../../git/index.js';
 import { REPO_RUNG_PATH } from '../../schema/rung.js';
 import { basename, dirname, extractOf, sameGenerator, type BuildContext } from './build-context.js';
 import {
@@ -20,6 +20,10 @@ const EXTRACTIVE = extractiveSummarizer.generator;
 // summaries, so it is only rewritten when one of them changed.
 
 const READ_WINDOW = 32;
+// Blobs are asked of git ahead of the summariser, READ_BATCH ids to one pipe write (a write per
+// blob showed in profiles of a full build), at most READ_AHEAD (≤ 512 KiB each) in flight.
+const READ_BATCH = 32;
+const READ_AHEAD = 64;
 const README_RE = /^readme(?:\.[\w.-]+)?$/i;
 
 interface Child {
@@ -46,6 +50,12 @@ function reuseKey(path: string, oid: string): string {
     : '';
   const testish = parts.filter((p) => /test|spec/i.test(p)).join('/');
   return `${oid}\0${name}\0${parent}\0${testish}`;
+}
+
+/** Whether blobText reads the blob (a link's target, a text file), or answers from its shape. */
+function readsBlob(it: TreeItem): boolean {
+  if (it.mode === '120000') return true;
+  return it.size <= MAX_FILE_BYTES && skipReason(it.path, Buffer.alloc(0)) !== 'binary';
 }
 
 function kib(n: number): string {
@@ -158,19 +168,44 @@ export class TreePhase {
       }
       toRead.push({ item: it, child, inputs });
     }
+    const keys = toRead.map((j) => reuseKey(j.item.path, j.item.oid));
+    // The first summary looked up seeds the memo from the previous Ladder: done first here, so
+    // that the read-ahead below skips what the memo already holds.
+    if (toRead.length > 0) this.seedMemo();
+    const ahead = new Map<number, Promise<GitObject | null>>();
+    const asked = new Set<string>();
+    let issued = 0;
+    const readAhead = (upTo: number) => {
+      const stop = Math.min(upTo, toRead.length);
+      while (issued < stop) {
+        const batch: number[] = [];
+        for (const end = Math.min(issued + READ_BATCH, toRead.length); issued < end; issued++) {
+          const key = keys[issued]!;
+          if (this.memo.has(key) || asked.has(key) || !readsBlob(toRead[issued]!.item)) continue;
+          asked.add(key);
+          batch.push(issued);
+        }
+        const reads = ctx.git.catFile.readMany(batch.map((i) => toRead[i]!.item.oid));
+        batch.forEach((i, n) => {
+          const read = reads[n]!;
+          read.catch(() => {}); // awaited (and its failure reported) by the job, if it still reads
+          ahead.set(i, read);
+        });
+      }
+    };
     let next = 0;
     const worker = async () => {
       while (next < toRead.length) {
-        const job = toRead[next++]!;
-        const key = reuseKey(job.item.path, job.item.oid);
+        const i = next++;
+        readAhead(i + READ_AHEAD);
+        const job = toRead[i]!;
+        const key = keys[i]!;
+        const read = ahead.get(i);
+        ahead.delete(i);
         let e = this.memo.get(key);
         if (!e) {
-          this.seedMemo();
-          e = this.memo.get(key);
-        }
-        if (!e) {
           // Set before awaiting, so that a copy read by another worker meanwhile waits for it.
-          const p = this.blobExtract(job.item);
+          const p = this.blobExtract(job.item, read);
           this.memo.set(key, p);
           e = await p;
           this.memo.set(key, e);
@@ -191,22 +226,24 @@ export class TreePhase {
     await Promise.all(
       Array.from({ length: Math.min(READ_WINDOW, Math.max(1, toRead.length)) }, worker),
     );
+    ahead.clear();
   }
 
   /** What a blob says, from the summariser or (links, binaries, huge files) from its shape. */
-  private async blobExtract(it: TreeItem): Promise<Extract> {
-    const e = await this.blobText(it);
+  private async blobExtract(it: TreeItem, read?: Promise<GitObject | null>): Promise<Extract> {
+    const e = await this.blobText(it, read);
     // Shape-only text is extractive whoever the build's summariser is.
     return e.generator || this.readByModel.has(e) ? e : { ...e, generator: EXTRACTIVE };
   }
 
   private readonly readByModel = new WeakSet<Extract>();
 
-  private async blobText(it: TreeItem): Promise<Extract> {
+  /** `read`: the blob, when the read-ahead already asked git for it. */
+  private async blobText(it: TreeItem, read?: Promise<GitObject | null>): Promise<Extract> {
     const { ctx } = this;
     const name = basename(it.path);
     if (it.mode === '120000') {
-      const obj = await ctx.git.catFile.read(it.oid);
+      const obj = await (read ?? ctx.git.catFile.read(it.oid));
       const target = obj ? obj.data.toString('utf8').slice(0, 300) : '?';
       return { title: name, summary: `Symbolic link to ${target}.`, symbols: [] };
     }
@@ -216,7 +253,7 @@ export class TreePhase {
     if (skipReason(it.path, Buffer.alloc(0)) === 'binary') {
       return { title: name, summary: `Binary file (${kib(it.size)}).`, symbols: [] };
     }
-    const obj = await ctx.git.catFile.read(it.oid);
+    const obj = await (read ?? ctx.git.catFile.read(it.oid));
     if (!obj) throw new ZzError('git_failed', `blob ${it.oid} (${it.path}) is missing`);
     ctx.summarized++;
     const e = await ctx.summarizer.file(it.path, obj.data);

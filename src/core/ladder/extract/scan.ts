@@ -23,9 +23,17 @@ function variant(cache: WeakMap<RegExp, RegExp>, re: RegExp, flag: 'y' | 'g'): R
   return v;
 }
 
+let lastSrc: string | undefined;
+let lastOther = false;
+
 /** Whether `^` in a multiline RegExp would see line starts other than after \n in `src`. */
 function otherLineBreaks(src: string): boolean {
-  return src.includes('\r') || src.includes('\u2028') || src.includes('\u2029');
+  // Asked once per match, about the same file: remembered for the last file asked about.
+  if (src !== lastSrc) {
+    lastSrc = src;
+    lastOther = src.includes('\r') || src.includes('\u2028') || src.includes('\u2029');
+  }
+  return lastOther;
 }
 
 /** `re` (any flags) run at exactly `at`. */
@@ -55,7 +63,9 @@ export function lineExec(
 ): RegExpExecArray | null {
   if (otherLineBreaks(src)) return execFrom(re, src, from);
   for (let k = src.indexOf(literal, from); k >= 0;) {
-    const lineStart = k === 0 ? 0 : src.lastIndexOf('\n', k - 1) + 1;
+    // Back to the line's start (a loop: lastIndexOf showed in profiles, erratically slow).
+    let lineStart = k;
+    while (lineStart > 0 && src.charCodeAt(lineStart - 1) !== 10) lineStart--;
     if (lineStart >= from) {
       const m = execAt(re, src, lineStart);
       if (m) return m;

@@ -2,12 +2,12 @@ import type { GitRepository } from '../../git/index.js';
 import {
   MAX_SUMMARY_BYTES,
   MAX_TITLE_CHARS,
-  rungDoc,
   type Rung,
   type RungAnchor,
   type RungGenerator,
   type RungKind,
 } from '../../schema/rung.js';
+import { recordChecker } from './build-record.js';
 import type { Extract } from './extract.js';
 import { sha } from './ladder.js';
 import type { LadderState, RungRecord } from './ladder-state.js';
@@ -111,7 +111,8 @@ export class BuildContext {
   /** Objects actually read and summarised. */
   summarized = 0;
   private readonly genKey: unknown[];
-  private readonly checkedAt = new Date().toISOString();
+  /** rungDoc's verdict on a record of this build (build-record.ts). */
+  private readonly fits: (rec: RungRecord) => boolean;
   private readonly onProgress: (p: BuildProgress) => void;
 
   constructor(init: BuildContextInit) {
@@ -125,6 +126,11 @@ export class BuildContext {
     this.actor = init.actor;
     this.genKey = [BUILD_VERSION, this.gen.method, this.gen.model ?? null, this.gen.version];
     this.onProgress = init.onProgress ?? (() => {});
+    this.fits = recordChecker({
+      generator: this.gen,
+      actor: this.actor,
+      writtenAt: new Date().toISOString(),
+    });
   }
 
   progress(p: BuildProgress): void {
@@ -194,13 +200,7 @@ export class BuildContext {
       inputs_hash: inputs,
       ...(e.generator && !sameGenerator(e.generator, this.gen) ? { generator: e.generator } : {}),
     };
-    const check = rungDoc.safeParse({
-      ...rec,
-      generator: rec.generator ?? this.gen,
-      author: this.actor,
-      written_at: this.checkedAt,
-    });
-    if (!check.success) {
+    if (!this.fits(rec)) {
       this.skipped++;
       return null;
     }

@@ -8,7 +8,8 @@ import type { Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
 import type { LaneState } from './lane-state.js';
 import {
-  askViews,
+  askPageViews,
+  asksOf,
   historyView,
   laneView,
   leaseExpired,
@@ -140,6 +141,38 @@ function jsonBytes(o: object): number {
   return n;
 }
 
+// Running totals of jsonBytes over an array that never changes (a state's Asks, a cached
+// history view), filled as far as pages have reached: each page is then a binary search.
+const totalsOf = new WeakMap<readonly object[], number[]>();
+
+/** pageEnd over an array that is never changed: the same answer, without re-summing. */
+export function stablePageEnd<T extends object>(
+  items: readonly T[],
+  start: number,
+  limit: number | undefined,
+  maxBytes: number = PAGE.maxBytes,
+): number {
+  const last = Math.min(items.length, start + (limit ?? items.length));
+  let totals = totalsOf.get(items);
+  if (!totals) totalsOf.set(items, (totals = [0]));
+  // totals[i] = bytes of items[0, i)
+  while (totals.length <= last) {
+    const i = totals.length - 1;
+    totals.push(totals[i]! + jsonBytes(items[i]!));
+  }
+  // The first i in (start, last] with bytes of [start, i] over the cap ends the page at i.
+  const cap = totals[start]! + maxBytes;
+  if (totals[last]! <= cap || last <= start + 1) return last;
+  let lo = start + 1;
+  let hi = last;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (totals[mid + 1]! > cap) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 /**
  * [start, end) of one page: at most `limit` items and, past the first, no more than
  * PAGE.maxBytes of JSON, so no response is ever built much larger than that in memory.
@@ -177,14 +210,14 @@ export async function laneGet(
 ): Promise<LaneGetResult> {
   const snap = await readLane(repo, args.lane_id);
   const now = repo.clock();
-  const all = [...snap.state.asks.values()];
+  const all = asksOf(snap.state);
   const aStart = startOf(args.asks_offset, args.asks_cursor, 'asks');
-  const aEnd = pageEnd(all, aStart, args.asks_limit);
-  const asks = askViews(snap.state, all.slice(aStart, aEnd), now);
+  const aEnd = stablePageEnd(all, aStart, args.asks_limit);
+  const asks = askPageViews(snap.state, aStart, aEnd, now);
   const fullHistory =
     args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
   const hStart = startOf(args.history_offset, args.history_cursor, 'history');
-  const hEnd = pageEnd(fullHistory, hStart, args.history_limit);
+  const hEnd = stablePageEnd(fullHistory, hStart, args.history_limit);
   const nextAsks = aEnd < all.length ? aEnd : null;
   const nextHistory = hEnd < fullHistory.length ? hEnd : null;
   return {

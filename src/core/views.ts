@@ -94,6 +94,31 @@ export function askViews(s: LaneState, asks: readonly AskDoc[], now: Date): AskV
   });
 }
 
+// A state's Asks as an array, and their views by position, once per state: lane_get of a long
+// Lane reads the same state again and again (a write makes a new state). Claimed Asks are
+// not kept: their view depends on the clock.
+const pageOfState = new WeakMap<LaneState, { asks: readonly AskDoc[]; views: AskView[] }>();
+
+/** Every Ask of `s` in the order they were posted; the same array for the same state. */
+export function asksOf(s: LaneState): readonly AskDoc[] {
+  let p = pageOfState.get(s);
+  if (!p) pageOfState.set(s, (p = { asks: [...s.asks.values()], views: [] }));
+  return p.asks;
+}
+
+/** askViews of asksOf(s)[start, end). */
+export function askPageViews(s: LaneState, start: number, end: number, now: Date): AskView[] {
+  const asks = asksOf(s);
+  const { views } = pageOfState.get(s)!;
+  const out: AskView[] = [];
+  for (let i = start; i < end && i < asks.length; i++) {
+    const a = asks[i]!;
+    if (a.state === 'claimed') out.push(askView(s, a, now));
+    else out.push((views[i] ??= askViews(s, [a], now)[0]!));
+  }
+  return out;
+}
+
 export function askView(s: LaneState, a: AskDoc, now: Date): AskView {
   const bb = blockedBy(s, a);
   const expired = leaseExpired(a, now);
@@ -141,8 +166,13 @@ export function historyView(
   log: readonly LoggedOp[],
   now: Date,
   rejected: readonly RejectedOp[] = [],
-): HistoryEntry[] {
+): readonly HistoryEntry[] {
   const h = derivedHistory(log);
+  // The view changes only when another running lease passes: until then (and unless the clock
+  // went back) the last one is served again, the same array.
+  const t = now.getTime();
+  const last = viewCache.get(h);
+  if (last && last.rejected === rejected && last.from <= t && t < last.until) return last.out;
   const out = h.entries.slice();
   if (rejected.length > 0) {
     // Entries are cached per log; the marks are added to copies (few ops are ever refused).
@@ -155,10 +185,19 @@ export function historyView(
       if (r) out[i] = { ...e, rejected: r };
     }
   }
-  const t = now.getTime();
-  for (const [askId, l] of h.open) if (l.untilMs <= t) out.push(expiredEntry(askId, l));
+  let until = Infinity;
+  for (const [askId, l] of h.open) {
+    if (l.untilMs <= t) out.push(expiredEntry(askId, l));
+    else until = Math.min(until, l.untilMs);
+  }
+  viewCache.set(h, { rejected, from: t, until, out });
   return out;
 }
+
+const viewCache = new WeakMap<
+  Derived,
+  { rejected: readonly RejectedOp[]; from: number; until: number; out: readonly HistoryEntry[] }
+>();
 
 type OpenLease = { holder: string; until: string; untilMs: number };
 type Derived = { log: readonly LoggedOp[]; entries: HistoryEntry[]; open: Map<string, OpenLease> };

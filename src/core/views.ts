@@ -80,18 +80,20 @@ const viewInState = new WeakMap<LaneState, Map<AskDoc, AskView>>();
 
 /** askView of many Asks of one state, as a long Lane is read again and again. */
 export function askViews(s: LaneState, asks: readonly AskDoc[], now: Date): AskView[] {
-  let inState = viewInState.get(s);
-  return asks.map((a) => {
-    if (a.state === 'claimed') return askView(s, a, now);
-    let cache: WeakMap<AskDoc, AskView> | Map<AskDoc, AskView> = viewOfDoc;
-    if (a.depends_on.length > 0) {
-      if (!inState) viewInState.set(s, (inState = new Map()));
-      cache = inState;
-    }
-    let v = cache.get(a);
-    if (!v) cache.set(a, (v = Object.freeze(askView(s, a, now))));
-    return v;
-  });
+  return asks.map((a) => sharedView(s, a, now));
+}
+
+function sharedView(s: LaneState, a: AskDoc, now: Date): AskView {
+  if (a.state === 'claimed') return askView(s, a, now);
+  let cache: WeakMap<AskDoc, AskView> | Map<AskDoc, AskView> = viewOfDoc;
+  if (a.depends_on.length > 0) {
+    let inState = viewInState.get(s);
+    if (!inState) viewInState.set(s, (inState = new Map()));
+    cache = inState;
+  }
+  let v = cache.get(a);
+  if (!v) cache.set(a, (v = Object.freeze(askView(s, a, now))));
+  return v;
 }
 
 // A state's Asks as an array, and their views by position, once per state: lane_get of a long
@@ -114,7 +116,7 @@ export function askPageViews(s: LaneState, start: number, end: number, now: Date
   for (let i = start; i < end && i < asks.length; i++) {
     const a = asks[i]!;
     if (a.state === 'claimed') out.push(askView(s, a, now));
-    else out.push((views[i] ??= askViews(s, [a], now)[0]!));
+    else out.push((views[i] ??= sharedView(s, a, now)));
   }
   return out;
 }

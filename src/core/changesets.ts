@@ -7,7 +7,8 @@ import { checkChangeset, checkFiles, type ChangeFileInput } from './changesets-p
 import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
-import { mutationOpts, readLane, type WriteMeta } from './lanes.js';
+import { readLane, type WriteMeta } from './lanes.js';
+import { writeOp } from './write-op.js';
 import { askView, holdsLiveClaim, type AskView } from './views.js';
 import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
 
@@ -120,7 +121,7 @@ export async function commitChangeset(
   const git = requireGit(repo);
   const config = await repo.requireConfig();
   const { actor: _a, idempotency_key: _k, ...requestArgs } = args;
-  const request = { tool: 'commit_changeset', args: requestArgs };
+  const request = { tool: 'commit_changeset', request: requestArgs };
   const entity = repo.lane(args.lane_id);
 
   return serialised(git.gitdir, async () => {
@@ -261,13 +262,12 @@ async function record(
   repo: ZzRepo,
   caller: Caller,
   args: CommitChangesetArgs,
-  request: { tool: string; args: unknown },
+  request: { tool: string; request: unknown },
   landed: (Prepared & { branch: string; worktreeUpdated: boolean }) | null,
 ): Promise<CommitChangesetResult> {
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request,
-    decide: (s, meta): LaneOpSpec[] => {
+  const r = await writeOp(repo, caller, repo.lane(args.lane_id), args, {
+    ...request,
+    decide: (s, { meta }): LaneOpSpec[] => {
       if (!landed) throw new ZzError('internal', 'commit_changeset replay found no prior op');
       const ask = s.asks.get(args.ask_id);
       const answer =
@@ -382,7 +382,7 @@ async function conflict(
   repo: ZzRepo,
   caller: Caller,
   args: CommitChangesetArgs,
-  request: { tool: string; args: unknown },
+  request: { tool: string; request: unknown },
   origin: AskDoc,
   c: ConflictInfo,
 ): Promise<never> {
@@ -414,9 +414,8 @@ async function conflict(
       out: { ask_id: existing.ask_id },
     });
   }
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request,
+  const r = await writeOp(repo, caller, repo.lane(args.lane_id), args, {
+    ...request,
     decide: (): LaneOpSpec => {
       const askId = newAskId();
       const title = clip(

@@ -26,14 +26,6 @@ import { laneRef, type ZzRepo } from './zz-repo.js';
 
 export type { WriteMeta, WriteOpts } from './write-op.js';
 
-const mutationOpts = (caller: Caller, o: WriteOpts) => ({
-  actor: caller.actor,
-  ...(o.idempotency_key === undefined ? {} : { idempotencyKey: o.idempotency_key }),
-  ...(o.expected_revision === undefined ? {} : { expectedRevision: o.expected_revision }),
-});
-
-export { mutationOpts };
-
 export async function readLane(
   repo: ZzRepo,
   laneId: string,

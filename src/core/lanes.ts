@@ -133,12 +133,16 @@ function jsonBytes(o: object): number {
   return n;
 }
 
-// Running totals of jsonBytes over an array that never changes (a state's Asks, a cached
-// history view), filled as far as pages have reached: each page is then a binary search.
+// Running totals of jsonBytes per array, filled as far as pages have reached: the next page
+// of the same array (a state's Asks, a cached history view) is a binary search. Arrays given
+// to pageEnd are never changed afterwards.
 const totalsOf = new WeakMap<readonly object[], number[]>();
 
-/** pageEnd over an array that is never changed: the same answer, without re-summing. */
-export function stablePageEnd<T extends object>(
+/**
+ * [start, end) of one page: at most `limit` items and, past the first, no more than
+ * PAGE.maxBytes of JSON, so no response is ever built much larger than that in memory.
+ */
+export function pageEnd<T extends object>(
   items: readonly T[],
   start: number,
   limit: number | undefined,
@@ -152,7 +156,7 @@ export function stablePageEnd<T extends object>(
     const i = totals.length - 1;
     totals.push(totals[i]! + jsonBytes(items[i]!));
   }
-  // The first i in (start, last] with bytes of [start, i] over the cap ends the page at i.
+  // The first i in (start, last) with bytes of [start, i] over the cap ends the page at i.
   const cap = totals[start]! + maxBytes;
   if (totals[last]! <= cap || last <= start + 1) return last;
   let lo = start + 1;
@@ -163,25 +167,6 @@ export function stablePageEnd<T extends object>(
     else lo = mid + 1;
   }
   return lo;
-}
-
-/**
- * [start, end) of one page: at most `limit` items and, past the first, no more than
- * PAGE.maxBytes of JSON, so no response is ever built much larger than that in memory.
- */
-export function pageEnd<T extends object>(
-  items: readonly T[],
-  start: number,
-  limit: number | undefined,
-  maxBytes: number = PAGE.maxBytes,
-): number {
-  const last = Math.min(items.length, start + (limit ?? items.length));
-  let bytes = 0;
-  for (let i = start; i < last; i++) {
-    bytes += jsonBytes(items[i]!);
-    if (bytes > maxBytes && i > start) return i;
-  }
-  return last;
 }
 
 function startOf(offset: number | undefined, cursor: string | undefined, field: string): number {
@@ -204,12 +189,12 @@ export async function laneGet(
   const now = repo.clock();
   const all = asksOf(snap.state);
   const aStart = startOf(args.asks_offset, args.asks_cursor, 'asks');
-  const aEnd = stablePageEnd(all, aStart, args.asks_limit);
+  const aEnd = pageEnd(all, aStart, args.asks_limit);
   const asks = askPageViews(snap.state, aStart, aEnd, now);
   const fullHistory =
     args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
   const hStart = startOf(args.history_offset, args.history_cursor, 'history');
-  const hEnd = stablePageEnd(fullHistory, hStart, args.history_limit);
+  const hEnd = pageEnd(fullHistory, hStart, args.history_limit);
   const nextAsks = aEnd < all.length ? aEnd : null;
   const nextHistory = hEnd < fullHistory.length ? hEnd : null;
   return {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { askDoc, laneDoc, type AskDoc, type LaneDoc } from '../schema/lane.js';
-import { parseLaneOp, type LaneOp } from '../schema/lane-ops.js';
+import { parseLaneOp } from '../schema/lane-op-parse.js';
+import type { LaneOp } from '../schema/lane-ops.js';
 import type { EntityCodec, OpSpec } from '../store/index.js';
 
 // A Lane's state is a pure fold of its op log: applyLaneOp(state, op) is all there is. Every

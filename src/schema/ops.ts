@@ -82,7 +82,7 @@ function isPlainObject(x: unknown): x is Record<string, unknown> {
 
 // JSON.parse makes `"__proto__"` an own key; zod's record copy would assign it (setting the
 // copy's prototype), so such a record is left to zod to keep the two paths' outputs equal.
-const isPlainRecord = (x: unknown): x is Record<string, unknown> =>
+export const isPlainRecord = (x: unknown): x is Record<string, unknown> =>
   isPlainObject(x) && !Object.hasOwn(x, '__proto__');
 
 /** The envelope of an entity's own ops: actors are real actors. */
@@ -110,6 +110,8 @@ export function opParser<Op extends OpRecord>(
   entity: string,
   union: z.ZodType<Op>,
   names: readonly string[],
+  /** Hand checks of the common ops: the op when `union` would return it unchanged, else null. */
+  fast?: (raw: OpRecord) => Op | null,
 ): (raw: OpRecord) => OpParse<Op> {
   const known = new Set(names);
   // By op object, for frozen ops only: the store shares frozen ops per commit
@@ -134,6 +136,8 @@ export function opParser<Op extends OpRecord>(
             : `op ${raw.op} is not a ${entity} op`,
       };
     }
+    const quick = fast?.(raw);
+    if (quick) return { ok: true, op: quick };
     const r = union.safeParse(raw);
     if (r.success) return { ok: true, op: r.data };
     return { ok: false, error: `op ${raw.op} ${raw.id}: ${describeIssues(r.error)}` };

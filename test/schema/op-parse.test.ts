@@ -1,6 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isPlainOpRecord, opRecord } from '../../src/schema/ops.js';
+import { fastLaneOp } from '../../src/schema/lane-op-parse.js';
+import { laneOp } from '../../src/schema/lane-ops.js';
+import { STORED_LIMITS } from '../../src/schema/limits.js';
+import { isPlainOpRecord, opRecord, type OpRecord } from '../../src/schema/ops.js';
 import { testSeed } from '../helpers/seeded.js';
 
 // The hand-written envelope check (the store's fast path) must agree with the zod schema it
@@ -85,5 +88,129 @@ describe('isPlainOpRecord', () => {
     expect(isPlainOpRecord(JSON.parse('{"__proto__":{"x":1}}'))).toBe(false);
     const proto = { ...good, args: JSON.parse('{"__proto__":{"x":1}}') as unknown };
     expect(isPlainOpRecord(proto)).toBe(false);
+  });
+});
+
+// The hand checks of the common Lane ops against the union they stand in for, on ops built
+// from values at and around every limit the schemas set.
+
+const ASK = 'ask-0123456789';
+/** Mostly one of `good`, sometimes one of `bad`. */
+const pick = (good: unknown[], bad: unknown[]) =>
+  fc.oneof(
+    { weight: 8, arbitrary: fc.constantFrom(...good) },
+    { weight: 1, arbitrary: fc.constantFrom(...bad) },
+  );
+const opt = (a: fc.Arbitrary<unknown>) => fc.option(a, { nil: undefined, freq: 2 });
+const str = (n: number, c = 'x') => c.repeat(n);
+const laneIds = pick(
+  ['_repo', 'feat', str(63, 'a'), 'a.b-c_d'],
+  [str(64, 'a'), 'x.lock', 'a..b', 'a.', 'A', '', 7],
+);
+const askIds = pick([ASK, 'ask-abcdefabcd'], ['ask-012345678', 'ask-ABCDEF0123', 'x', null]);
+const longActor = (name: number) => `${str(64, 'l')}@${str(190, 'd')}[${str(name, 'n')}]`;
+const actors = pick(
+  ['a@b.c', 'a@b.c[claude]', longActor(40)],
+  ['nobody', `${str(65, 'l')}@b.c`, 'a@b.c[]', longActor(45), 3],
+);
+const L = STORED_LIMITS;
+const bigPayload = (bytes: number) => ({ p: str(bytes - '{"p":""}'.length) });
+
+const postOp = fc.record({
+  lane_id: laneIds,
+  kind: pick(['work', 'a', `a${str(47, '_')}`], [`a${str(48, '_')}`, 'Work', '']),
+  title: pick(['t', str(L.title)], [str(L.title + 1), null]),
+  body: opt(pick(['', str(L.body / 3, '€')], [str(L.body / 3 + 1, '€'), 1])),
+  priority: opt(pick([0, 2, 4], [5, -1, 1.5, '2'])),
+  depends_on: opt(pick([[], [ASK], Array(L.list).fill(ASK)], [Array(L.list + 1).fill(ASK), ['x']])),
+  payload: opt(
+    pick(
+      [{}, { a: [1] }, bigPayload(L.payload)],
+      [bigPayload(L.payload + 1), [], null, JSON.parse('{"__proto__":{"x":1}}')],
+    ),
+  ),
+  posted_by: opt(actors),
+  origin: opt(
+    pick(
+      [null, { ask_id: ASK, reason: str(1000) }, { ask_id: ASK, reason: '', extra: 1 }],
+      [{ ask_id: ASK, reason: str(1001) }, { ask_id: 'x', reason: '' }, { ask_id: ASK }],
+    ),
+  ),
+  extra: opt(fc.constant('kept')),
+});
+const claimOp = fc.record({
+  lane_id: laneIds,
+  ask_id: askIds,
+  lease_seconds: opt(pick([0, 600], [-1, 1.5, '60'])),
+});
+const claimOut = fc.record({
+  lease_expires_at: pick(['2026-01-01T00:00:00Z', str(64)], [str(65), null]),
+  renewed: opt(pick([true, false], ['yes'])),
+  expired_holder: opt(fc.oneof(fc.constant(null), actors)),
+  expired_at: opt(pick([null, str(64)], [str(65), 3])),
+});
+const releaseOp = fc.record({
+  lane_id: laneIds,
+  ask_id: askIds,
+  reason: opt(pick(['', str(L.reason)], [str(L.reason + 1), 1])),
+});
+const releaseOut = opt(
+  pick(
+    [{}, { previous_holder: null }, { previous_holder: 'a@b.c' }],
+    [{ previous_holder: 'x' }, []],
+  ),
+);
+
+const laneOps = fc
+  .record({
+    env: fc.record({
+      v: opt(pick([1], [0])),
+      id: pick(['0123456789'], ['']),
+      actor: actors,
+      lamport: pick([1], [-1]),
+      time: fc.constant('2026-01-01T00:00:00.000Z'),
+      key: opt(fc.constant('k1')),
+      extra: fc.oneof(
+        { weight: 9, arbitrary: fc.constant(undefined) },
+        { weight: 1, arbitrary: fc.constant('stripped') },
+      ),
+    }),
+    body: fc.oneof(
+      fc.record({
+        op: fc.constant('ask_post'),
+        args: postOp,
+        out: opt(pick([{ ask_id: ASK }, { ask_id: ASK, n: 1 }], [{ ask_id: 'x' }, {}])),
+      }),
+      fc.record({ op: fc.constant('ask_claim'), args: claimOp, out: opt(claimOut) }),
+      fc.record({ op: fc.constant('ask_release'), args: releaseOp, out: releaseOut }),
+    ),
+  })
+  .map(({ env, body }) => asRead({ ...env, ...body }));
+
+describe('fastLaneOp', () => {
+  it('vouches only for ops the lane union accepts unchanged, and for all it accepts so', () => {
+    const seed = testSeed('fastLaneOp');
+    const accepted = new Map<string, number>();
+    fc.assert(
+      fc.property(laneOps, (x) => {
+        const raw = opRecord.safeParse(x);
+        if (!raw.success) return; // the store refuses it before any entity parse
+        const fast = fastLaneOp(x as OpRecord);
+        const z = laneOp.safeParse(x);
+        if (fast) {
+          accepted.set(fast.op, (accepted.get(fast.op) ?? 0) + 1);
+          expect(z.success).toBe(true);
+          expect(fast).toBe(x);
+          expect(z.data).toEqual(x);
+        } else if (isPlainOpRecord(x)) {
+          // Without keys zod would strip, the hand check refuses only what zod refuses or
+          // changes (a "__proto__" key its copy turns into a prototype).
+          if (z.success) expect(z.data).not.toEqual(x);
+        }
+      }),
+      { seed, numRuns: 4000 },
+    );
+    for (const op of ['ask_post', 'ask_claim', 'ask_release'])
+      expect(accepted.get(op) ?? 0).toBeGreaterThan(20);
   });
 });

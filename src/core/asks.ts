@@ -14,6 +14,7 @@ import {
   askViews,
   assertLiveClaim,
   blockedBy,
+  holdsLiveClaim,
   leaseExpired,
   type AskView,
 } from './views.js';
@@ -244,7 +245,7 @@ export async function askClaim(
         );
       }
       const until = new Date(meta.now.getTime() + lease * 1000).toISOString();
-      const renewed = ask.state === 'claimed' && ask.holder === caller.actor && !expired;
+      const renewed = holdsLiveClaim(ask, caller.actor, meta.now);
       return {
         op: 'ask_claim',
         summary: `ask_claim ${ask.ask_id} by ${caller.actor}`,

@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, Scope } from '../schema/lane.js';
 import { laneId } from '../schema/ids.js';
-import { PAGE } from '../schema/limits.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import type { Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
@@ -18,6 +17,7 @@ import {
   type LaneView,
 } from './views.js';
 import type { LaneOpSpec } from './lane-state.js';
+import { pageEnd } from './paging.js';
 import { writeOp, type WriteMeta, type WriteOpts } from './write-op.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
 
@@ -124,50 +124,6 @@ export type LaneGetResult = {
   next_asks_cursor: string | null;
   next_history_cursor: string | null;
 };
-
-// JSON size of what a page holds, per stored document (documents never change once stored).
-const sizeOf = new WeakMap<object, number>();
-function jsonBytes(o: object): number {
-  let n = sizeOf.get(o);
-  if (n === undefined) sizeOf.set(o, (n = Buffer.byteLength(JSON.stringify(o), 'utf8')));
-  return n;
-}
-
-// Running totals of jsonBytes per array, filled as far as pages have reached: the next page
-// of the same array (a state's Asks, a cached history view) is a binary search. Arrays given
-// to pageEnd are never changed afterwards.
-const totalsOf = new WeakMap<readonly object[], number[]>();
-
-/**
- * [start, end) of one page: at most `limit` items and, past the first, no more than
- * PAGE.maxBytes of JSON, so no response is ever built much larger than that in memory.
- */
-export function pageEnd<T extends object>(
-  items: readonly T[],
-  start: number,
-  limit: number | undefined,
-  maxBytes: number = PAGE.maxBytes,
-): number {
-  const last = Math.min(items.length, start + (limit ?? items.length));
-  let totals = totalsOf.get(items);
-  if (!totals) totalsOf.set(items, (totals = [0]));
-  // totals[i] = bytes of items[0, i)
-  while (totals.length <= last) {
-    const i = totals.length - 1;
-    totals.push(totals[i]! + jsonBytes(items[i]!));
-  }
-  // The first i in (start, last) with bytes of [start, i] over the cap ends the page at i.
-  const cap = totals[start]! + maxBytes;
-  if (totals[last]! <= cap || last <= start + 1) return last;
-  let lo = start + 1;
-  let hi = last;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (totals[mid + 1]! > cap) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
 
 function startOf(offset: number | undefined, cursor: string | undefined, field: string): number {
   if (offset !== undefined && cursor !== undefined) {

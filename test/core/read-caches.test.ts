@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ZzRepo } from '../../src/core/index.js';
-import { pageEnd } from '../../src/core/lanes.js';
+import { pageEnd } from '../../src/core/paging.js';
 import { commitOps, configureOpCache, opCacheSize } from '../../src/store/index.js';
 import { ALICE, BOB, call, FakeClock, gitRepo, memoryRepo } from '../helpers/core-fixture.js';
 import { testSeed } from '../helpers/seeded.js';
@@ -94,6 +94,31 @@ describe('lane_get views', () => {
     expect(await ops()).toContain('ask_lease_expired');
     clock.advance(-11);
     expect(await ops()).not.toContain('ask_lease_expired');
+  });
+
+  it('after a write, Asks the write changed (or whose dependencies it changed) are shown anew', async () => {
+    const { repo } = await memoryRepo();
+    const [a] = await laneWithAsks(repo, 2);
+    const b = await call(repo, ALICE, 'ask_post', {
+      lane_id: 'feat',
+      kind: 'work',
+      title: 'after a',
+      depends_on: [a!],
+    });
+    const view = async (id: string) =>
+      (await call(repo, ALICE, 'lane_get', { lane_id: 'feat' })).asks.find((x) => x.ask_id === id)!;
+    expect((await view(b.ask.ask_id)).blocked).toBe(true);
+    await call(repo, BOB, 'ask_claim', { lane_id: 'feat', ask_id: a! });
+    expect((await view(a!)).holder).toBe(BOB.actor);
+    await call(repo, BOB, 'ask_answer', {
+      lane_id: 'feat',
+      ask_id: a!,
+      outcome: 'complete',
+      result: 'ok',
+    });
+    expect((await view(a!)).state).toBe('answered');
+    // b's document did not change, but its dependency did.
+    expect((await view(b.ask.ask_id)).blocked).toBe(false);
   });
 
   it('pageEnd cuts pages where summing the page item by item does', () => {

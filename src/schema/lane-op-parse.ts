@@ -1,10 +1,10 @@
-import { ACTOR_RE, ASK_ID_RE, LANE_ID_RE, noLockSuffix } from './ids.js';
-import { ASK_KIND_RE } from './lane.js';
+import { ACTOR_RE, ASK_ID_RE, CHANGESET_ID_RE, LANE_ID_RE, noLockSuffix } from './ids.js';
+import { ASK_KIND_RE, OUTCOMES } from './lane.js';
 import { LANE_OP_NAMES, laneOp, type LaneOp } from './lane-ops.js';
 import { STORED_LIMITS, utf8Bytes } from './limits.js';
 import { isPlainOpRecord, isPlainRecord, opParser, type OpRecord } from './ops.js';
 
-// The parser of a Lane's ops. The ops a long Lane is made of (posts, claims, releases), checked by hand: on a cold load of
+// The parser of a Lane's ops. The ops a long Lane is made of (posts, claims, releases, answers), checked by hand: on a cold load of
 // a Lane of 5,000 Asks, zod's union parse and the copies it makes were most of the time. Each
 // check answers true only when the op's schema in lane-ops.ts accepts the op AND would return
 // it unchanged; anything else (invalid, or with keys zod would strip) answers false and zod
@@ -84,6 +84,39 @@ function askRelease(raw: OpRecord): raw is Of<'ask_release'> {
   );
 }
 
+const outcomes: ReadonlySet<unknown> = new Set(OUTCOMES);
+const changesetIdOk = (s: unknown): boolean => typeof s === 'string' && CHANGESET_ID_RE.test(s);
+const list = (x: unknown, max: number, ok: (v: unknown) => boolean): boolean =>
+  Array.isArray(x) && x.length <= max && x.every(ok);
+
+function askAnswer(raw: OpRecord): raw is Of<'ask_answer'> {
+  if (raw.op !== 'ask_answer' || !envelopeOk(raw)) return false;
+  const a = raw.args;
+  const o = raw.out;
+  const cs = a.changeset;
+  return (
+    laneIdOk(a.lane_id) &&
+    askIdOk(a.ask_id) &&
+    outcomes.has(a.outcome) &&
+    (absent(a.result) ||
+      a.result === null ||
+      (typeof a.result === 'string' && utf8Bytes(a.result) <= STORED_LIMITS.result)) &&
+    (absent(a.changeset_id) || a.changeset_id === null || changesetIdOk(a.changeset_id)) &&
+    (absent(cs) ||
+      (isPlainRecord(cs) &&
+        text(cs.base, 64) &&
+        text(cs.message, STORED_LIMITS.commitMessage) &&
+        list(cs.paths, STORED_LIMITS.changesetFiles, (p) => text(p, STORED_LIMITS.path)))) &&
+    (o === undefined ||
+      ((absent(o.changeset_id) || changesetIdOk(o.changeset_id)) &&
+        (absent(o.changeset_commit) ||
+          o.changeset_commit === null ||
+          text(o.changeset_commit, 64)) &&
+        (absent(o.follow_ups) || list(o.follow_ups, STORED_LIMITS.list, askIdOk)) &&
+        (absent(o.commit) || text(o.commit, 64))))
+  );
+}
+
 /** A Lane's op as read from its log: checked by hand when one of the checks above applies. */
 export const parseLaneOp = opParser<LaneOp>('lane', laneOp, LANE_OP_NAMES, fastLaneOp);
 
@@ -96,6 +129,8 @@ export function fastLaneOp(raw: OpRecord): LaneOp | null {
       return askClaim(raw) ? raw : null;
     case 'ask_release':
       return askRelease(raw) ? raw : null;
+    case 'ask_answer':
+      return askAnswer(raw) ? raw : null;
     default:
       return null;
   }

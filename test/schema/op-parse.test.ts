@@ -161,6 +161,42 @@ const releaseOut = opt(
   ),
 );
 
+const CS = 'cs-0123456789';
+const answerOp = fc.record({
+  lane_id: laneIds,
+  ask_id: askIds,
+  outcome: pick(['complete', 'deny', 'grant'], ['done', null]),
+  result: opt(pick([null, '', str(L.result / 3, '€')], [str(L.result / 3 + 1, '€'), 3])),
+  changeset_id: opt(pick([null, CS], ['cs-1', 'ask-0123456789'])),
+  changeset: opt(
+    pick(
+      [
+        { base: str(64), message: str(L.commitMessage), paths: [] },
+        { base: 'b', message: '', paths: [str(L.path)], more: 1 },
+        { base: 'b', message: '', paths: Array(L.changesetFiles).fill('p') },
+      ],
+      [
+        { base: str(65), message: '', paths: [] },
+        { base: 'b', message: str(L.commitMessage + 1), paths: [] },
+        { base: 'b', message: '', paths: [str(L.path + 1)] },
+        { base: 'b', message: '', paths: Array(L.changesetFiles + 1).fill('p') },
+        { base: 'b', message: '' },
+        JSON.parse('{"__proto__":{},"base":"b","message":"","paths":[]}'),
+      ],
+    ),
+  ),
+});
+const answerOut = opt(
+  fc.record({
+    changeset_id: opt(pick([CS], [null, 'x'])),
+    changeset_commit: opt(pick([null, str(64)], [str(65)])),
+    follow_ups: opt(
+      pick([[], [ASK], Array(L.list).fill(ASK)], [Array(L.list + 1).fill(ASK), ['x']]),
+    ),
+    commit: opt(pick([str(64)], [str(65), null])),
+  }),
+);
+
 const laneOps = fc
   .record({
     env: fc.record({
@@ -183,6 +219,7 @@ const laneOps = fc
       }),
       fc.record({ op: fc.constant('ask_claim'), args: claimOp, out: opt(claimOut) }),
       fc.record({ op: fc.constant('ask_release'), args: releaseOp, out: releaseOut }),
+      fc.record({ op: fc.constant('ask_answer'), args: answerOp, out: answerOut }),
     ),
   })
   .map(({ env, body }) => asRead({ ...env, ...body }));
@@ -208,9 +245,9 @@ describe('fastLaneOp', () => {
           if (z.success) expect(z.data).not.toEqual(x);
         }
       }),
-      { seed, numRuns: 4000 },
+      { seed, numRuns: 5000 },
     );
-    for (const op of ['ask_post', 'ask_claim', 'ask_release'])
+    for (const op of ['ask_post', 'ask_claim', 'ask_release', 'ask_answer'])
       expect(accepted.get(op) ?? 0).toBeGreaterThan(20);
   });
 });

@@ -17,7 +17,7 @@ const RACE_ASKS = 1_000;
 const BIG_ASKS = 5_000;
 const SEQ_CALLS = 200;
 const READ_RUNS = 50;
-const COLD_RUNS = 5;
+const COLD_RUNS = 15;
 
 type Args = Record<string, unknown>;
 

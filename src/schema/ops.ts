@@ -114,12 +114,17 @@ export function opParser<Op extends OpRecord>(
   fast?: (raw: OpRecord) => Op | null,
 ): (raw: OpRecord) => OpParse<Op> {
   const known = new Set(names);
-  // By op object, for frozen ops only: the store shares frozen ops per commit
+  // What zod parsed, by op object, for frozen ops only: the store shares frozen ops per commit
   // (store/op-message.ts), so a commit folded again — a reopened repository, a merge refold —
-  // is validated once, and an op nobody can change cannot go stale here. Weak: an entry lives
-  // as long as its op does.
+  // goes through zod once, and an op nobody can change cannot go stale here. Weak: an entry
+  // lives as long as its op does. Ops the hand checks vouch for are not kept: checking again
+  // costs what a lookup would.
   const parsed = new WeakMap<OpRecord, OpParse<Op>>();
   return (raw) => {
+    if (known.has(raw.op)) {
+      const quick = fast?.(raw);
+      if (quick) return { ok: true, op: quick };
+    }
     if (!Object.isFrozen(raw)) return parseOne(raw);
     let r = parsed.get(raw);
     if (r === undefined) parsed.set(raw, (r = parseOne(raw)));
@@ -136,8 +141,6 @@ export function opParser<Op extends OpRecord>(
             : `op ${raw.op} is not a ${entity} op`,
       };
     }
-    const quick = fast?.(raw);
-    if (quick) return { ok: true, op: quick };
     const r = union.safeParse(raw);
     if (r.success) return { ok: true, op: r.data };
     return { ok: false, error: `op ${raw.op} ${raw.id}: ${describeIssues(r.error)}` };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import { isAncestor, mergeTrees, TreeReader, updateBranch } from '../git/branch-update.js';
 import { printable, readCommit, type GitRepository } from '../git/index.js';
+import { KeyedQueue } from '../local/index.js';
 import type { AskDoc } from '../schema/lane.js';
 import { checkChangeset, checkFiles, type ChangeFileInput } from './changesets-policy.js';
 import type { OpRecord } from '../store/index.js';
@@ -60,21 +61,7 @@ export function requireGit(repo: ZzRepo): GitRepository {
 
 // One landing at a time per repository in this process: the worktree update and the CAS must
 // not interleave with another landing's. Other processes are held off by git's locks and CAS.
-const queues = new Map<string, Promise<unknown>>();
-
-function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const prev = queues.get(key) ?? Promise.resolve();
-  const run = prev.then(fn, fn);
-  const tail = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  queues.set(key, tail);
-  void tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key);
-  });
-  return run;
-}
+const landings = new KeyedQueue();
 
 const firstLine = (s: string) => (s.split('\n')[0] ?? '').trim();
 const clip = (s: string, n: number) => (s.length <= n ? s : s.slice(0, n - 1) + '…');
@@ -124,7 +111,7 @@ export async function commitChangeset(
   const request = { tool: 'commit_changeset', request: requestArgs };
   const entity = repo.lane(args.lane_id);
 
-  return serialised(git.gitdir, async () => {
+  return landings.run(git.gitdir, async () => {
     // A retry with a used key returns what the first call decided (success or conflict).
     if (args.idempotency_key !== undefined) {
       const prior = await entity.priorOp(caller.actor, args.idempotency_key);

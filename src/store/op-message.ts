@@ -78,7 +78,7 @@ function opsLine(message: string): string | null {
 // reader of one history skips the JSON and the validation. The ops are frozen because every
 // reader shares them (entities' typed parses are cached by op object, see schema/ops.ts).
 // Bounded by the ops held; Map order is the LRU order.
-const cacheLimits = { maxOps: 20_000 };
+const cacheLimits = { maxOps: 10_000 };
 const opCache = new Map<string, Pick<CommitRecord, 'ops' | 'malformed'>>();
 let cachedOps = 0;
 

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
-import { askDoc, laneDoc, type AskDoc, type LaneDoc } from '../schema/lane.js';
+import type { ConfigDoc } from '../schema/config.js';
+import { askDoc, laneDoc, type AskDoc, type LaneDoc, type Scope } from '../schema/lane.js';
 import { parseLaneOp, type LaneOp } from '../schema/lane-ops.js';
 import type { EntityCodec, OpSpec } from '../store/index.js';
+import { kindRule, WORKFLOW_KINDS } from './kinds.js';
 
 // A Lane's state is a pure fold of its op log: applyLaneOp(state, op) is all there is. Every
 // value an op depends on (ids, times, lease expiry) is recorded in the op itself, so replaying
@@ -25,6 +27,23 @@ export interface LaneState {
   keys: Map<string, string>;
   /** Follow-up Asks of refused answers: never trusted, never posted. */
   suppressed: Set<string>;
+  /**
+   * The repository's roles over time (owners, repo-wide Ask kinds), for the scope checks of
+   * the guarded fold; null where the fold cannot see refs/zz/config (then owner-derived
+   * rights are trusted, as the daemon's own check was).
+   */
+  roles: RoleSource | null;
+}
+
+/**
+ * refs/zz/config as it stood when a Lane op was made. The two refs have no common log, so
+ * "at that point of the log" is decided by the ops' recorded times (DESIGN §7; see
+ * role-timeline.ts for the rule and its hazards). Pure: the same config history gives the
+ * same answers on every replica.
+ */
+export interface RoleSource {
+  /** The config as of `time` (an ISO time recorded in an op), or null when unknown. */
+  at(time: string): ConfigDoc | null;
 }
 
 export interface RejectedOp {
@@ -41,12 +60,15 @@ export interface RejectedOp {
     | 'idempotency_duplicate'
     | 'idempotency_conflict'
     | 'follow_up_of_refused_answer'
-    | 'lane_exists';
+    | 'lane_exists'
+    | 'scope_denied';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;
   /** For conflicting_answer: the resolve_conflict Ask raised for the coordinator. */
   resolve_ask_id?: string;
+  /** For scope_denied: the role the op needed and its actor did not hold at that point. */
+  needed?: Scope | 'coordinator_or_owner' | 'poster_or_coordinator';
 }
 
 /** An op a Lane use case decides. */
@@ -102,14 +124,7 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return null;
       if (ask.state !== 'claimed') return { reason: 'not_claimed', ask_id: ask.ask_id };
-      // Coordinators may release a stuck claim (the `_repo` lane's are the repo's owners,
-      // which this fold cannot see: trusted there as the daemon's check was).
-      const lane = s.lane;
-      const coordinator =
-        lane !== null && (lane.coordinators.includes(op.actor) || lane.lane_id === '_repo');
-      if (ask.holder !== op.actor && !coordinator) {
-        return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
-      }
+      // Coordinators may release a stuck claim: roleGuard decides who is one.
       return null;
     }
     case 'ask_answer': {
@@ -137,6 +152,65 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
   }
 }
 
+// Roles re-checked as they stood at that point of the log (DESIGN §7): an op needs the role
+// the daemon would have demanded when it was written. Lane roles (coordinators, maintainers,
+// the Lane's Ask kinds) come from this Lane's own fold, so a lane_grant revoke published
+// before an op defeats it; owners and the repo's Ask kinds come from refs/zz/config as of
+// the op's recorded time (s.roles). A refused op changes nothing and is shown as scope_denied
+// on every replica. Not checked: lane_add_related (the related Lane's coordinators may add it,
+// and this fold cannot see that Lane) and lane_propose (any member may propose).
+function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
+  const lane = s.lane;
+  if (!lane) return null;
+  const config = s.roles ? s.roles.at(op.time) : null;
+  // Unknown roles (no config source): owner-derived rights are trusted, as before.
+  const owner = (a: string): boolean => s.roles === null || (config?.owners.includes(a) ?? false);
+  const coordinator = (a: string): boolean =>
+    lane.coordinators.includes(a) || (lane.lane_id === '_repo' && owner(a));
+  const holds = (scope: Scope, a: string): boolean =>
+    scope === 'member' || (scope === 'maintainer' ? lane.maintainers.includes(a) : coordinator(a));
+  const deny = (needed: NonNullable<RejectedOp['needed']>, askId?: string): Refusal => ({
+    reason: 'scope_denied',
+    needed,
+    ...(askId === undefined ? {} : { ask_id: askId }),
+  });
+  const a = op.actor;
+  switch (op.op) {
+    case 'ask_post':
+      // A workflow kind is posted by the server as the follow-up of an answer (origin set);
+      // by hand only by a coordinator.
+      if (WORKFLOW_KINDS.has(op.args.kind) && !op.args.origin && !coordinator(a)) {
+        return deny('coordinator', op.out.ask_id);
+      }
+      return null;
+    case 'ask_claim':
+    case 'ask_answer': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask) return null;
+      const scope = kindRule(ask.kind, lane.ask_kinds, config?.ask_kinds ?? {}).scope;
+      return holds(scope, a) ? null : deny(scope, ask.ask_id);
+    }
+    case 'ask_release': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask || ask.holder === a || coordinator(a)) return null;
+      return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
+    }
+    case 'ask_cancel': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask || ask.posted_by === a) return null;
+      return coordinator(a) ? null : deny('poster_or_coordinator', ask.ask_id);
+    }
+    case 'lane_grant':
+    case 'lane_close':
+      return coordinator(a) || owner(a) ? null : deny('coordinator_or_owner');
+    case 'commit_changeset':
+      return coordinator(a) ? null : deny('coordinator');
+    case 'lane_propose':
+    case 'lane_add_related':
+      return null;
+  }
+}
+
 function conflictAskId(op: LaneOp): string {
   return (
     'ask-' + createHash('sha256').update(`resolve_conflict\0${op.id}`).digest('hex').slice(0, 10)
@@ -144,7 +218,7 @@ function conflictAskId(op: LaneOp): string {
 }
 
 export function applyLaneOp(s: LaneState, op: LaneOp): string[] {
-  const refused = guard(s, op);
+  const refused = guard(s, op) ?? roleGuard(s, op);
   if (op.key !== undefined && !s.keys.has(`${op.actor}\0${op.key}`)) {
     s.keys.set(`${op.actor}\0${op.key}`, op.request_hash ?? '');
   }
@@ -333,8 +407,9 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     rejected: [],
     keys: new Map(),
     suppressed: new Set(),
+    roles: null,
   }),
-  // `rejected` and `suppressed` are replaced, never mutated, so sharing them is safe.
+  // `rejected`, `suppressed` and `roles` are replaced, never mutated, so sharing them is safe.
   clone: (s) => ({
     lane: s.lane,
     asks: new Map(s.asks),
@@ -342,6 +417,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     rejected: s.rejected,
     keys: new Map(s.keys),
     suppressed: s.suppressed,
+    roles: s.roles,
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,

@@ -7,11 +7,7 @@ import { SERVER_ACTOR } from './zz-repo.js';
 // asks for review; a granted review asks for submission; a denied review sends the work back.
 // Follow-ups are ask_post ops decided with the answer that causes them and land in its commit.
 
-export const WORKFLOW_KINDS: ReadonlySet<string> = new Set([
-  'changeset_review',
-  'submit_changeset',
-  'resolve_conflict',
-]);
+export { WORKFLOW_KINDS } from './kinds.js';
 
 export const newAskId = (): string => 'ask-' + randomBytes(5).toString('hex');
 

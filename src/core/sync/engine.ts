@@ -1,5 +1,10 @@
 import { ZzError } from '../../errors.js';
 import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '../../git/index.js';
+import { publicationOrder } from '../../store/index.js';
+import { configCodec } from '../config-state.js';
+import type { RoleSource } from '../lane-state.js';
+import { roleTimeline } from '../role-timeline.js';
+import type { ConfigOp } from '../../schema/index.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
 import type { AuthChecker } from './authenticity.js';
@@ -166,6 +171,13 @@ async function reconcile(
   const pushes: PushUpdate[] = [];
   const checker = opts.checker?.(local, remoteName);
   const names = new Set([...locals.keys(), ...remotes.keys()]);
+  // refs/zz/config sorts before every Lane: by the time a Lane merges, configTip is the value
+  // this round leaves it at, and Lane ops are judged against those roles (lane-state.ts).
+  let configTip = locals.get(CONFIG_REF) ?? null;
+  let roles: Promise<RoleSource> | null = null;
+  const setTip = (ref: string, oid: string | null): void => {
+    if (ref === CONFIG_REF) configTip = oid;
+  };
   for (const ref of [...names].sort()) {
     const rest = ref.slice(LOCAL_PREFIX.length);
     const mine = locals.get(ref) ?? null;
@@ -199,6 +211,7 @@ async function reconcile(
       bad = await checker.check(ref, history, await local.commits([theirs], mine ? [mine] : []));
     }
     if (bad) {
+      setTip(ref, mine);
       report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
       const q = quarantined.get(ref) ?? null;
       if (q !== theirs) updates.push({ ref: qPrefix + rest, old: q, new: theirs });
@@ -207,11 +220,13 @@ async function reconcile(
     if (quarantined.has(ref))
       updates.push({ ref: qPrefix + rest, old: quarantined.get(ref)!, new: null });
     if (mine === null) {
+      setTip(ref, theirs);
       updates.push({ ref, old: null, new: theirs });
       report.adopted.push(ref);
       continue;
     }
     if (await local.isAncestor(mine, theirs)) {
+      setTip(ref, theirs);
       updates.push({ ref, old: mine, new: theirs });
       report.fast_forwarded.push(ref);
       continue;
@@ -221,12 +236,16 @@ async function reconcile(
       continue;
     }
     const localOnly = (await local.commits([mine], [theirs])).map((c) => parseZzCommit(c, ref));
-    const plan = planMerge(codec, theirs, history, mine, localOnly);
+    const merging = ref.startsWith(LANES_REF_PREFIX)
+      ? (syncCodecFor(ref, await (roles ??= rolesAt(local, configTip))) ?? codec)
+      : codec;
+    const plan = planMerge(merging, theirs, history, mine, localOnly);
     const commit = await local.writeMerge({
       parents: [theirs, mine],
       changes: plan.changes,
       message: formatMergeMessage(`Merge ${remoteName} into ${rest}`, plan.lamport),
     });
+    setTip(ref, commit);
     updates.push({ ref, old: mine, new: commit });
     report.merged.push({ ref, commit, local_ops: plan.localOps.length });
     for (const r of plan.rejected) {
@@ -244,6 +263,21 @@ async function reconcile(
   }
   await local.update(updates);
   return pushes;
+}
+
+const CONFIG_REF = 'refs/zz/config';
+const LANES_REF_PREFIX = 'refs/zz/lanes/';
+
+/** The roles timeline of refs/zz/config at `tip` (already validated, so every op parses). */
+async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource> {
+  if (tip === null) return roleTimeline([]);
+  const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF));
+  const ops: ConfigOp[] = [];
+  for (const { op } of publicationOrder(history, tip)) {
+    const p = configCodec.parse(op);
+    if (p.ok) ops.push(p.op);
+  }
+  return roleTimeline(ops);
 }
 
 async function strip(

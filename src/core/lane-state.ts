@@ -3,6 +3,7 @@ import type { ConfigDoc } from '../schema/config.js';
 import { askDoc, laneDoc, type AskDoc, type LaneDoc, type Scope } from '../schema/lane.js';
 import { parseLaneOp, type LaneOp } from '../schema/lane-ops.js';
 import type { EntityCodec, OpSpec } from '../store/index.js';
+import { deriveFollowUps, FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
 import { kindRule, WORKFLOW_KINDS } from './kinds.js';
 
 // A Lane's state is a pure fold of its op log: applyLaneOp(state, op) is all there is. Every
@@ -27,6 +28,11 @@ export interface LaneState {
   keys: Map<string, string>;
   /** Follow-up Asks of refused answers: never trusted, never posted. */
   suppressed: Set<string>;
+  /**
+   * Follow-up Ask id → the Ask whose honoured answer derived it. The fold posts follow-ups
+   * itself, from the answer (follow-ups.ts); the daemon's recorded ask_post is then a no-op.
+   */
+  derived: ReadonlyMap<string, string>;
   /**
    * The repository's roles over time (owners, repo-wide Ask kinds), for the scope checks of
    * the guarded fold; null where the fold cannot see refs/zz/config (then owner-derived
@@ -61,7 +67,8 @@ export interface RejectedOp {
     | 'idempotency_conflict'
     | 'follow_up_of_refused_answer'
     | 'lane_exists'
-    | 'scope_denied';
+    | 'scope_denied'
+    | 'follow_up_not_derived';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;
@@ -107,6 +114,22 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
     case 'ask_post': {
       const id = op.out.ask_id;
       if (s.suppressed.has(id)) return { reason: 'follow_up_of_refused_answer', ask_id: id };
+      // A recorded answer follow-up that no honoured answer derived: a second one for one
+      // answer, or one for an answer that was never given. Answers recorded without
+      // out.follow_ups (before the daemon listed them) keep their recorded follow-ups.
+      const o = op.args.origin;
+      if (
+        o &&
+        !s.derived.has(id) &&
+        FOLLOW_UP_REASONS.has(o.reason) &&
+        op.args.posted_by === SERVER_ACTOR
+      ) {
+        const origin = s.asks.get(o.ask_id);
+        const derivedHere = [...s.derived.values()].includes(o.ask_id);
+        if (derivedHere || origin?.state !== 'answered') {
+          return { reason: 'follow_up_not_derived', ask_id: id };
+        }
+      }
       return null;
     }
     case 'ask_claim': {
@@ -218,6 +241,8 @@ function conflictAskId(op: LaneOp): string {
 }
 
 export function applyLaneOp(s: LaneState, op: LaneOp): string[] {
+  // The record of a follow-up the fold already posted from its answer: nothing to do.
+  if (op.op === 'ask_post' && s.derived.has(op.out.ask_id)) return [];
   const refused = guard(s, op) ?? roleGuard(s, op);
   if (op.key !== undefined && !s.keys.has(`${op.actor}\0${op.key}`)) {
     s.keys.set(`${op.actor}\0${op.key}`, op.request_hash ?? '');
@@ -248,7 +273,7 @@ function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
     holder: null,
     lease_expires_at: null,
     answer: null,
-    posted_by: 'zz@localhost',
+    posted_by: SERVER_ACTOR,
     posted_at: op.time,
     payload: {
       ask_id: ask.ask_id,
@@ -364,7 +389,9 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
     case 'ask_answer': {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return [];
+      const follow = postFollowUps(s, ask, op);
       return [
+        ...follow,
         setAsk({
           ...ask,
           state: 'answered',
@@ -399,6 +426,63 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
   }
 }
 
+/**
+ * Posts the follow-ups of an honoured answer (DESIGN §7: re-derived, never trusted), derived
+ * from the Ask as it stood before the answer. Ids are the ones the answer recorded in
+ * out.follow_ups, in order; one missing or already taken gets an id derived from the answer's
+ * op id, so every replica names it alike. Answers that recorded no list are left to their
+ * recorded ask_posts (see guard).
+ */
+function postFollowUps(
+  s: LaneState,
+  ask: AskDoc,
+  op: Extract<LaneOp, { op: 'ask_answer' }>,
+): string[] {
+  const recorded = op.out?.follow_ups;
+  if (recorded === undefined) return [];
+  const drafts = deriveFollowUps(
+    (id) => s.asks.get(id),
+    ask,
+    {
+      outcome: op.args.outcome,
+      result: op.args.result ?? null,
+      changeset: op.args.changeset ?? null,
+    },
+    op.out?.changeset_id ?? null,
+  );
+  const paths: string[] = [];
+  const derived = new Map(s.derived);
+  drafts.forEach((d, i) => {
+    const want = recorded[i];
+    const id =
+      want !== undefined && !s.asks.has(want) && !derived.has(want)
+        ? want
+        : 'ask-' +
+          createHash('sha256').update(`follow_up\0${op.id}\0${i}`).digest('hex').slice(0, 10);
+    derived.set(id, ask.ask_id);
+    s.asks.set(id, {
+      ask_id: id,
+      lane_id: s.lane?.lane_id ?? op.args.lane_id,
+      kind: d.kind,
+      title: d.title,
+      body: d.body,
+      priority: d.priority,
+      depends_on: [],
+      state: 'open',
+      holder: null,
+      lease_expires_at: null,
+      answer: null,
+      posted_by: SERVER_ACTOR,
+      posted_at: op.time,
+      payload: d.payload,
+      origin: d.origin,
+    });
+    paths.push(askPath(id));
+  });
+  s.derived = derived;
+  return paths;
+}
+
 export const laneCodec: EntityCodec<LaneState, LaneOp> = {
   empty: () => ({
     lane: null,
@@ -407,9 +491,10 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     rejected: [],
     keys: new Map(),
     suppressed: new Set(),
+    derived: new Map(),
     roles: null,
   }),
-  // `rejected`, `suppressed` and `roles` are replaced, never mutated, so sharing them is safe.
+  // `rejected`, `suppressed`, `derived` and `roles` are replaced, never mutated, so sharing them is safe.
   clone: (s) => ({
     lane: s.lane,
     asks: new Map(s.asks),
@@ -417,6 +502,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     rejected: s.rejected,
     keys: new Map(s.keys),
     suppressed: s.suppressed,
+    derived: s.derived,
     roles: s.roles,
   }),
   parse: parseLaneOp,

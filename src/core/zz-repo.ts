@@ -22,7 +22,7 @@ export const CONFIG_REF = 'refs/zz/config';
 export const LANES_PREFIX = 'refs/zz/lanes/';
 export const LADDER_REF = 'refs/zz/ladder';
 export const CHANGESETS_PREFIX = 'refs/zz/changesets/';
-export const SERVER_ACTOR = 'zz@localhost';
+export { SERVER_ACTOR } from './follow-ups.js';
 
 export const laneRef = (laneId: string): string => LANES_PREFIX + laneId;
 

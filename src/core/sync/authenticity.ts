@@ -103,7 +103,7 @@ function isOwnerKey(s: ConfigState, signer: string | null): boolean {
   );
 }
 
-function isActorKey(s: ConfigState, actor: string, signer: string | null): boolean {
+export function isActorKey(s: ConfigState, actor: string, signer: string | null): boolean {
   if (signer === null) return false;
   return (s.keys.get(personOf(actor)) ?? []).some((k) => normalizeKeyLine(k) === signer);
 }

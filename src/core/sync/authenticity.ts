@@ -14,6 +14,7 @@ import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '..
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
 import { gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
+import { requireCaller, type Caller } from '../access.js';
 import type { SyncCommit, SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
 
@@ -130,7 +131,11 @@ function ownerOpProblem(
     return 'repo_init is not signed by the key it registers';
   }
   if (isOwnerKey(s, signer)) return null;
-  if (op.op === 'key_add' && op.args.actor === op.actor && isActorKey(s, op.actor, signer))
+  if (
+    (op.op === 'key_add' || op.op === 'key_remove') &&
+    op.args.actor === op.actor &&
+    isActorKey(s, op.actor, signer)
+  )
     return null;
   return `${op.op} by ${op.actor} is not signed by an owner's key`;
 }
@@ -235,6 +240,63 @@ export async function keyAdd(
     result: () => null,
   });
   return { revision: r.revision };
+}
+
+/** An owner removes `key` of `actor` (or an actor one of its own). */
+export async function keyRemove(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: { actor: string; key: string },
+): Promise<{ removed: boolean; revision: string }> {
+  const caller = requireCaller(callerIn);
+  const key = normalizeKeyLine(args.key);
+  if (!key)
+    throw new ZzError('invalid_argument', 'key: expected an "ssh-ed25519 AAAA…" public key');
+  await repo.requireConfig();
+  const r = await repo.config.mutate({
+    actor: caller.actor,
+    decide: (s) => {
+      if (!s.config!.owners.includes(caller.actor) && args.actor !== caller.actor) {
+        throw new ZzError('forbidden', "only an owner may remove another actor's key");
+      }
+      const held = (s.keys.get(args.actor) ?? []).some((k) => normalizeKeyLine(k) === key);
+      if (!held) return [];
+      return {
+        op: 'key_remove',
+        summary: `key_remove for ${args.actor}`,
+        args: { actor: args.actor, key },
+      };
+    },
+    result: (_s, op) => op !== null,
+  });
+  return { removed: r.result, revision: r.revision };
+}
+
+/** Each actor's allowed signing keys, paged by actor, and whether signatures are required. */
+export async function keyList(
+  repo: ZzRepo,
+  args: { actor?: string; limit?: number; offset?: number },
+): Promise<{
+  signatures_required: boolean;
+  keys: Array<{ actor: string; keys: string[]; owner: boolean }>;
+  next_offset: number | null;
+}> {
+  await repo.requireConfig();
+  const s = (await repo.config.read()).state;
+  const all = [...s.keys.entries()]
+    .filter(([a, ks]) => ks.length > 0 && (args.actor === undefined || a === args.actor))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const from = args.offset ?? 0;
+  const to = Math.min(all.length, from + (args.limit ?? 100));
+  return {
+    signatures_required: s.signed,
+    keys: all.slice(from, to).map(([actor, ks]) => ({
+      actor,
+      keys: [...ks],
+      owner: s.config!.owners.includes(actor),
+    })),
+    next_offset: to < all.length ? to : null,
+  };
 }
 
 /** An owner turns required signatures on (or off) for the repository. */

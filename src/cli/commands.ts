@@ -42,16 +42,22 @@ export function initCommand(y: Argv, io: CliIO): Argv {
       const repo = await ZzRepo.open(io.cwd);
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
-        const { personKey } = await import('../core/sync/index.js');
+        const { personKeyInfo } = await import('../core/sync/index.js');
+        const signing = await personKeyInfo(owner, io.env);
         const report = await zzInit(repo, {
           owner,
-          signingKey: await personKey(owner, io.env),
+          signingKey: signing.key,
           signed: !!a.signed,
           visibility: a.public ? 'public' : 'private',
           hookCommand: installedZz(),
           noFetch: a.fetch === false,
         });
-        if (a.json) return print(io, report, true);
+        const signingKey = {
+          file: signing.file,
+          created: signing.created,
+          public_key: signing.key.publicKey,
+        };
+        if (a.json) return print(io, { ...report, signing_key: signingKey }, true);
         const lines = [
           report.created_config
             ? `Initialised zz for ${report.repo} (owner ${owner}).`
@@ -63,6 +69,11 @@ export function initCommand(y: Argv, io: CliIO): Argv {
           lines.push(`Added ${`+refs/zz/*:refs/zz-remotes/${r}/*`} to remote ${r}.`);
         for (const f of report.fetch_failed)
           lines.push(`Could not fetch from ${f.remote}: ${f.error}`);
+        lines.push(
+          signing.created
+            ? `Made a signing key for ${owner}: ${signing.file} (${signing.key.publicKey}).`
+            : `Signing as ${owner} with ${signing.file}.`,
+        );
         for (const h of report.hooks_installed) lines.push(`Installed hook ${h}.`);
         for (const h of report.hooks_skipped) lines.push(`Skipped hook ${h.hook}: ${h.reason}`);
         io.stdout(lines.join('\n') + '\n');

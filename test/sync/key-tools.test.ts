@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ZzRepo } from '../../src/core/index.js';
 import { TokenStore } from '../../src/core/token-store.js';
@@ -93,6 +94,30 @@ describe('key tools over HTTP', () => {
     expect((await tool('key_list', {})).json.signatures_required).toBe(true);
     const off = await tool('repo_require_signatures', { signed: false });
     expect(off.json).toMatchObject({ signatures_required: false });
+  });
+});
+
+describe('zz init and the signing key', () => {
+  it('makes the user a key on first use, says so, and reuses it after', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    try {
+      const first = await zz(dir, env, 'init', '--no-fetch', '--json');
+      expect(first.code).toBe(0);
+      const made = first.json().signing_key;
+      expect(made).toMatchObject({
+        created: true,
+        public_key: expect.stringMatching(/^ssh-ed25519 /),
+      });
+      expect(statSync(made.file).mode & 0o777).toBe(0o600);
+      const again = await zz(dir, env, 'init', '--no-fetch');
+      expect(again.stdout).toContain(`Signing as owner@example.com with ${made.file}.`);
+      // The key repo_init registered for the owner is the one on disk.
+      const keys = (await zz(dir, env, 'key', 'list', '--json')).json().keys;
+      expect(keys).toEqual([{ actor: 'owner@example.com', keys: [made.public_key], owner: true }]);
+    } finally {
+      cleanup();
+    }
   });
 });
 

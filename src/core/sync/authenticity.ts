@@ -40,10 +40,18 @@ function configDir(env: NodeJS.ProcessEnv): string {
  * made on first use. The file name is a hash so that no e-mail address becomes a path.
  */
 export async function personKey(person: string, env = process.env): Promise<SshSigningKey> {
+  return (await personKeyInfo(person, env)).key;
+}
+
+/** personKey, saying where the key lives and whether this call made it (`zz init` tells). */
+export async function personKeyInfo(
+  person: string,
+  env = process.env,
+): Promise<{ key: SshSigningKey; file: string; created: boolean }> {
   const file = keyFile(person, env);
   const dir = join(configDir(env), 'keys');
   try {
-    return signingKeyFromPem(await fsp.readFile(file, 'utf8'));
+    return { key: signingKeyFromPem(await fsp.readFile(file, 'utf8')), file, created: false };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
@@ -54,10 +62,10 @@ export async function personKey(person: string, env = process.env): Promise<SshS
   try {
     // link() refuses to replace: a racing process that made the key first wins, we use it.
     await fsp.link(tmp, file);
-    return key;
+    return { key, file, created: true };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    return signingKeyFromPem(await fsp.readFile(file, 'utf8'));
+    return { key: signingKeyFromPem(await fsp.readFile(file, 'utf8')), file, created: false };
   } finally {
     await fsp.rm(tmp, { force: true });
   }

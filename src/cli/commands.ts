@@ -74,8 +74,14 @@ export function initCommand(y: Argv, io: CliIO): Argv {
             ? `Made a signing key for ${owner}: ${signing.file} (${signing.key.publicKey}).`
             : `Signing as ${owner} with ${signing.file}.`,
         );
+        if (report.created_repo_lane && !report.created_config) lines.push('Created lane _repo.');
+        if (report.signatures_turned_on) lines.push('Every zz op must now be signed.');
         for (const h of report.hooks_installed) lines.push(`Installed hook ${h}.`);
+        if (report.hook_command_updated && report.hooks_installed.length === 0)
+          lines.push('Updated the zz the hooks run.');
         for (const h of report.hooks_skipped) lines.push(`Skipped hook ${h.hook}: ${h.reason}`);
+        for (const n of report.notes) lines.push(n);
+        if (report.nothing_changed) lines.push('Nothing to change.');
         io.stdout(lines.join('\n') + '\n');
       } finally {
         repo.close();

@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ZzRepo } from '../../src/core/index.js';
 import { TokenStore } from '../../src/core/token-store.js';
+import { personKeyInfo, signWithExistingKey } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import { createApp, type App } from '../../src/http/index.js';
 import { registry } from '../../src/tools/index.js';
@@ -116,6 +117,28 @@ describe('zz init and the signing key', () => {
       const keys = (await zz(dir, env, 'key', 'list', '--json')).json().keys;
       expect(keys).toEqual([{ actor: 'owner@example.com', keys: [made.public_key], owner: true }]);
     } finally {
+      cleanup();
+    }
+  });
+});
+
+describe('the daemon and the signing key', () => {
+  it('signs with the key zz init made and says so; without one it says how to get one', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    const repo = await ZzRepo.open(dir, { key: 'local/daemon-key' });
+    try {
+      expect(await signWithExistingKey(repo, env)).toBe(
+        'local/daemon-key: zz commits are not signed (owner@example.com has no key yet: run zz init)',
+      );
+      const { file } = await personKeyInfo('owner@example.com', env);
+      expect(await signWithExistingKey(repo, env)).toBe(
+        `local/daemon-key: signing zz commits as owner@example.com with ${file}`,
+      );
+      await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
+      expect(sh(dir, 'cat-file', 'commit', 'refs/zz/config')).toMatch(/BEGIN SSH SIGNATURE/);
+    } finally {
+      repo.close();
       cleanup();
     }
   });

@@ -74,21 +74,22 @@ export async function personKeyInfo(
 /**
  * The daemon's signing: the checkout's person (git user.email) signs with the key `zz init`
  * made for them, if there is one (the daemon never makes keys: that is `zz init`'s to say).
+ * Returns one line for the daemon's log saying which it is.
  */
-export async function signWithExistingKey(repo: ZzRepo, env = process.env): Promise<boolean> {
+export async function signWithExistingKey(repo: ZzRepo, env = process.env): Promise<string> {
   const g = repo.git;
-  if (!g) return false;
+  if (!g) return `${repo.key}: zz commits are not signed (no git repository)`;
   const person = await gitUserEmail(g.workTree ?? g.gitdir, env).catch(() => null);
-  if (!person) return false;
+  if (!person) return `${repo.key}: zz commits are not signed (no git user.email)`;
   const file = keyFile(person, env);
   let pem: string;
   try {
     pem = await fsp.readFile(file, 'utf8');
   } catch {
-    return false;
+    return `${repo.key}: zz commits are not signed (${person} has no key yet: run zz init)`;
   }
   signAs(repo, person, signingKeyFromPem(pem));
-  return true;
+  return `${repo.key}: signing zz commits as ${person} with ${file}`;
 }
 
 function keyFile(person: string, env: NodeJS.ProcessEnv): string {

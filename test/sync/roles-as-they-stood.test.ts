@@ -114,10 +114,13 @@ describe('roles as they stood at that point of the log (real git, two clones)', 
     await laneClose(b.repo, CO, { lane_id: 'web', reason: 'done' });
     expect((await laneGet(b.repo, OWNER, { lane_id: 'web' })).lane.closed).toBeTruthy();
     // The Lane did not diverge (only B wrote to it): B's sync takes A's config and pushes
-    // its Lane as it is; the refusal is each replica's fold of the two histories together.
+    // its Lane as it is, and says which of its ops the new roles refuse.
     const report = await b.sync();
     expect(report.fast_forwarded).toEqual(['refs/zz/config']);
     expect(report.pushed).toEqual(['refs/zz/lanes/web']);
+    expect(report.rejected.map((r) => [r.op, r.actor, r.reason, r.needed])).toEqual([
+      ['lane_close', CO.actor, 'scope_denied', 'coordinator_or_owner'],
+    ]);
     await a.sync();
     for (const c of [a, b]) {
       // The warm daemon on B folded its Lane before the config moved: it folds again.

@@ -180,8 +180,38 @@ async function reconcile(
   // this round leaves it at, and Lane ops are judged against those roles (lane-state.ts).
   let configTip = locals.get(CONFIG_REF) ?? null;
   let roles: Promise<RoleSource> | null = null;
+  let oldRoles: Promise<RoleSource> | null = null;
   const setTip = (ref: string, oid: string | null): void => {
     if (ref === CONFIG_REF) configTip = oid;
+  };
+  // A Lane that only we wrote is pushed as it is, but when this round brought a new config
+  // (a revocation, say) the fold may now refuse some of our ops: say which, as a merge would.
+  const refusedByNewRoles = async (ref: string, mine: string, theirs: string | null) => {
+    if (!ref.startsWith(LANES_REF_PREFIX) || configTip === (locals.get(CONFIG_REF) ?? null)) {
+      return;
+    }
+    const history = (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref));
+    const ours = new Set(
+      (theirs === null
+        ? history
+        : history.filter((c) => !reachable(history, theirs).has(c.revision))
+      ).flatMap((c) => c.ops.map((o) => o.id)),
+    );
+    // What the fold refuses under the new roles and did not under the old ones.
+    const refused = (r: RoleSource) => {
+      const sc = syncCodecFor(ref, r)!;
+      const state = sc.codec.empty();
+      for (const { op } of publicationOrder(history, mine)) {
+        const p = sc.codec.parse(op);
+        if (p.ok) sc.codec.apply(state, p.op);
+      }
+      return sc.rejections?.(state) ?? [];
+    };
+    oldRoles ??= rolesAt(local, locals.get(CONFIG_REF) ?? null);
+    const before = new Set(refused(await oldRoles).map((r) => r.op_id));
+    for (const r of refused(await (roles ??= rolesAt(local, configTip)))) {
+      if (ours.has(r.op_id) && !before.has(r.op_id)) report.rejected.push({ ...r, ref });
+    }
   };
   for (const ref of [...names].sort()) {
     const rest = ref.slice(LOCAL_PREFIX.length);
@@ -198,10 +228,12 @@ async function reconcile(
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
       if (conf !== null) report.recreated.push(ref);
       pushes.push({ ref, expected: null, next: mine! });
+      await refusedByNewRoles(ref, mine!, null);
       continue;
     }
     if (mine !== null && (await local.isAncestor(theirs, mine))) {
       pushes.push({ ref, expected: theirs, next: mine });
+      await refusedByNewRoles(ref, mine, theirs);
       continue;
     }
     // Both sides' histories in one walk and one batched read (reading them once per question

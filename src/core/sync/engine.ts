@@ -46,7 +46,7 @@ export interface SyncReport {
   /** Refs missing on the remote that we had confirmed there before: recreated. */
   recreated: string[];
   claims_lost: ClaimLost[];
-  /** Local-only ops other than claims that the guarded fold refused at merge. */
+  /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
   rejected: Array<Rejection & { ref: string }>;
   quarantined: Array<{ ref: string; commit: string; reason: string }>;
   /** Non-entity refs whose local and remote values differ and cannot be merged. */

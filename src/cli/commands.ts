@@ -43,7 +43,7 @@ export function initCommand(y: Argv, io: CliIO): Argv {
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
         const { personKeyInfo } = await import('../core/sync/index.js');
-        const signing = await personKeyInfo(owner, io.env);
+        const signing = await personKeyInfo(owner, io.env, io.cwd);
         const report = await zzInit(repo, {
           owner,
           signingKey: signing.key,
@@ -55,7 +55,9 @@ export function initCommand(y: Argv, io: CliIO): Argv {
         const signingKey = {
           file: signing.file,
           created: signing.created,
+          source: signing.source,
           public_key: signing.key.publicKey,
+          ...(signing.note ? { note: signing.note } : {}),
         };
         if (a.json) return print(io, { ...report, signing_key: signingKey }, true);
         const lines = [
@@ -72,8 +74,9 @@ export function initCommand(y: Argv, io: CliIO): Argv {
         lines.push(
           signing.created
             ? `Made a signing key for ${owner}: ${signing.file} (${signing.key.publicKey}).`
-            : `Signing as ${owner} with ${signing.file}.`,
+            : `Signing as ${owner} with ${signing.file}${signing.source === 'git' ? ' (git user.signingkey)' : ''}.`,
         );
+        if (signing.note) lines.push(`Not signing with git's key: ${signing.note}.`);
         if (report.created_repo_lane && !report.created_config) lines.push('Created lane _repo.');
         if (report.signatures_turned_on) lines.push('Every zz op must now be signed.');
         for (const h of report.hooks_installed) lines.push(`Installed hook ${h}.`);
@@ -82,7 +85,8 @@ export function initCommand(y: Argv, io: CliIO): Argv {
         for (const h of report.hooks_skipped) lines.push(`Skipped hook ${h.hook}: ${h.reason}`);
         for (const n of report.notes) lines.push(n);
         if (report.nothing_changed) lines.push('Nothing to change.');
-        io.stdout(lines.join('\n') + '\n');
+        // Paths and notes come from git config and the file system: shown, never executed.
+        io.stdout(lines.map((l) => neutralize(l)).join('\n') + '\n');
       } finally {
         repo.close();
       }

@@ -1,4 +1,6 @@
-import { statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ZzRepo } from '../../src/core/index.js';
 import { TokenStore } from '../../src/core/token-store.js';
@@ -7,6 +9,7 @@ import { generateSigningKey } from '../../src/git/index.js';
 import { createApp, type App } from '../../src/http/index.js';
 import { registry } from '../../src/tools/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
 
 // key_add / key_remove / key_list / repo_require_signatures, from the one tool registry: over
@@ -116,6 +119,48 @@ describe('zz init and the signing key', () => {
       // The key repo_init registered for the owner is the one on disk.
       const keys = (await zz(dir, env, 'key', 'list', '--json')).json().keys;
       expect(keys).toEqual([{ actor: 'owner@example.com', keys: [made.public_key], owner: true }]);
+    } finally {
+      cleanup();
+    }
+  });
+});
+
+describe("git's own SSH signing key", () => {
+  it('zz init and the daemon sign with the key git config user.signingkey names', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    try {
+      const file = join(tempDir('zz-sshkey-'), 'id_ed25519');
+      execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'me', '-f', file]);
+      sh(dir, 'config', 'gpg.format', 'ssh');
+      sh(dir, 'config', 'user.signingkey', `${file}.pub`);
+      const pub = readFileSync(`${file}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
+      const init = await zz(dir, env, 'init', '--no-fetch', '--json');
+      expect(init.json().signing_key).toMatchObject({
+        file,
+        created: false,
+        source: 'git',
+        public_key: pub,
+      });
+      const keys = (await zz(dir, env, 'key', 'list', '--json')).json().keys;
+      expect(keys).toEqual([{ actor: 'owner@example.com', keys: [pub], owner: true }]);
+      // git itself verifies what zz signed with that key.
+      writeFileSync(`${file}.signers`, `owner@example.com ${pub}\n`);
+      sh(dir, 'config', 'gpg.ssh.allowedSignersFile', `${file}.signers`);
+      sh(dir, 'verify-commit', 'refs/zz/config');
+      const repo = await ZzRepo.open(dir, { key: 'local/git-key' });
+      try {
+        expect(await signWithExistingKey(repo, env)).toBe(
+          `local/git-key: signing zz commits as owner@example.com with ${file} (git user.signingkey)`,
+        );
+      } finally {
+        repo.close();
+      }
+      // A key with a passphrase is said, and zz's own key is used instead.
+      execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', 'secret', '-f', `${file}2`]);
+      sh(dir, 'config', 'user.signingkey', `${file}2`);
+      const again = await zz(dir, env, 'init', '--no-fetch');
+      expect(again.stdout).toMatch(/Not signing with git's key: .*passphrase/);
     } finally {
       cleanup();
     }

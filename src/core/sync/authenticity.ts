@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   generateSigningKey,
   normalizeKeyLine,
+  signingKeyFromOpenSsh,
   signingKeyFromPem,
   verifyCommitBody,
   type SshSigningKey,
@@ -12,7 +13,7 @@ import {
 import { ZzError } from '../../errors.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
-import { gitUserEmail } from '../identity.js';
+import { callerGitConfig, gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { requireCaller, type Caller } from '../access.js';
 import type { SyncCommit, SyncLocal } from './ports.js';
@@ -43,15 +44,65 @@ export async function personKey(person: string, env = process.env): Promise<SshS
   return (await personKeyInfo(person, env)).key;
 }
 
-/** personKey, saying where the key lives and whether this call made it (`zz init` tells). */
+export interface PersonKeyInfo {
+  key: SshSigningKey;
+  file: string;
+  created: boolean;
+  /** 'git' when the key is the one git config user.signingkey names (gpg.format ssh). */
+  source: 'git' | 'zz';
+  /** Why git's signing key was not used, when one is configured. */
+  note?: string;
+}
+
+/**
+ * The key git signs with, when `gpg.format = ssh` and `user.signingkey` names an unencrypted
+ * ed25519 private key file (or its `.pub`, the private key beside it). `key::` literals and
+ * keys held only by an agent cannot sign in-process: a note says so and zz uses its own key.
+ */
+async function gitSigningKey(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ key: SshSigningKey; file: string } | { note: string } | null> {
+  const [format, configured] = await Promise.all([
+    callerGitConfig(cwd, 'gpg.format', env).catch(() => null),
+    callerGitConfig(cwd, 'user.signingkey', env).catch(() => null),
+  ]);
+  if (format !== 'ssh' || !configured) return null;
+  if (configured.startsWith('key::')) {
+    return { note: 'git user.signingkey is a key:: literal; zz needs the private key file' };
+  }
+  const home = env.HOME || homedir();
+  let file = resolve(cwd, configured.replace(/^~(?=\/)/, home));
+  if (file.endsWith('.pub')) file = file.slice(0, -4);
+  try {
+    return { key: signingKeyFromOpenSsh(await fsp.readFile(file, 'utf8')), file };
+  } catch (e) {
+    return { note: `git user.signingkey ${file}: ${(e as Error).message}` };
+  }
+}
+
+/**
+ * personKey, saying where the key lives and whether this call made it (`zz init` tells).
+ * With `cwd`, the key git config user.signingkey names comes first.
+ */
 export async function personKeyInfo(
   person: string,
   env = process.env,
-): Promise<{ key: SshSigningKey; file: string; created: boolean }> {
+  cwd?: string,
+): Promise<PersonKeyInfo> {
+  const fromGit = cwd === undefined ? null : await gitSigningKey(cwd, env);
+  if (fromGit && 'key' in fromGit) return { ...fromGit, created: false, source: 'git' };
+  const note = fromGit ? { note: fromGit.note } : {};
   const file = keyFile(person, env);
   const dir = join(configDir(env), 'keys');
   try {
-    return { key: signingKeyFromPem(await fsp.readFile(file, 'utf8')), file, created: false };
+    return {
+      key: signingKeyFromPem(await fsp.readFile(file, 'utf8')),
+      file,
+      created: false,
+      source: 'zz',
+      ...note,
+    };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
@@ -62,10 +113,11 @@ export async function personKeyInfo(
   try {
     // link() refuses to replace: a racing process that made the key first wins, we use it.
     await fsp.link(tmp, file);
-    return { key, file, created: true };
+    return { key, file, created: true, source: 'zz', ...note };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    return { key: signingKeyFromPem(await fsp.readFile(file, 'utf8')), file, created: false };
+    const pem = await fsp.readFile(file, 'utf8');
+    return { key: signingKeyFromPem(pem), file, created: false, source: 'zz', ...note };
   } finally {
     await fsp.rm(tmp, { force: true });
   }
@@ -81,6 +133,11 @@ export async function signWithExistingKey(repo: ZzRepo, env = process.env): Prom
   if (!g) return `${repo.key}: zz commits are not signed (no git repository)`;
   const person = await gitUserEmail(g.workTree ?? g.gitdir, env).catch(() => null);
   if (!person) return `${repo.key}: zz commits are not signed (no git user.email)`;
+  const fromGit = await gitSigningKey(g.workTree ?? g.gitdir, env);
+  if (fromGit && 'key' in fromGit) {
+    signAs(repo, person, fromGit.key);
+    return `${repo.key}: signing zz commits as ${person} with ${fromGit.file} (git user.signingkey)`;
+  }
   const file = keyFile(person, env);
   let pem: string;
   try {

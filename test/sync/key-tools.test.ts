@@ -96,6 +96,7 @@ describe('key tools over HTTP', () => {
     const on = await tool('repo_require_signatures', {});
     expect(on.json).toMatchObject({ signatures_required: true });
     expect((await tool('key_list', {})).json.signatures_required).toBe(true);
+    expect((await tool('repo_state', {})).json.signatures_required).toBe(true);
     const off = await tool('repo_require_signatures', { signed: false });
     expect(off.json).toMatchObject({ signatures_required: false });
   });

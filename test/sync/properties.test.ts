@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
-import { SERVER_ACTOR } from '../../src/core/follow-ups.js';
+import { FOLLOW_UP_REASONS, SERVER_ACTOR } from '../../src/core/follow-ups.js';
 import { parsedLaneOp } from '../helpers/core-fixture.js';
 import {
   parseZzCommit,
@@ -356,7 +356,9 @@ function checkProperties(w: World): void {
   // any other Ask, whatever the replicas recorded.
   for (const ask of final.state.asks.values()) {
     if (ask.kind !== 'work') continue;
-    const follows = [...final.state.asks.values()].filter((f) => f.origin?.ask_id === ask.ask_id);
+    const follows = [...final.state.asks.values()].filter(
+      (f) => f.origin?.ask_id === ask.ask_id && FOLLOW_UP_REASONS.has(f.origin.reason),
+    );
     const triggered = ask.state === 'answered' && ask.answer?.changeset_id != null;
     expect(follows.map((f) => f.kind)).toEqual(triggered ? ['changeset_review'] : []);
   }

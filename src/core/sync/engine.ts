@@ -9,12 +9,7 @@ import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
-import {
-  formatMergeMessage,
-  parseZzCommit,
-  validateIncoming,
-  type ParsedCommit,
-} from './validate.js';
+import { formatMergeMessage, parseZzCommit, validateIncoming } from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
 // diverged entity → move local refs in one transaction with old values → push atomically with a
@@ -191,11 +186,12 @@ async function reconcile(
       return;
     }
     const history = (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref));
+    const remote =
+      theirs === null
+        ? new Set<string>()
+        : reachable(new Map(history.map((h) => [h.revision, h.parents])), theirs);
     const ours = new Set(
-      (theirs === null
-        ? history
-        : history.filter((c) => !reachable(history, theirs).has(c.revision))
-      ).flatMap((c) => c.ops.map((o) => o.id)),
+      history.filter((c) => !remote.has(c.revision)).flatMap((c) => c.ops.map((o) => o.id)),
     );
     // What the fold refuses under the new roles and did not under the old ones.
     const refused = (r: RoleSource) => {
@@ -239,9 +235,12 @@ async function reconcile(
     // Both sides' histories in one walk and one batched read (reading them once per question
     // cost seconds on a 1,000-op divergence); who reaches what is answered in memory.
     const raw = await local.commits(mine === null ? [theirs] : [theirs, mine], []);
-    const all = raw.map((c) => parseZzCommit(c, ref));
-    const fromTheirs = reachable(all, theirs);
-    const fromMine = mine === null ? new Set<string>() : reachable(all, mine);
+    const parentsOf = new Map(raw.map((c) => [c.oid, c.parents]));
+    const fromTheirs = reachable(parentsOf, theirs);
+    const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
+    // Only what arrived goes through the entity's typed op parser here: what we hold was
+    // judged when it came (or written here), and the merge's fold parses every op it applies.
+    const all = raw.map((c) => parseZzCommit(c, fromMine.has(c.oid) ? undefined : ref));
     const history = all.filter((c) => fromTheirs.has(c.revision));
     const incomingSet = new Set(
       history.filter((c) => !fromMine.has(c.revision)).map((c) => c.revision),
@@ -325,16 +324,15 @@ async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource
   return roleTimeline(ops);
 }
 
-/** The commits of `commits` (parents first, closed under parents) that `tip` reaches. */
-function reachable(commits: readonly ParsedCommit[], tip: string): Set<string> {
-  const byOid = new Map(commits.map((c) => [c.revision, c]));
+/** The commits (oid → parents, closed under parents) that `tip` reaches. */
+function reachable(parentsOf: ReadonlyMap<string, readonly string[]>, tip: string): Set<string> {
   const seen = new Set<string>();
   const stack = [tip];
   while (stack.length > 0) {
     const oid = stack.pop()!;
     if (seen.has(oid)) continue;
     seen.add(oid);
-    for (const p of byOid.get(oid)?.parents ?? []) if (!seen.has(p)) stack.push(p);
+    for (const p of parentsOf.get(oid) ?? []) if (!seen.has(p)) stack.push(p);
   }
   return seen;
 }

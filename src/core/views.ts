@@ -174,6 +174,8 @@ export type HistoryEntry = {
   out: Record<string, unknown> | null;
   /** Set when the guarded fold refused this op (after a sync merge): why, and who won. */
   rejected?: EntryRejection;
+  /** Set when the op came from another replica unsigned by its actor (sync/unsigned.ts). */
+  unsigned?: true;
 };
 
 export type EntryRejection = Omit<RejectedOp, 'op_id' | 'op' | 'actor'>;

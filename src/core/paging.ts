@@ -37,16 +37,19 @@ export function pageEnd<T extends object>(
   const last = Math.min(items.length, start + (limit ?? items.length));
   let totals = totalsOf.get(items);
   if (!totals) totalsOf.set(items, (totals = [0]));
-  // totals[i] = bytes of items[0, i)
+  // totals[i] = bytes of items[0, i). Sizing stops once the page is over the cap: a first
+  // page of a 5,000-Ask Lane sizes the Asks it can hold, not all of them.
   while (totals.length <= last) {
     const i = totals.length - 1;
+    if (i > start && totals[i]! - totals[start]! > maxBytes) break;
     totals.push(totals[i]! + jsonBytes(items[i]!));
   }
-  // The first i in (start, last) with bytes of [start, i] over the cap ends the page at i.
+  const known = Math.min(last, totals.length - 1);
+  // The first i in (start, known) with bytes of [start, i] over the cap ends the page at i.
   const cap = totals[start]! + maxBytes;
-  if (totals[last]! <= cap || last <= start + 1) return last;
+  if (totals[known]! <= cap || known <= start + 1) return known;
   let lo = start + 1;
-  let hi = last;
+  let hi = known;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (totals[mid + 1]! > cap) hi = mid;

@@ -70,6 +70,8 @@ const fuzzyDistance = (term: string): number =>
 
 export class QueryEngine {
   private router: TermRouter | null = TermRouter.empty();
+  /** The router of the query being run (a shard lost mid-query must not take it away). */
+  private active: TermRouter = TermRouter.empty();
 
   constructor(
     private readonly store: ShardStore,
@@ -135,6 +137,7 @@ export class QueryEngine {
 
   run(plan: Plan): Ranked[] {
     const router = this.routerNow();
+    this.active = router;
     const allowed = (id: number): Shard | null => {
       const s = this.store.byId.get(id);
       if (!s) return null;
@@ -232,7 +235,7 @@ export class QueryEngine {
     if (live.length === 0) return [];
     // A word found in a quarter of all rungs says little on its own, and scoring every rung that
     // holds it is what makes OR slow: when rarer words are present, only they are used.
-    const router = this.router!;
+    const router = this.active;
     let docs = 0;
     for (const s of this.store.shards.values()) if (allowed(s.id)) docs += s.docs.size;
     const df = (g: Group) => g.expansions.reduce((n, e) => n + router.frequency(e.row), 0);
@@ -281,7 +284,14 @@ export class QueryEngine {
   ) {
     if (this.scorer !== 'direct') return null;
     const req = { groups: exps, mode, kinds, boost: BOOST };
-    if (shard.ms === null && shard.packed !== null) return scorePacked(shard.packed, req);
+    if (shard.ms === null && shard.file !== null) {
+      try {
+        return scorePacked(this.store.packedOf(shard), req);
+      } catch {
+        // Damaged past its head: rebuilt from its documents, or forgotten when they are too.
+        if (!this.store.repair(shard)) return [];
+      }
+    }
     return scoreShard(this.store.msOf(shard), req);
   }
 
@@ -290,7 +300,7 @@ export class QueryEngine {
     groups: Group[],
     allowed: (id: number) => Shard | null,
   ): Map<Shard, { exps: Expansion[][]; df: number[] }> {
-    const router = this.router!;
+    const router = this.active;
     const perShard = new Map<Shard, { exps: Expansion[][]; df: number[] }>();
     groups.forEach((g, gi) => {
       for (const e of g.expansions) {

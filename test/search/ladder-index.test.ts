@@ -346,7 +346,9 @@ describe('LadderSearch persistence', () => {
     expect(calls).toBe(1);
     expect(moved.search({ query: 'migrations' }).hits).toEqual([]);
     await moved.close();
-    const written = JSON.parse(await readFile(file, 'utf8')) as { ladder_oid: string };
+    const written = JSON.parse((await readFile(file, 'utf8')).split('\n')[0]!) as {
+      ladder_oid: string;
+    };
     expect(written.ladder_oid).toBe(oid(99));
 
     const text = await readFile(file, 'utf8');
@@ -368,7 +370,14 @@ describe('LadderSearch persistence', () => {
     ]);
 
     // Valid JSON whose postings are damaged: the documents load, the index is rebuilt from them.
-    await writeFile(file, text.replace(/"postings":"[^"]{8}/, '"postings":"////////'));
+    // Every term's postings garbled (same length, so the file's layout still holds).
+    await writeFile(
+      file,
+      text.replace(
+        /"postings":"([^"]*)"/,
+        (_m, p: string) => `"postings":"${'/'.repeat(p.length)}"`,
+      ),
+    );
     const damaged = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
     expect((await damaged.setRepo('acme/api', oid(99), () => [])).source).toBe('cache');
     expect(paths(damaged.search({ query: 'parseConfigFile' }).hits)).toEqual([

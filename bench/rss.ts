@@ -18,7 +18,9 @@ import { printTable } from './util.js';
 // never from inside the daemon. Two daemons: the first indexes every Ladder from scratch and
 // takes the Asks; the second starts on the persisted search shards, as after a restart.
 // A diagnostic report (--report-on-signal) gives the V8 heap spaces at the end of each phase.
-// Goal (issue 17): RSS < 150 MiB. ZZ_BENCH_REPOS / ZZ_BENCH_RUNGS / ZZ_BENCH_ASKS scale it.
+// Goal (issue 17): RSS < 150 MiB. ZZ_BENCH_REPOS / ZZ_BENCH_RUNGS / ZZ_BENCH_ASKS scale it;
+// ZZ_BENCH_RSS_DIR keeps the 49 extra repositories there between runs (writing 100k rungs
+// takes minutes on a busy machine); the served checkout and every cache are always fresh.
 
 const REPOS = Number(process.env.ZZ_BENCH_REPOS ?? 50);
 const RUNGS = Number(process.env.ZZ_BENCH_RUNGS ?? 2000);
@@ -134,16 +136,24 @@ async function waitFor(what: string, ms: number, ok: () => boolean | Promise<boo
 
 export async function benchRss(): Promise<Record<string, unknown>> {
   ensureBuilt();
-  const root = mkdtempSync(join(tmpdir(), 'zz-bench-rss-'));
+  const keep = process.env.ZZ_BENCH_RSS_DIR;
+  const root = keep ?? mkdtempSync(join(tmpdir(), 'zz-bench-rss-'));
   const reports = join(root, 'reports');
-  mkdirSync(reports);
+  rmSync(reports, { recursive: true, force: true });
+  rmSync(join(root, 'repos', 'repo-0'), { recursive: true, force: true });
+  mkdirSync(reports, { recursive: true });
   const env = privateEnv();
   env.NODE_OPTIONS = `--report-on-signal --report-signal=SIGUSR2 --report-directory=${reports}`;
   const out: Record<string, unknown> = { repos: REPOS, rungs_per_repo: RUNGS, asks: ASKS };
   try {
     let t = performance.now();
     const dirs = Array.from({ length: REPOS }, (_, i) => join(root, 'repos', `repo-${i}`));
-    for (let i = 0; i < REPOS; i++) await makeLadderRepo(dirs[i]!, i);
+    for (let i = 0; i < REPOS; i++) {
+      if (!existsSync(join(dirs[i]!, '.git', 'refs', 'zz', 'ladder'))) {
+        rmSync(dirs[i]!, { recursive: true, force: true });
+        await makeLadderRepo(dirs[i]!, i);
+      }
+    }
     out.setup_s = Math.round((performance.now() - t) / 100) / 10;
     const zzConfig = join(env.XDG_CONFIG_HOME!, 'zz');
     mkdirSync(zzConfig, { recursive: true });
@@ -270,7 +280,7 @@ export async function benchRss(): Promise<Record<string, unknown>> {
     return out;
   } finally {
     await killAll();
-    rmSync(root, { recursive: true, force: true });
+    if (!keep) rmSync(root, { recursive: true, force: true });
   }
 }
 

@@ -209,7 +209,9 @@ export class LadderSearch {
         null,
       );
       this.store.install(shard);
-      this.store.schedulePersist(shard);
+      // Written on the next turn, then served from its file: a built shard holds ~10 MiB of
+      // minisearch maps until then (the debounce is for diffs, which come in bursts).
+      this.store.schedulePersist(shard, 0);
       return done('built', docs.size, loaded.reason);
     });
   }

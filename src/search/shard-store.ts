@@ -440,14 +440,15 @@ export class ShardStore {
     return shard !== undefined;
   }
 
-  schedulePersist(shard: Shard): void {
+  /** Writes the shard after the debounce (or `delayMs`: a fresh build need not wait). */
+  schedulePersist(shard: Shard, delayMs = this.persistDelayMs): void {
     if (this.closed) return;
     shard.pendingWrite = true;
     if (shard.timer) clearTimeout(shard.timer);
     shard.timer = setTimeout(() => {
       shard.timer = null;
       if (this.shards.get(shard.repo) === shard) this.persist(shard);
-    }, this.persistDelayMs);
+    }, delayMs);
     shard.timer.unref();
   }
 

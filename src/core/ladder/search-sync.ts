@@ -225,7 +225,11 @@ export async function startLadderSync(
     );
     await watcher.ready;
   }
-  const ready = Promise.all([...repos.values()].map((r) => refresh(r))).then(() => undefined);
+  // One repository at a time: a cold start that must build 50 Ladders' shards then holds one
+  // build in memory (each is written and dropped before the next), not all 50 at once.
+  const ready = (async () => {
+    for (const r of repos.values()) await refresh(r);
+  })();
 
   return {
     ready,

@@ -55,6 +55,7 @@ interface Preamble extends ShardMeta {
   /** Byte lengths of the three sections that follow the preamble's newline. */
   head_bytes: number;
   index_bytes: number;
+  data_bytes: number;
   docs_bytes: number;
 }
 
@@ -71,21 +72,17 @@ interface IndexSection {
   next_id: number;
   field_ids: Record<string, number>;
   avg_field_length: number[];
-  /** Per row (document order in the file). */
-  paths: string[];
-  /** One character per row (KIND_CODES). */
+  /** One character per row (KIND_CODES); rows are documents in file order. */
   kinds: string;
-  short_ids: number[];
-  /** Field lengths per row × field, base64 Uint32Array. */
-  field_length: string;
-  /** Row i's bytes in the docs section are [doc_offsets[i], doc_offsets[i + 1]), base64 u32. */
-  doc_offsets: string;
-  /** Term t's postings are [term_offsets[t], term_offsets[t + 1]) of `postings`, base64 u32. */
-  term_offsets: string;
-  /** Base64 varints; per term: n fields, then per field: field id, n docs, doc ids
-   * (first absolute, then deltas), freqs. */
-  postings: string;
 }
+
+// The data section, binary (platform byte order: the cache never leaves this machine), u32s:
+//   short_ids[n], field_length[n × fields], doc_offsets[n + 1], term_offsets[terms + 1],
+//   path_offsets[n + 1], then the paths (UTF-8, path_offsets into it) and the postings
+//   (varints; per term: n fields, then per field: field id, n docs, doc ids (first absolute,
+//   then deltas), freqs; term_offsets into it). Row i's document in the docs section is
+//   [doc_offsets[i], doc_offsets[i + 1]).
+// Read with one read and no parsing: the arrays are views, copied once into what stays.
 
 const KIND_CODES: Record<string, string> = {
   repo: 'R',
@@ -102,16 +99,13 @@ const KIND_BY_CODE: Record<string, string> = Object.fromEntries(
   Object.entries(KIND_CODES).map(([k, c]) => [c, k]),
 );
 
-const u32ToBase64 = (a: Uint32Array): string =>
-  Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64');
-
-function base64ToU32(s: string): Uint32Array {
-  const b = Buffer.from(s, 'base64');
-  // Buffer.from may hand back a view into a shared pool at any offset; copy when unaligned.
-  if (b.byteOffset % 4 === 0) return new Uint32Array(b.buffer, b.byteOffset, b.byteLength >>> 2);
-  const copy = new Uint8Array(b.byteLength);
-  copy.set(b);
-  return new Uint32Array(copy.buffer, 0, copy.byteLength >>> 2);
+/** `count` u32s of `b` from byte `at`: a view when aligned, else a copy. */
+function u32View(b: Buffer, at: number, count: number): Uint32Array {
+  const offset = b.byteOffset + at;
+  if (offset % 4 === 0) return new Uint32Array(b.buffer, offset, count);
+  const copy = new Uint8Array(count * 4);
+  copy.set(b.subarray(at, at + count * 4));
+  return new Uint32Array(copy.buffer);
 }
 
 /**
@@ -281,14 +275,22 @@ export function encodeShard(
     next_id: inner._nextId,
     field_ids: inner._fieldIds,
     avg_field_length: inner._avgFieldLength,
-    paths: list.map((d) => d.path),
     kinds: list.map((d) => KIND_CODES[d.kind] ?? '?').join(''),
-    short_ids: shortIds,
-    field_length: u32ToBase64(lengths),
-    doc_offsets: u32ToBase64(docOffsets),
-    term_offsets: u32ToBase64(Uint32Array.from(termOffsets)),
-    postings: Buffer.from(out.result()).toString('base64'),
   };
+  const pathBytes = list.map((d) => Buffer.from(d.path));
+  const pathOffsets = new Uint32Array(list.length + 1);
+  pathBytes.forEach((b, i) => (pathOffsets[i + 1] = pathOffsets[i]! + b.length));
+  const u32 = (a: Uint32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+  const data = [
+    u32(Uint32Array.from(shortIds)),
+    u32(lengths),
+    u32(docOffsets),
+    u32(Uint32Array.from(termOffsets)),
+    u32(pathOffsets),
+    ...pathBytes,
+    Buffer.from(out.result()),
+  ];
+  const dataBytes = data.reduce((n, b) => n + b.length, 0);
   const headBytes = Buffer.from(JSON.stringify(head));
   const indexBytes = Buffer.from(JSON.stringify(index));
   const preamble: Preamble = {
@@ -297,6 +299,7 @@ export function encodeShard(
     ...meta,
     head_bytes: headBytes.length,
     index_bytes: indexBytes.length,
+    data_bytes: dataBytes,
     docs_bytes: docBytes,
   };
   const nl = Buffer.from('\n');
@@ -307,6 +310,7 @@ export function encodeShard(
     nl,
     indexBytes,
     nl,
+    ...data,
     ...docParts,
   ]);
   return { bytes, terms: { terms, counts: Uint32Array.from(counts) } };
@@ -453,6 +457,7 @@ export class ShardFile {
   readonly meta: ShardMeta;
   private readonly headAt: number;
   private readonly indexAt: number;
+  private readonly dataAt: number;
   private readonly docsAt: number;
 
   private readonly pre: Preamble;
@@ -470,7 +475,8 @@ export class ShardFile {
     };
     this.headAt = end + 1;
     this.indexAt = this.headAt + p.head_bytes + 1;
-    this.docsAt = this.indexAt + p.index_bytes + 1;
+    this.dataAt = this.indexAt + p.index_bytes + 1;
+    this.docsAt = this.dataAt + p.data_bytes;
     if (this.docsAt + p.docs_bytes !== src.size) throw new Error('shard file is truncated');
   }
 
@@ -502,57 +508,68 @@ export class ShardFile {
     return { docCount: h.doc_count, kinds, terms: { terms: h.terms, counts } };
   }
 
-  /** The index section, checked for consistency (postings are checked as they are decoded). */
+  /** The index and data sections, checked for consistency (postings as they are decoded). */
   index(head: ShardHead): PackedIndex {
-    const text = this.src.read(this.indexAt, this.pre.index_bytes).toString('utf8');
-    const idx = JSON.parse(text) as IndexSection;
+    const idx = JSON.parse(
+      this.src.read(this.indexAt, this.pre.index_bytes).toString('utf8'),
+    ) as IndexSection;
     const n = head.docCount;
+    const nTerms = head.terms.terms.length;
     const nFields = Object.keys(idx.field_ids ?? {}).length;
-    const fieldLength = base64ToU32(idx.field_length);
-    const docOffsets = base64ToU32(idx.doc_offsets);
-    const termOffsets = base64ToU32(idx.term_offsets);
-    const postings = Buffer.from(idx.postings, 'base64');
+    if (typeof idx.kinds !== 'string' || idx.kinds.length !== n || nFields === 0) {
+      throw new Error('shard index is inconsistent');
+    }
+    const data = this.src.read(this.dataAt, this.pre.data_bytes);
+    let at = 0;
+    const take = (count: number): Uint32Array => {
+      if (at + count * 4 > data.length) throw new Error('shard index is inconsistent');
+      const view = u32View(data, at, count);
+      at += count * 4;
+      return view;
+    };
+    const shortIds = take(n);
+    const fieldLength = take(n * nFields);
+    // Copied out (slice): these stay while the section is loaded, the rest of `data` does not.
+    const docOffsets = take(n + 1).slice();
+    const termOffsets = take(nTerms + 1).slice();
+    const pathOffsets = take(n + 1);
+    const pathsAt = at;
+    const postingsAt = pathsAt + pathOffsets[n]!;
     if (
-      !Array.isArray(idx.paths) ||
-      idx.paths.length !== n ||
-      typeof idx.kinds !== 'string' ||
-      idx.kinds.length !== n ||
-      !Array.isArray(idx.short_ids) ||
-      idx.short_ids.length !== n ||
-      fieldLength.length !== n * nFields ||
-      docOffsets.length !== n + 1 ||
       docOffsets[n] !== this.pre.docs_bytes ||
-      termOffsets.length !== head.terms.terms.length + 1 ||
-      termOffsets[termOffsets.length - 1] !== postings.length
+      postingsAt + termOffsets[nTerms]! !== data.length
     ) {
       throw new Error('shard index is inconsistent');
     }
     for (let i = 0; i < n; i++) {
-      if (docOffsets[i]! > docOffsets[i + 1]!) throw new Error('shard index is inconsistent');
+      if (docOffsets[i]! > docOffsets[i + 1]! || pathOffsets[i]! > pathOffsets[i + 1]!) {
+        throw new Error('shard index is inconsistent');
+      }
     }
-    for (let t = 0; t < head.terms.terms.length; t++) {
+    for (let t = 0; t < nTerms; t++) {
       if (termOffsets[t]! >= termOffsets[t + 1]!) throw new Error('shard index is inconsistent');
     }
     let maxId = -1;
-    for (const id of idx.short_ids) {
-      if (!Number.isInteger(id) || id < 0) throw new Error('shard index is inconsistent');
-      if (id > maxId) maxId = id;
-    }
+    for (const id of shortIds) if (id > maxId) maxId = id;
     const paths = new Array<string | undefined>(maxId + 1);
     const kinds = new Array<string | undefined>(maxId + 1);
     const lengths = new Float64Array((maxId + 1) * nFields);
     const rows = new Map<string, number>();
+    const rowPaths: string[] = new Array<string>(n);
     for (let i = 0; i < n; i++) {
-      const id = idx.short_ids[i]!;
-      const path = idx.paths[i]!;
+      const id = shortIds[i]!;
+      const path = data.toString('utf8', pathsAt + pathOffsets[i]!, pathsAt + pathOffsets[i + 1]!);
       const kind = KIND_BY_CODE[idx.kinds[i]!];
-      if (typeof path !== 'string' || kind === undefined)
+      if (kind === undefined || paths[id] !== undefined)
         throw new Error('shard index is inconsistent');
       paths[id] = path;
       kinds[id] = kind;
+      rowPaths[i] = path;
       rows.set(path, i);
       for (let f = 0; f < nFields; f++) lengths[id * nFields + f] = fieldLength[i * nFields + f]!;
     }
+    if (rows.size !== n) throw new Error('shard index is inconsistent');
+    const postings = Buffer.from(data.subarray(postingsAt));
     return {
       documentCount: idx.document_count,
       fieldIds: idx.field_ids,
@@ -565,10 +582,16 @@ export class ShardFile {
       kinds,
       lengths,
       rows,
-      rowPaths: idx.paths,
+      rowPaths,
       rowKinds: idx.kinds,
       docOffsets,
-      bytes: text.length + postings.length + lengths.byteLength + 64 * n,
+      bytes:
+        postings.length +
+        lengths.byteLength +
+        termOffsets.byteLength +
+        docOffsets.byteLength +
+        pathOffsets[n]! * 2 +
+        96 * n,
     };
   }
 
@@ -612,7 +635,7 @@ function readPreamble(src: ShardSource): { preamble: Preamble; end: number } {
     throw new Error('not a zz search shard');
   }
   if (p.version !== SHARD_FORMAT_VERSION) throw new Error(`shard format version ${p.version}`);
-  for (const k of ['head_bytes', 'index_bytes', 'docs_bytes'] as const) {
+  for (const k of ['head_bytes', 'index_bytes', 'data_bytes', 'docs_bytes'] as const) {
     if (!Number.isInteger(p[k]) || p[k] < 0) throw new Error('shard preamble is malformed');
   }
   return { preamble: p, end: nl };

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZzError } from '../../src/errors.js';
 import { LadderSearch, MAX_LIMIT, type IndexRung, type SearchHit } from '../../src/search/index.js';
+import { bufferSource, ShardFile } from '../../src/search/shard-file.js';
 import { syntheticRungs, syntheticQueries } from '../../bench/search-corpus.js';
 
 const oid = (n: number): string => n.toString(16).padStart(40, '0');
@@ -351,15 +352,24 @@ describe('LadderSearch persistence', () => {
     };
     expect(written.ladder_oid).toBe(oid(99));
 
-    const text = await readFile(file, 'utf8');
-    await writeFile(file, text.replace(/"options_version":\d+/, '"options_version":0'));
+    const bytes = await readFile(file);
+    // The preamble is the first line; patched in place, so every section stays where it was.
+    const patched = (find: string, replace: string) => {
+      const at = bytes.indexOf(find);
+      expect(at).toBeGreaterThanOrEqual(0);
+      expect(replace.length).toBe(find.length);
+      const copy = Buffer.from(bytes);
+      copy.write(replace, at);
+      return copy;
+    };
+    await writeFile(file, patched('"options_version":1', '"options_version":0'));
     const opt = new LadderSearch({ cacheDir: dir });
     expect(await opt.setRepo('acme/api', oid(99), changed)).toMatchObject({
       source: 'built',
       reason: 'options_changed',
     });
 
-    await writeFile(file, text.slice(0, Math.floor(text.length / 2)));
+    await writeFile(file, bytes.subarray(0, Math.floor(bytes.length / 2)));
     const broken = new LadderSearch({ cacheDir: dir });
     expect(await broken.setRepo('acme/api', oid(99), changed)).toMatchObject({
       source: 'built',
@@ -369,15 +379,19 @@ describe('LadderSearch persistence', () => {
       'acme/api:src/config/parse-config.ts',
     ]);
 
-    // Valid JSON whose postings are damaged: the documents load, the index is rebuilt from them.
-    // Every term's postings garbled (same length, so the file's layout still holds).
-    await writeFile(
-      file,
-      text.replace(
-        /"postings":"([^"]*)"/,
-        (_m, p: string) => `"postings":"${'/'.repeat(p.length)}"`,
-      ),
-    );
+    // A sound head and index whose postings are damaged: the documents still read, so the
+    // index is rebuilt from them. Every term's postings garbled (the postings end the data
+    // section, just before the documents).
+    const layout = new ShardFile(bufferSource(bytes));
+    const postingsLength = layout.index(layout.head()).postings.length;
+    const docsBytes = (
+      JSON.parse(bytes.subarray(0, bytes.indexOf('\n')).toString()) as {
+        docs_bytes: number;
+      }
+    ).docs_bytes;
+    const garbled = Buffer.from(bytes);
+    garbled.fill(0xff, bytes.length - docsBytes - postingsLength, bytes.length - docsBytes);
+    await writeFile(file, garbled);
     const damaged = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
     expect((await damaged.setRepo('acme/api', oid(99), () => [])).source).toBe('cache');
     expect(paths(damaged.search({ query: 'parseConfigFile' }).hits)).toEqual([

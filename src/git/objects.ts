@@ -117,10 +117,11 @@ export function serializeCommit(c: CommitData): Buffer {
 }
 
 export function parseCommit(body: Buffer): CommitData {
-  const text = body.toString('utf8');
-  const split = text.indexOf('\n\n');
-  const head = split < 0 ? text : text.slice(0, split);
-  const message = split < 0 ? '' : text.slice(split + 2);
+  // Header and message decoded apart: an oid sliced from one string of the whole commit keeps
+  // all of it alive (V8 sliced strings), and a ladder commit's message is megabytes of op.
+  const split = body.indexOf('\n\n');
+  const head = body.toString('utf8', 0, split < 0 ? body.length : split);
+  const message = split < 0 ? '' : body.toString('utf8', split + 2);
   let tree = '';
   const parents: string[] = [];
   let author: Signature = { name: '', email: '', time: 0 };

@@ -437,6 +437,85 @@ describe('LadderSearch persistence', () => {
   });
 });
 
+describe('LadderSearch lazy shards and memory budget', () => {
+  const REPOS = 6;
+  async function persisted(): Promise<string> {
+    const dir = await freshDir();
+    const a = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
+    for (let i = 0; i < REPOS; i++)
+      await a.setRepo(`org/r${i}`, oid(i + 1), syntheticRungs(i, 300) as IndexRung[]);
+    await a.close();
+    return dir;
+  }
+  async function open(dir: string, memoryBudget?: number): Promise<LadderSearch> {
+    const ls = new LadderSearch({ cacheDir: dir, ...(memoryBudget ? { memoryBudget } : {}) });
+    for (let i = 0; i < REPOS; i++) {
+      const r = await ls.setRepo(`org/r${i}`, oid(i + 1), () => {
+        throw new Error('should load from cache');
+      });
+      expect(r.source).toBe('cache');
+    }
+    return ls;
+  }
+  const loaded = (ls: LadderSearch) =>
+    ls
+      .stats()
+      .shards.filter((s) => s.loaded)
+      .map((s) => s.repo);
+
+  it('reads a shard index only when a query needs it', async () => {
+    const ls = await open(await persisted());
+    expect(loaded(ls)).toEqual([]);
+    // Restricted to one repo: no other shard is read.
+    expect(ls.search({ query: 'config', repo: 'org/r2' }).hits.length).toBeGreaterThan(0);
+    expect(loaded(ls)).toEqual(['org/r2']);
+    // A word no shard holds reads nothing at all.
+    ls.search({ query: 'qqzzxxjj' });
+    expect(loaded(ls)).toEqual(['org/r2']);
+    expect(ls.stats().shards.every((s) => !s.materialized)).toBe(true);
+  });
+
+  it('serves a shard built here from its file once written, dropping the built index', async () => {
+    const ls = new LadderSearch({ cacheDir: await freshDir(), persistDelayMs: 60_000 });
+    await ls.setRepo('org/r0', oid(1), syntheticRungs(0, 300) as IndexRung[]);
+    const before = ls.search({ query: 'config', limit: 50 });
+    // A fresh build is written at once, whatever the debounce for diffs.
+    await ls.flush();
+    expect(ls.stats().shards[0]).toMatchObject({ materialized: false, pending_write: false });
+    expect(ls.search({ query: 'config', limit: 50 })).toEqual(before);
+  });
+
+  it('gives the same results when every index is dropped after each query', async () => {
+    const dir = await persisted();
+    const roomy = await open(dir);
+    // A budget of one byte: nothing stays loaded between queries.
+    const tight = await open(dir, 1);
+    const requests = [
+      ...syntheticQueries(40, REPOS).map((query) => ({ query, limit: 20 })),
+      ...syntheticQueries(10, REPOS).map((query) => ({ query, kind: 'file' as const })),
+      ...syntheticQueries(10, REPOS).map((query, i) => ({ query, repo: `org/r${i % REPOS}` })),
+    ];
+    let hits = 0;
+    for (const req of requests) {
+      const want = roomy.search(req);
+      const got = tight.search(req);
+      expect(got, JSON.stringify(req)).toEqual(want);
+      expect(loaded(tight)).toEqual([]);
+      hits += want.hits.length;
+      // The next page, from a cursor, after the indexes it ranked were dropped.
+      if (want.next_cursor) {
+        expect(tight.search({ ...req, cursor: got.next_cursor! })).toEqual(
+          roomy.search({ ...req, cursor: want.next_cursor }),
+        );
+      }
+    }
+    expect(hits).toBeGreaterThan(200);
+    expect(tight.stats().evictions).toBeGreaterThan(REPOS);
+    expect(roomy.stats().evictions).toBe(0);
+    expect(loaded(roomy).length).toBe(REPOS);
+  });
+});
+
 describe('LadderSearch incremental updates', () => {
   it('reflects upserts and removals, and checks the diff base', async () => {
     const dir = await freshDir();

@@ -143,8 +143,15 @@ export async function benchRss(): Promise<Record<string, unknown>> {
   rmSync(join(root, 'repos', 'repo-0'), { recursive: true, force: true });
   mkdirSync(reports, { recursive: true });
   const env = privateEnv();
-  env.NODE_OPTIONS = `--report-on-signal --report-signal=SIGUSR2 --report-directory=${reports}`;
-  const out: Record<string, unknown> = { repos: REPOS, rungs_per_repo: RUNGS, asks: ASKS };
+  // ZZ_BENCH_RSS_NODE_OPTIONS: V8 flags to try on the daemon (e.g. --max-semi-space-size=2).
+  const extra = process.env.ZZ_BENCH_RSS_NODE_OPTIONS ?? '';
+  env.NODE_OPTIONS = `--report-on-signal --report-signal=SIGUSR2 --report-directory=${reports} ${extra}`;
+  const out: Record<string, unknown> = {
+    repos: REPOS,
+    rungs_per_repo: RUNGS,
+    asks: ASKS,
+    node_options: extra,
+  };
   try {
     let t = performance.now();
     const dirs = Array.from({ length: REPOS }, (_, i) => join(root, 'repos', `repo-${i}`));

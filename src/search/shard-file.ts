@@ -395,7 +395,8 @@ export interface PackedIndex {
   /** Field lengths by short id × nFields. */
   lengths: Float64Array;
   /** Row (file order) of each path, and where each row's document is in the docs section. */
-  rows: Map<string, number>;
+  /** Built on first lookup (rowOf): most loaded shards never have a hit shown. */
+  rows: Map<string, number> | null;
   rowPaths: string[];
   rowKinds: string;
   docOffsets: Uint32Array;
@@ -408,6 +409,16 @@ export interface FieldPostings {
   fieldId: number;
   ids: Uint32Array;
   tfs: Uint32Array;
+}
+
+/** The row of `path` in a packed index, or undefined. */
+export function rowOf(p: PackedIndex, path: string): number | undefined {
+  if (p.rows === null) {
+    p.rows = new Map();
+    p.rowPaths.forEach((x, i) => p.rows!.set(x, i));
+    p.bytes += 64 * p.rowPaths.length;
+  }
+  return p.rows.get(path);
 }
 
 /** Decodes term `t` of a packed index (bounds-checked: a damaged file throws). */
@@ -554,7 +565,6 @@ export class ShardFile {
     const paths = new Array<string | undefined>(maxId + 1);
     const kinds = new Array<string | undefined>(maxId + 1);
     const lengths = new Float64Array((maxId + 1) * nFields);
-    const rows = new Map<string, number>();
     const rowPaths: string[] = new Array<string>(n);
     for (let i = 0; i < n; i++) {
       const id = shortIds[i]!;
@@ -565,10 +575,8 @@ export class ShardFile {
       paths[id] = path;
       kinds[id] = kind;
       rowPaths[i] = path;
-      rows.set(path, i);
       for (let f = 0; f < nFields; f++) lengths[id * nFields + f] = fieldLength[i * nFields + f]!;
     }
-    if (rows.size !== n) throw new Error('shard index is inconsistent');
     const postings = Buffer.from(data.subarray(postingsAt));
     return {
       documentCount: idx.document_count,
@@ -581,7 +589,7 @@ export class ShardFile {
       paths,
       kinds,
       lengths,
-      rows,
+      rows: null,
       rowPaths,
       rowKinds: idx.kinds,
       docOffsets,
@@ -591,7 +599,7 @@ export class ShardFile {
         termOffsets.byteLength +
         docOffsets.byteLength +
         pathOffsets[n]! * 2 +
-        96 * n,
+        48 * n,
     };
   }
 
@@ -650,12 +658,12 @@ export class ShardDocs {
   ) {}
 
   has(path: string): boolean {
-    return this.packed().rows.has(path);
+    return rowOf(this.packed(), path) !== undefined;
   }
 
   get(path: string): ShardDoc | undefined {
     const p = this.packed();
-    const row = p.rows.get(path);
+    const row = rowOf(p, path);
     return row === undefined ? undefined : this.file.doc(p, row);
   }
 

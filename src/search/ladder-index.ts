@@ -53,7 +53,7 @@ export interface LadderSearchOptions {
    */
   scorer?: 'direct' | 'minisearch';
   /**
-   * Bytes of shard index sections kept in memory, all shards together (default 32 MiB); past
+   * Bytes of shard index sections kept in memory, all shards together (default 64 MiB); past
    * it the least recently searched are dropped and read again from disk when next needed.
    */
   memoryBudget?: number;

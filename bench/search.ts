@@ -121,7 +121,6 @@ export async function benchSearch(): Promise<Record<string, unknown>> {
 
     // Cold: a fresh instance reads every shard back (the rungs provider must never be called),
     // then answers its first query (which builds the cross-shard router).
-    const heap0 = heapMb();
     const cold = new LadderSearch({ cacheDir: dir });
     const load = await clockAsync(async () => {
       for (let i = 0; i < REPOS; i++) {
@@ -159,7 +158,6 @@ export async function benchSearch(): Promise<Record<string, unknown>> {
     // What the queries above left in memory: the index sections within the budget.
     const resident = cold.stats();
     const loadedShards = resident.shards.filter((x) => x.loaded).length;
-    const shardHeap = heapMb() - heap0;
     // minisearch's maps for every shard (only a diff or the minisearch scorer needs them).
     const mat = await clockAsync(() => cold.materialize());
     // The same queries through minisearch's own search() (boostDocument filters, no top-k).
@@ -192,7 +190,6 @@ export async function benchSearch(): Promise<Record<string, unknown>> {
         cpu: Math.round(load.cpu + router.cpu),
       },
       materialize_all_ms: { wall: Math.round(mat.wall), cpu: Math.round(mat.cpu) },
-      heap_mb: shardHeap,
       shards_loaded_after_queries: loadedShards,
       evictions: resident.evictions,
       router_terms: cold.stats().router_terms,

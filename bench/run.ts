@@ -21,6 +21,7 @@ const suites: Array<[string, string, string]> = [
   ['cli-startup', './cli-startup.ts', 'benchCliStartup'],
   ['work', './work.ts', 'benchWork'],
   ['web', './web.ts', 'benchWeb'],
+  ['rss', './rss.ts', 'benchRss'],
 ];
 
 const only = process.argv.slice(2);

@@ -1,6 +1,6 @@
 import type MiniSearch from 'minisearch';
 import { internalsOf } from './minisearch-internals.js';
-import { findTerm, termPostings, type PackedIndex } from './shard-file.js';
+import { findTerm, termPostings, type PackedIndex } from './packed-index.js';
 
 // minisearch scores every matching document and allocates a result object, a `match` object
 // and a `terms` array for each before returning them all sorted: about 1 µs per posting, so a

@@ -17,13 +17,15 @@ import {
   type LoadFailure,
 } from './shard-store.js';
 
-// Full-text search over the Ladders of every known repo: one minisearch shard per repo, kept
-// in memory, persisted under <cacheDir>/search/ and keyed by the ladder ref's oid, updated in
-// place (replace / discard / vacuum) when the ref moves. Queries are planned against a router
-// holding every shard's vocabulary (term-router.ts): fuzzy and prefix expansion happen once per
-// query, and only shards holding every query word (for AND) are scored, rarest word first
-// (direct-scorer.ts). A shard read from disk is scored from its packed postings; minisearch's
-// own maps are built only when it changes.
+// Full-text search over the Ladders of every known repo: one shard per repo, persisted under
+// <cacheDir>/search/ and keyed by the ladder ref's oid, updated in place (replace / discard /
+// vacuum) when the ref moves. A persisted shard is served from its file: only its vocabulary
+// is read at start, its index when a query first needs it (dropped again, least recently used
+// first, past the memory budget), its documents row by row for the hits shown (shard-store.ts).
+// Queries are planned against a router holding every shard's vocabulary (term-router.ts):
+// fuzzy and prefix expansion happen once per query, and only shards holding every query word
+// (for AND) are scored, rarest word first (direct-scorer.ts), from the packed postings;
+// minisearch's own maps are built only when a shard changes.
 
 // The pieces: shard-store.ts (shards in memory and on disk), query.ts (planning and ranking),
 // cursor.ts (paging). This class is the API: set, diff and remove repos; search; stats.

@@ -376,6 +376,8 @@ describe('LadderSearch persistence', () => {
       source: 'built',
       reason: 'options_changed',
     });
+    // Its rebuild is written at once: let it land before the file is damaged again.
+    await opt.close();
 
     await writeFile(file, bytes.subarray(0, Math.floor(bytes.length / 2)));
     const broken = new LadderSearch({ cacheDir: dir });
@@ -386,6 +388,7 @@ describe('LadderSearch persistence', () => {
     expect(paths(broken.search({ query: 'parseConfigFile' }).hits)[0]).toBe(
       'acme/api:src/config/parse-config.ts',
     );
+    await broken.close();
 
     // A sound head and index whose postings are damaged: the documents still read, so the
     // index is rebuilt from them. Every term's postings garbled (the postings end the data

@@ -13,6 +13,7 @@ import {
   type CommitData,
   type SshSigningKey,
   type GitRepository,
+  type PendingDirs,
   type Signature,
   type TreeEntry,
 } from '../git/index.js';
@@ -174,13 +175,19 @@ export class GitStore implements Store {
     // A singleton entity starts from a fixed root commit (same bytes on every machine), so two
     // independent `zz init`s share history and a sync merge of them has a common base.
     const root = req.parent === null && SINGLETON_REFS.has(ref) ? await this.rootCommit(ref) : null;
-    const oid = await this.writeCommit({
-      parents: req.parent ? [req.parent] : root ? [root] : [],
-      changes: req.changes,
-      author: req.ops[0]?.actor ?? 'zz',
-      message: formatOpMessage(req.summary, req.ops),
-    });
-    await this.repo.refs.cas(ref, req.parent, oid);
+    // The objects' data is fsynced before writeCommit resolves; the directories their names
+    // went into are fsynced beside the ref's lock, before the ref moves (one wait, not two).
+    const pending: PendingDirs = new Set();
+    const oid = await this.writeCommit(
+      {
+        parents: req.parent ? [req.parent] : root ? [root] : [],
+        changes: req.changes,
+        author: req.ops[0]?.actor ?? 'zz',
+        message: formatOpMessage(req.summary, req.ops),
+      },
+      pending,
+    );
+    await this.repo.refs.cas(ref, req.parent, oid, () => this.repo.objects.syncDirs(pending));
     return oid;
   }
 
@@ -205,7 +212,7 @@ export class GitStore implements Store {
    * Writes (objects only, no ref) an entity commit whose tree is the first parent's with
    * `changes` applied. Sync uses it for merge commits (two parents) and moves refs itself.
    */
-  async writeCommit(req: EntityCommitRequest): Promise<string> {
+  async writeCommit(req: EntityCommitRequest, pending?: PendingDirs): Promise<string> {
     const base = req.parents[0];
     const baseTree = base ? await this.treeOf(base) : null;
     // Every path is checked before the first object is written: `..`, `.git` or an empty
@@ -216,9 +223,10 @@ export class GitStore implements Store {
     ]);
     // Every object's id is known before any is written, so they are all written at once
     // (not tree level by tree level) and all of them before the ref moves.
-    const writes = new ObjectBatch();
+    const writes = new ObjectBatch(pending);
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID) writes.add(this.repo.objects.tree([]));
+    if (tree === EMPTY_TREE_OID)
+      writes.add(this.repo.objects.write('tree', Buffer.alloc(0), pending));
     const now = req.time ?? Math.floor(Date.now() / 1000);
     const author = actorSignature(req.author, now);
     const committer: Signature = { name: 'zz', email: 'zz@localhost', time: now };
@@ -233,7 +241,7 @@ export class GitStore implements Store {
     const key = this.signer?.(req.author) ?? null;
     const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
     const oid = hashObject('commit', body).oid;
-    writes.add(this.repo.objects.write('commit', body));
+    writes.add(this.repo.objects.write('commit', body, pending));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     this.remember(this.commitTrees, oid, tree);
@@ -290,7 +298,7 @@ export class GitStore implements Store {
           const mode = entries.get(head)?.mode === '100755' ? '100755' : '100644';
           const body = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
           entries.set(head, { mode, name: head, oid: hashObject('blob', body).oid });
-          writes.add(this.repo.objects.blob(body));
+          writes.add(this.repo.objects.write('blob', body, writes.pending));
         }
       } else {
         let list = sub.get(head);
@@ -319,7 +327,7 @@ export class GitStore implements Store {
     const list = [...entries.values()];
     const body = serializeTree(list); // once: a lane's `asks/` tree has hundreds of entries
     const treeOid = hashObject('tree', body).oid;
-    writes.add(this.repo.objects.write('tree', body));
+    writes.add(this.repo.objects.write('tree', body, writes.pending));
     writes.trees.set(treeOid, list);
     return treeOid;
   }
@@ -331,15 +339,18 @@ export class GitStore implements Store {
 
 /** Object writes in flight for one commit; their trees are cached once all are on disk. */
 class ObjectBatch {
-  private readonly pending: Array<Promise<unknown>> = [];
+  private readonly writes: Array<Promise<unknown>> = [];
   readonly trees = new Map<string, TreeEntry[]>();
 
+  /** With `pending`, the directories written into are left for the caller to sync. */
+  constructor(readonly pending?: PendingDirs) {}
+
   add(p: Promise<unknown>): void {
-    this.pending.push(p);
+    this.writes.push(p);
   }
 
   async done(): Promise<void> {
-    await Promise.all(this.pending);
+    await Promise.all(this.writes);
   }
 }
 

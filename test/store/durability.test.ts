@@ -7,7 +7,8 @@ import { makeRepo } from '../helpers/temp-repo.js';
 // Issue 17: durable means durable on any filesystem. Every object a ref points to must be on
 // disk (its data fsynced, and the directory holding its name) before the ref moves. A power
 // cut cannot be staged in a test, so this one watches the order of the system calls: every
-// object file and fan-out directory of a commit is fsynced before the ref's lock is.
+// object file's data sync and every fan-out directory's fsync has completed before the ref's
+// lock is renamed over the ref (the directory fsyncs may run beside the lock's own fsync).
 
 let dir: string;
 let cleanup: () => void;
@@ -22,6 +23,7 @@ afterAll(() => {
   cleanup();
 });
 afterEach(() => vi.restoreAllMocks());
+const linux = process.platform === 'linux';
 
 describe('durable writes', () => {
   it('fsyncs every object and its directory before the ref moves', async () => {
@@ -32,14 +34,28 @@ describe('durable writes', () => {
     const realSync = proto.sync;
     vi.spyOn(proto, 'sync').mockImplementation(async function (this: fsp.FileHandle) {
       const st = await this.stat();
+      await realSync.call(this);
       events.push(st.isDirectory() ? 'dir' : 'object');
-      return realSync.call(this);
     });
-    const realFsync = fs.fsync;
-    vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
-      events.push('ref');
-      realFsync(fd, cb);
-    }) as typeof fs.fsync);
+    // Each object's temp file is synced before it is renamed into place (on Linux, where
+    // /proc tells an fd's path).
+    const synced = new Set<string>();
+    const unsyncedRenames: string[] = [];
+    const realDatasync = fs.fdatasync;
+    vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
+      const path = linux ? fs.readlinkSync(`/proc/self/fd/${fd}`) : '';
+      realDatasync(fd, (e) => {
+        events.push('object');
+        synced.add(path);
+        cb(e);
+      });
+    }) as typeof fs.fdatasync);
+    const realRename = fs.renameSync;
+    vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+      if (String(from).endsWith('.lock')) events.push('ref');
+      else if (linux && !synced.has(String(from))) unsyncedRenames.push(String(from));
+      realRename(from, to);
+    });
 
     const store = new GitStore(repo);
     const ref = 'refs/zz/lanes/durable';
@@ -55,6 +71,7 @@ describe('durable writes', () => {
       summary: 'three files',
     });
     await expect(repo.refs.read(ref)).resolves.toBe(rev);
+    expect(unsyncedRenames).toEqual([]);
     const refAt = events.indexOf('ref');
     expect(refAt, events.join(' ')).toBeGreaterThan(0);
     expect(events.lastIndexOf('object')).toBeLessThan(refAt);

@@ -13,6 +13,8 @@ import {
   type CommitData,
   type SshSigningKey,
   type GitRepository,
+  type ObjectType,
+  type ObjectWriter,
   type PendingDirs,
   type Signature,
   type TreeEntry,
@@ -193,8 +195,8 @@ export class GitStore implements Store {
 
   /** The deterministic root of a singleton ref: empty tree, fixed identity, time 0, unsigned. */
   private async rootCommit(ref: string): Promise<string> {
-    const writes = new ObjectBatch();
-    writes.add(this.repo.objects.tree([]));
+    const writes = new ObjectBatch(this.repo.objects);
+    writes.add('tree', Buffer.alloc(0));
     const zz: Signature = { name: 'zz', email: 'zz@localhost', time: 0 };
     const body = serializeCommit({
       tree: EMPTY_TREE_OID,
@@ -203,7 +205,7 @@ export class GitStore implements Store {
       committer: zz,
       message: `${ROOT_MESSAGE} ${ref}\n`,
     });
-    writes.add(this.repo.objects.write('commit', body));
+    writes.add('commit', body);
     await writes.done();
     return hashObject('commit', body).oid;
   }
@@ -223,10 +225,9 @@ export class GitStore implements Store {
     ]);
     // Every object's id is known before any is written, so they are all written at once
     // (not tree level by tree level) and all of them before the ref moves.
-    const writes = new ObjectBatch(pending);
+    const writes = new ObjectBatch(this.repo.objects, pending);
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID)
-      writes.add(this.repo.objects.write('tree', Buffer.alloc(0), pending));
+    if (tree === EMPTY_TREE_OID) writes.add('tree', Buffer.alloc(0));
     const now = req.time ?? Math.floor(Date.now() / 1000);
     const author = actorSignature(req.author, now);
     const committer: Signature = { name: 'zz', email: 'zz@localhost', time: now };
@@ -241,7 +242,7 @@ export class GitStore implements Store {
     const key = this.signer?.(req.author) ?? null;
     const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
     const oid = hashObject('commit', body).oid;
-    writes.add(this.repo.objects.write('commit', body, pending));
+    writes.add('commit', body);
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     this.remember(this.commitTrees, oid, tree);
@@ -258,9 +259,9 @@ export class GitStore implements Store {
       assertTreePath(p).split('/'),
       c,
     ]);
-    const writes = new ObjectBatch();
+    const writes = new ObjectBatch(this.repo.objects);
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID) writes.add(this.repo.objects.tree([]));
+    if (tree === EMPTY_TREE_OID) writes.add('tree', Buffer.alloc(0));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     const now = Math.floor(Date.now() / 1000);
@@ -298,7 +299,7 @@ export class GitStore implements Store {
           const mode = entries.get(head)?.mode === '100755' ? '100755' : '100644';
           const body = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
           entries.set(head, { mode, name: head, oid: hashObject('blob', body).oid });
-          writes.add(this.repo.objects.write('blob', body, writes.pending));
+          writes.add('blob', body);
         }
       } else {
         let list = sub.get(head);
@@ -327,7 +328,7 @@ export class GitStore implements Store {
     const list = [...entries.values()];
     const body = serializeTree(list); // once: a lane's `asks/` tree has hundreds of entries
     const treeOid = hashObject('tree', body).oid;
-    writes.add(this.repo.objects.write('tree', body, writes.pending));
+    writes.add('tree', body);
     writes.trees.set(treeOid, list);
     return treeOid;
   }
@@ -337,20 +338,27 @@ export class GitStore implements Store {
   }
 }
 
-/** Object writes in flight for one commit; their trees are cached once all are on disk. */
+/**
+ * The objects of one commit, hashed as the trees are built and written together by done(): one
+ * call that sees the whole batch (so that a batch writer, e.g. one pack for many objects, can
+ * take it whole). Their trees are cached once all are on disk.
+ */
 class ObjectBatch {
-  private readonly writes: Array<Promise<unknown>> = [];
+  private readonly objects: Array<{ type: ObjectType; body: Buffer }> = [];
   readonly trees = new Map<string, TreeEntry[]>();
 
   /** With `pending`, the directories written into are left for the caller to sync. */
-  constructor(readonly pending?: PendingDirs) {}
+  constructor(
+    private readonly writer: ObjectWriter,
+    private readonly pending?: PendingDirs,
+  ) {}
 
-  add(p: Promise<unknown>): void {
-    this.writes.push(p);
+  add(type: ObjectType, body: Buffer): void {
+    this.objects.push({ type, body });
   }
 
   async done(): Promise<void> {
-    await Promise.all(this.writes);
+    await Promise.all(this.objects.map((o) => this.writer.write(o.type, o.body, this.pending)));
   }
 }
 

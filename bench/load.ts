@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
 import { rng } from './search-corpus.js';
@@ -322,6 +323,9 @@ export async function benchLoad(): Promise<Record<string, unknown>> {
     await writers.started;
     await new Promise((r) => setTimeout(r, 300)); // let the storm build up
     const load2 = loadavg()[0]!;
+    // How long the daemon's event loop (this process) is held at a time during the storm.
+    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+    loopDelay.enable();
     const storm = (await startClient({
       role: 'reader',
       url: daemon.url,
@@ -329,6 +333,9 @@ export async function benchLoad(): Promise<Record<string, unknown>> {
       token,
       reads: STORM_READS,
     }).result) as Record<string, number[]>;
+    loopDelay.disable();
+    const loopP99 = loopDelay.percentile(99) / 1e6;
+    const loopMax = loopDelay.max / 1e6;
     writers.proc.send('stop');
     const w = (await writers.result) as { posts: number; elapsedMs: number };
 
@@ -353,6 +360,9 @@ export async function benchLoad(): Promise<Record<string, unknown>> {
     const ratio = (t: string) => percentile(storm[t]!, 99) / percentile(idle[t]!, 99);
     console.log(
       `\nReads under a ${STORM_WRITERS}-writer storm (${round(w.posts / (w.elapsedMs / 1000), 0)} posts/s during it), load average ${round(load2, 2)}`,
+    );
+    console.log(
+      `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}`,
     );
     for (const t of ['lane_get', 'lane_list']) {
       console.log(
@@ -380,6 +390,8 @@ export async function benchLoad(): Promise<Record<string, unknown>> {
       per_tool: perTool,
       loadavg_storm: round(load2, 2),
       storm_posts_per_s: round(w.posts / (w.elapsedMs / 1000), 0),
+      storm_loop_delay_p99_ms: round(loopP99, 2),
+      storm_loop_delay_max_ms: round(loopMax, 2),
       lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),
       lane_get_p99_storm_ms: round(percentile(storm.lane_get!, 99), 2),
       lane_list_p99_idle_ms: round(percentile(idle.lane_list!, 99), 2),

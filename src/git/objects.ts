@@ -282,14 +282,19 @@ export class ObjectWriter {
     const p = new Promise<void>((resolve, reject) => {
       setImmediate(() => {
         this.dirSyncs.delete(dir);
-        fsp.open(dir, 'r').then(
-          (d) =>
-            d
-              .sync()
-              .finally(() => d.close())
-              .then(resolve, reject),
-          reject,
-        );
+        // Opened and closed synchronously (microseconds): only the fsync waits in the pool.
+        let fd: number;
+        try {
+          fd = openSync(dir, 'r');
+        } catch (e) {
+          reject(e as Error);
+          return;
+        }
+        fs.fsync(fd, (e) => {
+          closeQuietly(fd);
+          if (e) reject(e);
+          else resolve();
+        });
       });
     });
     this.dirSyncs.set(dir, p);

@@ -1,4 +1,4 @@
-import fs, { promises as fsp } from 'node:fs';
+import fs from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { GitStore } from '../../src/store/index.js';
@@ -28,15 +28,20 @@ const linux = process.platform === 'linux';
 describe('durable writes', () => {
   it('fsyncs every object and its directory before the ref moves', async () => {
     const events: string[] = [];
-    const probe = await fsp.open(dir, 'r');
-    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
-    await probe.close();
-    const realSync = proto.sync;
-    vi.spyOn(proto, 'sync').mockImplementation(async function (this: fsp.FileHandle) {
-      const st = await this.stat();
-      await realSync.call(this);
-      events.push(st.isDirectory() ? 'dir' : 'object');
-    });
+    // Directories are fsynced (as the ref's lock is); object files are fdatasynced. A slow
+    // disk for directories: their fsyncs answer late, so a ref that moved without waiting for
+    // them shows up as 'ref' before 'dir'.
+    const realFsync = fs.fsync;
+    vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
+      const isDir = fs.fstatSync(fd).isDirectory();
+      realFsync(fd, (e) => {
+        if (!isDir) return cb(e);
+        setTimeout(() => {
+          events.push('dir');
+          cb(e);
+        }, 30);
+      });
+    }) as typeof fs.fsync);
     // Each object's temp file is synced before it is renamed into place (on Linux, where
     // /proc tells an fd's path).
     const synced = new Set<string>();

@@ -20,16 +20,19 @@ import {
   ZzRepo,
   type LadderBuildResult,
 } from '../src/core/index.js';
+import { ObjectWriter } from '../src/git/index.js';
 import { median, printTable } from './util.js';
 
 // `zz ladder build` on real third-party code: 2,000 files (TypeScript, JavaScript, Markdown,
 // JSON) copied from node_modules packages into a fresh repository. Measures the extractive full
-// build (goal ≥ 1,000 files/s), an incremental build after a one-file commit (goal < 0.5 s) and
+// build (goal ≥ 2,000 files/s; its commit written loose and as one pack, side by side), an incremental build after a one-file commit (goal < 0.5 s) and
 // a no-op rebuild, then prints sample rungs so a human can judge whether they read as useful.
 // Run alone: `npx tsx bench/ladder-build.ts` (or `npm run bench -- ladder-build`).
 
 const FILES = 2000;
 const RUNS = 3;
+/** Full builds per mode (loose, pack), alternating: more than RUNS, the load on the machine varies. */
+const FULL_RUNS = 5;
 const TEXT = /\.(?:ts|mts|cts|js|mjs|cjs|md|json)$/;
 // Whole packages with real sources and docs first (zod ships its TypeScript sources).
 const PREFERRED = [
@@ -108,6 +111,14 @@ export function thirdPartyRepo(files = FILES): {
   return { dir, packages, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+type Mode = 'loose' | 'pack';
+const MODES: readonly Mode[] = ['loose', 'pack'];
+
+/** Loose objects in the repository (`git count-objects`). */
+function looseCount(dir: string): number {
+  return Number(/^count: (\d+)$/m.exec(git(dir, 'count-objects', '-v'))?.[1] ?? 0);
+}
+
 async function fresh(dir: string): Promise<ZzRepo> {
   const repo = await ZzRepo.open(dir, { key: 'bench/vendored' });
   await initRepo(repo, { owner: 'bench@example.com', default_branch: 'main' });
@@ -123,31 +134,47 @@ export async function benchLadderBuild(): Promise<Record<string, unknown>> {
       `repository: ${files} files from ${packages.length} packages (${packages.slice(0, 8).join(', ')}…), ${mb.toFixed(1)} MB packed; load average ${loadavg()[0]!.toFixed(1)}`,
     );
 
-    // Full builds from an empty Ladder, each in a fresh process-like state (new ZzRepo).
-    const full: LadderBuildResult[] = [];
-    const commitMs: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      try {
-        git(dir, 'update-ref', '-d', LADDER_REF);
-      } catch {
-        /* first run */
+    // Full builds from an empty Ladder, each in a fresh process-like state (new ZzRepo), the
+    // commit's objects written loose (as before packs) and as one pack, alternately so that
+    // both see the same load.
+    const full: Record<Mode, LadderBuildResult[]> = { loose: [], pack: [] };
+    const commitMs: Record<Mode, number[]> = { loose: [], pack: [] };
+    // CPU time of this process during the build: less swayed by other load than wall time
+    // (it leaves out git cat-file's CPU and the waits for the disk).
+    const cpuMs: Record<Mode, number[]> = { loose: [], pack: [] };
+    const looseLeft: Record<Mode, number[]> = { loose: [], pack: [] };
+    for (let i = 0; i < FULL_RUNS; i++) {
+      for (const mode of MODES) {
+        try {
+          git(dir, 'update-ref', '-d', LADDER_REF);
+        } catch {
+          /* first run */
+        }
+        const repo = await fresh(dir);
+        if (mode === 'loose') repo.git!.objects.packMinObjects = Infinity;
+        const before = looseCount(dir);
+        const cpu0 = process.cpuUsage();
+        const t0 = performance.now();
+        let commitAt = 0;
+        const r = await ladderBuild(repo, {
+          actor: 'bench@example.com',
+          onProgress: (p) => {
+            if (p.phase === 'commit' && p.done === 0) commitAt = performance.now() - t0;
+          },
+        });
+        full[mode].push(r);
+        commitMs[mode].push(r.ms - commitAt);
+        const cpu = process.cpuUsage(cpu0);
+        cpuMs[mode].push((cpu.user + cpu.system) / 1000);
+        looseLeft[mode].push(looseCount(dir) - before);
+        repo.close();
       }
-      const repo = await fresh(dir);
-      const t0 = performance.now();
-      let commitAt = 0;
-      const r = await ladderBuild(repo, {
-        actor: 'bench@example.com',
-        onProgress: (p) => {
-          if (p.phase === 'commit' && p.done === 0) commitAt = performance.now() - t0;
-        },
-      });
-      full.push(r);
-      commitMs.push(r.ms - commitAt);
-      repo.close();
     }
-    const fullMs = median(full.map((r) => r.ms));
-    const storeMs = median(commitMs);
-    const last = full[full.length - 1]!;
+    const fullMs = median(full.pack.map((r) => r.ms));
+    const fullLooseMs = median(full.loose.map((r) => r.ms));
+    const storeMs = median(commitMs.pack);
+    const storeLooseMs = median(commitMs.loose);
+    const last = full.pack[full.pack.length - 1]!;
     const opBytes = git(dir, 'cat-file', '-p', LADDER_REF).length;
 
     // Incremental: one commit changing one file's doc comment, then a build.
@@ -175,14 +202,21 @@ export async function benchLadderBuild(): Promise<Record<string, unknown>> {
     const coldNoop = await ladderBuild(cold, { actor: 'bench@example.com' });
 
     const rows = [
-      {
-        build: 'full (empty Ladder)',
-        median_ms: fullMs,
-        files_per_s: Math.round(files / (fullMs / 1000)),
-        written: last.written,
-        summarized: last.summarized,
-        goal: '≥ 1000 files/s',
-      },
+      ...MODES.map((mode) => {
+        const ms = mode === 'pack' ? fullMs : fullLooseMs;
+        return {
+          build: `full (empty Ladder), ${mode === 'pack' ? 'one pack' : 'loose objects'}`,
+          median_ms: ms,
+          files_per_s: Math.round(files / (ms / 1000)),
+          // The fastest run: what the machine can do when other load leaves it alone.
+          best_files_per_s: Math.round(files / (Math.min(...full[mode].map((r) => r.ms)) / 1000)),
+          commit_ms: Math.round(median(commitMs[mode])),
+          cpu_ms: Math.round(median(cpuMs[mode])),
+          written: full[mode].at(-1)!.written,
+          summarized: full[mode].at(-1)!.summarized,
+          goal: mode === 'pack' ? '≥ 2000 files/s' : '(before)',
+        };
+      }),
       {
         build: 'incremental (1 file)',
         median_ms: median(incr.map((r) => r.ms)),
@@ -212,7 +246,9 @@ export async function benchLadderBuild(): Promise<Record<string, unknown>> {
     console.log(
       `full build: ${last.rungs} rungs; reading, summarising and planning ${Math.round(fullMs - storeMs)} ms ` +
         `(${Math.round(files / ((fullMs - storeMs) / 1000))} files/s), the one ladder commit ${Math.round(storeMs)} ms ` +
-        `(${last.written} rung blobs + trees written as loose objects); commit message ${(opBytes / 1024).toFixed(0)} KiB`,
+        `as one pack vs ${Math.round(storeLooseMs)} ms as loose objects (${last.written} rung blobs + trees); ` +
+        `loose objects left by a build: ${median(looseLeft.pack)} with packs, ${median(looseLeft.loose)} without; ` +
+        `commit message ${(opBytes / 1024).toFixed(0)} KiB`,
     );
     console.log(`any no-op committed: ${noop.some((r) => r.committed) || coldNoop.committed}`);
     console.log(
@@ -244,7 +280,13 @@ export async function benchLadderBuild(): Promise<Record<string, unknown>> {
       files,
       full_build_ms: fullMs,
       full_build_commit_ms: Math.round(storeMs),
+      full_build_cpu_ms: Math.round(median(cpuMs.pack)),
+      full_build_loose_cpu_ms: Math.round(median(cpuMs.loose)),
       files_per_s: Math.round(files / (fullMs / 1000)),
+      full_build_loose_ms: fullLooseMs,
+      full_build_loose_commit_ms: Math.round(storeLooseMs),
+      files_per_s_loose: Math.round(files / (fullLooseMs / 1000)),
+      loose_objects_left: { pack: median(looseLeft.pack), loose: median(looseLeft.loose) },
       incremental_ms: median(incr.map((r) => r.ms)),
       noop_ms: median(noop.map((r) => r.ms)),
       noop_cold_ms: coldNoop.ms,
@@ -253,6 +295,46 @@ export async function benchLadderBuild(): Promise<Record<string, unknown>> {
     };
   } finally {
     cleanup();
+  }
+}
+
+/**
+ * Where a pack starts paying: k small objects (~300-byte blobs, like rungs) written with fsync,
+ * loose vs as one pack, alternately, median of REPS. Chooses PACK_MIN_OBJECTS (git/objects.ts).
+ */
+export async function benchPackThreshold(): Promise<Record<string, unknown>> {
+  const REPS = 9;
+  const dir = mkdtempSync(join(tmpdir(), 'zz-pack-threshold-'));
+  try {
+    git(dir, 'init', '-q', '--bare');
+    const writer = new ObjectWriter(dir, { fsync: true });
+    let seq = 0;
+    const batch = (k: number) =>
+      Array.from({ length: k }, () => ({
+        type: 'blob' as const,
+        body: Buffer.from(`{"rung":${seq++},"summary":"${'x'.repeat(280)}"}`),
+      }));
+    const rows: Array<Record<string, string | number>> = [];
+    const out: Record<string, unknown> = {};
+    for (const k of [2, 4, 8, 16, 32, 64, 128, 512]) {
+      const ms: Record<Mode, number[]> = { loose: [], pack: [] };
+      for (let i = 0; i < REPS; i++) {
+        for (const mode of MODES) {
+          const objects = batch(k);
+          writer.packMinObjects = mode === 'pack' ? 0 : Infinity;
+          const t0 = performance.now();
+          await writer.writeMany(objects);
+          ms[mode].push(performance.now() - t0);
+        }
+      }
+      const row = { objects: k, loose_ms: median(ms.loose), pack_ms: median(ms.pack) };
+      rows.push({ ...row, pack_vs_loose: `${(row.loose_ms / row.pack_ms).toFixed(2)}×` });
+      out[k] = row;
+    }
+    printTable(`writing k objects with fsync; load average ${loadavg()[0]!.toFixed(1)}`, rows);
+    return out;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { initRepo, ladderBuild, readLadder, ZzRepo } from '../src/core/index.js';
 import { toIndexRung } from '../src/core/ladder/search-sync.js';
 import { LadderSearch } from '../src/search/index.js';
-import { JUDGED, type JudgedPackage } from './quality-queries.js';
+import { BLIND, HELD_OUT, JUDGED, type JudgedPackage } from './quality-queries.js';
 import { printTable } from './util.js';
 
 // Search quality on real code nobody here wrote: each judged package (bench/quality-queries.ts)
@@ -15,7 +15,9 @@ import { printTable } from './util.js';
 // frequency as `git grep` gives it: for each query word, `git grep -c -i -F` counts the lines of
 // each file holding it, and files rank by the sum. Both rank the same files; recall@5 (share of
 // the wanted files in the top 5) and MRR (1 / rank of the first wanted file, 0 past 10) are
-// printed side by side. Run alone: `npm run bench -- quality`.
+// printed side by side, for the set the extraction was tuned on and for a held-out set written
+// before tuning (bench/quality-queries.ts). Run alone: `npm run bench -- quality`;
+// QUALITY_DEBUG=1 prints each query zz does not fully answer, with the wanted files' rungs.
 
 const TOP = 5;
 const MRR_DEPTH = 10;
@@ -83,85 +85,116 @@ function judge(ranked: readonly string[], relevant: readonly string[]) {
   return { recall, rr: first < 0 ? 0 : 1 / (first + 1) };
 }
 
-export async function benchQuality(): Promise<Record<string, unknown>> {
-  const cache = mkdtempSync(join(tmpdir(), 'zz-quality-cache-'));
-  const search = new LadderSearch({ cacheDir: cache, persistDelayMs: 60_000 });
+interface Totals {
+  n: number;
+  zzRecall: number;
+  zzRr: number;
+  grepRecall: number;
+  grepRr: number;
+}
+
+const zero = (): Totals => ({ n: 0, zzRecall: 0, zzRr: 0, grepRecall: 0, grepRr: 0 });
+
+const row = (name: string, t: Totals) => ({
+  package: name,
+  queries: t.n,
+  'zz recall@5': t.zzRecall / t.n,
+  'zz MRR': t.zzRr / t.n,
+  'grep recall@5': t.grepRecall / t.n,
+  'grep MRR': t.grepRr / t.n,
+});
+
+async function runSet(
+  title: string,
+  set: readonly JudgedPackage[],
+  search: LadderSearch,
+  dirs: string[],
+): Promise<Record<string, number>> {
   const rows: Array<Record<string, string | number>> = [];
   const misses: string[] = [];
-  const totals = { n: 0, zzRecall: 0, zzRr: 0, grepRecall: 0, grepRr: 0 };
-  const dirs: string[] = [];
-  try {
-    for (const pkg of JUDGED) {
-      const dir = packageRepo(pkg);
-      dirs.push(dir);
-      const key = `npm/${pkg.name.replace(/^@/, '').replace('/', '-')}`;
-      const repo = await ZzRepo.open(dir, { key });
-      await initRepo(repo, { owner: 'bench@example.com', default_branch: 'main' });
-      await ladderBuild(repo, { actor: 'bench@example.com', changesetsLimit: 0 });
-      const snap = await readLadder(repo);
-      await search.setRepo(key, snap.revision!, [...snap.state.values()].map(toIndexRung));
-      const acc = { n: 0, zzRecall: 0, zzRr: 0, grepRecall: 0, grepRr: 0 };
-      for (const q of pkg.queries) {
-        const page = search.search({ query: q.query, repo: key, kind: 'file', limit: MRR_DEPTH });
-        const zz = judge(
-          page.hits.map((h) => h.path),
-          q.relevant,
+  const totals = zero();
+  for (const pkg of set) {
+    const dir = packageRepo(pkg);
+    dirs.push(dir);
+    const key = `npm/${pkg.name.replace(/^@/, '').replace('/', '-')}`;
+    const repo = await ZzRepo.open(dir, { key });
+    await initRepo(repo, { owner: 'bench@example.com', default_branch: 'main' });
+    await ladderBuild(repo, { actor: 'bench@example.com', changesetsLimit: 0 });
+    const snap = await readLadder(repo);
+    repo.close();
+    await search.setRepo(key, snap.revision!, [...snap.state.values()].map(toIndexRung));
+    const acc = zero();
+    for (const q of pkg.queries) {
+      const page = search.search({ query: q.query, repo: key, kind: 'file', limit: MRR_DEPTH });
+      const zz = judge(
+        page.hits.map((h) => h.path),
+        q.relevant,
+      );
+      const grep = judge(grepRank(dir, q.query), q.relevant);
+      acc.n++;
+      acc.zzRecall += zz.recall;
+      acc.zzRr += zz.rr;
+      acc.grepRecall += grep.recall;
+      acc.grepRr += grep.rr;
+      if (zz.rr === 0) misses.push(`${pkg.name}: "${q.query}"`);
+      if (process.env.QUALITY_EACH)
+        console.log(
+          `= ${pkg.name}: "${q.query}" recall ${zz.recall.toFixed(2)} rr ${zz.rr.toFixed(2)}`,
         );
-        const grep = judge(grepRank(dir, q.query), q.relevant);
-        acc.n++;
-        acc.zzRecall += zz.recall;
-        acc.zzRr += zz.rr;
-        acc.grepRecall += grep.recall;
-        acc.grepRr += grep.rr;
-        if (zz.rr === 0) misses.push(`${pkg.name}: "${q.query}"`);
-        if (process.env.QUALITY_DEBUG && zz.rr < 1) {
+      if (process.env.QUALITY_DEBUG && zz.recall < 1) {
+        console.log(
+          `\n? ${pkg.name}: "${q.query}" → ${page.hits
+            .slice(0, TOP)
+            .map((h) => h.path)
+            .join(', ')}`,
+        );
+        for (const p of q.relevant) {
+          const r = snap.state.get(p);
           console.log(
-            `\n? ${pkg.name}: "${q.query}" → ${page.hits
-              .slice(0, 3)
-              .map((h) => h.path)
-              .join(', ')}`,
+            `  want ${p}: ${r?.summary ?? '(no rung)'} [${(r?.symbols ?? []).slice(0, 12).join(' ')}]`,
           );
-          for (const p of q.relevant) {
-            const r = snap.state.get(p);
-            console.log(
-              `  want ${p}: ${r?.summary ?? '(no rung)'} [${(r?.symbols ?? []).slice(0, 12).join(' ')}]`,
-            );
-          }
         }
       }
-      rows.push({
-        package: pkg.name,
-        queries: acc.n,
-        'zz recall@5': acc.zzRecall / acc.n,
-        'zz MRR': acc.zzRr / acc.n,
-        'grep recall@5': acc.grepRecall / acc.n,
-        'grep MRR': acc.grepRr / acc.n,
-      });
-      for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += acc[k];
     }
-  } finally {
-    await search.close().catch(() => {});
-    for (const d of [...dirs, cache]) rmSync(d, { recursive: true, force: true });
+    rows.push(row(pkg.name, acc));
+    for (const k of Object.keys(totals) as Array<keyof Totals>) totals[k] += acc[k];
   }
-  const all = {
+  rows.push(row('all', totals));
+  printTable(`${title}: zz ladder search (file rungs) vs git grep term frequency`, rows);
+  if (misses.length > 0)
+    console.log(`zz found nothing wanted in the top 10 for: ${misses.join('; ')}`);
+  return {
     queries: totals.n,
     zz_recall5: totals.zzRecall / totals.n,
     zz_mrr: totals.zzRr / totals.n,
     grep_recall5: totals.grepRecall / totals.n,
     grep_mrr: totals.grepRr / totals.n,
   };
-  rows.push({
-    package: 'all',
-    queries: all.queries,
-    'zz recall@5': all.zz_recall5,
-    'zz MRR': all.zz_mrr,
-    'grep recall@5': all.grep_recall5,
-    'grep MRR': all.grep_mrr,
-  });
-  printTable(`judged queries: zz ladder search (file rungs) vs git grep term frequency`, rows);
-  if (misses.length > 0)
-    console.log(`zz found nothing wanted in the top 10 for: ${misses.join('; ')}`);
-  return all;
+}
+
+export async function benchQuality(): Promise<Record<string, unknown>> {
+  const cache = mkdtempSync(join(tmpdir(), 'zz-quality-cache-'));
+  const search = new LadderSearch({ cacheDir: cache, persistDelayMs: 60_000 });
+  const dirs: string[] = [];
+  try {
+    const judged = await runSet('judged queries (tuned on)', JUDGED, search, dirs);
+    const heldOut = await runSet(
+      'held-out queries (written before tuning)',
+      HELD_OUT,
+      search,
+      dirs,
+    );
+    const blind = await runSet(
+      'blind queries (written before the last tuning)',
+      BLIND,
+      search,
+      dirs,
+    );
+    return { judged, held_out: heldOut, blind };
+  } finally {
+    await search.close().catch(() => {});
+    for (const d of [...dirs, cache]) rmSync(d, { recursive: true, force: true });
+  }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -15,6 +15,7 @@ const suites: Array<[string, string, string]> = [
   ['git-read', './git-read.ts', 'benchGitRead'],
   ['extract', './extract.ts', 'benchExtract'],
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
+  ['pack-threshold', './ladder-build.ts', 'benchPackThreshold'],
   ['search', './search.ts', 'benchSearch'],
   ['quality', './quality.ts', 'benchQuality'],
   ['mcp', './mcp.ts', 'benchMcp'],

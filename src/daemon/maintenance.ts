@@ -10,6 +10,12 @@ import { gcAuto } from '../git/index.js';
 export interface MaintenanceOptions {
   /** Commits between runs (default 1,000: a few thousand loose objects). */
   everyCommits?: number;
+  /**
+   * Packs written between runs (default 10). A commit of many objects is one pack
+   * (git/pack-writer.ts), and every read searches each pack: gc --auto consolidates them once
+   * there are more than git's gc.autoPackLimit (50), and is a quick no-op below that.
+   */
+  everyPacks?: number;
   /** At most this often otherwise, when a repository saw writes (default 10 minutes). */
   everyMs?: number;
   log: (line: string) => void;
@@ -27,6 +33,10 @@ export function startMaintenance(
   opts: MaintenanceOptions,
 ): Maintenance {
   const everyCommits = opts.everyCommits ?? 1_000;
+  const everyPacks = opts.everyPacks ?? 10;
+  const packsAt = new Map<string, number>();
+  const packsSince = (repo: ZzRepo) =>
+    (repo.git?.objects.packsWritten ?? 0) - (packsAt.get(repo.key) ?? 0);
   const running = new Map<string, Promise<void>>();
   const since = new Map<string, number>();
   let closed = false;
@@ -35,12 +45,13 @@ export function startMaintenance(
     const gitdir = repo.git?.gitdir;
     if (closed || !gitdir || running.has(repo.key)) return;
     since.set(repo.key, 0);
+    packsAt.set(repo.key, repo.git?.objects.packsWritten ?? 0);
     const p = gcAuto(gitdir)
       .catch((e: unknown) => opts.log(`gc --auto ${repo.key}: ${(e as Error).message}`))
       .finally(() => {
         running.delete(repo.key);
         // Commits that arrived while git was packing count toward the next run.
-        if ((since.get(repo.key) ?? 0) >= everyCommits) run(repo);
+        if ((since.get(repo.key) ?? 0) >= everyCommits || packsSince(repo) >= everyPacks) run(repo);
       });
     running.set(repo.key, p);
   };
@@ -49,7 +60,7 @@ export function startMaintenance(
     repo.onCommit(() => {
       const n = (since.get(repo.key) ?? 0) + 1;
       since.set(repo.key, n);
-      if (n >= everyCommits) run(repo);
+      if (n >= everyCommits || packsSince(repo) >= everyPacks) run(repo);
     }),
   );
   const timer = setInterval(

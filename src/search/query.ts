@@ -20,8 +20,8 @@ import { queryTokens, type QueryToken } from './tokenize.js';
 // Query planning and ranking over the shard store. A query is planned against a router holding
 // every shard's vocabulary (term-router.ts): fuzzy and prefix expansion happen once per query,
 // and only shards holding every query word (for AND) are scored, rarest word first
-// (direct-scorer.ts). When AND finds nothing it relaxes in steps: identifier parts, all words
-// but one, then any word.
+// (direct-scorer.ts). While AND finds fewer than FILL rungs it relaxes in steps, each step's
+// rungs ranked below the stricter ones: identifier parts, all words but one, then any word.
 
 export const DEFAULT_LIMIT = 10;
 export const MAX_LIMIT = 50;
@@ -29,6 +29,17 @@ export const MAX_LIMIT = 50;
 export const MAX_RESULTS = 1000;
 const MAX_QUERY_CHARS = 500;
 const MAX_QUERY_TOKENS = 16;
+/** Relaxed steps run until this many results are found (independent of the page size). */
+const FILL = DEFAULT_LIMIT;
+/**
+ * A query word of ABBREV_WORD letters or more also matches, weighed down, the terms its first
+ * ABBREV_MIN to ABBREV_MAX letters spell: the abbreviations code uses for it (`inc`, `decl`,
+ * `expr`). Longer heads are left out: "classes" must not match every summary's "class".
+ */
+const ABBREV_MIN = 3;
+const ABBREV_MAX = 4;
+const ABBREV_WORD = 6;
+const ABBREV_WEIGHT = 0.5;
 
 export interface SearchRequest {
   query: string;
@@ -144,16 +155,40 @@ export class QueryEngine {
       return s;
     };
     const n = plan.tokens.length;
-    const expand = (term: string, last: boolean): Group => ({
-      expansions: router.expand(term, {
+    const expand = (term: string, last: boolean): Group => {
+      const expansions = router.expand(term, {
         prefix: last && term.length >= 2,
         fuzzy: fuzzyDistance(term),
-      }),
-    });
+      });
+      // The word's abbreviations that are terms too (ABBREV_*): "increment" meets `inc`.
+      const have = new Set(expansions.map((e) => e.term));
+      const longest = term.length >= ABBREV_WORD ? Math.min(ABBREV_MAX, term.length - 1) : 0;
+      for (let len = longest; len >= ABBREV_MIN; len--) {
+        const head = term.slice(0, len);
+        if (have.has(head)) continue;
+        for (const e of router.expand(head, { prefix: false, fuzzy: 0 }))
+          expansions.push({ ...e, weight: ABBREV_WEIGHT * (len / term.length) });
+      }
+      return { expansions };
+    };
+    // Each step's results rank below the previous step's, and a step runs only while fewer
+    // than FILL results are found: a query whose every word matches one rung still lists the
+    // rungs that match all words but one (a reader's wording rarely matches a summary's).
+    const out: Ranked[] = [];
+    const seen = new Set<string>();
+    const add = (rs: readonly Ranked[]): boolean => {
+      for (const r of rs) {
+        const k = `${r.shard.id}\u0000${r.path}`;
+        if (seen.has(k)) continue;
+        seen.add(k);
+        out.push(r);
+      }
+      if (out.length > MAX_RESULTS) out.length = MAX_RESULTS;
+      return out.length >= FILL;
+    };
     // 1. every word, identifiers whole (`parseConfig` matches parseConfigFile by prefix).
     const whole = plan.tokens.map((t, i) => expand(t.whole, i === n - 1));
-    let ranked = this.runAnd(whole, allowed, plan.kinds);
-    if (ranked.length > 0) return ranked;
+    if (add(this.runAnd(whole, allowed, plan.kinds))) return out;
     // 2. identifiers as their parts, for prose that says "parse the config".
     const hasParts = plan.tokens.some((t) => t.parts.length > 0);
     const parts = hasParts
@@ -163,10 +198,7 @@ export class QueryEngine {
             : t.parts.map((p, j) => expand(p, i === n - 1 && j === t.parts.length - 1)),
         )
       : [];
-    if (hasParts) {
-      ranked = this.runAnd(parts, allowed, plan.kinds);
-      if (ranked.length > 0) return ranked;
-    }
+    if (hasParts && add(this.runAnd(parts, allowed, plan.kinds))) return out;
     // 3. all words but one: "server events nuvonuka" still finds "server events" rungs.
     const words = hasParts ? parts : whole;
     if (words.length >= 3) {
@@ -178,14 +210,15 @@ export class QueryEngine {
           plan.kinds,
         )) {
           const k = `${r.shard.id}\u0000${r.path}`;
-          const seen = best.get(k);
-          if (!seen || seen.score < r.score) best.set(k, r);
+          const prior = best.get(k);
+          if (!prior || prior.score < r.score) best.set(k, r);
         }
       }
-      if (best.size > 0) return rank([...best.values()]);
+      if (add(rank([...best.values()]))) return out;
     }
     // 4. any word at all, ranked by how many matched.
-    return this.runOr([...whole, ...parts], allowed, plan.kinds);
+    add(this.runOr([...whole, ...parts], allowed, plan.kinds));
+    return out;
   }
 
   /** Per shard: the rarest word first, then each next word only over the survivors. */
@@ -228,16 +261,25 @@ export class QueryEngine {
     allowed: (id: number) => Shard | null,
     kinds: ReadonlySet<string> | null,
   ): Ranked[] {
-    let live = groups.filter((g) => g.expansions.length > 0);
-    if (live.length === 0) return [];
     // A word found in a quarter of all rungs says little on its own, and scoring every rung that
-    // holds it is what makes OR slow: when rarer words are present, only they are used.
+    // holds it is what makes OR slow: when rarer words are present, only they are used. Both
+    // are counted over the shards this search may use: a word common (or only present) in other
+    // repositories must not crowd out the word a repo-scoped query has here.
     const router = this.router!;
     let docs = 0;
     for (const s of this.store.shards.values()) if (allowed(s.id)) docs += s.docs.size;
-    const df = (g: Group) => g.expansions.reduce((n, e) => n + router.frequency(e.row), 0);
-    const rare = live.filter((g) => df(g) <= docs / 4);
-    if (rare.length > 0) live = rare;
+    const df = (g: Group) => {
+      let n = 0;
+      for (const e of g.expansions)
+        router.forEachShard(e.row, (id, count) => {
+          if (allowed(id)) n += count;
+        });
+      return n;
+    };
+    const counted = groups.map((g) => ({ g, n: df(g) })).filter((x) => x.n > 0);
+    if (counted.length === 0) return [];
+    const rare = counted.filter((x) => x.n <= docs / 4);
+    const live = (rare.length > 0 ? rare : counted).map((x) => x.g);
     const perShard = this.bucket(live, allowed);
     const out: Ranked[] = [];
     for (const [shard, b] of perShard) {

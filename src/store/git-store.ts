@@ -340,8 +340,8 @@ export class GitStore implements Store {
 
 /**
  * The objects of one commit, hashed as the trees are built and written together by done(): one
- * call that sees the whole batch (so that a batch writer, e.g. one pack for many objects, can
- * take it whole). Their trees are cached once all are on disk.
+ * call that sees the whole batch, so that a commit of many objects becomes one pack
+ * (ObjectWriter.writeMany). Their trees are cached once all are on disk.
  */
 class ObjectBatch {
   private readonly objects: Array<{ type: ObjectType; body: Buffer }> = [];
@@ -358,25 +358,9 @@ class ObjectBatch {
   }
 
   async done(): Promise<void> {
-    // A write creates its file with synchronous calls (see ObjectWriter), which wait for the
-    // filesystem's journal while other fsyncs run: a group commit of 32 ops (about 65 objects)
-    // held the event loop for ~10 ms at a time under a writer storm, and reads waited behind
-    // it. Yielding every few objects lets requests in between; the fsyncs of the objects
-    // already created run meanwhile.
-    const writes: Array<Promise<string>> = [];
-    for (let i = 0; i < this.objects.length; i++) {
-      if (i > 0 && i % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
-      const o = this.objects[i]!;
-      const w = this.writer.write(o.type, o.body, this.pending);
-      w.catch(() => {}); // awaited below; not an unhandled rejection while we yield
-      writes.push(w);
-    }
-    await Promise.all(writes);
+    await this.writer.writeMany(this.objects, this.pending);
   }
 }
-
-/** Objects created per turn of the event loop (ObjectBatch.done). */
-const YIELD_EVERY = 4;
 
 /** Refs of one-per-repository entities, which start from a deterministic root commit. */
 export const SINGLETON_REFS: ReadonlySet<string> = new Set(['refs/zz/config', 'refs/zz/ladder']);

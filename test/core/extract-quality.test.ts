@@ -95,6 +95,29 @@ describe('extract quality on real-shaped code', () => {
     expect(e.detail).toMatch(/\d+ lines\.$/);
   });
 
+  it("reads a line comment glued to a constant as that constant's, not the file's", () => {
+    const src = `'use strict'
+
+// Characters that end an at-rule name, mirroring RE_AT_END in the tokenizer.
+const AT_NAME_END = /[;{}]/
+
+class Stringifier {
+  raw(node) {
+    return node
+  }
+}
+module.exports = Stringifier
+`;
+    expect(file('lib/stringifier.js', src).summary).toMatch(
+      /^JavaScript module exporting Stringifier \(\d+ lines\)\./,
+    );
+    // Set apart by a blank line, or naming the file's own export, it speaks for the file.
+    const apart = src.replace('tokenizer.\nconst', 'tokenizer.\n\nconst');
+    expect(file('lib/stringifier.js', apart).summary).toMatch(/^Characters that end an at-rule/);
+    const own = src.replace('const AT_NAME_END', 'const stringifier');
+    expect(file('lib/stringifier.js', own).summary).toMatch(/^Characters that end an at-rule/);
+  });
+
   it('skips badges, link bars and sponsor blocks in a README', () => {
     const e = file(
       'README.md',

@@ -49,8 +49,14 @@ async function errorOf(p: Promise<unknown>): Promise<{ code: string; message: st
 }
 
 let before: string[];
+let privateTmp: string;
+const savedTmp = process.env.TMPDIR;
 
 beforeAll(() => {
+  // A private TMPDIR: sandboxes made by other test files running beside this one (or by
+  // other zz processes on the machine) must not count as leftovers of these tests.
+  privateTmp = mkdtempSync(join(tmpdir(), 'zz-sandbox-tmp-'));
+  process.env.TMPDIR = privateTmp;
   dir = mkdtempSync(join(tmpdir(), 'zz-sandbox-test-'));
   gitdir = join(dir, '.git');
   g('init', '-q', '-b', 'main');
@@ -69,7 +75,9 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (savedTmp === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = savedTmp;
+  if (privateTmp) rmSync(privateTmp, { recursive: true, force: true });
 });
 
 function expectCleanedUp(checkout?: string): void {

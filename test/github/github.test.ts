@@ -12,16 +12,15 @@ import {
   fetchThreadComments,
   type RateWait,
 } from '../../src/github/index.js';
-import { fixture, startFakeGitHub } from './fake-github.js';
+import { derived, REPO as R, startFakeGitHub } from './fake-github.js';
 
-// The GitHub client against a fake API on 127.0.0.1 serving GitHub's own response shapes:
-// Link pagination, conditional requests (304 served from the ETag cache), a primary rate limit
+// The GitHub client against a fake API on 127.0.0.1 serving recorded GitHub answers
+// (fixtures/github/README.md): Link pagination, conditional requests (304 served from the ETag cache), a primary rate limit
 // waited out until its reset, a secondary one until retry-after, a 5xx retried, a 404 repo and
 // a bad token, each as a clear error. Waits are scaled (1 GitHub second = 5 ms) so nothing here
 // sleeps for real; the wait itself is asserted from what the client reported.
 
 const TOKEN = 'ghp_' + 'a'.repeat(36);
-const R = { owner: 'octo-org', repo: 'hello-world' };
 let gh: Awaited<ReturnType<typeof startFakeGitHub>>;
 let cache: string;
 const waits: RateWait[] = [];
@@ -60,29 +59,34 @@ async function zzError(p: Promise<unknown>): Promise<ZzError> {
 describe('GitHub reads', () => {
   it('pages issues by Link header, leaves pull requests out, trims fields', async () => {
     const c = client();
-    const p1 = await fetchIssues(c, R, { per_page: 2 });
-    expect(p1.items.map((i) => i.number)).toEqual([12]);
+    const p1 = await fetchIssues(c, R, { per_page: 3 });
+    expect(p1.items.map((i) => i.number)).toEqual([13, 12, 11]);
     expect(p1.pull_requests_skipped).toBe(1);
     expect(p1.next_cursor).toBe('2');
     expect(p1.items[0]).toEqual({
-      number: 12,
-      title: 'Retry uploads when the connection drops',
+      number: 13,
+      title: 'Test issue 13',
       state: 'open',
-      author: 'octocat',
-      labels: ['bug'],
-      comments: 2,
-      created_at: '2026-11-20T10:00:00Z',
-      updated_at: '2026-11-30T09:00:00Z',
+      author: 'octokit-fixture-user-a',
+      labels: [],
+      comments: 42,
+      created_at: '2017-10-10T16:00:00Z',
+      updated_at: '2017-10-10T16:00:00Z',
       closed_at: null,
-      body: 'Uploads fail on flaky networks.\n\nWe should retry with backoff.',
-      url: 'https://github.com/octo-org/hello-world/issues/12',
+      body: '',
+      url: 'https://github.com/octokit-fixture-org/hello-world/issues/13',
     });
-    const p2 = await fetchIssues(c, R, { per_page: 2, cursor: p1.next_cursor! });
-    expect(p2.items.map((i) => [i.number, i.labels, i.body])).toEqual([[3, ['docs'], '']]);
-    expect(p2.next_cursor).toBeNull();
-    const last = gh.seen[gh.seen.length - 1]!;
-    expect(last.url).toMatch(/page=2/);
-    expect(last.headers.authorization).toBe(`token ${TOKEN}`);
+    // Follows the recorded pages to the last one, whose Link has no rel="next".
+    const numbers = p1.items.map((i) => i.number);
+    let cursor = p1.next_cursor;
+    while (cursor !== null) {
+      const p = await fetchIssues(c, R, { per_page: 3, cursor });
+      numbers.push(...p.items.map((i) => i.number));
+      expect(gh.seen[gh.seen.length - 1]!.url).toContain(`page=${cursor}`);
+      cursor = p.next_cursor;
+    }
+    expect(numbers).toEqual([13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+    expect(gh.seen[gh.seen.length - 1]!.headers.authorization).toBe(`token ${TOKEN}`);
   });
 
   it('passes since through, and refuses a malformed cursor or page size', async () => {
@@ -97,28 +101,36 @@ describe('GitHub reads', () => {
     const c = client();
     const pulls = await fetchPullRequests(c, R, {});
     expect(pulls.items[0]).toMatchObject({
-      number: 11,
-      head: 'retries',
-      base: 'main',
+      number: 14,
+      author: 'octokit-fixture-user-b',
+      labels: ['Foo', 'bAr', 'baZ'],
+      head: 'test-branch',
+      base: 'master',
       draft: false,
+      url: 'https://github.com/octokit-fixture-org/hello-world/pull/14',
     });
     const rel = await fetchReleases(c, R, {});
-    expect(rel.items[0]).toMatchObject({ tag: 'v1.0.0', author: 'octocat' });
-    expect(rel.items[0]!.body).toContain('Uploads retry with backoff');
-    const people = await fetchContributors(c, R, {});
-    expect(people.items.map((p) => [p.login, p.contributions])).toEqual([
-      ['octocat', 32],
-      ['hubot', 5],
-    ]);
-    const thread = await fetchThreadComments(c, R, { number: 12 });
-    expect(thread.items).toEqual([
+    expect(rel.items).toEqual([
       {
-        id: 1,
-        author: 'hubot',
-        created_at: '2026-11-22T10:00:00Z',
-        updated_at: '2026-11-22T10:00:00Z',
-        body: 'Seen on CI too.',
+        tag: 'v1.0.0',
+        name: 'Version 1.0.0',
+        draft: false,
+        prerelease: false,
+        author: 'octokit-fixture-user-a',
+        published_at: '2017-10-10T16:00:00Z',
+        body: 'Initial release',
+        url: 'https://github.com/octokit-fixture-org/hello-world/releases/tag/v1.0.0',
       },
+    ]);
+    const people = await fetchContributors(c, R, {});
+    expect(people.items.map((p) => [p.login, p.contributions, p.type])).toEqual([
+      ['octokit-fixture-user-a', 32, 'User'],
+      ['octokit-fixture-user-b', 5, 'Bot'],
+    ]);
+    const thread = await fetchThreadComments(c, R, { number: 13 });
+    expect(thread.items.map((t) => [t.id, t.author, t.body])).toEqual([
+      [1000, 'octokit-fixture-user-b', 'I tried "open sesame" as seen on Wikipedia but no luck!'],
+      [1001, 'octokit-fixture-user-a', 'I’ve waited all year long, but there was no pop 😭'],
     ]);
   });
 
@@ -129,7 +141,7 @@ describe('GitHub reads', () => {
     const again = await fetchReleases(c, R, { per_page: 5 });
     expect(again).toEqual(first);
     const req = gh.seen[before]!;
-    expect(req.headers['if-none-match']).toMatch(/^W\/"/);
+    expect(req.headers['if-none-match']).toBe('"00000000000000000000000000000000"');
     expect(c.stats.notModified).toBe(1);
     expect(readdirSync(join(cache, 'github')).length).toBeGreaterThan(0);
     // Another identity does not share the cache: its first request is unconditional.
@@ -144,7 +156,7 @@ describe('GitHub reads', () => {
       path: /\/contributors$/,
       status: 403,
       headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) },
-      body: fixture('error-primary-rate-limit.json'),
+      body: derived('error-primary-rate-limit'),
     });
     const before = gh.seen.length;
     const r = await fetchContributors(client(), R, {});
@@ -161,7 +173,7 @@ describe('GitHub reads', () => {
       path: /\/pulls$/,
       status: 403,
       headers: { 'retry-after': '7' },
-      body: fixture('error-secondary-rate-limit.json'),
+      body: derived('error-secondary-rate-limit'),
     });
     const r = await fetchPullRequests(client(), R, { per_page: 7 });
     expect(r.items).toHaveLength(1);
@@ -171,8 +183,8 @@ describe('GitHub reads', () => {
   it('retries a 5xx and succeeds', async () => {
     gh.next({ path: /\/comments$/, status: 502, body: { message: 'Server Error' } });
     const before = gh.seen.length;
-    const r = await fetchThreadComments(client(), R, { number: 12, per_page: 9 });
-    expect(r.items).toHaveLength(1);
+    const r = await fetchThreadComments(client(), R, { number: 13, per_page: 9 });
+    expect(r.items).toHaveLength(2);
     expect(gh.seen.length - before).toBe(2);
   });
 
@@ -185,9 +197,9 @@ describe('GitHub reads', () => {
   });
 
   it('says plainly when the repository does not exist', async () => {
-    const e = await zzError(fetchIssues(client(), { owner: 'octo-org', repo: 'nope' }, {}));
+    const e = await zzError(fetchIssues(client(), { owner: R.owner, repo: 'nope' }, {}));
     expect(e.code).toBe('not_found');
-    expect(e.message).toMatch(/issues of octo-org\/nope \(404\)/);
+    expect(e.message).toMatch(/issues of octokit-fixture-org\/nope \(404\)/);
   });
 
   it('says plainly when the token is refused, without echoing it', async () => {

@@ -7,7 +7,7 @@ import { createGitHub } from '../../src/github/index.js';
 import { OWNER } from '../helpers/core-fixture.js';
 import { addFixture } from '../helpers/ladder-fixture.js';
 import { makeRepo } from '../helpers/temp-repo.js';
-import { startFakeGitHub } from './fake-github.js';
+import { REPO, startFakeGitHub } from './fake-github.js';
 
 // `zz ladder build --github` on a real repository against the fake GitHub: issues, pull requests
 // (never also an issue), release notes on the tag's rung, contributors; then a rebuild with
@@ -25,7 +25,7 @@ beforeAll(async () => {
   cache = mkdtempSync(join(tmpdir(), 'zz-gh-ladder-'));
   ({ dir, cleanup } = makeRepo('zz-gh-ladder-'));
   addFixture(dir);
-  repo = await ZzRepo.open(dir, { key: 'octo-org/hello-world' });
+  repo = await ZzRepo.open(dir, { key: `${REPO.owner}/${REPO.repo}` });
   await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
 });
 afterAll(async () => {
@@ -40,7 +40,7 @@ const build = () =>
     actor: OWNER.actor,
     github: {
       client: createGitHub({ token: TOKEN, baseUrl: gh.url, cacheDir: cache, secondMs: 5 }),
-      repo: { owner: 'octo-org', repo: 'hello-world' },
+      repo: REPO,
     },
   });
 
@@ -49,32 +49,37 @@ describe('ladder build --github', () => {
     const r = await build();
     expect(r.committed).toBe(true);
     const { state } = await readLadder(repo);
-    const issue = state.get('_issues/12')!;
-    expect(issue).toMatchObject({
-      kind: 'issue',
-      title: '#12 Retry uploads when the connection drops',
-    });
-    expect(issue.summary).toMatch(
-      /^Open issue by octocat \(bug\)\. Uploads fail on flaky networks/,
-    );
+    // Thirteen recorded issues over five Link-paged pages.
+    const issues = [...state.keys()].filter((p) => p.startsWith('_issues/'));
+    expect(issues).toHaveLength(13);
+    const issue = state.get('_issues/13')!;
+    expect(issue).toMatchObject({ kind: 'issue', title: '#13 Test issue 13' });
+    expect(issue.summary).toMatch(/^Open issue by octokit-fixture-user-a\. /);
     // Its thread, summarised.
-    expect(issue.summary).toMatch(/1 comment by hubot; latest \(hubot\): Seen on CI too/);
-    expect(issue.detail).toMatch(/^Updated 2026-11-30T09:00:00Z$/m);
-    expect(state.get('_issues/3')!.summary).toMatch(/^Closed issue by octocat \(docs\)\./);
-    // Pull request #11 is a pull request rung only.
-    expect(state.has('_issues/11')).toBe(false);
-    expect(state.get('_pulls/11')!.summary).toMatch(
-      /^Open pull request by hubot from retries into main\. Fixes #12/,
+    expect(issue.summary).toMatch(
+      /2 comments by octokit-fixture-user-b, octokit-fixture-user-a; latest \(octokit-fixture-user-a\): I’ve waited all year long/,
     );
+    expect(issue.detail).toMatch(/^Updated 2017-10-10T16:00:00Z$/m);
+    expect(issue.detail).toContain('--- octokit-fixture-user-b at 2017-10-10T16:00:00Z');
+    expect(state.get('_issues/1')!.summary).toBe('Open issue by octokit-fixture-user-a.');
+    // Pull request #14 is a pull request rung only.
+    expect(state.has('_issues/14')).toBe(false);
+    expect(state.get('_pulls/14')!.summary).toBe(
+      'Open pull request by octokit-fixture-user-b from test-branch into master. Fixes #13.',
+    );
+    expect(state.get('_pulls/14')!.symbols).toEqual(['Foo', 'bAr', 'baZ', 'test-branch']);
     const rel = state.get('_releases/v1.0.0')!;
-    expect(rel.summary).toMatch(/Release notes: .*Uploads retry with backoff/);
-    expect(rel.detail).toContain('https://github.com/octo-org/hello-world/releases/tag/v1.0.0');
-    expect(rel.anchor).toBeDefined();
-    expect(state.get('_people/octocat')!.summary).toBe(
-      'octocat: 32 commits to octo-org/hello-world. Opened issues #12, #3.',
+    expect(rel.title).toBe('Version 1.0.0');
+    expect(rel.summary).toMatch(/Release notes: Initial release/);
+    expect(rel.detail).toContain(
+      'https://github.com/octokit-fixture-org/hello-world/releases/tag/v1.0.0',
     );
-    expect(state.get('_people/hubot')!.summary).toMatch(
-      /^hubot \(bot\): 5 commits.*pull requests #11/,
+    expect(rel.anchor).toBeDefined();
+    expect(state.get('_people/octokit-fixture-user-a')!.summary).toBe(
+      'octokit-fixture-user-a: 32 commits to octokit-fixture-org/hello-world. Opened issues #13, #12, #11, #10, #9, #8, #7, #6.',
+    );
+    expect(state.get('_people/octokit-fixture-user-b')!.summary).toBe(
+      'octokit-fixture-user-b (bot): 5 commits to octokit-fixture-org/hello-world. Opened pull requests #14.',
     );
   });
 
@@ -85,7 +90,7 @@ describe('ladder build --github', () => {
     const asked = gh.seen.slice(before);
     expect(asked.length).toBeGreaterThan(0);
     // Issues are asked since the newest update already in the Ladder.
-    expect(asked.find((s) => /\/issues\?/.test(s.url))!.url).toContain('since=2026-11-30T09');
+    expect(asked.find((s) => /\/issues\?/.test(s.url))!.url).toContain('since=2017-10-10T16');
     expect(asked.filter((s) => s.headers['if-none-match'] !== undefined).length).toBeGreaterThan(0);
   });
 });

@@ -10,6 +10,7 @@ import {
   type SetRepoResult,
 } from '../../search/index.js';
 import { LADDER_REF, type CommitEvent, type ZzRepo } from '../zz-repo.js';
+import { mentionsOf } from './extract/mentions.js';
 import { readLadder } from './ladder.js';
 import { pathsOfOp, type LadderState } from './ladder-state.js';
 
@@ -20,12 +21,16 @@ import { pathsOfOp, type LadderState } from './ladder-state.js';
 // the ref watcher. Every update re-reads the ref, so a missed or coalesced signal only delays.
 
 export function toIndexRung(r: Rung): IndexRung {
+  // A file's index entry also holds the words its comments and messages use (the outline's
+  // "Mentions:" line), so a reader's wording finds the file that explains itself in prose.
+  const mentions = r.kind === 'file' ? mentionsOf(r.detail) : [];
+  const symbols = mentions.length > 0 ? [...(r.symbols ?? []), ...mentions] : r.symbols;
   return {
     path: r.path,
     kind: r.kind,
     title: r.title,
     summary: r.summary,
-    ...(r.symbols ? { symbols: r.symbols } : {}),
+    ...(symbols ? { symbols } : {}),
     anchor: r.anchor ?? null,
   };
 }

@@ -28,7 +28,11 @@ import {
   usedNames,
   type ClassOutline,
 } from './members.js';
+import { mentionedWords, mentionsLine } from './mentions.js';
 import { type Extract, MAX_DETAIL_CHARS, MAX_FILE_SYMBOLS, MAX_SYMBOLS } from './types.js';
+
+/** The words of an identifier (`parseConfigFile` → parse, Config, File). */
+const NAME_WORDS = /[A-Z]?[a-z]+|[A-Z]+(?![a-z])/g;
 
 // --- languages -----------------------------------------------------------------------------
 
@@ -181,7 +185,7 @@ export function jsFacts(path: string, src: string): CodeFacts {
       local.push(name);
     }
   }
-  const { lead: top, generated } = leadFromComments(leadingComments(src));
+  const { lead: top, generated } = leadFromComments(fileComments(path, src));
   let lead = top;
   // Without a file comment, the doc of the export named like the file speaks for the file;
   // the doc of merely the first export is shown as that export's.
@@ -218,6 +222,23 @@ export function jsFacts(path: string, src: string): CodeFacts {
     facts.verb = `re-exporting${facts.symbols.length > 0 ? '' : ' everything'} from ${listOf(from, 3)}${facts.symbols.length > 0 ? ':' : ''}`;
   }
   return facts;
+}
+
+/**
+ * The leading comments that speak for the file: a line comment glued to the constant or
+ * variable right under it (no blank line between) documents that constant, not the file
+ * (postcss's stringifier.js opens with "Characters that end an at-rule name…").
+ */
+function fileComments(path: string, src: string) {
+  const comments = leadingComments(src);
+  const last = comments[comments.length - 1];
+  if (last && src.startsWith('//', last.start)) {
+    const next = /^[ \t]*(?:export[ \t]+)?(?:const|let|var)[ \t]+([A-Za-z_$][\w$]*)/.exec(
+      src.slice(last.end, last.end + 200),
+    );
+    if (next && !namesLikeFile(path).has(normName(next[1]!))) comments.pop();
+  }
+  return comments;
 }
 
 export const JS_KEYWORDS = new Set([
@@ -509,13 +530,17 @@ export function codeSummary(
   const declared = uniq([...e.symbols, ...extra]);
   // Last, the names the body uses most: what the code is about beyond what it declares.
   e.symbols = uniq([...declared, ...(facts.used ?? [])]).slice(0, MAX_FILE_SYMBOLS);
-  const detail = outline(facts, lines);
+  // The words its comments and messages use beyond those its names carry (mentions.ts).
+  const named = new Set(
+    e.symbols.flatMap((x) => x.match(NAME_WORDS) ?? []).map((w) => w.toLowerCase()),
+  );
+  const detail = outline(facts, lines, isDecl ? [] : mentionedWords(src, named));
   if (detail) e.detail = detail;
   return e;
 }
 
 /** The file's outline for `ladder_read`: exports, classes with members, functions, size. */
-function outline(facts: CodeFacts, lines: number): string | null {
+function outline(facts: CodeFacts, lines: number, mentions: readonly string[]): string | null {
   const out: string[] = [];
   if (facts.symbols.length > 0) out.push(`Exports: ${facts.symbols.join(', ')}`);
   for (const c of facts.classes ?? []) {
@@ -525,6 +550,7 @@ function outline(facts: CodeFacts, lines: number): string | null {
   if (facts.functions && facts.functions.length > 0)
     out.push(`Functions: ${facts.functions.join(', ')}`);
   if (facts.tests && facts.tests.length > 0) out.push(`Tests: ${facts.tests.join('; ')}`);
+  if (mentions.length > 0) out.push(mentionsLine(mentions));
   if (out.length === 0) return null;
   out.push(`${plural(lines, 'line')}.`);
   return out.join('\n').slice(0, MAX_DETAIL_CHARS);

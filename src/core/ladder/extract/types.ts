@@ -2,7 +2,7 @@
 
 import type { RungGenerator } from '../../../schema/rung.js';
 
-export const EXTRACT_VERSION = 'extract-2';
+export const EXTRACT_VERSION = 'extract-3';
 
 /** Larger files are not summarised (generated bundles, data dumps). */
 export const MAX_FILE_BYTES = 512 * 1024;

@@ -1,0 +1,326 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import * as zlib from 'node:zlib';
+
+// Writes a set of objects as one packfile plus its index, the way `git index-pack` leaves a
+// fetched pack: a commit of a few thousand objects (a full Ladder build) costs two files and
+// two fsyncs instead of a few thousand loose files, their fsyncs and a flood in objects/??/.
+//
+// Format (git's Documentation/gitformat-pack.adoc, SHA-1 repositories only):
+// - pack: "PACK", version 2, object count (all big-endian u32); per object an undeltified
+//   entry: a size varint whose first byte holds the 3-bit type (commit 1, tree 2, blob 3) and
+//   the low 4 bits of the size (later bytes 7 bits each, least significant first), then the
+//   zlib stream of the body (no "type size\0" header, unlike a loose object); trailer: the SHA-1
+//   of everything before it.
+// - idx v2: "\377tOc", version 2, a 256-entry fan-out (count of oids whose first byte is ≤ i),
+//   the sorted oids, the CRC32 (zlib's) of each packed entry (header + compressed bytes), u32
+//   offsets whose MSB marks an index into the u64 table that follows (packs past 2 GiB), the
+//   pack's checksum, and the SHA-1 of the index itself.
+// - name: pack-<pack checksum>.{pack,idx}, as current git names packs.
+//
+// Order, as git does it (pack-write.c stage_tmp_packfiles then rename_tmp_packfile_idx,
+// "tb/pack-finalize-ordering", git 2.34): both files are written as tmp_* files and fsynced,
+// then the .pack is renamed into place, the .idx last, then objects/pack/ is fsynced. Git finds
+// packs by listing *.idx files (packfile.c add_packed_git is handed an .idx path and looks for
+// the .pack beside it), so a pack becomes visible at the moment its .idx appears, and it must
+// be complete then: a reader must never see an index whose pack is missing or partial. A crash
+// between the two renames leaves a .pack without .idx, which every git ignores (count-objects
+// calls it garbage) exactly as it would after git's own crash at that point; a crash earlier
+// leaves tmp_* files, which `git gc` (prune) removes once they are old.
+//
+// All of it completes before writePack resolves, and so before any ref may point at its objects
+// (the caller moves refs only after). A git process that is already running (our long-lived
+// `git cat-file --batch`) re-scans objects/pack when it misses an object, so it sees the new
+// pack without a restart (test/git/pack-writer.test.ts proves it).
+//
+// Concurrent `git gc`: repack deletes only the packs it listed when it started, and objects of
+// a pack written since are in no such list; if it did list ours before our ref moved, its
+// unreachable objects are kept (loosened with the pack's fresh mtime, or put in a cruft pack),
+// never pruned. Hazard: a manual `git repack -a -d` (without -A: it drops unreachable objects
+// of the packs it replaces) that lists our pack in the moment between its .idx appearing and
+// our ref moving would drop its objects, and the ref would then point at missing ones. `git
+// fetch` guards that window with a .keep file (index-pack --keep); we do not, because a crash
+// would leave the .keep behind and the pack excluded from every later repack. `git gc` and gc
+// --auto (what the daemon runs) use -A or cruft packs and are safe; so is loose-object writing.
+// An object already in the repository is written again here, like a loose rewrite freshens its
+// mtime (see ObjectWriter.write).
+
+/** objects.ts's ObjectType, spelled out here: objects.ts imports this module, not the reverse. */
+export type PackObjectType = 'blob' | 'tree' | 'commit';
+
+export interface PackEntry {
+  oid: string;
+  type: PackObjectType;
+  /** The object's content, without the loose "type size\0" header. */
+  body: Buffer;
+}
+
+export interface WrittenPack {
+  /** The pack's checksum, hex: the files are objects/pack/pack-<name>.{pack,idx}. */
+  name: string;
+  /** Objects in the pack (duplicates in the input are written once). */
+  count: number;
+  bytes: number;
+}
+
+const TYPE_CODE: Record<PackObjectType, number> = { commit: 1, tree: 2, blob: 3 };
+
+/** zlib level for pack entries: the Ladder's rung blobs are small JSON, speed matters more. */
+const LEVEL = 1;
+/**
+ * The zlib window for a body of `size` bytes: no larger than the body needs. zlib allocates
+ * state in proportion to the window (256 KiB at the default 15 bits), for every one of a few
+ * thousand small rung blobs; sized windows halved the deflate time of a Ladder build's pack
+ * (a 2,400-object micro-benchmark: 135 → 64 ms under load). Any inflater reads such a stream
+ * (the window size is in its header, and git inflates with the largest window).
+ */
+function windowBitsFor(size: number): number {
+  return Math.min(15, Math.max(9, Math.ceil(Math.log2(size + 1))));
+}
+
+/** Buffers handed to one write system call (below any IOV_MAX). */
+const WRITE_CHUNK = 512;
+
+const TMP_PREFIX = randomBytes(4).toString('hex');
+let tmpCounter = 0;
+
+/** A pack entry's header: type and size, as a little-endian base-128 varint. */
+export function entryHeader(type: PackObjectType, size: number): Buffer {
+  const bytes: number[] = [];
+  let c = (TYPE_CODE[type] << 4) | (size & 0x0f);
+  // Sizes past 2^31 are written with division, not shifts, which would wrap at 32 bits.
+  let rest = Math.floor(size / 16);
+  while (rest > 0) {
+    bytes.push(c | 0x80);
+    c = rest & 0x7f;
+    rest = Math.floor(rest / 128);
+  }
+  bytes.push(c);
+  return Buffer.from(bytes);
+}
+
+/** The encoded pack and index, before anything touches the disk. */
+export interface EncodedPack {
+  /** The pack file's contents, in order (header, entries, trailer). */
+  pack: Buffer[];
+  idx: Buffer;
+  name: string;
+  count: number;
+  bytes: number;
+}
+
+export function encodePack(objects: readonly PackEntry[]): EncodedPack {
+  // One entry per oid: an index with a duplicate name is corrupt.
+  const unique = new Map<string, PackEntry>();
+  for (const o of objects) {
+    if (!/^[0-9a-f]{40}$/.test(o.oid)) throw new Error(`pack: not a SHA-1 object id: ${o.oid}`);
+    if (!unique.has(o.oid)) unique.set(o.oid, o);
+  }
+  const entries = [...unique.values()];
+  const header = Buffer.alloc(12);
+  header.write('PACK', 0, 'latin1');
+  header.writeUInt32BE(2, 4);
+  header.writeUInt32BE(entries.length, 8);
+  const pack: Buffer[] = [header];
+  const sum = createHash('sha1').update(header);
+  const index: Array<{ oid: string; offset: number; crc: number }> = [];
+  let offset = header.length;
+  for (const e of entries) {
+    const head = entryHeader(e.type, e.body.length);
+    const data = zlib.deflateSync(e.body, {
+      level: LEVEL,
+      windowBits: windowBitsFor(e.body.length),
+    });
+    index.push({ oid: e.oid, offset, crc: crc32(data, crc32(head)) });
+    pack.push(head, data);
+    sum.update(head).update(data);
+    offset += head.length + data.length;
+  }
+  const checksum = sum.digest();
+  pack.push(checksum);
+  const idx = encodeIndex(index, checksum);
+  return {
+    pack,
+    idx,
+    name: checksum.toString('hex'),
+    count: entries.length,
+    bytes: offset + checksum.length,
+  };
+}
+
+export function encodeIndex(
+  index: Array<{ oid: string; offset: number; crc: number }>,
+  packChecksum: Buffer,
+): Buffer {
+  // Lowercase hex sorts as the bytes do.
+  index.sort((a, b) => (a.oid < b.oid ? -1 : a.oid > b.oid ? 1 : 0));
+  const n = index.length;
+  const large = index.filter((e) => e.offset > 0x7fffffff).length;
+  const out = Buffer.alloc(8 + 256 * 4 + n * (20 + 4 + 4) + large * 8 + 40);
+  out.writeUInt32BE(0xff744f63, 0); // "\377tOc"
+  out.writeUInt32BE(2, 4);
+  const fanout = 8;
+  const names = fanout + 256 * 4;
+  const crcs = names + n * 20;
+  const offsets = crcs + n * 4;
+  const offsets64 = offsets + n * 4;
+  const counts = new Array<number>(256).fill(0);
+  let nextLarge = 0;
+  index.forEach((e, i) => {
+    counts[parseInt(e.oid.slice(0, 2), 16)]!++;
+    out.write(e.oid, names + i * 20, 'hex');
+    out.writeUInt32BE(e.crc >>> 0, crcs + i * 4);
+    if (e.offset > 0x7fffffff) {
+      out.writeUInt32BE((0x80000000 | nextLarge) >>> 0, offsets + i * 4);
+      out.writeBigUInt64BE(BigInt(e.offset), offsets64 + nextLarge * 8);
+      nextLarge++;
+    } else {
+      out.writeUInt32BE(e.offset, offsets + i * 4);
+    }
+  });
+  let running = 0;
+  for (let b = 0; b < 256; b++) {
+    running += counts[b]!;
+    out.writeUInt32BE(running, fanout + b * 4);
+  }
+  const trailer = offsets64 + large * 8;
+  packChecksum.copy(out, trailer);
+  createHash('sha1')
+    .update(out.subarray(0, trailer + 20))
+    .digest()
+    .copy(out, trailer + 20);
+  return out;
+}
+
+/**
+ * Writes `objects` as objects/pack/pack-<checksum>.{pack,idx} (see the order above). With
+ * `fsync`, both files and the directory entries are on disk when this resolves.
+ */
+export async function writePack(
+  gitdir: string,
+  objects: readonly PackEntry[],
+  opts: { fsync?: boolean } = {},
+): Promise<WrittenPack> {
+  const enc = encodePack(objects);
+  const dir = join(gitdir, 'objects', 'pack');
+  const madeDir = await fsp.mkdir(dir).then(
+    () => true,
+    (e: unknown) => {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      return false;
+    },
+  );
+  const tag = `zz_${process.pid}_${TMP_PREFIX}${(tmpCounter++).toString(36)}`;
+  // `tmp_` is the prefix `git prune` sweeps from objects/pack once stale.
+  const tmpPack = join(dir, `tmp_pack_${tag}`);
+  const tmpIdx = join(dir, `tmp_idx_${tag}`);
+  const final = join(dir, `pack-${enc.name}`);
+  try {
+    await Promise.all([
+      writeFileDurably(tmpPack, enc.pack, opts.fsync ?? false),
+      writeFileDurably(tmpIdx, [enc.idx], opts.fsync ?? false),
+    ]);
+    await renameInto(tmpPack, `${final}.pack`);
+    await renameInto(tmpIdx, `${final}.idx`);
+  } catch (e) {
+    await Promise.all([fsp.rm(tmpPack, { force: true }), fsp.rm(tmpIdx, { force: true })]);
+    throw e;
+  }
+  if (opts.fsync) {
+    await Promise.all([syncDir(dir), madeDir ? syncDir(join(gitdir, 'objects')) : undefined]);
+  }
+  return { name: enc.name, count: enc.count, bytes: enc.bytes };
+}
+
+/**
+ * Renames a tmp file into place. The same objects written the same way make the same pack name,
+ * and then the file in place has the same bytes (the name is their checksum): where a read-only
+ * file cannot be replaced (Windows), keeping it is as good.
+ */
+async function renameInto(tmp: string, final: string): Promise<void> {
+  try {
+    await fsp.rename(tmp, final);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const kept = code === 'EPERM' || code === 'EACCES' || code === 'EEXIST';
+    if (
+      !kept ||
+      !(await fsp.stat(final).then(
+        () => true,
+        () => false,
+      ))
+    )
+      throw e;
+    await fsp.rm(tmp, { force: true });
+  }
+}
+
+async function writeFileDurably(path: string, parts: Buffer[], fsync: boolean): Promise<void> {
+  // Read-only like git's packs; 'wx': a tmp name is never reused.
+  const fh = await fsp.open(path, 'wx', 0o444);
+  try {
+    for (let i = 0; i < parts.length; i += WRITE_CHUNK) {
+      let chunk = parts.slice(i, i + WRITE_CHUNK);
+      let want = chunk.reduce((s, b) => s + b.length, 0);
+      // writev may write less than asked (a full disk, a signal): go on from where it stopped.
+      while (want > 0) {
+        const { bytesWritten } = await fh.writev(chunk);
+        if (bytesWritten === want) break;
+        if (bytesWritten <= 0) throw new Error(`pack: short write to ${path}`);
+        chunk = skipBytes(chunk, bytesWritten);
+        want -= bytesWritten;
+      }
+    }
+    if (fsync) await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+function skipBytes(bufs: Buffer[], n: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (const b of bufs) {
+    if (n >= b.length) n -= b.length;
+    else {
+      out.push(n > 0 ? b.subarray(n) : b);
+      n = 0;
+    }
+  }
+  return out;
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const d = await fsp.open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
+}
+
+// zlib's CRC-32 (the polynomial 0xEDB88320, reflected). Node's zlib.crc32 exists only from
+// 20.15/22.2 and package.json allows 20.11, so a table version stands in where it is missing.
+const CRC_TABLE = (() => {
+  const t = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c;
+  }
+  return t;
+})();
+
+/** The table version of CRC-32 (exported for the test that compares it with zlib's). */
+export function crc32Table(buf: Buffer, prev = 0): number {
+  let c = ~prev;
+  for (let i = 0; i < buf.length; i++) c = CRC_TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
+  return ~c >>> 0;
+}
+
+const nativeCrc32 = (zlib as { crc32?: (data: Buffer, value?: number) => number }).crc32;
+
+/** CRC-32 of `buf`, continuing from `prev` (the CRC of the bytes before it). */
+export const crc32: (buf: Buffer, prev?: number) => number = nativeCrc32
+  ? (buf, prev = 0) => nativeCrc32(buf, prev)
+  : crc32Table;

@@ -9,6 +9,8 @@ export function sh(cwd: string, ...args: string[]): string {
     encoding: 'utf8',
     env: { ...process.env, GIT_AUTHOR_DATE: '', GIT_COMMITTER_DATE: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // `rev-list --objects` of a history the faster write path grew past the 1 MiB default.
+    maxBuffer: 256 * 1024 * 1024,
   }).trim();
 }
 

@@ -1,7 +1,9 @@
 // Synthetic but realistic Ladder rungs for the search benchmark: paths, titles, camelCase
 // symbols and summaries shaped like the extractive summariser's output, over a Zipf-weighted
 // vocabulary of common code words plus words that belong to one repository's domain.
-// Deterministic (seeded), so runs are comparable.
+// Deterministic (seeded with the tests' one PRNG), so runs are comparable.
+
+import { prng as rng } from '../test/helpers/seeded.js';
 
 export type BenchKind =
   | 'repo'
@@ -63,18 +65,6 @@ const EXTS: Record<string, string[]> = {
   go: ['go', 'go', 'go', 'mod', 'md', 'yaml'],
   rs: ['rs', 'rs', 'rs', 'toml', 'md'],
 };
-
-/** Mulberry32: small, fast, good enough for test data. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SYLLABLES =
   'ka lo mi nu ra te vo zi pe sa du fe gi ho ja ke li mo ne po qu ri su ta ve wa xi yo ze'.split(

@@ -42,16 +42,24 @@ export function initCommand(y: Argv, io: CliIO): Argv {
       const repo = await ZzRepo.open(io.cwd);
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
-        const { personKey } = await import('../core/sync/index.js');
+        const { personKeyInfo } = await import('../core/sync/index.js');
+        const signing = await personKeyInfo(owner, io.env, io.cwd);
         const report = await zzInit(repo, {
           owner,
-          signingKey: await personKey(owner, io.env),
+          signingKey: signing.key,
           signed: !!a.signed,
           visibility: a.public ? 'public' : 'private',
           hookCommand: installedZz(),
           noFetch: a.fetch === false,
         });
-        if (a.json) return print(io, report, true);
+        const signingKey = {
+          file: signing.file,
+          created: signing.created,
+          source: signing.source,
+          public_key: signing.key.publicKey,
+          ...(signing.note ? { note: signing.note } : {}),
+        };
+        if (a.json) return print(io, { ...report, signing_key: signingKey }, true);
         const lines = [
           report.created_config
             ? `Initialised zz for ${report.repo} (owner ${owner}).`
@@ -63,9 +71,22 @@ export function initCommand(y: Argv, io: CliIO): Argv {
           lines.push(`Added ${`+refs/zz/*:refs/zz-remotes/${r}/*`} to remote ${r}.`);
         for (const f of report.fetch_failed)
           lines.push(`Could not fetch from ${f.remote}: ${f.error}`);
+        lines.push(
+          signing.created
+            ? `Made a signing key for ${owner}: ${signing.file} (${signing.key.publicKey}).`
+            : `Signing as ${owner} with ${signing.file}${signing.source === 'git' ? ' (git user.signingkey)' : ''}.`,
+        );
+        if (signing.note) lines.push(`Not signing with git's key: ${signing.note}.`);
+        if (report.created_repo_lane && !report.created_config) lines.push('Created lane _repo.');
+        if (report.signatures_turned_on) lines.push('Every zz op must now be signed.');
         for (const h of report.hooks_installed) lines.push(`Installed hook ${h}.`);
+        if (report.hook_command_updated && report.hooks_installed.length === 0)
+          lines.push('Updated the zz the hooks run.');
         for (const h of report.hooks_skipped) lines.push(`Skipped hook ${h.hook}: ${h.reason}`);
-        io.stdout(lines.join('\n') + '\n');
+        for (const n of report.notes) lines.push(n);
+        if (report.nothing_changed) lines.push('Nothing to change.');
+        // Paths and notes come from git config and the file system: shown, never executed.
+        io.stdout(lines.map((l) => neutralize(l)).join('\n') + '\n');
       } finally {
         repo.close();
       }

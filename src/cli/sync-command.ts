@@ -35,7 +35,7 @@ export function formatSyncReport(r: SyncReport): string {
   }
   for (const x of r.rejected) {
     lines.push(
-      `  refused at merge: ${safe(x.op)} by ${safe(x.actor)} in ${short(x.ref)} (${x.reason})`,
+      `  refused: ${safe(x.op)} by ${safe(x.actor)} in ${short(x.ref)} (${x.reason}${x.needed ? `: needs ${x.needed}` : ''})`,
     );
   }
   for (const q of r.quarantined) {

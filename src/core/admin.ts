@@ -120,6 +120,11 @@ export type RepoStateResult = {
   initialised: boolean;
   visibility: 'private' | 'public' | null;
   default_branch: string;
+  /**
+   * Whether imported ops must be signed by a key of their actor (else they are folded and
+   * marked `unsigned` in lane_get history and lane_events).
+   */
+  signatures_required: boolean;
   roles: { owner: boolean; coordinator_of: string[]; maintainer_of: string[] };
   lanes: Array<{
     lane_id: string;
@@ -147,6 +152,7 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
     initialised: !!config,
     visibility: config?.visibility ?? null,
     default_branch: await repo.defaultBranch(),
+    signatures_required: snap.state.signed,
     roles: {
       owner: !!(config && actor && isOwner(config, actor)),
       coordinator_of:

@@ -2,7 +2,8 @@ import { ZzError } from '../errors.js';
 import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
-import { pageEnd, readLane, readLanes } from './lanes.js';
+import { readLane, readLanes } from './lanes.js';
+import { pageEnd } from './paging.js';
 import { askView, leaseExpired, type AskView } from './views.js';
 import type { ZzRepo } from './zz-repo.js';
 

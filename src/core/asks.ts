@@ -2,25 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
-import {
-  assertSelf,
-  inScope,
-  isCoordinator,
-  requireCaller,
-  scopeDenied,
-  type Caller,
-} from './access.js';
+import { inScope, isCoordinator, requireCaller, scopeDenied, type Caller } from './access.js';
 import { changesetChanges } from './changesets-policy.js';
 import { assertKnownKind, kindRule } from './kinds.js';
-import { unexpectedOp, writeOp } from './write-op.js';
+import { unexpectedOp, writeOp, type WriteContext } from './write-op.js';
 import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
-import { mutationOpts, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
+import { readLane, type WriteMeta, type WriteOpts } from './lanes.js';
 import {
   askView,
   askViews,
   assertLiveClaim,
   blockedBy,
+  holdsLiveClaim,
   leaseExpired,
   type AskView,
 } from './views.js';
@@ -29,6 +23,8 @@ import { CHANGESETS_PREFIX, type ZzRepo } from './zz-repo.js';
 // Ask use cases: post, query, claim (one or the next), release, answer. The workflow follow-ups
 // an answer triggers (review, submit, rework) are decided in workflow.ts and land in the same
 // commit as the answer.
+
+type CallerAndConfig = Omit<WriteContext, 'meta'>;
 
 export const DEFAULT_LEASE_SECONDS = 30 * 60;
 export const newChangesetId = () => 'cs-' + randomBytes(5).toString('hex');
@@ -249,7 +245,7 @@ export async function askClaim(
         );
       }
       const until = new Date(meta.now.getTime() + lease * 1000).toISOString();
-      const renewed = ask.state === 'claimed' && ask.holder === caller.actor && !expired;
+      const renewed = holdsLiveClaim(ask, caller.actor, meta.now);
       return {
         op: 'ask_claim',
         summary: `ask_claim ${ask.ask_id} by ${caller.actor}`,
@@ -427,11 +423,7 @@ export async function askAnswer(
   callerIn: Caller | null,
   args: AskAnswerArgs,
 ): Promise<{ ask: AskView; follow_ups: AskView[]; changeset_id: string | null } & WriteMeta> {
-  const caller = requireCaller(callerIn);
-  assertSelf(caller, args.actor, 'actor');
-  const config = await repo.requireConfig();
-
-  const check = (s: LaneState, now: Date): AskDoc => {
+  const check = (s: LaneState, now: Date, { caller, config }: CallerAndConfig): AskDoc => {
     const lane = laneOf(s, args.lane_id);
     const ask = getAsk(s, args.lane_id, args.ask_id);
     if (ask.state === 'answered')
@@ -467,34 +459,37 @@ export async function askAnswer(
     return ask;
   };
 
-  // A changeset's objects are written before the answer (and its ref after it), so a refused
-  // answer moves no ref and a crash leaves at worst unreachable objects.
   let changesetId: string | null = null;
   let changesetCommit: string | null = null;
-  // A retry with a used idempotency_key replays the recorded answer (and repairs the ref
-  // below); it must not be re-checked against the now answered Ask nor write a new commit.
-  const retry =
-    args.idempotency_key !== undefined &&
-    (await repo.lane(args.lane_id).priorOp(caller.actor, args.idempotency_key)) !== undefined;
-  if (args.changeset && !retry) {
-    check((await readLane(repo, args.lane_id)).state, repo.clock());
-    // The one path policy, against the base, before anything is written (hardening 11.8).
-    const changes = await changesetChanges(repo, args.changeset.base, args.changeset.files);
-    changesetId = newChangesetId();
-    changesetCommit = await repo.store.writeCodeCommit({
-      base: args.changeset.base,
-      changes,
-      message: args.changeset.message,
-      author: caller.actor,
-    });
-  }
-
   const { actor: _a, idempotency_key: _k, expected_revision: _r, ...request } = args;
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request: { tool: 'ask_answer', args: request },
-    decide: (s, meta) => {
-      const ask = check(s, meta.now);
+  const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
+    tool: 'ask_answer',
+    request,
+    // A changeset's objects are written before the answer (and its ref after it), so a refused
+    // answer moves no ref and a crash leaves at worst unreachable objects.
+    check: async (ctx) => {
+      if (!args.changeset) return;
+      // A retry with a used idempotency_key replays the recorded answer (and repairs the ref
+      // below); it must not be re-checked against the now answered Ask nor write a new commit.
+      if (
+        args.idempotency_key !== undefined &&
+        (await repo.lane(args.lane_id).priorOp(ctx.caller.actor, args.idempotency_key)) !==
+          undefined
+      )
+        return;
+      check((await readLane(repo, args.lane_id)).state, repo.clock(), ctx);
+      // The one path policy, against the base, before anything is written (hardening 11.8).
+      const changes = await changesetChanges(repo, args.changeset.base, args.changeset.files);
+      changesetId = newChangesetId();
+      changesetCommit = await repo.store.writeCodeCommit({
+        base: args.changeset.base,
+        changes,
+        message: args.changeset.message,
+        author: ctx.caller.actor,
+      });
+    },
+    decide: (s, ctx) => {
+      const ask = check(s, ctx.meta.now, ctx);
       const followUps = followUpsFor(s, ask, args, changesetId);
       const main: LaneOpSpec = {
         op: 'ask_answer',

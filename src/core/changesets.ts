@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import { isAncestor, mergeTrees, TreeReader, updateBranch } from '../git/branch-update.js';
 import { printable, readCommit, type GitRepository } from '../git/index.js';
+import { KeyedQueue } from '../local/index.js';
 import type { AskDoc } from '../schema/lane.js';
 import { checkChangeset, checkFiles, type ChangeFileInput } from './changesets-policy.js';
 import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
-import { mutationOpts, readLane, type WriteMeta } from './lanes.js';
+import { readLane, type WriteMeta } from './lanes.js';
+import { writeOp } from './write-op.js';
 import { askView, holdsLiveClaim, type AskView } from './views.js';
 import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
 
@@ -59,21 +61,7 @@ export function requireGit(repo: ZzRepo): GitRepository {
 
 // One landing at a time per repository in this process: the worktree update and the CAS must
 // not interleave with another landing's. Other processes are held off by git's locks and CAS.
-const queues = new Map<string, Promise<unknown>>();
-
-function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const prev = queues.get(key) ?? Promise.resolve();
-  const run = prev.then(fn, fn);
-  const tail = run.then(
-    () => undefined,
-    () => undefined,
-  );
-  queues.set(key, tail);
-  void tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key);
-  });
-  return run;
-}
+const landings = new KeyedQueue();
 
 const firstLine = (s: string) => (s.split('\n')[0] ?? '').trim();
 const clip = (s: string, n: number) => (s.length <= n ? s : s.slice(0, n - 1) + '…');
@@ -120,10 +108,10 @@ export async function commitChangeset(
   const git = requireGit(repo);
   const config = await repo.requireConfig();
   const { actor: _a, idempotency_key: _k, ...requestArgs } = args;
-  const request = { tool: 'commit_changeset', args: requestArgs };
+  const request = { tool: 'commit_changeset', request: requestArgs };
   const entity = repo.lane(args.lane_id);
 
-  return serialised(git.gitdir, async () => {
+  return landings.run(git.gitdir, async () => {
     // A retry with a used key returns what the first call decided (success or conflict).
     if (args.idempotency_key !== undefined) {
       const prior = await entity.priorOp(caller.actor, args.idempotency_key);
@@ -261,13 +249,12 @@ async function record(
   repo: ZzRepo,
   caller: Caller,
   args: CommitChangesetArgs,
-  request: { tool: string; args: unknown },
+  request: { tool: string; request: unknown },
   landed: (Prepared & { branch: string; worktreeUpdated: boolean }) | null,
 ): Promise<CommitChangesetResult> {
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request,
-    decide: (s, meta): LaneOpSpec[] => {
+  const r = await writeOp(repo, caller, repo.lane(args.lane_id), args, {
+    ...request,
+    decide: (s, { meta }): LaneOpSpec[] => {
       if (!landed) throw new ZzError('internal', 'commit_changeset replay found no prior op');
       const ask = s.asks.get(args.ask_id);
       const answer =
@@ -382,7 +369,7 @@ async function conflict(
   repo: ZzRepo,
   caller: Caller,
   args: CommitChangesetArgs,
-  request: { tool: string; args: unknown },
+  request: { tool: string; request: unknown },
   origin: AskDoc,
   c: ConflictInfo,
 ): Promise<never> {
@@ -414,9 +401,8 @@ async function conflict(
       out: { ask_id: existing.ask_id },
     });
   }
-  const r = await repo.lane(args.lane_id).mutate({
-    ...mutationOpts(caller, args),
-    request,
+  const r = await writeOp(repo, caller, repo.lane(args.lane_id), args, {
+    ...request,
     decide: (): LaneOpSpec => {
       const askId = newAskId();
       const title = clip(

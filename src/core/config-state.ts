@@ -1,3 +1,4 @@
+import { normalizeKeyLine } from '../git/index.js';
 import type { ConfigDoc } from '../schema/config.js';
 import { FORMAT_VERSION } from '../schema/config.js';
 import { parseConfigOp, type ConfigOp } from '../schema/config-ops.js';
@@ -22,6 +23,7 @@ export const OWNER_LEVEL_OPS: ReadonlySet<string> = new Set([
   'role_grant',
   'repo_set_visibility',
   'key_add',
+  'key_remove',
   'repo_require_signatures',
 ]);
 
@@ -42,6 +44,7 @@ export function configOpAllowed(s: ConfigState, op: ConfigOp): boolean {
     case 'repo_require_signatures':
       return s.config !== null && s.config.owners.includes(op.actor);
     case 'key_add':
+    case 'key_remove':
       // An owner registers anyone's key; an actor may add its own (sync then demands the
       // commit be signed by a key an owner registered for it, or by an owner's).
       return (
@@ -72,6 +75,15 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
       if (!list.includes(op.args.key)) {
         s.keys = new Map(s.keys).set(who, [...list, op.args.key]);
       }
+      return [];
+    }
+    case 'key_remove': {
+      const who = op.args.actor;
+      // Keys match by their key material (a comment may differ from the line registered).
+      const gone = normalizeKeyLine(op.args.key);
+      const list = s.keys.get(who) ?? [];
+      const rest = list.filter((k) => normalizeKeyLine(k) !== gone);
+      if (rest.length !== list.length) s.keys = new Map(s.keys).set(who, rest);
       return [];
     }
     case 'repo_require_signatures':

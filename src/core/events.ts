@@ -1,3 +1,4 @@
+import { markUnsigned } from './sync/unsigned.js';
 import { createHash } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
@@ -249,7 +250,7 @@ export async function laneEvents(
   for (;;) {
     const { events, next } = await collect(repo, args, pos, limit);
     if (events.length > 0 || Date.now() >= deadline || signal?.aborted) {
-      return { events, next_cursor: encodeCursor(next) };
+      return { events: await markUnsigned(repo, events), next_cursor: encodeCursor(next) };
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, Math.min(250, Math.max(0, deadline - Date.now())));

@@ -34,13 +34,22 @@ const IDENTITY_ENV = [
   'GIT_CONFIG_SYSTEM',
 ];
 
+/** A git config value as the caller (not this process) sees it; null when unset. */
+export async function callerGitConfig(
+  cwd: string,
+  key: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string | null> {
+  const pass: Record<string, string> = {};
+  for (const k of IDENTITY_ENV) if (env[k] !== undefined) pass[k] = env[k]!;
+  return configGet(cwd, key, pass);
+}
+
 export async function gitUserEmail(
   cwd: string,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<string> {
-  const pass: Record<string, string> = {};
-  for (const k of IDENTITY_ENV) if (env[k] !== undefined) pass[k] = env[k]!;
-  const email = await configGet(cwd, 'user.email', pass);
+  const email = await callerGitConfig(cwd, 'user.email', env);
   if (!email) {
     throw new ZzError(
       'precondition_failed',

@@ -15,6 +15,7 @@ export * from './git-reads.js';
 export * from './kinds.js';
 export * from './lane-state.js';
 export * from './lanes.js';
+export * from './paging.js';
 export * from './ladder/index.js';
 export * from './views.js';
 export * from './zz-repo.js';

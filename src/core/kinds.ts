@@ -17,6 +17,13 @@ export const BUILTIN_KINDS: Readonly<Record<string, KindRule>> = {
   ladder_update: { scope: 'coordinator', outcomes: ['complete', 'deny'] },
 };
 
+/** Kinds the server posts as follow-ups (workflow.ts); by hand only coordinators post one. */
+export const WORKFLOW_KINDS: ReadonlySet<string> = new Set([
+  'changeset_review',
+  'submit_changeset',
+  'resolve_conflict',
+]);
+
 const DEFAULT_RULE: KindRule = { scope: 'member', outcomes: ['complete', 'deny'] };
 
 /** Built-in kinds keep their scope; custom ones take the Lane's, then the repo's, then member. */

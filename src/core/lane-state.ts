@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
-import { askDoc, laneDoc, type AskDoc, type LaneDoc } from '../schema/lane.js';
-import { parseLaneOp, type LaneOp } from '../schema/lane-ops.js';
+import type { ConfigDoc } from '../schema/config.js';
+import { askDoc, laneDoc, type AskDoc, type LaneDoc, type Scope } from '../schema/lane.js';
+import { parseLaneOp } from '../schema/lane-op-parse.js';
+import type { LaneOp } from '../schema/lane-ops.js';
 import type { EntityCodec, OpSpec } from '../store/index.js';
+import { deriveFollowUps, FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
+import { kindRule, WORKFLOW_KINDS } from './kinds.js';
 
 // A Lane's state is a pure fold of its op log: applyLaneOp(state, op) is all there is. Every
 // value an op depends on (ids, times, lease expiry) is recorded in the op itself, so replaying
@@ -25,6 +29,28 @@ export interface LaneState {
   keys: Map<string, string>;
   /** Follow-up Asks of refused answers: never trusted, never posted. */
   suppressed: Set<string>;
+  /**
+   * Follow-up Ask id → the Ask whose honoured answer derived it. The fold posts follow-ups
+   * itself, from the answer (follow-ups.ts); the daemon's recorded ask_post is then a no-op.
+   */
+  derived: ReadonlyMap<string, string>;
+  /**
+   * The repository's roles over time (owners, repo-wide Ask kinds), for the scope checks of
+   * the guarded fold; null where the fold cannot see refs/zz/config (then owner-derived
+   * rights are trusted, as the daemon's own check was).
+   */
+  roles: RoleSource | null;
+}
+
+/**
+ * refs/zz/config as it stood when a Lane op was made. The two refs have no common log, so
+ * "at that point of the log" is decided by the ops' recorded times (DESIGN §7; see
+ * role-timeline.ts for the rule and its hazards). Pure: the same config history gives the
+ * same answers on every replica.
+ */
+export interface RoleSource {
+  /** The config as of `time` (an ISO time recorded in an op), or null when unknown. */
+  at(time: string): ConfigDoc | null;
 }
 
 export interface RejectedOp {
@@ -41,12 +67,16 @@ export interface RejectedOp {
     | 'idempotency_duplicate'
     | 'idempotency_conflict'
     | 'follow_up_of_refused_answer'
-    | 'lane_exists';
+    | 'lane_exists'
+    | 'scope_denied'
+    | 'follow_up_not_derived';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;
   /** For conflicting_answer: the resolve_conflict Ask raised for the coordinator. */
   resolve_ask_id?: string;
+  /** For scope_denied: the role the op needed and its actor did not hold at that point. */
+  needed?: Scope | 'coordinator_or_owner' | 'poster_or_coordinator';
 }
 
 /** An op a Lane use case decides. */
@@ -85,6 +115,22 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
     case 'ask_post': {
       const id = op.out.ask_id;
       if (s.suppressed.has(id)) return { reason: 'follow_up_of_refused_answer', ask_id: id };
+      // A recorded answer follow-up that no honoured answer derived: a second one for one
+      // answer, or one for an answer that was never given. Answers recorded without
+      // out.follow_ups (before the daemon listed them) keep their recorded follow-ups.
+      const o = op.args.origin;
+      if (
+        o &&
+        !s.derived.has(id) &&
+        FOLLOW_UP_REASONS.has(o.reason) &&
+        op.args.posted_by === SERVER_ACTOR
+      ) {
+        const origin = s.asks.get(o.ask_id);
+        const derivedHere = [...s.derived.values()].includes(o.ask_id);
+        if (derivedHere || origin?.state !== 'answered') {
+          return { reason: 'follow_up_not_derived', ask_id: id };
+        }
+      }
       return null;
     }
     case 'ask_claim': {
@@ -102,14 +148,7 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return null;
       if (ask.state !== 'claimed') return { reason: 'not_claimed', ask_id: ask.ask_id };
-      // Coordinators may release a stuck claim (the `_repo` lane's are the repo's owners,
-      // which this fold cannot see: trusted there as the daemon's check was).
-      const lane = s.lane;
-      const coordinator =
-        lane !== null && (lane.coordinators.includes(op.actor) || lane.lane_id === '_repo');
-      if (ask.holder !== op.actor && !coordinator) {
-        return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
-      }
+      // Coordinators may release a stuck claim: roleGuard decides who is one.
       return null;
     }
     case 'ask_answer': {
@@ -137,6 +176,65 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
   }
 }
 
+// Roles re-checked as they stood at that point of the log (DESIGN §7): an op needs the role
+// the daemon would have demanded when it was written. Lane roles (coordinators, maintainers,
+// the Lane's Ask kinds) come from this Lane's own fold, so a lane_grant revoke published
+// before an op defeats it; owners and the repo's Ask kinds come from refs/zz/config as of
+// the op's recorded time (s.roles). A refused op changes nothing and is shown as scope_denied
+// on every replica. Not checked: lane_add_related (the related Lane's coordinators may add it,
+// and this fold cannot see that Lane) and lane_propose (any member may propose).
+function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
+  const lane = s.lane;
+  if (!lane) return null;
+  const config = s.roles ? s.roles.at(op.time) : null;
+  // Unknown roles (no config source): owner-derived rights are trusted, as before.
+  const owner = (a: string): boolean => s.roles === null || (config?.owners.includes(a) ?? false);
+  const coordinator = (a: string): boolean =>
+    lane.coordinators.includes(a) || (lane.lane_id === '_repo' && owner(a));
+  const holds = (scope: Scope, a: string): boolean =>
+    scope === 'member' || (scope === 'maintainer' ? lane.maintainers.includes(a) : coordinator(a));
+  const deny = (needed: NonNullable<RejectedOp['needed']>, askId?: string): Refusal => ({
+    reason: 'scope_denied',
+    needed,
+    ...(askId === undefined ? {} : { ask_id: askId }),
+  });
+  const a = op.actor;
+  switch (op.op) {
+    case 'ask_post':
+      // A workflow kind is posted by the server as the follow-up of an answer (origin set);
+      // by hand only by a coordinator.
+      if (WORKFLOW_KINDS.has(op.args.kind) && !op.args.origin && !coordinator(a)) {
+        return deny('coordinator', op.out.ask_id);
+      }
+      return null;
+    case 'ask_claim':
+    case 'ask_answer': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask) return null;
+      const scope = kindRule(ask.kind, lane.ask_kinds, config?.ask_kinds ?? {}).scope;
+      return holds(scope, a) ? null : deny(scope, ask.ask_id);
+    }
+    case 'ask_release': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask || ask.holder === a || coordinator(a)) return null;
+      return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
+    }
+    case 'ask_cancel': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask || ask.posted_by === a) return null;
+      return coordinator(a) ? null : deny('poster_or_coordinator', ask.ask_id);
+    }
+    case 'lane_grant':
+    case 'lane_close':
+      return coordinator(a) || owner(a) ? null : deny('coordinator_or_owner');
+    case 'commit_changeset':
+      return coordinator(a) ? null : deny('coordinator');
+    case 'lane_propose':
+    case 'lane_add_related':
+      return null;
+  }
+}
+
 function conflictAskId(op: LaneOp): string {
   return (
     'ask-' + createHash('sha256').update(`resolve_conflict\0${op.id}`).digest('hex').slice(0, 10)
@@ -144,7 +242,9 @@ function conflictAskId(op: LaneOp): string {
 }
 
 export function applyLaneOp(s: LaneState, op: LaneOp): string[] {
-  const refused = guard(s, op);
+  // The record of a follow-up the fold already posted from its answer: nothing to do.
+  if (op.op === 'ask_post' && s.derived.has(op.out.ask_id)) return [];
+  const refused = guard(s, op) ?? roleGuard(s, op);
   if (op.key !== undefined && !s.keys.has(`${op.actor}\0${op.key}`)) {
     s.keys.set(`${op.actor}\0${op.key}`, op.request_hash ?? '');
   }
@@ -174,7 +274,7 @@ function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
     holder: null,
     lease_expires_at: null,
     answer: null,
-    posted_by: 'zz@localhost',
+    posted_by: SERVER_ACTOR,
     posted_at: op.time,
     payload: {
       ask_id: ask.ask_id,
@@ -290,7 +390,9 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
     case 'ask_answer': {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return [];
+      const follow = postFollowUps(s, ask, op);
       return [
+        ...follow,
         setAsk({
           ...ask,
           state: 'answered',
@@ -325,6 +427,63 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
   }
 }
 
+/**
+ * Posts the follow-ups of an honoured answer (DESIGN §7: re-derived, never trusted), derived
+ * from the Ask as it stood before the answer. Ids are the ones the answer recorded in
+ * out.follow_ups, in order; one missing or already taken gets an id derived from the answer's
+ * op id, so every replica names it alike. Answers that recorded no list are left to their
+ * recorded ask_posts (see guard).
+ */
+function postFollowUps(
+  s: LaneState,
+  ask: AskDoc,
+  op: Extract<LaneOp, { op: 'ask_answer' }>,
+): string[] {
+  const recorded = op.out?.follow_ups;
+  if (recorded === undefined) return [];
+  const drafts = deriveFollowUps(
+    (id) => s.asks.get(id),
+    ask,
+    {
+      outcome: op.args.outcome,
+      result: op.args.result ?? null,
+      changeset: op.args.changeset ?? null,
+    },
+    op.out?.changeset_id ?? null,
+  );
+  const paths: string[] = [];
+  const derived = new Map(s.derived);
+  drafts.forEach((d, i) => {
+    const want = recorded[i];
+    const id =
+      want !== undefined && !s.asks.has(want) && !derived.has(want)
+        ? want
+        : 'ask-' +
+          createHash('sha256').update(`follow_up\0${op.id}\0${i}`).digest('hex').slice(0, 10);
+    derived.set(id, ask.ask_id);
+    s.asks.set(id, {
+      ask_id: id,
+      lane_id: s.lane?.lane_id ?? op.args.lane_id,
+      kind: d.kind,
+      title: d.title,
+      body: d.body,
+      priority: d.priority,
+      depends_on: [],
+      state: 'open',
+      holder: null,
+      lease_expires_at: null,
+      answer: null,
+      posted_by: SERVER_ACTOR,
+      posted_at: op.time,
+      payload: d.payload,
+      origin: d.origin,
+    });
+    paths.push(askPath(id));
+  });
+  s.derived = derived;
+  return paths;
+}
+
 export const laneCodec: EntityCodec<LaneState, LaneOp> = {
   empty: () => ({
     lane: null,
@@ -333,8 +492,10 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     rejected: [],
     keys: new Map(),
     suppressed: new Set(),
+    derived: new Map(),
+    roles: null,
   }),
-  // `rejected` and `suppressed` are replaced, never mutated, so sharing them is safe.
+  // `rejected`, `suppressed`, `derived` and `roles` are replaced, never mutated, so sharing them is safe.
   clone: (s) => ({
     lane: s.lane,
     asks: new Map(s.asks),
@@ -342,6 +503,8 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     rejected: s.rejected,
     keys: new Map(s.keys),
     suppressed: s.suppressed,
+    derived: s.derived,
+    roles: s.roles,
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,

@@ -1,14 +1,15 @@
+import { markUnsigned } from './sync/unsigned.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, Scope } from '../schema/lane.js';
 import { laneId } from '../schema/ids.js';
-import { PAGE } from '../schema/limits.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import type { Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
 import type { LaneState } from './lane-state.js';
 import {
-  askViews,
+  askPageViews,
+  asksOf,
   historyView,
   laneView,
   leaseExpired,
@@ -17,6 +18,7 @@ import {
   type LaneView,
 } from './views.js';
 import type { LaneOpSpec } from './lane-state.js';
+import { pageEnd } from './paging.js';
 import { writeOp, type WriteMeta, type WriteOpts } from './write-op.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
 
@@ -24,14 +26,6 @@ import { laneRef, type ZzRepo } from './zz-repo.js';
 // decide() re-checks every rule against the state it will apply to.
 
 export type { WriteMeta, WriteOpts } from './write-op.js';
-
-const mutationOpts = (caller: Caller, o: WriteOpts) => ({
-  actor: caller.actor,
-  ...(o.idempotency_key === undefined ? {} : { idempotencyKey: o.idempotency_key }),
-  ...(o.expected_revision === undefined ? {} : { expectedRevision: o.expected_revision }),
-});
-
-export { mutationOpts };
 
 export async function readLane(
   repo: ZzRepo,
@@ -132,33 +126,6 @@ export type LaneGetResult = {
   next_history_cursor: string | null;
 };
 
-// JSON size of what a page holds, per stored document (documents never change once stored).
-const sizeOf = new WeakMap<object, number>();
-function jsonBytes(o: object): number {
-  let n = sizeOf.get(o);
-  if (n === undefined) sizeOf.set(o, (n = Buffer.byteLength(JSON.stringify(o), 'utf8')));
-  return n;
-}
-
-/**
- * [start, end) of one page: at most `limit` items and, past the first, no more than
- * PAGE.maxBytes of JSON, so no response is ever built much larger than that in memory.
- */
-export function pageEnd<T extends object>(
-  items: readonly T[],
-  start: number,
-  limit: number | undefined,
-  maxBytes: number = PAGE.maxBytes,
-): number {
-  const last = Math.min(items.length, start + (limit ?? items.length));
-  let bytes = 0;
-  for (let i = start; i < last; i++) {
-    bytes += jsonBytes(items[i]!);
-    if (bytes > maxBytes && i > start) return i;
-  }
-  return last;
-}
-
 function startOf(offset: number | undefined, cursor: string | undefined, field: string): number {
   if (offset !== undefined && cursor !== undefined) {
     throw new ZzError('invalid_argument', `give ${field}_offset or ${field}_cursor, not both`);
@@ -177,10 +144,10 @@ export async function laneGet(
 ): Promise<LaneGetResult> {
   const snap = await readLane(repo, args.lane_id);
   const now = repo.clock();
-  const all = [...snap.state.asks.values()];
+  const all = asksOf(snap.state);
   const aStart = startOf(args.asks_offset, args.asks_cursor, 'asks');
   const aEnd = pageEnd(all, aStart, args.asks_limit);
-  const asks = askViews(snap.state, all.slice(aStart, aEnd), now);
+  const asks = askPageViews(snap.state, aStart, aEnd, now);
   const fullHistory =
     args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
   const hStart = startOf(args.history_offset, args.history_cursor, 'history');
@@ -190,7 +157,7 @@ export async function laneGet(
   return {
     lane: laneView(snap.lane, snap.revision),
     asks,
-    history: fullHistory.slice(hStart, hEnd),
+    history: await markUnsigned(repo, fullHistory.slice(hStart, hEnd)),
     next_asks_offset: nextAsks,
     next_history_offset: nextHistory,
     next_asks_cursor: nextAsks === null ? null : encodeOffset(nextAsks),

@@ -9,10 +9,10 @@ import {
   listRemotes,
   remoteTrackingPrefix,
 } from '../git/index.js';
-import type { SshSigningKey } from '../git/index.js';
+import { normalizeKeyLine, type SshSigningKey } from '../git/index.js';
 import { repoLocalDir, writeFileAtomic } from '../local/index.js';
 import { initRepo } from './admin.js';
-import { signAs } from './sync/authenticity.js';
+import { requireSignatures, signAs } from './sync/authenticity.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // `zz init` and the fast-forward half of sync: bring remote zz state in, adopt it where we
@@ -31,8 +31,23 @@ export interface InitReport {
   adopted: string[];
   refspecs_added: string[];
   fetch_failed: Array<{ remote: string; error: string }>;
+  /** Hooks written (new, or replacing an older zz hook). */
   hooks_installed: string[];
+  /** zz hooks already in place, unchanged. */
+  hooks_unchanged: string[];
   hooks_skipped: Array<{ hook: string; reason: string }>;
+  /** Whether <git common dir>/zz/hook-command was written (new, or naming another zz). */
+  hook_command_updated: boolean;
+  /** Lane _repo created (a config adopted from a remote brings its own). */
+  created_repo_lane: boolean;
+  /** `--signed` on a repository that did not require signatures: turned on (owners only). */
+  signatures_turned_on: boolean;
+  /** Whether refs/zz/config lists the signing key of the person running init; null: no key. */
+  signing_key_registered: boolean | null;
+  /** What the person should do next that init could not do for them. */
+  notes: string[];
+  /** True when this run changed nothing at all (re-running `zz init` is safe). */
+  nothing_changed: boolean;
 }
 
 export interface InitOptions {
@@ -62,7 +77,14 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     refspecs_added: [],
     fetch_failed: [],
     hooks_installed: [],
+    hooks_unchanged: [],
     hooks_skipped: [],
+    hook_command_updated: false,
+    created_repo_lane: false,
+    signatures_turned_on: false,
+    signing_key_registered: null,
+    notes: [],
+    nothing_changed: false,
   };
   for (const remote of await listRemotes(g.gitdir)) {
     if (await ensureZzRefspec(g.gitdir, remote)) report.refspecs_added.push(remote);
@@ -84,8 +106,50 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     default_branch: branch,
   });
   report.created_config = r.created;
+  report.created_repo_lane = r.lane_created;
+  await reconcileSigning(repo, opts, report);
   await installHooks(g.workTree ?? g.gitdir, g.gitdir, opts.hookCommand, report);
+  report.nothing_changed =
+    !report.created_config &&
+    !report.created_repo_lane &&
+    report.adopted.length === 0 &&
+    report.refspecs_added.length === 0 &&
+    report.hooks_installed.length === 0 &&
+    !report.hook_command_updated &&
+    !report.signatures_turned_on;
   return report;
+}
+
+/**
+ * On a repository initialised before (here or on another machine): `--signed` turns the
+ * requirement on when the person is an owner, and a signing key the config does not list is
+ * said, with the command an owner runs to register it (init cannot: an unregistered key's
+ * key_add would be quarantined on every other machine).
+ */
+async function reconcileSigning(repo: ZzRepo, opts: InitOptions, report: InitReport) {
+  const s = (await repo.config.read()).state;
+  if (!s.config) return;
+  const owner = s.config.owners.includes(opts.owner);
+  if (opts.signed && !s.signed) {
+    if (owner) {
+      await requireSignatures(repo, { actor: opts.owner }, true);
+      report.signatures_turned_on = true;
+    } else {
+      report.notes.push(
+        `--signed: only an owner may require signatures (owners: ${s.config.owners.join(', ')})`,
+      );
+    }
+  }
+  if (!opts.signingKey) return;
+  const mine = normalizeKeyLine(opts.signingKey.publicKey);
+  report.signing_key_registered = (s.keys.get(opts.owner) ?? []).some(
+    (k) => normalizeKeyLine(k) === mine,
+  );
+  if (!report.signing_key_registered) {
+    report.notes.push(
+      `your signing key is not registered in refs/zz/config; an owner runs: zz key add --actor ${opts.owner} --key "${opts.signingKey.publicKey}"`,
+    );
+  }
 }
 
 /**
@@ -132,14 +196,12 @@ async function installHooks(
   if (/[\n\r]/.test(command.node + command.main)) {
     throw new ZzError('invalid_argument', 'the path of node or zz holds a line break');
   }
-  await writeFileAtomic(
-    join(repoLocalDir(gitdir), 'hook-command'),
-    `${command.node}\n${command.main}\n`,
-    {
-      mode: 0o644,
-      mkdir: true,
-    },
-  );
+  const commandFile = join(repoLocalDir(gitdir), 'hook-command');
+  const commandText = `${command.node}\n${command.main}\n`;
+  if ((await fsp.readFile(commandFile, 'utf8').catch(() => null)) !== commandText) {
+    await writeFileAtomic(commandFile, commandText, { mode: 0o644, mkdir: true });
+    report.hook_command_updated = true;
+  }
   // core.hooksPath may move hooks; ask git where they are.
   const hooksDir = await gitPath(cwd, 'hooks');
   for (const hook of HOOKS) {
@@ -153,9 +215,20 @@ async function installHooks(
       continue;
     }
     const text = await fsp.readFile(new URL(hook, HOOKS_SOURCE), 'utf8');
+    if (existing === text && (await isExecutable(file))) {
+      report.hooks_unchanged.push(hook);
+      continue;
+    }
     await fsp.mkdir(dirname(file), { recursive: true });
     await writeFileAtomic(file, text, { mode: 0o755 });
     await fsp.access(file, fsc.X_OK);
     report.hooks_installed.push(hook);
   }
+}
+
+async function isExecutable(file: string): Promise<boolean> {
+  return fsp.access(file, fsc.X_OK).then(
+    () => true,
+    () => false,
+  );
 }

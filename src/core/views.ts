@@ -2,6 +2,7 @@ import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LoggedOp, OpRecord } from '../store/index.js';
 import type { LaneState, RejectedOp } from './lane-state.js';
+import { jsonBytes, knownTotals } from './paging.js';
 
 // What callers see: stored documents plus what is derived at read time (blocked, lease
 // expiry) — never stored, because it depends on other Asks and on the clock.
@@ -80,18 +81,68 @@ const viewInState = new WeakMap<LaneState, Map<AskDoc, AskView>>();
 
 /** askView of many Asks of one state, as a long Lane is read again and again. */
 export function askViews(s: LaneState, asks: readonly AskDoc[], now: Date): AskView[] {
-  let inState = viewInState.get(s);
-  return asks.map((a) => {
-    if (a.state === 'claimed') return askView(s, a, now);
-    let cache: WeakMap<AskDoc, AskView> | Map<AskDoc, AskView> = viewOfDoc;
-    if (a.depends_on.length > 0) {
-      if (!inState) viewInState.set(s, (inState = new Map()));
-      cache = inState;
-    }
-    let v = cache.get(a);
-    if (!v) cache.set(a, (v = Object.freeze(askView(s, a, now))));
-    return v;
-  });
+  return asks.map((a) => sharedView(s, a, now));
+}
+
+function sharedView(s: LaneState, a: AskDoc, now: Date): AskView {
+  if (a.state === 'claimed') return askView(s, a, now);
+  let cache: WeakMap<AskDoc, AskView> | Map<AskDoc, AskView> = viewOfDoc;
+  if (a.depends_on.length > 0) {
+    let inState = viewInState.get(s);
+    if (!inState) viewInState.set(s, (inState = new Map()));
+    cache = inState;
+  }
+  let v = cache.get(a);
+  if (!v) cache.set(a, (v = Object.freeze(askView(s, a, now))));
+  return v;
+}
+
+// A state's Asks as an array, with their views and JSON sizes by position, once per state:
+// lane_get of a long Lane reads the same state again and again. A write makes a new state
+// that differs from the last one read in a few Asks: what the two share by position is
+// carried over (the size; the view too when it depends on nothing but the document).
+// Claimed Asks' views are never kept: they depend on the clock.
+type AskPage = { asks: readonly AskDoc[]; views: AskView[]; totals: number[] };
+const pageOfState = new WeakMap<LaneState, AskPage>();
+/** The page of the last state read, by its Lane's document (shared by states until it changes). */
+const lastPage = new WeakMap<LaneDoc, AskPage>();
+
+function askPage(s: LaneState): AskPage {
+  let p = pageOfState.get(s);
+  if (p) return p;
+  const asks = [...s.asks.values()];
+  const prev = s.lane ? lastPage.get(s.lane) : undefined;
+  const views: AskView[] = [];
+  const totals = [0];
+  for (let i = 0; i < asks.length; i++) {
+    const a = asks[i]!;
+    const same = prev !== undefined && prev.asks[i] === a;
+    if (same && a.depends_on.length === 0 && prev.views[i] !== undefined) views[i] = prev.views[i]!;
+    const bytes = same ? prev.totals[i + 1]! - prev.totals[i]! : jsonBytes(a);
+    totals.push(totals[i]! + bytes);
+  }
+  p = { asks, views, totals };
+  knownTotals(asks, totals);
+  pageOfState.set(s, p);
+  if (s.lane) lastPage.set(s.lane, p);
+  return p;
+}
+
+/** Every Ask of `s` in the order they were posted; the same array for the same state. */
+export function asksOf(s: LaneState): readonly AskDoc[] {
+  return askPage(s).asks;
+}
+
+/** askViews of asksOf(s)[start, end). */
+export function askPageViews(s: LaneState, start: number, end: number, now: Date): AskView[] {
+  const { asks, views } = askPage(s);
+  const out: AskView[] = [];
+  for (let i = start; i < end && i < asks.length; i++) {
+    const a = asks[i]!;
+    if (a.state === 'claimed') out.push(askView(s, a, now));
+    else out.push((views[i] ??= sharedView(s, a, now)));
+  }
+  return out;
 }
 
 export function askView(s: LaneState, a: AskDoc, now: Date): AskView {
@@ -123,6 +174,8 @@ export type HistoryEntry = {
   out: Record<string, unknown> | null;
   /** Set when the guarded fold refused this op (after a sync merge): why, and who won. */
   rejected?: EntryRejection;
+  /** Set when the op came from another replica unsigned by its actor (sync/unsigned.ts). */
+  unsigned?: true;
 };
 
 export type EntryRejection = Omit<RejectedOp, 'op_id' | 'op' | 'actor'>;
@@ -141,8 +194,13 @@ export function historyView(
   log: readonly LoggedOp[],
   now: Date,
   rejected: readonly RejectedOp[] = [],
-): HistoryEntry[] {
+): readonly HistoryEntry[] {
   const h = derivedHistory(log);
+  // The view changes only when another running lease passes: until then (and unless the clock
+  // went back) the last one is served again, the same array.
+  const t = now.getTime();
+  const last = viewCache.get(h);
+  if (last && last.rejected === rejected && last.from <= t && t < last.until) return last.out;
   const out = h.entries.slice();
   if (rejected.length > 0) {
     // Entries are cached per log; the marks are added to copies (few ops are ever refused).
@@ -155,13 +213,30 @@ export function historyView(
       if (r) out[i] = { ...e, rejected: r };
     }
   }
-  const t = now.getTime();
-  for (const [askId, l] of h.open) if (l.untilMs <= t) out.push(expiredEntry(askId, l));
+  let until = Infinity;
+  for (const [askId, l] of h.open) {
+    if (l.untilMs <= t) out.push(expiredEntry(askId, l));
+    else until = Math.min(until, l.untilMs);
+  }
+  viewCache.set(h, { rejected, from: t, until, out });
+  // Entries marked refused are copies of other sizes: then pageEnd sums from scratch.
+  if (rejected.length === 0) knownTotals(out, h.totals.slice());
   return out;
 }
 
+const viewCache = new WeakMap<
+  Derived,
+  { rejected: readonly RejectedOp[]; from: number; until: number; out: readonly HistoryEntry[] }
+>();
+
 type OpenLease = { holder: string; until: string; untilMs: number };
-type Derived = { log: readonly LoggedOp[]; entries: HistoryEntry[]; open: Map<string, OpenLease> };
+type Derived = {
+  log: readonly LoggedOp[];
+  entries: HistoryEntry[];
+  /** Running JSON sizes of entries (see paging.ts), kept as entries are derived. */
+  totals: number[];
+  open: Map<string, OpenLease>;
+};
 
 // A published log never changes, and the next one (after a commit) is the same ops plus new
 // ones: everything but the leases still running at its end is derived once per log, and a
@@ -171,14 +246,14 @@ const historyCache = new WeakMap<LoggedOp, Derived>();
 
 function derivedHistory(log: readonly LoggedOp[]): Derived {
   const first = log[0];
-  if (!first) return { log, entries: [], open: new Map() };
+  if (!first) return { log, entries: [], totals: [0], open: new Map() };
   const prev = historyCache.get(first);
   if (prev?.log === log) return prev;
   const n = prev?.log.length ?? 0;
   const extends_ = !!prev && n <= log.length && log[n - 1] === prev.log[n - 1];
   const d: Derived = extends_
-    ? { log, entries: prev.entries.slice(), open: new Map(prev.open) }
-    : { log, entries: [], open: new Map() };
+    ? { log, entries: prev.entries.slice(), totals: prev.totals.slice(), open: new Map(prev.open) }
+    : { log, entries: [], totals: [0], open: new Map() };
   deriveInto(d, extends_ ? n : 0);
   historyCache.set(first, d);
   return d;
@@ -199,15 +274,19 @@ function expiredEntry(askId: string, l: OpenLease): HistoryEntry {
 
 function deriveInto(d: Derived, from: number): void {
   const { log, entries: out, open } = d;
+  const push = (e: HistoryEntry): void => {
+    out.push(e);
+    d.totals.push(d.totals[d.totals.length - 1]! + jsonBytes(e));
+  };
   for (let i = from; i < log.length; i++) {
     const op = log[i]!;
     const askId = opAskId(op);
     const l = askId === null ? undefined : open.get(askId);
     if (l) {
-      if (l.untilMs <= Date.parse(op.time)) out.push(expiredEntry(askId!, l));
+      if (l.untilMs <= Date.parse(op.time)) push(expiredEntry(askId!, l));
       open.delete(askId!);
     }
-    out.push(historyEntry(op, askId));
+    push(historyEntry(op, askId));
     if (op.op === 'ask_claim' && askId && typeof op.out?.lease_expires_at === 'string') {
       const until = op.out.lease_expires_at;
       open.set(askId, { holder: op.actor, until, untilMs: Date.parse(until) });

@@ -35,7 +35,8 @@ export interface WriteOpSpec<S, R, Op extends OpRecord> {
   /** Values the caller passed as claims about who they are (`from`), beside `actor`. */
   from?: string;
   /**
-   * Reads of other entities the write depends on (e.g. that related Lanes exist), run after
+   * Reads of other entities the write depends on (e.g. that related Lanes exist), or work the
+   * op will name (a changeset's objects, written before the answer that cites them), run after
    * the caller and config checks and before the mutation. Not atomic with it: decide() must
    * still hold every rule about the entity it writes.
    */

@@ -8,10 +8,12 @@ import {
   MemoryStore,
   type LoggedOp,
   type OpRecord,
+  type Snapshot,
   type Store,
 } from '../store/index.js';
 import { configCodec, type ConfigState } from './config-state.js';
-import { laneCodec, type LaneState } from './lane-state.js';
+import { laneCodec, type LaneState, type RoleSource } from './lane-state.js';
+import { roleTimeline } from './role-timeline.js';
 
 // One served repository: its store, its entities (config and one per Lane), and a commit
 // signal that long-polls and server-sent events wait on. Everything above talks to a ZzRepo.
@@ -20,7 +22,7 @@ export const CONFIG_REF = 'refs/zz/config';
 export const LANES_PREFIX = 'refs/zz/lanes/';
 export const LADDER_REF = 'refs/zz/ladder';
 export const CHANGESETS_PREFIX = 'refs/zz/changesets/';
-export const SERVER_ACTOR = 'zz@localhost';
+export { SERVER_ACTOR } from './follow-ups.js';
 
 export const laneRef = (laneId: string): string => LANES_PREFIX + laneId;
 
@@ -43,6 +45,11 @@ export class ZzRepo {
   private readonly lanes = new Map<string, Entity<LaneState, LaneOp>>();
   private readonly listeners = new Set<Listener>();
   private readonly entities = new Map<string, unknown>();
+  /** The roles timeline of the config revision last read (see roles()). */
+  private roleCache: { revision: string | null; source: RoleSource } = {
+    revision: null,
+    source: roleTimeline([]),
+  };
 
   constructor(opts: ZzRepoOptions) {
     this.key = opts.key;
@@ -82,10 +89,37 @@ export class ZzRepo {
   lane(laneId: string): Entity<LaneState, LaneOp> {
     let e = this.lanes.get(laneId);
     if (!e) {
-      e = new Entity(this.store, laneRef(laneId), laneCodec, this.emit, this.clock);
+      const codec = {
+        ...laneCodec,
+        empty: () => ({ ...laneCodec.empty(), roles: this.roleCache.source }),
+      };
+      e = new LaneEntity(
+        () => this.roles(),
+        this.store,
+        laneRef(laneId),
+        codec,
+        this.emit,
+        this.clock,
+      );
       this.lanes.set(laneId, e);
     }
     return e;
+  }
+
+  /**
+   * The repository's roles over time (role-timeline.ts), rebuilt when refs/zz/config moved.
+   * A config that cannot be read keeps the last good timeline: Lanes stay readable.
+   */
+  async roles(): Promise<RoleSource> {
+    try {
+      const snap = await this.config.read();
+      if (snap.revision !== this.roleCache.revision) {
+        this.roleCache = { revision: snap.revision, source: roleTimeline(snap.log) };
+      }
+    } catch {
+      // entity_corrupt on refs/zz/config is reported by the reads that need the config.
+    }
+    return this.roleCache.source;
   }
 
   /** A generic entity on another ref (the Ladder), shared so that its mutex is shared. */
@@ -133,5 +167,26 @@ export class ZzRepo {
 
   close(): void {
     this.store.close();
+  }
+}
+
+/**
+ * A Lane's Entity: its fold also depends on refs/zz/config (roles as they stood at each op),
+ * so a snapshot folded against an older config is folded again once the config moved.
+ */
+class LaneEntity extends Entity<LaneState, LaneOp> {
+  constructor(
+    private readonly currentRoles: () => Promise<RoleSource>,
+    ...rest: ConstructorParameters<typeof Entity<LaneState, LaneOp>>
+  ) {
+    super(...rest);
+  }
+
+  override async read(): Promise<Snapshot<LaneState, LaneOp>> {
+    const roles = await this.currentRoles();
+    const snap = await super.read();
+    if (snap.state.roles === roles) return snap;
+    this.invalidate();
+    return super.read();
   }
 }

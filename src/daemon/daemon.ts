@@ -86,7 +86,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       tokensFor: (key) => tokenStores.get(key),
     };
     const { startAutoSync, signWithExistingKey } = await import('../core/sync/index.js');
-    for (const r of repos.values()) await signWithExistingKey(r);
+    for (const r of repos.values()) log(await signWithExistingKey(r));
     autoSync = opts.sync === false ? null : startAutoSync(repos, { log, ...opts.sync });
     const mcpHandler =
       opts.mcpHandler === undefined

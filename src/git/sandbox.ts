@@ -4,6 +4,7 @@ import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { ZzError } from '../errors.js';
+import { KeyedQueue } from '../local/keyed-queue.js';
 import { assertRevArg, runGit } from './native-git.js';
 import { signalRun, sweepRun, type SweepMark } from './process-sweep.js';
 
@@ -362,7 +363,7 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
 // `git worktree add` reads every other worktree's admin entry, and fails ("failed to read
 // .../commondir") when it meets one a concurrent `worktree add` is still writing. Adds from this
 // process go one at a time; one from another process is retried.
-const addQueues = new Map<string, Promise<unknown>>();
+const addQueues = new KeyedQueue();
 
 function addWorktree(gitdir: string, cwd: string, checkout: string, commit: string): Promise<void> {
   const run = async (): Promise<void> => {
@@ -391,12 +392,5 @@ function addWorktree(gitdir: string, cwd: string, checkout: string, commit: stri
       }
     }
   };
-  const prev = addQueues.get(gitdir) ?? Promise.resolve();
-  const next = prev.then(run, run);
-  const settled = next.catch(() => {});
-  addQueues.set(gitdir, settled);
-  void settled.then(() => {
-    if (addQueues.get(gitdir) === settled) addQueues.delete(gitdir);
-  });
-  return next;
+  return addQueues.run(gitdir, run);
 }

@@ -111,6 +111,54 @@ export function signingKeyFromPem(pem: string): SshSigningKey {
   return { privateKey, publicKey: publicKeyLine(createPublicKey(privateKey)) };
 }
 
+/** DER prefix of an ed25519 PKCS#8 private key; the 32-byte seed follows. */
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+const OPENSSH_BEGIN = '-----BEGIN OPENSSH PRIVATE KEY-----';
+const OPENSSH_END = '-----END OPENSSH PRIVATE KEY-----';
+
+/**
+ * An unencrypted ed25519 key in OpenSSH's private key format (what `ssh-keygen -t ed25519`
+ * writes; PROTOCOL.key), for signing as the key git's `user.signingkey` names. A key with a
+ * passphrase cannot be used in-process: that is said, never prompted for.
+ */
+export function signingKeyFromOpenSsh(text: string): SshSigningKey {
+  const bad = (why: string) => new ZzError('invalid_argument', `cannot use this SSH key: ${why}`);
+  const start = text.indexOf(OPENSSH_BEGIN);
+  const end = text.indexOf(OPENSSH_END);
+  if (start < 0 || end < start) throw bad('not an OpenSSH private key');
+  const blob = Buffer.from(
+    text.slice(start + OPENSSH_BEGIN.length, end).replace(/\s+/g, ''),
+    'base64',
+  );
+  const magic = Buffer.from('openssh-key-v1\0');
+  if (!blob.subarray(0, magic.length).equals(magic)) throw bad('not an OpenSSH private key');
+  try {
+    const r = new Reader(blob.subarray(magic.length));
+    const cipher = r.string().toString();
+    r.string(); // kdf name
+    r.string(); // kdf options
+    if (cipher !== 'none')
+      throw bad('it has a passphrase (zz signs in-process and cannot ask for it)');
+    if (r.u32() !== 1) throw bad('it holds more than one key');
+    r.string(); // public key
+    const priv = new Reader(r.string());
+    if (priv.u32() !== priv.u32()) throw bad('its check bytes differ (corrupt)');
+    if (priv.string().toString() !== KEY_TYPE) throw bad('only ed25519 keys can sign zz commits');
+    priv.string(); // public key (32 bytes)
+    const secret = priv.string(); // seed ‖ public key
+    if (secret.length !== 64) throw bad('malformed ed25519 key');
+    const privateKey = createPrivateKey({
+      key: Buffer.concat([ED25519_PKCS8_PREFIX, secret.subarray(0, 32)]),
+      format: 'der',
+      type: 'pkcs8',
+    });
+    return { privateKey, publicKey: publicKeyLine(createPublicKey(privateKey)) };
+  } catch (e) {
+    if (e instanceof ZzError) throw e;
+    throw bad('truncated or malformed');
+  }
+}
+
 function signedData(message: Buffer): Buffer {
   return Buffer.concat([
     MAGIC,

@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import { ZzError } from '../errors.js';
+import { writeFileAtomic } from '../local/index.js';
 
 // The one place zz talks to GitHub: @octokit/rest with the throttling plugin (primary and
 // secondary rate limits waited out, the wait reported through onWait so a terminal can show a
@@ -76,17 +77,11 @@ async function readCached(file: string): Promise<CachedResponse | null> {
   }
 }
 
-async function writeCached(dir: string, file: string, c: CachedResponse): Promise<void> {
+async function writeCached(file: string, c: CachedResponse): Promise<void> {
   const text = JSON.stringify(c);
   if (text.length > MAX_CACHED_BYTES) return;
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    await writeFile(tmp, text, { mode: 0o600 });
-    await rename(tmp, file);
-  } catch {
-    await unlink(tmp).catch(() => {});
-  }
+  // Best effort: a response that could not be cached is fetched again next time.
+  await writeFileAtomic(file, text, { mkdir: true }).catch(() => {});
 }
 
 const Client = Octokit.plugin(throttling, retry);
@@ -137,7 +132,7 @@ export function createGitHub(opts: GitHubOptions): GitHubClient {
           const v = (res.headers as Record<string, unknown>)[h];
           if (typeof v === 'string') keep[h] = v;
         }
-        await writeCached(cacheDir, file, {
+        await writeCached(file, {
           etag,
           status: res.status,
           url: res.url,

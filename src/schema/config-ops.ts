@@ -40,6 +40,9 @@ export const repoSetVisibilityOp = opSchema('repo_set_visibility', { visibility 
 /** Adds an allowed signing key for `actor` (an owner for anyone, or the actor for itself). */
 export const keyAddOp = opSchema('key_add', { actor, key: signingKey }, noOut);
 
+/** Removes an allowed signing key of `actor` (an owner for anyone, or the actor for itself). */
+export const keyRemoveOp = opSchema('key_remove', { actor, key: signingKey }, noOut);
+
 /** Turns the signature requirement on (or off with `signed: false`); owners only. */
 export const repoRequireSignaturesOp = opSchema(
   'repo_require_signatures',
@@ -52,6 +55,7 @@ export const configOp = z.discriminatedUnion('op', [
   roleGrantOp,
   repoSetVisibilityOp,
   keyAddOp,
+  keyRemoveOp,
   repoRequireSignaturesOp,
 ]);
 export type ConfigOp = z.infer<typeof configOp>;
@@ -61,6 +65,7 @@ export const CONFIG_OP_NAMES = [
   'role_grant',
   'repo_set_visibility',
   'key_add',
+  'key_remove',
   'repo_require_signatures',
 ] as const satisfies ReadonlyArray<ConfigOp['op']>;
 

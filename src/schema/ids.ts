@@ -12,7 +12,8 @@ export const ACTOR_RE =
 export const IDEMPOTENCY_KEY_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 export const REVISION_RE = /^[0-9a-f]{40}$/;
 
-const noLockSuffix = (s: string) => !s.endsWith('.lock') && !s.endsWith('.') && !s.includes('..');
+export const noLockSuffix = (s: string) =>
+  !s.endsWith('.lock') && !s.endsWith('.') && !s.includes('..');
 
 export const laneId = z
   .string()

@@ -7,6 +7,7 @@ export * from './config.js';
 export * from './ids.js';
 export * from './ladder-ops.js';
 export * from './lane-ops.js';
+export * from './lane-op-parse.js';
 export * from './lane.js';
 export * from './limits.js';
 export * from './ops.js';

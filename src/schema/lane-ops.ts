@@ -3,9 +3,9 @@ import { CHANGESET_OP_NAMES, commitChangesetOp } from './changeset-ops.js';
 import { actor, askId, changesetId, laneId } from './ids.js';
 import { askKind, outcome, scope } from './lane.js';
 import { STORED_LIMITS } from './limits.js';
-import { boundedJson, boundedText, noOut, opParser, opSchema } from './ops.js';
+import { boundedJson, boundedText, noOut, opSchema } from './ops.js';
 
-// The ops of refs/zz/lanes/<id>, one schema per kind. Optional fields are those older zz
+// The ops of refs/zz/lanes/<id>, one schema per kind (parsed by lane-op-parse.ts). Optional fields are those older zz
 // versions did not always write; the fold supplies the same defaults they were written with.
 
 const title = z.string().max(STORED_LIMITS.title);
@@ -141,5 +141,3 @@ export const LANE_OP_NAMES = [
   'ask_cancel',
   ...CHANGESET_OP_NAMES,
 ] as const satisfies ReadonlyArray<LaneOp['op']>;
-
-export const parseLaneOp = opParser<LaneOp>('lane', laneOp, LANE_OP_NAMES);

@@ -7,9 +7,8 @@ export const SCOPES = ['member', 'maintainer', 'coordinator'] as const;
 export const scope = z.enum(SCOPES);
 export type Scope = z.infer<typeof scope>;
 
-export const askKind = z
-  .string()
-  .regex(/^[a-z][a-z0-9_]{0,47}$/, 'kind must be snake_case, 1-48 characters');
+export const ASK_KIND_RE = /^[a-z][a-z0-9_]{0,47}$/;
+export const askKind = z.string().regex(ASK_KIND_RE, 'kind must be snake_case, 1-48 characters');
 
 export const OUTCOMES = ['complete', 'deny', 'grant'] as const;
 export const outcome = z.enum(OUTCOMES);

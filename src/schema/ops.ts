@@ -39,6 +39,52 @@ export const opRecord = z.object({
 });
 export type OpRecord = z.infer<typeof opRecord>;
 
+const ENVELOPE_KEYS = new Set([...Object.keys(ENVELOPE), 'op', 'args', 'out']);
+
+/**
+ * The common case of `opRecord.safeParse(x).success`, without zod's cost (a Lane of 5,000
+ * Asks is 5,000 envelopes on every cold load): true only when x satisfies opRecord AND zod
+ * would return it unchanged (no key zod would strip). Anything else — invalid, or valid with
+ * extra keys — answers false and the caller asks zod, which names the problem or strips.
+ * test/schema/op-parse.test.ts checks it against opRecord on generated records.
+ */
+export function isPlainOpRecord(x: unknown): x is OpRecord {
+  if (!isPlainObject(x)) return false;
+  for (const k in x) if (!ENVELOPE_KEYS.has(k)) return false;
+  const { v, id, actor, lamport, replica, time, key, request_hash, op, args, out } = x;
+  return (
+    (v === undefined || nat(v, 1)) &&
+    str(id, 1, 100) &&
+    str(actor, 1, 300) &&
+    nat(lamport, 0) &&
+    (replica === undefined || str(replica, 0, 64)) &&
+    str(time, 0, 64) &&
+    (key === undefined || str(key, 0, 128)) &&
+    (request_hash === undefined || str(request_hash, 0, 128)) &&
+    str(op, 1, 64) &&
+    isPlainRecord(args) &&
+    (out === undefined || isPlainRecord(out))
+  );
+}
+
+const nat = (n: unknown, min: number): boolean =>
+  typeof n === 'number' && Number.isSafeInteger(n) && n >= min;
+
+const str = (s: unknown, min: number, max: number): boolean =>
+  typeof s === 'string' && s.length >= min && s.length <= max;
+
+// What JSON.parse makes of `{…}`, as zod's record and object schemas accept it.
+function isPlainObject(x: unknown): x is Record<string, unknown> {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return false;
+  const proto: unknown = Object.getPrototypeOf(x);
+  return proto === Object.prototype || proto === null;
+}
+
+// JSON.parse makes `"__proto__"` an own key; zod's record copy would assign it (setting the
+// copy's prototype), so such a record is left to zod to keep the two paths' outputs equal.
+export const isPlainRecord = (x: unknown): x is Record<string, unknown> =>
+  isPlainObject(x) && !Object.hasOwn(x, '__proto__');
+
 /** The envelope of an entity's own ops: actors are real actors. */
 const TYPED_ENVELOPE = { ...ENVELOPE, actor };
 
@@ -64,9 +110,27 @@ export function opParser<Op extends OpRecord>(
   entity: string,
   union: z.ZodType<Op>,
   names: readonly string[],
+  /** Hand checks of the common ops: the op when `union` would return it unchanged, else null. */
+  fast?: (raw: OpRecord) => Op | null,
 ): (raw: OpRecord) => OpParse<Op> {
   const known = new Set(names);
+  // What zod parsed, by op object, for frozen ops only: the store shares frozen ops per commit
+  // (store/op-message.ts), so a commit folded again — a reopened repository, a merge refold —
+  // goes through zod once, and an op nobody can change cannot go stale here. Weak: an entry
+  // lives as long as its op does. Ops the hand checks vouch for are not kept: checking again
+  // costs what a lookup would.
+  const parsed = new WeakMap<OpRecord, OpParse<Op>>();
   return (raw) => {
+    if (known.has(raw.op)) {
+      const quick = fast?.(raw);
+      if (quick) return { ok: true, op: quick };
+    }
+    if (!Object.isFrozen(raw)) return parseOne(raw);
+    let r = parsed.get(raw);
+    if (r === undefined) parsed.set(raw, (r = parseOne(raw)));
+    return r;
+  };
+  function parseOne(raw: OpRecord): OpParse<Op> {
     if (!known.has(raw.op)) {
       const v = raw.v ?? 1;
       return {
@@ -80,7 +144,7 @@ export function opParser<Op extends OpRecord>(
     const r = union.safeParse(raw);
     if (r.success) return { ok: true, op: r.data };
     return { ok: false, error: `op ${raw.op} ${raw.id}: ${describeIssues(r.error)}` };
-  };
+  }
 }
 
 /** One line naming each bad field: `args.title: Too big…; out.ask_id: Invalid input`. */

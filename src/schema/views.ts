@@ -65,6 +65,12 @@ export const historyOut = z.looseObject({
     })
     .optional()
     .describe('set when a sync merge refused this op (claim_lost names the winner)'),
+  unsigned: z
+    .literal(true)
+    .optional()
+    .describe(
+      'set when the op came from another replica and its commit is not signed by a key of its actor',
+    ),
 });
 
 export const countsOut = z.looseObject({

@@ -224,6 +224,14 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
     });
   }
 
+  /**
+   * Drops the cached fold: the next read folds the log again. For a fold whose inputs go
+   * beyond the log (a Lane's roles come from refs/zz/config, DESIGN §7).
+   */
+  invalidate(): void {
+    this.snap = null;
+  }
+
   private reset(): void {
     this.snap = { revision: null, state: this.codec.empty(), log: [] };
     this.keys = new Map();

@@ -146,7 +146,7 @@ export class GitStore implements Store {
     return (await commitMessages(this.repo.gitdir, head, since ?? null)).map((c) => ({
       revision: c.oid,
       parents: c.parents,
-      ...commitOps(c.message),
+      ...commitOps(c.message, c.oid),
     }));
   }
 
@@ -163,7 +163,7 @@ export class GitStore implements Store {
       if (!c) return null;
       if (c.parents.length !== 1) return null;
       this.remember(this.commitTrees, cur, c.tree);
-      out.push({ revision: cur, parents: c.parents, ...commitOps(c.message) });
+      out.push({ revision: cur, parents: c.parents, ...commitOps(c.message, cur) });
       if (c.parents[0] === since) return out.reverse();
       cur = c.parents[0]!;
     }

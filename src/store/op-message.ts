@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { describeIssues, opRecord, type OpParse } from '../schema/ops.js';
+import { describeIssues, isPlainOpRecord, opRecord, type OpParse } from '../schema/ops.js';
 import type { CommitRecord, OpRecord } from './store.js';
 
 // A commit message is an operation: a summary line, the ops as one JSON line (the authority
@@ -33,19 +33,10 @@ export function parseOpMessage<Op>(
   message: string,
   parse?: (raw: OpRecord) => OpParse<Op>,
 ): OpMessageParse<Op | OpRecord> {
-  const line = message.split('\n').find((l) => l.startsWith(JSON_MARK));
-  if (line === undefined) return { ok: true, ops: [] };
-  let json: unknown;
-  try {
-    json = JSON.parse(line.slice(JSON_MARK.length));
-  } catch (e) {
-    return { ok: false, error: `the ops line is not JSON (${(e as Error).message})` };
-  }
-  const raw = z.array(opRecord).safeParse(json);
-  if (!raw.success) return { ok: false, error: `an op is malformed: ${describeIssues(raw.error)}` };
-  if (!parse) return { ok: true, ops: raw.data };
+  const raw = parseEnvelopes(message);
+  if (!raw.ok || !parse) return raw;
   const ops: Op[] = [];
-  for (const r of raw.data) {
+  for (const r of raw.ops) {
     const p = parse(r);
     if (!p.ok) return { ok: false, error: p.error };
     ops.push(p.op);
@@ -53,10 +44,96 @@ export function parseOpMessage<Op>(
   return { ok: true, ops };
 }
 
-/** A commit's ops for CommitRecord: the parsed envelopes, or none and why. */
-export function commitOps(message: string): Pick<CommitRecord, 'ops' | 'malformed'> {
-  const r = parseOpMessage(message);
-  return r.ok ? { ops: r.ops } : { ops: [], malformed: r.error };
+function parseEnvelopes(message: string): OpMessageParse<OpRecord> {
+  const line = opsLine(message);
+  if (line === null) return { ok: true, ops: [] };
+  let json: unknown;
+  try {
+    json = JSON.parse(line);
+  } catch (e) {
+    return { ok: false, error: `the ops line is not JSON (${(e as Error).message})` };
+  }
+  // Ops as zz writes them pass the hand-written check; anything else goes through zod, which
+  // names what is wrong (or strips keys it does not know).
+  if (Array.isArray(json) && json.every(isPlainOpRecord)) return { ok: true, ops: json };
+  const raw = z.array(opRecord).safeParse(json);
+  if (!raw.success) return { ok: false, error: `an op is malformed: ${describeIssues(raw.error)}` };
+  return { ok: true, ops: raw.data };
+}
+
+/** The JSON after the ops mark: the first line that starts with it (zz writes it third). */
+function opsLine(message: string): string | null {
+  let at = 0;
+  if (!message.startsWith(JSON_MARK)) {
+    const nl = message.indexOf('\n' + JSON_MARK);
+    if (nl < 0) return null;
+    at = nl + 1;
+  }
+  const end = message.indexOf('\n', at);
+  return message.slice(at + JSON_MARK.length, end < 0 ? message.length : end);
+}
+
+// Commit oid → the ops its message records. A commit's bytes never change under its oid, so
+// neither do its ops: a reopened repository, a fold sync restarts after a merge, or a second
+// reader of one history skips the JSON and the validation. The ops are frozen because every
+// reader shares them (entities' typed parses are cached by op object, see schema/ops.ts).
+// Bounded by the ops held; Map order is the LRU order.
+const cacheLimits = { maxOps: 10_000 };
+const opCache = new Map<string, Pick<CommitRecord, 'ops' | 'malformed'>>();
+let cachedOps = 0;
+
+/** Drops cached ops (benchmarks measuring a cold load, as after a restart). */
+export function clearOpCache(): void {
+  opCache.clear();
+  cachedOps = 0;
+}
+
+/** What the cache holds now (tests check its bound). */
+export function opCacheSize(): { commits: number; ops: number } {
+  return { commits: opCache.size, ops: cachedOps };
+}
+
+/** Tunes the cache bound (tests force eviction); returns the previous limits. */
+export function configureOpCache(l: Partial<typeof cacheLimits>): typeof cacheLimits {
+  const old = { ...cacheLimits };
+  Object.assign(cacheLimits, l);
+  clearOpCache();
+  return old;
+}
+
+/**
+ * A commit's ops for CommitRecord: the parsed envelopes, or none and why. With the commit's
+ * oid the result is cached (and shared: do not change it).
+ */
+export function commitOps(message: string, oid?: string): Pick<CommitRecord, 'ops' | 'malformed'> {
+  if (oid !== undefined) {
+    const hit = opCache.get(oid);
+    if (hit) {
+      opCache.delete(oid);
+      opCache.set(oid, hit);
+      return hit;
+    }
+  }
+  const r = parseEnvelopes(message);
+  const rec = r.ok ? { ops: r.ops } : { ops: [], malformed: r.error };
+  if (oid !== undefined && rec.ops.length <= cacheLimits.maxOps) {
+    for (const op of rec.ops) freezeOp(op);
+    Object.freeze(rec.ops);
+    opCache.set(oid, rec);
+    cachedOps += rec.ops.length;
+    for (const [k, v] of opCache) {
+      if (cachedOps <= cacheLimits.maxOps) break;
+      opCache.delete(k);
+      cachedOps -= v.ops.length;
+    }
+  }
+  return rec;
+}
+
+function freezeOp(op: OpRecord): void {
+  Object.freeze(op.args);
+  if (op.out) Object.freeze(op.out);
+  Object.freeze(op);
 }
 
 function oneLine(s: string): string {

@@ -5,6 +5,7 @@ import { gitTools } from './git-tools.js';
 import { githubTools } from './github-tools.js';
 import { ladderTools } from './ladder-tools.js';
 import { Registry } from './run-tool.js';
+import { keyTools } from './key-tools.js';
 import { laneTools } from './lane-tools.js';
 import { tokenTools } from './token-tools.js';
 import type { z } from 'zod';
@@ -19,6 +20,7 @@ export const ALL_TOOLS: readonly ToolDef[] = [
   ...ladderTools,
   ...githubTools,
   ...adminTools,
+  ...keyTools,
   ...tokenTools,
 ];
 
@@ -33,6 +35,7 @@ type AnyTool =
   | (typeof ladderTools)[number]
   | (typeof githubTools)[number]
   | (typeof adminTools)[number]
+  | (typeof keyTools)[number]
   | (typeof tokenTools)[number];
 export type ToolName = AnyTool['name'];
 /** What the tool named N answers (its output schema's type). */

@@ -1,6 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
+import { writeJsonAtomic } from '../local/index.js';
 
 // Dashboard logins. `zz dashboard` (holding a bearer token) asks for a one-time code; the page
 // trades the code for a session whose secret lives only in an HttpOnly cookie. Codes are kept
@@ -16,9 +18,16 @@ export interface Session {
   expires_at: string;
 }
 
-interface StoredSession extends Session {
-  hash: string;
-}
+const storedSession = z.object({
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  actor: z.string(),
+  repo: z.string(),
+  created_at: z.string(),
+  expires_at: z.string(),
+});
+type StoredSession = z.infer<typeof storedSession>;
+
+const sessionsFile = z.object({ sessions: z.array(z.unknown()) });
 
 export interface SessionStoreOptions {
   /** Where dashboard-sessions.json is kept; in memory only when absent. */
@@ -119,25 +128,26 @@ export class SessionStore {
 
   private async readFile(): Promise<StoredSession[]> {
     if (!this.file) return [];
+    let text: string;
     try {
-      const doc = JSON.parse(await fsp.readFile(this.file, 'utf8')) as { sessions?: unknown };
-      if (!Array.isArray(doc.sessions)) return [];
-      return doc.sessions.filter(
-        (s): s is StoredSession =>
-          typeof s === 'object' &&
-          s !== null &&
-          typeof s.hash === 'string' &&
-          /^[0-9a-f]{64}$/.test(s.hash) &&
-          typeof s.actor === 'string' &&
-          typeof s.repo === 'string' &&
-          typeof s.created_at === 'string' &&
-          typeof s.expires_at === 'string',
-      );
+      text = await fsp.readFile(this.file, 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
         this.log(`${this.file}: unreadable (${(e as Error).message}); starting without sessions`);
       return [];
     }
+    let doc: z.infer<typeof sessionsFile>;
+    try {
+      doc = sessionsFile.parse(JSON.parse(text));
+    } catch (e) {
+      this.log(`${this.file}: unreadable (${(e as Error).message}); starting without sessions`);
+      return [];
+    }
+    // One bad entry (a hand edit, an older format) costs that session, not the others.
+    return doc.sessions.flatMap((x) => {
+      const r = storedSession.safeParse(x);
+      return r.success ? [r.data] : [];
+    });
   }
 
   /** Applies f to the list (dropping expired sessions) and persists it, one write at a time. */
@@ -147,12 +157,7 @@ export class SessionStore {
       const next = f((await this.load()).filter((s) => s.expires_at > now));
       this.sessions = next;
       if (!this.file) return;
-      const tmp = `${this.file}.${randomBytes(4).toString('hex')}.tmp`;
-      await fsp.mkdir(this.opts.dir!, { recursive: true, mode: 0o700 });
-      await fsp.writeFile(tmp, JSON.stringify({ version: 1, sessions: next }) + '\n', {
-        mode: 0o600,
-      });
-      await fsp.rename(tmp, this.file);
+      await writeJsonAtomic(this.file, { version: 1, sessions: next }, { mkdir: true });
     });
     this.writing = run.catch(() => {});
     return run;

@@ -300,11 +300,20 @@ describe('startDaemon', () => {
     const { token } = await d.tokens.create(OWNER.actor, 'login');
     const http = jsonClient(d.url, { token });
     const now = await http.post(`/api/repos/${repo.key}/tools/lane_events`, {});
+    // The long-poll is waiting once it listens for the next commit: close() then, not after a
+    // guessed delay (which could close before the request even reached its handler).
+    const listening = new Promise<void>((resolve) => {
+      const onCommit = repo.onCommit.bind(repo);
+      repo.onCommit = (l) => {
+        resolve();
+        return onCommit(l);
+      };
+    });
     const pending = http.post(`/api/repos/${repo.key}/tools/lane_events`, {
       cursor: now.json.result.next_cursor,
       wait_ms: 60_000,
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await listening;
     await d.close();
     const res = await pending;
     http.close();

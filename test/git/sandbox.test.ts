@@ -151,11 +151,10 @@ describe('runInSandbox', () => {
   });
 
   it('kills the whole process group on timeout and still cleans up', async () => {
-    const t0 = Date.now();
+    // Longer than the test's timeout: a run that waited for its command fails by that.
     const r = await runInSandbox(
-      base({ command: ['sh', '-c', 'pwd; sleep 30 & echo $!; sleep 30'], timeout_ms: 300 }),
+      base({ command: ['sh', '-c', 'pwd; sleep 300 & echo $!; sleep 300'], timeout_ms: 300 }),
     );
-    expect(Date.now() - t0).toBeLessThan(5_000);
     expect(r.timed_out).toBe(true);
     expect(r.exit_code).toBeNull();
     expect(r.signal).toBe('SIGTERM');

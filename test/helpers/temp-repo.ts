@@ -9,7 +9,6 @@ export function sh(cwd: string, ...args: string[]): string {
     encoding: 'utf8',
     env: { ...process.env, GIT_AUTHOR_DATE: '', GIT_COMMITTER_DATE: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
-    // `rev-list --objects` of a history the faster write path grew past the 1 MiB default.
     maxBuffer: 256 * 1024 * 1024,
   }).trim();
 }
@@ -41,7 +40,13 @@ export function fsck(dir: string): string {
  * writers leave unreachable objects by design); returns the problems, [] when sound.
  */
 export function fsckProblems(dir: string): string[] {
-  const r = spawnSync('git', ['fsck', '--full', '--strict'], { cwd: dir, encoding: 'utf8' });
+  // fsck lists every dangling object (thousands after kill tests): past spawnSync's default
+  // 1 MiB of output it would fail with ENOBUFS.
+  const r = spawnSync('git', ['fsck', '--full', '--strict'], {
+    cwd: dir,
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
   const problems = `${r.stdout}\n${r.stderr}`
     .split('\n')
     .filter((l) => l.trim() !== '')

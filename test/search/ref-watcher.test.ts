@@ -135,6 +135,32 @@ describe('watchRefs', () => {
     expect(calls).toEqual([]);
   });
 
+  it('after close() nothing fires, not even a burst whose quiet period was running', async () => {
+    const DEBOUNCE = 1000;
+    const calls: string[] = [];
+    const seen: string[] = [];
+    const stop = watchRefs([gitdir], (g) => calls.push(g), { debounceMs: DEBOUNCE });
+    // A second watcher of the same clone with no quiet period says when the move was seen.
+    const probe = watchRefs([gitdir], (g) => seen.push(g), { debounceMs: 1 });
+    await Promise.all([stop.ready, probe.ready]);
+    try {
+      // A fresh commit: a real move whatever the ref held before.
+      const next = git(work, 'commit-tree', '-p', c2, '-m', 'close test', `${c2}^{tree}`);
+      git(work, 'update-ref', 'refs/zz/ladder', next);
+      await until(() => seen.length > 0, 'the probe watcher');
+      // The watcher under test now has its quiet period running (unless the machine stalled
+      // for a whole second: then it fired before close, which is allowed, and counted here).
+      const before = calls.length;
+      await stop();
+      // Node runs timers in expiry order: one armed now for DEBOUNCE expires after any the
+      // watcher armed before close(). Ordering, not luck, makes this the flush.
+      await new Promise((r) => setTimeout(r, DEBOUNCE));
+      expect(calls.slice(before)).toEqual([]);
+    } finally {
+      await probe();
+    }
+  });
+
   it('watches several clones and sees a ladder ref created in a fresh clone', async () => {
     const other = join(root, 'other');
     git(root, 'init', '-q', other);

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
+import { FOLLOW_UP_REASONS, SERVER_ACTOR } from '../../src/core/follow-ups.js';
 import { parsedLaneOp } from '../helpers/core-fixture.js';
 import {
   parseZzCommit,
@@ -215,16 +216,43 @@ async function step(w: World, a: Action): Promise<void> {
         if (!ask || ask.state !== 'claimed' || ask.holder !== actor) return null;
         return { op: 'ask_release', args: { lane_id: 'l', ask_id: ask.ask_id } };
       });
-    case 'answer':
-      return write(w, a.r, (s, actor) => {
+    case 'answer': {
+      // Answers with a changeset trigger a review follow-up. How the replica recorded it
+      // varies (mode): not at all (missing), once, or once plus a stray second one; the fold
+      // derives it from the answer either way (checkProperties: exactly one per answer).
+      const mode = (a.ask + a.r) % 4;
+      const follow = mode === 0 ? null : newAskId(w);
+      let answered: string | null = null;
+      write(w, a.r, (s, actor) => {
         const ask = askAt(s, a.ask);
         if (!ask || ask.state !== 'claimed' || ask.holder !== actor) return null;
+        answered = ask.ask_id;
         return {
           op: 'ask_answer',
           args: { lane_id: 'l', ask_id: ask.ask_id, outcome: 'complete', result: 'ok' },
-          out: { follow_ups: [] },
+          out: follow
+            ? { changeset_id: 'cs-' + follow.slice(4), follow_ups: [follow] }
+            : { follow_ups: [] },
         };
       });
+      const origin = answered;
+      if (origin === null || follow === null || mode === 2) return;
+      const records = mode === 3 ? [follow, newAskId(w)] : [follow];
+      for (const id of records) {
+        write(w, a.r, () => ({
+          op: 'ask_post',
+          args: {
+            lane_id: 'l',
+            kind: 'changeset_review',
+            title: 'Review',
+            posted_by: SERVER_ACTOR,
+            origin: { ask_id: origin, reason: 'work completed with a changeset' },
+          },
+          out: { ask_id: id },
+        }));
+      }
+      return;
+    }
     case 'sync':
       await sync(w, a.r);
       return;
@@ -324,6 +352,16 @@ function checkProperties(w: World): void {
   });
   const topo = topoSort(records);
   expect(validateIncoming(LANE, topo, new Set(all))).toBeNull();
+  // Follow-ups re-derived: exactly one review per honoured answer with a changeset, none for
+  // any other Ask, whatever the replicas recorded.
+  for (const ask of final.state.asks.values()) {
+    if (ask.kind !== 'work') continue;
+    const follows = [...final.state.asks.values()].filter(
+      (f) => f.origin?.ask_id === ask.ask_id && FOLLOW_UP_REASONS.has(f.origin.reason),
+    );
+    const triggered = ask.state === 'answered' && ask.answer?.changeset_id != null;
+    expect(follows.map((f) => f.kind)).toEqual(triggered ? ['changeset_review'] : []);
+  }
   // Loser visibility: every claim that is not in effect is listed as refused, with a winner.
   const rejected = new Map(final.state.rejected.map((r) => [r.op_id, r]));
   for (const op of final.ops) {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -136,6 +136,23 @@ describe('dashboard login', () => {
     expect(await reopened.lookup(opened.secret)).toMatchObject({ actor: OWNER });
     now += 3_600_001;
     expect(await reopened.lookup(opened.secret)).toBeNull();
+  });
+
+  it('the sessions file is written 0600; a bad entry costs only itself, a bad file none', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'zz-sessions-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const store = new SessionStore({ dir });
+    const opened = (await store.redeem(store.issueCode(OWNER, 'o/r').code))!;
+    const file = join(dir, 'dashboard-sessions.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const doc = JSON.parse(readFileSync(file, 'utf8')) as { sessions: unknown[] };
+    writeFileSync(file, JSON.stringify({ sessions: [{ hash: 'not hex' }, ...doc.sessions] }));
+    expect(await new SessionStore({ dir }).lookup(opened.secret)).toMatchObject({ actor: OWNER });
+    writeFileSync(file, '{"sessions": 3}');
+    const lines: string[] = [];
+    const broken = new SessionStore({ dir, log: (l) => lines.push(l) });
+    expect(await broken.lookup(opened.secret)).toBeNull();
+    expect(lines.join('\n')).toMatch(/unreadable/);
   });
 
   it('a session opened for one repository is refused on another it serves', async () => {

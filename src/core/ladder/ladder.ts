@@ -12,16 +12,10 @@ import {
   type RungKind,
 } from '../../schema/rung.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
-import { Entity, type LoggedOp, type Snapshot } from '../../store/index.js';
+import { Entity, type LoggedOp, type OpSpec, type Snapshot } from '../../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
-import {
-  decodeOffset,
-  encodeOffset,
-  mutationOpts,
-  readLane,
-  type WriteMeta,
-  type WriteOpts,
-} from '../lanes.js';
+import { decodeOffset, encodeOffset, readLane, type WriteMeta, type WriteOpts } from '../lanes.js';
+import { writeOp } from '../write-op.js';
 import { leaseExpired } from '../views.js';
 import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
 import { commitTree, entryAt, lsTree, tagCommit } from './git-tree.js';
@@ -520,10 +514,10 @@ export async function ladderWriteRung(
       records.push(record);
     }
   }
-  const r = await entity.mutate({
-    ...mutationOpts(caller, args),
-    request: { tool: 'ladder_write_rung', args: request },
-    decide: () => {
+  const r = await writeOp(repo, caller, entity, args, {
+    tool: 'ladder_write_rung',
+    request,
+    decide: (): OpSpec<LadderOp> => {
       const wa: LadderWriteArgs = { lane_id: args.lane_id, ask_id: args.ask_id, rungs: records };
       const first = records[0]!.path;
       return {

@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { writeFileAtomic } from '../../local/index.js';
 import type { Model } from '../../models/index.js';
 import type { RungGenerator } from '../../schema/rung.js';
 import { summarizeFile, type Extract } from './extract.js';
@@ -88,7 +89,7 @@ export function modelSummarizer(opts: ModelSummarizerOptions): ModelSummarizer {
       const summary = r.object.summary.replace(/\s+/g, ' ').trim().slice(0, MAX_SUMMARY_CHARS);
       if (!summary) return fallback(base, 'the model answered an empty summary');
       stats.model++;
-      if (dir && cacheFile) await writeCache(dir, cacheFile, { summary });
+      if (cacheFile) await writeCache(cacheFile, { summary });
       return { ...base, summary, generator };
     } catch (e) {
       return fallback(base, e instanceof Error ? e.message : String(e));
@@ -116,13 +117,7 @@ export function modelSummarizer(opts: ModelSummarizerOptions): ModelSummarizer {
   };
 }
 
-async function writeCache(dir: string, file: string, value: unknown): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    await writeFile(tmp, JSON.stringify(value), { mode: 0o600 });
-    await rename(tmp, file);
-  } catch {
-    await unlink(tmp).catch(() => {});
-  }
+// Best effort: a summary that could not be cached is asked for again next time.
+async function writeCache(file: string, value: unknown): Promise<void> {
+  await writeFileAtomic(file, JSON.stringify(value), { mkdir: true }).catch(() => {});
 }

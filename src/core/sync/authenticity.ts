@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   generateSigningKey,
   normalizeKeyLine,
+  signingKeyFromOpenSsh,
   signingKeyFromPem,
   verifyCommitBody,
   type SshSigningKey,
@@ -12,8 +13,9 @@ import {
 import { ZzError } from '../../errors.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
-import { gitUserEmail } from '../identity.js';
+import { callerGitConfig, gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
+import { requireCaller, type Caller } from '../access.js';
 import type { SyncCommit, SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
 
@@ -39,10 +41,68 @@ function configDir(env: NodeJS.ProcessEnv): string {
  * made on first use. The file name is a hash so that no e-mail address becomes a path.
  */
 export async function personKey(person: string, env = process.env): Promise<SshSigningKey> {
+  return (await personKeyInfo(person, env)).key;
+}
+
+export interface PersonKeyInfo {
+  key: SshSigningKey;
+  file: string;
+  created: boolean;
+  /** 'git' when the key is the one git config user.signingkey names (gpg.format ssh). */
+  source: 'git' | 'zz';
+  /** Why git's signing key was not used, when one is configured. */
+  note?: string;
+}
+
+/**
+ * The key git signs with, when `gpg.format = ssh` and `user.signingkey` names an unencrypted
+ * ed25519 private key file (or its `.pub`, the private key beside it). `key::` literals and
+ * keys held only by an agent cannot sign in-process: a note says so and zz uses its own key.
+ */
+async function gitSigningKey(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ key: SshSigningKey; file: string } | { note: string } | null> {
+  const [format, configured] = await Promise.all([
+    callerGitConfig(cwd, 'gpg.format', env).catch(() => null),
+    callerGitConfig(cwd, 'user.signingkey', env).catch(() => null),
+  ]);
+  if (format !== 'ssh' || !configured) return null;
+  if (configured.startsWith('key::')) {
+    return { note: 'git user.signingkey is a key:: literal; zz needs the private key file' };
+  }
+  const home = env.HOME || homedir();
+  let file = resolve(cwd, configured.replace(/^~(?=\/)/, home));
+  if (file.endsWith('.pub')) file = file.slice(0, -4);
+  try {
+    return { key: signingKeyFromOpenSsh(await fsp.readFile(file, 'utf8')), file };
+  } catch (e) {
+    return { note: `git user.signingkey ${file}: ${(e as Error).message}` };
+  }
+}
+
+/**
+ * personKey, saying where the key lives and whether this call made it (`zz init` tells).
+ * With `cwd`, the key git config user.signingkey names comes first.
+ */
+export async function personKeyInfo(
+  person: string,
+  env = process.env,
+  cwd?: string,
+): Promise<PersonKeyInfo> {
+  const fromGit = cwd === undefined ? null : await gitSigningKey(cwd, env);
+  if (fromGit && 'key' in fromGit) return { ...fromGit, created: false, source: 'git' };
+  const note = fromGit ? { note: fromGit.note } : {};
   const file = keyFile(person, env);
   const dir = join(configDir(env), 'keys');
   try {
-    return signingKeyFromPem(await fsp.readFile(file, 'utf8'));
+    return {
+      key: signingKeyFromPem(await fsp.readFile(file, 'utf8')),
+      file,
+      created: false,
+      source: 'zz',
+      ...note,
+    };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
@@ -53,10 +113,11 @@ export async function personKey(person: string, env = process.env): Promise<SshS
   try {
     // link() refuses to replace: a racing process that made the key first wins, we use it.
     await fsp.link(tmp, file);
-    return key;
+    return { key, file, created: true, source: 'zz', ...note };
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    return signingKeyFromPem(await fsp.readFile(file, 'utf8'));
+    const pem = await fsp.readFile(file, 'utf8');
+    return { key: signingKeyFromPem(pem), file, created: false, source: 'zz', ...note };
   } finally {
     await fsp.rm(tmp, { force: true });
   }
@@ -65,21 +126,27 @@ export async function personKey(person: string, env = process.env): Promise<SshS
 /**
  * The daemon's signing: the checkout's person (git user.email) signs with the key `zz init`
  * made for them, if there is one (the daemon never makes keys: that is `zz init`'s to say).
+ * Returns one line for the daemon's log saying which it is.
  */
-export async function signWithExistingKey(repo: ZzRepo, env = process.env): Promise<boolean> {
+export async function signWithExistingKey(repo: ZzRepo, env = process.env): Promise<string> {
   const g = repo.git;
-  if (!g) return false;
+  if (!g) return `${repo.key}: zz commits are not signed (no git repository)`;
   const person = await gitUserEmail(g.workTree ?? g.gitdir, env).catch(() => null);
-  if (!person) return false;
+  if (!person) return `${repo.key}: zz commits are not signed (no git user.email)`;
+  const fromGit = await gitSigningKey(g.workTree ?? g.gitdir, env);
+  if (fromGit && 'key' in fromGit) {
+    signAs(repo, person, fromGit.key);
+    return `${repo.key}: signing zz commits as ${person} with ${fromGit.file} (git user.signingkey)`;
+  }
   const file = keyFile(person, env);
   let pem: string;
   try {
     pem = await fsp.readFile(file, 'utf8');
   } catch {
-    return false;
+    return `${repo.key}: zz commits are not signed (${person} has no key yet: run zz init)`;
   }
   signAs(repo, person, signingKeyFromPem(pem));
-  return true;
+  return `${repo.key}: signing zz commits as ${person} with ${file}`;
 }
 
 function keyFile(person: string, env: NodeJS.ProcessEnv): string {
@@ -103,7 +170,7 @@ function isOwnerKey(s: ConfigState, signer: string | null): boolean {
   );
 }
 
-function isActorKey(s: ConfigState, actor: string, signer: string | null): boolean {
+export function isActorKey(s: ConfigState, actor: string, signer: string | null): boolean {
   if (signer === null) return false;
   return (s.keys.get(personOf(actor)) ?? []).some((k) => normalizeKeyLine(k) === signer);
 }
@@ -130,7 +197,11 @@ function ownerOpProblem(
     return 'repo_init is not signed by the key it registers';
   }
   if (isOwnerKey(s, signer)) return null;
-  if (op.op === 'key_add' && op.args.actor === op.actor && isActorKey(s, op.actor, signer))
+  if (
+    (op.op === 'key_add' || op.op === 'key_remove') &&
+    op.args.actor === op.actor &&
+    isActorKey(s, op.actor, signer)
+  )
     return null;
   return `${op.op} by ${op.actor} is not signed by an owner's key`;
 }
@@ -235,6 +306,63 @@ export async function keyAdd(
     result: () => null,
   });
   return { revision: r.revision };
+}
+
+/** An owner removes `key` of `actor` (or an actor one of its own). */
+export async function keyRemove(
+  repo: ZzRepo,
+  callerIn: Caller | null,
+  args: { actor: string; key: string },
+): Promise<{ removed: boolean; revision: string }> {
+  const caller = requireCaller(callerIn);
+  const key = normalizeKeyLine(args.key);
+  if (!key)
+    throw new ZzError('invalid_argument', 'key: expected an "ssh-ed25519 AAAA…" public key');
+  await repo.requireConfig();
+  const r = await repo.config.mutate({
+    actor: caller.actor,
+    decide: (s) => {
+      if (!s.config!.owners.includes(caller.actor) && args.actor !== caller.actor) {
+        throw new ZzError('forbidden', "only an owner may remove another actor's key");
+      }
+      const held = (s.keys.get(args.actor) ?? []).some((k) => normalizeKeyLine(k) === key);
+      if (!held) return [];
+      return {
+        op: 'key_remove',
+        summary: `key_remove for ${args.actor}`,
+        args: { actor: args.actor, key },
+      };
+    },
+    result: (_s, op) => op !== null,
+  });
+  return { removed: r.result, revision: r.revision };
+}
+
+/** Each actor's allowed signing keys, paged by actor, and whether signatures are required. */
+export async function keyList(
+  repo: ZzRepo,
+  args: { actor?: string; limit?: number; offset?: number },
+): Promise<{
+  signatures_required: boolean;
+  keys: Array<{ actor: string; keys: string[]; owner: boolean }>;
+  next_offset: number | null;
+}> {
+  await repo.requireConfig();
+  const s = (await repo.config.read()).state;
+  const all = [...s.keys.entries()]
+    .filter(([a, ks]) => ks.length > 0 && (args.actor === undefined || a === args.actor))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const from = args.offset ?? 0;
+  const to = Math.min(all.length, from + (args.limit ?? 100));
+  return {
+    signatures_required: s.signed,
+    keys: all.slice(from, to).map(([actor, ks]) => ({
+      actor,
+      keys: [...ks],
+      owner: s.config!.owners.includes(actor),
+    })),
+    next_offset: to < all.length ? to : null,
+  };
 }
 
 /** An owner turns required signatures on (or off) for the repository. */

@@ -1,7 +1,7 @@
 import type { EntityCodec } from '../../store/index.js';
 import { configCodec } from '../config-state.js';
 import { ladderCodec } from '../ladder/ladder-state.js';
-import { laneCodec, type LaneState, type RejectedOp } from '../lane-state.js';
+import { laneCodec, type LaneState, type RejectedOp, type RoleSource } from '../lane-state.js';
 
 // Which refs are entities (a fold of ops, mergeable) and how to fold each. Other refs under
 // refs/zz/ (changesets: code commits whose ids are random) only ever fast-forward; two
@@ -21,9 +21,17 @@ const lanes: SyncCodec<LaneState> = {
   rejections: (s) => s.rejected,
 };
 
-export function syncCodecFor(ref: string): SyncCodec<unknown> | null {
+/**
+ * `roles`: the repository's roles over time as the merge will leave refs/zz/config, so a Lane
+ * merge refuses what every replica's fold refuses (scopes as they stood, lane-state.ts).
+ */
+export function syncCodecFor(ref: string, roles?: RoleSource): SyncCodec<unknown> | null {
   if (ref === 'refs/zz/config') return { codec: configCodec } as SyncCodec<unknown>;
   if (ref === 'refs/zz/ladder') return { codec: ladderCodec } as SyncCodec<unknown>;
-  if (ref.startsWith('refs/zz/lanes/')) return lanes as SyncCodec<unknown>;
+  if (ref.startsWith('refs/zz/lanes/')) {
+    if (!roles) return lanes as SyncCodec<unknown>;
+    const codec = { ...laneCodec, empty: () => ({ ...laneCodec.empty(), roles }) };
+    return { ...lanes, codec } as SyncCodec<unknown>;
+  }
   return null;
 }

@@ -1,5 +1,10 @@
 import { ZzError } from '../../errors.js';
 import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '../../git/index.js';
+import { publicationOrder } from '../../store/index.js';
+import { configCodec } from '../config-state.js';
+import type { RoleSource } from '../lane-state.js';
+import { roleTimeline } from '../role-timeline.js';
+import type { ConfigOp } from '../../schema/index.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
 import type { AuthChecker } from './authenticity.js';
@@ -36,7 +41,7 @@ export interface SyncReport {
   /** Refs missing on the remote that we had confirmed there before: recreated. */
   recreated: string[];
   claims_lost: ClaimLost[];
-  /** Local-only ops other than claims that the guarded fold refused at merge. */
+  /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
   rejected: Array<Rejection & { ref: string }>;
   quarantined: Array<{ ref: string; commit: string; reason: string }>;
   /** Non-entity refs whose local and remote values differ and cannot be merged. */
@@ -166,6 +171,44 @@ async function reconcile(
   const pushes: PushUpdate[] = [];
   const checker = opts.checker?.(local, remoteName);
   const names = new Set([...locals.keys(), ...remotes.keys()]);
+  // refs/zz/config sorts before every Lane: by the time a Lane merges, configTip is the value
+  // this round leaves it at, and Lane ops are judged against those roles (lane-state.ts).
+  let configTip = locals.get(CONFIG_REF) ?? null;
+  let roles: Promise<RoleSource> | null = null;
+  let oldRoles: Promise<RoleSource> | null = null;
+  const setTip = (ref: string, oid: string | null): void => {
+    if (ref === CONFIG_REF) configTip = oid;
+  };
+  // A Lane that only we wrote is pushed as it is, but when this round brought a new config
+  // (a revocation, say) the fold may now refuse some of our ops: say which, as a merge would.
+  const refusedByNewRoles = async (ref: string, mine: string, theirs: string | null) => {
+    if (!ref.startsWith(LANES_REF_PREFIX) || configTip === (locals.get(CONFIG_REF) ?? null)) {
+      return;
+    }
+    const history = (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref));
+    const remote =
+      theirs === null
+        ? new Set<string>()
+        : reachable(new Map(history.map((h) => [h.revision, h.parents])), theirs);
+    const ours = new Set(
+      history.filter((c) => !remote.has(c.revision)).flatMap((c) => c.ops.map((o) => o.id)),
+    );
+    // What the fold refuses under the new roles and did not under the old ones.
+    const refused = (r: RoleSource) => {
+      const sc = syncCodecFor(ref, r)!;
+      const state = sc.codec.empty();
+      for (const { op } of publicationOrder(history, mine)) {
+        const p = sc.codec.parse(op);
+        if (p.ok) sc.codec.apply(state, p.op);
+      }
+      return sc.rejections?.(state) ?? [];
+    };
+    oldRoles ??= rolesAt(local, locals.get(CONFIG_REF) ?? null);
+    const before = new Set(refused(await oldRoles).map((r) => r.op_id));
+    for (const r of refused(await (roles ??= rolesAt(local, configTip)))) {
+      if (ours.has(r.op_id) && !before.has(r.op_id)) report.rejected.push({ ...r, ref });
+    }
+  };
   for (const ref of [...names].sort()) {
     const rest = ref.slice(LOCAL_PREFIX.length);
     const mine = locals.get(ref) ?? null;
@@ -181,24 +224,38 @@ async function reconcile(
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
       if (conf !== null) report.recreated.push(ref);
       pushes.push({ ref, expected: null, next: mine! });
+      await refusedByNewRoles(ref, mine!, null);
       continue;
     }
     if (mine !== null && (await local.isAncestor(theirs, mine))) {
       pushes.push({ ref, expected: theirs, next: mine });
+      await refusedByNewRoles(ref, mine, theirs);
       continue;
     }
-    const history = (await local.commits([theirs], [])).map((c) => parseZzCommit(c, ref));
-    const incoming =
-      mine === null
-        ? history
-        : (await local.commits([theirs], [mine])).map((c) => parseZzCommit(c, ref));
-    const incomingSet = new Set(incoming.map((c) => c.revision));
+    // Both sides' histories in one walk and one batched read (reading them once per question
+    // cost seconds on a 1,000-op divergence); who reaches what is answered in memory.
+    const raw = await local.commits(mine === null ? [theirs] : [theirs, mine], []);
+    const parentsOf = new Map(raw.map((c) => [c.oid, c.parents]));
+    const fromTheirs = reachable(parentsOf, theirs);
+    const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
+    // Only what arrived goes through the entity's typed op parser here: what we hold was
+    // judged when it came (or written here), and the merge's fold parses every op it applies.
+    const all = raw.map((c) => parseZzCommit(c, fromMine.has(c.oid) ? undefined : ref));
+    const history = all.filter((c) => fromTheirs.has(c.revision));
+    const incomingSet = new Set(
+      history.filter((c) => !fromMine.has(c.revision)).map((c) => c.revision),
+    );
     const codec = syncCodecFor(ref);
     let bad = codec ? validateIncoming(ref, history, incomingSet) : null;
     if (!bad && checker) {
-      bad = await checker.check(ref, history, await local.commits([theirs], mine ? [mine] : []));
+      bad = await checker.check(
+        ref,
+        history,
+        raw.filter((c) => incomingSet.has(c.oid)),
+      );
     }
     if (bad) {
+      setTip(ref, mine);
       report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
       const q = quarantined.get(ref) ?? null;
       if (q !== theirs) updates.push({ ref: qPrefix + rest, old: q, new: theirs });
@@ -207,11 +264,13 @@ async function reconcile(
     if (quarantined.has(ref))
       updates.push({ ref: qPrefix + rest, old: quarantined.get(ref)!, new: null });
     if (mine === null) {
+      setTip(ref, theirs);
       updates.push({ ref, old: null, new: theirs });
       report.adopted.push(ref);
       continue;
     }
-    if (await local.isAncestor(mine, theirs)) {
+    if (fromTheirs.has(mine)) {
+      setTip(ref, theirs);
       updates.push({ ref, old: mine, new: theirs });
       report.fast_forwarded.push(ref);
       continue;
@@ -220,13 +279,17 @@ async function reconcile(
       report.diverged.push(ref);
       continue;
     }
-    const localOnly = (await local.commits([mine], [theirs])).map((c) => parseZzCommit(c, ref));
-    const plan = planMerge(codec, theirs, history, mine, localOnly);
+    const localOnly = all.filter((c) => fromMine.has(c.revision) && !fromTheirs.has(c.revision));
+    const merging = ref.startsWith(LANES_REF_PREFIX)
+      ? (syncCodecFor(ref, await (roles ??= rolesAt(local, configTip))) ?? codec)
+      : codec;
+    const plan = planMerge(merging, theirs, history, mine, localOnly);
     const commit = await local.writeMerge({
       parents: [theirs, mine],
       changes: plan.changes,
       message: formatMergeMessage(`Merge ${remoteName} into ${rest}`, plan.lamport),
     });
+    setTip(ref, commit);
     updates.push({ ref, old: mine, new: commit });
     report.merged.push({ ref, commit, local_ops: plan.localOps.length });
     for (const r of plan.rejected) {
@@ -244,6 +307,34 @@ async function reconcile(
   }
   await local.update(updates);
   return pushes;
+}
+
+const CONFIG_REF = 'refs/zz/config';
+const LANES_REF_PREFIX = 'refs/zz/lanes/';
+
+/** The roles timeline of refs/zz/config at `tip` (already validated, so every op parses). */
+async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource> {
+  if (tip === null) return roleTimeline([]);
+  const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF));
+  const ops: ConfigOp[] = [];
+  for (const { op } of publicationOrder(history, tip)) {
+    const p = configCodec.parse(op);
+    if (p.ok) ops.push(p.op);
+  }
+  return roleTimeline(ops);
+}
+
+/** The commits (oid → parents, closed under parents) that `tip` reaches. */
+function reachable(parentsOf: ReadonlyMap<string, readonly string[]>, tip: string): Set<string> {
+  const seen = new Set<string>();
+  const stack = [tip];
+  while (stack.length > 0) {
+    const oid = stack.pop()!;
+    if (seen.has(oid)) continue;
+    seen.add(oid);
+    for (const p of parentsOf.get(oid) ?? []) if (!seen.has(p)) stack.push(p);
+  }
+  return seen;
 }
 
 async function strip(

@@ -9,3 +9,4 @@ export * from './ports.js';
 export * from './validate.js';
 export * from './run.js';
 export * from './auto-sync.js';
+export * from './unsigned.js';

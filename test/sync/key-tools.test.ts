@@ -1,0 +1,216 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initRepo, ZzRepo } from '../../src/core/index.js';
+import { TokenStore } from '../../src/core/token-store.js';
+import { personKeyInfo, signWithExistingKey } from '../../src/core/sync/index.js';
+import { generateSigningKey } from '../../src/git/index.js';
+import { createApp, type App } from '../../src/http/index.js';
+import { registry } from '../../src/tools/index.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
+import { tempDir } from '../helpers/temp-dirs.js';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
+
+// key_add / key_remove / key_list / repo_require_signatures, from the one tool registry: over
+// the daemon's HTTP routes with tokens (owner-only where it must be), and from the CLI.
+
+const HOST = '127.0.0.1:7433';
+const OWNER = 'owner@example.com';
+const ALICE = 'alice@example.com';
+const BOB = 'bob@example.com';
+
+let fx: { repo: ZzRepo; dir: string; cleanup: () => void; tokens: TokenStore; app: App };
+const tok: Record<string, string> = {};
+
+async function tool(name: string, body: unknown, token = tok.owner) {
+  const res = await fx.app.fetch(
+    new Request(`http://${HOST}/api/repos/local/keys/tools/${name}`, {
+      method: 'POST',
+      headers: {
+        host: HOST,
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify(body),
+    }),
+  );
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const out = (await res.json()) as { result?: Record<string, any> } & Record<string, any>;
+  return { status: res.status, json: out.result ?? out };
+}
+
+beforeAll(async () => {
+  const { dir, cleanup } = makeRepo();
+  const repo = await ZzRepo.open(dir, { key: 'local/keys' });
+  await initRepo(repo, { owner: OWNER, default_branch: 'main' });
+  const tokens = new TokenStore(repo.git!.gitdir);
+  tok.owner = (await tokens.create(OWNER, 'login')).token;
+  tok.alice = (await tokens.create(ALICE, 'login')).token;
+  const app = createApp({ repos: new Map([[repo.key, repo]]), tokens, registry, host: HOST });
+  fx = { repo, dir, cleanup, tokens, app };
+});
+
+afterAll(async () => {
+  await fx.tokens.flush();
+  fx.repo.close();
+  fx.cleanup();
+});
+
+describe('key tools over HTTP', () => {
+  it('owners register and remove anyone’s keys; others only their own; list pages', async () => {
+    const alice = generateSigningKey().key.publicKey;
+    const bob = generateSigningKey().key.publicKey;
+    expect((await tool('key_add', { actor: ALICE, key: `${alice} laptop` })).status).toBe(200);
+    // Alice may not register Bob's key, may register a second one of her own.
+    const denied = await tool('key_add', { actor: BOB, key: bob }, tok.alice);
+    expect(denied.status).toBe(403);
+    const own = generateSigningKey().key.publicKey;
+    expect((await tool('key_add', { actor: ALICE, key: own }, tok.alice)).status).toBe(200);
+    const bad = await tool('key_add', { actor: ALICE, key: 'ssh-ed25519 not-base64!' });
+    expect(bad.status).toBe(400);
+    const list = await tool('key_list', {});
+    expect(list.status).toBe(200);
+    expect(list.json.signatures_required).toBe(false);
+    expect(list.json.keys).toEqual([{ actor: ALICE, keys: [alice, own], owner: false }]);
+    const page = await tool('key_list', { limit: 1, offset: 0, actor: ALICE });
+    expect(page.json.next_offset).toBeNull();
+    // Removal matches the key material (the comment may differ); a second removal is a no-op.
+    expect((await tool('key_remove', { actor: ALICE, key: `${alice} other` })).json).toMatchObject({
+      removed: true,
+    });
+    expect((await tool('key_remove', { actor: ALICE, key: alice })).json).toMatchObject({
+      removed: false,
+    });
+    expect((await tool('key_remove', { actor: ALICE, key: own }, tok.alice)).status).toBe(200);
+    expect((await tool('key_list', {})).json.keys).toEqual([]);
+    // What is written is a config op an import checks like any other owner-level op.
+    const log = sh(fx.dir, 'log', '--format=%B', 'refs/zz/config');
+    expect(log).toMatch(/Zz-Op: key_remove/);
+  });
+
+  it('only an owner turns required signatures on (and off)', async () => {
+    const refused = await tool('repo_require_signatures', { signed: true }, tok.alice);
+    expect(refused.status).toBe(403);
+    expect((await tool('key_list', {})).json.signatures_required).toBe(false);
+    const on = await tool('repo_require_signatures', {});
+    expect(on.json).toMatchObject({ signatures_required: true });
+    expect((await tool('key_list', {})).json.signatures_required).toBe(true);
+    expect((await tool('repo_state', {})).json.signatures_required).toBe(true);
+    const off = await tool('repo_require_signatures', { signed: false });
+    expect(off.json).toMatchObject({ signatures_required: false });
+  });
+});
+
+describe('zz init and the signing key', () => {
+  it('makes the user a key on first use, says so, and reuses it after', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    try {
+      const first = await zz(dir, env, 'init', '--no-fetch', '--json');
+      expect(first.code).toBe(0);
+      const made = first.json().signing_key;
+      expect(made).toMatchObject({
+        created: true,
+        public_key: expect.stringMatching(/^ssh-ed25519 /),
+      });
+      expect(statSync(made.file).mode & 0o777).toBe(0o600);
+      const again = await zz(dir, env, 'init', '--no-fetch');
+      expect(again.stdout).toContain(`Signing as owner@example.com with ${made.file}.`);
+      // The key repo_init registered for the owner is the one on disk.
+      const keys = (await zz(dir, env, 'key', 'list', '--json')).json().keys;
+      expect(keys).toEqual([{ actor: 'owner@example.com', keys: [made.public_key], owner: true }]);
+    } finally {
+      cleanup();
+    }
+  });
+});
+
+describe("git's own SSH signing key", () => {
+  it('zz init and the daemon sign with the key git config user.signingkey names', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    try {
+      const file = join(tempDir('zz-sshkey-'), 'id_ed25519');
+      execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'me', '-f', file]);
+      sh(dir, 'config', 'gpg.format', 'ssh');
+      sh(dir, 'config', 'user.signingkey', `${file}.pub`);
+      const pub = readFileSync(`${file}.pub`, 'utf8').split(' ').slice(0, 2).join(' ');
+      const init = await zz(dir, env, 'init', '--no-fetch', '--json');
+      expect(init.json().signing_key).toMatchObject({
+        file,
+        created: false,
+        source: 'git',
+        public_key: pub,
+      });
+      const keys = (await zz(dir, env, 'key', 'list', '--json')).json().keys;
+      expect(keys).toEqual([{ actor: 'owner@example.com', keys: [pub], owner: true }]);
+      // git itself verifies what zz signed with that key.
+      writeFileSync(`${file}.signers`, `owner@example.com ${pub}\n`);
+      sh(dir, 'config', 'gpg.ssh.allowedSignersFile', `${file}.signers`);
+      sh(dir, 'verify-commit', 'refs/zz/config');
+      const repo = await ZzRepo.open(dir, { key: 'local/git-key' });
+      try {
+        expect(await signWithExistingKey(repo, env)).toBe(
+          `local/git-key: signing zz commits as owner@example.com with ${file} (git user.signingkey)`,
+        );
+      } finally {
+        repo.close();
+      }
+      // A key with a passphrase is said, and zz's own key is used instead.
+      execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', 'secret', '-f', `${file}2`]);
+      sh(dir, 'config', 'user.signingkey', `${file}2`);
+      const again = await zz(dir, env, 'init', '--no-fetch');
+      expect(again.stdout).toMatch(/Not signing with git's key: .*passphrase/);
+    } finally {
+      cleanup();
+    }
+  });
+});
+
+describe('the daemon and the signing key', () => {
+  it('signs with the key zz init made and says so; without one it says how to get one', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    const repo = await ZzRepo.open(dir, { key: 'local/daemon-key' });
+    try {
+      expect(await signWithExistingKey(repo, env)).toBe(
+        'local/daemon-key: zz commits are not signed (owner@example.com has no key yet: run zz init)',
+      );
+      const { file } = await personKeyInfo('owner@example.com', env);
+      expect(await signWithExistingKey(repo, env)).toBe(
+        `local/daemon-key: signing zz commits as owner@example.com with ${file}`,
+      );
+      await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
+      expect(sh(dir, 'cat-file', 'commit', 'refs/zz/config')).toMatch(/BEGIN SSH SIGNATURE/);
+    } finally {
+      repo.close();
+      cleanup();
+    }
+  });
+});
+
+describe('key tools from the CLI', () => {
+  it('zz key add / list / remove and zz repo require-signatures, in-process as the git user', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    try {
+      expect((await zz(dir, env, 'init', '--no-fetch')).code).toBe(0);
+      const key = generateSigningKey().key.publicKey;
+      const add = await zz(dir, env, 'key', 'add', '--actor', BOB, '--key', key, '--json');
+      expect(add.stderr).toBe('');
+      expect(add.code).toBe(0);
+      const list = await zz(dir, env, 'key', 'list', '--actor', BOB, '--json');
+      expect(list.json().keys).toEqual([{ actor: BOB, keys: [key], owner: false }]);
+      const req = await zz(dir, env, 'repo', 'require-signatures', '--json');
+      expect(req.json()).toMatchObject({ signatures_required: true });
+      const rm = await zz(dir, env, 'key', 'remove', '--actor', BOB, '--key', key, '--json');
+      expect(rm.json()).toMatchObject({ removed: true });
+      const after = await zz(dir, env, 'key', 'list', '--json');
+      expect(after.json()).toMatchObject({ signatures_required: true });
+      expect(after.json().keys.map((k: { actor: string }) => k.actor)).not.toContain(BOB);
+    } finally {
+      cleanup();
+    }
+  });
+});

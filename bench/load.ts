@@ -3,7 +3,7 @@ import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
-import { rng } from './search-corpus.js';
+import { prng as rng } from '../test/helpers/seeded.js';
 import { benchDaemon, percentile } from './util.js';
 
 // Issue 17: the daemon under load over real HTTP on loopback, clients in another process (as

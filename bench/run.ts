@@ -11,6 +11,7 @@ const suites: Array<[string, string, string]> = [
   ['core', './core.ts', 'benchCore'],
   ['http', './http.ts', 'benchHttp'],
   ['claim', './claim.ts', 'benchClaim'],
+  ['load', './load.ts', 'benchLoad'],
   ['git-read', './git-read.ts', 'benchGitRead'],
   ['extract', './extract.ts', 'benchExtract'],
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],

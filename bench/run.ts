@@ -11,6 +11,7 @@ const suites: Array<[string, string, string]> = [
   ['core', './core.ts', 'benchCore'],
   ['http', './http.ts', 'benchHttp'],
   ['claim', './claim.ts', 'benchClaim'],
+  ['load', './load.ts', 'benchLoad'],
   ['git-read', './git-read.ts', 'benchGitRead'],
   ['extract', './extract.ts', 'benchExtract'],
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
@@ -21,6 +22,7 @@ const suites: Array<[string, string, string]> = [
   ['cli-startup', './cli-startup.ts', 'benchCliStartup'],
   ['work', './work.ts', 'benchWork'],
   ['web', './web.ts', 'benchWeb'],
+  ['rss', './rss.ts', 'benchRss'],
 ];
 
 const only = process.argv.slice(2);

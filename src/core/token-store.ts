@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { ZzError } from '../errors.js';
 import {
@@ -205,7 +205,10 @@ export class TokenStore {
     try {
       // A rename installs a new inode, so ino alone tells writes apart; mtime and size cover
       // editors that rewrite in place.
-      const st = await fsp.stat(this.file, { bigint: true });
+      // Synchronous on purpose: a stat of one small file costs microseconds, where an async
+      // stat queues in libuv's 4-thread pool behind the daemon's durable writes' fsyncs and
+      // every authenticated request would wait for them.
+      const st = statSync(this.file, { bigint: true });
       return `${st.ino}:${st.mtimeNs}:${st.size}`;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '';

@@ -278,16 +278,31 @@ export async function commitMessages(
   if (since !== null) args.push('^' + since);
   args.push('--');
   const r = await runGit(args, { cwd: gitdir });
+  const buf = r.stdout;
   const out: CommitMessage[] = [];
-  for (const rec of r.stdout.toString('utf8').split('\x1e')) {
-    const body = rec.replace(/^\n/, '');
-    if (!body) continue;
-    const [oid, parents, message] = body.split('\0');
-    if (!oid || !OID.test(oid)) continue;
+  // Each field decoded from the buffer on its own: strings split from one decoding of the
+  // whole output would each keep all of it alive (V8 sliced strings) as long as an op log
+  // holds an oid — megabytes for a Lane of 5,000 Asks.
+  const field = (from: number, end: number): [number, number] => {
+    const z = buf.indexOf(0, from);
+    return [from, z < 0 || z > end ? end : z];
+  };
+  for (let start = 0; start < buf.length;) {
+    let end = buf.indexOf(0x1e, start);
+    if (end < 0) end = buf.length;
+    const from = buf[start] === 0x0a ? start + 1 : start;
+    start = end + 1;
+    if (from >= end) continue;
+    const [o0, o1] = field(from, end);
+    const oid = buf.toString('latin1', o0, o1);
+    if (!OID.test(oid)) continue;
+    const [p0, p1] = o1 < end ? field(o1 + 1, end) : [end, end];
+    const [m0, m1] = p1 < end ? field(p1 + 1, end) : [end, end];
+    const parents = buf.toString('latin1', p0, p1);
     out.push({
       oid,
       parents: parents ? parents.split(' ').filter(Boolean) : [],
-      message: message ?? '',
+      message: buf.toString('utf8', m0, m1),
     });
   }
   return out;

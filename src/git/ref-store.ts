@@ -79,11 +79,15 @@ export class RefStore {
   // loses updates when `git pack-refs` rewrites the file with a reused inode and the same size
   // within the timestamp granularity (reproduced with git 2.39 on ext4). Under the lock we
   // always read the file itself.
-  private async packedRefs(fresh = false): Promise<Map<string, string>> {
+  //
+  // Reads of refs are synchronous (see the header): an async open/stat/readdir waits in libuv's
+  // 4-thread pool behind the fsyncs of concurrent durable writes, and a `lane_list` under a
+  // writer storm then waited tens of ms for a few microseconds of work.
+  private packedRefs(fresh = false): Map<string, string> {
     const file = join(this.gitdir, 'packed-refs');
-    let fh: fsp.FileHandle;
+    let fd: number;
     try {
-      fh = await fsp.open(file, 'r');
+      fd = fs.openSync(file, 'r');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
       this.packed = null;
@@ -91,10 +95,10 @@ export class RefStore {
     }
     try {
       // Key and content from the same open file, so a concurrent rewrite cannot pair them up.
-      const st = await fh.stat({ bigint: true });
+      const st = fs.fstatSync(fd, { bigint: true });
       const key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
       if (!fresh && this.packed?.key === key) return this.packed.refs;
-      const text = await fh.readFile('utf8');
+      const text = fs.readFileSync(fd, 'utf8');
       const refs = new Map<string, string>();
       for (const line of text.split('\n')) {
         if (line.length < 42 || line[0] === '#' || line[0] === '^') continue;
@@ -104,16 +108,20 @@ export class RefStore {
       this.packed = { key, refs };
       return refs;
     } finally {
-      await fh.close();
+      fs.closeSync(fd);
     }
   }
 
   /** Current value of a ref: the loose file, else packed-refs; null when absent. */
   read(ref: string): Promise<string | null> {
-    return this.readRef(ref, false);
+    try {
+      return Promise.resolve(this.readRef(ref, false));
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
   }
 
-  private async readRef(ref: string, fresh: boolean): Promise<string | null> {
+  private readRef(ref: string, fresh: boolean): string | null {
     assertRefName(ref);
     try {
       const v = fs.readFileSync(this.refPath(ref), 'utf8').trim();
@@ -127,26 +135,30 @@ export class RefStore {
       const code = (e as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw e;
     }
-    return (await this.packedRefs(fresh)).get(ref) ?? null;
+    return this.packedRefs(fresh).get(ref) ?? null;
   }
 
   /** Every ref under a prefix (e.g. `refs/zz/lanes/`), loose and packed. */
-  async list(prefix: string): Promise<Map<string, string>> {
+  list(prefix: string): Promise<Map<string, string>> {
     const out = new Map<string, string>();
-    for (const [r, oid] of await this.packedRefs()) if (r.startsWith(prefix)) out.set(r, oid);
-    const walk = async (dir: string, rel: string): Promise<void> => {
+    try {
+      for (const [r, oid] of this.packedRefs()) if (r.startsWith(prefix)) out.set(r, oid);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    const walk = (dir: string, rel: string): void => {
       let entries;
       try {
-        entries = await fsp.readdir(dir, { withFileTypes: true });
+        entries = fs.readdirSync(dir, { withFileTypes: true });
       } catch {
         return;
       }
       for (const e of entries) {
         const name = rel + e.name;
-        if (e.isDirectory()) await walk(join(dir, e.name), name + '/');
+        if (e.isDirectory()) walk(join(dir, e.name), name + '/');
         else if (e.isFile() && !e.name.endsWith('.lock')) {
           try {
-            const v = (await fsp.readFile(join(dir, e.name), 'utf8')).trim();
+            const v = fs.readFileSync(join(dir, e.name), 'utf8').trim();
             if (OID_RE.test(v)) out.set(name, v);
           } catch {
             /* raced with a delete or pack-refs prune: packed value stands */
@@ -155,15 +167,24 @@ export class RefStore {
       }
     };
     const base = prefix.endsWith('/') ? prefix.slice(0, -1) : dirname(prefix);
-    await walk(this.refPath(base), base + '/');
-    return out;
+    walk(this.refPath(base), base + '/');
+    return Promise.resolve(out);
   }
 
   /**
    * Moves `ref` from `expected` (null = must not exist) to `next`. Throws RefCasError when the
    * ref holds anything else, ref_locked when another process holds the lock past the timeout.
+   *
+   * `durable`, when given, runs beside the lock's fsync and must resolve before the ref moves:
+   * the caller makes what the new value names durable there (the directory fsyncs of the
+   * objects just written), so the two waits overlap instead of following each other.
    */
-  async cas(ref: string, expected: string | null, next: string): Promise<void> {
+  async cas(
+    ref: string,
+    expected: string | null,
+    next: string,
+    durable?: () => Promise<void>,
+  ): Promise<void> {
     assertRefName(ref);
     if (!OID_RE.test(next)) throw new ZzError('internal', `refusing to write non-oid to ${ref}`);
     const path = this.refPath(ref);
@@ -171,10 +192,10 @@ export class RefStore {
     const held = await this.acquire(ref, lock);
     let renamed = false;
     try {
-      const current = await this.readRef(ref, true);
+      const current = this.readRef(ref, true);
       if (current !== expected) throw new RefCasError(ref, expected, current);
       fs.writeSync(held.fd, next + '\n');
-      if (this.fsync) await fsyncFd(held.fd);
+      await Promise.all([this.fsync ? fsyncFd(held.fd) : undefined, durable?.()]);
       fs.closeSync(held.fd);
       held.fd = -1;
       fs.renameSync(lock, path);

@@ -1,6 +1,6 @@
 import type MiniSearch from 'minisearch';
 import { internalsOf } from './minisearch-internals.js';
-import type { PackedIndex } from './shard-file.js';
+import { findTerm, termPostings, type PackedIndex } from './packed-index.js';
 
 // minisearch scores every matching document and allocates a result object, a `match` object
 // and a `terms` array for each before returning them all sorted: about 1 µs per posting, so a
@@ -100,19 +100,6 @@ function minisearchSource<T>(ms: MiniSearch<T>): Source | null {
 }
 
 function packedSource(p: PackedIndex): Source {
-  const d = p.data;
-  const find = (term: string): number => {
-    let lo = 0;
-    let hi = p.terms.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const t = p.terms[mid]!;
-      if (t === term) return mid;
-      if (t < term) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
-  };
   return {
     documentCount: p.documentCount,
     fieldIds: p.fieldIds,
@@ -122,38 +109,28 @@ function packedSource(p: PackedIndex): Source {
     nFields: p.nFields,
     lengths: p.lengths,
     lists(term) {
-      const t = find(term);
+      const t = findTerm(p.terms, term);
       if (t < 0) return [];
-      let k = p.termStart[t]!;
-      const nf = d[k++]!;
-      const out: List[] = [];
-      for (let f = 0; f < nf; f++) {
-        const fieldId = d[k++]!;
-        const count = d[k++]!;
-        const ids = k;
-        const tfs = k + count;
-        k += 2 * count;
-        out.push({
-          fieldId,
-          n: count,
-          forEach(fn) {
-            for (let j = 0; j < count; j++) fn(d[ids + j]!, d[tfs + j]!);
-          },
-          get(id) {
-            let lo = 0;
-            let hi = count - 1;
-            while (lo <= hi) {
-              const mid = (lo + hi) >> 1;
-              const v = d[ids + mid]!;
-              if (v === id) return d[tfs + mid];
-              if (v < id) lo = mid + 1;
-              else hi = mid - 1;
-            }
-            return undefined;
-          },
-        });
-      }
-      return out;
+      // Decoded per query: a term's postings are a few hundred bytes of varints.
+      return termPostings(p, t).map(({ fieldId, ids, tfs }) => ({
+        fieldId,
+        n: ids.length,
+        forEach(fn) {
+          for (let j = 0; j < ids.length; j++) fn(ids[j]!, tfs[j]!);
+        },
+        get(id) {
+          let lo = 0;
+          let hi = ids.length - 1;
+          while (lo <= hi) {
+            const mid = (lo + hi) >> 1;
+            const v = ids[mid]!;
+            if (v === id) return tfs[mid];
+            if (v < id) lo = mid + 1;
+            else hi = mid - 1;
+          }
+          return undefined;
+        },
+      }));
     },
     live: (id) => p.paths[id] !== undefined,
     kind: (id) => p.kinds[id],

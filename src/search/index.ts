@@ -1,4 +1,4 @@
-// Full-text search over Ladder rungs: per-repo minisearch shards persisted in the user cache,
+// Full-text search over Ladder rungs: per-repo shards in the user cache, read lazily,
 // and a watcher that says when a clone's ladder ref may have moved. It must not know about
 // HTTP, tools, stores or git objects: callers hand it rungs and oids.
 

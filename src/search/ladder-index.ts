@@ -17,13 +17,15 @@ import {
   type LoadFailure,
 } from './shard-store.js';
 
-// Full-text search over the Ladders of every known repo: one minisearch shard per repo, kept
-// in memory, persisted under <cacheDir>/search/ and keyed by the ladder ref's oid, updated in
-// place (replace / discard / vacuum) when the ref moves. Queries are planned against a router
-// holding every shard's vocabulary (term-router.ts): fuzzy and prefix expansion happen once per
-// query, and only shards holding every query word (for AND) are scored, rarest word first
-// (direct-scorer.ts). A shard read from disk is scored from its packed postings; minisearch's
-// own maps are built only when it changes.
+// Full-text search over the Ladders of every known repo: one shard per repo, persisted under
+// <cacheDir>/search/ and keyed by the ladder ref's oid, updated in place (replace / discard /
+// vacuum) when the ref moves. A persisted shard is served from its file: only its vocabulary
+// is read at start, its index when a query first needs it (dropped again, least recently used
+// first, past the memory budget), its documents row by row for the hits shown (shard-store.ts).
+// Queries are planned against a router holding every shard's vocabulary (term-router.ts):
+// fuzzy and prefix expansion happen once per query, and only shards holding every query word
+// (for AND) are scored, rarest word first (direct-scorer.ts), from the packed postings;
+// minisearch's own maps are built only when a shard changes.
 
 // The pieces: shard-store.ts (shards in memory and on disk), query.ts (planning and ranking),
 // cursor.ts (paging). This class is the API: set, diff and remove repos; search; stats.
@@ -52,6 +54,11 @@ export interface LadderSearchOptions {
    * bench/search.ts for the difference in speed.
    */
   scorer?: 'direct' | 'minisearch';
+  /**
+   * Bytes of shard index sections kept in memory, all shards together (default 64 MiB); past
+   * it the least recently searched are dropped and read again from disk when next needed.
+   */
+  memoryBudget?: number;
 }
 
 export interface SetRepoResult {
@@ -102,8 +109,10 @@ export interface ShardStats {
   ladder_oid: string;
   docs: number;
   dirt: number;
-  /** False while a shard loaded from disk has not been searched or materialize()d yet. */
+  /** Whether minisearch's maps are built (a shard changed here, or materialize()d). */
   materialized: boolean;
+  /** Served from its file with its index section in memory. */
+  loaded: boolean;
   source: 'cache' | 'built' | 'diff';
   updated_at: string;
   pending_write: boolean;
@@ -117,6 +126,8 @@ export interface LadderSearchStats {
   docs: number;
   router_terms: number | null;
   generation: number;
+  /** Index sections dropped to stay within the memory budget, since start. */
+  evictions: number;
   shards: ShardStats[];
 }
 
@@ -133,10 +144,15 @@ export class LadderSearch {
       throw badArg('cacheDir is required', 'cacheDir');
     }
     this.vacuumMinDirt = opts.vacuumMinDirt;
-    this.store = new ShardStore(opts.cacheDir, opts.persistDelayMs ?? 1000, (docs) => {
-      if (docs) this.generation++;
-      this.engine.invalidate();
-    });
+    this.store = new ShardStore(
+      opts.cacheDir,
+      opts.persistDelayMs ?? 1000,
+      (docs) => {
+        if (docs) this.generation++;
+        this.engine.invalidate();
+      },
+      opts.memoryBudget,
+    );
     this.engine = new QueryEngine(this.store, opts.scorer ?? 'direct');
   }
 
@@ -195,7 +211,9 @@ export class LadderSearch {
         null,
       );
       this.store.install(shard);
-      this.store.schedulePersist(shard);
+      // Written on the next turn, then served from its file: a built shard holds ~10 MiB of
+      // minisearch maps until then (the debounce is for diffs, which come in bursts).
+      this.store.schedulePersist(shard, 0);
       return done('built', docs.size, loaded.reason);
     });
   }
@@ -240,6 +258,9 @@ export class LadderSearch {
       const changes = upserts.length + removes.length;
       const ms = this.store.msOf(shard);
       const docs = ownDocs(shard);
+      // From here the shard is what memory holds, not what its file says.
+      this.store.detach(shard);
+      shard.version++;
       if (changes > 100 && changes > shard.docs.size * REBUILD_FRACTION) {
         for (const p of removes) if (docs.delete(p)) result.removed++;
         for (const d of upserts) docs.set(d.path, d);
@@ -296,7 +317,15 @@ export class LadderSearch {
     const page = ranked.slice(plan.offset, plan.offset + plan.limit);
     const hits: SearchHit[] = [];
     for (const r of page) {
-      const doc = r.shard.docs.get(r.path);
+      let doc: ShardDoc | undefined;
+      try {
+        doc = r.shard.docs.get(r.path);
+      } catch {
+        // Its file is damaged past the head: repaired from what can be read, or forgotten.
+        this.store.repair(r.shard);
+        doc =
+          this.store.shards.get(r.shard.repo) === r.shard ? r.shard.docs.get(r.path) : undefined;
+      }
       if (!doc) continue;
       hits.push({
         repo: r.shard.repo,
@@ -309,6 +338,7 @@ export class LadderSearch {
       });
     }
     const end = plan.offset + plan.limit;
+    this.store.trim();
     return { hits, next_cursor: end < ranked.length ? encodeCursor(end, plan.key) : null };
   }
 
@@ -319,6 +349,7 @@ export class LadderSearch {
       docs: s.docs.size,
       dirt: s.ms?.dirtCount ?? 0,
       materialized: s.ms !== null,
+      loaded: s.packed !== null,
       source: s.source,
       updated_at: new Date(s.updatedAt).toISOString(),
       pending_write: s.pendingWrite,
@@ -331,6 +362,7 @@ export class LadderSearch {
       docs: shards.reduce((n, s) => n + s.docs, 0),
       router_terms: this.engine.routerTerms,
       generation: this.generation,
+      evictions: this.store.evictions,
       shards,
     };
   }

@@ -81,6 +81,8 @@ const fuzzyDistance = (term: string): number =>
 
 export class QueryEngine {
   private router: TermRouter | null = TermRouter.empty();
+  /** The router of the query being run (a shard lost mid-query must not take it away). */
+  private active: TermRouter = TermRouter.empty();
 
   constructor(
     private readonly store: ShardStore,
@@ -146,6 +148,7 @@ export class QueryEngine {
 
   run(plan: Plan): Ranked[] {
     const router = this.routerNow();
+    this.active = router;
     const allowed = (id: number): Shard | null => {
       const s = this.store.byId.get(id);
       if (!s) return null;
@@ -265,7 +268,7 @@ export class QueryEngine {
     // holds it is what makes OR slow: when rarer words are present, only they are used. Both
     // are counted over the shards this search may use: a word common (or only present) in other
     // repositories must not crowd out the word a repo-scoped query has here.
-    const router = this.router!;
+    const router = this.active;
     let docs = 0;
     for (const s of this.store.shards.values()) if (allowed(s.id)) docs += s.docs.size;
     const df = (g: Group) => {
@@ -323,7 +326,14 @@ export class QueryEngine {
   ) {
     if (this.scorer !== 'direct') return null;
     const req = { groups: exps, mode, kinds, boost: BOOST };
-    if (shard.ms === null && shard.packed !== null) return scorePacked(shard.packed, req);
+    if (shard.ms === null && shard.file !== null) {
+      try {
+        return scorePacked(this.store.packedOf(shard), req);
+      } catch {
+        // Damaged past its head: rebuilt from its documents, or forgotten when they are too.
+        if (!this.store.repair(shard)) return [];
+      }
+    }
     return scoreShard(this.store.msOf(shard), req);
   }
 
@@ -332,7 +342,7 @@ export class QueryEngine {
     groups: Group[],
     allowed: (id: number) => Shard | null,
   ): Map<Shard, { exps: Expansion[][]; df: number[] }> {
-    const router = this.router!;
+    const router = this.active;
     const perShard = new Map<Shard, { exps: Expansion[][]; df: number[] }>();
     groups.forEach((g, gi) => {
       for (const e of g.expansions) {

@@ -1,16 +1,39 @@
-import MiniSearch, { type Options } from 'minisearch';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import type MiniSearch from 'minisearch';
 import { internalsOf, type Postings } from './minisearch-internals.js';
-import { compareTerms, radixFromSorted } from './radix.js';
+import { rowOf, VarintReader, type PackedIndex } from './packed-index.js';
+import { compareTerms } from './radix.js';
 
-// The on-disk form of one repo's shard. minisearch's own toJSON()/loadJSON() cost ~300 ms and
-// ~60 ms per 2k-rung shard on this class of machine (toJSON builds an object per term and field
-// with sparse integer keys; the GC dominates), which made a cold start over 50 repos take
-// seconds. Here the postings travel as varints and are put back into the instance's maps
-// directly (minisearch-internals.ts); when those internals are not what we expect, the official
-// toJSON()/loadJS() path is used instead.
+export {
+  buildFromPacked,
+  findTerm,
+  rowOf,
+  termPostings,
+  type FieldPostings,
+  type PackedIndex,
+} from './packed-index.js';
+
+// The on-disk form of one repo's shard, laid out so that a process reads only what it uses:
+//
+//   <preamble JSON>\n<head JSON>\n<index JSON>\n<docs>
+//
+// - preamble: format, version, the shard's meta and the byte length of each section;
+// - head: document count, kind counts and the sorted vocabulary with posting counts: all the
+//   cross-shard router needs, so a cold start reads ~8% of each file;
+// - index: per-document paths, kinds, field lengths and offsets into `docs`, and the postings
+//   as varints with a byte offset per term. Read when a query first touches the shard; the
+//   postings stay packed in one Buffer and a term is decoded when it is scored;
+// - docs: one small JSON array per document (title, summary, symbols, anchor), read row by row
+//   for the hits a page shows. Summaries are most of a shard's bytes and never sit in memory.
+//
+// minisearch's own toJSON()/loadJSON() cost ~300 ms and ~60 ms per 2k-rung shard (an object
+// per term and field; the GC dominates): the maps are rebuilt from the packed postings
+// (minisearch-internals.ts) only when a shard changes.
 
 export const SHARD_FORMAT = 'zz-search-shard';
-export const SHARD_FORMAT_VERSION = 2;
+export const SHARD_FORMAT_VERSION = 3;
+// A preamble is a few hundred bytes; a longer first line is not ours.
+const MAX_PREAMBLE_BYTES = 16 * 1024;
 
 /** The stored copy of a rung a hit is built from (minisearch keeps only what it scores). */
 export interface ShardDoc {
@@ -36,52 +59,40 @@ export interface ShardTerms {
   counts: Uint32Array;
 }
 
-interface CompactIndex {
-  encoding: 'compact';
+interface Preamble extends ShardMeta {
+  format: typeof SHARD_FORMAT;
+  version: number;
+  /** Byte lengths of the three sections that follow the preamble's newline. */
+  head_bytes: number;
+  index_bytes: number;
+  data_bytes: number;
+  docs_bytes: number;
+}
+
+interface HeadSection {
+  doc_count: number;
+  kinds: Record<string, number>;
+  terms: string[];
+  /** Per term, its (field, doc) postings, base64 varints. */
+  term_counts: string;
+}
+
+interface IndexSection {
   document_count: number;
   next_id: number;
   field_ids: Record<string, number>;
   avg_field_length: number[];
-  /** Short id of each doc, in `docs` order. */
-  short_ids: number[];
-  /** `fields` lengths per doc, in `docs` order, base64 Uint32Array. */
-  field_length: string;
-  terms: string[];
-  /** Per term, its (field, doc) postings: the router's input, readable without the postings. */
-  term_counts: string;
-  /**
-   * Base64 varints; per term: n fields, then per field: field id, n docs, doc ids (first
-   * absolute, then deltas), freqs.
-   */
-  postings: string;
-}
-
-interface OfficialIndex {
-  encoding: 'minisearch-json';
-  json: unknown;
-}
-
-interface ShardFile extends ShardMeta {
-  format: typeof SHARD_FORMAT;
-  version: number;
-  docs: Columns;
-  index: CompactIndex | OfficialIndex;
-}
-
-// Documents are stored, and kept after loading, as columns: a cold start then creates a few
-// strings per rung instead of an object graph per rung (parsing and collecting those objects
-// was most of the load time). A rung becomes an object when a search returns it.
-interface Columns {
-  paths: string[];
-  /** One character per document (KIND_CODES). */
+  /** One character per row (KIND_CODES); rows are documents in file order. */
   kinds: string;
-  titles: string[];
-  summaries: string[];
-  /** Symbols joined by newlines. */
-  symbols: Array<string | null>;
-  /** `commit:oid` */
-  anchors: Array<string | null>;
 }
+
+// The data section, binary (platform byte order: the cache never leaves this machine), u32s:
+//   short_ids[n], field_length[n × fields], doc_offsets[n + 1], term_offsets[terms + 1],
+//   path_offsets[n + 1], then the paths (UTF-8, path_offsets into it) and the postings
+//   (varints; per term: n fields, then per field: field id, n docs, doc ids (first absolute,
+//   then deltas), freqs; term_offsets into it). Row i's document in the docs section is
+//   [doc_offsets[i], doc_offsets[i + 1]).
+// Read with one read and no parsing: the arrays are views, copied once into what stays.
 
 const KIND_CODES: Record<string, string> = {
   repo: 'R',
@@ -98,89 +109,13 @@ const KIND_BY_CODE: Record<string, string> = Object.fromEntries(
   Object.entries(KIND_CODES).map(([k, c]) => [c, k]),
 );
 
-/** The documents of a shard read from disk: looked up by path, built into objects on demand. */
-export class DocColumns {
-  private readonly rows = new Map<string, number>();
-
-  constructor(private readonly c: Columns) {
-    const n = c.paths.length;
-    if (
-      typeof c.kinds !== 'string' ||
-      c.kinds.length !== n ||
-      ![c.titles, c.summaries, c.symbols, c.anchors].every(
-        (a) => Array.isArray(a) && a.length === n,
-      )
-    ) {
-      throw new Error('shard docs are inconsistent');
-    }
-    for (let i = 0; i < n; i++) this.rows.set(c.paths[i]!, i);
-  }
-
-  get size(): number {
-    return this.c.paths.length;
-  }
-
-  has(path: string): boolean {
-    return this.rows.has(path);
-  }
-
-  get(path: string): ShardDoc | undefined {
-    const row = this.rows.get(path);
-    return row === undefined ? undefined : this.doc(row);
-  }
-
-  path(row: number): string {
-    return this.c.paths[row]!;
-  }
-
-  kind(row: number): string {
-    const k = KIND_BY_CODE[this.c.kinds[row]!];
-    if (k === undefined) throw new Error('shard docs hold an unknown kind');
-    return k;
-  }
-
-  doc(row: number): ShardDoc {
-    const c = this.c;
-    const doc: ShardDoc = {
-      path: c.paths[row]!,
-      kind: this.kind(row),
-      title: c.titles[row]!,
-      summary: c.summaries[row]!,
-    };
-    const sym = c.symbols[row];
-    if (sym) doc.symbols = sym.split('\n');
-    const a = c.anchors[row];
-    if (a) {
-      const i = a.indexOf(':');
-      doc.anchor = { commit: a.slice(0, i), oid: a.slice(i + 1) };
-    }
-    return doc;
-  }
-
-  *values(): IterableIterator<ShardDoc> {
-    for (let i = 0; i < this.size; i++) yield this.doc(i);
-  }
-
-  kindCounts(): Map<string, number> {
-    const counts = new Map<string, number>();
-    for (let i = 0; i < this.size; i++) {
-      const k = this.kind(i);
-      counts.set(k, (counts.get(k) ?? 0) + 1);
-    }
-    return counts;
-  }
-}
-
-const u32ToBase64 = (a: Uint32Array): string =>
-  Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64');
-
-function base64ToU32(s: string): Uint32Array {
-  const b = Buffer.from(s, 'base64');
-  // Buffer.from may hand back a view into a shared pool at any offset; copy when unaligned.
-  if (b.byteOffset % 4 === 0) return new Uint32Array(b.buffer, b.byteOffset, b.byteLength >>> 2);
-  const copy = new Uint8Array(b.byteLength);
-  copy.set(b);
-  return new Uint32Array(copy.buffer, 0, copy.byteLength >>> 2);
+/** `count` u32s of `b` from byte `at`: a view when aligned, else a copy. */
+function u32View(b: Buffer, at: number, count: number): Uint32Array {
+  const offset = b.byteOffset + at;
+  if (offset % 4 === 0) return new Uint32Array(b.buffer, offset, count);
+  const copy = new Uint8Array(count * 4);
+  copy.set(b.subarray(at, at + count * 4));
+  return new Uint32Array(copy.buffer);
 }
 
 /**
@@ -204,26 +139,6 @@ class VarintWriter {
   }
   result(): Uint8Array {
     return this.buf.subarray(0, this.length);
-  }
-}
-
-class VarintReader {
-  pos = 0;
-  constructor(private readonly buf: Uint8Array) {}
-  get done(): boolean {
-    return this.pos >= this.buf.length;
-  }
-  next(): number {
-    let v = 0;
-    let shift = 0;
-    for (;;) {
-      if (this.pos >= this.buf.length) throw new Error('shard postings are truncated');
-      const b = this.buf[this.pos++]!;
-      v += (b & 0x7f) * 2 ** shift;
-      if (b < 0x80) return v;
-      shift += 7;
-      if (shift > 28) throw new Error('shard postings hold an oversized number');
-    }
   }
 }
 
@@ -251,49 +166,52 @@ export function shardTerms(ms: MiniSearch<never>): ShardTerms | null {
 
 /**
  * Serialises a shard. Postings of discarded documents are left out (so the file is also a
- * vacuum); the returned terms are the shard's vocabulary for the router.
+ * vacuum); the returned terms are the shard's vocabulary for the router. Throws when
+ * minisearch's internals are not the expected shape (the shard is then kept in memory only).
  */
 export function encodeShard(
   ms: MiniSearch<never>,
   docs: Iterable<ShardDoc>,
   meta: ShardMeta,
-): { text: string; terms: ShardTerms } {
-  const list = [...docs];
-  const file: ShardFile = {
-    format: SHARD_FORMAT,
-    version: SHARD_FORMAT_VERSION,
-    ...meta,
-    docs: {
-      paths: list.map((d) => d.path),
-      kinds: list.map((d) => KIND_CODES[d.kind] ?? '?').join(''),
-      titles: list.map((d) => d.title),
-      summaries: list.map((d) => d.summary),
-      symbols: list.map((d) => (d.symbols && d.symbols.length > 0 ? d.symbols.join('\n') : null)),
-      anchors: list.map((d) => (d.anchor ? `${d.anchor.commit}:${d.anchor.oid}` : null)),
-    },
-    index: { encoding: 'minisearch-json', json: null },
-  };
+): { bytes: Buffer; terms: ShardTerms } {
   const inner = internalsOf(ms);
-  if (inner === null) {
-    file.index = { encoding: 'minisearch-json', json: ms.toJSON() };
-    return { text: JSON.stringify(file), terms: { terms: [], counts: new Uint32Array(0) } };
-  }
+  if (inner === null) throw new Error('minisearch internals changed: cannot write a shard');
+  const list = [...docs];
   const nFields = Object.keys(inner._fieldIds).length;
   const shortIds: number[] = [];
   const lengths = new Uint32Array(list.length * nFields);
+  const kinds: Record<string, number> = {};
+  const docParts: Buffer[] = [];
+  const docOffsets = new Uint32Array(list.length + 1);
+  let docBytes = 0;
   list.forEach((d, i) => {
     const id = inner._idToShortId.get(d.path);
     if (id === undefined) throw new Error(`shard doc ${d.path} is not in the index`);
     shortIds.push(id);
     const fl = inner._fieldLength.get(id) ?? [];
     for (let f = 0; f < nFields; f++) lengths[i * nFields + f] = fl[f] ?? 0;
+    kinds[d.kind] = (kinds[d.kind] ?? 0) + 1;
+    const row = Buffer.from(
+      JSON.stringify([
+        d.title,
+        d.summary,
+        d.symbols && d.symbols.length > 0 ? d.symbols.join('\n') : null,
+        d.anchor ? `${d.anchor.commit}:${d.anchor.oid}` : null,
+      ]),
+    );
+    docOffsets[i] = docBytes;
+    docBytes += row.length;
+    docParts.push(row);
   });
+  docOffsets[list.length] = docBytes;
+
   const rows: Array<[string, Postings]> = [];
   for (const entry of inner._index) rows.push(entry);
   rows.sort((a, b) => compareTerms(a[0], b[0]));
   const out = new VarintWriter();
   const terms: string[] = [];
   const counts: number[] = [];
+  const termOffsets: number[] = [];
   const live = inner._documentIds;
   const ids: number[] = [];
   for (const [term, fields] of rows) {
@@ -306,6 +224,7 @@ export function encodeShard(
       total += n;
     }
     if (nf === 0) continue;
+    termOffsets.push(out.length);
     out.push(nf);
     for (const [fieldId, byDoc] of fields) {
       ids.length = 0;
@@ -330,256 +249,324 @@ export function encodeShard(
     terms.push(term);
     counts.push(total);
   }
-  file.index = {
-    encoding: 'compact',
+  termOffsets.push(out.length);
+  const head: HeadSection = {
+    doc_count: list.length,
+    kinds,
+    terms,
+    term_counts: varintsToBase64(counts),
+  };
+  const index: IndexSection = {
     document_count: inner._documentCount,
     next_id: inner._nextId,
     field_ids: inner._fieldIds,
     avg_field_length: inner._avgFieldLength,
-    short_ids: shortIds,
-    field_length: u32ToBase64(lengths),
-    terms,
-    term_counts: varintsToBase64(counts),
-    postings: Buffer.from(out.result()).toString('base64'),
+    kinds: list.map((d) => KIND_CODES[d.kind] ?? '?').join(''),
   };
-  return { text: JSON.stringify(file), terms: { terms, counts: Uint32Array.from(counts) } };
+  const pathBytes = list.map((d) => Buffer.from(d.path));
+  const pathOffsets = new Uint32Array(list.length + 1);
+  pathBytes.forEach((b, i) => (pathOffsets[i + 1] = pathOffsets[i]! + b.length));
+  const u32 = (a: Uint32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+  const data = [
+    u32(Uint32Array.from(shortIds)),
+    u32(lengths),
+    u32(docOffsets),
+    u32(Uint32Array.from(termOffsets)),
+    u32(pathOffsets),
+    ...pathBytes,
+    Buffer.from(out.result()),
+  ];
+  const dataBytes = data.reduce((n, b) => n + b.length, 0);
+  const headBytes = Buffer.from(JSON.stringify(head));
+  const indexBytes = Buffer.from(JSON.stringify(index));
+  const preamble: Preamble = {
+    format: SHARD_FORMAT,
+    version: SHARD_FORMAT_VERSION,
+    ...meta,
+    head_bytes: headBytes.length,
+    index_bytes: indexBytes.length,
+    data_bytes: dataBytes,
+    docs_bytes: docBytes,
+  };
+  const nl = Buffer.from('\n');
+  const bytes = Buffer.concat([
+    Buffer.from(JSON.stringify(preamble)),
+    nl,
+    headBytes,
+    nl,
+    indexBytes,
+    nl,
+    ...data,
+    ...docParts,
+  ]);
+  return { bytes, terms: { terms, counts: Uint32Array.from(counts) } };
+}
+
+/** Where a shard file's bytes come from: an open file (kept open) or a buffer (tests). */
+export interface ShardSource {
+  readonly size: number;
+  read(pos: number, length: number): Buffer;
+  close(): void;
 }
 
 /**
- * A shard's index as flat arrays, straight from its file. The direct scorer searches it as is;
- * minisearch's own maps (an object per term, field and posting) are only built when the shard
- * changes or minisearch's search() is asked for, which keeps a cold start to parsing.
+ * An open shard file. The descriptor stays open while the shard is served: when another
+ * process replaces the file (an atomic rename), reads keep seeing the file that was opened,
+ * never a mix of two.
  */
-export interface PackedIndex {
-  documentCount: number;
-  fieldIds: Record<string, number>;
-  nFields: number;
-  avgFieldLength: number[];
-  /** Sorted. */
-  terms: string[];
-  /** Where each term's entry starts in `data`; one more entry marks the end. */
-  termStart: Uint32Array;
-  /** Per term: n fields, then per field: field id, n docs, doc ids (ascending), freqs. */
-  data: Uint32Array;
-  /** By short id. */
-  paths: Array<string | undefined>;
-  kinds: Array<string | undefined>;
-  /** Field lengths by short id × nFields. */
-  lengths: Float64Array;
+export function fileSource(path: string): ShardSource {
+  const fd = openSync(path, 'r');
+  let closed = false;
+  try {
+    const size = fstatSync(fd).size;
+    return {
+      size,
+      read(pos, length) {
+        if (closed) throw new Error('shard file is closed');
+        const buf = Buffer.allocUnsafe(length);
+        let done = 0;
+        while (done < length) {
+          const n = readSync(fd, buf, done, length - done, pos + done);
+          if (n === 0) throw new Error('shard file is truncated');
+          done += n;
+        }
+        return buf;
+      },
+      close() {
+        if (closed) return;
+        closed = true;
+        closeSync(fd);
+      },
+    };
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
 }
 
-export interface DecodedShard<T = never> {
-  meta: ShardMeta;
-  docs: DocColumns;
-  /** Null when the file used minisearch's own encoding. */
-  packed: PackedIndex | null;
-  /**
-   * Builds the minisearch instance (memoised). Throws on inconsistent postings; the documents
-   * are still good for a rebuild.
-   */
-  index: () => MiniSearch<T>;
-  /** Null when the file used minisearch's own encoding (the router then asks the index). */
-  terms: ShardTerms | null;
+export function bufferSource(bytes: Buffer): ShardSource {
+  return {
+    size: bytes.length,
+    read: (pos, length) => {
+      if (pos + length > bytes.length) throw new Error('shard file is truncated');
+      return bytes.subarray(pos, pos + length);
+    },
+    close: () => {},
+  };
 }
 
-/** Reads just enough of a shard file to tell whether it is current. */
-export function parseShard(text: string): ShardFile {
-  const file = JSON.parse(text) as ShardFile;
-  if (file === null || typeof file !== 'object' || file.format !== SHARD_FORMAT) {
+/** What a cold start reads of a shard: enough to route queries to it. */
+export interface ShardHead {
+  docCount: number;
+  kinds: Map<string, number>;
+  terms: ShardTerms;
+}
+
+export class ShardFile {
+  readonly meta: ShardMeta;
+  private readonly headAt: number;
+  private readonly indexAt: number;
+  private readonly dataAt: number;
+  private readonly docsAt: number;
+
+  private readonly pre: Preamble;
+
+  /** Reads and checks the preamble; throws when this is not a whole current shard file. */
+  constructor(private readonly src: ShardSource) {
+    const { preamble: p, end } = readPreamble(src);
+    this.pre = p;
+    this.meta = {
+      repo: p.repo,
+      ladder_oid: p.ladder_oid,
+      options_version: p.options_version,
+      minisearch: p.minisearch,
+      written_at: p.written_at,
+    };
+    this.headAt = end + 1;
+    this.indexAt = this.headAt + p.head_bytes + 1;
+    this.dataAt = this.indexAt + p.index_bytes + 1;
+    this.docsAt = this.dataAt + p.data_bytes;
+    if (this.docsAt + p.docs_bytes !== src.size) throw new Error('shard file is truncated');
+  }
+
+  close(): void {
+    this.src.close();
+  }
+
+  head(): ShardHead {
+    const h = JSON.parse(
+      this.src.read(this.headAt, this.pre.head_bytes).toString('utf8'),
+    ) as HeadSection;
+    if (!Array.isArray(h.terms) || typeof h.doc_count !== 'number') {
+      throw new Error('shard head is malformed');
+    }
+    const n = h.terms.length;
+    for (let t = 1; t < n; t++) {
+      if (!(h.terms[t - 1]! < h.terms[t]!)) throw new Error('shard terms are not sorted');
+    }
+    const cr = new VarintReader(Buffer.from(h.term_counts, 'base64'));
+    const counts = new Uint32Array(n);
+    for (let t = 0; t < n; t++) counts[t] = cr.next();
+    if (!cr.done) throw new Error('shard term counts are inconsistent');
+    const kinds = new Map<string, number>();
+    for (const [k, c] of Object.entries(h.kinds ?? {})) {
+      if (KIND_CODES[k] === undefined || typeof c !== 'number')
+        throw new Error('shard kinds are malformed');
+      kinds.set(k, c);
+    }
+    return { docCount: h.doc_count, kinds, terms: { terms: h.terms, counts } };
+  }
+
+  /** The index and data sections, checked for consistency (postings as they are decoded). */
+  index(head: ShardHead): PackedIndex {
+    const idx = JSON.parse(
+      this.src.read(this.indexAt, this.pre.index_bytes).toString('utf8'),
+    ) as IndexSection;
+    const n = head.docCount;
+    const nTerms = head.terms.terms.length;
+    const nFields = Object.keys(idx.field_ids ?? {}).length;
+    if (typeof idx.kinds !== 'string' || idx.kinds.length !== n || nFields === 0) {
+      throw new Error('shard index is inconsistent');
+    }
+    const data = this.src.read(this.dataAt, this.pre.data_bytes);
+    let at = 0;
+    const take = (count: number): Uint32Array => {
+      if (at + count * 4 > data.length) throw new Error('shard index is inconsistent');
+      const view = u32View(data, at, count);
+      at += count * 4;
+      return view;
+    };
+    const shortIds = take(n);
+    const fieldLength = take(n * nFields);
+    // Copied out (slice): these stay while the section is loaded, the rest of `data` does not.
+    const docOffsets = take(n + 1).slice();
+    const termOffsets = take(nTerms + 1).slice();
+    const pathOffsets = take(n + 1);
+    const pathsAt = at;
+    const postingsAt = pathsAt + pathOffsets[n]!;
+    if (
+      docOffsets[n] !== this.pre.docs_bytes ||
+      postingsAt + termOffsets[nTerms]! !== data.length
+    ) {
+      throw new Error('shard index is inconsistent');
+    }
+    for (let i = 0; i < n; i++) {
+      if (docOffsets[i]! > docOffsets[i + 1]! || pathOffsets[i]! > pathOffsets[i + 1]!) {
+        throw new Error('shard index is inconsistent');
+      }
+    }
+    for (let t = 0; t < nTerms; t++) {
+      if (termOffsets[t]! >= termOffsets[t + 1]!) throw new Error('shard index is inconsistent');
+    }
+    let maxId = -1;
+    for (const id of shortIds) if (id > maxId) maxId = id;
+    const paths = new Array<string | undefined>(maxId + 1);
+    const kinds = new Array<string | undefined>(maxId + 1);
+    const lengths = new Float64Array((maxId + 1) * nFields);
+    const rowPaths: string[] = new Array<string>(n);
+    for (let i = 0; i < n; i++) {
+      const id = shortIds[i]!;
+      const path = data.toString('utf8', pathsAt + pathOffsets[i]!, pathsAt + pathOffsets[i + 1]!);
+      const kind = KIND_BY_CODE[idx.kinds[i]!];
+      if (kind === undefined || paths[id] !== undefined)
+        throw new Error('shard index is inconsistent');
+      paths[id] = path;
+      kinds[id] = kind;
+      rowPaths[i] = path;
+      for (let f = 0; f < nFields; f++) lengths[id * nFields + f] = fieldLength[i * nFields + f]!;
+    }
+    const postings = Buffer.from(data.subarray(postingsAt));
+    return {
+      documentCount: idx.document_count,
+      fieldIds: idx.field_ids,
+      nFields,
+      avgFieldLength: idx.avg_field_length,
+      terms: head.terms.terms,
+      termOffsets,
+      postings,
+      paths,
+      kinds,
+      lengths,
+      rows: null,
+      rowPaths,
+      rowKinds: idx.kinds,
+      docOffsets,
+      bytes:
+        postings.length +
+        lengths.byteLength +
+        termOffsets.byteLength +
+        docOffsets.byteLength +
+        pathOffsets[n]! * 2 +
+        48 * n,
+    };
+  }
+
+  /** The document at `row`, read from the docs section. */
+  doc(p: PackedIndex, row: number): ShardDoc {
+    const start = p.docOffsets[row]!;
+    const end = p.docOffsets[row + 1]!;
+    const r = JSON.parse(
+      this.src.read(this.docsAt + start, end - start).toString('utf8'),
+    ) as unknown;
+    if (!Array.isArray(r) || typeof r[0] !== 'string' || typeof r[1] !== 'string') {
+      throw new Error('shard document is malformed');
+    }
+    const [title, summary, symbols, anchor] = r as [string, string, unknown, unknown];
+    const doc: ShardDoc = {
+      path: p.rowPaths[row]!,
+      kind: KIND_BY_CODE[p.rowKinds[row]!]!,
+      title,
+      summary,
+    };
+    if (typeof symbols === 'string' && symbols.length > 0) doc.symbols = symbols.split('\n');
+    if (typeof anchor === 'string') {
+      const i = anchor.indexOf(':');
+      doc.anchor = { commit: anchor.slice(0, i), oid: anchor.slice(i + 1) };
+    }
+    return doc;
+  }
+}
+
+function readPreamble(src: ShardSource): { preamble: Preamble; end: number } {
+  const first = src.read(0, Math.min(src.size, MAX_PREAMBLE_BYTES));
+  const nl = first.indexOf(0x0a);
+  if (nl < 0) throw new Error('not a zz search shard');
+  let p: Preamble;
+  try {
+    p = JSON.parse(first.subarray(0, nl).toString('utf8')) as Preamble;
+  } catch {
     throw new Error('not a zz search shard');
   }
-  if (file.version !== SHARD_FORMAT_VERSION)
-    throw new Error(`shard format version ${file.version}`);
-  return file;
+  if (p === null || typeof p !== 'object' || p.format !== SHARD_FORMAT) {
+    throw new Error('not a zz search shard');
+  }
+  if (p.version !== SHARD_FORMAT_VERSION) throw new Error(`shard format version ${p.version}`);
+  for (const k of ['head_bytes', 'index_bytes', 'data_bytes', 'docs_bytes'] as const) {
+    if (!Number.isInteger(p[k]) || p[k] < 0) throw new Error('shard preamble is malformed');
+  }
+  return { preamble: p, end: nl };
 }
 
-export function decodeShard<T = never>(file: ShardFile, options: Options<T>): DecodedShard<T> {
-  const docs = new DocColumns(file.docs);
-  const meta: ShardMeta = {
-    repo: file.repo,
-    ladder_oid: file.ladder_oid,
-    options_version: file.options_version,
-    minisearch: file.minisearch,
-    written_at: file.written_at,
-  };
-  const idx = file.index;
-  let built: MiniSearch<T> | null = null;
-  if (idx.encoding === 'minisearch-json') {
-    const json = idx.json;
-    return {
-      meta,
-      docs,
-      packed: null,
-      index: () => (built ??= MiniSearch.loadJS<T>(json as never, options)),
-      terms: null,
-    };
-  }
-  const nTerms = idx.terms.length;
-  for (let t = 1; t < nTerms; t++) {
-    if (!(idx.terms[t - 1]! < idx.terms[t]!)) throw new Error('shard terms are not sorted');
-  }
-  const cr = new VarintReader(Buffer.from(idx.term_counts, 'base64'));
-  const counts = new Uint32Array(nTerms);
-  for (let t = 0; t < nTerms; t++) counts[t] = cr.next();
-  if (!cr.done) throw new Error('shard term counts are inconsistent');
-  let packed: PackedIndex;
-  try {
-    packed = unpackIndex(idx, docs, counts);
-  } catch (e) {
-    // The documents read fine: the caller can rebuild the index from them.
-    return {
-      meta,
-      docs,
-      packed: null,
-      index: () => {
-        throw e;
-      },
-      terms: null,
-    };
-  }
-  return {
-    meta,
-    docs,
-    packed,
-    index: () => (built ??= buildFromPacked(packed, options)),
-    terms: { terms: idx.terms, counts },
-  };
-}
+/** The documents of a file-backed shard: read from its docs section by row, on demand. */
+export class ShardDocs {
+  constructor(
+    readonly size: number,
+    private readonly file: ShardFile,
+    private readonly packed: () => PackedIndex,
+  ) {}
 
-function unpackIndex(idx: CompactIndex, docs: DocColumns, counts: Uint32Array): PackedIndex {
-  const n = docs.size;
-  const nFields = Object.keys(idx.field_ids).length;
-  const fieldLength = base64ToU32(idx.field_length);
-  if (idx.short_ids.length !== n || fieldLength.length !== n * nFields) {
-    throw new Error('shard index is inconsistent');
+  has(path: string): boolean {
+    return rowOf(this.packed(), path) !== undefined;
   }
-  let maxId = -1;
-  for (const id of idx.short_ids) if (id > maxId) maxId = id;
-  const paths = new Array<string | undefined>(maxId + 1);
-  const kinds = new Array<string | undefined>(maxId + 1);
-  const lengths = new Float64Array((maxId + 1) * nFields);
-  for (let i = 0; i < n; i++) {
-    const id = idx.short_ids[i]!;
-    paths[id] = docs.path(i);
-    kinds[id] = docs.kind(i);
-    for (let f = 0; f < nFields; f++) lengths[id * nFields + f] = fieldLength[i * nFields + f]!;
-  }
-  const nTerms = idx.terms.length;
-  let postings = 0;
-  for (let t = 0; t < nTerms; t++) postings += counts[t]!;
-  const data = new Uint32Array(nTerms * (1 + 2 * nFields) + 2 * postings);
-  const termStart = new Uint32Array(nTerms + 1);
-  const buf = Buffer.from(idx.postings, 'base64');
-  const end = buf.length;
-  let pos = 0;
-  // Inlined varint reads: this loop runs ~7 million times for 50 repos.
-  const next = (): number => {
-    let b = buf[pos++]!;
-    if (b < 0x80) return b;
-    let v = b & 0x7f;
-    let mul = 0x80;
-    for (;;) {
-      if (pos >= end) throw new Error('shard postings are truncated');
-      b = buf[pos++]!;
-      v += (b & 0x7f) * mul;
-      if (b < 0x80) return v;
-      mul *= 0x80;
-      if (mul > 2 ** 35) throw new Error('shard postings hold an oversized number');
-    }
-  };
-  let k = 0;
-  for (let t = 0; t < nTerms; t++) {
-    if (pos >= end) throw new Error('shard postings are truncated');
-    termStart[t] = k;
-    const nf = next();
-    if (nf > nFields) throw new Error('shard postings are inconsistent');
-    data[k++] = nf;
-    let seen = 0;
-    for (let f = 0; f < nf; f++) {
-      const fieldId = next();
-      const count = next();
-      seen += count;
-      if (fieldId >= nFields || seen > counts[t]! || pos + 2 * count > end) {
-        throw new Error('shard postings are inconsistent');
-      }
-      data[k++] = fieldId;
-      data[k++] = count;
-      let id = 0;
-      for (let j = 0; j < count; j++) {
-        id += next();
-        if (id > maxId || paths[id] === undefined)
-          throw new Error('shard postings name an unknown document');
-        data[k++] = id;
-      }
-      for (let j = 0; j < count; j++) data[k++] = next();
-    }
-    if (seen !== counts[t]) throw new Error('shard term counts are inconsistent');
-  }
-  termStart[nTerms] = k;
-  if (pos !== end) throw new Error('shard postings are inconsistent');
-  return {
-    documentCount: idx.document_count,
-    fieldIds: idx.field_ids,
-    nFields,
-    avgFieldLength: idx.avg_field_length,
-    terms: idx.terms,
-    termStart,
-    data: data.subarray(0, k),
-    paths,
-    kinds,
-    lengths,
-  };
-}
 
-/** minisearch's maps from a packed index. */
-function buildFromPacked<T>(p: PackedIndex, options: Options<T>): MiniSearch<T> {
-  const ms = MiniSearch.loadJS<T>(
-    {
-      documentCount: p.documentCount,
-      nextId: p.paths.length,
-      documentIds: {},
-      fieldIds: p.fieldIds,
-      fieldLength: {},
-      averageFieldLength: p.avgFieldLength,
-      storedFields: {},
-      dirtCount: 0,
-      index: [],
-      serializationVersion: 2,
-    },
-    options,
-  );
-  const inner = internalsOf(ms);
-  if (inner === null)
-    throw new Error('minisearch internals changed: compact shard cannot be loaded');
-  // The shard's only stored field is the kind (ladder-index.ts filters on it).
-  const storesKind = (options.storeFields ?? []).includes('kind');
-  p.paths.forEach((path, id) => {
-    if (path === undefined) return;
-    inner._documentIds.set(id, path);
-    inner._idToShortId.set(path, id);
-    inner._fieldLength.set(
-      id,
-      Array.from(p.lengths.subarray(id * p.nFields, (id + 1) * p.nFields)),
-    );
-    if (storesKind) inner._storedFields.set(id, { kind: p.kinds[id] });
-  });
-  const d = p.data;
-  const values: Postings[] = new Array(p.terms.length);
-  for (let t = 0; t < p.terms.length; t++) {
-    let k = p.termStart[t]!;
-    const nf = d[k++]!;
-    const fields: Postings = new Map();
-    for (let f = 0; f < nf; f++) {
-      const fieldId = d[k++]!;
-      const count = d[k++]!;
-      const byDoc = new Map<number, number>();
-      for (let j = 0; j < count; j++) byDoc.set(d[k + j]!, d[k + count + j]!);
-      k += 2 * count;
-      fields.set(fieldId, byDoc);
-    }
-    values[t] = fields;
+  get(path: string): ShardDoc | undefined {
+    const p = this.packed();
+    const row = rowOf(p, path);
+    return row === undefined ? undefined : this.file.doc(p, row);
   }
-  inner._index._tree = radixFromSorted(p.terms, values);
-  inner._index._size = undefined;
-  return ms;
+
+  *values(): IterableIterator<ShardDoc> {
+    const p = this.packed();
+    for (let i = 0; i < p.rowPaths.length; i++) yield this.file.doc(p, i);
+  }
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFile, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import MiniSearch, { type Options } from 'minisearch';
 import { ZzError } from '../errors.js';
@@ -7,22 +7,34 @@ import { writeFileAtomic } from '../local/atomic-write.js';
 import { RUNG_KINDS, rungPathProblem, type RungKind } from '../schema/rung.js';
 import { forgetScratch } from './direct-scorer.js';
 import {
-  DocColumns,
-  decodeShard,
-  type PackedIndex,
+  buildFromPacked,
   encodeShard,
-  parseShard,
+  fileSource,
+  ShardDocs,
+  ShardFile,
+  type PackedIndex,
   type ShardDoc,
+  type ShardHead,
   type ShardTerms,
 } from './shard-file.js';
 import { indexTerms } from './tokenize.js';
 
-// The shard store of ladder search: one minisearch index per repo, kept in memory, persisted
-// under <cacheDir>/search/ (shard-file.ts is the format) and keyed by the ladder ref's oid and
-// OPTIONS_VERSION. A shard read from disk stays packed until something needs minisearch's maps.
+// The shard store of ladder search: one shard per repo, persisted under <cacheDir>/search/
+// (shard-file.ts is the format) and keyed by the ladder ref's oid and OPTIONS_VERSION.
+// A persisted shard is served from its file: loading it reads only its head (vocabulary, kind
+// counts); its index section is read when a query first needs it and dropped again, least
+// recently used first, past a memory budget; documents are read row by row for the hits shown.
+// A shard built or changed here is a minisearch index in memory until it has been written;
+// then it is served from the file it was written to, like any other.
 
 /** Bump whenever tokenizing, fields, boosts or the stored shape change: persisted shards rebuild. */
 export const OPTIONS_VERSION = 1;
+/**
+ * Index sections kept in memory (all shards together) before the coldest are dropped. 50
+ * shards of 2,000 rungs take ~34 MiB: under the budget nothing thrashes; past it (hundreds of
+ * repos) a broad query re-reads the sections it lost, ~1 ms each.
+ */
+export const DEFAULT_MEMORY_BUDGET = 64 * 1024 * 1024;
 /** The minisearch the persisted postings were written for (package.json pins it). */
 const MINISEARCH_VERSION = '7.2.0';
 const MAX_REPO_KEY_CHARS = 200;
@@ -64,19 +76,23 @@ export interface Shard {
   id: number;
   repo: string;
   ladderOid: string;
-  /** The index; null until first needed when the shard came from disk (see unpack). */
+  /** The index when built or changed here (or materialized); null while served from its file. */
   ms: MiniSearch<ShardDoc> | null;
-  /** Builds `ms` from the loaded file; null once built. */
-  unpack: (() => MiniSearch<ShardDoc>) | null;
-  /** The loaded file's postings, searchable as they are until `ms` is built. */
+  /** The persisted file the shard is served from, while it is what that file holds. */
+  file: ShardFile | null;
+  head: ShardHead | null;
+  /** The file's index section, while loaded (see ShardStore.packedOf). */
   packed: PackedIndex | null;
-  /** A Map once the shard was built or changed here; columns as read from disk before that. */
+  /** A Map once the shard was built or changed here; read from the file before that. */
   docs: DocStore;
   kinds: Map<string, number>;
   /** Sorted vocabulary for the router; null once the shard changed. */
   terms: ShardTerms | null;
   source: 'cache' | 'built' | 'diff';
   updatedAt: number;
+  /** Bumped on every change: a finished write is adopted only if nothing changed meanwhile. */
+  version: number;
+  lastUsed: number;
   pendingWrite: boolean;
   timer: NodeJS.Timeout | null;
   writing: Promise<void>;
@@ -195,7 +211,10 @@ export class ShardStore {
   readonly dir: string;
   readonly shards = new Map<string, Shard>();
   readonly byId = new Map<number, Shard>();
+  /** Index sections dropped to stay within the budget (for stats and tests). */
+  evictions = 0;
   private nextShardId = 0;
+  private useClock = 0;
   private closed = false;
 
   /**
@@ -206,6 +225,7 @@ export class ShardStore {
     cacheDir: string,
     private readonly persistDelayMs: number,
     private readonly onChange: (docsChanged: boolean) => void,
+    private readonly memoryBudget = DEFAULT_MEMORY_BUDGET,
   ) {
     this.dir = join(cacheDir, 'search');
   }
@@ -215,66 +235,124 @@ export class ShardStore {
     return join(this.dir, shardFileName(checkRepoKey(repo)));
   }
 
+  /** Opens the persisted shard of `repo` when it was written for `ladderOid`; reads its head. */
   async load(repo: string, ladderOid: string): Promise<{ shard: Shard } | { reason: LoadFailure }> {
-    let text: string;
+    let file: ShardFile;
     try {
-      // Buffer#toString decodes ~2x faster than readFile's string decoder on large files.
-      text = (await readFile(this.fileFor(repo))).toString('utf8');
+      const src = fileSource(this.fileFor(repo));
+      try {
+        file = new ShardFile(src);
+      } catch {
+        src.close();
+        // A truncated or foreign file is only a cache miss: it is rebuilt and overwritten.
+        return { reason: 'unreadable' };
+      }
     } catch {
       return { reason: 'missing' };
     }
-    try {
-      const file = parseShard(text);
-      if (file.repo !== repo) return { reason: 'other_repo' };
-      if (file.options_version !== OPTIONS_VERSION || file.minisearch !== MINISEARCH_VERSION) {
-        return { reason: 'options_changed' };
-      }
-      if (file.ladder_oid !== ladderOid) return { reason: 'ladder_moved' };
-      const decoded = decodeShard(file, MINI_OPTIONS);
-      const index = decoded.index;
-      const shard = this.newShard(
-        repo,
-        ladderOid,
-        index,
-        decoded.docs,
-        'cache',
-        decoded.terms,
-        decoded.packed,
-      );
-      shard.kinds = decoded.docs.kindCounts();
-      return { shard };
-    } catch {
-      // A truncated or foreign file is only a cache miss: it is rebuilt and overwritten.
-      return { reason: 'unreadable' };
+    const reject = (reason: LoadFailure) => {
+      file.close();
+      return { reason };
+    };
+    const meta = file.meta;
+    if (meta.repo !== repo) return reject('other_repo');
+    if (meta.options_version !== OPTIONS_VERSION || meta.minisearch !== MINISEARCH_VERSION) {
+      return reject('options_changed');
     }
+    if (meta.ladder_oid !== ladderOid) return reject('ladder_moved');
+    let head: ShardHead;
+    try {
+      head = file.head();
+    } catch {
+      return reject('unreadable');
+    }
+    const shard = this.newShard(repo, ladderOid, null, new Map(), 'cache', head.terms);
+    this.serveFrom(shard, file, head);
+    return { shard };
   }
 
   newShard(
     repo: string,
     ladderOid: string,
-    index: MiniSearch<ShardDoc> | (() => MiniSearch<ShardDoc>),
+    ms: MiniSearch<ShardDoc> | null,
     docs: DocStore,
     source: Shard['source'],
     terms: ShardTerms | null,
-    packed: PackedIndex | null = null,
   ): Shard {
     return {
       id: this.nextShardId++,
       repo,
       ladderOid,
-      ms: typeof index === 'function' ? null : index,
-      unpack: typeof index === 'function' ? index : null,
-      packed,
+      ms,
+      file: null,
+      head: null,
+      packed: null,
       docs,
-      kinds: docs instanceof DocColumns ? new Map() : countKinds(docs.values()),
+      kinds: countKinds(docs.values()),
       terms,
       source,
       updatedAt: Date.now(),
+      version: 0,
+      lastUsed: 0,
       pendingWrite: false,
       timer: null,
       writing: Promise.resolve(),
       lastWriteError: null,
     };
+  }
+
+  /** Serves `shard` from `file` from now on (its in-memory index and documents are dropped). */
+  private serveFrom(shard: Shard, file: ShardFile, head: ShardHead): void {
+    this.detach(shard);
+    if (shard.ms) forgetScratch(shard.ms);
+    shard.ms = null;
+    shard.file = file;
+    shard.head = head;
+    shard.terms = head.terms;
+    shard.kinds = head.kinds;
+    shard.docs = new ShardDocs(head.docCount, file, () => this.packedOf(shard));
+  }
+
+  /** Stops serving a shard from its file (it changed, or is gone). */
+  detach(shard: Shard): void {
+    if (shard.packed) forgetScratch(shard.packed);
+    shard.packed = null;
+    shard.file?.close();
+    shard.file = null;
+    shard.head = null;
+  }
+
+  /** The index section of a shard served from its file, read now if it is not in memory. */
+  packedOf(shard: Shard): PackedIndex {
+    shard.lastUsed = ++this.useClock;
+    if (shard.packed) return shard.packed;
+    if (!shard.file || !shard.head) throw new Error(`shard ${shard.repo} has no file`);
+    shard.packed = shard.file.index(shard.head);
+    return shard.packed;
+  }
+
+  /**
+   * Drops the least recently used index sections until the rest fit the memory budget. Called
+   * between queries, never during one: a query's shards stay loaded while it runs.
+   */
+  trim(): void {
+    let total = 0;
+    const loaded: Shard[] = [];
+    for (const s of this.shards.values()) {
+      if (s.packed) {
+        total += s.packed.bytes;
+        loaded.push(s);
+      }
+    }
+    if (total <= this.memoryBudget) return;
+    loaded.sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const s of loaded) {
+      if (total <= this.memoryBudget) break;
+      total -= s.packed!.bytes;
+      forgetScratch(s.packed!);
+      s.packed = null;
+      this.evictions++;
+    }
   }
 
   /**
@@ -283,25 +361,46 @@ export class ShardStore {
    */
   msOf(shard: Shard): MiniSearch<ShardDoc> {
     if (shard.ms) return shard.ms;
-    const unpack = shard.unpack!;
-    shard.unpack = null;
-    if (shard.packed) forgetScratch(shard.packed);
-    shard.packed = null;
     try {
-      shard.ms = unpack();
+      shard.ms = buildFromPacked(this.packedOf(shard), MINI_OPTIONS);
     } catch {
-      shard.ms = buildIndex(shard.docs.values());
-      shard.terms = null;
-      this.onChange(false);
-      this.schedulePersist(shard);
+      // Forgotten when even its documents cannot be read: it holds nothing from now on.
+      if (!this.repair(shard)) shard.ms = buildIndex([]);
     }
-    return shard.ms;
+    return shard.ms!;
   }
 
   /**
-   * Builds minisearch's maps for every shard loaded from disk, one shard per turn of the event
-   * loop. Searching does not need them (packed postings are scored directly); a diff, or the
-   * `minisearch` scorer, does, so a daemon may call this once it is idle.
+   * A shard whose file turned out damaged past its head: rebuilt from its documents when they
+   * can still be read (and written again), else forgotten and its file deleted, so that the
+   * next sync of the repo indexes it afresh. True when the shard is still searchable.
+   */
+  repair(shard: Shard): boolean {
+    try {
+      const docs = ownDocs(shard);
+      shard.ms = buildIndex(docs.values());
+    } catch {
+      if (this.shards.get(shard.repo) === shard && !this.closed) {
+        this.shards.delete(shard.repo);
+        this.byId.delete(shard.id);
+        void unlink(this.fileFor(shard.repo)).catch(() => {});
+      }
+      this.detach(shard);
+      this.onChange(true);
+      return false;
+    }
+    this.detach(shard);
+    shard.version++;
+    shard.terms = null;
+    this.onChange(false);
+    this.schedulePersist(shard);
+    return true;
+  }
+
+  /**
+   * Builds minisearch's maps for every shard served from its file, one shard per turn of the
+   * event loop. Searching does not need them (packed postings are scored directly); a diff,
+   * or the `minisearch` scorer, does.
    */
   async materialize(): Promise<void> {
     for (const s of [...this.shards.values()]) {
@@ -314,7 +413,10 @@ export class ShardStore {
     const old = this.shards.get(shard.repo);
     if (old) {
       if (old.timer) clearTimeout(old.timer);
+      old.timer = null;
+      old.pendingWrite = false;
       this.byId.delete(old.id);
+      this.detach(old);
     }
     this.shards.set(shard.repo, shard);
     this.byId.set(shard.id, shard);
@@ -332,6 +434,7 @@ export class ShardStore {
       this.byId.delete(shard.id);
       this.onChange(true);
       await shard.writing;
+      this.detach(shard);
     }
     if (purge) {
       await unlink(this.fileFor(repo)).catch((e: NodeJS.ErrnoException) => {
@@ -341,42 +444,75 @@ export class ShardStore {
     return shard !== undefined;
   }
 
-  schedulePersist(shard: Shard): void {
+  /** Writes the shard after the debounce (or `delayMs`: a fresh build need not wait). */
+  schedulePersist(shard: Shard, delayMs = this.persistDelayMs): void {
     if (this.closed) return;
     shard.pendingWrite = true;
     if (shard.timer) clearTimeout(shard.timer);
     shard.timer = setTimeout(() => {
       shard.timer = null;
       if (this.shards.get(shard.repo) === shard) this.persist(shard);
-    }, this.persistDelayMs);
+    }, delayMs);
     shard.timer.unref();
   }
 
+  /**
+   * Writes the shard; once written, and if it did not change meanwhile, it is served from the
+   * new file and its in-memory index is dropped (a built shard would otherwise hold ~10 MiB).
+   */
   persist(shard: Shard): void {
     shard.pendingWrite = false;
-    const { text, terms } = encodeShard(
-      this.msOf(shard) as MiniSearch<never>,
-      shard.docs.values(),
-      {
-        repo: shard.repo,
-        ladder_oid: shard.ladderOid,
-        options_version: OPTIONS_VERSION,
-        minisearch: MINISEARCH_VERSION,
-        written_at: new Date().toISOString(),
-      },
-    );
-    if (terms.terms.length > 0 || shard.docs.size === 0) shard.terms = terms;
-    const file = this.fileFor(shard.repo);
+    const meta = {
+      repo: shard.repo,
+      ladder_oid: shard.ladderOid,
+      options_version: OPTIONS_VERSION,
+      minisearch: MINISEARCH_VERSION,
+      written_at: new Date().toISOString(),
+    };
+    let encoded: ReturnType<typeof encodeShard>;
+    try {
+      encoded = encodeShard(this.msOf(shard) as MiniSearch<never>, shard.docs.values(), meta);
+    } catch (e) {
+      shard.lastWriteError = e instanceof Error ? e.message : String(e);
+      return;
+    }
+    const { bytes, terms } = encoded;
+    shard.terms = terms;
+    const version = shard.version;
+    const path = this.fileFor(shard.repo);
     shard.writing = shard.writing.then(() =>
-      writeFileAtomic(file, text, { mkdir: true }).then(
+      writeFileAtomic(path, bytes, { mkdir: true }).then(
         () => {
           shard.lastWriteError = null;
+          if (
+            shard.version !== version ||
+            shard.pendingWrite ||
+            this.shards.get(shard.repo) !== shard
+          )
+            return;
+          this.adopt(shard, path, meta.written_at, terms);
         },
         (e: unknown) => {
           shard.lastWriteError = e instanceof Error ? e.message : String(e);
         },
       ),
     );
+  }
+
+  private adopt(shard: Shard, path: string, writtenAt: string, terms: ShardTerms): void {
+    let file: ShardFile | null = null;
+    try {
+      file = new ShardFile(fileSource(path));
+      // Another process may have replaced it already; then keep what we hold.
+      if (file.meta.written_at !== writtenAt || file.meta.ladder_oid !== shard.ladderOid) {
+        file.close();
+        return;
+      }
+    } catch {
+      file?.close();
+      return;
+    }
+    this.serveFrom(shard, file, { docCount: shard.docs.size, kinds: shard.kinds, terms });
   }
 
   /** Writes every changed shard now. Rejects with the first write failure. */
@@ -396,7 +532,10 @@ export class ShardStore {
     }
   }
 
-  /** Flushes and stops scheduling writes. */
+  /**
+   * Flushes and stops scheduling writes. Shards stay searchable from their files; a file is
+   * closed when its shard is replaced or removed.
+   */
   async close(): Promise<void> {
     await this.flush().finally(() => {
       this.closed = true;

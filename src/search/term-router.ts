@@ -1,11 +1,14 @@
-import SearchableMap from 'minisearch/SearchableMap';
-import { compareTerms, radixFromSorted } from './radix.js';
+import { compareTerms } from './radix.js';
 import type { ShardTerms } from './shard-file.js';
 
-// The vocabulary of every loaded shard in one radix tree. A query's fuzzy and prefix
+// The vocabulary of every loaded shard in one sorted array. A query's fuzzy and prefix
 // expansions are computed here once, instead of once per shard (a fuzzy lookup costs about
 // the same in a 5k-term shard as in a 150k-term union), and each shard is then asked only
 // for the exact expanded terms it holds. Shards that cannot match are never touched.
+// No tree is built: a prefix is a range of the array, and the fuzzy walk shares Levenshtein
+// rows between neighbours the way a trie walk shares them between siblings (building
+// minisearch's radix tree over 200k terms took ~0.4 s and ~40 MB at a cold start). Both return
+// what SearchableMap's atPrefix() and fuzzyGet() would over the same terms, in the same order.
 
 // minisearch's default weights for derived terms, kept so scores stay comparable.
 const PREFIX_WEIGHT = 0.375;
@@ -36,17 +39,10 @@ export class TermRouter {
     private readonly offsets: Uint32Array,
     private readonly shards: Uint32Array,
     private readonly counts: Uint32Array,
-    private readonly tree: SearchableMap<number>,
   ) {}
 
   static empty(): TermRouter {
-    return new TermRouter(
-      [],
-      new Uint32Array(1),
-      new Uint32Array(0),
-      new Uint32Array(0),
-      new SearchableMap(),
-    );
+    return new TermRouter([], new Uint32Array(1), new Uint32Array(0), new Uint32Array(0));
   }
 
   /** k-way merge of the shards' sorted vocabularies: no global sort, no per-term inserts. */
@@ -109,9 +105,7 @@ export class TermRouter {
       }
     }
     offsets.push(n);
-    const rows = terms.map((_, i) => i);
-    const tree = new SearchableMap<number>(radixFromSorted(terms, rows) as never);
-    return new TermRouter(terms, Uint32Array.from(offsets), shards, counts, tree);
+    return new TermRouter(terms, Uint32Array.from(offsets), shards, counts);
   }
 
   get size(): number {
@@ -134,12 +128,16 @@ export class TermRouter {
   /** The term itself and, as asked, its prefix and fuzzy relatives present in some shard. */
   expand(term: string, opts: ExpandOptions): Expansion[] {
     const out = new Map<string, Expansion>();
-    const exact = this.tree.get(term);
+    const found0 = this.row(term);
+    const exact = found0 < 0 ? undefined : found0;
     if (exact !== undefined) out.set(term, { term, weight: 1, row: exact });
     if (opts.prefix) {
       const found: Expansion[] = [];
       let visits = 0;
-      for (const [t, row] of this.tree.atPrefix(term)) {
+      // SearchableMap walks a prefix's subtree last child first: reverse sorted order.
+      const [lo, hi] = this.prefixRange(term);
+      for (let row = hi - 1; row >= lo; row--) {
+        const t = this.terms[row]!;
         if (++visits > MAX_PREFIX_VISITS) break;
         if (t === term) continue;
         // `requesthandler` is indexed from `requestHandler` together with its parts, so every
@@ -156,7 +154,7 @@ export class TermRouter {
     }
     if (opts.fuzzy > 0) {
       const found: Expansion[] = [];
-      for (const [t, [row, distance]] of this.tree.fuzzyGet(term, opts.fuzzy)) {
+      for (const [t, row, distance] of this.fuzzy(term, opts.fuzzy)) {
         // A term that is also a prefix match keeps its (higher) prefix weight, as in minisearch.
         if (distance === 0 || out.has(t)) continue;
         found.push({ term: t, row, weight: (FUZZY_WEIGHT * t.length) / (t.length + distance) });
@@ -170,8 +168,101 @@ export class TermRouter {
   private isCompoundOf(head: string, term: string): boolean {
     const rest = term.slice(head.length).replace(/^[_$]+/, '');
     for (let i = 3; i <= Math.min(rest.length, 16); i++)
-      if (this.tree.has(rest.slice(0, i))) return true;
+      if (this.row(rest.slice(0, i)) >= 0) return true;
     return false;
+  }
+
+  /** The row of a term, or -1. */
+  private row(term: string): number {
+    const i = this.lowerBound(term, 0);
+    return i < this.terms.length && this.terms[i] === term ? i : -1;
+  }
+
+  /** First row at or after `from` whose term is not below `term`. */
+  private lowerBound(term: string, from: number): number {
+    let lo = from;
+    let hi = this.terms.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.terms[mid]! < term) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Rows [lo, hi) of the terms starting with `prefix`. */
+  private prefixRange(prefix: string, from = 0): [number, number] {
+    const lo = this.lowerBound(prefix, from);
+    let a = lo;
+    let b = this.terms.length;
+    while (a < b) {
+      const mid = (a + b) >>> 1;
+      if (this.terms[mid]!.startsWith(prefix)) a = mid + 1;
+      else b = mid;
+    }
+    return [lo, a];
+  }
+
+  /**
+   * Terms within `maxDistance` edits of `query`, in sorted order, with their row and distance:
+   * minisearch's fuzzySearch (the same banded Levenshtein matrix, row i for the term's i-th
+   * character) walked over the sorted array. Rows are kept for the prefix a term shares with
+   * the previous one; a prefix whose row is already past the distance skips every term under it.
+   */
+  private fuzzy(query: string, maxDistance: number): Array<[string, number, number]> {
+    const out: Array<[string, number, number]> = [];
+    const n = query.length + 1;
+    const m = n + maxDistance;
+    const matrix = new Uint8Array(m * n).fill(maxDistance + 1);
+    for (let j = 0; j < n; ++j) matrix[j] = j;
+    for (let i = 1; i < m; ++i) matrix[i * n] = i;
+    const terms = this.terms;
+    let prev = '';
+    let valid = 0; // rows 1..valid hold `prev`'s first `valid` characters
+    let k = 0;
+    while (k < terms.length) {
+      const term = terms[k]!;
+      let shared = 0;
+      const limit = Math.min(valid, term.length);
+      while (shared < limit && term.charCodeAt(shared) === prev.charCodeAt(shared)) shared++;
+      let pruned = 0;
+      let i = shared + 1;
+      // No term longer than the query plus the distance can match (nor has a matrix row).
+      for (; i <= term.length && i < m; ++i) {
+        const char = term[i - 1];
+        const thisRowOffset = n * i;
+        const prevRowOffset = thisRowOffset - n;
+        let minDistance = matrix[thisRowOffset]!;
+        const jmin = Math.max(0, i - maxDistance - 1);
+        const jmax = Math.min(n - 1, i + maxDistance);
+        for (let j = jmin; j < jmax; ++j) {
+          const different = char !== query[j];
+          const rpl = matrix[prevRowOffset + j]! + +different;
+          const del = matrix[prevRowOffset + j + 1]! + 1;
+          const ins = matrix[thisRowOffset + j]! + 1;
+          const dist = (matrix[thisRowOffset + j + 1] = Math.min(rpl, del, ins));
+          if (dist < minDistance) minDistance = dist;
+        }
+        if (minDistance > maxDistance) {
+          pruned = i;
+          break;
+        }
+      }
+      prev = term;
+      if (pruned > 0) {
+        valid = pruned;
+        // Every term under this prefix is as far or farther: skip them all.
+        k = this.prefixRange(term.slice(0, pruned), k)[1];
+        continue;
+      }
+      valid = i - 1;
+      if (term.length < m) {
+        const distance = matrix[term.length * n + n - 1]!;
+        if (distance <= maxDistance) out.push([term, k, distance]);
+      }
+      k++;
+    }
+    return out;
   }
 
   private keepBest(found: Expansion[], max: number, out: Map<string, Expansion>): void {

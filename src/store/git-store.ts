@@ -15,6 +15,7 @@ import {
   type GitRepository,
   type ObjectType,
   type ObjectWriter,
+  type PendingDirs,
   type Signature,
   type TreeEntry,
 } from '../git/index.js';
@@ -176,13 +177,19 @@ export class GitStore implements Store {
     // A singleton entity starts from a fixed root commit (same bytes on every machine), so two
     // independent `zz init`s share history and a sync merge of them has a common base.
     const root = req.parent === null && SINGLETON_REFS.has(ref) ? await this.rootCommit(ref) : null;
-    const oid = await this.writeCommit({
-      parents: req.parent ? [req.parent] : root ? [root] : [],
-      changes: req.changes,
-      author: req.ops[0]?.actor ?? 'zz',
-      message: formatOpMessage(req.summary, req.ops),
-    });
-    await this.repo.refs.cas(ref, req.parent, oid);
+    // The objects' data is fsynced before writeCommit resolves; the directories their names
+    // went into are fsynced beside the ref's lock, before the ref moves (one wait, not two).
+    const pending: PendingDirs = new Set();
+    const oid = await this.writeCommit(
+      {
+        parents: req.parent ? [req.parent] : root ? [root] : [],
+        changes: req.changes,
+        author: req.ops[0]?.actor ?? 'zz',
+        message: formatOpMessage(req.summary, req.ops),
+      },
+      pending,
+    );
+    await this.repo.refs.cas(ref, req.parent, oid, () => this.repo.objects.syncDirs(pending));
     return oid;
   }
 
@@ -207,7 +214,7 @@ export class GitStore implements Store {
    * Writes (objects only, no ref) an entity commit whose tree is the first parent's with
    * `changes` applied. Sync uses it for merge commits (two parents) and moves refs itself.
    */
-  async writeCommit(req: EntityCommitRequest): Promise<string> {
+  async writeCommit(req: EntityCommitRequest, pending?: PendingDirs): Promise<string> {
     const base = req.parents[0];
     const baseTree = base ? await this.treeOf(base) : null;
     // Every path is checked before the first object is written: `..`, `.git` or an empty
@@ -218,7 +225,7 @@ export class GitStore implements Store {
     ]);
     // Every object's id is known before any is written, so they are all written at once
     // (not tree level by tree level) and all of them before the ref moves.
-    const writes = new ObjectBatch(this.repo.objects);
+    const writes = new ObjectBatch(this.repo.objects, pending);
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
     if (tree === EMPTY_TREE_OID) writes.add('tree', Buffer.alloc(0));
     const now = req.time ?? Math.floor(Date.now() / 1000);
@@ -340,14 +347,18 @@ class ObjectBatch {
   private readonly objects: Array<{ type: ObjectType; body: Buffer }> = [];
   readonly trees = new Map<string, TreeEntry[]>();
 
-  constructor(private readonly writer: ObjectWriter) {}
+  /** With `pending`, the directories written into are left for the caller to sync. */
+  constructor(
+    private readonly writer: ObjectWriter,
+    private readonly pending?: PendingDirs,
+  ) {}
 
   add(type: ObjectType, body: Buffer): void {
     this.objects.push({ type, body });
   }
 
   async done(): Promise<void> {
-    await this.writer.writeMany(this.objects);
+    await this.writer.writeMany(this.objects, this.pending);
   }
 }
 

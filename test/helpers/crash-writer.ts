@@ -130,7 +130,9 @@ function installStall(point: string, armed: () => boolean): void {
     // Hold this thread (and with it everything the process holds) until we are killed.
     for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
   };
-  // RefStore looks these up on the fs module at call time; objects never fsync here.
+  // RefStore looks these up on the fs module at call time. `sync` stalls at the first fsync in
+  // the lock: the ref's, or an object directory's, which runs beside it (objects' data use
+  // fdatasync, outside the lock).
   if (point === 'sync') {
     const orig = fs.fsync;
     fs.fsync = ((fd: number, cb: (e: NodeJS.ErrnoException | null) => void) =>

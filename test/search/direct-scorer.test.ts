@@ -1,10 +1,9 @@
 import type MiniSearch from 'minisearch';
-import type { Options } from 'minisearch';
 import { describe, expect, it } from 'vitest';
 import { scorePacked, scoreShard } from '../../src/search/direct-scorer.js';
-import { decodeShard, encodeShard, parseShard } from '../../src/search/shard-file.js';
+import { bufferSource, encodeShard, ShardFile } from '../../src/search/shard-file.js';
 import { BOOST } from '../../src/search/shard-store.js';
-import { corpus, index, MINI_OPTIONS } from './search-parts.fixture.js';
+import { corpus, index } from './search-parts.fixture.js';
 
 // direct-scorer.ts on its own: the same BM25 as minisearch's search() (same documents, same
 // scores) for OR and AND, with kind filters and discarded documents, on a live index and on
@@ -76,9 +75,9 @@ describe(`direct scorer (seed ${SEED})`, () => {
   });
 
   it('scores packed postings from a shard file exactly as the live index', () => {
-    const { text } = encodeShard(ms as unknown as MiniSearch<never>, docs, meta);
-    const packed = decodeShard(parseShard(text), MINI_OPTIONS as Options<never>).packed!;
-    expect(packed).not.toBeNull();
+    const { bytes } = encodeShard(ms as unknown as MiniSearch<never>, docs, meta);
+    const file = new ShardFile(bufferSource(bytes));
+    const packed = file.index(file.head());
     for (const c of cases) {
       const req = { groups: one(...c.words), mode: c.mode, kinds: c.kinds, boost: BOOST };
       expect(norm(scorePacked(packed, req)), JSON.stringify(c)).toEqual(norm(scoreShard(ms, req)));

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZzError } from '../../src/errors.js';
 import { LadderSearch, MAX_LIMIT, type IndexRung, type SearchHit } from '../../src/search/index.js';
+import { bufferSource, ShardFile } from '../../src/search/shard-file.js';
 import { syntheticRungs, syntheticQueries } from '../../bench/search-corpus.js';
 
 const oid = (n: number): string => n.toString(16).padStart(40, '0');
@@ -354,18 +355,31 @@ describe('LadderSearch persistence', () => {
     expect(calls).toBe(1);
     expect(moved.search({ query: 'migrations' }).hits).toEqual([]);
     await moved.close();
-    const written = JSON.parse(await readFile(file, 'utf8')) as { ladder_oid: string };
+    const written = JSON.parse((await readFile(file, 'utf8')).split('\n')[0]!) as {
+      ladder_oid: string;
+    };
     expect(written.ladder_oid).toBe(oid(99));
 
-    const text = await readFile(file, 'utf8');
-    await writeFile(file, text.replace(/"options_version":\d+/, '"options_version":0'));
+    const bytes = await readFile(file);
+    // The preamble is the first line; patched in place, so every section stays where it was.
+    const patched = (find: string, replace: string) => {
+      const at = bytes.indexOf(find);
+      expect(at).toBeGreaterThanOrEqual(0);
+      expect(replace.length).toBe(find.length);
+      const copy = Buffer.from(bytes);
+      copy.write(replace, at);
+      return copy;
+    };
+    await writeFile(file, patched('"options_version":1', '"options_version":0'));
     const opt = new LadderSearch({ cacheDir: dir });
     expect(await opt.setRepo('acme/api', oid(99), changed)).toMatchObject({
       source: 'built',
       reason: 'options_changed',
     });
+    // Its rebuild is written at once: let it land before the file is damaged again.
+    await opt.close();
 
-    await writeFile(file, text.slice(0, Math.floor(text.length / 2)));
+    await writeFile(file, bytes.subarray(0, Math.floor(bytes.length / 2)));
     const broken = new LadderSearch({ cacheDir: dir });
     expect(await broken.setRepo('acme/api', oid(99), changed)).toMatchObject({
       source: 'built',
@@ -374,9 +388,21 @@ describe('LadderSearch persistence', () => {
     expect(paths(broken.search({ query: 'parseConfigFile' }).hits)[0]).toBe(
       'acme/api:src/config/parse-config.ts',
     );
+    await broken.close();
 
-    // Valid JSON whose postings are damaged: the documents load, the index is rebuilt from them.
-    await writeFile(file, text.replace(/"postings":"[^"]{8}/, '"postings":"////////'));
+    // A sound head and index whose postings are damaged: the documents still read, so the
+    // index is rebuilt from them. Every term's postings garbled (the postings end the data
+    // section, just before the documents).
+    const layout = new ShardFile(bufferSource(bytes));
+    const postingsLength = layout.index(layout.head()).postings.length;
+    const docsBytes = (
+      JSON.parse(bytes.subarray(0, bytes.indexOf('\n')).toString()) as {
+        docs_bytes: number;
+      }
+    ).docs_bytes;
+    const garbled = Buffer.from(bytes);
+    garbled.fill(0xff, bytes.length - docsBytes - postingsLength, bytes.length - docsBytes);
+    await writeFile(file, garbled);
     const damaged = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
     expect((await damaged.setRepo('acme/api', oid(99), () => [])).source).toBe('cache');
     expect(paths(damaged.search({ query: 'parseConfigFile' }).hits)[0]).toBe(
@@ -419,6 +445,85 @@ describe('LadderSearch persistence', () => {
     }
     expect(queries.map((q) => b.search({ query: q, limit: 50 }))).toEqual(before);
     expect(b.search({ query: 'quartz', limit: 50 }).hits).toHaveLength(40);
+  });
+});
+
+describe('LadderSearch lazy shards and memory budget', () => {
+  const REPOS = 6;
+  async function persisted(): Promise<string> {
+    const dir = await freshDir();
+    const a = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
+    for (let i = 0; i < REPOS; i++)
+      await a.setRepo(`org/r${i}`, oid(i + 1), syntheticRungs(i, 300) as IndexRung[]);
+    await a.close();
+    return dir;
+  }
+  async function open(dir: string, memoryBudget?: number): Promise<LadderSearch> {
+    const ls = new LadderSearch({ cacheDir: dir, ...(memoryBudget ? { memoryBudget } : {}) });
+    for (let i = 0; i < REPOS; i++) {
+      const r = await ls.setRepo(`org/r${i}`, oid(i + 1), () => {
+        throw new Error('should load from cache');
+      });
+      expect(r.source).toBe('cache');
+    }
+    return ls;
+  }
+  const loaded = (ls: LadderSearch) =>
+    ls
+      .stats()
+      .shards.filter((s) => s.loaded)
+      .map((s) => s.repo);
+
+  it('reads a shard index only when a query needs it', async () => {
+    const ls = await open(await persisted());
+    expect(loaded(ls)).toEqual([]);
+    // Restricted to one repo: no other shard is read.
+    expect(ls.search({ query: 'config', repo: 'org/r2' }).hits.length).toBeGreaterThan(0);
+    expect(loaded(ls)).toEqual(['org/r2']);
+    // A word no shard holds reads nothing at all.
+    ls.search({ query: 'qqzzxxjj' });
+    expect(loaded(ls)).toEqual(['org/r2']);
+    expect(ls.stats().shards.every((s) => !s.materialized)).toBe(true);
+  });
+
+  it('serves a shard built here from its file once written, dropping the built index', async () => {
+    const ls = new LadderSearch({ cacheDir: await freshDir(), persistDelayMs: 60_000 });
+    await ls.setRepo('org/r0', oid(1), syntheticRungs(0, 300) as IndexRung[]);
+    const before = ls.search({ query: 'config', limit: 50 });
+    // A fresh build is written at once, whatever the debounce for diffs.
+    await ls.flush();
+    expect(ls.stats().shards[0]).toMatchObject({ materialized: false, pending_write: false });
+    expect(ls.search({ query: 'config', limit: 50 })).toEqual(before);
+  });
+
+  it('gives the same results when every index is dropped after each query', async () => {
+    const dir = await persisted();
+    const roomy = await open(dir);
+    // A budget of one byte: nothing stays loaded between queries.
+    const tight = await open(dir, 1);
+    const requests = [
+      ...syntheticQueries(40, REPOS).map((query) => ({ query, limit: 20 })),
+      ...syntheticQueries(10, REPOS).map((query) => ({ query, kind: 'file' as const })),
+      ...syntheticQueries(10, REPOS).map((query, i) => ({ query, repo: `org/r${i % REPOS}` })),
+    ];
+    let hits = 0;
+    for (const req of requests) {
+      const want = roomy.search(req);
+      const got = tight.search(req);
+      expect(got, JSON.stringify(req)).toEqual(want);
+      expect(loaded(tight)).toEqual([]);
+      hits += want.hits.length;
+      // The next page, from a cursor, after the indexes it ranked were dropped.
+      if (want.next_cursor) {
+        expect(tight.search({ ...req, cursor: got.next_cursor! })).toEqual(
+          roomy.search({ ...req, cursor: want.next_cursor }),
+        );
+      }
+    }
+    expect(hits).toBeGreaterThan(200);
+    expect(tight.stats().evictions).toBeGreaterThan(REPOS);
+    expect(roomy.stats().evictions).toBe(0);
+    expect(loaded(roomy).length).toBe(REPOS);
   });
 });
 

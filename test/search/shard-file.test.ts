@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  decodeShard,
+  bufferSource,
+  buildFromPacked,
   encodeShard,
-  parseShard,
+  ShardDocs,
+  ShardFile,
   shardTerms,
   type ShardMeta,
 } from '../../src/search/shard-file.js';
@@ -12,6 +14,21 @@ import { corpus, index, MINI_OPTIONS } from './search-parts.fixture.js';
 
 // shard-file.ts on its own: what is written is what is read back — documents, vocabulary and
 // postings — and a file that is not a current shard is refused, never half-read.
+
+/** A shard file read back as a process serving it would: head, index section, documents. */
+function readBack(bytes: Buffer) {
+  const file = new ShardFile(bufferSource(bytes));
+  const head = file.head();
+  const packed = file.index(head);
+  const docs = new ShardDocs(head.docCount, file, () => packed);
+  return {
+    meta: file.meta,
+    head,
+    packed,
+    docs,
+    index: () => buildFromPacked(packed, MINI_OPTIONS as Options<never>),
+  };
+}
 
 const SEED = 20261201;
 const meta: ShardMeta = {
@@ -25,9 +42,8 @@ const meta: ShardMeta = {
 function roundTrip(n: number) {
   const docs = corpus(SEED, n);
   const ms = index(docs);
-  const { text, terms } = encodeShard(ms as unknown as MiniSearch<never>, docs, meta);
-  const decoded = decodeShard(parseShard(text), MINI_OPTIONS as Options<never>);
-  return { docs, ms, text, terms, decoded };
+  const { bytes, terms } = encodeShard(ms as unknown as MiniSearch<never>, docs, meta);
+  return { docs, ms, bytes, terms, decoded: readBack(bytes) };
 }
 
 describe(`shard-file (seed ${SEED})`, () => {
@@ -40,9 +56,11 @@ describe(`shard-file (seed ${SEED})`, () => {
       expect(decoded.docs.get(d.path)).toEqual(d);
     }
     expect(decoded.docs.get('nope.ts')).toBeUndefined();
+    expect([...decoded.docs.values()]).toEqual(docs);
     const kinds = new Map<string, number>();
     for (const d of docs) kinds.set(d.kind, (kinds.get(d.kind) ?? 0) + 1);
-    expect(decoded.docs.kindCounts()).toEqual(kinds);
+    expect(decoded.head.kinds).toEqual(kinds);
+    expect(decoded.head.docCount).toBe(docs.length);
   });
 
   it('returns the same vocabulary the index holds, sorted, with posting counts', () => {
@@ -50,7 +68,8 @@ describe(`shard-file (seed ${SEED})`, () => {
     const fromIndex = shardTerms(ms as unknown as MiniSearch<never>)!;
     expect(terms.terms).toEqual(fromIndex.terms);
     expect([...terms.counts]).toEqual([...fromIndex.counts]);
-    expect(decoded.terms!.terms).toEqual(fromIndex.terms);
+    expect(decoded.head.terms.terms).toEqual(fromIndex.terms);
+    expect([...decoded.head.terms.counts]).toEqual([...fromIndex.counts]);
     expect([...terms.terms].sort()).toEqual(terms.terms);
   });
 
@@ -71,17 +90,31 @@ describe(`shard-file (seed ${SEED})`, () => {
     const gone = docs[7]!;
     ms.discard(gone.path);
     const kept = docs.filter((d) => d !== gone);
-    const { text } = encodeShard(ms as unknown as MiniSearch<never>, kept, meta);
-    const decoded = decodeShard(parseShard(text), MINI_OPTIONS as Options<never>);
+    const { bytes } = encodeShard(ms as unknown as MiniSearch<never>, kept, meta);
+    const decoded = readBack(bytes);
     expect(decoded.docs.has(gone.path)).toBe(false);
     const hits = (decoded.index() as unknown as MiniSearch<unknown>).search(gone.title);
     expect(hits.map((h) => h.id)).not.toContain(gone.path);
   });
 
-  it('refuses a file that is not a current shard', () => {
-    const { text } = roundTrip(5);
-    expect(() => parseShard('{"format":"something-else"}')).toThrow(/not a zz search shard/);
-    expect(() => parseShard(text.replace('"version":2', '"version":1'))).toThrow(/version/);
-    expect(() => parseShard(text.slice(0, text.length / 2))).toThrow();
+  it('refuses a file that is not a current shard, and notices damage past the head', () => {
+    const { bytes } = roundTrip(40);
+    const open = (b: Buffer) => new ShardFile(bufferSource(b));
+    expect(() => open(Buffer.from('{"format":"something-else"}\n'))).toThrow(
+      /not a zz search shard/,
+    );
+    expect(() => open(Buffer.from('no preamble at all'))).toThrow(/not a zz search shard/);
+    const patched = (find: string, replace: string) => {
+      const copy = Buffer.from(bytes);
+      copy.write(replace, bytes.indexOf(find));
+      return copy;
+    };
+    expect(() => open(patched('"version":3', '"version":2'))).toThrow(/version/);
+    // Cut anywhere, the section lengths no longer add up.
+    expect(() => open(bytes.subarray(0, bytes.length - 1))).toThrow(/truncated/);
+    expect(() => open(bytes.subarray(0, bytes.length / 2))).toThrow();
+    // A garbled index section is refused when read, not half-used.
+    const file = open(patched('"kinds":"', '"kinds":"Z'));
+    expect(() => file.index(file.head())).toThrow(/inconsistent/);
   });
 });

@@ -1,5 +1,7 @@
+import SearchableMap from 'minisearch/SearchableMap';
 import { describe, expect, it } from 'vitest';
 import { TermRouter } from '../../src/search/term-router.js';
+import { prng } from '../helpers/seeded.js';
 
 // term-router.ts on its own: the union of shard vocabularies, which shards hold a term and how
 // often, and the prefix and fuzzy expansions a query word gets (with minisearch's weights).
@@ -80,5 +82,62 @@ describe('TermRouter', () => {
     expect(w).toBeGreaterThan(0);
     expect(w).toBeLessThan(1);
     expect(router.expand('tmeuot', { prefix: false, fuzzy: 1 })).toEqual([]);
+  });
+
+  // The router walks a sorted array; minisearch walks its radix tree. Same terms, same order.
+  const SEED = 4242;
+  it(`prefix and fuzzy lookups match minisearch's SearchableMap (seed ${SEED})`, () => {
+    const r = prng(SEED);
+    const alphabet = 'aabcdeeilnoprstu';
+    const word = (min: number, max: number) =>
+      Array.from(
+        { length: min + Math.floor(r() * (max - min + 1)) },
+        () => alphabet[Math.floor(r() * alphabet.length)]!,
+      ).join('');
+    // Words sharing stems, as a code vocabulary does (parse, parser, parsers, parsing).
+    const stems = Array.from({ length: 300 }, () => word(2, 6));
+    const vocab = new Set<string>();
+    for (const st of stems) {
+      vocab.add(st);
+      for (let i = 0; i < 4; i++) vocab.add(st + word(1, 5));
+    }
+    const sorted = [...vocab].sort((a, b) => (a < b ? -1 : 1));
+    const built = TermRouter.build([
+      { shard: 0, terms: { terms: sorted, counts: new Uint32Array(sorted.length).fill(1) } },
+    ]);
+    const reference = new SearchableMap<number>();
+    sorted.forEach((t, i) => reference.set(t, i));
+    let fuzzyHits = 0;
+    for (let q = 0; q < 400; q++) {
+      const query = q % 3 === 0 ? sorted[Math.floor(r() * sorted.length)]! : word(1, 9);
+      for (const distance of [1, 2]) {
+        const want = [...reference.fuzzyGet(query, distance)]
+          .filter(([, [, d]]) => d > 0)
+          .map(([t, [row]]) => [t, row]);
+        const got = built
+          .expand(query, { prefix: false, fuzzy: distance })
+          .filter((e) => e.term !== query)
+          .map((e) => [e.term, e.row]);
+        // expand() keeps the best 24; compare those whole lists only when nothing was cut.
+        if (want.length <= 24) expect(got, `${query}~${distance}`).toEqual(want);
+        fuzzyHits += want.length;
+      }
+      const wantPrefix = [...reference.atPrefix(query)]
+        .filter(([t]) => t !== query)
+        .map(([t]) => t);
+      const gotPrefix = built
+        .expand(query, { prefix: true, fuzzy: 0 })
+        .filter((e) => e.term !== query)
+        .map((e) => e.term);
+      // expand() drops compounds of an indexed word; every term it keeps is a prefix match,
+      // in minisearch's order.
+      expect(
+        gotPrefix.every((t) => wantPrefix.includes(t)),
+        query,
+      ).toBe(true);
+      const order = wantPrefix.filter((t) => gotPrefix.includes(t));
+      if (wantPrefix.length <= 24) expect(gotPrefix, query).toEqual(order);
+    }
+    expect(fuzzyHits).toBeGreaterThan(100);
   });
 });

@@ -1,4 +1,4 @@
-import fs, { promises as fsp } from 'node:fs';
+import fs from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { GitStore } from '../../src/store/index.js';
@@ -7,7 +7,8 @@ import { makeRepo } from '../helpers/temp-repo.js';
 // Issue 17: durable means durable on any filesystem. Every object a ref points to must be on
 // disk (its data fsynced, and the directory holding its name) before the ref moves. A power
 // cut cannot be staged in a test, so this one watches the order of the system calls: every
-// object file and fan-out directory of a commit is fsynced before the ref's lock is.
+// object file's data sync and every fan-out directory's fsync has completed before the ref's
+// lock is renamed over the ref (the directory fsyncs may run beside the lock's own fsync).
 
 let dir: string;
 let cleanup: () => void;
@@ -22,24 +23,44 @@ afterAll(() => {
   cleanup();
 });
 afterEach(() => vi.restoreAllMocks());
+const linux = process.platform === 'linux';
 
 describe('durable writes', () => {
   it('fsyncs every object and its directory before the ref moves', async () => {
     const events: string[] = [];
-    const probe = await fsp.open(dir, 'r');
-    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
-    await probe.close();
-    const realSync = proto.sync;
-    vi.spyOn(proto, 'sync').mockImplementation(async function (this: fsp.FileHandle) {
-      const st = await this.stat();
-      events.push(st.isDirectory() ? 'dir' : 'object');
-      return realSync.call(this);
-    });
+    // Directories are fsynced (as the ref's lock is); object files are fdatasynced. A slow
+    // disk for directories: their fsyncs answer late, so a ref that moved without waiting for
+    // them shows up as 'ref' before 'dir'.
     const realFsync = fs.fsync;
     vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
-      events.push('ref');
-      realFsync(fd, cb);
+      const isDir = fs.fstatSync(fd).isDirectory();
+      realFsync(fd, (e) => {
+        if (!isDir) return cb(e);
+        setTimeout(() => {
+          events.push('dir');
+          cb(e);
+        }, 30);
+      });
     }) as typeof fs.fsync);
+    // Each object's temp file is synced before it is renamed into place (on Linux, where
+    // /proc tells an fd's path).
+    const synced = new Set<string>();
+    const unsyncedRenames: string[] = [];
+    const realDatasync = fs.fdatasync;
+    vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
+      const path = linux ? fs.readlinkSync(`/proc/self/fd/${fd}`) : '';
+      realDatasync(fd, (e) => {
+        events.push('object');
+        synced.add(path);
+        cb(e);
+      });
+    }) as typeof fs.fdatasync);
+    const realRename = fs.renameSync;
+    vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+      if (String(from).endsWith('.lock')) events.push('ref');
+      else if (linux && !synced.has(String(from))) unsyncedRenames.push(String(from));
+      realRename(from, to);
+    });
 
     const store = new GitStore(repo);
     const ref = 'refs/zz/lanes/durable';
@@ -55,6 +76,7 @@ describe('durable writes', () => {
       summary: 'three files',
     });
     await expect(repo.refs.read(ref)).resolves.toBe(rev);
+    expect(unsyncedRenames).toEqual([]);
     const refAt = events.indexOf('ref');
     expect(refAt, events.join(' ')).toBeGreaterThan(0);
     expect(events.lastIndexOf('object')).toBeLessThan(refAt);

@@ -1,4 +1,4 @@
-import { existsSync, promises as fsp, readFileSync, statSync, writeFileSync } from 'node:fs';
+import fs, { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ZzError } from '../../src/errors.js';
@@ -40,11 +40,8 @@ describe('packed-refs under the lock', () => {
     expect(await store.read(ref)).toBe(c1);
 
     // Every stat of an open file now answers what packed-refs looked like at first.
-    const probe = await fsp.open(join(gitdir, 'packed-refs'), 'r');
-    const frozen = await probe.stat({ bigint: true });
-    const proto = Object.getPrototypeOf(probe) as { stat: (...a: unknown[]) => unknown };
-    await probe.close();
-    const spy = vi.spyOn(proto, 'stat').mockImplementation(async () => frozen);
+    const frozen = statSync(join(gitdir, 'packed-refs'), { bigint: true });
+    const spy = vi.spyOn(fs, 'fstatSync').mockImplementation(() => frozen);
 
     // Another writer packs c2 in place (same length, so the same size too).
     const packed = readFileSync(join(gitdir, 'packed-refs'), 'utf8');

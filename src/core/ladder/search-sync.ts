@@ -1,7 +1,7 @@
 import { isZzError } from '../../errors.js';
 import { cacheDir } from '../../local/paths.js';
 import { changedPaths as gitChangedPaths, readCommit } from '../../git/index.js';
-import { rungPathFromFile, type Rung } from '../../schema/rung.js';
+import { rungDoc, rungFilePath, rungPathFromFile, type Rung } from '../../schema/rung.js';
 import {
   LadderSearch,
   watchRefs,
@@ -11,8 +11,7 @@ import {
 } from '../../search/index.js';
 import { LADDER_REF, type CommitEvent, type ZzRepo } from '../zz-repo.js';
 import { mentionsOf } from './extract/mentions.js';
-import { readLadder } from './ladder.js';
-import { pathsOfOp, type LadderState } from './ladder-state.js';
+import { pathsOfOp } from './ladder-state.js';
 
 // Keeps a LadderSearch in step with the Ladders of the repositories a front end serves: each is
 // indexed from its ladder ref (the persisted shard is reused when the ref has not moved), then
@@ -35,8 +34,37 @@ export function toIndexRung(r: Rung): IndexRung {
   };
 }
 
-export function indexRungs(state: LadderState): IndexRung[] {
-  return [...state.values()].map(toIndexRung);
+/** A rung file's text as an index entry; null when it is not a valid rung of that path. */
+function rungOfFile(path: string, text: string | null): IndexRung | null {
+  if (text === null) return null;
+  let parsed: ReturnType<typeof rungDoc.safeParse>;
+  try {
+    parsed = rungDoc.safeParse(JSON.parse(text));
+  } catch {
+    return null;
+  }
+  return parsed.success && parsed.data.path === path ? toIndexRung(parsed.data) : null;
+}
+
+/**
+ * The rungs of the Ladder at `revision`, read from its files rather than through the ladder
+ * entity: the entity keeps its folded state and op log for the life of the process (tens of
+ * MiB for a 2,000-rung Ladder), which a daemon serving 50 repos cannot afford just to index.
+ * The files are what the fold wrote, so they are the state.
+ */
+async function rungsAt(repo: ZzRepo, revision: string): Promise<IndexRung[]> {
+  const out: IndexRung[] = [];
+  for (const [file, text] of await repo.store.readAll(revision)) {
+    let path: string;
+    try {
+      path = rungPathFromFile(file);
+    } catch {
+      continue; // not a rung file
+    }
+    const r = rungOfFile(path, text);
+    if (r) out.push(r);
+  }
+  return out;
 }
 
 /**
@@ -48,13 +76,13 @@ export async function indexRepo(
   repo: ZzRepo,
   opts: { force?: boolean } = {},
 ): Promise<SetRepoResult | null> {
-  const snap = await readLadder(repo);
+  const revision = await repo.store.head(LADDER_REF);
   if (opts.force) await search.removeRepo(repo.key, { purge: true });
-  if (snap.revision === null) {
+  if (revision === null) {
     await search.removeRepo(repo.key);
     return null;
   }
-  return search.setRepo(repo.key, snap.revision, () => indexRungs(snap.state));
+  return search.setRepo(repo.key, revision, () => rungsAt(repo, revision));
 }
 
 export interface LadderSync {
@@ -117,8 +145,9 @@ export async function startLadderSync(
   };
 
   const syncOnce = async (repo: ZzRepo, event: CommitEvent | null): Promise<void> => {
-    const snap = await readLadder(repo);
-    const to = snap.revision;
+    // The ref alone says whether anything is to be done; the rungs are read only for a diff
+    // or a build (a persisted shard of the same revision needs neither).
+    const to = await repo.store.head(LADDER_REF);
     const from = search.ladderOid(repo.key);
     if (to === null) {
       if (from !== null) await search.removeRepo(repo.key);
@@ -130,11 +159,14 @@ export async function startLadderSync(
       if (paths !== null) {
         const upsert: IndexRung[] = [];
         const remove: string[] = [];
-        for (const p of paths) {
-          const r = snap.state.get(p);
-          if (r) upsert.push(toIndexRung(r));
+        const texts = await Promise.all(
+          paths.map((p) => repo.store.readFile(to, rungFilePath(p)).catch(() => null)),
+        );
+        paths.forEach((p, i) => {
+          const r = rungOfFile(p, texts[i] ?? null);
+          if (r) upsert.push(r);
           else remove.push(p);
-        }
+        });
         try {
           await search.applyDiff(repo.key, to, { upsert, remove, base: from });
           return;
@@ -144,7 +176,7 @@ export async function startLadderSync(
         }
       }
     }
-    await search.setRepo(repo.key, to, () => indexRungs(snap.state));
+    await search.setRepo(repo.key, to, () => rungsAt(repo, to));
   };
 
   const refresh = (repo: ZzRepo, event: CommitEvent | null = null): Promise<void> => {
@@ -198,7 +230,11 @@ export async function startLadderSync(
     );
     await watcher.ready;
   }
-  const ready = Promise.all([...repos.values()].map((r) => refresh(r))).then(() => undefined);
+  // One repository at a time: a cold start that must build 50 Ladders' shards then holds one
+  // build in memory (each is written and dropped before the next), not all 50 at once.
+  const ready = (async () => {
+    for (const r of repos.values()) await refresh(r);
+  })();
 
   return {
     ready,

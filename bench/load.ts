@@ -1,0 +1,408 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
+import { prng as rng } from '../test/helpers/seeded.js';
+import { benchDaemon, percentile } from './util.js';
+
+// Issue 17: the daemon under load over real HTTP on loopback, clients in another process (as
+// agents on the same machine would be), so their JSON work does not run on the daemon's loop.
+//
+// 1. Mixed load: 64 clients, each with its own token and keep-alive connection, on one Lane
+//    (pre-filled with Asks): 35% ask_post, 20% ask_claim (an Ask some client posted), 7%
+//    ask_answer (an Ask this client holds), the rest reads split evenly between lane_get
+//    (first page of 50 Asks and 50 history entries), lane_list and ask_query_claimable.
+//    Reports requests/s and p50/p99 overall and per tool, then checks that every acknowledged
+//    write is in the Lane (each posted Ask present, each claim held by its claimant, each
+//    answer recorded). Goal: ≥ 1,000 requests/s, p99 < 100 ms.
+// 2. Reads under a writer storm: one reader process (lane_get and lane_list in turn, one
+//    connection) measured idle, then while 32 writers in another process post Asks as fast as
+//    they can. Goal: p99 during the storm ≤ 3× the idle p99 (reads never wait for an fsync).
+//
+// Seeded (the seed is printed; ZZ_SEED reruns one mix). Figures depend on the machine's load:
+// the load average is printed beside them.
+
+const CLIENTS = 64;
+const REQUESTS = 4_000;
+const PREFILL = 300;
+const STORM_WRITERS = 32;
+const STORM_READS = 600;
+const IDLE_READS = 600;
+const LANE = 'load';
+
+const MIX: Array<[Tool, number]> = [
+  ['ask_post', 0.35],
+  ['ask_claim', 0.2],
+  ['ask_answer', 0.07],
+  ['lane_get', 0.38 / 3],
+  ['lane_list', 0.38 / 3],
+  ['ask_query_claimable', 0.38 / 3],
+];
+type Tool =
+  'ask_post' | 'ask_claim' | 'ask_answer' | 'lane_get' | 'lane_list' | 'ask_query_claimable';
+
+// ---- messages between the bench and its client processes ----
+
+type Job =
+  | {
+      role: 'mixed';
+      url: string;
+      base: string;
+      tokens: string[];
+      open: string[];
+      seed: number;
+      requests: number;
+    }
+  | { role: 'reader'; url: string; base: string; token: string; reads: number }
+  | { role: 'writers'; url: string; base: string; token: string; writers: number };
+
+interface MixedResult {
+  elapsedMs: number;
+  lat: Record<string, number[]>;
+  errors: string[];
+  posted: string[];
+  claimed: Array<[string, number]>;
+  answered: string[];
+}
+
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+
+function ok(tool: string, r: { status: number; text: string }): void {
+  if (r.status !== 200) throw new Error(`${tool}: HTTP ${r.status}: ${r.text.slice(0, 200)}`);
+}
+
+function readArgs(tool: Tool): Record<string, unknown> {
+  if (tool === 'lane_get') return { lane_id: LANE, asks_limit: 50, history_limit: 50 };
+  if (tool === 'ask_query_claimable') return { lane_id: LANE, limit: 20 };
+  return {};
+}
+
+// ---- the client side (runs in a forked process) ----
+
+async function runMixed(job: Extract<Job, { role: 'mixed' }>): Promise<MixedResult> {
+  const random = rng(job.seed);
+  const tool = (name: string) => `${job.base}/${name}`;
+  const clients = job.tokens.map((token) => jsonClient(job.url, { token, maxSockets: 1 }));
+  const open = [...job.open];
+  const held: string[][] = clients.map(() => []);
+  const lat: Record<string, number[]> = {};
+  const errors: string[] = [];
+  const posted: string[] = [];
+  const claimed: Array<[string, number]> = [];
+  const answered: string[] = [];
+  // The whole sequence of tools is drawn up front from the seed, so a seed names one mix.
+  const plan: Tool[] = Array.from({ length: job.requests }, () => {
+    let x = random();
+    for (const [t, p] of MIX) {
+      if ((x -= p) < 0) return t;
+    }
+    return 'lane_list';
+  });
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    clients.map(async (c, i) => {
+      while (next < plan.length) {
+        let t = plan[next++]!;
+        // Claim what somebody posted; answer what this client holds. With nothing to answer,
+        // claim; with nothing to claim, post (the pre-filled Lane makes both rare).
+        if (t === 'ask_answer' && held[i]!.length === 0) t = 'ask_claim';
+        if (t === 'ask_claim' && open.length === 0) t = 'ask_post';
+        let args: Record<string, unknown>;
+        let askId: string | undefined;
+        if (t === 'ask_post') args = { lane_id: LANE, kind: 'work', title: `load ${next}` };
+        else if (t === 'ask_claim') {
+          askId = open.splice(Math.floor(random() * open.length), 1)[0]!;
+          args = { lane_id: LANE, ask_id: askId };
+        } else if (t === 'ask_answer') {
+          askId = held[i]!.shift()!;
+          args = { lane_id: LANE, ask_id: askId, outcome: 'complete', result: 'done' };
+        } else args = readArgs(t);
+        const s = performance.now();
+        let r;
+        try {
+          r = await c.post(tool(t), args);
+          ok(t, r);
+        } catch (e) {
+          errors.push((e as Error).message);
+          continue;
+        }
+        (lat[t] ??= []).push(performance.now() - s);
+        if (t === 'ask_post') {
+          const id = r.json.result.ask.ask_id as string;
+          posted.push(id);
+          open.push(id);
+        } else if (t === 'ask_claim') {
+          claimed.push([askId!, i]);
+          held[i]!.push(askId!);
+        } else if (t === 'ask_answer') answered.push(askId!);
+      }
+    }),
+  );
+  const elapsedMs = performance.now() - t0;
+  for (const c of clients) c.close();
+  return { elapsedMs, lat, errors, posted, claimed, answered };
+}
+
+async function runReader(job: Extract<Job, { role: 'reader' }>): Promise<Record<string, number[]>> {
+  const c = jsonClient(job.url, { token: job.token, maxSockets: 1 });
+  const lat: Record<string, number[]> = { lane_get: [], lane_list: [] };
+  for (let i = 0; i < job.reads; i++) {
+    const t: Tool = i % 2 ? 'lane_list' : 'lane_get';
+    const s = performance.now();
+    ok(t, await c.post(`${job.base}/${t}`, { ...readArgs(t) }));
+    lat[t]!.push(performance.now() - s);
+  }
+  c.close();
+  return lat;
+}
+
+/** Posts Asks from `writers` connections until told to stop; answers how many were acknowledged. */
+async function runWriters(
+  job: Extract<Job, { role: 'writers' }>,
+  stopped: () => boolean,
+): Promise<{ posts: number; elapsedMs: number }> {
+  const c = jsonClient(job.url, { token: job.token, maxSockets: job.writers });
+  let posts = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: job.writers }, async () => {
+      while (!stopped()) {
+        ok(
+          'ask_post',
+          await c.post(`${job.base}/ask_post`, { lane_id: LANE, kind: 'work', title: 'storm' }),
+        );
+        posts++;
+      }
+    }),
+  );
+  c.close();
+  return { posts, elapsedMs: performance.now() - t0 };
+}
+
+function clientMain(): void {
+  let stop = false;
+  process.on('message', (m: Job | 'stop') => {
+    if (m === 'stop') {
+      stop = true;
+      return;
+    }
+    const run =
+      m.role === 'mixed'
+        ? runMixed(m)
+        : m.role === 'reader'
+          ? runReader(m)
+          : (process.send!('started'), runWriters(m, () => stop));
+    run.then(
+      (r) => process.send!({ ok: r }, () => process.exit(0)),
+      (e: Error) => process.send!({ error: e.stack ?? e.message }, () => process.exit(1)),
+    );
+  });
+}
+
+// ---- the bench side ----
+
+interface Child {
+  proc: ChildProcess;
+  result: Promise<unknown>;
+  started: Promise<void>;
+}
+
+function startClient(job: Job): Child {
+  const proc = fork(fileURLToPath(import.meta.url), ['--load-client'], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  let started!: () => void;
+  const startedP = new Promise<void>((r) => (started = r));
+  const result = new Promise<unknown>((resolve, reject) => {
+    proc.on('message', (m: 'started' | { ok?: unknown; error?: string }) => {
+      if (m === 'started') return started();
+      if (m.error !== undefined) reject(new Error(`load client: ${m.error}`));
+      else resolve(m.ok);
+    });
+    proc.on('exit', (code) => reject(new Error(`load client exited with ${code}`)));
+  });
+  proc.send(job);
+  return { proc, result, started: startedP };
+}
+
+const fmt = (xs: number[] | undefined) =>
+  xs?.length ? `${round(percentile(xs, 50))} / ${round(percentile(xs, 99))}` : '-';
+
+export async function benchLoad(): Promise<Record<string, unknown>> {
+  const seed = Number(process.env.ZZ_SEED ?? Date.now() % 1_000_000);
+  const bd = await benchDaemon('zz-bench-load-', CLIENTS);
+  const { daemon, owner, token, tool } = bd;
+  try {
+    const call = async (c: JsonClient, name: string, args: Record<string, unknown>) => {
+      const r = await c.post(tool(name), args);
+      ok(name, r);
+      return r.json.result;
+    };
+    await call(owner, 'lane_propose', { lane_id: LANE, title: 'Load' });
+    const open: string[] = [];
+    let posted = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (posted++ < PREFILL) {
+          const r = await call(owner, 'ask_post', { lane_id: LANE, kind: 'work', title: 'pre' });
+          open.push(r.ask.ask_id as string);
+        }
+      }),
+    );
+    const tokens = await Promise.all(
+      Array.from(
+        { length: CLIENTS },
+        async (_, i) => (await daemon.tokens.create(`agent${i}@example.com`, 'login')).token,
+      ),
+    );
+    const base = tool('').replace(/\/$/, '');
+
+    // 1. Mixed load.
+    const load1 = loadavg()[0]!;
+    const mixed = (await startClient({
+      role: 'mixed',
+      url: daemon.url,
+      base,
+      tokens,
+      open,
+      seed,
+      requests: REQUESTS,
+    }).result) as MixedResult;
+    const all = Object.values(mixed.lat).flat();
+    const rps = all.length / (mixed.elapsedMs / 1000);
+
+    // Every acknowledged write is in the Lane.
+    const asks = new Map<string, { state: string; holder: string | null }>();
+    for (let offset: number | null = 0; offset !== null;) {
+      const page: { asks: Array<Record<string, unknown>>; next_offset: number | null } = await call(
+        owner,
+        'ask_list',
+        { lane_id: LANE, limit: 1_000, offset },
+      );
+      for (const a of page.asks) {
+        asks.set(a.ask_id as string, {
+          state: a.state as string,
+          holder: a.holder as string | null,
+        });
+      }
+      offset = page.next_offset;
+    }
+    const answered = new Set(mixed.answered);
+    const missing = [
+      ...mixed.posted.filter((id) => !asks.has(id)).map((id) => `posted ${id} missing`),
+      ...mixed.claimed
+        .filter(([id, i]) => {
+          const a = asks.get(id);
+          if (answered.has(id)) return a?.state !== 'answered';
+          return a?.state !== 'claimed' || !a.holder?.startsWith(`agent${i}@`);
+        })
+        .map(([id]) => `claim of ${id} not held`),
+      ...mixed.answered
+        .filter((id) => asks.get(id)?.state !== 'answered')
+        .map((id) => `answer of ${id} missing`),
+    ];
+
+    // 2. Reads idle, then under a storm of writers.
+    const idle = (await startClient({
+      role: 'reader',
+      url: daemon.url,
+      base,
+      token,
+      reads: IDLE_READS,
+    }).result) as Record<string, number[]>;
+    const writers = startClient({
+      role: 'writers',
+      url: daemon.url,
+      base,
+      token,
+      writers: STORM_WRITERS,
+    });
+    await writers.started;
+    await new Promise((r) => setTimeout(r, 300)); // let the storm build up
+    const load2 = loadavg()[0]!;
+    // How long the daemon's event loop (this process) is held at a time during the storm.
+    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+    loopDelay.enable();
+    const storm = (await startClient({
+      role: 'reader',
+      url: daemon.url,
+      base,
+      token,
+      reads: STORM_READS,
+    }).result) as Record<string, number[]>;
+    loopDelay.disable();
+    const loopP99 = loopDelay.percentile(99) / 1e6;
+    const loopMax = loopDelay.max / 1e6;
+    writers.proc.send('stop');
+    const w = (await writers.result) as { posts: number; elapsedMs: number };
+
+    console.log(
+      `\nMixed load: ${CLIENTS} clients (another process), ${REQUESTS} requests on a Lane of ${PREFILL}+ Asks, seed ${seed} (ZZ_SEED=${seed} reruns it), load average ${round(load1, 2)}`,
+    );
+    console.log(
+      `  requests/s (goal ≥ 1000)  ${round(rps, 0)}   p50 / p99 ms (goal p99 < 100)  ${fmt(all)}`,
+    );
+    console.log(
+      `  errors ${mixed.errors.length}${mixed.errors.length ? ` (first: ${mixed.errors[0]})` : ''}`,
+    );
+    console.log(
+      `  acknowledged writes present: ${missing.length === 0 ? 'all' : `NO: ${missing.length} missing (${missing.slice(0, 3).join('; ')})`} (${mixed.posted.length} posts, ${mixed.claimed.length} claims, ${mixed.answered.length} answers)`,
+    );
+    for (const [t] of MIX) {
+      const xs = mixed.lat[t];
+      console.log(
+        `  ${t.padEnd(20)} ${String(xs?.length ?? 0).padStart(5)} calls  p50 / p99 ms  ${fmt(xs)}`,
+      );
+    }
+    const ratio = (t: string) => percentile(storm[t]!, 99) / percentile(idle[t]!, 99);
+    console.log(
+      `\nReads under a ${STORM_WRITERS}-writer storm (${round(w.posts / (w.elapsedMs / 1000), 0)} posts/s during it), load average ${round(load2, 2)}`,
+    );
+    console.log(
+      `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}`,
+    );
+    for (const t of ['lane_get', 'lane_list']) {
+      console.log(
+        `  ${t.padEnd(10)} p50 / p99 ms idle ${fmt(idle[t])}  storm ${fmt(storm[t])}  p99 ratio ${round(ratio(t), 2)}× (goal ≤ 3×)`,
+      );
+    }
+    const perTool = Object.fromEntries(
+      Object.entries(mixed.lat).map(([t, xs]) => [
+        t,
+        {
+          n: xs.length,
+          p50_ms: round(percentile(xs, 50), 2),
+          p99_ms: round(percentile(xs, 99), 2),
+        },
+      ]),
+    );
+    return {
+      seed,
+      loadavg_mixed: round(load1, 2),
+      requests_per_s: round(rps, 0),
+      p50_ms: round(percentile(all, 50), 2),
+      p99_ms: round(percentile(all, 99), 2),
+      errors: mixed.errors.length,
+      acknowledged_missing: missing.length,
+      per_tool: perTool,
+      loadavg_storm: round(load2, 2),
+      storm_posts_per_s: round(w.posts / (w.elapsedMs / 1000), 0),
+      storm_loop_delay_p99_ms: round(loopP99, 2),
+      storm_loop_delay_max_ms: round(loopMax, 2),
+      lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),
+      lane_get_p99_storm_ms: round(percentile(storm.lane_get!, 99), 2),
+      lane_list_p99_idle_ms: round(percentile(idle.lane_list!, 99), 2),
+      lane_list_p99_storm_ms: round(percentile(storm.lane_list!, 99), 2),
+      lane_get_p99_ratio: round(ratio('lane_get'), 2),
+      lane_list_p99_ratio: round(ratio('lane_list'), 2),
+    };
+  } finally {
+    await bd.close();
+  }
+}
+
+if (process.argv.includes('--load-client')) clientMain();
+else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await benchLoad();

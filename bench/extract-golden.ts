@@ -13,14 +13,14 @@ import { thirdPartyFiles } from './ladder-build.js';
 // commit whose extractor output you mean to keep, when the heuristics change on purpose
 // (bump EXTRACT_VERSION then):
 //
-//   node --import tsx bench/extract-golden.ts     # rewrites test/fixtures/extract-golden.json
+//   node --import tsx bench/extract-golden.ts     # rewrites fixtures/extract/golden.json
 //
 // Inputs: every 2nd file of the Ladder build benchmark's repository (code-heavy: zod, eslint,
 // vitest, …) and every 4th of the extract benchmark's sample (whatever node_modules holds:
 // Markdown, JSON, licences, maps, bundles), read from node_modules. Each entry keeps the input's
 // hash too, so a file that changed under node_modules is skipped rather than failed.
 
-export const GOLDEN = join('test', 'fixtures', 'extract-golden.json');
+export const GOLDEN = join('fixtures', 'extract', 'golden.json');
 
 export interface Golden {
   extract_version: string;

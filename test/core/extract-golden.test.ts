@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { EXTRACT_VERSION, summarizeFile } from '../../src/core/ladder/extract.js';
 
 // The extractor's output on ~1,500 real files from node_modules is byte-for-byte what it was
-// when test/fixtures/extract-golden.json was written (by hand, with bench/extract-golden.ts,
+// when fixtures/extract/golden.json was written (by hand, with bench/extract-golden.ts,
 // never by a test): speed work on src/core/ladder/extract/* must not move a summary, a symbol
 // or an outline line. A heuristics change on purpose bumps EXTRACT_VERSION and regenerates the
 // golden file in the same commit.
@@ -20,7 +20,7 @@ const hash16 = (b: Buffer | string): string =>
 
 describe('extractor golden outputs', () => {
   const golden = JSON.parse(
-    readFileSync(join('test', 'fixtures', 'extract-golden.json'), 'utf8'),
+    readFileSync(join('fixtures', 'extract', 'golden.json'), 'utf8'),
   ) as Golden;
 
   it('is for this extractor version', () => {

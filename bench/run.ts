@@ -23,6 +23,7 @@ const suites: Array<[string, string, string]> = [
   ['work', './work.ts', 'benchWork'],
   ['web', './web.ts', 'benchWeb'],
   ['rss', './rss.ts', 'benchRss'],
+  ['sync', './sync.ts', 'benchSync'],
 ];
 
 const only = process.argv.slice(2);

@@ -198,7 +198,8 @@ async function grow(
   }
 }
 
-async function main() {
+/** `npm run bench -- sync` (bench/run.ts) or `node --import tsx bench/sync.ts`. */
+export async function benchSync(): Promise<void> {
   console.log(
     `zz sync bench — load average ${loadavg()
       .map((x) => x.toFixed(2))
@@ -293,4 +294,6 @@ async function main() {
   }
 }
 
-await main();
+// Run on its own when executed directly, not when bench/run.ts imports it.
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!))
+  await benchSync();

@@ -1,4 +1,4 @@
-import { markUnsigned } from './sync/unsigned.js';
+import { markUnsignedPage } from './sync/unsigned.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, Scope } from '../schema/lane.js';
@@ -157,7 +157,7 @@ export async function laneGet(
   return {
     lane: laneView(snap.lane, snap.revision),
     asks,
-    history: await markUnsigned(repo, fullHistory.slice(hStart, hEnd)),
+    history: await markUnsignedPage(repo, fullHistory, hStart, hEnd),
     next_asks_offset: nextAsks,
     next_history_offset: nextHistory,
     next_asks_cursor: nextAsks === null ? null : encodeOffset(nextAsks),

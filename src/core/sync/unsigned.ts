@@ -15,15 +15,21 @@ interface CommitFacts {
   ops: Map<number, { actor: string; replica: string | undefined }>;
 }
 
-// Commits never change: their facts are cached by object id (bounded, oldest dropped first).
+// Commits never change: their facts are cached by object id, per repository (bounded, oldest
+// dropped first). The cache is read synchronously on the hot path: lane_get lists thousands of
+// history entries, and an await per entry cost more than the rest of the read.
 const MAX_CACHED = 20_000;
-const facts = new Map<string, CommitFacts | null>();
+const factsByRepo = new Map<string, Map<string, CommitFacts | null>>();
+let cached = 0;
 
-async function commitFacts(repo: ZzRepo, oid: string): Promise<CommitFacts | null> {
-  const g = repo.git;
-  if (!g) return null;
-  const key = `${g.gitdir}\0${oid}`;
-  if (facts.has(key)) return facts.get(key)!;
+function cacheOf(gitdir: string): Map<string, CommitFacts | null> {
+  let m = factsByRepo.get(gitdir);
+  if (!m) factsByRepo.set(gitdir, (m = new Map()));
+  return m;
+}
+
+async function loadFacts(repo: ZzRepo, oid: string): Promise<void> {
+  const g = repo.git!;
   const c = await readCommit(g.catFile, oid);
   let out: CommitFacts | null = null;
   if (c) {
@@ -33,9 +39,20 @@ async function commitFacts(repo: ZzRepo, oid: string): Promise<CommitFacts | nul
       ops: new Map(parsed.ops.map((o) => [o.lamport, { actor: o.actor, replica: o.replica }])),
     };
   }
-  if (facts.size >= MAX_CACHED) facts.delete(facts.keys().next().value!);
-  facts.set(key, out);
-  return out;
+  if (cached >= MAX_CACHED) {
+    // Drop the oldest repository's oldest entry (insertion order).
+    for (const m of factsByRepo.values()) {
+      const first = m.keys().next();
+      if (!first.done) {
+        m.delete(first.value);
+        cached--;
+        break;
+      }
+    }
+  }
+  const m = cacheOf(g.gitdir);
+  if (!m.has(oid)) cached++;
+  m.set(oid, out);
 }
 
 type Entry = { revision: string | null; actor: string; lamport: number; unsigned?: true };
@@ -51,13 +68,19 @@ export async function markUnsigned<E extends Entry>(
   entries: readonly E[],
 ): Promise<E[]> {
   if (!repo.git || entries.length === 0) return entries.slice();
+  const facts = cacheOf(repo.git.gitdir);
+  // Commits not seen yet, read side by side (the cat-file reader pipelines them).
+  const missing = new Set<string>();
+  for (const e of entries)
+    if (e.revision !== null && !facts.has(e.revision)) missing.add(e.revision);
+  if (missing.size > 0) await Promise.all([...missing].map((oid) => loadFacts(repo, oid)));
   const config = (await repo.config.read()).state;
   const local = repo.store.replica;
   const out = entries.slice();
   for (let i = 0; i < out.length; i++) {
     const e = out[i]!;
     if (e.revision === null) continue;
-    const f = await commitFacts(repo, e.revision);
+    const f = facts.get(e.revision);
     const op = f?.ops.get(e.lamport);
     if (!f || !op || op.actor !== e.actor) continue; // a derived entry or a notice
     if (op.replica !== undefined && op.replica === local) continue;
@@ -65,4 +88,28 @@ export async function markUnsigned<E extends Entry>(
     out[i] = { ...e, unsigned: true };
   }
   return out;
+}
+
+// Marked pages by the history array they were cut from (a Lane state's history view is cached
+// and never changes) and the config state they were judged against: a warm lane_get of a large
+// Lane answers its page without walking every entry again.
+const pageMemo = new WeakMap<readonly object[], Map<string, { config: object; out: unknown[] }>>();
+
+/** markUnsigned of `full.slice(start, end)`, remembered while `full` and the config stay. */
+export async function markUnsignedPage<E extends Entry>(
+  repo: ZzRepo,
+  full: readonly E[],
+  start: number,
+  end: number,
+): Promise<E[]> {
+  const config = (await repo.config.read()).state;
+  let memo = pageMemo.get(full);
+  if (!memo) pageMemo.set(full, (memo = new Map()));
+  const key = `${start}:${end}`;
+  const hit = memo.get(key);
+  if (hit && hit.config === config) return hit.out.slice() as E[];
+  const out = await markUnsigned(repo, full.slice(start, end));
+  if (memo.size >= 16) memo.clear();
+  memo.set(key, { config, out });
+  return out.slice();
 }

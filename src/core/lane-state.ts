@@ -183,27 +183,37 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
 // the op's recorded time (s.roles). A refused op changes nothing and is shown as scope_denied
 // on every replica. Not checked: lane_add_related (the related Lane's coordinators may add it,
 // and this fold cannot see that Lane) and lane_propose (any member may propose).
+// Role checks as plain functions, not closures made per op: the guard runs for every op of
+// every fold (5,000 ops on a cold load), and the config at an op's time is looked up only by
+// the checks that need it.
+type RolesAt = ReturnType<NonNullable<LaneState['roles']>['at']> | null;
+
+const configAt = (s: LaneState, op: LaneOp): RolesAt => (s.roles ? s.roles.at(op.time) : null);
+
+function isOwner(s: LaneState, config: RolesAt, a: string): boolean {
+  // Unknown roles (no config source): owner-derived rights are trusted, as before.
+  return s.roles === null || (config?.owners.includes(a) ?? false);
+}
+
+function isCoordinator(s: LaneState, lane: LaneDoc, op: LaneOp, a: string): boolean {
+  return (
+    lane.coordinators.includes(a) || (lane.lane_id === '_repo' && isOwner(s, configAt(s, op), a))
+  );
+}
+
+function deny(needed: NonNullable<RejectedOp['needed']>, askId?: string): Refusal {
+  return { reason: 'scope_denied', needed, ...(askId === undefined ? {} : { ask_id: askId }) };
+}
+
 function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
   const lane = s.lane;
   if (!lane) return null;
-  const config = s.roles ? s.roles.at(op.time) : null;
-  // Unknown roles (no config source): owner-derived rights are trusted, as before.
-  const owner = (a: string): boolean => s.roles === null || (config?.owners.includes(a) ?? false);
-  const coordinator = (a: string): boolean =>
-    lane.coordinators.includes(a) || (lane.lane_id === '_repo' && owner(a));
-  const holds = (scope: Scope, a: string): boolean =>
-    scope === 'member' || (scope === 'maintainer' ? lane.maintainers.includes(a) : coordinator(a));
-  const deny = (needed: NonNullable<RejectedOp['needed']>, askId?: string): Refusal => ({
-    reason: 'scope_denied',
-    needed,
-    ...(askId === undefined ? {} : { ask_id: askId }),
-  });
   const a = op.actor;
   switch (op.op) {
     case 'ask_post':
       // A workflow kind is posted by the server as the follow-up of an answer (origin set);
       // by hand only by a coordinator.
-      if (WORKFLOW_KINDS.has(op.args.kind) && !op.args.origin && !coordinator(a)) {
+      if (WORKFLOW_KINDS.has(op.args.kind) && !op.args.origin && !isCoordinator(s, lane, op, a)) {
         return deny('coordinator', op.out.ask_id);
       }
       return null;
@@ -211,24 +221,30 @@ function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
     case 'ask_answer': {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return null;
+      const config = configAt(s, op);
       const scope = kindRule(ask.kind, lane.ask_kinds, config?.ask_kinds ?? {}).scope;
-      return holds(scope, a) ? null : deny(scope, ask.ask_id);
+      const holds =
+        scope === 'member' ||
+        (scope === 'maintainer' ? lane.maintainers.includes(a) : isCoordinator(s, lane, op, a));
+      return holds ? null : deny(scope, ask.ask_id);
     }
     case 'ask_release': {
       const ask = s.asks.get(op.args.ask_id);
-      if (!ask || ask.holder === a || coordinator(a)) return null;
+      if (!ask || ask.holder === a || isCoordinator(s, lane, op, a)) return null;
       return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
     }
     case 'ask_cancel': {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask || ask.posted_by === a) return null;
-      return coordinator(a) ? null : deny('poster_or_coordinator', ask.ask_id);
+      return isCoordinator(s, lane, op, a) ? null : deny('poster_or_coordinator', ask.ask_id);
     }
     case 'lane_grant':
     case 'lane_close':
-      return coordinator(a) || owner(a) ? null : deny('coordinator_or_owner');
+      return isCoordinator(s, lane, op, a) || isOwner(s, configAt(s, op), a)
+        ? null
+        : deny('coordinator_or_owner');
     case 'commit_changeset':
-      return coordinator(a) ? null : deny('coordinator');
+      return isCoordinator(s, lane, op, a) ? null : deny('coordinator');
     case 'lane_propose':
     case 'lane_add_related':
       return null;

@@ -112,12 +112,21 @@ const freshDir = async () => mkdtemp(join(root, `case-${n++}-`));
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'zz-search-test-'));
 });
+// Every index a test opened, closed before the directory goes: one left open may still be
+// persisting a shard into it (ENOTEMPTY from rm, seen in CI).
+const opened: LadderSearch[] = [];
+function openSearch(opts: ConstructorParameters<typeof LadderSearch>[0]): LadderSearch {
+  const ls = new LadderSearch(opts);
+  opened.push(ls);
+  return ls;
+}
 afterAll(async () => {
-  await rm(root, { recursive: true, force: true });
+  await Promise.allSettled(opened.map((ls) => ls.close()));
+  await rm(root, { recursive: true, force: true, maxRetries: 5 });
 });
 
 async function twoRepos(dir?: string): Promise<LadderSearch> {
-  const ls = new LadderSearch({ cacheDir: dir ?? (await freshDir()), persistDelayMs: 0 });
+  const ls = openSearch({ cacheDir: dir ?? (await freshDir()), persistDelayMs: 0 });
   await ls.setRepo('acme/api', oid(1), API);
   await ls.setRepo('acme/web', oid(2), WEB);
   return ls;
@@ -224,7 +233,7 @@ describe('LadderSearch queries', () => {
   });
 
   it('pages with an opaque cursor, without overlap or gaps', async () => {
-    const ls = new LadderSearch({ cacheDir: await freshDir(), persistDelayMs: 0 });
+    const ls = openSearch({ cacheDir: await freshDir(), persistDelayMs: 0 });
     const many: IndexRung[] = Array.from({ length: 37 }, (_, i) => ({
       path: `src/widgets/widget-${i}.ts`,
       kind: 'file' as const,
@@ -315,7 +324,7 @@ describe('LadderSearch persistence', () => {
     const file = a.fileFor('acme/api');
     expect((await stat(file)).size).toBeGreaterThan(0);
 
-    const b = new LadderSearch({ cacheDir: dir });
+    const b = openSearch({ cacheDir: dir });
     let calls = 0;
     const provider = () => {
       calls++;
@@ -344,7 +353,7 @@ describe('LadderSearch persistence', () => {
     await a.close();
     const file = a.fileFor('acme/api');
 
-    const moved = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
+    const moved = openSearch({ cacheDir: dir, persistDelayMs: 0 });
     let calls = 0;
     const changed = API.filter((r) => r.path !== 'src/db/migrate.py');
     const r1 = await moved.setRepo('acme/api', oid(99), () => {
@@ -371,7 +380,7 @@ describe('LadderSearch persistence', () => {
       return copy;
     };
     await writeFile(file, patched('"options_version":1', '"options_version":0'));
-    const opt = new LadderSearch({ cacheDir: dir });
+    const opt = openSearch({ cacheDir: dir });
     expect(await opt.setRepo('acme/api', oid(99), changed)).toMatchObject({
       source: 'built',
       reason: 'options_changed',
@@ -380,7 +389,7 @@ describe('LadderSearch persistence', () => {
     await opt.close();
 
     await writeFile(file, bytes.subarray(0, Math.floor(bytes.length / 2)));
-    const broken = new LadderSearch({ cacheDir: dir });
+    const broken = openSearch({ cacheDir: dir });
     expect(await broken.setRepo('acme/api', oid(99), changed)).toMatchObject({
       source: 'built',
       reason: 'unreadable',
@@ -403,7 +412,7 @@ describe('LadderSearch persistence', () => {
     const garbled = Buffer.from(bytes);
     garbled.fill(0xff, bytes.length - docsBytes - postingsLength, bytes.length - docsBytes);
     await writeFile(file, garbled);
-    const damaged = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
+    const damaged = openSearch({ cacheDir: dir, persistDelayMs: 0 });
     expect((await damaged.setRepo('acme/api', oid(99), () => [])).source).toBe('cache');
     expect(paths(damaged.search({ query: 'parseConfigFile' }).hits)[0]).toBe(
       'acme/api:src/config/parse-config.ts',
@@ -411,7 +420,7 @@ describe('LadderSearch persistence', () => {
     expect(damaged.stats().shards[0]!.materialized).toBe(true);
     await damaged.close();
 
-    const other = new LadderSearch({ cacheDir: await freshDir() });
+    const other = openSearch({ cacheDir: await freshDir() });
     expect(await other.setRepo('acme/api', oid(99), changed)).toMatchObject({
       source: 'built',
       reason: 'missing',
@@ -420,7 +429,7 @@ describe('LadderSearch persistence', () => {
 
   it('gives the same results from a reloaded shard as from the one it was written from', async () => {
     const dir = await freshDir();
-    const a = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
+    const a = openSearch({ cacheDir: dir, persistDelayMs: 0 });
     for (let i = 0; i < 3; i++)
       await a.setRepo(`org/r${i}`, oid(i + 1), syntheticRungs(i, 600) as IndexRung[]);
     // Churn so the written shard has replaced and discarded documents behind it.
@@ -434,7 +443,7 @@ describe('LadderSearch persistence', () => {
     await a.close();
     const queries = [...syntheticQueries(60, 3), 'quartz', 'rewritten quartz'];
     const before = queries.map((q) => a.search({ query: q, limit: 50 }));
-    const b = new LadderSearch({ cacheDir: dir });
+    const b = openSearch({ cacheDir: dir });
     await b.setRepo('org/r0', oid(50), () => {
       throw new Error('should load from cache');
     });
@@ -452,14 +461,14 @@ describe('LadderSearch lazy shards and memory budget', () => {
   const REPOS = 6;
   async function persisted(): Promise<string> {
     const dir = await freshDir();
-    const a = new LadderSearch({ cacheDir: dir, persistDelayMs: 0 });
+    const a = openSearch({ cacheDir: dir, persistDelayMs: 0 });
     for (let i = 0; i < REPOS; i++)
       await a.setRepo(`org/r${i}`, oid(i + 1), syntheticRungs(i, 300) as IndexRung[]);
     await a.close();
     return dir;
   }
   async function open(dir: string, memoryBudget?: number): Promise<LadderSearch> {
-    const ls = new LadderSearch({ cacheDir: dir, ...(memoryBudget ? { memoryBudget } : {}) });
+    const ls = openSearch({ cacheDir: dir, ...(memoryBudget ? { memoryBudget } : {}) });
     for (let i = 0; i < REPOS; i++) {
       const r = await ls.setRepo(`org/r${i}`, oid(i + 1), () => {
         throw new Error('should load from cache');
@@ -487,7 +496,7 @@ describe('LadderSearch lazy shards and memory budget', () => {
   });
 
   it('serves a shard built here from its file once written, dropping the built index', async () => {
-    const ls = new LadderSearch({ cacheDir: await freshDir(), persistDelayMs: 60_000 });
+    const ls = openSearch({ cacheDir: await freshDir(), persistDelayMs: 60_000 });
     await ls.setRepo('org/r0', oid(1), syntheticRungs(0, 300) as IndexRung[]);
     const before = ls.search({ query: 'config', limit: 50 });
     // A fresh build is written at once, whatever the debounce for diffs.
@@ -583,7 +592,7 @@ describe('LadderSearch incremental updates', () => {
 
     // The diff is persisted: a new process loads it at the new oid.
     await ls.close();
-    const again = new LadderSearch({ cacheDir: dir });
+    const again = openSearch({ cacheDir: dir });
     expect((await again.setRepo('acme/api', oid(5), [])).source).toBe('cache');
     expect(paths(again.search({ query: 'lruCache' }).hits)).toEqual(['acme/api:src/cache/lru.ts']);
     expect(again.search({ query: 'migrations' }).hits).toEqual([]);
@@ -596,7 +605,7 @@ describe('LadderSearch incremental updates', () => {
   });
 
   it('vacuums past the dirt threshold and rebuilds when most of a shard changed', async () => {
-    const ls = new LadderSearch({
+    const ls = openSearch({
       cacheDir: await freshDir(),
       persistDelayMs: 0,
       vacuumMinDirt: 5,
@@ -641,8 +650,8 @@ describe('LadderSearch incremental updates', () => {
 describe('LadderSearch scorers', () => {
   it('ranks the same with the direct scorer as with minisearch search()', async () => {
     const dir = await freshDir();
-    const direct = new LadderSearch({ cacheDir: dir, persistDelayMs: 60_000 });
-    const mini = new LadderSearch({ cacheDir: dir, persistDelayMs: 60_000, scorer: 'minisearch' });
+    const direct = openSearch({ cacheDir: dir, persistDelayMs: 60_000 });
+    const mini = openSearch({ cacheDir: dir, persistDelayMs: 60_000, scorer: 'minisearch' });
     for (let i = 0; i < 4; i++) {
       const rungs = syntheticRungs(i, 500) as IndexRung[];
       await direct.setRepo(`org/r${i}`, oid(i + 1), rungs);

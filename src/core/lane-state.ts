@@ -268,6 +268,34 @@ export function applyLaneOp(s: LaneState, op: LaneOp): string[] {
   return applyGuarded(s, op);
 }
 
+/**
+ * An open Ask the fold posts itself (a follow-up, a resolve_conflict): no holder, no answer.
+ * Keys in AskDoc order: the document's JSON is what every replica stores, byte for byte.
+ */
+function serverAsk(
+  f: Pick<AskDoc, 'ask_id' | 'lane_id' | 'kind' | 'title' | 'body' | 'priority' | 'payload'> &
+    Pick<AskDoc, 'origin'>,
+  time: string,
+): AskDoc {
+  return {
+    ask_id: f.ask_id,
+    lane_id: f.lane_id,
+    kind: f.kind,
+    title: f.title,
+    body: f.body,
+    priority: f.priority,
+    depends_on: [],
+    state: 'open',
+    holder: null,
+    lease_expires_at: null,
+    answer: null,
+    posted_by: SERVER_ACTOR,
+    posted_at: time,
+    payload: f.payload,
+    origin: f.origin,
+  };
+}
+
 function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
   s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, ...r }];
   if (op.op !== 'ask_answer') return [];
@@ -278,34 +306,33 @@ function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
   // Both answers are kept: the first stands on the Ask, the second goes to a coordinator.
   const ask = s.asks.get(r.ask_id)!;
   const id = r.resolve_ask_id;
-  s.asks.set(id, {
-    ask_id: id,
-    lane_id: ask.lane_id,
-    kind: RESOLVE_CONFLICT_KIND,
-    title: `Resolve conflicting answers to ${ask.ask_id}`.slice(0, 200),
-    body: `${ask.answer?.answered_by ?? 'someone'} answered ${ask.answer?.outcome ?? '?'} first; ${op.actor} answered ${op.args.outcome} on another replica. Decide which stands.`,
-    priority: ask.priority,
-    depends_on: [],
-    state: 'open',
-    holder: null,
-    lease_expires_at: null,
-    answer: null,
-    posted_by: SERVER_ACTOR,
-    posted_at: op.time,
-    payload: {
-      ask_id: ask.ask_id,
-      kept: ask.answer,
-      conflicting: {
-        op_id: op.id,
-        outcome: op.args.outcome,
-        result: op.args.result ?? null,
-        changeset_id: op.out?.changeset_id ?? null,
-        answered_by: op.actor,
-        answered_at: op.time,
+  s.asks.set(
+    id,
+    serverAsk(
+      {
+        ask_id: id,
+        lane_id: ask.lane_id,
+        kind: RESOLVE_CONFLICT_KIND,
+        title: `Resolve conflicting answers to ${ask.ask_id}`.slice(0, 200),
+        body: `${ask.answer?.answered_by ?? 'someone'} answered ${ask.answer?.outcome ?? '?'} first; ${op.actor} answered ${op.args.outcome} on another replica. Decide which stands.`,
+        priority: ask.priority,
+        payload: {
+          ask_id: ask.ask_id,
+          kept: ask.answer,
+          conflicting: {
+            op_id: op.id,
+            outcome: op.args.outcome,
+            result: op.args.result ?? null,
+            changeset_id: op.out?.changeset_id ?? null,
+            answered_by: op.actor,
+            answered_at: op.time,
+          },
+        },
+        origin: { ask_id: ask.ask_id, reason: RESOLVE_CONFLICT_KIND },
       },
-    },
-    origin: { ask_id: ask.ask_id, reason: RESOLVE_CONFLICT_KIND },
-  });
+      op.time,
+    ),
+  );
   return [askPath(id)];
 }
 
@@ -477,23 +504,22 @@ function postFollowUps(
         : 'ask-' +
           createHash('sha256').update(`follow_up\0${op.id}\0${i}`).digest('hex').slice(0, 10);
     derived.set(id, ask.ask_id);
-    s.asks.set(id, {
-      ask_id: id,
-      lane_id: s.lane?.lane_id ?? op.args.lane_id,
-      kind: d.kind,
-      title: d.title,
-      body: d.body,
-      priority: d.priority,
-      depends_on: [],
-      state: 'open',
-      holder: null,
-      lease_expires_at: null,
-      answer: null,
-      posted_by: SERVER_ACTOR,
-      posted_at: op.time,
-      payload: d.payload,
-      origin: d.origin,
-    });
+    s.asks.set(
+      id,
+      serverAsk(
+        {
+          ask_id: id,
+          lane_id: s.lane?.lane_id ?? op.args.lane_id,
+          kind: d.kind,
+          title: d.title,
+          body: d.body,
+          priority: d.priority,
+          payload: d.payload,
+          origin: d.origin,
+        },
+        op.time,
+      ),
+    );
     paths.push(askPath(id));
   });
   s.derived = derived;

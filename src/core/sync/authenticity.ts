@@ -280,22 +280,38 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
   };
 }
 
+/** The key argument as a normalised key line, or a clear error. */
+function keyArg(raw: string): string {
+  const key = normalizeKeyLine(raw);
+  if (!key)
+    throw new ZzError('invalid_argument', 'key: expected an "ssh-ed25519 AAAA…" public key');
+  return key;
+}
+
+/** Owners change anyone's keys; an actor only its own. */
+function assertMayChangeKeys(
+  config: { owners: readonly string[] },
+  caller: string,
+  actor: string,
+  verb: 'register' | 'remove',
+): void {
+  if (!config.owners.includes(caller) && actor !== caller) {
+    throw new ZzError('forbidden', `only an owner may ${verb} another actor's key`);
+  }
+}
+
 /** An owner registers `key` for `actor` (or an actor its own; see configOpAllowed). */
 export async function keyAdd(
   repo: ZzRepo,
   caller: { actor: string },
   args: { actor: string; key: string },
 ): Promise<{ revision: string }> {
-  const key = normalizeKeyLine(args.key);
-  if (!key)
-    throw new ZzError('invalid_argument', 'key: expected an "ssh-ed25519 AAAA…" public key');
+  const key = keyArg(args.key);
   await repo.requireConfig();
   const r = await repo.config.mutate({
     actor: caller.actor,
     decide: (s) => {
-      if (!s.config!.owners.includes(caller.actor) && args.actor !== caller.actor) {
-        throw new ZzError('forbidden', "only an owner may register another actor's key");
-      }
+      assertMayChangeKeys(s.config!, caller.actor, args.actor, 'register');
       if ((s.keys.get(args.actor) ?? []).includes(key)) return [];
       return {
         op: 'key_add',
@@ -315,16 +331,12 @@ export async function keyRemove(
   args: { actor: string; key: string },
 ): Promise<{ removed: boolean; revision: string }> {
   const caller = requireCaller(callerIn);
-  const key = normalizeKeyLine(args.key);
-  if (!key)
-    throw new ZzError('invalid_argument', 'key: expected an "ssh-ed25519 AAAA…" public key');
+  const key = keyArg(args.key);
   await repo.requireConfig();
   const r = await repo.config.mutate({
     actor: caller.actor,
     decide: (s) => {
-      if (!s.config!.owners.includes(caller.actor) && args.actor !== caller.actor) {
-        throw new ZzError('forbidden', "only an owner may remove another actor's key");
-      }
+      assertMayChangeKeys(s.config!, caller.actor, args.actor, 'remove');
       const held = (s.keys.get(args.actor) ?? []).some((k) => normalizeKeyLine(k) === key);
       if (!held) return [];
       return {

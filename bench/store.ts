@@ -128,12 +128,15 @@ async function zzVariant(
     writes: number;
     /** false: objects not fsynced (the behaviour before issue 17's durability item). */
     fsyncObjects?: boolean;
+    /** Loose objects, one file each, as before small packs (the "before" of issue 17). */
+    loose?: boolean;
   },
 ): Promise<Variant> {
   const repo = await openRepository(dir, {
     fsync: opts.fsync,
     ...(opts.fsyncObjects === undefined ? {} : { fsyncObjects: opts.fsyncObjects }),
   });
+  if (opts.loose) repo.objects.smallPacks = false;
   const store = new GitStore(repo);
   const ref = `refs/zz/lanes/${name}`;
   // The lane with 1,000 asks, created in one commit.
@@ -169,7 +172,10 @@ async function zzVariant(
       };
       await Promise.all(Array.from({ length: opts.concurrency }, worker));
     },
-    close: () => store.close(),
+    async close() {
+      store.close();
+      await repo.objects.close();
+    },
   };
 }
 
@@ -347,6 +353,17 @@ export async function benchStore(): Promise<Record<string, unknown>> {
         () => zzVariant(dir, 'zz-seq', { fsync: true, concurrency: 1, rounds: 5, writes: 300 }),
       ],
       [
+        'zz-seq-loose',
+        () =>
+          zzVariant(dir, 'zz-seq-loose', {
+            fsync: true,
+            loose: true,
+            concurrency: 1,
+            rounds: 5,
+            writes: 300,
+          }),
+      ],
+      [
         'zz-seq-nofsync',
         () =>
           zzVariant(dir, 'zz-seq-nofsync', {
@@ -370,6 +387,17 @@ export async function benchStore(): Promise<Record<string, unknown>> {
       [
         'zz-32',
         () => zzVariant(dir, 'zz-32', { fsync: true, concurrency: 32, rounds: 5, writes: 1_000 }),
+      ],
+      [
+        'zz-32-loose',
+        () =>
+          zzVariant(dir, 'zz-32-loose', {
+            fsync: true,
+            loose: true,
+            concurrency: 32,
+            rounds: 5,
+            writes: 1_000,
+          }),
       ],
       [
         'zz-32-objects-unsynced',
@@ -406,6 +434,8 @@ export async function benchStore(): Promise<Record<string, unknown>> {
     results.ratio_zz_seq_vs_native_persistent = round1(ops('zz-seq') / ops('native-persistent'));
     results.ratio_zz_seq_vs_native_spawn = round1(ops('zz-seq') / ops('native-spawn'));
     results.ratio_zz_32_vs_zz_seq = round1(ops('zz-32') / ops('zz-seq'));
+    results.ratio_small_packs_vs_loose_seq = round1(ops('zz-seq') / ops('zz-seq-loose'));
+    results.ratio_small_packs_vs_loose_32 = round1(ops('zz-32') / ops('zz-32-loose'));
     results.ratio_durable_objects_seq = round1(ops('zz-seq') / ops('zz-seq-objects-unsynced'));
     results.ratio_durable_objects_32 = round1(ops('zz-32') / ops('zz-32-objects-unsynced'));
     results.goal_zz_seq_500_ops_s = ops('zz-seq') >= 500 ? 'met' : 'missed';

@@ -11,6 +11,7 @@ import fs, {
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { writePack } from './pack-writer.js';
+import { SmallPacks } from './small-packs.js';
 
 // Our own loose-object writer. isomorphic-git's writeBlob/writeTree/writeCommit write in place
 // and a crash leaves a truncated object that is never repaired (a later write of the same oid
@@ -184,15 +185,36 @@ const YIELD_EVERY = 4;
 
 export class ObjectWriter {
   private readonly knownDirs = new Set<string>();
-  /** Packs this writer has written (the daemon's maintenance consolidates them with gc). */
-  packsWritten = 0;
+  private bigPacks = 0;
   /** Batches of more objects than this become a pack (Infinity: always loose; benchmarks). */
   packMinObjects = PACK_MIN_OBJECTS;
+  /**
+   * Durable batches of 2..packMinObjects objects are written as one small pack (see
+   * small-packs.ts: 4 fsyncs a Lane op instead of 11), merged in the background. Default: on
+   * when fsync is (without fsync loose objects cost no more); false: loose (benchmarks, tests).
+   */
+  smallPacks: boolean;
+  readonly small: SmallPacks;
 
   constructor(
     private readonly gitdir: string,
     private readonly opts: ObjectWriterOptions = {},
-  ) {}
+  ) {
+    this.smallPacks = opts.fsync ?? false;
+    this.small = new SmallPacks(gitdir, {
+      fsync: opts.fsync ?? false,
+      syncDir: (dir) => this.syncDir(dir),
+    });
+  }
+
+  /**
+   * Packs this writer has written and left for git's gc (the daemon's maintenance runs gc
+   * --auto as they accumulate). Small packs it merges itself do not count until merged into
+   * one it leaves (small-packs.ts).
+   */
+  get packsWritten(): number {
+    return this.bigPacks + this.small.leftForGc;
+  }
 
   /**
    * Writes one object atomically (temp file renamed into place); returns its oid.
@@ -282,6 +304,11 @@ export class ObjectWriter {
       return;
     }
     await Promise.all([this.syncDir(dir), madeDir ? this.syncDir(objects) : undefined]);
+  }
+
+  /** Lets a merge of small packs in progress finish; starts no new one. */
+  close(): Promise<void> {
+    return this.small.close();
   }
 
   /** Makes the directory entries of objects written with `pending` durable. */
@@ -383,16 +410,18 @@ export class ObjectWriter {
   }
 
   /**
-   * Writes a commit's objects together: as one pack past packMinObjects objects, else loose.
-   * Either way every object is on disk (with `fsync`, durably) when this resolves, except that
-   * loose objects written with `pending` leave their directories' fsyncs to the caller (see
-   * write()); a pack syncs its own directory.
+   * Writes a commit's objects together: as one pack past packMinObjects objects, as a small
+   * pack (smallPacks) from 2 objects, else loose. Either way every object is on disk (with
+   * `fsync`, durably) when this resolves, except that loose objects and small packs written
+   * with `pending` leave their directories' fsyncs to the caller (see write()); a big pack
+   * syncs its own directory.
    */
   async writeMany(
     objects: ReadonlyArray<{ type: ObjectType; body: Buffer }>,
     pending?: PendingDirs,
   ): Promise<string[]> {
-    if (objects.length <= this.packMinObjects) {
+    const small = objects.length <= this.packMinObjects;
+    if (small && !(this.smallPacks && objects.length >= 2)) {
       // write() creates its file with synchronous calls, which wait for the filesystem's
       // journal while other fsyncs run (0.1-1 ms each under load): a batch of 65 objects held
       // the event loop ~10 ms at a time under a writer storm and reads waited behind it.
@@ -413,8 +442,12 @@ export class ObjectWriter {
       ...o,
       oid: createHash('sha1').update(`${o.type} ${o.body.length}\0`).update(o.body).digest('hex'),
     }));
-    await writePack(this.gitdir, entries, { fsync: this.opts.fsync ?? false });
-    this.packsWritten++;
+    if (small) {
+      await this.small.write(entries, pending);
+    } else {
+      await writePack(this.gitdir, entries, { fsync: this.opts.fsync ?? false });
+      this.bigPacks++;
+    }
     return entries.map((e) => e.oid);
   }
 

@@ -85,6 +85,11 @@ const WRITE_CHUNK = 512;
 const TMP_PREFIX = randomBytes(4).toString('hex');
 let tmpCounter = 0;
 
+/** A fresh suffix for tmp_pack_* / tmp_idx_* names: this process's, never reused. */
+export function tmpTag(): string {
+  return `zz_${process.pid}_${TMP_PREFIX}${(tmpCounter++).toString(36)}`;
+}
+
 /** A pack entry's header: type and size, as a little-endian base-128 varint. */
 export function entryHeader(type: PackObjectType, size: number): Buffer {
   const bytes: number[] = [];
@@ -100,6 +105,14 @@ export function entryHeader(type: PackObjectType, size: number): Buffer {
   return Buffer.from(bytes);
 }
 
+/** One packed entry, ready to be placed in any pack: its header and zlib stream, and their CRC. */
+export interface EncodedEntry {
+  oid: string;
+  /** The entry's type-and-size header followed by the deflated body. */
+  data: Buffer;
+  crc: number;
+}
+
 /** The encoded pack and index, before anything touches the disk. */
 export interface EncodedPack {
   /** The pack file's contents, in order (header, entries, trailer). */
@@ -108,6 +121,14 @@ export interface EncodedPack {
   name: string;
   count: number;
   bytes: number;
+  /** The entries in pack order, one per oid: another pack can be assembled from them. */
+  entries: EncodedEntry[];
+}
+
+export function encodeEntry(e: PackEntry): EncodedEntry {
+  const head = entryHeader(e.type, e.body.length);
+  const data = zlib.deflateSync(e.body, { level: LEVEL, windowBits: windowBitsFor(e.body.length) });
+  return { oid: e.oid, data: Buffer.concat([head, data]), crc: crc32(data, crc32(head)) };
 }
 
 export function encodePack(objects: readonly PackEntry[]): EncodedPack {
@@ -117,7 +138,17 @@ export function encodePack(objects: readonly PackEntry[]): EncodedPack {
     if (!/^[0-9a-f]{40}$/.test(o.oid)) throw new Error(`pack: not a SHA-1 object id: ${o.oid}`);
     if (!unique.has(o.oid)) unique.set(o.oid, o);
   }
-  const entries = [...unique.values()];
+  return assemblePack([...unique.values()].map(encodeEntry));
+}
+
+/**
+ * A pack of entries already encoded (by encodeEntry, or taken from other packs: an entry does
+ * not depend on where it sits, so merging packs costs no inflate or deflate). Duplicate oids
+ * are placed once.
+ */
+export function assemblePack(input: readonly EncodedEntry[]): EncodedPack {
+  const seen = new Set<string>();
+  const entries = input.filter((e) => !seen.has(e.oid) && (seen.add(e.oid), true));
   const header = Buffer.alloc(12);
   header.write('PACK', 0, 'latin1');
   header.writeUInt32BE(2, 4);
@@ -127,15 +158,10 @@ export function encodePack(objects: readonly PackEntry[]): EncodedPack {
   const index: Array<{ oid: string; offset: number; crc: number }> = [];
   let offset = header.length;
   for (const e of entries) {
-    const head = entryHeader(e.type, e.body.length);
-    const data = zlib.deflateSync(e.body, {
-      level: LEVEL,
-      windowBits: windowBitsFor(e.body.length),
-    });
-    index.push({ oid: e.oid, offset, crc: crc32(data, crc32(head)) });
-    pack.push(head, data);
-    sum.update(head).update(data);
-    offset += head.length + data.length;
+    index.push({ oid: e.oid, offset, crc: e.crc });
+    pack.push(e.data);
+    sum.update(e.data);
+    offset += e.data.length;
   }
   const checksum = sum.digest();
   pack.push(checksum);
@@ -146,6 +172,7 @@ export function encodePack(objects: readonly PackEntry[]): EncodedPack {
     name: checksum.toString('hex'),
     count: entries.length,
     bytes: offset + checksum.length,
+    entries,
   };
 }
 
@@ -197,12 +224,20 @@ export function encodeIndex(
  * Writes `objects` as objects/pack/pack-<checksum>.{pack,idx} (see the order above). With
  * `fsync`, both files and the directory entries are on disk when this resolves.
  */
-export async function writePack(
+export function writePack(
   gitdir: string,
   objects: readonly PackEntry[],
   opts: { fsync?: boolean } = {},
 ): Promise<WrittenPack> {
-  const enc = encodePack(objects);
+  return writeEncodedPack(gitdir, encodePack(objects), opts);
+}
+
+/** writePack for a pack already encoded (see assemblePack). */
+export async function writeEncodedPack(
+  gitdir: string,
+  enc: EncodedPack,
+  opts: { fsync?: boolean } = {},
+): Promise<WrittenPack> {
   const dir = join(gitdir, 'objects', 'pack');
   const madeDir = await fsp.mkdir(dir).then(
     () => true,
@@ -211,7 +246,7 @@ export async function writePack(
       return false;
     },
   );
-  const tag = `zz_${process.pid}_${TMP_PREFIX}${(tmpCounter++).toString(36)}`;
+  const tag = tmpTag();
   // `tmp_` is the prefix `git prune` sweeps from objects/pack once stale.
   const tmpPack = join(dir, `tmp_pack_${tag}`);
   const tmpIdx = join(dir, `tmp_idx_${tag}`);
@@ -278,7 +313,8 @@ async function writeFileDurably(path: string, parts: Buffer[], fsync: boolean): 
   }
 }
 
-function skipBytes(bufs: Buffer[], n: number): Buffer[] {
+/** `bufs` without their first `n` bytes (after a short write). */
+export function skipBytes(bufs: Buffer[], n: number): Buffer[] {
   const out: Buffer[] = [];
   for (const b of bufs) {
     if (n >= b.length) n -= b.length;

@@ -120,14 +120,21 @@ export async function openRepository(cwd: string, opts: OpenOptions = {}): Promi
   // Full ref names resolve from the ref files without a git spawn (the common case: tools
   // default to refs/heads/<default branch>); anything else goes through `git rev-parse`.
   const catFile = new CatFile(found.gitdir, (ref) => refs.read(ref));
+  // Objects are as durable as refs: every object a ref points to is on disk before the ref
+  // moves (README, "Durability").
+  const objects = new ObjectWriter(found.gitdir, {
+    fsync: opts.fsyncObjects ?? opts.fsync ?? true,
+  });
   return {
     ...found,
-    // Objects are as durable as refs: every object a ref points to is on disk before the ref
-    // moves (README, "Durability").
-    objects: new ObjectWriter(found.gitdir, { fsync: opts.fsyncObjects ?? opts.fsync ?? true }),
+    objects,
     refs,
     catFile,
-    close: () => catFile.close(),
+    close: () => {
+      catFile.close();
+      // A merge of small packs already running finishes on its own (crash-safe if it cannot).
+      void objects.close();
+    },
   };
 }
 

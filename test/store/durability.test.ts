@@ -1,14 +1,17 @@
 import fs from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { GitStore } from '../../src/store/index.js';
-import { makeRepo } from '../helpers/temp-repo.js';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
 
 // Issue 17: durable means durable on any filesystem. Every object a ref points to must be on
 // disk (its data fsynced, and the directory holding its name) before the ref moves. A power
-// cut cannot be staged in a test, so this one watches the order of the system calls: every
-// object file's data sync and every fan-out directory's fsync has completed before the ref's
-// lock is renamed over the ref (the directory fsyncs may run beside the lock's own fsync).
+// cut cannot be staged in a test, so these watch the order of the system calls: every object
+// file's data sync (loose objects, or the small pack and its index a durable commit of a few
+// objects is written as) completes before that file is renamed into place, and every fsync of
+// a directory that received a name completes before the ref's lock is renamed over the ref
+// (the directory fsyncs may run beside the lock's own fsync).
 
 let dir: string;
 let cleanup: () => void;
@@ -22,11 +25,15 @@ afterAll(() => {
   repo?.close();
   cleanup();
 });
-afterEach(() => vi.restoreAllMocks());
+afterEach(() => {
+  vi.restoreAllMocks();
+  repo.objects.smallPacks = true;
+});
 const linux = process.platform === 'linux';
 
 describe('durable writes', () => {
-  it('fsyncs every object and its directory before the ref moves', async () => {
+  it('fsyncs every object and its directory before the ref moves (loose objects)', async () => {
+    repo.objects.smallPacks = false;
     const events: string[] = [];
     // Directories are fsynced (as the ref's lock is); object files are fdatasynced. A slow
     // disk for directories: their fsyncs answer late, so a ref that moved without waiting for
@@ -86,5 +93,69 @@ describe('durable writes', () => {
     const dirs = events.slice(0, refAt).filter((e) => e === 'dir').length;
     expect(dirs).toBeGreaterThanOrEqual(1);
     expect(dirs).toBeLessThanOrEqual(16);
+  });
+  it('fsyncs a small pack and its index, then objects/pack/, before the ref moves', async () => {
+    expect(repo.objects.smallPacks).toBe(true);
+    const events: string[] = [];
+    const synced = new Set<string>();
+    const unsyncedRenames: string[] = [];
+    // objects/pack/'s fsync answers late: a ref that moved without waiting shows up first.
+    const realFsync = fs.fsync;
+    vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
+      const path = linux ? fs.readlinkSync(`/proc/self/fd/${fd}`) : '';
+      const isDir = fs.fstatSync(fd).isDirectory();
+      realFsync(fd, (e) => {
+        if (!isDir) return cb(e);
+        setTimeout(() => {
+          events.push(path.endsWith('/objects/pack') || !linux ? 'pack dir' : 'dir');
+          cb(e);
+        }, 30);
+      });
+    }) as typeof fs.fsync);
+    const realDatasync = fs.fdatasync;
+    vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
+      const path = linux ? fs.readlinkSync(`/proc/self/fd/${fd}`) : '';
+      realDatasync(fd, (e) => {
+        events.push('file');
+        synced.add(path);
+        cb(e);
+      });
+    }) as typeof fs.fdatasync);
+    const realRename = fs.renameSync;
+    vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+      const f = String(from);
+      if (f.endsWith('.lock')) events.push('ref');
+      else {
+        events.push(`rename ${String(to).replace(/^.*\./, '')}`);
+        if (linux && !synced.has(f)) unsyncedRenames.push(f);
+      }
+      realRename(from, to);
+    });
+
+    const store = new GitStore(repo);
+    const ref = 'refs/zz/lanes/durable-small';
+    const packsBefore = fs.readdirSync(join(repo.gitdir, 'objects', 'pack')).length;
+    const rev = await store.commit(ref, {
+      parent: null,
+      changes: new Map([
+        ['a/x.json', '{"x":4}'],
+        ['b/y.json', '{"y":5}'],
+      ]),
+      ops: [],
+      summary: 'two files',
+    });
+    await expect(repo.refs.read(ref)).resolves.toBe(rev);
+    // One small pack (.pack + .idx) holds the commit's 6 objects: no loose object was written.
+    expect(fs.readdirSync(join(repo.gitdir, 'objects', 'pack')).length).toBe(packsBefore + 2);
+    expect(unsyncedRenames).toEqual([]);
+    const refAt = events.indexOf('ref');
+    expect(events.slice(0, refAt), events.join(' ')).toEqual([
+      'file', // the pack and its index, side by side
+      'file',
+      'rename pack',
+      'rename idx', // the .idx last: it makes the pack visible
+      'pack dir',
+    ]);
+    expect(sh(dir, 'cat-file', '-t', rev)).toBe('commit');
   });
 });

@@ -1,0 +1,176 @@
+import { execFileSync } from 'node:child_process';
+import fs, { promises as fsp, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { openRepository, type GitRepository } from '../../src/git/index.js';
+import { FAN_IN } from '../../src/git/small-packs.js';
+import { GitStore } from '../../src/store/index.js';
+import { prng, testSeed } from '../helpers/seeded.js';
+import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
+
+// Small packs (git/small-packs.ts): a durable commit of a few objects is one small pack, and
+// the small packs a process wrote are merged in the background so that their number stays
+// bounded. A merge must never lose an object: the merged pack is durable before the packs it
+// replaces are deleted, a reader that was running throughout still finds every object, and a
+// `git gc` in progress keeps them.
+
+const REF = 'refs/zz/lanes/small';
+
+function packs(gitdir: string): string[] {
+  return readdirSync(join(gitdir, 'objects', 'pack'));
+}
+
+/** `n` commits of two changed files each (7 objects: 2 blobs, 2 subtrees, root, commit). */
+async function commits(store: GitStore, n: number, tag: string): Promise<string[]> {
+  const revs: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const parent = await store.head(REF);
+    const changes = new Map([
+      [`asks/${i % 4}/a.json`, JSON.stringify({ tag, i })],
+      [`asks/${(i + 1) % 4}/b.json`, JSON.stringify({ tag, i, b: true })],
+    ]);
+    revs.push(await store.commit(REF, { parent, changes, ops: [], summary: `${tag} ${i}` }));
+  }
+  return revs;
+}
+
+/** Every object reachable from `rev`, through a fresh `git cat-file --batch-check`. */
+function missingObjects(dir: string, rev: string): string[] {
+  const oids = sh(dir, 'rev-list', '--objects', rev)
+    .split('\n')
+    .map((l) => l.slice(0, 40));
+  const out = execFileSync('git', ['cat-file', '--batch-check'], {
+    cwd: dir,
+    input: oids.join('\n') + '\n',
+    encoding: 'utf8',
+  });
+  return out.split('\n').filter((l) => l.endsWith(' missing'));
+}
+
+describe('small packs', () => {
+  let repo: GitRepository | undefined;
+  let cleanup = () => {};
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    repo?.close();
+    await repo?.objects.close();
+    repo = undefined;
+    cleanup();
+  });
+
+  it('merge every FAN_IN small packs into one, and FAN_IN of those into one left for gc; a reader running throughout finds every object', async () => {
+    const seed = testSeed('small packs merge');
+    const rnd = prng(seed);
+    const made = makeRepo('zz-small-merge-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    repo = await openRepository(dir);
+    const gitdir = repo.gitdir;
+    const store = new GitStore(repo);
+    const base = packs(gitdir).length;
+    const n = FAN_IN * FAN_IN + 5;
+    // A reader beside the writer, through the repository's own long-lived cat-file and with no
+    // tree cache: it reads revisions already written while merges delete the packs they were in.
+    const written: string[] = [];
+    let reads = 0;
+    let writing = true;
+    let readerFailed: unknown = null;
+    const reader = (async () => {
+      while (writing) {
+        if (written.length > 0) {
+          const rev = written[Math.floor(rnd() * written.length)]!;
+          const files = await new GitStore(repo!).readAll(rev, 'asks');
+          expect(files.size).toBeGreaterThan(0);
+          reads++;
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+    })().catch((e: unknown) => {
+      readerFailed = e; // stop the writer too, and fail below with the reader's error
+      writing = false;
+    });
+    try {
+      for (let i = 0; i < n && !readerFailed; i++) {
+        written.push(...(await commits(store, 1, `m${i}`)));
+      }
+    } finally {
+      writing = false;
+    }
+    await reader;
+    if (readerFailed) throw readerFailed;
+    await repo.objects.small.idle();
+    expect(reads).toBeGreaterThan(0);
+    // n small packs: FAN_IN×FAN_IN of them became one pack left for gc, 5 remain.
+    expect(repo.objects.packsWritten).toBe(1);
+    expect(repo.objects.small.mergeFailures).toBe(0);
+    const left = packs(gitdir);
+    expect(left.filter((f) => f.startsWith('tmp_'))).toEqual([]);
+    expect(left.filter((f) => f.endsWith('.idx')).length).toBe(base / 2 + 1 + 5);
+    expect(left.length - base).toBe(2 * (1 + 5));
+    // Every revision, read by git itself and by a fresh store (the old cat-file included).
+    for (const rev of [written[0]!, written[FAN_IN]!, written[n - 1]!]) {
+      expect(missingObjects(dir, rev)).toEqual([]);
+    }
+    const third = await new GitStore(repo).readAll(written[3]!, 'asks');
+    expect(third.get('asks/0/a.json')).toBe(JSON.stringify({ tag: 'm3', i: 0 }));
+    expect(fsckProblems(dir)).toEqual([]);
+    expect(sh(dir, 'rev-list', '--count', REF)).toBe(String(n));
+  }, 120_000);
+
+  it('a merged pack is durable (both files, then objects/pack/) before a pack it replaces is deleted', async () => {
+    const made = makeRepo('zz-small-order-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const store = new GitStore(repo);
+    await commits(store, FAN_IN - 1, 'before');
+    const events: string[] = [];
+    const probe = await fsp.open(made.dir, 'r');
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const realSync = proto.sync;
+    vi.spyOn(proto, 'sync').mockImplementation(async function (this: fsp.FileHandle) {
+      const st = await this.stat();
+      const r = await realSync.call(this);
+      events.push(st.isDirectory() ? 'sync dir' : 'sync file');
+      return r;
+    });
+    const realUnlink = fs.unlinkSync;
+    vi.spyOn(fs, 'unlinkSync').mockImplementation((p) => {
+      if (/\/objects\/pack\/pack-/.test(String(p))) events.push('delete');
+      realUnlink(p);
+    });
+    await commits(store, 1, 'the FAN_IN-th');
+    await repo.objects.small.idle();
+    expect(events.indexOf('delete'), events.join(', ')).toBeGreaterThan(0);
+    expect(events.slice(0, events.indexOf('delete'))).toEqual([
+      'sync file', // the merged pack and its index
+      'sync file',
+      'sync dir',
+    ]);
+    // FAN_IN packs, each an .idx and a .pack.
+    expect(events.filter((e) => e === 'delete')).toHaveLength(2 * FAN_IN);
+    expect(fsckProblems(made.dir)).toEqual([]);
+  });
+
+  it('while a git gc runs (gc.pid) the small packs are kept and left to it', async () => {
+    const made = makeRepo('zz-small-gc-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const gitdir = repo.gitdir;
+    const store = new GitStore(repo);
+    const base = packs(gitdir).length;
+    writeFileSync(join(gitdir, 'gc.pid'), `${process.pid} test-host\n`);
+    try {
+      await commits(store, FAN_IN, 'during gc');
+      await repo.objects.small.idle();
+    } finally {
+      rmSync(join(gitdir, 'gc.pid'));
+    }
+    // The FAN_IN small packs stay (counted for gc) beside the merged one.
+    expect(packs(gitdir).length - base).toBe(2 * (FAN_IN + 1));
+    expect(repo.objects.packsWritten).toBe(FAN_IN);
+    execFileSync('git', ['gc', '-q'], { cwd: made.dir });
+    expect(missingObjects(made.dir, REF)).toEqual([]);
+    expect(fsckProblems(made.dir)).toEqual([]);
+  });
+});

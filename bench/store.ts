@@ -13,12 +13,15 @@ import { Entity, GitStore, type EntityCodec, type OpRecord } from '../src/store/
 //  zz-seq      Entity.mutate awaited one at a time (no group-commit benefit), durable (the
 //              default): every object file and its directory fsynced before the ref moves, and
 //              the ref's lock fsynced before its rename.
+//              A commit of a few objects is one small pack (git/small-packs.ts).
+//  zz-seq-loose  the same writing loose objects (smallPacks off): the write path before small
+//              packs, i.e. main's before issue 17's last round, in the same run.
 //  zz-seq-objects-unsynced  the same with objects not fsynced (the behaviour before: only the
 //              ref was, trusting ext4's ordered mode to flush the objects with it).
 //  zz-seq-nofsync  the same with the ref fsync off (git's default: core.fsync leaves out the
 //              `reference` component), to show what the fsync costs.
-//  zz-32       32 writers in flight on the same lane: group commit (zz-32-objects-unsynced:
-//              objects not fsynced, as before).
+//  zz-32       32 writers in flight on the same lane: group commit (zz-32-loose: loose
+//              objects; zz-32-objects-unsynced: objects not fsynced, as before).
 //  native-persistent  the fairest fast native pipeline we could build: long-lived
 //              `git hash-object -w --stdin-paths` (blobs; commits via `-t commit`),
 //              `git mktree --batch` and `git update-ref --stdin` (start/update <new> <old>/commit):

@@ -64,7 +64,9 @@ import {
 // retried later: nothing is lost). Deletion is skipped, leaving the small packs to gc, while a
 // `git gc` says it runs (gc.pid); a bare `git repack` says nothing and may hit that window.
 // Only packs this process wrote are ever merged or deleted, and never the merged pack itself
-// (same objects, same name).
+// (same objects, same name). pack-writer.ts's hazard (a manual `git repack -a -d` without -A in
+// the moment between a pack's .idx appearing and the ref moving) applies to each small pack as
+// it did to each big one; git gc and gc --auto are safe.
 
 /** Small packs merged into one, and merged packs into one more. */
 export const FAN_IN = 16;

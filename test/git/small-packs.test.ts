@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import fs, { promises as fsp, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { promises as fsp, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
@@ -134,10 +134,10 @@ describe('small packs', () => {
       events.push(st.isDirectory() ? 'sync dir' : 'sync file');
       return r;
     });
-    const realUnlink = fs.unlinkSync;
-    vi.spyOn(fs, 'unlinkSync').mockImplementation((p) => {
+    const realUnlink = fsp.unlink;
+    vi.spyOn(fsp, 'unlink').mockImplementation((p) => {
       if (/\/objects\/pack\/pack-/.test(String(p))) events.push('delete');
-      realUnlink(p);
+      return realUnlink(p);
     });
     await commits(store, 1, 'the FAN_IN-th');
     await repo.objects.small.idle();

@@ -30,7 +30,8 @@ import { Entity, GitStore, type EntityCodec, type OpRecord } from '../src/store/
 //  native-spawn  the plain plumbing a script would use: hash-object, mktree ×3, commit-tree,
 //              update-ref <ref> <new> <old> spawned per write (6 processes), also fsyncing refs.
 //
-// Each variant runs several rounds; we report the median ops/s (and the range).
+// Each variant runs several rounds; we report the median ops/s (and the range). zz-seq and
+// zz-seq-loose (zz-32 and zz-32-loose) run round by round in turn, so load weighs on both alike.
 
 const ASKS = 1_000;
 
@@ -101,22 +102,32 @@ interface Variant {
   close(): Promise<void> | void;
 }
 
-async function measure(v: Variant): Promise<{ median: number; min: number; max: number }> {
+/**
+ * Measures variants round by round in turn (A B A B …), so that a shared machine's load,
+ * which moves by the minute, weighs on each alike: a ratio between them is then fairer than
+ * between runs a minute apart.
+ */
+async function measureSideBySide(
+  vs: Variant[],
+): Promise<Array<{ median: number; min: number; max: number }>> {
   // Flush what the set-up wrote (1,000 asks): otherwise the first fsyncs pay for it.
   execFileSync('sync');
-  await v.run(Math.min(20, v.writesPerRound)); // warm-up: JIT, caches, fan-out dirs
-  const rates: number[] = [];
-  for (let r = 0; r < v.rounds; r++) {
-    const t0 = process.hrtime.bigint();
-    await v.run(v.writesPerRound);
-    const s = Number(process.hrtime.bigint() - t0) / 1e9;
-    rates.push(v.writesPerRound / s);
+  for (const v of vs) await v.run(Math.min(20, v.writesPerRound)); // warm-up: JIT, caches, dirs
+  const rates: number[][] = vs.map(() => []);
+  for (let r = 0; r < vs[0]!.rounds; r++) {
+    for (let i = 0; i < vs.length; i++) {
+      const v = vs[(i + r) % vs.length]!; // who goes first alternates too
+      const t0 = process.hrtime.bigint();
+      await v.run(v.writesPerRound);
+      const s = Number(process.hrtime.bigint() - t0) / 1e9;
+      rates[vs.indexOf(v)]!.push(v.writesPerRound / s);
+    }
   }
-  return {
-    median: round1(median(rates)),
-    min: round1(Math.min(...rates)),
-    max: round1(Math.max(...rates)),
-  };
+  return rates.map((rs) => ({
+    median: round1(median(rs)),
+    min: round1(Math.min(...rs)),
+    max: round1(Math.max(...rs)),
+  }));
 }
 
 // ---- zz ---------------------------------------------------------------------------------
@@ -418,18 +429,38 @@ export async function benchStore(): Promise<Record<string, unknown>> {
     ];
     // ZZ_BENCH_STORE_ONLY=zz-seq,zz-32 runs a subset (e.g. under --cpu-prof).
     const only = process.env.ZZ_BENCH_STORE_ONLY?.split(',');
+    // Small packs and loose objects (the write path before them) side by side, round by round.
+    const pairs = new Map([
+      ['zz-seq', 'zz-seq-loose'],
+      ['zz-32', 'zz-32-loose'],
+    ]);
+    const partnerOf = new Map([...pairs].map(([a, b]) => [b, a]));
+    const makers = new Map(variants);
     for (const [name, make] of variants) {
       if (only && !only.includes(name)) continue;
-      const v = await make();
+      if (partnerOf.has(name) && (!only || only.includes(partnerOf.get(name)!))) continue; // done
+      const partner = pairs.get(name);
+      const makeAll = [
+        make,
+        ...(partner && (!only || only.includes(partner)) ? [makers.get(partner)!] : []),
+      ];
+      const vs: Variant[] = [];
       try {
-        process.stderr.write(`bench store: ${v.name}…\n`);
-        results[v.name] = {
-          ops_per_s: await measure(v),
-          writes_per_round: v.writesPerRound,
-          rounds: v.rounds,
-        };
+        for (const m of makeAll) vs.push(await m());
+        process.stderr.write(`bench store: ${vs.map((v) => v.name).join(' beside ')}…\n`);
+        const measured = await measureSideBySide(vs);
+        vs.forEach((v, i) => {
+          results[v.name] = {
+            ops_per_s: measured[i],
+            writes_per_round: v.writesPerRound,
+            rounds: v.rounds,
+            ...(vs.length > 1
+              ? { measured_beside: vs.filter((o) => o !== v).map((o) => o.name) }
+              : {}),
+          };
+        });
       } finally {
-        await v.close();
+        for (const v of vs) await v.close();
       }
     }
     const ops = (k: string) =>

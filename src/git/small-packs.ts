@@ -50,9 +50,10 @@ import {
 // repacks the whole repository past gc.autoPackLimit (50). So the small packs this process
 // wrote are merged: every FAN_IN of them into one (from the entries kept in memory: no
 // inflate, no read back), and every FAN_IN of those into one more that is left for git's gc
-// (counted in leftForGc, which the daemon's maintenance watches). At most about
-// 2 × FAN_IN packs of ours are live between gc runs, and the entries kept in memory are
-// bounded by TRACK_MAX_BYTES per small pack (a few MiB in all).
+// (counted in leftForGc, which the daemon's maintenance watches). About 2 × FAN_IN packs of
+// ours are live between gc runs, and the entries kept in memory are bounded by
+// TRACK_MAX_BYTES per small pack and MAX_WAITING small packs (under 10 MiB at worst; ~2 MiB
+// for Lane ops of a 1,000-Ask Lane).
 //
 // A merge deletes the packs it replaced only once the merged pack is durable (files, then
 // objects/pack/): a power cut in between leaves the objects in both, never in neither. A
@@ -72,6 +73,8 @@ import {
 export const FAN_IN = 16;
 /** Merge levels kept in memory: level 0 (a write's pack) and 1; a level-2 pack is gc's. */
 const LEVELS = 2;
+/** Small packs waiting for a merge, at most (more: the oldest are left for gc). */
+const MAX_WAITING = 4 * FAN_IN;
 /** A small pack bigger than this is not kept for merging (left for gc). */
 const TRACK_MAX_BYTES = 32 * 1024;
 /** Packs up to this size are written with synchronous calls (larger: pack-writer's async path). */
@@ -182,7 +185,14 @@ export class SmallPacks {
       this.leftForGc++;
       return;
     }
-    this.levels[0]!.push({ name: enc.name, entries: enc.entries });
+    const level0 = this.levels[0]!;
+    level0.push({ name: enc.name, entries: enc.entries });
+    // Writes outpacing merges (a saturated disk): the oldest are left for gc, so that what is
+    // kept in memory stays bounded.
+    while (level0.length > MAX_WAITING) {
+      level0.shift();
+      this.leftForGc++;
+    }
     if (!this.merging && !this.closed && this.levels[0]!.length >= FAN_IN) {
       this.merging = this.mergeAll().finally(() => (this.merging = null));
     }

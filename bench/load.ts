@@ -243,6 +243,7 @@ interface Setup {
 
 async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[]) {
   const load1 = loadavg()[0]!;
+  const cpu0 = process.cpuUsage();
   const mixed = (await startClient({
     role: 'mixed',
     url: s.url,
@@ -252,8 +253,12 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     seed,
     requests: REQUESTS,
   }).result) as MixedResult;
+  const cpu = process.cpuUsage(cpu0);
   const all = Object.values(mixed.lat).flat();
   const rps = all.length / (mixed.elapsedMs / 1000);
+  // The daemon's (this process's) CPU per request: less at the mercy of a busy machine than
+  // requests/s and latency, which wait for a core.
+  const cpuPerRequest = (cpu.user + cpu.system) / 1000 / all.length;
 
   // Every acknowledged write is in the Lane.
   const asks = new Map<string, { state: string; holder: string | null }>();
@@ -292,6 +297,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
   console.log(
     `  requests/s (goal ≥ 1000)  ${round(rps, 0)}   p50 / p99 ms (goal p99 < 100)  ${fmt(all)}`,
   );
+  console.log(`  daemon CPU ms per request  ${round(cpuPerRequest, 3)}`);
   console.log(
     `  errors ${mixed.errors.length}${mixed.errors.length ? ` (first: ${mixed.errors[0]})` : ''}`,
   );
@@ -320,6 +326,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     requests_per_s: round(rps, 0),
     p50_ms: round(percentile(all, 50), 2),
     p99_ms: round(percentile(all, 99), 2),
+    cpu_ms_per_request: round(cpuPerRequest, 3),
     errors: mixed.errors.length,
     acknowledged_missing: missing.length,
     per_tool: perTool,

@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -333,24 +334,59 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
   };
 }
 
+/** A stretch of at least this long between two 1 ms ticks is a stall, and is taken apart. */
+const STALL_MS = 10;
+
+interface LoopCpu {
+  /** Process CPU ms between consecutive ticks. */
+  ticks: number[];
+  wallMs: number;
+  /** Stalls (ticks ≥ STALL_MS apart): their wall time, split where Linux tells. */
+  stalls: { n: number; ms: number; cpuMs: number; waitMs: number } | null;
+}
+
 /**
  * The daemon's CPU time (this process) between firings of a 1 ms timer, until the returned
  * function is called. Unlike the loop delay, it leaves out time the process spent waiting for
  * a core on a busy machine: a long synchronous stretch on the loop shows as a tick with that
- * much CPU. (Process CPU: the thread pool's and GC threads' CPU counts too.)
+ * much CPU. (Process CPU: the thread pool's and GC threads' CPU counts too.) On Linux, each
+ * stall is also split by the main thread's schedstat into time on a CPU, time waiting for one
+ * (runnable), and the rest: blocked in the kernel (a synchronous call waiting for the disk).
  */
-function loopCpu(): () => { ticks: number[]; wallMs: number } {
+function loopCpu(): () => LoopCpu {
   const ticks: number[] = [];
   const t0 = performance.now();
+  const statFile = `/proc/${process.pid}/task/${process.pid}/schedstat`;
+  const sched = (): [number, number] | null => {
+    try {
+      const [cpu, wait] = readFileSync(statFile, 'utf8').split(' ').map(Number);
+      return [cpu! / 1e6, wait! / 1e6];
+    } catch {
+      return null;
+    }
+  };
+  const stalls: LoopCpu['stalls'] = sched() ? { n: 0, ms: 0, cpuMs: 0, waitMs: 0 } : null;
   let last = process.cpuUsage();
+  let lastAt = performance.now();
+  let lastSched = sched();
   const timer = setInterval(() => {
     const now = process.cpuUsage();
+    const at = performance.now();
+    const nowSched = stalls ? sched() : null;
     ticks.push((now.user - last.user + now.system - last.system) / 1000);
+    if (stalls && nowSched && lastSched && at - lastAt >= STALL_MS) {
+      stalls.n++;
+      stalls.ms += at - lastAt;
+      stalls.cpuMs += nowSched[0] - lastSched[0];
+      stalls.waitMs += nowSched[1] - lastSched[1];
+    }
     last = now;
+    lastAt = at;
+    lastSched = nowSched;
   }, 1);
   return () => {
     clearInterval(timer);
-    return { ticks, wallMs: performance.now() - t0 };
+    return { ticks, wallMs: performance.now() - t0, stalls };
   };
 }
 
@@ -373,7 +409,7 @@ async function stormPart(s: Setup) {
     number[]
   >;
   loopDelay.disable();
-  const { ticks: cpu, wallMs: cpuWallMs } = stopCpu();
+  const { ticks: cpu, wallMs: cpuWallMs, stalls } = stopCpu();
   const loopP99 = loopDelay.percentile(99) / 1e6;
   const loopMax = loopDelay.max / 1e6;
   writers.proc.send('stop');
@@ -389,6 +425,12 @@ async function stormPart(s: Setup) {
   console.log(
     `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}`,
   );
+  if (stalls && stalls.ms > 0) {
+    const pct = (x: number) => `${round((100 * x) / stalls.ms, 0)}%`;
+    console.log(
+      `  loop stalls ≥ ${STALL_MS} ms: ${stalls.n}, ${round(stalls.ms, 0)} ms in all: on a CPU ${pct(stalls.cpuMs)}, waiting for a core ${pct(stalls.waitMs)}, blocked in the kernel ${pct(stalls.ms - stalls.cpuMs - stalls.waitMs)}`,
+    );
+  }
   console.log(
     `  daemon CPU ms per 1 ms tick p99 / max  ${round(percentile(cpu, 99))} / ${round(Math.max(...cpu))}   daemon CPU ms per post  ${round(cpuPerPost, 2)}`,
   );
@@ -404,6 +446,7 @@ async function stormPart(s: Setup) {
     storm_loop_delay_max_ms: round(loopMax, 2),
     storm_tick_cpu_p99_ms: round(percentile(cpu, 99), 2),
     storm_cpu_ms_per_post: round(cpuPerPost, 3),
+    storm_stalls: stalls,
     lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),
     lane_get_p99_storm_ms: round(percentile(storm.lane_get!, 99), 2),
     lane_list_p99_idle_ms: round(percentile(idle.lane_list!, 99), 2),

@@ -146,8 +146,9 @@ export function parseSig(s: string): Signature {
 export interface ObjectWriterOptions {
   /**
    * Power-loss durability: each object's data is fsynced before it is renamed into place and
-   * its fan-out directory after, so an object is on disk before write() resolves (and so
-   * before any ref can point at it). The fsyncs of a commit's objects run side by side and the
+   * its fan-out directory after (a small pack: its two files, then objects/pack/; see
+   * git/small-packs.ts for why each step is needed), so an object is on disk before write()
+   * resolves (and so before any ref can point at it). The fsyncs of a commit's objects run side by side and the
    * directory fsyncs are shared by every write waiting on the same directory, so on a
    * journalling filesystem they land in one or two journal commits.
    */
@@ -174,9 +175,10 @@ const SYNC_WRITE_MAX = 256 * 1024;
  * a pack costs two files and two fsyncs whatever its size, a loose object one file and one
  * fsync each, so a pack is already faster at 4 objects (1.6-1.9x), 4-6x at 16, 7-9x at 32.
  * Speed is not all: every pack is one more index each read may search, and gc --auto repacks
- * the whole repository once there are more than 50. So only commits where the pack wins big
- * become packs; everyday writes (a lane op: 3 to 6 objects) stay loose, and a Ladder build
- * (thousands of rungs) or a large changeset is one pack.
+ * the whole repository once there are more than 50. So a pack left for gc is written only where
+ * it wins big: a Ladder build (thousands of rungs) or a large changeset is one pack. Everyday
+ * durable writes (a Lane op: 3 to 6 objects) are small packs that this process merges itself
+ * (smallPacks, git/small-packs.ts); without fsync they stay loose.
  */
 export const PACK_MIN_OBJECTS = 32;
 

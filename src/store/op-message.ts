@@ -62,10 +62,12 @@ function parseEnvelopes(message: string): OpMessageParse<OpRecord> {
 }
 
 /** The JSON after the ops mark: the first line that starts with it (zz writes it third). */
+const JSON_LINE = '\n' + JSON_MARK;
+
 function opsLine(message: string): string | null {
   let at = 0;
   if (!message.startsWith(JSON_MARK)) {
-    const nl = message.indexOf('\n' + JSON_MARK);
+    const nl = message.indexOf(JSON_LINE);
     if (nl < 0) return null;
     at = nl + 1;
   }
@@ -154,9 +156,16 @@ function share(s: string): string {
 
 function shareValues(ops: OpRecord[]): void {
   let time: string | undefined;
+  let actor = '';
+  let replica: string | undefined;
   for (const op of ops) {
-    const actor = (op.actor = share(op.actor));
-    if (op.replica !== undefined) op.replica = share(op.replica);
+    // The op before usually has the same actor and replica: a comparison, not a lookup.
+    if (op.actor === actor) op.actor = actor;
+    else actor = op.actor = share(op.actor);
+    if (op.replica !== undefined) {
+      if (op.replica === replica) op.replica = replica;
+      else replica = op.replica = share(op.replica);
+    }
     if (op.time === time) op.time = time;
     else time = op.time;
     shareIn(op.args, actor);

@@ -314,9 +314,9 @@ describe('gitLog', () => {
     // A forged cursor naming a blob, or a commit that does not exist.
     const blob = runGitSync(big.dir, ['rev-parse', 'main:bin/blob.bin']).trim();
     for (const t of [blob, 'f'.repeat(40)]) {
-      const forged = Buffer.from(JSON.stringify({ v: 1, t, i: 1, o: t, p: null })).toString(
-        'base64url',
-      );
+      const forged = Buffer.from(
+        JSON.stringify(['git_log', 1, { t, i: 1, o: t, p: null }]),
+      ).toString('base64url');
       expect((await errorOf(gitLog(repo, { ref: 'main', cursor: forged }))).code).toBe('not_found');
     }
     // A cursor belongs to its path.

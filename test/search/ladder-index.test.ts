@@ -290,11 +290,13 @@ describe('LadderSearch queries', () => {
     expectInvalid(() => ls.search({ query: 'config', repo: '' }), 'repo');
     expectInvalid(() => ls.search({ query: 'config', cursor: 'garbage!' }), 'cursor');
     expectInvalid(() => ls.search({ query: 'config', cursor: 'eyJ2IjoxfQ' }), 'cursor'); // {"v":1}
-    const forged = Buffer.from(JSON.stringify({ v: 1, o: 5, q: 'AAAAAAAAAAAAAAAA' })).toString(
-      'base64url',
-    );
+    const forged = Buffer.from(
+      JSON.stringify(['ladder_search', 1, { o: 5, q: 'AAAAAAAAAAAAAAAA' }]),
+    ).toString('base64url');
     expectInvalid(() => ls.search({ query: 'config', cursor: forged }), 'cursor');
-    const far = Buffer.from(JSON.stringify({ v: 1, o: 1e9, q: 'x' })).toString('base64url');
+    const far = Buffer.from(
+      JSON.stringify(['ladder_search', 1, { o: 1e9, q: 'AAAAAAAAAAAAAAAA' }]),
+    ).toString('base64url');
     expectInvalid(() => ls.search({ query: 'config', cursor: far }), 'cursor');
     // Regex metacharacters and odd unicode are just text.
     expect(ls.search({ query: '.*(config)+ [a-z] \\d ∑ 🙂' }).hits.length).toBeGreaterThan(0);

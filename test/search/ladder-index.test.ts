@@ -674,3 +674,28 @@ describe('LadderSearch scorers', () => {
     }
   });
 });
+
+describe('writes of one repo', () => {
+  it('run one at a time, in call order (a diff waits for the build it applies to)', async () => {
+    const ls = openSearch({ cacheDir: await freshDir(), persistDelayMs: 0 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let building!: () => void;
+    const started = new Promise<void>((r) => (building = r));
+    const built = ls.setRepo('acme/api', oid(1), async () => {
+      building();
+      await gate;
+      return API;
+    });
+    await started;
+    // Called while the build is still waiting for its rungs: it must not see a missing shard.
+    const diffed = ls.applyDiff('acme/api', oid(3), {
+      base: oid(1),
+      remove: ['docs/guide.md'],
+    });
+    release();
+    expect((await built).source).toBe('built');
+    expect(await diffed).toMatchObject({ ladder_oid: oid(3), removed: 1 });
+    expect(ls.ladderOid('acme/api')).toBe(oid(3));
+  });
+});

@@ -11,6 +11,7 @@ import {
   type SshSigningKey,
 } from '../../git/index.js';
 import { ZzError } from '../../errors.js';
+import { configDir } from '../../local/index.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
 import { callerGitConfig, gitUserEmail } from '../identity.js';
@@ -30,11 +31,6 @@ import { parseZzCommit, type ParsedCommit } from './validate.js';
 /** The person an actor acts for: `alice@x[claude]` → `alice@x`. */
 export function personOf(actor: string): string {
   return actor.replace(/\[.*\]$/, '');
-}
-
-function configDir(env: NodeJS.ProcessEnv): string {
-  const base = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config');
-  return join(base, 'zz');
 }
 
 /**

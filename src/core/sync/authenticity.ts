@@ -11,7 +11,7 @@ import {
   type SshSigningKey,
 } from '../../git/index.js';
 import { ZzError } from '../../errors.js';
-import { configDir } from '../../local/index.js';
+import { configDir, createFileExclusive } from '../../local/index.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
 import { callerGitConfig, gitUserEmail } from '../identity.js';
@@ -105,19 +105,12 @@ export async function personKeyInfo(
   }
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const { key, pem } = generateSigningKey();
-  const tmp = `${file}.${process.pid}.tmp`;
-  await fsp.writeFile(tmp, pem, { mode: 0o600 });
-  try {
-    // link() refuses to replace: a racing process that made the key first wins, we use it.
-    await fsp.link(tmp, file);
+  // A racing process that made the key first wins; we use its key.
+  if (await createFileExclusive(file, pem, { mode: 0o600 })) {
     return { key, file, created: true, source: 'zz', ...note };
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    const pem = await fsp.readFile(file, 'utf8');
-    return { key: signingKeyFromPem(pem), file, created: false, source: 'zz', ...note };
-  } finally {
-    await fsp.rm(tmp, { force: true });
   }
+  const made = await fsp.readFile(file, 'utf8');
+  return { key: signingKeyFromPem(made), file, created: false, source: 'zz', ...note };
 }
 
 /**

@@ -10,6 +10,18 @@ function stringBytes(s: string): number {
   return PLAIN.test(s) ? s.length + 2 : Buffer.byteLength(JSON.stringify(s), 'utf8');
 }
 
+// `"key":` once per key: documents of one kind repeat the same few keys thousands of times.
+const keySizes = new Map<string, number>();
+
+function keyBytes(key: string): number {
+  let n = keySizes.get(key);
+  if (n === undefined) {
+    n = stringBytes(key) + 1;
+    if (keySizes.size < 4096) keySizes.set(key, n);
+  }
+  return n;
+}
+
 const skipped = (x: unknown): boolean =>
   x === undefined || typeof x === 'function' || typeof x === 'symbol';
 
@@ -43,7 +55,7 @@ export function jsonBytes(v: unknown): number {
       for (const key of Object.keys(o)) {
         const x = o[key];
         if (skipped(x)) continue;
-        n += stringBytes(key) + 1 + jsonBytes(x);
+        n += keyBytes(key) + jsonBytes(x);
         k++;
       }
       return k > 1 ? n + k - 1 : n;

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { EVENTS_CURSOR_MAX_LENGTH } from '../core/index.js';
 import { ZzError } from '../errors.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/index.js';
 import type { App } from './app.js';
@@ -30,6 +31,13 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
+/**
+ * Request line plus headers: room for an events cursor (Last-Event-ID, or ?cursor=) as large as
+ * lane_events issues, beside ordinary headers. node:http's default, 16 KiB, answered 431 to an
+ * SSE client reconnecting with the cursor of a repository past ~100 Lanes, again and again.
+ */
+const MAX_HEADER_BYTES = EVENTS_CURSOR_MAX_LENGTH + 16 * 1024;
+
 const formatHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
 
 /** The app to serve, or a function that builds it once the port is known (port 0). */
@@ -40,21 +48,24 @@ export async function listen(source: AppSource, opts: ListenOptions = {}): Promi
   let app: App | null = typeof source === 'function' ? null : source;
   const open = new Set<ServerResponse>();
   let drained: (() => void) | null = null;
-  const server = createServer({ keepAlive: true, requestTimeout: 120_000 }, (req, res) => {
-    open.add(res);
-    res.on('close', () => {
-      open.delete(res);
-      if (open.size === 0 && drained) drained();
-    });
-    if (!app) {
-      sendPlain(res, 503, { error: 'starting', code: 'unavailable' });
-      return;
-    }
-    handle(app, req, res, base).catch((e: unknown) => {
-      // The app answers every error itself; this is a failure writing the response.
-      res.destroy(e instanceof Error ? e : undefined);
-    });
-  });
+  const server = createServer(
+    { keepAlive: true, requestTimeout: 120_000, maxHeaderSize: MAX_HEADER_BYTES },
+    (req, res) => {
+      open.add(res);
+      res.on('close', () => {
+        open.delete(res);
+        if (open.size === 0 && drained) drained();
+      });
+      if (!app) {
+        sendPlain(res, 503, { error: 'starting', code: 'unavailable' });
+        return;
+      }
+      handle(app, req, res, base).catch((e: unknown) => {
+        // The app answers every error itself; this is a failure writing the response.
+        res.destroy(e instanceof Error ? e : undefined);
+      });
+    },
+  );
   server.keepAliveTimeout = 60_000;
   server.headersTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

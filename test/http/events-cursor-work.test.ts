@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { encodeCursor, EVENTS_CURSOR_MAX_LENGTH, type Positions } from '../../src/core/events.js';
 import { jsonClient, type JsonClient } from '../helpers/http-client.js';
@@ -72,4 +73,60 @@ describe('lane_events cursors as large as allowed', () => {
     expect(reply.status).toBe(200);
     expect(reply.json.result.next_cursor).toEqual(expect.any(String));
   });
+});
+
+/** The status and content type a GET of the event stream answers with (the stream is left). */
+function openStream(path: string, headers: Record<string, string>) {
+  const url = new URL(d.url);
+  return new Promise<{ status: number; type: string }>((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, path, headers }, (res) => {
+      resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']) });
+      res.destroy();
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('the event stream resumes from a cursor naming many Lanes', () => {
+  it('takes back, as Last-Event-ID or ?cursor=, the cursor lane_events issued for 120 Lanes', async () => {
+    // Lane ids of 60 characters: each Lane adds ~170 characters to the cursor.
+    const ids = Array.from(
+      { length: 120 },
+      (_, i) => `${'l'.repeat(55)}-${String(i).padStart(4, '0')}`,
+    );
+    for (const lane_id of ids) {
+      const r = await http.post(`/api/repos/${d.key}/tools/lane_propose`, {
+        lane_id,
+        title: lane_id,
+      });
+      expect(r.status).toBe(200);
+    }
+    const page = await http.post(`/api/repos/${d.key}/tools/lane_events`, { limit: 1 });
+    expect(page.status).toBe(200);
+    let cursor = page.json.result.next_cursor as string;
+    // Page to the end: the cursor then names every Lane.
+    for (;;) {
+      const next = await http.post(`/api/repos/${d.key}/tools/lane_events`, {
+        cursor,
+        limit: 1000,
+      });
+      expect(next.status).toBe(200);
+      cursor = next.json.result.next_cursor;
+      if (next.json.result.events.length === 0) break;
+    }
+    // Past what node:http takes in headers by default (16 KiB), under the cursor's own cap.
+    expect(cursor.length).toBeGreaterThan(16 * 1024);
+    const token = (await d.token('owner@example.com')) as string;
+    const path = `/api/repos/${d.key}/events`;
+    const auth = { authorization: `Bearer ${token}` };
+    expect(await openStream(path, { ...auth, 'last-event-id': cursor })).toEqual({
+      status: 200,
+      type: expect.stringMatching(/^text\/event-stream/),
+    });
+    expect(await openStream(`${path}?cursor=${cursor}`, auth)).toEqual({
+      status: 200,
+      type: expect.stringMatching(/^text\/event-stream/),
+    });
+  }, 120_000);
 });

@@ -32,11 +32,16 @@ export interface HttpServer {
 }
 
 /**
- * Request line plus headers: room for an events cursor (Last-Event-ID, or ?cursor=) as large as
- * lane_events issues, beside ordinary headers. node:http's default, 16 KiB, answered 431 to an
- * SSE client reconnecting with the cursor of a repository past ~100 Lanes, again and again.
+ * maxHeaderSize (request line plus headers) has room for an events cursor (Last-Event-ID, or
+ * ?cursor=) as large as lane_events issues, beside ordinary headers. node:http's default,
+ * 16 KiB, answered 431 to an SSE client (the dashboard) reconnecting with the cursor of a
+ * repository past ~100 Lanes, on every retry.
  */
-const MAX_HEADER_BYTES = EVENTS_CURSOR_MAX_LENGTH + 16 * 1024;
+const SERVER_OPTIONS = {
+  keepAlive: true,
+  requestTimeout: 120_000,
+  maxHeaderSize: EVENTS_CURSOR_MAX_LENGTH + 16 * 1024,
+};
 
 const formatHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
 
@@ -48,24 +53,21 @@ export async function listen(source: AppSource, opts: ListenOptions = {}): Promi
   let app: App | null = typeof source === 'function' ? null : source;
   const open = new Set<ServerResponse>();
   let drained: (() => void) | null = null;
-  const server = createServer(
-    { keepAlive: true, requestTimeout: 120_000, maxHeaderSize: MAX_HEADER_BYTES },
-    (req, res) => {
-      open.add(res);
-      res.on('close', () => {
-        open.delete(res);
-        if (open.size === 0 && drained) drained();
-      });
-      if (!app) {
-        sendPlain(res, 503, { error: 'starting', code: 'unavailable' });
-        return;
-      }
-      handle(app, req, res, base).catch((e: unknown) => {
-        // The app answers every error itself; this is a failure writing the response.
-        res.destroy(e instanceof Error ? e : undefined);
-      });
-    },
-  );
+  const server = createServer(SERVER_OPTIONS, (req, res) => {
+    open.add(res);
+    res.on('close', () => {
+      open.delete(res);
+      if (open.size === 0 && drained) drained();
+    });
+    if (!app) {
+      sendPlain(res, 503, { error: 'starting', code: 'unavailable' });
+      return;
+    }
+    handle(app, req, res, base).catch((e: unknown) => {
+      // The app answers every error itself; this is a failure writing the response.
+      res.destroy(e instanceof Error ? e : undefined);
+    });
+  });
   server.keepAliveTimeout = 60_000;
   server.headersTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

@@ -16,7 +16,7 @@ import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.
 import { callerGitConfig, gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { requireCaller, type Caller } from '../access.js';
-import type { SyncCommit, SyncLocal } from './ports.js';
+import type { SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
 
 // Authenticity of what arrives by fetch (DESIGN §7). Every commit a daemon writes is signed
@@ -213,10 +213,11 @@ function applyConfigRecord(s: ConfigState, op: OpRecord): void {
 }
 
 export interface AuthChecker {
+  /** `incoming`: the commits of `history` that arrived (not held locally before). */
   check(
     ref: string,
     history: readonly ParsedCommit[],
-    incoming: readonly SyncCommit[],
+    incoming: ReadonlySet<string>,
   ): Promise<{ commit: string; reason: string } | null>;
 }
 
@@ -237,15 +238,20 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
   let remoteConfigOk = false;
   return {
     async check(ref, history, incoming) {
-      const raw = new Map(incoming.map((c) => [c.oid, c]));
+      // The raw bytes (for the signatures) of just the commits that need a check.
+      const rawOf = (keep: (c: ParsedCommit) => boolean) =>
+        local.rawCommits(
+          history.filter((c) => incoming.has(c.revision) && keep(c)).map((c) => c.revision),
+        );
       if (ref === 'refs/zz/config') {
         const tip = history[history.length - 1]?.revision;
         if (!tip) return null;
+        const raw = await rawOf((c) => c.ops.some((o) => OWNER_LEVEL_OPS.has(o.op)));
         const s = configCodec.empty();
         for (const { op, revision } of publicationOrder(history, tip)) {
-          const c = raw.get(revision);
-          if (c && OWNER_LEVEL_OPS.has(op.op)) {
-            const signer = c.raw ? verifyCommitBody(c.raw) : null;
+          if (incoming.has(revision) && OWNER_LEVEL_OPS.has(op.op)) {
+            const body = raw.get(revision);
+            const signer = body ? verifyCommitBody(body) : null;
             const problem = ownerOpProblem(s, op, signer);
             if (problem) return { commit: revision, reason: problem };
           }
@@ -262,10 +268,11 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
       })();
       const config = await trusted;
       if (!config.signed) return null;
+      const raw = await rawOf((c) => c.ops.length > 0);
       for (const c of history) {
-        const r = raw.get(c.revision);
-        if (!r || c.ops.length === 0) continue;
-        const signer = r.raw ? verifyCommitBody(r.raw) : null;
+        if (!incoming.has(c.revision) || c.ops.length === 0) continue;
+        const body = raw.get(c.revision);
+        const signer = body ? verifyCommitBody(body) : null;
         for (const op of c.ops) {
           if (!isActorKey(config, op.actor, signer)) {
             return {

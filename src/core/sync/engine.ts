@@ -181,11 +181,16 @@ async function reconcile(
   };
   // A Lane that only we wrote is pushed as it is, but when this round brought a new config
   // (a revocation, say) the fold may now refuse some of our ops: say which, as a merge would.
-  const refusedByNewRoles = async (ref: string, mine: string, theirs: string | null) => {
+  const refusedByNewRoles = async (
+    ref: string,
+    mine: string,
+    theirs: string | null,
+    walked?: readonly SyncCommit[],
+  ) => {
     if (!ref.startsWith(LANES_REF_PREFIX) || configTip === (locals.get(CONFIG_REF) ?? null)) {
       return;
     }
-    const history = (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref));
+    const history = (walked ?? (await local.commits([mine], []))).map((c) => parseZzCommit(c, ref));
     const remote =
       theirs === null
         ? new Set<string>()
@@ -227,17 +232,24 @@ async function reconcile(
       await refusedByNewRoles(ref, mine!, null);
       continue;
     }
-    if (mine !== null && (await local.isAncestor(theirs, mine))) {
+    // Only we moved (a few local commits on top of what the remote holds): push. A short walk
+    // through cat-file says so without a spawn; past it, the full walk below decides.
+    if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs);
       continue;
     }
-    // Both sides' histories in one walk and one batched read (reading them once per question
-    // cost seconds on a 1,000-op divergence); who reaches what is answered in memory.
+    // Both sides' histories in one walk (one git call; reading them once per question cost
+    // seconds on a 1,000-op divergence); who reaches what is answered in memory.
     const raw = await local.commits(mine === null ? [theirs] : [theirs, mine], []);
     const parentsOf = new Map(raw.map((c) => [c.oid, c.parents]));
     const fromTheirs = reachable(parentsOf, theirs);
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
+    if (mine !== null && fromMine.has(theirs)) {
+      pushes.push({ ref, expected: theirs, next: mine });
+      await refusedByNewRoles(ref, mine, theirs, raw);
+      continue;
+    }
     // Only what arrived goes through the entity's typed op parser here: what we hold was
     // judged when it came (or written here), and the merge's fold parses every op it applies.
     const all = raw.map((c) => parseZzCommit(c, fromMine.has(c.oid) ? undefined : ref));
@@ -248,11 +260,7 @@ async function reconcile(
     const codec = syncCodecFor(ref);
     let bad = codec ? validateIncoming(ref, history, incomingSet) : null;
     if (!bad && checker) {
-      bad = await checker.check(
-        ref,
-        history,
-        raw.filter((c) => incomingSet.has(c.oid)),
-      );
+      bad = await checker.check(ref, history, incomingSet);
     }
     if (bad) {
       setTip(ref, mine);
@@ -310,6 +318,8 @@ async function reconcile(
 }
 
 const CONFIG_REF = 'refs/zz/config';
+/** Commits the cheap "only we moved" walk reads before leaving it to the full walk. */
+const NEAR_ANCESTOR_WALK = 32;
 const LANES_REF_PREFIX = 'refs/zz/lanes/';
 
 /** The roles timeline of refs/zz/config at `tip` (already validated, so every op parses). */

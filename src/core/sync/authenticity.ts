@@ -90,6 +90,16 @@ export async function personKeyInfo(
   env = process.env,
   cwd?: string,
 ): Promise<PersonKeyInfo> {
+  return (await findKey(person, env, cwd, true))!;
+}
+
+/** The person's key (git's, else zz's); with `make`, zz's is made when missing, else null. */
+async function findKey(
+  person: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string | undefined,
+  make: boolean,
+): Promise<PersonKeyInfo | null> {
   const fromGit = cwd === undefined ? null : await gitSigningKey(cwd, env);
   if (fromGit && 'key' in fromGit) return { ...fromGit, created: false, source: 'git' };
   const note = fromGit ? { note: fromGit.note } : {};
@@ -106,6 +116,7 @@ export async function personKeyInfo(
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
+  if (!make) return null;
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const { key, pem } = generateSigningKey();
   const tmp = `${file}.${process.pid}.tmp`;
@@ -124,29 +135,45 @@ export async function personKeyInfo(
 }
 
 /**
- * The daemon's signing: the checkout's person (git user.email) signs with the key `zz init`
- * made for them, if there is one (the daemon never makes keys: that is `zz init`'s to say).
- * Returns one line for the daemon's log saying which it is.
+ * The daemon's signing (DESIGN §7): every commit it writes for the checkout's person (git
+ * user.email) and that person's agents is signed with the person's key — git's
+ * user.signingkey when it is an ssh key zz can use, else zz's own under the user config dir,
+ * made here when the person has none (`makeKey`; without it a missing key leaves commits
+ * unsigned, for embedders whose environment is not the user's). Returns one line for the
+ * daemon's log saying which key and, when the repository's config does not list it for the
+ * person yet, how an owner registers it: until then other machines see unsigned commits.
  */
-export async function signWithExistingKey(repo: ZzRepo, env = process.env): Promise<string> {
+export async function signWithPersonKey(
+  repo: ZzRepo,
+  env = process.env,
+  opts: { makeKey?: boolean } = {},
+): Promise<string> {
   const g = repo.git;
   if (!g) return `${repo.key}: zz commits are not signed (no git repository)`;
-  const person = await gitUserEmail(g.workTree ?? g.gitdir, env).catch(() => null);
+  const cwd = g.workTree ?? g.gitdir;
+  const person = await gitUserEmail(cwd, env).catch(() => null);
   if (!person) return `${repo.key}: zz commits are not signed (no git user.email)`;
-  const fromGit = await gitSigningKey(g.workTree ?? g.gitdir, env);
-  if (fromGit && 'key' in fromGit) {
-    signAs(repo, person, fromGit.key);
-    return `${repo.key}: signing zz commits as ${person} with ${fromGit.file} (git user.signingkey)`;
-  }
-  const file = keyFile(person, env);
-  let pem: string;
-  try {
-    pem = await fsp.readFile(file, 'utf8');
-  } catch {
+  const info = await findKey(person, env, cwd, opts.makeKey ?? false);
+  if (!info) {
     return `${repo.key}: zz commits are not signed (${person} has no key yet: run zz init)`;
   }
-  signAs(repo, person, signingKeyFromPem(pem));
-  return `${repo.key}: signing zz commits as ${person} with ${file}`;
+  signAs(repo, person, info.key);
+  const line = info.created
+    ? `${repo.key}: made a signing key for ${person} (${info.file}); signing zz commits with it`
+    : `${repo.key}: signing zz commits as ${person} with ${info.file}${info.source === 'git' ? ' (git user.signingkey)' : ''}`;
+  return line + (await unregisteredNote(repo, person, info.key.publicKey));
+}
+
+/** When the config is readable and does not list `publicKey` for `person`: what to run. */
+async function unregisteredNote(repo: ZzRepo, person: string, publicKey: string): Promise<string> {
+  let state: ConfigState;
+  try {
+    state = (await repo.config.read()).state;
+  } catch {
+    return '';
+  }
+  if (!state.config || isActorKey(state, person, normalizeKeyLine(publicKey))) return '';
+  return `; the key is not registered for ${person} in refs/zz/config, so other machines see these commits as unsigned until an owner runs: zz key add --actor ${person} --key "${publicKey}"`;
 }
 
 function keyFile(person: string, env: NodeJS.ProcessEnv): string {

@@ -1,12 +1,10 @@
 import { ZzError } from '../../errors.js';
 import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '../../git/index.js';
 import { publicationOrder } from '../../store/index.js';
-import { configCodec } from '../config-state.js';
 import type { RoleSource } from '../lane-state.js';
-import { roleTimeline } from '../role-timeline.js';
-import type { ConfigOp } from '../../schema/index.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
+import { laneRejectionsUnder, rolesOf } from './refusals.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 import { formatMergeMessage, parseZzCommit, validateIncoming } from './validate.js';
@@ -199,18 +197,10 @@ async function reconcile(
       history.filter((c) => !remote.has(c.revision)).flatMap((c) => c.ops.map((o) => o.id)),
     );
     // What the fold refuses under the new roles and did not under the old ones.
-    const refused = (r: RoleSource) => {
-      const sc = syncCodecFor(ref, r)!;
-      const state = sc.codec.empty();
-      for (const { op } of publicationOrder(history, mine)) {
-        const p = sc.codec.parse(op);
-        if (p.ok) sc.codec.apply(state, p.op);
-      }
-      return sc.rejections?.(state) ?? [];
-    };
+    const ops = publicationOrder(history, mine).map((o) => o.op);
     oldRoles ??= rolesAt(local, locals.get(CONFIG_REF) ?? null);
-    const before = new Set(refused(await oldRoles).map((r) => r.op_id));
-    for (const r of refused(await (roles ??= rolesAt(local, configTip)))) {
+    const before = new Set(laneRejectionsUnder(ops, await oldRoles).map((r) => r.op_id));
+    for (const r of laneRejectionsUnder(ops, await (roles ??= rolesAt(local, configTip)))) {
       if (ours.has(r.op_id) && !before.has(r.op_id)) report.rejected.push({ ...r, ref });
     }
   };
@@ -324,14 +314,11 @@ const LANES_REF_PREFIX = 'refs/zz/lanes/';
 
 /** The roles timeline of refs/zz/config at `tip` (already validated, so every op parses). */
 async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource> {
-  if (tip === null) return roleTimeline([]);
-  const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF));
-  const ops: ConfigOp[] = [];
-  for (const { op } of publicationOrder(history, tip)) {
-    const p = configCodec.parse(op);
-    if (p.ok) ops.push(p.op);
-  }
-  return roleTimeline(ops);
+  if (tip === null) return rolesOf([], null);
+  return rolesOf(
+    (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF)),
+    tip,
+  );
 }
 
 /** The commits (oid → parents, closed under parents) that `tip` reaches. */

@@ -10,3 +10,4 @@ export * from './validate.js';
 export * from './run.js';
 export * from './auto-sync.js';
 export * from './unsigned.js';
+export * from './refusals.js';

@@ -18,6 +18,9 @@ import type { ZzRepo } from '../zz-repo.js';
 import { requireCaller, type Caller } from '../access.js';
 import type { SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
+import { relatedLaneProblem } from './related-check.js';
+import { rolesOf } from './refusals.js';
+import { laneCodec, type LaneState, type RoleSource } from '../lane-state.js';
 
 // Authenticity of what arrives by fetch (DESIGN §7). Every commit a daemon writes is signed
 // with the key of the person it acts for; refs/zz/config lists each actor's allowed keys. On
@@ -254,13 +257,47 @@ export interface AuthChecker {
  * hold (the remote's, when it passed, else ours).
  */
 export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
-  let trusted: Promise<ConfigState> | null = null;
-  const foldConfig = async (tip: string | undefined): Promise<ConfigState> => {
-    const s = configCodec.empty();
-    if (!tip) return s;
-    const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, 'refs/zz/config'));
-    for (const { op } of publicationOrder(history, tip)) applyConfigRecord(s, op);
-    return s;
+  type Trusted = { config: ConfigState; roles: RoleSource; refs: Map<string, string> };
+  let trusted: Promise<Trusted> | null = null;
+  const trust = (): Promise<Trusted> =>
+    (trusted ??= (async () => {
+      const refs = await local.listRefs('refs/z');
+      const remoteTip = refs.get(`refs/zz-remotes/${remoteName}/config`);
+      const tip = (remoteConfigOk && remoteTip) || refs.get('refs/zz/config') || null;
+      const history = tip
+        ? (await local.commits([tip], [])).map((c) => parseZzCommit(c, 'refs/zz/config'))
+        : [];
+      const config = configCodec.empty();
+      if (tip) for (const { op } of publicationOrder(history, tip)) applyConfigRecord(config, op);
+      return { config, roles: rolesOf(history, tip), refs };
+    })());
+  // A Lane's coordinators as this round sees it: ours and the remote's (either may be newer).
+  const coordinators = new Map<string, Promise<ReadonlySet<string>>>();
+  const coordinatorsOf = (t: Trusted, laneId: string): Promise<ReadonlySet<string>> => {
+    let p = coordinators.get(laneId);
+    if (!p) {
+      p = (async () => {
+        const out = new Set<string>();
+        const ref = `refs/zz/lanes/${laneId}`;
+        for (const tip of [
+          t.refs.get(ref),
+          t.refs.get(`refs/zz-remotes/${remoteName}/lanes/${laneId}`),
+        ]) {
+          if (!tip) continue;
+          const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, ref));
+          const ops = publicationOrder(history, tip).map((o) => o.op);
+          const state: LaneState = { ...laneCodec.empty(), roles: t.roles };
+          for (const op of ops) {
+            const parsed = laneCodec.parse(op);
+            if (parsed.ok) laneCodec.apply(state, parsed.op);
+          }
+          for (const c of state.lane?.coordinators ?? []) out.add(c);
+        }
+        return out;
+      })();
+      coordinators.set(laneId, p);
+    }
+    return p;
   };
   let remoteConfigOk = false;
   return {
@@ -287,13 +324,14 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
         remoteConfigOk = true;
         return null;
       }
-      trusted ??= (async () => {
-        const refs = await local.listRefs('refs/z');
-        const remoteTip = refs.get(`refs/zz-remotes/${remoteName}/config`);
-        const localTip = refs.get('refs/zz/config');
-        return foldConfig(remoteConfigOk && remoteTip ? remoteTip : localTip);
-      })();
-      const config = await trusted;
+      if (ref.startsWith('refs/zz/lanes/')) {
+        const problem = await relatedLaneProblem(ref, history, incoming, async () => {
+          const t = await trust();
+          return { roles: t.roles, coordinatorsOf: (id) => coordinatorsOf(t, id) };
+        });
+        if (problem) return problem;
+      }
+      const { config } = await trust();
       if (!config.signed) return null;
       const raw = await rawOf((c) => c.ops.length > 0);
       for (const c of history) {

@@ -11,3 +11,4 @@ export * from './run.js';
 export * from './auto-sync.js';
 export * from './unsigned.js';
 export * from './refusals.js';
+export * from './related-check.js';

@@ -1,6 +1,8 @@
 import { markUnsigned } from './sync/unsigned.js';
 import { createHash } from 'node:crypto';
-import { ZzError } from '../errors.js';
+import { z } from 'zod';
+import { cursorCodec } from '../schema/cursor.js';
+import { laneId } from '../schema/ids.js';
 import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
 import { readLane, readLanes } from './lanes.js';
@@ -43,63 +45,64 @@ export type LanePosition =
   number | { n: number; d: string; r: string | null; s?: [string, number]; c?: string };
 export type Positions = Record<string, LanePosition>;
 
-const isCount = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0;
-const isRev = (r: unknown): r is string => typeof r === 'string' && /^[0-9a-f]{1,64}$/.test(r);
+const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const rev = z.string().regex(/^[0-9a-f]{1,64}$/);
+const digest16 = z.string().regex(/^[0-9a-f]{16}$/);
+/**
+ * A position on the wire: a bare count (older servers), or [n, d, r], then [sr, sn] while
+ * skipping, then c when the config was known.
+ */
+const wirePosition = z.union([
+  count,
+  z.tuple([count, digest16, rev.nullable()]),
+  z.tuple([count, digest16, rev.nullable(), digest16]),
+  z.tuple([count, digest16, rev.nullable(), rev, count]),
+  z.tuple([count, digest16, rev.nullable(), rev, count, digest16]),
+]);
+const wirePositions = z.record(laneId, wirePosition);
+type WirePositions = z.output<typeof wirePositions>;
 
-const isDigest = (d: unknown): d is string => typeof d === 'string' && /^[0-9a-f]{16}$/.test(d);
+/**
+ * Events cursors are kept by clients across daemon restarts and upgrades (an SSE client's
+ * Last-Event-ID, `zz work`), so the bare JSON object servers issued before the cursor codec
+ * still reads. A cursor names every Lane it has seen (about 150 characters each): the cap
+ * leaves room for well over a thousand Lanes, where 4 KiB, the cap before, held about 30.
+ */
+export const EVENTS_CURSOR_MAX_LENGTH = 256 * 1024;
+const eventsCursor = cursorCodec('lane_events', wirePositions, {
+  maxLength: EVENTS_CURSOR_MAX_LENGTH,
+  legacy: (json) => {
+    const p = wirePositions.safeParse(json);
+    return p.success ? p.data : undefined;
+  },
+});
 
-// [n, d, r], then [sr, sn] while skipping, then c when the config was known: 3 to 6 items.
-function parsePosition(v: unknown): LanePosition | null {
-  if (isCount(v)) return v;
-  if (!Array.isArray(v) || v.length < 3 || v.length > 6) return null;
-  const [n, d, r, ...rest] = v as unknown[];
-  if (!isCount(n) || !isDigest(d)) return null;
-  if (r !== null && !isRev(r)) return null;
-  const out: Exclude<LanePosition, number> = { n, d, r: r as string | null };
-  if (rest.length % 2 === 1) {
-    const c = rest.pop();
-    if (!isDigest(c)) return null;
-    out.c = c;
-  }
-  if (rest.length === 2) {
-    const [sr, sn] = rest;
-    if (!isRev(sr) || !isCount(sn)) return null;
-    out.s = [sr, sn];
+export function decodeCursor(c: string | undefined, field = 'cursor'): Positions {
+  if (c === undefined) return {};
+  const out: Positions = {};
+  for (const [k, v] of Object.entries(eventsCursor.decode(c, field))) {
+    if (typeof v === 'number') {
+      out[k] = v;
+      continue;
+    }
+    const pos: Exclude<LanePosition, number> = { n: v[0], d: v[1], r: v[2] };
+    if (v.length === 4 || v.length === 6) pos.c = v[v.length - 1] as string;
+    if (v.length >= 5) pos.s = [v[3] as string, v[4] as number];
+    out[k] = pos;
   }
   return out;
 }
 
-export function decodeCursor(c: string | undefined): Positions {
-  if (c === undefined) return {};
-  try {
-    const v = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as unknown;
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      const out: Positions = {};
-      let ok = true;
-      for (const [k, x] of Object.entries(v)) {
-        const p = parsePosition(x);
-        if (p === null) ok = false;
-        else out[k] = p;
-      }
-      if (ok) return out;
-    }
-  } catch {
-    /* fall through */
+export const encodeCursor = (p: Positions): string => {
+  const wire: WirePositions = {};
+  for (const [k, v] of Object.entries(p)) {
+    wire[k] =
+      typeof v === 'number'
+        ? v
+        : ([v.n, v.d, v.r, ...(v.s ?? []), ...(v.c ? [v.c] : [])] as WirePositions[string]);
   }
-  throw new ZzError('invalid_argument', 'cursor is not a cursor this server issued');
-}
-
-export const encodeCursor = (p: Positions): string =>
-  Buffer.from(
-    JSON.stringify(
-      Object.fromEntries(
-        Object.entries(p).map(([k, v]) => [
-          k,
-          typeof v === 'number' ? v : [v.n, v.d, v.r, ...(v.s ?? []), ...(v.c ? [v.c] : [])],
-        ]),
-      ),
-    ),
-  ).toString('base64url');
+  return eventsCursor.encode(wire);
+};
 
 type Op = { id: string; revision: string };
 

@@ -1,6 +1,13 @@
 import type MiniSearch from 'minisearch';
 import { internalsOf } from './minisearch-internals.js';
-import { findTerm, termPostings, type PackedIndex } from './packed-index.js';
+import {
+  findTerm,
+  kindOfId,
+  liveId,
+  pathOfId,
+  termPostings,
+  type PackedIndex,
+} from './packed-index.js';
 
 // minisearch scores every matching document and allocates a result object, a `match` object
 // and a `terms` array for each before returning them all sorted: about 1 µs per posting, so a
@@ -29,8 +36,29 @@ export interface ScoreRequest {
 }
 
 export interface Scored {
-  id: string;
-  score: number;
+  readonly id: string;
+  readonly score: number;
+}
+
+/**
+ * A scored document whose path is decoded when first asked: a packed shard keeps its paths as
+ * UTF-8 bytes, and a common word's survivors (thousands) are mostly cut by rank() unseen.
+ */
+class Hit implements Scored {
+  private path: string | null = null;
+  constructor(
+    private src: Source | null,
+    private readonly doc: number,
+    readonly score: number,
+  ) {}
+  get id(): string {
+    if (this.path === null) {
+      this.path = this.src!.path(this.doc);
+      // Not kept past the decode: a cached result must not hold the shard's index in memory.
+      this.src = null;
+    }
+    return this.path;
+  }
 }
 
 /** One term's documents in one field. */
@@ -55,7 +83,7 @@ interface Source {
   kind(id: number): string | undefined;
   path(id: number): string;
   /** Field lengths by short id × field count. */
-  lengths: Float64Array;
+  lengths: Uint32Array;
   nFields: number;
 }
 
@@ -63,7 +91,7 @@ function minisearchSource<T>(ms: MiniSearch<T>): Source | null {
   const inner = internalsOf(ms);
   if (inner === null) return null;
   const nFields = Object.keys(inner._fieldIds).length;
-  const lengths = new Float64Array((inner._nextId + 1) * nFields);
+  const lengths = new Uint32Array((inner._nextId + 1) * nFields);
   for (const [id, fl] of inner._fieldLength) {
     for (let f = 0; f < nFields; f++) lengths[id * nFields + f] = fl[f] ?? 0;
   }
@@ -105,7 +133,7 @@ function packedSource(p: PackedIndex): Source {
     fieldIds: p.fieldIds,
     avgFieldLength: p.avgFieldLength,
     dirty: false,
-    maxId: p.paths.length,
+    maxId: p.idRows.length,
     nFields: p.nFields,
     lengths: p.lengths,
     lists(term) {
@@ -132,9 +160,9 @@ function packedSource(p: PackedIndex): Source {
         },
       }));
     },
-    live: (id) => p.paths[id] !== undefined,
-    kind: (id) => p.kinds[id],
-    path: (id) => p.paths[id]!,
+    live: (id) => liveId(p, id),
+    kind: (id) => kindOfId(p, id),
+    path: (id) => pathOfId(p, id),
   };
 }
 
@@ -250,7 +278,7 @@ function score(s: Scratch, req: ScoreRequest): Scored[] {
       let b = bits[id]!;
       let matched = 0;
       for (; b !== 0; b &= b - 1) matched++;
-      out.push({ id: src.path(id), score: acc[id]! * matched });
+      out.push(new Hit(src, id, acc[id]! * matched));
       bits[id] = 0;
     }
     return out;
@@ -308,5 +336,5 @@ function score(s: Scratch, req: ScoreRequest): Scored[] {
     }
     survivors = survivors.filter((id) => mark[id] === next);
   });
-  return survivors.map((id) => ({ id: src.path(id), score: acc[id]! }));
+  return survivors.map((id) => new Hit(src, id, acc[id]!));
 }

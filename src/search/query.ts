@@ -3,7 +3,7 @@ import type { Query, SearchOptions, SearchResult } from 'minisearch';
 import { ZzError } from '../errors.js';
 import { RUNG_KINDS, type RungKind } from '../schema/rung.js';
 import { decodeCursor } from './cursor.js';
-import { scorePacked, scoreShard } from './direct-scorer.js';
+import { scorePacked, scoreShard, type Scored } from './direct-scorer.js';
 import { shardTerms, type ShardTerms } from './shard-file.js';
 import {
   badArg,
@@ -67,9 +67,23 @@ export interface Plan {
 }
 
 export interface Ranked {
-  shard: Shard;
-  path: string;
-  score: number;
+  readonly shard: Shard;
+  readonly path: string;
+  readonly score: number;
+}
+
+/** A direct scorer's hit in a shard; its path is decoded when first asked (see rank()). */
+class ShardHit implements Ranked {
+  constructor(
+    readonly shard: Shard,
+    private readonly hit: Scored,
+  ) {}
+  get score(): number {
+    return this.hit.score;
+  }
+  get path(): string {
+    return this.hit.id;
+  }
 }
 
 interface Group {
@@ -237,7 +251,7 @@ export class QueryEngine {
       if (b.exps.some((e) => e.length === 0)) continue;
       const direct = this.direct(shard, b.exps, 'and', kinds);
       if (direct !== null) {
-        for (const r of direct) out.push({ shard, path: r.id, score: r.score });
+        for (const r of direct) out.push(new ShardHit(shard, r));
         continue;
       }
       const order = b.exps.map((_, g) => g).sort((x, y) => b.df[x]! - b.df[y]!);
@@ -288,7 +302,7 @@ export class QueryEngine {
     for (const [shard, b] of perShard) {
       const direct = this.direct(shard, b.exps, 'or', kinds);
       if (direct !== null) {
-        for (const r of direct) out.push({ shard, path: r.id, score: r.score });
+        for (const r of direct) out.push(new ShardHit(shard, r));
         continue;
       }
       const termGroups = new Map<string, number[]>();
@@ -400,5 +414,7 @@ export function rank(all: Ranked[]): Ranked[] {
       (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
   );
   if (out.length > MAX_RESULTS) out.length = MAX_RESULTS;
+  // What is kept has its path decoded now: a kept result never refers to a shard's index.
+  for (const r of out) void r.path;
   return out;
 }

@@ -166,38 +166,45 @@ function packedSource(p: PackedIndex): Source {
   };
 }
 
-interface Scratch {
-  source: Source;
-  score: Float64Array;
+/**
+ * Per-document arrays every score() call uses. One set for all shards, grown to the largest
+ * (score() runs one shard at a time and leaves `bits` zeroed; `mark` compares with epochs
+ * that only ever grow): 50 shards kept ~1.6 MiB of them apart.
+ */
+const scratch = {
+  score: new Float64Array(0),
   /** AND: the last step a document survived (+ epoch). */
-  mark: Int32Array;
+  mark: new Int32Array(0),
   /** OR: which words matched, as bits. */
-  bits: Uint32Array;
-  epoch: number;
+  bits: new Uint32Array(0),
+  epoch: 0,
+};
+
+function scratchOfSize(size: number): typeof scratch {
+  if (scratch.score.length < size) {
+    const n = Math.max(size, 2 * scratch.score.length);
+    scratch.score = new Float64Array(n);
+    scratch.mark = new Int32Array(n);
+    scratch.bits = new Uint32Array(n);
+    scratch.epoch = 0;
+  }
+  return scratch;
 }
 
-const scratches = new WeakMap<object, Scratch>();
+const sources = new WeakMap<object, Source>();
 
 /** Drops what was cached about an index that changed (add, replace, discard, vacuum). */
 export function forgetScratch(index: object): void {
-  scratches.delete(index);
+  sources.delete(index);
 }
 
-function scratchFor(key: object, make: () => Source | null): Scratch | null {
-  let s = scratches.get(key);
+function sourceFor(key: object, make: () => Source | null): Source | null {
+  let s = sources.get(key);
   if (s) return s;
-  const source = make();
-  if (source === null) return null;
-  const size = source.maxId + 1;
-  s = {
-    source,
-    score: new Float64Array(size),
-    mark: new Int32Array(size),
-    bits: new Uint32Array(size),
-    epoch: 0,
-  };
-  scratches.set(key, s);
-  return s;
+  const made = make();
+  if (made === null) return null;
+  sources.set(key, made);
+  return made;
 }
 
 interface FieldList {
@@ -214,7 +221,7 @@ function bm25(tf: number, length: number, avg: number): number {
 /** Scores a packed shard (as loaded from disk). */
 export function scorePacked(p: PackedIndex, req: ScoreRequest): Scored[] {
   return score(
-    scratchFor(p, () => packedSource(p))!,
+    sourceFor(p, () => packedSource(p))!,
     req,
   );
 }
@@ -224,12 +231,12 @@ export function scorePacked(p: PackedIndex, req: ScoreRequest): Scored[] {
  * caller then uses minisearch's search()).
  */
 export function scoreShard<T>(ms: MiniSearch<T>, req: ScoreRequest): Scored[] | null {
-  const s = scratchFor(ms, () => minisearchSource(ms));
-  return s === null ? null : score(s, req);
+  const src = sourceFor(ms, () => minisearchSource(ms));
+  return src === null ? null : score(src, req);
 }
 
-function score(s: Scratch, req: ScoreRequest): Scored[] {
-  const src = s.source;
+function score(src: Source, req: ScoreRequest): Scored[] {
+  const s = scratchOfSize(src.maxId + 1);
   const boostById: number[] = [];
   for (const [name, id] of Object.entries(src.fieldIds)) boostById[id] = req.boost[name] ?? 1;
   const kinds = req.kinds;

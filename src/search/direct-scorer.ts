@@ -199,7 +199,7 @@ export function forgetScratch(index: object): void {
 }
 
 function sourceFor(key: object, make: () => Source | null): Source | null {
-  let s = sources.get(key);
+  const s = sources.get(key);
   if (s) return s;
   const made = make();
   if (made === null) return null;

@@ -36,6 +36,8 @@ const RUNGS = Number(process.env.ZZ_BENCH_RUNGS ?? 2000);
 const ASKS = Number(process.env.ZZ_BENCH_ASKS ?? 5000);
 // Restarted daemons measured one after another; the README's figure is their median.
 const RESTARTS = Number(process.env.ZZ_BENCH_RSS_RESTARTS ?? 3);
+// Seconds each restarted daemon is then left idle, sampled every second (0: not at all).
+const SETTLE_S = Number(process.env.ZZ_BENCH_RSS_SETTLE_S ?? 60);
 const CLIENTS = 16;
 const OWNER = 'owner@example.com';
 const MIB = 1024 * 1024;
@@ -295,6 +297,7 @@ export async function benchRss(): Promise<Record<string, unknown>> {
 
     // --- daemons 2…: restarts on the persisted shards, each measured the same way -------------
     const finals: Mem[] = [];
+    const settled: Mem[] = [];
     for (let n = 2; n < 2 + RESTARTS; n++) {
       t = performance.now();
       const d = await serve(primary, env, [], 120_000);
@@ -307,6 +310,19 @@ export async function benchRss(): Promise<Record<string, unknown>> {
       out.lane_asks_read_after_restart = await readLane();
       await search();
       finals.push(await measure(n, 'lane_get (all pages) + searches', pid));
+      // Then idle: V8's memory reducer runs memory-reducing collections some tens of seconds
+      // after allocation stops (young generation shrunk, old space compacted) and the RSS
+      // settles. The first second at which it is back within 1 MiB of the settled value.
+      if (SETTLE_S > 0) {
+        const samples: number[] = [];
+        for (let s = 0; s < SETTLE_S; s++) {
+          await new Promise((r) => setTimeout(r, 1000));
+          samples.push(memOf(pid).rss_mib);
+        }
+        const last = samples[samples.length - 1]!;
+        const at = samples.findIndex((x) => x <= last + 1) + 1;
+        settled.push(await measure(n, `idle ${SETTLE_S} s (settled after ${at} s)`, pid));
+      }
       if (snapshot) {
         const before = new Set(readdirSync(reports));
         process.kill(pid, 'SIGUSR1');
@@ -334,8 +350,11 @@ export async function benchRss(): Promise<Record<string, unknown>> {
     out.heap = breakdowns;
     out.rss_mib = final.rss_mib;
     out.rss_mib_runs = finals.map((f) => f.rss_mib);
+    out.rss_idle_mib = settled.length > 0 ? median(settled).rss_mib : null;
+    out.rss_idle_mib_runs = settled.map((f) => f.rss_mib);
     out.hwm_mib = final.hwm_mib;
     out.goal_rss_under_150_mib = final.rss_mib < 150;
+    out.goal_rss_idle_under_150_mib = settled.length > 0 && median(settled).rss_mib < 150;
     out.load_average = loadavg()[0];
     printTable(
       `zz serve RSS, read from /proc by another process (${REPOS} repos × ${RUNGS} rungs, ${ASKS} Asks)`,

@@ -43,21 +43,26 @@ export interface Scored {
 /**
  * A scored document whose path is decoded when first asked: a packed shard keeps its paths as
  * UTF-8 bytes, and a common word's survivors (thousands) are mostly cut by rank() unseen.
+ * It carries the caller's tag (query.ts: the shard), so it is also the ranked result itself.
  */
-class Hit implements Scored {
-  private path: string | null = null;
+export class Hit<T = null> implements Scored {
+  private decoded: string | null = null;
   constructor(
+    readonly shard: T,
     private src: Source | null,
     private readonly doc: number,
     readonly score: number,
   ) {}
+  get path(): string {
+    return this.id;
+  }
   get id(): string {
-    if (this.path === null) {
-      this.path = this.src!.path(this.doc);
+    if (this.decoded === null) {
+      this.decoded = this.src!.path(this.doc);
       // Not kept past the decode: a cached result must not hold the shard's index in memory.
       this.src = null;
     }
-    return this.path;
+    return this.decoded;
   }
 }
 
@@ -219,10 +224,15 @@ function bm25(tf: number, length: number, avg: number): number {
 }
 
 /** Scores a packed shard (as loaded from disk). */
-export function scorePacked(p: PackedIndex, req: ScoreRequest): Scored[] {
+export function scorePacked<T = null>(
+  p: PackedIndex,
+  req: ScoreRequest,
+  tag: T = null as T,
+): Array<Hit<T>> {
   return score(
     sourceFor(p, () => packedSource(p))!,
     req,
+    tag,
   );
 }
 
@@ -230,12 +240,16 @@ export function scorePacked(p: PackedIndex, req: ScoreRequest): Scored[] {
  * Scores a live minisearch index. Null when its internals are not the expected shape (the
  * caller then uses minisearch's search()).
  */
-export function scoreShard<T>(ms: MiniSearch<T>, req: ScoreRequest): Scored[] | null {
+export function scoreShard<D, T = null>(
+  ms: MiniSearch<D>,
+  req: ScoreRequest,
+  tag: T = null as T,
+): Array<Hit<T>> | null {
   const src = sourceFor(ms, () => minisearchSource(ms));
-  return src === null ? null : score(src, req);
+  return src === null ? null : score(src, req, tag);
 }
 
-function score(src: Source, req: ScoreRequest): Scored[] {
+function score<T>(src: Source, req: ScoreRequest, tag: T): Array<Hit<T>> {
   const s = scratchOfSize(src.maxId + 1);
   const boostById: number[] = [];
   for (const [name, id] of Object.entries(src.fieldIds)) boostById[id] = req.boost[name] ?? 1;
@@ -280,12 +294,12 @@ function score(src: Source, req: ScoreRequest): Scored[] {
         });
       }
     });
-    const out: Scored[] = [];
+    const out: Array<Hit<T>> = [];
     for (const id of touched) {
       let b = bits[id]!;
       let matched = 0;
       for (; b !== 0; b &= b - 1) matched++;
-      out.push(new Hit(src, id, acc[id]! * matched));
+      out.push(new Hit(tag, src, id, acc[id]! * matched));
       bits[id] = 0;
     }
     return out;
@@ -343,5 +357,5 @@ function score(src: Source, req: ScoreRequest): Scored[] {
     }
     survivors = survivors.filter((id) => mark[id] === next);
   });
-  return survivors.map((id) => new Hit(src, id, acc[id]!));
+  return survivors.map((id) => new Hit(tag, src, id, acc[id]!));
 }

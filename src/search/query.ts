@@ -3,7 +3,7 @@ import type { Query, SearchOptions, SearchResult } from 'minisearch';
 import { ZzError } from '../errors.js';
 import { RUNG_KINDS, type RungKind } from '../schema/rung.js';
 import { decodeCursor } from './cursor.js';
-import { scorePacked, scoreShard, type Scored } from './direct-scorer.js';
+import { scorePacked, scoreShard } from './direct-scorer.js';
 import { shardTerms, type ShardTerms } from './shard-file.js';
 import {
   badArg,
@@ -70,20 +70,6 @@ export interface Ranked {
   readonly shard: Shard;
   readonly path: string;
   readonly score: number;
-}
-
-/** A direct scorer's hit in a shard; its path is decoded when first asked (see rank()). */
-class ShardHit implements Ranked {
-  constructor(
-    readonly shard: Shard,
-    private readonly hit: Scored,
-  ) {}
-  get score(): number {
-    return this.hit.score;
-  }
-  get path(): string {
-    return this.hit.id;
-  }
 }
 
 interface Group {
@@ -251,7 +237,7 @@ export class QueryEngine {
       if (b.exps.some((e) => e.length === 0)) continue;
       const direct = this.direct(shard, b.exps, 'and', kinds);
       if (direct !== null) {
-        for (const r of direct) out.push(new ShardHit(shard, r));
+        for (const r of direct) out.push(r);
         continue;
       }
       const order = b.exps.map((_, g) => g).sort((x, y) => b.df[x]! - b.df[y]!);
@@ -302,7 +288,7 @@ export class QueryEngine {
     for (const [shard, b] of perShard) {
       const direct = this.direct(shard, b.exps, 'or', kinds);
       if (direct !== null) {
-        for (const r of direct) out.push(new ShardHit(shard, r));
+        for (const r of direct) out.push(r);
         continue;
       }
       const termGroups = new Map<string, number[]>();
@@ -342,13 +328,13 @@ export class QueryEngine {
     const req = { groups: exps, mode, kinds, boost: BOOST };
     if (shard.ms === null && shard.file !== null) {
       try {
-        return scorePacked(this.store.packedOf(shard), req);
+        return scorePacked(this.store.packedOf(shard), req, shard);
       } catch {
         // Damaged past its head: rebuilt from its documents, or forgotten when they are too.
         if (!this.store.repair(shard)) return [];
       }
     }
-    return scoreShard(this.store.msOf(shard), req);
+    return scoreShard(this.store.msOf(shard), req, shard);
   }
 
   /** Which expansions of each group every candidate shard holds, and how common they are. */

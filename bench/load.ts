@@ -1,8 +1,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
+import { jsonClient, type HttpReply, type JsonClient } from '../test/helpers/http-client.js';
 import { prng as rng } from '../test/helpers/seeded.js';
 import { benchDaemon, percentile } from './util.js';
 
@@ -21,7 +22,8 @@ import { benchDaemon, percentile } from './util.js';
 //    they can. Goal: p99 during the storm ≤ 3× the idle p99 (reads never wait for an fsync).
 //
 // Seeded (the seed is printed; ZZ_SEED reruns one mix). Figures depend on the machine's load:
-// the load average is printed beside them.
+// the load average is printed beside them. ZZ_LOAD_PART=mixed or =storm runs only that part
+// (e.g. to profile it with `node --cpu-prof`).
 
 const CLIENTS = 64;
 const REQUESTS = 4_000;
@@ -231,8 +233,235 @@ function startClient(job: Job): Child {
 const fmt = (xs: number[] | undefined) =>
   xs?.length ? `${round(percentile(xs, 50))} / ${round(percentile(xs, 99))}` : '-';
 
+interface Setup {
+  url: string;
+  base: string;
+  /** The owner's token and client. */
+  token: string;
+  owner: JsonClient;
+  call(c: JsonClient, name: string, args: Record<string, unknown>): Promise<HttpReply['json']>;
+}
+
+async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[]) {
+  const load1 = loadavg()[0]!;
+  const cpu0 = process.cpuUsage();
+  const mixed = (await startClient({
+    role: 'mixed',
+    url: s.url,
+    base: s.base,
+    tokens,
+    open,
+    seed,
+    requests: REQUESTS,
+  }).result) as MixedResult;
+  const cpu = process.cpuUsage(cpu0);
+  const all = Object.values(mixed.lat).flat();
+  const rps = all.length / (mixed.elapsedMs / 1000);
+  // The daemon's (this process's) CPU per request: less at the mercy of a busy machine than
+  // requests/s and latency, which wait for a core.
+  const cpuPerRequest = (cpu.user + cpu.system) / 1000 / all.length;
+
+  // Every acknowledged write is in the Lane.
+  const asks = new Map<string, { state: string; holder: string | null }>();
+  for (let offset: number | null = 0; offset !== null;) {
+    const page: { asks: Array<Record<string, unknown>>; next_offset: number | null } = await s.call(
+      s.owner,
+      'ask_list',
+      { lane_id: LANE, limit: 1_000, offset },
+    );
+    for (const a of page.asks) {
+      asks.set(a.ask_id as string, {
+        state: a.state as string,
+        holder: a.holder as string | null,
+      });
+    }
+    offset = page.next_offset;
+  }
+  const answered = new Set(mixed.answered);
+  const missing = [
+    ...mixed.posted.filter((id) => !asks.has(id)).map((id) => `posted ${id} missing`),
+    ...mixed.claimed
+      .filter(([id, i]) => {
+        const a = asks.get(id);
+        if (answered.has(id)) return a?.state !== 'answered';
+        return a?.state !== 'claimed' || !a.holder?.startsWith(`agent${i}@`);
+      })
+      .map(([id]) => `claim of ${id} not held`),
+    ...mixed.answered
+      .filter((id) => asks.get(id)?.state !== 'answered')
+      .map((id) => `answer of ${id} missing`),
+  ];
+
+  console.log(
+    `\nMixed load: ${CLIENTS} clients (another process), ${REQUESTS} requests on a Lane of ${PREFILL}+ Asks, seed ${seed} (ZZ_SEED=${seed} reruns it), load average ${round(load1, 2)}`,
+  );
+  console.log(
+    `  requests/s (goal ≥ 1000)  ${round(rps, 0)}   p50 / p99 ms (goal p99 < 100)  ${fmt(all)}`,
+  );
+  console.log(`  daemon CPU ms per request  ${round(cpuPerRequest, 3)}`);
+  console.log(
+    `  errors ${mixed.errors.length}${mixed.errors.length ? ` (first: ${mixed.errors[0]})` : ''}`,
+  );
+  console.log(
+    `  acknowledged writes present: ${missing.length === 0 ? 'all' : `NO: ${missing.length} missing (${missing.slice(0, 3).join('; ')})`} (${mixed.posted.length} posts, ${mixed.claimed.length} claims, ${mixed.answered.length} answers)`,
+  );
+  for (const [t] of MIX) {
+    const xs = mixed.lat[t];
+    console.log(
+      `  ${t.padEnd(20)} ${String(xs?.length ?? 0).padStart(5)} calls  p50 / p99 ms  ${fmt(xs)}`,
+    );
+  }
+  const perTool = Object.fromEntries(
+    Object.entries(mixed.lat).map(([t, xs]) => [
+      t,
+      {
+        n: xs.length,
+        p50_ms: round(percentile(xs, 50), 2),
+        p99_ms: round(percentile(xs, 99), 2),
+      },
+    ]),
+  );
+  return {
+    seed,
+    loadavg_mixed: round(load1, 2),
+    requests_per_s: round(rps, 0),
+    p50_ms: round(percentile(all, 50), 2),
+    p99_ms: round(percentile(all, 99), 2),
+    cpu_ms_per_request: round(cpuPerRequest, 3),
+    errors: mixed.errors.length,
+    acknowledged_missing: missing.length,
+    per_tool: perTool,
+  };
+}
+
+/** A stretch of at least this long between two 1 ms ticks is a stall, and is taken apart. */
+const STALL_MS = 10;
+
+interface LoopCpu {
+  /** Process CPU ms between consecutive ticks. */
+  ticks: number[];
+  wallMs: number;
+  /** Stalls (ticks ≥ STALL_MS apart): their wall time, split where Linux tells. */
+  stalls: { n: number; ms: number; cpuMs: number; waitMs: number } | null;
+}
+
+/**
+ * The daemon's CPU time (this process) between firings of a 1 ms timer, until the returned
+ * function is called. Unlike the loop delay, it leaves out time the process spent waiting for
+ * a core on a busy machine: a long synchronous stretch on the loop shows as a tick with that
+ * much CPU. (Process CPU: the thread pool's and GC threads' CPU counts too.) On Linux, each
+ * stall is also split by the main thread's schedstat into time on a CPU, time waiting for one
+ * (runnable), and the rest: blocked in the kernel (a synchronous call waiting for the disk).
+ */
+function loopCpu(): () => LoopCpu {
+  const ticks: number[] = [];
+  const t0 = performance.now();
+  const statFile = `/proc/${process.pid}/task/${process.pid}/schedstat`;
+  const sched = (): [number, number] | null => {
+    try {
+      const [cpu, wait] = readFileSync(statFile, 'utf8').split(' ').map(Number);
+      return [cpu! / 1e6, wait! / 1e6];
+    } catch {
+      return null;
+    }
+  };
+  const stalls: LoopCpu['stalls'] = sched() ? { n: 0, ms: 0, cpuMs: 0, waitMs: 0 } : null;
+  let last = process.cpuUsage();
+  let lastAt = performance.now();
+  let lastSched = sched();
+  const timer = setInterval(() => {
+    const now = process.cpuUsage();
+    const at = performance.now();
+    const nowSched = stalls ? sched() : null;
+    ticks.push((now.user - last.user + now.system - last.system) / 1000);
+    if (stalls && nowSched && lastSched && at - lastAt >= STALL_MS) {
+      stalls.n++;
+      stalls.ms += at - lastAt;
+      stalls.cpuMs += nowSched[0] - lastSched[0];
+      stalls.waitMs += nowSched[1] - lastSched[1];
+    }
+    last = now;
+    lastAt = at;
+    lastSched = nowSched;
+  }, 1);
+  return () => {
+    clearInterval(timer);
+    return { ticks, wallMs: performance.now() - t0, stalls };
+  };
+}
+
+async function stormPart(s: Setup) {
+  const reader = { role: 'reader' as const, url: s.url, base: s.base, token: s.token };
+  const idle = (await startClient({ ...reader, reads: IDLE_READS }).result) as Record<
+    string,
+    number[]
+  >;
+  const writers = startClient({ ...reader, role: 'writers', writers: STORM_WRITERS });
+  await writers.started;
+  await new Promise((r) => setTimeout(r, 300)); // let the storm build up
+  const load2 = loadavg()[0]!;
+  // How long the daemon's event loop (this process) is held at a time during the storm.
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  loopDelay.enable();
+  const stopCpu = loopCpu();
+  const storm = (await startClient({ ...reader, reads: STORM_READS }).result) as Record<
+    string,
+    number[]
+  >;
+  loopDelay.disable();
+  const { ticks: cpu, wallMs: cpuWallMs, stalls } = stopCpu();
+  const loopP99 = loopDelay.percentile(99) / 1e6;
+  const loopMax = loopDelay.max / 1e6;
+  writers.proc.send('stop');
+  const w = (await writers.result) as { posts: number; elapsedMs: number };
+
+  const ratio = (t: string) => percentile(storm[t]!, 99) / percentile(idle[t]!, 99);
+  // Posts in the measured window at the storm's mean rate (the writers ran a little longer).
+  const cpuPerPost =
+    cpu.reduce((a, b) => a + b, 0) / Math.max(1, (w.posts / w.elapsedMs) * cpuWallMs);
+  console.log(
+    `\nReads under a ${STORM_WRITERS}-writer storm (${round(w.posts / (w.elapsedMs / 1000), 0)} posts/s during it), load average ${round(load2, 2)}`,
+  );
+  console.log(
+    `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}`,
+  );
+  if (stalls && stalls.ms > 0) {
+    const pct = (x: number) => `${round((100 * x) / stalls.ms, 0)}%`;
+    console.log(
+      `  loop stalls ≥ ${STALL_MS} ms: ${stalls.n}, ${round(stalls.ms, 0)} ms in all: on a CPU ${pct(stalls.cpuMs)}, waiting for a core ${pct(stalls.waitMs)}, blocked in the kernel ${pct(stalls.ms - stalls.cpuMs - stalls.waitMs)}`,
+    );
+  }
+  console.log(
+    `  daemon CPU ms per 1 ms tick p99 / max  ${round(percentile(cpu, 99))} / ${round(Math.max(...cpu))}   daemon CPU ms per post  ${round(cpuPerPost, 2)}`,
+  );
+  for (const t of ['lane_get', 'lane_list']) {
+    console.log(
+      `  ${t.padEnd(10)} p50 / p99 ms idle ${fmt(idle[t])}  storm ${fmt(storm[t])}  p99 ratio ${round(ratio(t), 2)}× (goal ≤ 3×)`,
+    );
+  }
+  return {
+    loadavg_storm: round(load2, 2),
+    storm_posts_per_s: round(w.posts / (w.elapsedMs / 1000), 0),
+    storm_loop_delay_p99_ms: round(loopP99, 2),
+    storm_loop_delay_max_ms: round(loopMax, 2),
+    storm_tick_cpu_p99_ms: round(percentile(cpu, 99), 2),
+    storm_cpu_ms_per_post: round(cpuPerPost, 3),
+    storm_stalls: stalls,
+    lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),
+    lane_get_p99_storm_ms: round(percentile(storm.lane_get!, 99), 2),
+    lane_list_p99_idle_ms: round(percentile(idle.lane_list!, 99), 2),
+    lane_list_p99_storm_ms: round(percentile(storm.lane_list!, 99), 2),
+    lane_get_p99_ratio: round(ratio('lane_get'), 2),
+    lane_list_p99_ratio: round(ratio('lane_list'), 2),
+  };
+}
+
 export async function benchLoad(): Promise<Record<string, unknown>> {
   const seed = Number(process.env.ZZ_SEED ?? Date.now() % 1_000_000);
+  const part = process.env.ZZ_LOAD_PART;
+  if (part !== undefined && part !== 'mixed' && part !== 'storm') {
+    throw new Error(`ZZ_LOAD_PART must be mixed or storm, not ${part}`);
+  }
   const bd = await benchDaemon('zz-bench-load-', CLIENTS);
   const { daemon, owner, token, tool } = bd;
   try {
@@ -258,146 +487,10 @@ export async function benchLoad(): Promise<Record<string, unknown>> {
         async (_, i) => (await daemon.tokens.create(`agent${i}@example.com`, 'login')).token,
       ),
     );
-    const base = tool('').replace(/\/$/, '');
-
-    // 1. Mixed load.
-    const load1 = loadavg()[0]!;
-    const mixed = (await startClient({
-      role: 'mixed',
-      url: daemon.url,
-      base,
-      tokens,
-      open,
-      seed,
-      requests: REQUESTS,
-    }).result) as MixedResult;
-    const all = Object.values(mixed.lat).flat();
-    const rps = all.length / (mixed.elapsedMs / 1000);
-
-    // Every acknowledged write is in the Lane.
-    const asks = new Map<string, { state: string; holder: string | null }>();
-    for (let offset: number | null = 0; offset !== null;) {
-      const page: { asks: Array<Record<string, unknown>>; next_offset: number | null } = await call(
-        owner,
-        'ask_list',
-        { lane_id: LANE, limit: 1_000, offset },
-      );
-      for (const a of page.asks) {
-        asks.set(a.ask_id as string, {
-          state: a.state as string,
-          holder: a.holder as string | null,
-        });
-      }
-      offset = page.next_offset;
-    }
-    const answered = new Set(mixed.answered);
-    const missing = [
-      ...mixed.posted.filter((id) => !asks.has(id)).map((id) => `posted ${id} missing`),
-      ...mixed.claimed
-        .filter(([id, i]) => {
-          const a = asks.get(id);
-          if (answered.has(id)) return a?.state !== 'answered';
-          return a?.state !== 'claimed' || !a.holder?.startsWith(`agent${i}@`);
-        })
-        .map(([id]) => `claim of ${id} not held`),
-      ...mixed.answered
-        .filter((id) => asks.get(id)?.state !== 'answered')
-        .map((id) => `answer of ${id} missing`),
-    ];
-
-    // 2. Reads idle, then under a storm of writers.
-    const idle = (await startClient({
-      role: 'reader',
-      url: daemon.url,
-      base,
-      token,
-      reads: IDLE_READS,
-    }).result) as Record<string, number[]>;
-    const writers = startClient({
-      role: 'writers',
-      url: daemon.url,
-      base,
-      token,
-      writers: STORM_WRITERS,
-    });
-    await writers.started;
-    await new Promise((r) => setTimeout(r, 300)); // let the storm build up
-    const load2 = loadavg()[0]!;
-    // How long the daemon's event loop (this process) is held at a time during the storm.
-    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
-    loopDelay.enable();
-    const storm = (await startClient({
-      role: 'reader',
-      url: daemon.url,
-      base,
-      token,
-      reads: STORM_READS,
-    }).result) as Record<string, number[]>;
-    loopDelay.disable();
-    const loopP99 = loopDelay.percentile(99) / 1e6;
-    const loopMax = loopDelay.max / 1e6;
-    writers.proc.send('stop');
-    const w = (await writers.result) as { posts: number; elapsedMs: number };
-
-    console.log(
-      `\nMixed load: ${CLIENTS} clients (another process), ${REQUESTS} requests on a Lane of ${PREFILL}+ Asks, seed ${seed} (ZZ_SEED=${seed} reruns it), load average ${round(load1, 2)}`,
-    );
-    console.log(
-      `  requests/s (goal ≥ 1000)  ${round(rps, 0)}   p50 / p99 ms (goal p99 < 100)  ${fmt(all)}`,
-    );
-    console.log(
-      `  errors ${mixed.errors.length}${mixed.errors.length ? ` (first: ${mixed.errors[0]})` : ''}`,
-    );
-    console.log(
-      `  acknowledged writes present: ${missing.length === 0 ? 'all' : `NO: ${missing.length} missing (${missing.slice(0, 3).join('; ')})`} (${mixed.posted.length} posts, ${mixed.claimed.length} claims, ${mixed.answered.length} answers)`,
-    );
-    for (const [t] of MIX) {
-      const xs = mixed.lat[t];
-      console.log(
-        `  ${t.padEnd(20)} ${String(xs?.length ?? 0).padStart(5)} calls  p50 / p99 ms  ${fmt(xs)}`,
-      );
-    }
-    const ratio = (t: string) => percentile(storm[t]!, 99) / percentile(idle[t]!, 99);
-    console.log(
-      `\nReads under a ${STORM_WRITERS}-writer storm (${round(w.posts / (w.elapsedMs / 1000), 0)} posts/s during it), load average ${round(load2, 2)}`,
-    );
-    console.log(
-      `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}`,
-    );
-    for (const t of ['lane_get', 'lane_list']) {
-      console.log(
-        `  ${t.padEnd(10)} p50 / p99 ms idle ${fmt(idle[t])}  storm ${fmt(storm[t])}  p99 ratio ${round(ratio(t), 2)}× (goal ≤ 3×)`,
-      );
-    }
-    const perTool = Object.fromEntries(
-      Object.entries(mixed.lat).map(([t, xs]) => [
-        t,
-        {
-          n: xs.length,
-          p50_ms: round(percentile(xs, 50), 2),
-          p99_ms: round(percentile(xs, 99), 2),
-        },
-      ]),
-    );
+    const setup: Setup = { url: daemon.url, base: tool('').replace(/\/$/, ''), token, owner, call };
     return {
-      seed,
-      loadavg_mixed: round(load1, 2),
-      requests_per_s: round(rps, 0),
-      p50_ms: round(percentile(all, 50), 2),
-      p99_ms: round(percentile(all, 99), 2),
-      errors: mixed.errors.length,
-      acknowledged_missing: missing.length,
-      per_tool: perTool,
-      loadavg_storm: round(load2, 2),
-      storm_posts_per_s: round(w.posts / (w.elapsedMs / 1000), 0),
-      storm_loop_delay_p99_ms: round(loopP99, 2),
-      storm_loop_delay_max_ms: round(loopMax, 2),
-      lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),
-      lane_get_p99_storm_ms: round(percentile(storm.lane_get!, 99), 2),
-      lane_list_p99_idle_ms: round(percentile(idle.lane_list!, 99), 2),
-      lane_list_p99_storm_ms: round(percentile(storm.lane_list!, 99), 2),
-      lane_get_p99_ratio: round(ratio('lane_get'), 2),
-      lane_list_p99_ratio: round(ratio('lane_list'), 2),
+      ...(part !== 'storm' ? await mixedPart(setup, seed, open, tokens) : {}),
+      ...(part !== 'mixed' ? await stormPart(setup) : {}),
     };
   } finally {
     await bd.close();

@@ -10,6 +10,7 @@ import {
 } from '../tools/index.js';
 import { decodePositions, openEventStream } from './event-stream.js';
 import { hostMatcher, originAllowed } from './host-check.js';
+import { withText } from './known-bodies.js';
 import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
 
 // The daemon's routes as a plain fetch handler (Request → Response), so tests call it without
@@ -72,7 +73,9 @@ export function json(
   body: unknown,
   headers: Record<string, string> = {},
 ): Response {
-  return new Response(JSON.stringify(body), { status, headers: { ...JSON_HEADERS, ...headers } });
+  const text = JSON.stringify(body);
+  // The node adapter writes the text itself instead of reading the body stream back.
+  return withText(new Response(text, { status, headers: { ...JSON_HEADERS, ...headers } }), text);
 }
 
 /** What a request did, for its log line. */

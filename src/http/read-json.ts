@@ -1,4 +1,5 @@
 import { ZzError } from '../errors.js';
+import { readBodyOf } from './known-bodies.js';
 
 // Request bodies: bounded while read, checked for nesting depth before JSON.parse (whose
 // recursion a 20k-deep `[[[[…` would otherwise turn into a stack overflow), and required to
@@ -15,6 +16,11 @@ const tooLarge = (limit: number) =>
 export async function readBody(req: Request, limit: number): Promise<Uint8Array> {
   const declared = req.headers.get('content-length');
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+  const known = readBodyOf(req);
+  if (known !== undefined) {
+    if (known.byteLength > limit) throw tooLarge(limit);
+    return known;
+  }
   if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];

@@ -4,10 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { ZzError } from '../errors.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/index.js';
 import type { App } from './app.js';
+import { textOf, withReadBody } from './known-bodies.js';
 
 // node:http ↔ WHATWG Request/Response. Bodies stream both ways: a request body is counted
 // while it arrives and cut off at the app's limit; a response body (server-sent events) is
-// written as it is produced, with backpressure.
+// written as it is produced, with backpressure. The common case takes a shorter path (see
+// known-bodies.ts): a tool call's small JSON body is read here whole and handed over as bytes,
+// and a JSON answer is written from the text it was made of.
 
 export { DEFAULT_HOST, DEFAULT_PORT };
 
@@ -139,14 +142,74 @@ async function handle(
     method !== 'HEAD' &&
     (req.headers['transfer-encoding'] !== undefined ||
       (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0'));
-  const request = new Request(base + url, {
-    method,
-    headers,
-    signal: aborted.signal,
-    ...(hasBody ? { body: bodyStream(req, app.maxBodyBytes), duplex: 'half' as const } : {}),
-  });
+  let request: Request;
+  const declared = smallToolBody(req, method, url, app.maxBodyBytes);
+  if (declared !== null) {
+    const body = await readWhole(req, declared);
+    if (body === null) {
+      res.destroy(); // the client left before its body arrived
+      return;
+    }
+    request = withReadBody(
+      new Request(base + url, { method, headers, signal: aborted.signal }),
+      body,
+    );
+  } else {
+    request = new Request(base + url, {
+      method,
+      headers,
+      signal: aborted.signal,
+      ...(hasBody ? { body: bodyStream(req, app.maxBodyBytes), duplex: 'half' as const } : {}),
+    });
+  }
   const response = await app.fetch(request);
   await writeResponse(response, req, res);
+}
+
+/** Bodies up to this size of tool calls are read whole before the Request is built. */
+const SMALL_BODY = 64 * 1024;
+// The app's tool route (app.ts route()), whose only reader of the body is readBody().
+const TOOL_ROUTE = /^\/api\/repos\/[^/?#]+\/[^/?#]+\/tools\/[^/?#]+$/;
+
+/**
+ * The declared length of a tool call's body when it is small enough to read whole first;
+ * null otherwise (no length, chunked, too large for the app, another route), and then the
+ * body streams as for every other request.
+ */
+function smallToolBody(
+  req: IncomingMessage,
+  method: string,
+  url: string,
+  limit: number,
+): number | null {
+  if (method !== 'POST' || req.headers['transfer-encoding'] !== undefined) return null;
+  const length = req.headers['content-length'];
+  if (length === undefined || !/^\d{1,6}$/.test(length)) return null;
+  const n = Number(length);
+  return n <= SMALL_BODY && n <= limit && TOOL_ROUTE.test(url) ? n : null;
+}
+
+/** The body of a request whose length was declared; null when the client went away first. */
+function readWhole(req: IncomingMessage, length: number): Promise<Uint8Array | null> {
+  if (length === 0) return Promise.resolve(new Uint8Array(0));
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const done = (body: Uint8Array | null) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onStop);
+      req.off('close', onStop);
+      resolve(body);
+    };
+    const onData = (chunk: Buffer) => chunks.push(chunk);
+    // node:http ends a body at its Content-Length, so what arrived is the whole body.
+    const onEnd = () => done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length));
+    const onStop = () => done(null);
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', onStop);
+    req.once('close', onStop);
+  });
 }
 
 function bodyStream(req: IncomingMessage, limit: number): ReadableStream<Uint8Array> {
@@ -242,7 +305,12 @@ async function writeResponse(
   res.statusCode = response.status;
   response.headers.forEach((value, key) => res.setHeader(key, value));
   if (!req.complete) res.setHeader('connection', 'close');
-  if (!response.body) {
+  const text = textOf(response);
+  if (text !== undefined) {
+    const buf = Buffer.from(text, 'utf8');
+    res.setHeader('content-length', buf.length);
+    res.end(buf);
+  } else if (!response.body) {
     res.end();
   } else if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     const buf = Buffer.from(await response.arrayBuffer());

@@ -287,6 +287,10 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
     this.draining = true;
     try {
       while (this.queue.length > 0) {
+        // One turn of the event loop between commits (and before the first): the answers of
+        // the last commit and requests that arrived meanwhile (reads; writes, which then join
+        // this group) run before this group's synchronous work (decide, trees, objects).
+        await new Promise((r) => setImmediate(r));
         const group = this.queue.splice(0, MAX_GROUP);
         await this.commitGroup(group);
       }

@@ -237,6 +237,45 @@ describe('over a socket', () => {
     expect((await client.post(toolPath('lane_list'), {})).status).toBe(200);
   });
 
+  it('reads a small tool-call body that arrives in pieces whole (split inside a character)', async () => {
+    // Small tool-call bodies are read whole by the adapter before the app runs (known-bodies.ts).
+    const url = new URL(daemon.url);
+    const title = 'pièces ✓ ' + 'x'.repeat(200);
+    const body = Buffer.from(JSON.stringify({ lane_id: 'main-lane', kind: 'work', title }));
+    const cut = body.indexOf(Buffer.from('✓')) + 1; // inside the 3-byte character
+    const answer = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(url.port), url.hostname);
+      let got = '';
+      sock.on('data', (c: Buffer) => {
+        got += c.toString('utf8');
+        const end = got.indexOf('\r\n\r\n');
+        const length = /content-length: (\d+)/i.exec(got)?.[1];
+        if (end >= 0 && length && Buffer.byteLength(got.slice(end + 4)) >= Number(length)) {
+          sock.end();
+          resolve(got);
+        }
+      });
+      sock.on('error', reject);
+      sock.write(
+        [
+          `POST ${toolPath('ask_post')} HTTP/1.1`,
+          `Host: ${url.host}`,
+          `Authorization: Bearer ${tok.owner}`,
+          'Content-Type: application/json',
+          `Content-Length: ${body.length}`,
+          '',
+          '',
+        ].join('\r\n'),
+      );
+      sock.write(body.subarray(0, cut));
+      // The rest later, in a separate segment (a delay before a positive check only).
+      setTimeout(() => sock.write(body.subarray(cut)), 50);
+    });
+    expect(answer.split('\r\n')[0], answer.slice(-300)).toBe('HTTP/1.1 200 OK');
+    const result = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).result;
+    expect(result.ask.title).toBe(title);
+  });
+
   it('always lets a client sending 20 MiB read its 413 (lingering close), 40 times over', async () => {
     const url = new URL(daemon.url);
     const body = Buffer.alloc(20 * 1024 * 1024, 0x20);

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
 import { knownError, ZzError } from '../errors.js';
 import { gitUserEmail } from '../core/identity.js';
-import { DEFAULT_PORT } from '../local/paths.js';
+import { DEFAULT_HOST, DEFAULT_PORT } from '../local/paths.js';
 import type { CliIO } from './io.js';
 import { print } from './format.js';
 import { neutralize } from './terminal.js';
@@ -107,7 +107,7 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
         })
         .option('host', {
           type: 'string',
-          default: '127.0.0.1',
+          default: DEFAULT_HOST,
           describe: 'Interface to bind (loopback by default)',
         })
         .option('repo', { type: 'array', string: true, describe: 'Serve more checkouts' }),

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { join } from 'node:path';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { commonGitDirSync } from '../git/native-git.js';
-import { credentialsFile } from '../local/paths.js';
+import { credentialsFile, daemonFile } from '../local/paths.js';
 import { NO_LADDER_HINT, mayLackLadder, print } from './format.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
@@ -118,7 +117,7 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
   if (gitdir === null) return null;
   let info: { pid?: unknown; url?: unknown; repo?: unknown };
   try {
-    info = JSON.parse(readFileSync(join(gitdir, 'zz', 'daemon.json'), 'utf8')) as typeof info;
+    info = JSON.parse(readFileSync(daemonFile(gitdir), 'utf8')) as typeof info;
   } catch {
     return null;
   }

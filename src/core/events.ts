@@ -1,6 +1,8 @@
 import { markUnsigned } from './sync/unsigned.js';
 import { createHash } from 'node:crypto';
-import { ZzError } from '../errors.js';
+import { z } from 'zod';
+import { cursorCodec } from '../schema/cursor.js';
+import { laneId } from '../schema/ids.js';
 import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
 import { readLane, readLanes } from './lanes.js';
@@ -38,51 +40,54 @@ export type LanePosition =
   number | { n: number; d: string; r: string | null; s?: [string, number] };
 export type Positions = Record<string, LanePosition>;
 
-const isCount = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 0;
-const isRev = (r: unknown): r is string => typeof r === 'string' && /^[0-9a-f]{1,64}$/.test(r);
+const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const rev = z.string().regex(/^[0-9a-f]{1,64}$/);
+const digest16 = z.string().regex(/^[0-9a-f]{16}$/);
+/** A position on the wire: a bare count (older servers), [n, d, r] or [n, d, r, sr, sn]. */
+const wirePosition = z.union([
+  count,
+  z.tuple([count, digest16, rev.nullable()]),
+  z.tuple([count, digest16, rev.nullable(), rev, count]),
+]);
+const wirePositions = z.record(laneId, wirePosition);
+type WirePositions = z.output<typeof wirePositions>;
 
-function parsePosition(v: unknown): LanePosition | null {
-  if (isCount(v)) return v;
-  if (!Array.isArray(v) || v.length < 3 || v.length > 5) return null;
-  const [n, d, r, sr, sn] = v as unknown[];
-  if (!isCount(n) || typeof d !== 'string' || !/^[0-9a-f]{16}$/.test(d)) return null;
-  if (r !== null && !isRev(r)) return null;
-  if (v.length === 3) return { n, d, r: r as string | null };
-  if (!isRev(sr) || !isCount(sn)) return null;
-  return { n, d, r: r as string | null, s: [sr, sn] };
-}
+/**
+ * Events cursors are kept by clients across daemon restarts and upgrades (an SSE client's
+ * Last-Event-ID, `zz work`), so the bare JSON object servers issued before the cursor codec
+ * still reads. A cursor names every Lane it has seen (about 150 characters each): the cap
+ * leaves room for well over a thousand Lanes, where 4 KiB, the cap before, held about 30.
+ */
+export const EVENTS_CURSOR_MAX_LENGTH = 256 * 1024;
+const eventsCursor = cursorCodec('lane_events', wirePositions, {
+  maxLength: EVENTS_CURSOR_MAX_LENGTH,
+  legacy: (json) => {
+    const p = wirePositions.safeParse(json);
+    return p.success ? p.data : undefined;
+  },
+});
 
-export function decodeCursor(c: string | undefined): Positions {
+export function decodeCursor(c: string | undefined, field = 'cursor'): Positions {
   if (c === undefined) return {};
-  try {
-    const v = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as unknown;
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      const out: Positions = {};
-      let ok = true;
-      for (const [k, x] of Object.entries(v)) {
-        const p = parsePosition(x);
-        if (p === null) ok = false;
-        else out[k] = p;
-      }
-      if (ok) return out;
-    }
-  } catch {
-    /* fall through */
+  const out: Positions = {};
+  for (const [k, v] of Object.entries(eventsCursor.decode(c, field))) {
+    out[k] =
+      typeof v === 'number'
+        ? v
+        : v.length === 3
+          ? { n: v[0], d: v[1], r: v[2] }
+          : { n: v[0], d: v[1], r: v[2], s: [v[3], v[4]] };
   }
-  throw new ZzError('invalid_argument', 'cursor is not a cursor this server issued');
+  return out;
 }
 
-export const encodeCursor = (p: Positions): string =>
-  Buffer.from(
-    JSON.stringify(
-      Object.fromEntries(
-        Object.entries(p).map(([k, v]) => [
-          k,
-          typeof v === 'number' ? v : v.s ? [v.n, v.d, v.r, ...v.s] : [v.n, v.d, v.r],
-        ]),
-      ),
-    ),
-  ).toString('base64url');
+export const encodeCursor = (p: Positions): string => {
+  const wire: WirePositions = {};
+  for (const [k, v] of Object.entries(p)) {
+    wire[k] = typeof v === 'number' ? v : v.s ? [v.n, v.d, v.r, ...v.s] : [v.n, v.d, v.r];
+  }
+  return eventsCursor.encode(wire);
+};
 
 type Op = { id: string; revision: string };
 

@@ -1,7 +1,8 @@
-import { markUnsignedPage } from './sync/unsigned.js';
+import { foreignRevisions, markUnsignedPage } from './sync/unsigned.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, Scope } from '../schema/lane.js';
+import { offsetCursor, type CursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import type { Snapshot } from '../store/index.js';
@@ -126,11 +127,20 @@ export type LaneGetResult = {
   next_history_cursor: string | null;
 };
 
-function startOf(offset: number | undefined, cursor: string | undefined, field: string): number {
+const asksCursor = offsetCursor('lane_asks');
+const historyCursor = offsetCursor('lane_history');
+
+function startOf(
+  offset: number | undefined,
+  cursor: string | undefined,
+  codec: CursorCodec<number>,
+  field: string,
+): number {
   if (offset !== undefined && cursor !== undefined) {
     throw new ZzError('invalid_argument', `give ${field}_offset or ${field}_cursor, not both`);
   }
-  return offset ?? decodeOffset(cursor, `${field}_cursor`);
+  if (offset !== undefined) return offset;
+  return cursor === undefined ? 0 : codec.decode(cursor, `${field}_cursor`);
 }
 
 /**
@@ -145,24 +155,43 @@ export async function laneGet(
   const snap = await readLane(repo, args.lane_id);
   const now = repo.clock();
   const all = asksOf(snap.state);
-  const aStart = startOf(args.asks_offset, args.asks_cursor, 'asks');
+  const aStart = startOf(args.asks_offset, args.asks_cursor, asksCursor, 'asks');
   const aEnd = pageEnd(all, aStart, args.asks_limit);
   const asks = askPageViews(snap.state, aStart, aEnd, now);
   const fullHistory =
     args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
-  const hStart = startOf(args.history_offset, args.history_cursor, 'history');
+  const hStart = startOf(args.history_offset, args.history_cursor, historyCursor, 'history');
   const hEnd = pageEnd(fullHistory, hStart, args.history_limit);
   const nextAsks = aEnd < all.length ? aEnd : null;
   const nextHistory = hEnd < fullHistory.length ? hEnd : null;
   return {
     lane: laneView(snap.lane, snap.revision),
     asks,
-    history: await markUnsignedPage(repo, fullHistory, hStart, hEnd),
+    history: await markUnsignedPage(
+      repo,
+      fullHistory,
+      hStart,
+      hEnd,
+      foreignOf(snap.log, repo.store.replica),
+    ),
     next_asks_offset: nextAsks,
     next_history_offset: nextHistory,
-    next_asks_cursor: nextAsks === null ? null : encodeOffset(nextAsks),
-    next_history_cursor: nextHistory === null ? null : encodeOffset(nextHistory),
+    next_asks_cursor: nextAsks === null ? null : asksCursor.encode(nextAsks),
+    next_history_cursor: nextHistory === null ? null : historyCursor.encode(nextHistory),
   };
+}
+
+// A published log never changes: which of its commits hold another replica's ops is worked out
+// once per log (usually none, and then no commit is read to mark history entries unsigned).
+const foreignByLog = new WeakMap<object, ReadonlySet<string>>();
+
+function foreignOf(
+  log: Snapshot<LaneState>['log'],
+  local: string | undefined,
+): ReadonlySet<string> {
+  let f = foreignByLog.get(log);
+  if (!f) foreignByLog.set(log, (f = foreignRevisions(log, local)));
+  return f;
 }
 
 export type LaneSummary = LaneView & {
@@ -337,15 +366,4 @@ export async function laneGrant(
     result: (s) => s.lane!,
   });
   return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
-}
-
-export function encodeOffset(n: number): string {
-  return Buffer.from(`o:${n}`).toString('base64url');
-}
-
-export function decodeOffset(cursor: string | undefined, field: string): number {
-  if (cursor === undefined) return 0;
-  const m = /^o:(\d{1,9})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!m) throw new ZzError('invalid_argument', `${field} is not a cursor this server issued`);
-  return Number(m[1]);
 }

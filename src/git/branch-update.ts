@@ -6,6 +6,7 @@ import { parseCommit, parseTree, type TreeEntry } from './objects.js';
 import { assertRefName, printable } from './ref-names.js';
 import { RefCasError } from './ref-store.js';
 import type { GitRepository } from './repository.js';
+import { walkTreePath, type TreeWalk } from './tree-walk.js';
 
 // Moving a user's branch (commit_changeset): three-way merges without a checkout, and a branch
 // update that keeps the served checkout in step with the ref — worktree first (git's own
@@ -146,21 +147,8 @@ export class TreeReader {
    * Walks `path` from `tree`. Returns the entry at the path (null when absent), or, when a
    * leading component is not a directory, that component as `blockedAt` with its entry.
    */
-  async walk(
-    tree: string,
-    path: string,
-  ): Promise<{ entry: TreeEntry | null; blockedAt?: { path: string; entry: TreeEntry } }> {
-    const parts = path.split('/');
-    let cur = tree;
-    for (let i = 0; i < parts.length; i++) {
-      const e = (await this.entries(cur)).find((x) => x.name === parts[i]) ?? null;
-      if (i === parts.length - 1 || e === null) return { entry: i === parts.length - 1 ? e : null };
-      if (e.mode !== '040000') {
-        return { entry: null, blockedAt: { path: parts.slice(0, i + 1).join('/'), entry: e } };
-      }
-      cur = e.oid;
-    }
-    return { entry: null };
+  walk(tree: string, path: string): Promise<TreeWalk> {
+    return walkTreePath((t) => this.entries(t), tree, path);
   }
 }
 

@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { ZzError } from '../errors.js';
+import { cursorCodec } from '../schema/cursor.js';
 import { assertRevArg } from './native-git.js';
 import {
   confinePath,
@@ -354,57 +356,27 @@ async function fetchBodies(repo: HistoryRepo, oids: string[]): Promise<LogCommit
   });
 }
 
-interface Cursor {
-  v: 1;
-  /** The tip the first page resolved: later pages ignore where the ref points now. */
-  t: string;
-  /** Index of the next commit in the list (oldest-first or newest-first, as `d` says). */
-  i: number;
-  /** The last oid returned, to re-find the position should the list ever differ. */
-  o: string;
-  p: string | null;
-  /** Order; absent for 'default'. */
-  r?: LogOrder;
-  /** Direction; absent for 'oldest'. */
-  d?: 'newest';
-  /** since (Unix seconds); absent when not filtered. */
-  s?: number;
-}
-
-function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify(c), 'utf8').toString('base64url');
-}
-
-function decodeCursor(s: unknown): Cursor {
-  const bad = () => new ZzError('invalid_argument', 'cursor is not valid', { field: 'cursor' });
-  if (typeof s !== 'string' || s.length > 16384 || !/^[A-Za-z0-9_-]+$/.test(s)) throw bad();
-  let c: unknown;
-  try {
-    c = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
-  } catch {
-    throw bad();
-  }
-  const o = c as Partial<Cursor> | null;
-  if (
-    !o ||
-    typeof o !== 'object' ||
-    o.v !== 1 ||
-    typeof o.t !== 'string' ||
-    !/^([0-9a-f]{40}|[0-9a-f]{64})$/.test(o.t) ||
-    typeof o.i !== 'number' ||
-    !Number.isInteger(o.i) ||
-    o.i < 1 ||
-    typeof o.o !== 'string' ||
-    !/^[0-9a-f]{40,64}$/.test(o.o) ||
-    !(o.p === null || typeof o.p === 'string') ||
-    !(o.r === undefined || (typeof o.r === 'string' && Object.hasOwn(ORDER_FLAGS, o.r))) ||
-    !(o.d === undefined || o.d === 'newest') ||
-    !(o.s === undefined || (Number.isSafeInteger(o.s) && o.s >= 0))
-  ) {
-    throw bad();
-  }
-  return o as Cursor;
-}
+const OID = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
+const logCursor = cursorCodec(
+  'git_log',
+  z.strictObject({
+    /** The tip the first page resolved: later pages ignore where the ref points now. */
+    t: z.string().regex(OID),
+    /** Index of the next commit in the list (oldest-first or newest-first, as `d` says). */
+    i: z.number().int().min(1),
+    /** The last oid returned, to re-find the position should the list ever differ. */
+    o: z.string().regex(OID),
+    p: z.string().nullable(),
+    /** Order; absent for 'default'. */
+    r: z.enum(['topo', 'date']).optional(),
+    /** Direction; absent for 'oldest'. */
+    d: z.literal('newest').optional(),
+    /** since (Unix seconds); absent when not filtered. */
+    s: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  }),
+  { maxLength: 16_384 },
+);
+type Cursor = ReturnType<typeof logCursor.decode>;
 
 /** `since` as Unix seconds: an integer, or an ISO 8601 date (a date alone is midnight UTC). */
 function sinceArg(v: unknown): number | null {
@@ -471,7 +443,7 @@ export async function gitLog(repo: HistoryRepo, opts: GitLogOptions): Promise<Gi
   let start = 0;
   let cursor: Cursor | null = null;
   if (opts.cursor !== undefined && opts.cursor !== null && opts.cursor !== '') {
-    cursor = decodeCursor(opts.cursor);
+    cursor = logCursor.decode(opts.cursor);
     if (
       cursor.p !== (path ?? null) ||
       (cursor.r ?? 'default') !== order ||
@@ -530,8 +502,7 @@ export async function gitLog(repo: HistoryRepo, opts: GitLogOptions): Promise<Gi
   }
   const next =
     end < w.count
-      ? encodeCursor({
-          v: 1,
+      ? logCursor.encode({
           t: tip,
           i: end,
           o: oidAt(w, end - 1),

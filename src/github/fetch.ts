@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { ZzError } from '../errors.js';
+import { cursorCodec } from '../schema/cursor.js';
 import { githubError, type GitHubClient } from './client.js';
 
 // The five GitHub reads zz offers (gh_fetch_*), one page at a time: `per_page` up to 100 and
@@ -78,29 +80,23 @@ function clip(s: string | null | undefined, max = MAX_BODY_CHARS): string {
   return t.length <= max ? t : `${t.slice(0, max)}…`;
 }
 
+/** GitHub's own page number, wrapped so a cursor of another listing is told apart. */
+const pageCursor = cursorCodec('github_page', z.number().int().min(1).max(MAX_PAGE));
+
 function pageOf(args: PageArgs): { page: number; per_page: number } {
   const per_page = args.per_page ?? 30;
   if (!Number.isInteger(per_page) || per_page < 1 || per_page > MAX_PER_PAGE)
     throw new ZzError('invalid_argument', `per_page must be 1 to ${MAX_PER_PAGE}`, {
       field: 'per_page',
     });
-  let page = 1;
-  if (args.cursor !== undefined) {
-    page = Number(args.cursor);
-    if (!/^\d{1,4}$/.test(args.cursor) || page < 1 || page > MAX_PAGE)
-      throw new ZzError(
-        'invalid_argument',
-        'cursor is malformed; pass back next_cursor unchanged',
-        {
-          field: 'cursor',
-        },
-      );
-  }
+  const page = args.cursor === undefined ? 1 : pageCursor.decode(args.cursor);
   return { page, per_page };
 }
 
 function nextCursor(headers: { link?: string | undefined }, page: number): string | null {
-  return /\brel="next"/.test(headers.link ?? '') && page < MAX_PAGE ? String(page + 1) : null;
+  return /\brel="next"/.test(headers.link ?? '') && page < MAX_PAGE
+    ? pageCursor.encode(page + 1)
+    : null;
 }
 
 async function call<T>(gh: GitHubClient, what: string, f: () => Promise<T>): Promise<T> {

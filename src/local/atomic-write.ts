@@ -5,7 +5,8 @@ import { fromSystemError } from '../errors.js';
 
 // The one way zz replaces a local file: write a sibling temporary file, fsync it, rename it over
 // the target. A reader sees the old file or the new one, never half of either; a crash leaves at
-// worst a stray `*.tmp`. Disk faults come back as named ZzErrors (507/503 with the path).
+// worst a stray `*.tmp`. Disk faults come back as named ZzErrors (507/503 with the path). A file
+// made once and never replaced (a signing key) is linked into place instead: createFileExclusive.
 
 export interface AtomicWriteOptions {
   /** File mode of the new file (default 0600: these files hold secrets or pids). */
@@ -14,28 +15,38 @@ export interface AtomicWriteOptions {
   mkdir?: boolean;
 }
 
+/** Writes and fsyncs `data` to a new sibling temporary file; answers its name. */
+async function writeTemp(
+  file: string,
+  data: string | Uint8Array,
+  opts: AtomicWriteOptions,
+): Promise<string> {
+  if (opts.mkdir) await fsp.mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fh = await fsp.open(tmp, 'wx', opts.mode ?? 0o600);
+  let written = false;
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+    written = true;
+  } finally {
+    await fh.close();
+    if (!written) await fsp.rm(tmp, { force: true }).catch(() => {});
+  }
+  return tmp;
+}
+
 export async function writeFileAtomic(
   file: string,
   data: string | Uint8Array,
   opts: AtomicWriteOptions = {},
 ): Promise<void> {
-  const mode = opts.mode ?? 0o600;
   try {
-    if (opts.mkdir) await fsp.mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-    const fh = await fsp.open(tmp, 'wx', mode);
-    try {
-      try {
-        await fh.writeFile(data);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await fsp.rename(tmp, file);
-    } catch (e) {
+    const tmp = await writeTemp(file, data, opts);
+    await fsp.rename(tmp, file).catch(async (e: unknown) => {
       await fsp.rm(tmp, { force: true }).catch(() => {});
       throw e;
-    }
+    });
   } catch (e) {
     throw fromSystemError(e, file);
   }
@@ -48,4 +59,31 @@ export function writeJsonAtomic(
   opts: AtomicWriteOptions = {},
 ): Promise<void> {
   return writeFileAtomic(file, JSON.stringify(value, null, 2) + '\n', opts);
+}
+
+/**
+ * Creates `file` with `data` unless it exists: written and fsynced under a temporary name,
+ * then hard-linked into place (link never replaces), so a reader never sees a partial file
+ * and of racing creators the first wins. Answers whether this call created it.
+ */
+export async function createFileExclusive(
+  file: string,
+  data: string | Uint8Array,
+  opts: AtomicWriteOptions = {},
+): Promise<boolean> {
+  let tmp: string;
+  try {
+    tmp = await writeTemp(file, data, opts);
+  } catch (e) {
+    throw fromSystemError(e, file);
+  }
+  try {
+    await fsp.link(tmp, file);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw fromSystemError(e, file);
+  } finally {
+    await fsp.rm(tmp, { force: true }).catch(() => {});
+  }
 }

@@ -1,4 +1,5 @@
 import { ZzError } from '../errors.js';
+import { KeyedQueue } from '../local/keyed-queue.js';
 import type { RungKind } from '../schema/rung.js';
 import { encodeCursor } from './cursor.js';
 import { forgetScratch } from './direct-scorer.js';
@@ -135,7 +136,8 @@ export class LadderSearch {
   private readonly vacuumMinDirt: number | undefined;
   private readonly store: ShardStore;
   private readonly engine: QueryEngine;
-  private readonly chains = new Map<string, Promise<unknown>>();
+  /** Writes of one repo's shard run one at a time; different repos side by side. */
+  private readonly writes = new KeyedQueue();
   private readonly results = new Map<string, { generation: number; ranked: Ranked[] }>();
   private generation = 0;
 
@@ -173,7 +175,7 @@ export class LadderSearch {
   async setRepo(repo: string, ladderOid: string, rungs: RungSource): Promise<SetRepoResult> {
     checkRepoKey(repo);
     checkOid(ladderOid);
-    return this.serial(repo, async () => {
+    return this.writes.run(repo, async () => {
       const started = performance.now();
       const done = (
         source: SetRepoResult['source'],
@@ -230,7 +232,7 @@ export class LadderSearch {
     if (!Array.isArray(removes) || !removes.every((p) => typeof p === 'string')) {
       throw badArg('remove must be an array of rung paths', 'remove');
     }
-    return this.serial(repo, async () => {
+    return this.writes.run(repo, async () => {
       const shard = this.store.shards.get(repo);
       if (!shard)
         throw new ZzError('not_found', `repo ${repo} is not indexed; index it whole first`, {
@@ -299,7 +301,7 @@ export class LadderSearch {
   /** Forgets a repo; `purge` also deletes its persisted shard. */
   async removeRepo(repo: string, opts: { purge?: boolean } = {}): Promise<boolean> {
     checkRepoKey(repo);
-    return this.serial(repo, () => this.store.remove(repo, opts.purge === true));
+    return this.writes.run(repo, () => this.store.remove(repo, opts.purge === true));
   }
 
   /** Searches every loaded repo (or one), ranked by score, paged by an opaque cursor. */
@@ -389,16 +391,5 @@ export class LadderSearch {
   private changed(): void {
     this.generation++;
     this.engine.invalidate();
-  }
-
-  private serial<T>(repo: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.chains.get(repo) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.chains.set(repo, tail);
-    void tail.then(() => {
-      if (this.chains.get(repo) === tail) this.chains.delete(repo);
-    });
-    return next;
   }
 }

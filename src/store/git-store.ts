@@ -10,6 +10,7 @@ import {
   serializeCommit,
   serializeTree,
   signCommitBody,
+  walkTreePath,
   type CommitData,
   type SshSigningKey,
   type GitRepository,
@@ -89,32 +90,19 @@ export class GitStore implements Store {
   }
 
   async readFile(revision: string, path: string): Promise<string | null> {
-    const parts = path.split('/');
-    let tree = await this.treeOf(revision);
-    for (let i = 0; i < parts.length; i++) {
-      const entry = (await this.readTree(tree)).find((e) => e.name === parts[i]);
-      if (!entry) return null;
-      if (i === parts.length - 1) {
-        if (entry.mode === '040000') return null;
-        const blob = await this.repo.catFile.read(entry.oid);
-        return blob ? blob.data.toString('utf8') : null;
-      }
-      if (entry.mode !== '040000') return null;
-      tree = entry.oid;
-    }
-    return null;
+    const tree = await this.treeOf(revision);
+    const { entry } = await walkTreePath((t) => this.readTree(t), tree, path);
+    if (!entry || entry.mode === '040000') return null;
+    const blob = await this.repo.catFile.read(entry.oid);
+    return blob ? blob.data.toString('utf8') : null;
   }
 
   async readAll(revision: string, dir = ''): Promise<Map<string, string>> {
     let tree = await this.treeOf(revision);
     if (dir) {
-      for (const part of dir.split('/')) {
-        const entry = (await this.readTree(tree)).find(
-          (e) => e.name === part && e.mode === '040000',
-        );
-        if (!entry) return new Map();
-        tree = entry.oid;
-      }
+      const { entry } = await walkTreePath((t) => this.readTree(t), tree, dir);
+      if (!entry || entry.mode !== '040000') return new Map();
+      tree = entry.oid;
     }
     const blobs: Array<[string, string]> = [];
     const walk = async (oid: string, prefix: string): Promise<void> => {

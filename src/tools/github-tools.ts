@@ -15,7 +15,7 @@ const core = () => import('../core/github.js');
 const page = {
   repo: z.string().min(3).max(140).optional().describe('owner/name (default: this repo)'),
   per_page: z.number().int().min(1).max(100).optional(),
-  cursor: z.string().max(8).optional(),
+  cursor: z.string().max(64).optional(),
 };
 // A plain pattern: zod's datetime() becomes a 500-byte regular expression in every tool list.
 const since = z

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  EVENTS_CURSOR_MAX_LENGTH,
   laneAddRelated,
   laneClose,
   laneEvents,
@@ -127,7 +128,7 @@ export const laneTools = [
     annotations: READ,
     input: z.strictObject({
       lane_id: laneIdArg.optional(),
-      cursor: cursor.optional(),
+      cursor: z.string().max(EVENTS_CURSOR_MAX_LENGTH).optional(),
       wait_ms: z.number().int().min(0).max(60_000).optional(),
       limit: z.number().int().min(1).max(5_000).optional(),
     }),

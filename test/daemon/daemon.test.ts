@@ -10,6 +10,7 @@ import { TokenStore } from '../../src/core/token-store.js';
 import { ALL_TOOLS, defineTool, Registry, WRITE } from '../../src/tools/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { jsonClient } from '../helpers/http-client.js';
+import { daemonOptions } from '../helpers/test-daemon.js';
 import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
 import { countObjects } from '../../src/git/index.js';
 
@@ -30,13 +31,7 @@ async function start(
   dir: string,
   extra: Partial<Parameters<typeof startDaemon>[0]> = {},
 ): Promise<Daemon> {
-  const d = await startDaemon({
-    cwd: dir,
-    port: 0,
-    reposFile: join(dir, 'none.json'),
-    mcpHandler: null,
-    ...extra,
-  });
+  const d = await startDaemon(daemonOptions(dir, extra));
   cleanups.push(() => d.close());
   return d;
 }

@@ -23,6 +23,7 @@ import {
   type LogCommit,
 } from '../../src/git/history.js';
 import { genRepo, runGitSync, type GenRepo } from '../helpers/gen-repo.js';
+import { zzErrorOf } from '../helpers/rejection.js';
 
 // Every answer is checked against native git on the same repository: a 10,000-commit history
 // with merges, renames and clock skew (generated once), and a small hand-made repo whose diff
@@ -62,15 +63,6 @@ function revList(dir: string, args: string[]): string[] {
   return runGitSync(dir, ['rev-list', ...args])
     .split('\n')
     .filter((l) => l.length > 0);
-}
-
-async function errorOf(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as { code: string; message: string };
-  }
-  throw new Error('expected a rejection');
 }
 
 let big: GenRepo;
@@ -216,7 +208,7 @@ describe('gitLog', () => {
     // A cursor is bound to its direction.
     const first = await gitLog(repo, { ref: 'main', limit: 10, direction: 'newest' });
     expect(
-      (await errorOf(gitLog(repo, { ref: 'main', limit: 10, cursor: first.next_cursor! }))).code,
+      (await zzErrorOf(gitLog(repo, { ref: 'main', limit: 10, cursor: first.next_cursor! }))).code,
     ).toBe('invalid_argument');
   });
 
@@ -253,7 +245,7 @@ describe('gitLog', () => {
     );
     for (const bad of ['yesterday', '2024-13-45', -1, 1.5, '--all']) {
       expect(
-        (await errorOf(gitLog(repo, { ref: 'main', since: bad as never }))).code,
+        (await zzErrorOf(gitLog(repo, { ref: 'main', since: bad as never }))).code,
         String(bad),
       ).toBe('invalid_argument');
     }
@@ -306,30 +298,32 @@ describe('gitLog', () => {
       { ref: 'main', cursor: Buffer.from('{"v":1}').toString('base64url') },
     ];
     for (const opts of bad) {
-      const e = await errorOf(gitLog(repo, opts));
+      const e = await zzErrorOf(gitLog(repo, opts));
       expect(e.code, JSON.stringify(opts)).toBe('invalid_argument');
     }
-    expect((await errorOf(gitLog(repo, { ref: 'main', limit: 0 }))).message).toMatch(/limit/);
-    expect((await errorOf(gitLog(repo, { ref: 'main', path: '../x' }))).message).toMatch(/path/);
+    expect((await zzErrorOf(gitLog(repo, { ref: 'main', limit: 0 }))).message).toMatch(/limit/);
+    expect((await zzErrorOf(gitLog(repo, { ref: 'main', path: '../x' }))).message).toMatch(/path/);
     // A forged cursor naming a blob, or a commit that does not exist.
     const blob = runGitSync(big.dir, ['rev-parse', 'main:bin/blob.bin']).trim();
     for (const t of [blob, 'f'.repeat(40)]) {
-      const forged = Buffer.from(JSON.stringify({ v: 1, t, i: 1, o: t, p: null })).toString(
-        'base64url',
+      const forged = Buffer.from(
+        JSON.stringify(['git_log', 1, { t, i: 1, o: t, p: null }]),
+      ).toString('base64url');
+      expect((await zzErrorOf(gitLog(repo, { ref: 'main', cursor: forged }))).code).toBe(
+        'not_found',
       );
-      expect((await errorOf(gitLog(repo, { ref: 'main', cursor: forged }))).code).toBe('not_found');
     }
     // A cursor belongs to its path.
     const page = await gitLog(repo, { ref: 'main', path: 'd03', limit: 5 });
-    const e = await errorOf(
+    const e = await zzErrorOf(
       gitLog(repo, { ref: 'main', path: 'd04', limit: 5, cursor: page.next_cursor! }),
     );
     expect(e.code).toBe('invalid_argument');
   });
 
   it('answers not_found for an unknown ref', async () => {
-    expect((await errorOf(gitLog(repo, { ref: 'no-such-branch' }))).code).toBe('not_found');
-    expect((await errorOf(gitLog(repo, { ref: 'main~20000' }))).code).toBe('not_found');
+    expect((await zzErrorOf(gitLog(repo, { ref: 'no-such-branch' }))).code).toBe('not_found');
+    expect((await zzErrorOf(gitLog(repo, { ref: 'main~20000' }))).code).toBe('not_found');
   });
 });
 
@@ -555,12 +549,12 @@ describe('on a hand-made repository', () => {
       { commit: 'main', context_lines: -1 },
       { commit: 'main', max_bytes: 0 },
     ]) {
-      expect((await errorOf(gitDiff(small, opts))).code, JSON.stringify(opts)).toBe(
+      expect((await zzErrorOf(gitDiff(small, opts))).code, JSON.stringify(opts)).toBe(
         'invalid_argument',
       );
     }
-    expect((await errorOf(gitDiff(small, { commit: 'nope' }))).code).toBe('not_found');
-    expect((await errorOf(gitDiff(small, { commit: 'main', base: 'nope' }))).code).toBe(
+    expect((await zzErrorOf(gitDiff(small, { commit: 'nope' }))).code).toBe('not_found');
+    expect((await zzErrorOf(gitDiff(small, { commit: 'main', base: 'nope' }))).code).toBe(
       'not_found',
     );
   });
@@ -625,14 +619,14 @@ describe('on a hand-made repository', () => {
   });
 
   it('answers not_found and invalid_argument for gitShowFile', async () => {
-    const missing = await errorOf(gitShowFile(small, { commit: 'main', path: 'gone.txt' }));
+    const missing = await zzErrorOf(gitShowFile(small, { commit: 'main', path: 'gone.txt' }));
     expect(missing.code).toBe('not_found');
     expect(missing.message).toContain('gone.txt');
     expect(missing.message).toContain(g('rev-parse', 'main').trim());
-    expect((await errorOf(gitShowFile(small, { commit: 'nope', path: 'plain.txt' }))).code).toBe(
+    expect((await zzErrorOf(gitShowFile(small, { commit: 'nope', path: 'plain.txt' }))).code).toBe(
       'not_found',
     );
-    expect((await errorOf(gitShowFile(small, { commit: 'main', path: 'sub' }))).code).toBe(
+    expect((await zzErrorOf(gitShowFile(small, { commit: 'main', path: 'sub' }))).code).toBe(
       'invalid_argument',
     );
     for (const path of [
@@ -646,7 +640,7 @@ describe('on a hand-made repository', () => {
       './plain.txt',
       '',
     ]) {
-      const e = await errorOf(gitShowFile(small, { commit: 'main', path }));
+      const e = await zzErrorOf(gitShowFile(small, { commit: 'main', path }));
       expect(e.code, path).toBe('invalid_argument');
     }
     for (const opts of [
@@ -655,7 +649,7 @@ describe('on a hand-made repository', () => {
       { commit: 'main', path: 'plain.txt', offset: 7 },
       { commit: 'main', path: 'plain.txt', limit: 0 },
     ]) {
-      expect((await errorOf(gitShowFile(small, opts))).code, JSON.stringify(opts)).toBe(
+      expect((await zzErrorOf(gitShowFile(small, opts))).code, JSON.stringify(opts)).toBe(
         'invalid_argument',
       );
     }

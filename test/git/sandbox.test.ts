@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runInSandbox, type SandboxOptions } from '../../src/git/sandbox.js';
 import { runGitSync } from '../helpers/gen-repo.js';
+import { zzErrorOf } from '../helpers/rejection.js';
 
 // The sandbox must leave nothing behind whatever the command does: the checkout directory is
 // gone and git lists only the main worktree afterwards.
@@ -37,15 +38,6 @@ function alive(pid: number): boolean {
   } catch {
     return true;
   }
-}
-
-async function errorOf(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (e) {
-    return e as { code: string; message: string };
-  }
-  throw new Error('expected a rejection');
 }
 
 let before: string[];
@@ -246,7 +238,7 @@ describe('runInSandbox', () => {
   });
 
   it('cleans up when the command cannot be started', async () => {
-    const e = await errorOf(runInSandbox(base({ command: ['/no/such/binary', '--flag'] })));
+    const e = await zzErrorOf(runInSandbox(base({ command: ['/no/such/binary', '--flag'] })));
     expect(e.code).toBe('invalid_argument');
     expect(e.message).toContain('/no/such/binary');
     expectCleanedUp();
@@ -264,11 +256,11 @@ describe('runInSandbox', () => {
       { max_output_bytes: 0 },
       { env: { 'BAD=NAME': 'x' } },
     ] as Array<Partial<SandboxOptions>>) {
-      expect((await errorOf(runInSandbox(base(o)))).code, JSON.stringify(o)).toBe(
+      expect((await zzErrorOf(runInSandbox(base(o)))).code, JSON.stringify(o)).toBe(
         'invalid_argument',
       );
     }
-    expect((await errorOf(runInSandbox(base({ commit: 'no-such-commit' })))).code).toBe(
+    expect((await zzErrorOf(runInSandbox(base({ commit: 'no-such-commit' })))).code).toBe(
       'not_found',
     );
     expectCleanedUp();

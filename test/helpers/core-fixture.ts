@@ -1,9 +1,10 @@
 import { expect } from 'vitest';
 import { initRepo, ZzRepo, type Caller } from '../../src/core/index.js';
-import { ZzError } from '../../src/errors.js';
+import type { ZzError } from '../../src/errors.js';
 import { parseLaneOp, type LaneOp } from '../../src/schema/index.js';
 import type { OpRecord } from '../../src/store/index.js';
 import { registry, runTool, type ToolName, type ToolOutput } from '../../src/tools/index.js';
+import { zzErrorOf } from './rejection.js';
 import { makeRepo } from './temp-repo.js';
 
 export const OWNER: Caller = { actor: 'owner@example.com' };
@@ -62,16 +63,10 @@ export function call<N extends ToolName>(
 
 /** Awaits a call that must fail with a ZzError of `code` (and a message matching `msg`). */
 export async function rejects(p: Promise<unknown>, code: string, msg?: RegExp): Promise<ZzError> {
-  const e = await p.then(
-    () => {
-      throw new Error(`expected ${code}, but the call succeeded`);
-    },
-    (x: unknown) => x,
-  );
-  expect(e).toBeInstanceOf(ZzError);
-  expect((e as ZzError).code, (e as ZzError).message).toBe(code);
-  if (msg) expect((e as ZzError).message).toMatch(msg);
-  return e as ZzError;
+  const e = await zzErrorOf(p);
+  expect(e.code, e.message).toBe(code);
+  if (msg) expect(e.message).toMatch(msg);
+  return e;
 }
 
 /** A raw op from a store's history as the Lane fold takes it; a malformed one fails the test. */

@@ -4,15 +4,13 @@ import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { initRepo, laneGet, ZzRepo } from '../../src/core/index.js';
-import { TokenStore } from '../../src/core/token-store.js';
+import { laneGet } from '../../src/core/index.js';
 import { knownError, ZzError } from '../../src/errors.js';
-import { createApp } from '../../src/http/index.js';
 import { errorText } from '../../src/mcp/index.js';
-import { registry } from '../../src/tools/index.js';
+import { appFixture } from '../helpers/app-fixture.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
-import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
+import { fsckProblems } from '../helpers/temp-repo.js';
 
 // Faults of the machine are named, not hidden: a full disk → 507 insufficient_storage, a
 // read-only repository → 503 read_only, each with the path; the CLI prints one line. The HTTP
@@ -21,7 +19,6 @@ import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
 // namespaces, runs the CLI against a really read-only bind mount and a really full tmpfs.
 
 const OWNER = 'owner@example.com';
-const HOST = '127.0.0.1:7433';
 
 const restores: Array<() => void> = [];
 afterEach(() => {
@@ -62,35 +59,11 @@ function injectWriteFault(dir: string, code: 'ENOSPC' | 'EROFS' | 'EDQUOT' | 'EA
 }
 
 async function setup() {
-  const r = makeRepo();
-  const repo = await ZzRepo.open(r.dir, { key: 'local/demo' });
-  restores.push(() => repo.close());
-  await initRepo(repo, { owner: OWNER, default_branch: 'main' });
-  const tokens = new TokenStore(repo.git!.gitdir);
-  const { token } = await tokens.create(OWNER, 'login');
-  const logs: string[] = [];
-  const app = createApp({
-    repos: new Map([[repo.key, repo]]),
-    tokens,
-    registry,
-    host: HOST,
-    log: (l) => logs.push(l),
-  });
-  const call = async (tool: string, body: unknown) => {
-    const res = await app.fetch(
-      new Request(`http://${HOST}/api/repos/local/demo/tools/${tool}`, {
-        method: 'POST',
-        headers: {
-          host: HOST,
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-        },
-        body: JSON.stringify(body),
-      }),
-    );
-    return { status: res.status, json: (await res.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
-  };
-  return { dir: r.dir, repo, call, logs };
+  const fx = await appFixture('local/demo', OWNER);
+  restores.push(() => fx.repo.close());
+  const token = await fx.token(OWNER);
+  const call = (tool: string, body: unknown) => fx.tool(tool, body, token);
+  return { dir: fx.dir, repo: fx.repo, call, logs: fx.logs };
 }
 
 describe('machine faults over HTTP', () => {

@@ -1,12 +1,10 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initRepo } from '../../src/core/index.js';
-import { startDaemon, type Daemon } from '../../src/daemon/index.js';
+import type { Daemon } from '../../src/daemon/index.js';
 import { jsonClient, type JsonClient } from '../helpers/http-client.js';
-import { makeRepo } from '../helpers/temp-repo.js';
+import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
 import { newClient } from '../mcp/helpers.js';
 
 // The daemon over a real socket on 127.0.0.1, port 0.
@@ -14,29 +12,24 @@ import { newClient } from '../mcp/helpers.js';
 const OWNER = 'owner@example.com';
 const ALICE = 'alice@example.com';
 
-let fixture: { dir: string; cleanup: () => void };
+let served: TestDaemon;
 let daemon: Daemon;
 let client: JsonClient;
 let key: string;
 const tok = { owner: '', alice: '' };
-const logs: string[] = [];
+let logs: string[] = [];
 
 const toolPath = (name: string) => `/api/repos/${key}/tools/${name}`;
 
 beforeAll(async () => {
-  fixture = makeRepo();
-  daemon = await startDaemon({
-    cwd: fixture.dir,
-    port: 0,
-    reposFile: join(fixture.dir, 'no-repos.json'),
-    log: (l) => logs.push(l),
-    heartbeatMs: 200,
+  // With the MCP endpoint mounted (the daemon's default).
+  served = await startTestDaemon({
+    owner: OWNER,
+    daemon: { heartbeatMs: 200, mcpHandler: undefined },
   });
-  const repo = [...daemon.repos.values()][0]!;
-  key = repo.key;
-  await initRepo(repo, { owner: OWNER, default_branch: 'main' });
-  tok.owner = (await daemon.tokens.create(OWNER, 'login')).token;
-  tok.alice = (await daemon.tokens.create(ALICE, 'login')).token;
+  ({ daemon, key, logs } = served);
+  tok.owner = await served.token(OWNER);
+  tok.alice = await served.token(ALICE);
   client = jsonClient(daemon.url, { token: tok.owner });
   expect(
     (
@@ -51,8 +44,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   client.close();
-  await daemon.close();
-  fixture.cleanup();
+  await served.close();
 });
 
 /** Reads server-sent events until `until` says stop (or the timeout passes). */

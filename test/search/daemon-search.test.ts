@@ -14,6 +14,7 @@ import {
 } from '../../src/core/index.js';
 import { startDaemon, type Daemon } from '../../src/daemon/index.js';
 import { Entity } from '../../src/store/index.js';
+import { daemonOptions } from '../helpers/test-daemon.js';
 import { jsonClient, type JsonClient } from '../helpers/http-client.js';
 import { addFixture, commitFile } from '../helpers/ladder-fixture.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -73,13 +74,7 @@ beforeAll(async () => {
   other = await ZzRepo.open(dir);
   expect(other.key).toBe(KEY);
   await initRepo(other, { owner: OWNER, default_branch: 'main' });
-  daemon = await startDaemon({
-    cwd: dir,
-    port: 0,
-    reposFile: join(dir, 'none.json'),
-    mcpHandler: null,
-    cacheDir: cache,
-  });
+  daemon = await startDaemon(daemonOptions(dir, { cacheDir: cache }));
   const token = async (actor: string) => (await daemon.tokens.create(actor, 'login')).token;
   owner = jsonClient(daemon.url, { token: await token(OWNER) });
   alice = jsonClient(daemon.url, { token: await token(ALICE) });

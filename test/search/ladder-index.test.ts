@@ -290,11 +290,13 @@ describe('LadderSearch queries', () => {
     expectInvalid(() => ls.search({ query: 'config', repo: '' }), 'repo');
     expectInvalid(() => ls.search({ query: 'config', cursor: 'garbage!' }), 'cursor');
     expectInvalid(() => ls.search({ query: 'config', cursor: 'eyJ2IjoxfQ' }), 'cursor'); // {"v":1}
-    const forged = Buffer.from(JSON.stringify({ v: 1, o: 5, q: 'AAAAAAAAAAAAAAAA' })).toString(
-      'base64url',
-    );
+    const forged = Buffer.from(
+      JSON.stringify(['ladder_search', 1, { o: 5, q: 'AAAAAAAAAAAAAAAA' }]),
+    ).toString('base64url');
     expectInvalid(() => ls.search({ query: 'config', cursor: forged }), 'cursor');
-    const far = Buffer.from(JSON.stringify({ v: 1, o: 1e9, q: 'x' })).toString('base64url');
+    const far = Buffer.from(
+      JSON.stringify(['ladder_search', 1, { o: 1e9, q: 'AAAAAAAAAAAAAAAA' }]),
+    ).toString('base64url');
     expectInvalid(() => ls.search({ query: 'config', cursor: far }), 'cursor');
     // Regex metacharacters and odd unicode are just text.
     expect(ls.search({ query: '.*(config)+ [a-z] \\d ∑ 🙂' }).hits.length).toBeGreaterThan(0);
@@ -670,5 +672,30 @@ describe('LadderSearch scorers', () => {
         expect(new Set(paths(a)), q).toEqual(new Set(paths(b)));
       }
     }
+  });
+});
+
+describe('writes of one repo', () => {
+  it('run one at a time, in call order (a diff waits for the build it applies to)', async () => {
+    const ls = openSearch({ cacheDir: await freshDir(), persistDelayMs: 0 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let building!: () => void;
+    const started = new Promise<void>((r) => (building = r));
+    const built = ls.setRepo('acme/api', oid(1), async () => {
+      building();
+      await gate;
+      return API;
+    });
+    await started;
+    // Called while the build is still waiting for its rungs: it must not see a missing shard.
+    const diffed = ls.applyDiff('acme/api', oid(3), {
+      base: oid(1),
+      remove: ['docs/guide.md'],
+    });
+    release();
+    expect((await built).source).toBe('built');
+    expect(await diffed).toMatchObject({ ladder_oid: oid(3), removed: 1 });
+    expect(ls.ladderOid('acme/api')).toBe(oid(3));
   });
 });

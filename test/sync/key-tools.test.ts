@@ -3,11 +3,9 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ZzRepo } from '../../src/core/index.js';
-import { TokenStore } from '../../src/core/token-store.js';
 import { personKeyInfo, signWithExistingKey } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
-import { createApp, type App } from '../../src/http/index.js';
-import { registry } from '../../src/tools/index.js';
+import { appFixture, type AppFixture } from '../helpers/app-fixture.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -15,47 +13,25 @@ import { makeRepo, sh } from '../helpers/temp-repo.js';
 // key_add / key_remove / key_list / repo_require_signatures, from the one tool registry: over
 // the daemon's HTTP routes with tokens (owner-only where it must be), and from the CLI.
 
-const HOST = '127.0.0.1:7433';
 const OWNER = 'owner@example.com';
 const ALICE = 'alice@example.com';
 const BOB = 'bob@example.com';
 
-let fx: { repo: ZzRepo; dir: string; cleanup: () => void; tokens: TokenStore; app: App };
+let fx: AppFixture;
 const tok: Record<string, string> = {};
 
-async function tool(name: string, body: unknown, token = tok.owner) {
-  const res = await fx.app.fetch(
-    new Request(`http://${HOST}/api/repos/local/keys/tools/${name}`, {
-      method: 'POST',
-      headers: {
-        host: HOST,
-        authorization: `Bearer ${token}`,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify(body),
-    }),
-  );
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const out = (await res.json()) as { result?: Record<string, any> } & Record<string, any>;
-  return { status: res.status, json: out.result ?? out };
+async function tool(name: string, body: unknown, token = tok.owner!) {
+  const r = await fx.tool(name, body, token);
+  return { status: r.status, json: r.json.result ?? r.json };
 }
 
 beforeAll(async () => {
-  const { dir, cleanup } = makeRepo();
-  const repo = await ZzRepo.open(dir, { key: 'local/keys' });
-  await initRepo(repo, { owner: OWNER, default_branch: 'main' });
-  const tokens = new TokenStore(repo.git!.gitdir);
-  tok.owner = (await tokens.create(OWNER, 'login')).token;
-  tok.alice = (await tokens.create(ALICE, 'login')).token;
-  const app = createApp({ repos: new Map([[repo.key, repo]]), tokens, registry, host: HOST });
-  fx = { repo, dir, cleanup, tokens, app };
+  fx = await appFixture('local/keys', OWNER);
+  tok.owner = await fx.token(OWNER);
+  tok.alice = await fx.token(ALICE);
 });
 
-afterAll(async () => {
-  await fx.tokens.flush();
-  fx.repo.close();
-  fx.cleanup();
-});
+afterAll(() => fx.close());
 
 describe('key tools over HTTP', () => {
   it('owners register and remove anyone’s keys; others only their own; list pages', async () => {

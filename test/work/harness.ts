@@ -1,11 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { initRepo, ZzRepo } from '../../src/core/index.js';
-import { startDaemon, type Daemon } from '../../src/daemon/index.js';
+import type { Daemon } from '../../src/daemon/index.js';
 import { httpClient } from '../../src/cli/client.js';
 import type { CallTool } from '../../src/work/index.js';
-import { makeRepo } from '../helpers/temp-repo.js';
+import { startTestDaemon } from '../helpers/test-daemon.js';
 
 // A real checkout served by a real daemon on 127.0.0.1 (port 0), with an owner and an agent
 // identity, each with a token; tool calls go over HTTP exactly as `zz work` makes them.
@@ -25,36 +21,20 @@ export interface Served {
 }
 
 export async function served(): Promise<Served> {
-  const repo = makeRepo('zz-work-');
-  const cache = mkdtempSync(join(tmpdir(), 'zz-work-cache-'));
-  const zz = await ZzRepo.open(repo.dir);
-  const repoKey = zz.key;
-  await initRepo(zz, { owner: OWNER, default_branch: 'main' });
-  zz.close();
-  const daemon = await startDaemon({
-    cwd: repo.dir,
-    port: 0,
-    reposFile: join(cache, 'none.json'),
-    cacheDir: cache,
-    mcpHandler: null,
-  });
-  const ownerToken = (await daemon.tokens.create(OWNER, 'login')).token;
-  const agentToken = (await daemon.tokens.create(AGENT, 'bot')).token;
-  const o = httpClient(daemon.url, repoKey, ownerToken);
-  const a = httpClient(daemon.url, repoKey, agentToken);
+  const t = await startTestDaemon({ prefix: 'zz-work-', owner: OWNER });
+  const ownerToken = await t.token(OWNER, 'login');
+  const agentToken = await t.token(AGENT, 'bot');
+  const o = httpClient(t.url, t.key, ownerToken);
+  const a = httpClient(t.url, t.key, agentToken);
   return {
-    dir: repo.dir,
-    daemon,
-    repoKey,
+    dir: t.dir,
+    daemon: t.daemon,
+    repoKey: t.key,
     ownerToken,
     agentToken,
     owner: (tool, args) => o.call(tool, args),
     agent: (tool, args) => a.call(tool, args),
-    cleanup: async () => {
-      await daemon.close();
-      repo.cleanup();
-      rmSync(cache, { recursive: true, force: true });
-    },
+    cleanup: () => t.close(),
   };
 }
 

@@ -287,6 +287,8 @@ async function commitPlan(
   };
   if (counts.upsert.length === 0 && counts.remove.length === 0) return base;
   ctx.progress({ phase: 'commit', done: 0, total: 1 });
+  // Not writeOp: a build is the local user's own run (no token; git's user.email) and works
+  // before `zz init`, so there is no caller to check nor config to require.
   const r = await ladderEntity(repo).mutate({
     actor: ctx.actor,
     // Decided again against the state the commit applies to: another writer may have landed

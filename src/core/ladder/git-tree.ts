@@ -1,5 +1,5 @@
 import { ZzError } from '../../errors.js';
-import { readCommit, readTree, type GitRepository } from '../../git/index.js';
+import { readCommit, readTree, walkTreePath, type GitRepository } from '../../git/index.js';
 
 // The few reads of the user's code the Ladder needs through the repository's persistent
 // cat-file: a commit's tree, the object at a path, peeled tags. Listings (ls-tree, log,
@@ -22,14 +22,7 @@ export async function entryAt(
   tree: string,
   path: string,
 ): Promise<{ oid: string; mode: string } | null> {
-  let cur = { oid: tree, mode: '040000' };
-  for (const name of path.split('/')) {
-    if (cur.mode !== '040000') return null;
-    const e = (await readTree(git.catFile, cur.oid))?.find((x) => x.name === name);
-    if (!e) return null;
-    cur = { oid: e.oid, mode: e.mode };
-  }
-  return cur;
+  return (await walkTreePath((t) => readTree(git.catFile, t), tree, path)).entry;
 }
 
 const peeled = new Map<string, string | null>();

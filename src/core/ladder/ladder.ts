@@ -11,10 +11,11 @@ import {
   type RungGenerator,
   type RungKind,
 } from '../../schema/rung.js';
+import { offsetCursor } from '../../schema/cursor.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
 import { Entity, type LoggedOp, type OpSpec, type Snapshot } from '../../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
-import { decodeOffset, encodeOffset, readLane, type WriteMeta, type WriteOpts } from '../lanes.js';
+import { readLane, type WriteMeta, type WriteOpts } from '../lanes.js';
 import { writeOp } from '../write-op.js';
 import { leaseExpired } from '../views.js';
 import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
@@ -296,6 +297,8 @@ function revisionOf(op: LoggedOp, path: string): RungRevision {
   };
 }
 
+const historyPages = offsetCursor('ladder_history');
+
 /** Every write of one rung, newest first, paged. */
 export async function ladderHistory(
   repo: ZzRepo,
@@ -308,7 +311,7 @@ export async function ladderHistory(
     throw new ZzError('not_found', `the Ladder has never held a rung at ${JSON.stringify(path)}`, {
       path,
     });
-  const start = decodeOffset(args.cursor, 'cursor');
+  const start = args.cursor === undefined ? 0 : historyPages.decode(args.cursor);
   const limit = args.limit ?? 50;
   const newestFirst = [...at].reverse();
   const page = newestFirst.slice(start, start + limit).map((i) => revisionOf(snap.log[i]!, path));
@@ -316,7 +319,7 @@ export async function ladderHistory(
   return {
     path,
     revisions: page,
-    next_cursor: end < newestFirst.length ? encodeOffset(end) : null,
+    next_cursor: end < newestFirst.length ? historyPages.encode(end) : null,
   };
 }
 

@@ -11,11 +11,13 @@ import {
   type SshSigningKey,
 } from '../../git/index.js';
 import { ZzError } from '../../errors.js';
+import { configDir, createFileExclusive } from '../../local/index.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
 import { callerGitConfig, gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { requireCaller, type Caller } from '../access.js';
+import { writeOp } from '../write-op.js';
 import type { SyncCommit, SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
 
@@ -29,11 +31,6 @@ import { parseZzCommit, type ParsedCommit } from './validate.js';
 /** The person an actor acts for: `alice@x[claude]` → `alice@x`. */
 export function personOf(actor: string): string {
   return actor.replace(/\[.*\]$/, '');
-}
-
-function configDir(env: NodeJS.ProcessEnv): string {
-  const base = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config');
-  return join(base, 'zz');
 }
 
 /**
@@ -108,19 +105,12 @@ export async function personKeyInfo(
   }
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const { key, pem } = generateSigningKey();
-  const tmp = `${file}.${process.pid}.tmp`;
-  await fsp.writeFile(tmp, pem, { mode: 0o600 });
-  try {
-    // link() refuses to replace: a racing process that made the key first wins, we use it.
-    await fsp.link(tmp, file);
+  // A racing process that made the key first wins; we use its key.
+  if (await createFileExclusive(file, pem, { mode: 0o600 })) {
     return { key, file, created: true, source: 'zz', ...note };
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    const pem = await fsp.readFile(file, 'utf8');
-    return { key: signingKeyFromPem(pem), file, created: false, source: 'zz', ...note };
-  } finally {
-    await fsp.rm(tmp, { force: true });
   }
+  const made = await fsp.readFile(file, 'utf8');
+  return { key: signingKeyFromPem(made), file, created: false, source: 'zz', ...note };
 }
 
 /**
@@ -280,6 +270,9 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
   };
 }
 
+/** Key writes take no WriteOpts: their `actor` names whose key, not who is calling. */
+const NO_CLAIMS = {};
+
 /** The key argument as a normalised key line, or a clear error. */
 function keyArg(raw: string): string {
   const key = normalizeKeyLine(raw);
@@ -307,14 +300,14 @@ export async function keyAdd(
   args: { actor: string; key: string },
 ): Promise<{ revision: string }> {
   const key = keyArg(args.key);
-  await repo.requireConfig();
-  const r = await repo.config.mutate({
-    actor: caller.actor,
+  const r = await writeOp(repo, caller, repo.config, NO_CLAIMS, {
+    tool: 'key_add',
+    request: { actor: args.actor, key },
     decide: (s) => {
       assertMayChangeKeys(s.config!, caller.actor, args.actor, 'register');
       if ((s.keys.get(args.actor) ?? []).includes(key)) return [];
       return {
-        op: 'key_add',
+        op: 'key_add' as const,
         summary: `key_add for ${args.actor}`,
         args: { actor: args.actor, key },
       };
@@ -332,15 +325,15 @@ export async function keyRemove(
 ): Promise<{ removed: boolean; revision: string }> {
   const caller = requireCaller(callerIn);
   const key = keyArg(args.key);
-  await repo.requireConfig();
-  const r = await repo.config.mutate({
-    actor: caller.actor,
+  const r = await writeOp(repo, caller, repo.config, NO_CLAIMS, {
+    tool: 'key_remove',
+    request: { actor: args.actor, key },
     decide: (s) => {
       assertMayChangeKeys(s.config!, caller.actor, args.actor, 'remove');
       const held = (s.keys.get(args.actor) ?? []).some((k) => normalizeKeyLine(k) === key);
       if (!held) return [];
       return {
-        op: 'key_remove',
+        op: 'key_remove' as const,
         summary: `key_remove for ${args.actor}`,
         args: { actor: args.actor, key },
       };
@@ -383,16 +376,16 @@ export async function requireSignatures(
   caller: { actor: string },
   signed: boolean,
 ): Promise<{ revision: string }> {
-  await repo.requireConfig();
-  const r = await repo.config.mutate({
-    actor: caller.actor,
+  const r = await writeOp(repo, caller, repo.config, NO_CLAIMS, {
+    tool: 'repo_require_signatures',
+    request: { signed },
     decide: (s) => {
       if (!s.config!.owners.includes(caller.actor)) {
         throw new ZzError('forbidden', 'only an owner may change the signature policy');
       }
       if (s.signed === signed) return [];
       return {
-        op: 'repo_require_signatures',
+        op: 'repo_require_signatures' as const,
         summary: `repo_require_signatures ${signed}`,
         args: { signed },
       };

@@ -219,8 +219,11 @@ class LaneEntity extends Entity<LaneState, LaneOp> {
   }
 
   override async read(): Promise<Snapshot<LaneState, LaneOp>> {
-    const roles = await this.currentRoles();
-    const snap = await super.read();
+    // The config and the Lane are read side by side (two git reads at once, not one after the
+    // other: a cold load waited for both). The fold takes the roles known when the Lane's
+    // history arrives; the config's short history is almost always in by then, and when it
+    // is not, the check below folds again against the roles that count.
+    const [roles, snap] = await Promise.all([this.currentRoles(), super.read()]);
     if (snap.state.roles === roles) return snap;
     this.invalidate();
     return super.read();

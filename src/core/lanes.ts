@@ -1,4 +1,4 @@
-import { markUnsignedPage } from './sync/unsigned.js';
+import { foreignRevisions, markUnsignedPage } from './sync/unsigned.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { AskDoc, Scope } from '../schema/lane.js';
@@ -167,12 +167,31 @@ export async function laneGet(
   return {
     lane: laneView(snap.lane, snap.revision),
     asks,
-    history: await markUnsignedPage(repo, fullHistory, hStart, hEnd),
+    history: await markUnsignedPage(
+      repo,
+      fullHistory,
+      hStart,
+      hEnd,
+      foreignOf(snap.log, repo.store.replica),
+    ),
     next_asks_offset: nextAsks,
     next_history_offset: nextHistory,
     next_asks_cursor: nextAsks === null ? null : asksCursor.encode(nextAsks),
     next_history_cursor: nextHistory === null ? null : historyCursor.encode(nextHistory),
   };
+}
+
+// A published log never changes: which of its commits hold another replica's ops is worked out
+// once per log (usually none, and then no commit is read to mark history entries unsigned).
+const foreignByLog = new WeakMap<object, ReadonlySet<string>>();
+
+function foreignOf(
+  log: Snapshot<LaneState>['log'],
+  local: string | undefined,
+): ReadonlySet<string> {
+  let f = foreignByLog.get(log);
+  if (!f) foreignByLog.set(log, (f = foreignRevisions(log, local)));
+  return f;
 }
 
 export type LaneSummary = LaneView & {

@@ -3,25 +3,89 @@ import { PAGE } from '../schema/limits.js';
 // Pages of long lists (a Lane's Asks, its history, ask_list hits) cut by item count and by
 // the JSON size they would answer.
 
-// JSON size of what a page holds, per stored document (documents never change once stored).
-const sizeOf = new WeakMap<object, number>();
-export function jsonBytes(o: object): number {
-  let n = sizeOf.get(o);
-  if (n === undefined) sizeOf.set(o, (n = Buffer.byteLength(JSON.stringify(o), 'utf8')));
+// Printable ASCII other than `"` and `\`: JSON writes such a string as itself in quotes.
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+function stringBytes(s: string): number {
+  return PLAIN.test(s) ? s.length + 2 : Buffer.byteLength(JSON.stringify(s), 'utf8');
+}
+
+// `"key":` once per key: documents of one kind repeat the same few keys thousands of times.
+const keySizes = new Map<string, number>();
+
+function keyBytes(key: string): number {
+  let n = keySizes.get(key);
+  if (n === undefined) {
+    n = stringBytes(key) + 1;
+    if (keySizes.size < 4096) keySizes.set(key, n);
+  }
   return n;
 }
 
-// Running totals of jsonBytes per array, filled as far as pages have reached: the next page
-// of the same array (a state's Asks, a cached history view) is a binary search. Arrays given
-// to pageEnd are never changed afterwards.
-const totalsOf = new WeakMap<readonly object[], number[]>();
+const skipped = (x: unknown): boolean =>
+  x === undefined || typeof x === 'function' || typeof x === 'symbol';
 
 /**
- * Running totals an array's owner already knows (totals[i] = bytes of items[0, i), as far as
- * it knows): pageEnd starts from them. The array must never change afterwards.
+ * Buffer.byteLength(JSON.stringify(v)), without building the JSON: a cold lane_get sizes every
+ * Ask and history entry of a long Lane, and stringifying each was a third of its time. Plain
+ * JSON data (what documents and ops are) is summed here; strings with anything to escape and
+ * values with their own JSON form (toJSON, class instances) are measured by JSON itself.
+ * test/core/paging.test.ts holds it to JSON.stringify on generated values.
  */
-export function knownTotals(items: readonly object[], totals: number[]): void {
-  totalsOf.set(items, totals);
+export function jsonBytes(v: unknown): number {
+  switch (typeof v) {
+    case 'string':
+      return stringBytes(v);
+    case 'number':
+      return Number.isFinite(v) ? String(v).length : 4;
+    case 'boolean':
+      return v ? 4 : 5;
+    case 'object': {
+      if (v === null) return 4;
+      if (Array.isArray(v)) {
+        let n = v.length > 1 ? v.length + 1 : 2;
+        for (const x of v) n += skipped(x) ? 4 : jsonBytes(x);
+        return n;
+      }
+      const proto: unknown = Object.getPrototypeOf(v);
+      if ((proto !== Object.prototype && proto !== null) || 'toJSON' in v) break;
+      const o = v as Record<string, unknown>;
+      let n = 2;
+      let k = 0;
+      for (const key of Object.keys(o)) {
+        const x = o[key];
+        if (skipped(x)) continue;
+        n += keyBytes(key) + jsonBytes(x);
+        k++;
+      }
+      return k > 1 ? n + k - 1 : n;
+    }
+  }
+  return Buffer.byteLength(JSON.stringify(v) ?? '', 'utf8');
+}
+
+// Running totals of item sizes per array, filled as far as pages have reached: the next page
+// of the same array (a state's Asks, a cached history view) is a binary search. Arrays given
+// to pageEnd are never changed afterwards.
+interface Sizing {
+  /** totals[i] = bytes of items[0, i), as far as known. */
+  totals: number[];
+  /** The size of items[i] (its owner may know it from an earlier array). */
+  size?: (i: number) => number;
+}
+const sizingOf = new WeakMap<readonly object[], Sizing>();
+
+/**
+ * What an array's owner already knows of its items' sizes: running totals from the start, and
+ * a function answering the size of item i (for items it carried over from another array).
+ * pageEnd starts from them. The array must never change afterwards.
+ */
+export function knownTotals(
+  items: readonly object[],
+  totals: number[],
+  size?: (i: number) => number,
+): void {
+  sizingOf.set(items, size ? { totals, size } : { totals });
 }
 
 /**
@@ -35,14 +99,15 @@ export function pageEnd<T extends object>(
   maxBytes: number = PAGE.maxBytes,
 ): number {
   const last = Math.min(items.length, start + (limit ?? items.length));
-  let totals = totalsOf.get(items);
-  if (!totals) totalsOf.set(items, (totals = [0]));
+  let sizing = sizingOf.get(items);
+  if (!sizing) sizingOf.set(items, (sizing = { totals: [0] }));
+  const { totals, size } = sizing;
   // totals[i] = bytes of items[0, i). Sizing stops once the page is over the cap: a first
   // page of a 5,000-Ask Lane sizes the Asks it can hold, not all of them.
   while (totals.length <= last) {
     const i = totals.length - 1;
     if (i > start && totals[i]! - totals[start]! > maxBytes) break;
-    totals.push(totals[i]! + jsonBytes(items[i]!));
+    totals.push(totals[i]! + (size ? size(i) : jsonBytes(items[i]!)));
   }
   const known = Math.min(last, totals.length - 1);
   // The first i in (start, known) with bytes of [start, i] over the cap ends the page at i.

@@ -100,32 +100,37 @@ function sharedView(s: LaneState, a: AskDoc, now: Date): AskView {
 // A state's Asks as an array, with their views and JSON sizes by position, once per state:
 // lane_get of a long Lane reads the same state again and again. A write makes a new state
 // that differs from the last one read in a few Asks: what the two share by position is
-// carried over (the size; the view too when it depends on nothing but the document).
+// carried over (the size; the view too when it depends on nothing but the document). Sizes
+// are measured as pages reach them (a page of 200 sizes 200 Asks, not the Lane).
 // Claimed Asks' views are never kept: they depend on the clock.
-type AskPage = { asks: readonly AskDoc[]; views: AskView[]; totals: number[] };
+type AskPage = { asks: readonly AskDoc[]; views: AskView[]; sizes: Array<number | undefined> };
 const pageOfState = new WeakMap<LaneState, AskPage>();
 /** The page of the last state read, by its Lane's document (shared by states until it changes). */
 const lastPage = new WeakMap<LaneDoc, AskPage>();
 
 function askPage(s: LaneState): AskPage {
-  let p = pageOfState.get(s);
-  if (p) return p;
+  const known = pageOfState.get(s);
+  if (known) return known;
   const asks = [...s.asks.values()];
   const prev = s.lane ? lastPage.get(s.lane) : undefined;
-  const views: AskView[] = [];
-  const totals = [0];
-  for (let i = 0; i < asks.length; i++) {
-    const a = asks[i]!;
-    const same = prev !== undefined && prev.asks[i] === a;
-    if (same && a.depends_on.length === 0 && prev.views[i] !== undefined) views[i] = prev.views[i]!;
-    const bytes = same ? prev.totals[i + 1]! - prev.totals[i]! : jsonBytes(a);
-    totals.push(totals[i]! + bytes);
+  // Preallocated: pages fill these from any offset, and V8 keeps a sparse array slow.
+  const views = new Array<AskView>(asks.length);
+  const sizes = new Array<number | undefined>(asks.length);
+  if (prev) {
+    const n = Math.min(asks.length, prev.asks.length);
+    for (let i = 0; i < n; i++) {
+      const a = asks[i]!;
+      if (prev.asks[i] !== a) continue;
+      sizes[i] = prev.sizes[i];
+      const v = prev.views[i];
+      if (v !== undefined && a.depends_on.length === 0) views[i] = v;
+    }
   }
-  p = { asks, views, totals };
-  knownTotals(asks, totals);
-  pageOfState.set(s, p);
-  if (s.lane) lastPage.set(s.lane, p);
-  return p;
+  const page: AskPage = { asks, views, sizes };
+  knownTotals(asks, [0], (i) => (sizes[i] ??= jsonBytes(asks[i])));
+  pageOfState.set(s, page);
+  if (s.lane) lastPage.set(s.lane, page);
+  return page;
 }
 
 /** Every Ask of `s` in the order they were posted; the same array for the same state. */
@@ -139,20 +144,64 @@ export function askPageViews(s: LaneState, start: number, end: number, now: Date
   const out: AskView[] = [];
   for (let i = start; i < end && i < asks.length; i++) {
     const a = asks[i]!;
+    // The views array is this state's: a view with dependencies is kept for it too.
     if (a.state === 'claimed') out.push(askView(s, a, now));
-    else out.push((views[i] ??= sharedView(s, a, now)));
+    else out.push((views[i] ??= Object.freeze(askView(s, a, now))));
   }
   return out;
 }
 
+// No blockers: one shared, frozen array (views are read, never changed; 5,000 Asks made 5,000
+// empty arrays).
+const NO_BLOCKERS: BlockedBy[] = [];
+Object.freeze(NO_BLOCKERS);
+
 export function askView(s: LaneState, a: AskDoc, now: Date): AskView {
-  const bb = blockedBy(s, a);
+  const bb = a.depends_on.length === 0 ? NO_BLOCKERS : blockedBy(s, a);
   const expired = leaseExpired(a, now);
+  // Object literals of fixed shape, keys in the order `{ ...a, lease_expired, blocked,
+  // blocked_by }` gave (responses keep their JSON): in V8 a spread that adds keys to an
+  // object of this many made a hidden class per result — 2.7 MiB and most of the time of a
+  // cold lane_get's 5,000 views. An Ask that was cancelled has one key more.
+  if (a.cancelled === undefined) {
+    return {
+      ask_id: a.ask_id,
+      lane_id: a.lane_id,
+      kind: a.kind,
+      title: a.title,
+      body: a.body,
+      priority: a.priority,
+      depends_on: a.depends_on,
+      state: expired ? 'open' : a.state,
+      holder: expired ? null : a.holder,
+      lease_expires_at: expired ? null : a.lease_expires_at,
+      answer: a.answer,
+      posted_by: a.posted_by,
+      posted_at: a.posted_at,
+      payload: a.payload,
+      origin: a.origin,
+      lease_expired: expired,
+      blocked: bb.length > 0,
+      blocked_by: bb,
+    };
+  }
   return {
-    ...a,
+    ask_id: a.ask_id,
+    lane_id: a.lane_id,
+    kind: a.kind,
+    title: a.title,
+    body: a.body,
+    priority: a.priority,
+    depends_on: a.depends_on,
     state: expired ? 'open' : a.state,
     holder: expired ? null : a.holder,
     lease_expires_at: expired ? null : a.lease_expires_at,
+    answer: a.answer,
+    posted_by: a.posted_by,
+    posted_at: a.posted_at,
+    payload: a.payload,
+    origin: a.origin,
+    cancelled: a.cancelled,
     lease_expired: expired,
     blocked: bb.length > 0,
     blocked_by: bb,
@@ -219,8 +268,12 @@ export function historyView(
     else until = Math.min(until, l.untilMs);
   }
   viewCache.set(h, { rejected, from: t, until, out });
-  // Entries marked refused are copies of other sizes: then pageEnd sums from scratch.
-  if (rejected.length === 0) knownTotals(out, h.totals.slice());
+  // Sizes measured once per derived entry, as pages reach them; entries marked refused (copies)
+  // and derived lease expiries are measured as they are.
+  const { entries, sizes } = h;
+  knownTotals(out, [0], (i) =>
+    out[i] === entries[i] ? (sizes[i] ??= jsonBytes(entries[i])) : jsonBytes(out[i]),
+  );
   return out;
 }
 
@@ -233,8 +286,8 @@ type OpenLease = { holder: string; until: string; untilMs: number };
 type Derived = {
   log: readonly LoggedOp[];
   entries: HistoryEntry[];
-  /** Running JSON sizes of entries (see paging.ts), kept as entries are derived. */
-  totals: number[];
+  /** JSON sizes of entries (see paging.ts), by position, measured as pages reach them. */
+  sizes: Array<number | undefined>;
   open: Map<string, OpenLease>;
 };
 
@@ -246,14 +299,14 @@ const historyCache = new WeakMap<LoggedOp, Derived>();
 
 function derivedHistory(log: readonly LoggedOp[]): Derived {
   const first = log[0];
-  if (!first) return { log, entries: [], totals: [0], open: new Map() };
+  if (!first) return { log, entries: [], sizes: [], open: new Map() };
   const prev = historyCache.get(first);
   if (prev?.log === log) return prev;
   const n = prev?.log.length ?? 0;
   const extends_ = !!prev && n <= log.length && log[n - 1] === prev.log[n - 1];
   const d: Derived = extends_
-    ? { log, entries: prev.entries.slice(), totals: prev.totals.slice(), open: new Map(prev.open) }
-    : { log, entries: [], totals: [0], open: new Map() };
+    ? { log, entries: prev.entries.slice(), sizes: prev.sizes.slice(), open: new Map(prev.open) }
+    : { log, entries: [], sizes: [], open: new Map() };
   deriveInto(d, extends_ ? n : 0);
   historyCache.set(first, d);
   return d;
@@ -273,10 +326,10 @@ function expiredEntry(askId: string, l: OpenLease): HistoryEntry {
 }
 
 function deriveInto(d: Derived, from: number): void {
-  const { log, entries: out, open } = d;
+  const { log, entries: out, sizes, open } = d;
   const push = (e: HistoryEntry): void => {
     out.push(e);
-    d.totals.push(d.totals[d.totals.length - 1]! + jsonBytes(e));
+    sizes.push(undefined);
   };
   for (let i = from; i < log.length; i++) {
     const op = log[i]!;

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { EVENTS_CURSOR_MAX_LENGTH } from '../core/index.js';
 import { ZzError } from '../errors.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/index.js';
 import type { App } from './app.js';
@@ -30,6 +31,18 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
+/**
+ * maxHeaderSize (request line plus headers) has room for an events cursor (Last-Event-ID, or
+ * ?cursor=) as large as lane_events issues, beside ordinary headers. node:http's default,
+ * 16 KiB, answered 431 to an SSE client (the dashboard) reconnecting with the cursor of a
+ * repository past ~100 Lanes, on every retry.
+ */
+const SERVER_OPTIONS = {
+  keepAlive: true,
+  requestTimeout: 120_000,
+  maxHeaderSize: EVENTS_CURSOR_MAX_LENGTH + 16 * 1024,
+};
+
 const formatHost = (host: string) => (host.includes(':') ? `[${host}]` : host);
 
 /** The app to serve, or a function that builds it once the port is known (port 0). */
@@ -40,7 +53,7 @@ export async function listen(source: AppSource, opts: ListenOptions = {}): Promi
   let app: App | null = typeof source === 'function' ? null : source;
   const open = new Set<ServerResponse>();
   let drained: (() => void) | null = null;
-  const server = createServer({ keepAlive: true, requestTimeout: 120_000 }, (req, res) => {
+  const server = createServer(SERVER_OPTIONS, (req, res) => {
     open.add(res);
     res.on('close', () => {
       open.delete(res);

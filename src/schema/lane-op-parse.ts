@@ -19,7 +19,19 @@ const absent = (x: unknown): x is undefined => x === undefined;
 const laneIdOk = (s: unknown): boolean =>
   typeof s === 'string' && LANE_ID_RE.test(s) && noLockSuffix(s);
 const askIdOk = (s: unknown): boolean => typeof s === 'string' && ASK_ID_RE.test(s);
-const actorOk = (s: unknown): boolean => text(s, 300) && ACTOR_RE.test(s);
+// Actors repeat across a Lane's ops (the store keeps one copy of each string): an actor that
+// passed once is looked up, not matched again. Bounded; cleared when full.
+const goodActors = new Set<string>();
+const actorOk = (s: unknown): boolean => {
+  if (typeof s !== 'string') return false;
+  if (goodActors.has(s)) return true;
+  if (s.length > 300 || !ACTOR_RE.test(s)) return false;
+  if (goodActors.size >= 1024) goodActors.clear();
+  goodActors.add(s);
+  return true;
+};
+/** At most `max` UTF-8 bytes (a string of at most max/3 UTF-16 units cannot be longer). */
+const fitsBytes = (s: string, max: number): boolean => s.length * 3 <= max || utf8Bytes(s) <= max;
 const intIn = (n: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolean =>
   typeof n === 'number' && Number.isSafeInteger(n) && n >= min && n <= max;
 
@@ -35,7 +47,7 @@ function askPost(raw: OpRecord): raw is Of<'ask_post'> {
     typeof a.kind === 'string' &&
     ASK_KIND_RE.test(a.kind) &&
     text(a.title, STORED_LIMITS.title) &&
-    (absent(a.body) || (typeof a.body === 'string' && utf8Bytes(a.body) <= STORED_LIMITS.body)) &&
+    (absent(a.body) || (typeof a.body === 'string' && fitsBytes(a.body, STORED_LIMITS.body))) &&
     (absent(a.priority) || intIn(a.priority, 0, 4)) &&
     (absent(a.depends_on) ||
       (Array.isArray(a.depends_on) &&
@@ -100,7 +112,7 @@ function askAnswer(raw: OpRecord): raw is Of<'ask_answer'> {
     outcomes.has(a.outcome) &&
     (absent(a.result) ||
       a.result === null ||
-      (typeof a.result === 'string' && utf8Bytes(a.result) <= STORED_LIMITS.result)) &&
+      (typeof a.result === 'string' && fitsBytes(a.result, STORED_LIMITS.result))) &&
     (absent(a.changeset_id) || a.changeset_id === null || changesetIdOk(a.changeset_id)) &&
     (absent(cs) ||
       (isPlainRecord(cs) &&

@@ -62,10 +62,12 @@ function parseEnvelopes(message: string): OpMessageParse<OpRecord> {
 }
 
 /** The JSON after the ops mark: the first line that starts with it (zz writes it third). */
+const JSON_LINE = '\n' + JSON_MARK;
+
 function opsLine(message: string): string | null {
   let at = 0;
   if (!message.startsWith(JSON_MARK)) {
-    const nl = message.indexOf('\n' + JSON_MARK);
+    const nl = message.indexOf(JSON_LINE);
     if (nl < 0) return null;
     at = nl + 1;
   }
@@ -116,6 +118,7 @@ export function commitOps(message: string, oid?: string): Pick<CommitRecord, 'op
   }
   const r = parseEnvelopes(message);
   const rec = r.ok ? { ops: r.ops } : { ops: [], malformed: r.error };
+  shareValues(rec.ops);
   if (oid !== undefined && rec.ops.length <= cacheLimits.maxOps) {
     for (const op of rec.ops) freezeOp(op);
     Object.freeze(rec.ops);
@@ -128,6 +131,64 @@ export function commitOps(message: string, oid?: string): Pick<CommitRecord, 'op
     }
   }
   return rec;
+}
+
+// JSON.parse makes a new value for every occurrence (V8 shares only short strings), so a Lane
+// of 5,000 ops held 5,000 copies of its one actor and of its replica id, its Asks another of
+// the actor (posted_by), and 5,000 empty payloads and dependency lists: about 1.5 MiB. What
+// ops repeat is kept once here: actors and replica ids across commits (a bounded table), an
+// op's time within its commit (a group commit's ops share it), and top-level argument and
+// result values equal to the op's actor or empty (one frozen `{}` and `[]`: ops are shared,
+// never changed).
+const SHARED_MAX = 4096;
+const shared = new Map<string, string>();
+const EMPTY_OBJECT: Record<string, unknown> = Object.freeze({});
+const EMPTY_ARRAY: unknown[] = [];
+Object.freeze(EMPTY_ARRAY);
+
+function share(s: string): string {
+  const known = shared.get(s);
+  if (known !== undefined) return known;
+  if (shared.size >= SHARED_MAX) shared.clear();
+  shared.set(s, s);
+  return s;
+}
+
+function shareValues(ops: OpRecord[]): void {
+  let time: string | undefined;
+  let actor = '';
+  let replica: string | undefined;
+  for (const op of ops) {
+    // The op before usually has the same actor and replica: a comparison, not a lookup.
+    if (op.actor === actor) op.actor = actor;
+    else actor = op.actor = share(op.actor);
+    if (op.replica !== undefined) {
+      if (op.replica === replica) op.replica = replica;
+      else replica = op.replica = share(op.replica);
+    }
+    if (op.time === time) op.time = time;
+    else time = op.time;
+    shareIn(op.args, actor);
+    if (op.out) shareIn(op.out, actor);
+  }
+}
+
+function shareIn(o: Record<string, unknown>, actor: string): void {
+  for (const k in o) {
+    const v = o[k];
+    if (v === actor) o[k] = actor;
+    else if (typeof v === 'object' && v !== null) {
+      if (Array.isArray(v)) {
+        if (v.length === 0) o[k] = EMPTY_ARRAY;
+      } else if (isEmptyPlain(v)) o[k] = EMPTY_OBJECT;
+    }
+  }
+}
+
+function isEmptyPlain(v: object): boolean {
+  if (Object.getPrototypeOf(v) !== Object.prototype) return false;
+  for (const _ in v) return false;
+  return true;
 }
 
 function freezeOp(op: OpRecord): void {

@@ -66,20 +66,24 @@ type Entry = { revision: string | null; actor: string; lamport: number; unsigned
 export async function markUnsigned<E extends Entry>(
   repo: ZzRepo,
   entries: readonly E[],
+  foreign?: ReadonlySet<string>,
 ): Promise<E[]> {
   if (!repo.git || entries.length === 0) return entries.slice();
   const facts = cacheOf(repo.git.gitdir);
-  // Commits not seen yet, read side by side (the cat-file reader pipelines them).
+  // Commits not seen yet, read side by side (the cat-file reader pipelines them). With
+  // `foreign` (foreignRevisions of the log), commits holding only this clone's ops are never
+  // read: a restarted daemon's first lane_get of a 5,000-Ask Lane read and parsed every commit.
   const missing = new Set<string>();
   for (const e of entries)
-    if (e.revision !== null && !facts.has(e.revision)) missing.add(e.revision);
+    if (e.revision !== null && !facts.has(e.revision) && (!foreign || foreign.has(e.revision)))
+      missing.add(e.revision);
   if (missing.size > 0) await Promise.all([...missing].map((oid) => loadFacts(repo, oid)));
   const config = (await repo.config.read()).state;
   const local = repo.store.replica;
   const out = entries.slice();
   for (let i = 0; i < out.length; i++) {
     const e = out[i]!;
-    if (e.revision === null) continue;
+    if (e.revision === null || (foreign && !foreign.has(e.revision))) continue;
     const f = facts.get(e.revision);
     const op = f?.ops.get(e.lamport);
     if (!f || !op || op.actor !== e.actor) continue; // a derived entry or a notice
@@ -95,12 +99,28 @@ export async function markUnsigned<E extends Entry>(
 // Lane answers its page without walking every entry again.
 const pageMemo = new WeakMap<readonly object[], Map<string, { config: object; out: unknown[] }>>();
 
+/**
+ * The revisions of `log` holding an op this clone did not write (another replica's, or one that
+ * names none): the only commits markUnsigned must read. Ops record their replica, so this is
+ * the log's own answer to what markUnsigned would find in the commits.
+ */
+export function foreignRevisions(
+  log: ReadonlyArray<{ revision: string; replica?: string | undefined }>,
+  local: string | undefined,
+): Set<string> {
+  const out = new Set<string>();
+  for (const op of log) if (op.replica === undefined || op.replica !== local) out.add(op.revision);
+  return out;
+}
+
 /** markUnsigned of `full.slice(start, end)`, remembered while `full` and the config stay. */
 export async function markUnsignedPage<E extends Entry>(
   repo: ZzRepo,
   full: readonly E[],
   start: number,
   end: number,
+  /** foreignRevisions of the log `full` was derived from. */
+  foreign?: ReadonlySet<string>,
 ): Promise<E[]> {
   const config = (await repo.config.read()).state;
   let memo = pageMemo.get(full);
@@ -108,7 +128,7 @@ export async function markUnsignedPage<E extends Entry>(
   const key = `${start}:${end}`;
   const hit = memo.get(key);
   if (hit && hit.config === config) return hit.out.slice() as E[];
-  const out = await markUnsigned(repo, full.slice(start, end));
+  const out = await markUnsigned(repo, full.slice(start, end), foreign);
   if (memo.size >= 16) memo.clear();
   memo.set(key, { config, out });
   return out.slice();

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { ZzRepo } from '../../src/core/index.js';
+import { openRepository } from '../../src/git/index.js';
+import { GitStore } from '../../src/store/index.js';
+import { ALICE, call, gitRepo, OWNER } from '../helpers/core-fixture.js';
+
+// A restarted daemon's first lane_get: history entries are marked unsigned only for ops from
+// another replica, and the log says which commits hold those (each op records its replica).
+// Commits of this clone's own ops are never read for it.
+
+describe('lane_get on a fresh repository handle', () => {
+  it('reads only the commits that hold another replica’s ops, and marks exactly those', async () => {
+    const { repo, dir, cleanup } = await gitRepo();
+    const other = new ZzRepo({
+      key: 'local/test',
+      store: new GitStore(await openRepository(dir), { replica: 'f'.repeat(16) }),
+    });
+    try {
+      await call(repo, OWNER, 'lane_propose', { lane_id: 'feat', title: 'Feature' });
+      for (let i = 0; i < 5; i++) {
+        await call(repo, OWNER, 'ask_post', { lane_id: 'feat', kind: 'work', title: `t${i}` });
+      }
+      // One op written by another replica (unsigned: no key of Alice's is registered).
+      await call(other, ALICE, 'ask_post', { lane_id: 'feat', kind: 'work', title: 'theirs' });
+      await call(repo, OWNER, 'ask_post', { lane_id: 'feat', kind: 'work', title: 'mine' });
+
+      const fresh = await ZzRepo.open(dir, { key: 'local/test' });
+      try {
+        const reads: string[] = [];
+        const catFile = fresh.git!.catFile;
+        const read = catFile.read.bind(catFile);
+        catFile.read = (spec) => {
+          reads.push(spec);
+          return read(spec);
+        };
+        const got = await call(fresh, OWNER, 'lane_get', { lane_id: 'feat' });
+        const theirs = got.history.filter((h) => h.unsigned);
+        expect(theirs.map((h) => [h.op, h.actor])).toEqual([['ask_post', ALICE.actor]]);
+        expect(got.history.filter((h) => h.revision !== null)).toHaveLength(8);
+        expect(reads).toEqual([theirs[0]!.revision]);
+      } finally {
+        fresh.close();
+      }
+    } finally {
+      other.close();
+      cleanup();
+    }
+  });
+});

@@ -15,7 +15,9 @@ import { median, percentile, printTable } from './util.js';
 // Goals: search p50 < 5 ms and p95 < 25 ms; a fresh process answers its first query < 1 s.
 // Searches are timed as a daemon runs them: on shards served from their files (heads loaded
 // at start, index sections on first use), before materialize() builds minisearch's maps.
-// ZZ_BENCH_REPOS / ZZ_BENCH_RUNGS scale it down for a quick look.
+// ZZ_BENCH_REPOS / ZZ_BENCH_RUNGS scale it down for a quick look; ZZ_BENCH_SEARCH_BUDGETS
+// (MiB, comma-separated) picks the memory budgets compared; ZZ_BENCH_SEARCH_NAIVE=0 skips
+// the naive baseline.
 
 const REPOS = Number(process.env.ZZ_BENCH_REPOS ?? 50);
 const PER_REPO = Number(process.env.ZZ_BENCH_RUNGS ?? 2000);
@@ -252,6 +254,34 @@ export async function benchSearch(): Promise<Record<string, unknown>> {
       { measure: 'applyDiff (20 rungs)', wall: ours.apply_diff_20_ms, cpu: '' },
     ]);
     await cold.close();
+
+    // --- the memory budget: what a smaller cap on loaded index sections costs ---------------
+    // A fresh instance per budget on the same files, the same 400 queries (after 20 to warm
+    // up); past the budget, the least recently searched sections are dropped and read again.
+    const budgets = (process.env.ZZ_BENCH_SEARCH_BUDGETS ?? '64,32,16,8,4')
+      .split(',')
+      .filter((x) => x.trim() !== '')
+      .map(Number);
+    const budgetRows: Array<Record<string, string | number>> = [];
+    for (const mib of budgets) {
+      const b = new LadderSearch({ cacheDir: dir, memoryBudget: mib * 1024 * 1024 });
+      for (let i = 0; i < REPOS; i++) await b.setRepo(repoKey(i), oid(i + 1), () => []);
+      for (const q of queries.slice(0, 20)) b.search({ query: q, limit: 10 });
+      const before = b.stats().evictions;
+      const q = timedQueries(queries, (x) => b.search({ query: x, limit: 10 }));
+      const st = b.stats();
+      budgetRows.push({
+        budget_mib: mib,
+        wall: pq(q, 'wall'),
+        cpu: pq(q, 'cpu'),
+        loaded_after: st.shards.filter((x) => x.loaded).length,
+        evictions: st.evictions - before,
+      });
+      await b.close();
+    }
+    out.memory_budgets = budgetRows;
+    printTable('search by memory budget for index sections (ms; p50 / p95)', budgetRows);
+    if (process.env.ZZ_BENCH_SEARCH_NAIVE === '0') return out;
 
     // --- naive: one index, default options -------------------------------------------------
     const docs: NaiveDoc[] = [];

@@ -119,6 +119,7 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
         host: a.host as string,
         repos: ((a.repo as string[] | undefined) ?? []).map(String),
         log: (line: string) => io.stderr(line + '\n'),
+        signingEnv: io.env,
       });
       io.stdout(`zz serving ${[...d.repos.keys()].join(', ')} at ${d.url}\n`);
       await (io.stopSignal ?? new Promise<void>(() => {}));

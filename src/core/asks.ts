@@ -166,8 +166,11 @@ export async function askQueryClaimable(
   args: ClaimableArgs,
 ): Promise<{ asks: AskView[]; revision: string | null }> {
   const caller = requireCaller(callerIn);
-  const config = await repo.requireConfig();
-  const snap = await readLane(repo, args.lane_id);
+  // Reading the Lane reads refs/zz/config first: use that read, not a second one.
+  const read = await repo.lane(args.lane_id).read();
+  const config = repo.configSeenByLanes();
+  if (!read.state.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
+  const snap = { ...read, lane: read.state.lane };
   const now = repo.clock();
   const nowMs = now.getTime();
   const limit = args.limit ?? 50;

@@ -7,7 +7,10 @@ import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/ind
 import { requireCaller, type Caller } from './access.js';
 import { readLane, readLanes } from './lanes.js';
 import { historyEntry, rejectionsById, type EntryRejection, type HistoryEntry } from './views.js';
-import { laneRef, type ZzRepo } from './zz-repo.js';
+import { CONFIG_REF, laneRef, type ZzRepo } from './zz-repo.js';
+import type { LaneState, RoleSource } from './lane-state.js';
+import type { Snapshot } from '../store/index.js';
+import { laneRejectionsUnder, rolesOf } from './sync/refusals.js';
 
 // Events after a cursor. The cursor records, per Lane, how many ops of its log the caller has
 // seen, a digest of that prefix (the ids of its ops) and the revision it was counted at, so it
@@ -34,28 +37,41 @@ export type LaneEventsArgs = {
 /**
  * A Lane's position: `n` ops seen, `d` the digest of those n op ids, `r` the Lane revision they
  * were counted at. `s` (while paging through a re-based Lane) is the earlier position whose
- * ops are still to be skipped past `n`. A bare number is a cursor from an older server: trusted.
+ * ops are still to be skipped past `n`. `c`: the first 16 hex digits of the refs/zz/config
+ * revision whose roles judged them (a later config can newly refuse an op already seen; the
+ * caller is told once). A bare number is a cursor from an older server: trusted.
  */
 export type LanePosition =
-  number | { n: number; d: string; r: string | null; s?: [string, number] };
+  number | { n: number; d: string; r: string | null; s?: [string, number]; c?: string };
 export type Positions = Record<string, LanePosition>;
 
 const REV = /^[0-9a-f]{1,64}$/;
 const DIGEST16 = /^[0-9a-f]{16}$/;
 const isCount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
 const isRev = (r: unknown): r is string => typeof r === 'string' && REV.test(r);
-/** A position on the wire: a bare count (older servers), [n, d, r] or [n, d, r, sr, sn]. */
+/**
+ * A position on the wire: a bare count (older servers), or [n, d, r], then [sr, sn] while
+ * skipping, then c (the config mark) when the config was known.
+ */
 type WirePosition =
-  number | [number, string, string | null] | [number, string, string | null, string, number];
+  | number
+  | [number, string, string | null]
+  | [number, string, string | null, string]
+  | [number, string, string | null, string, number]
+  | [number, string, string | null, string, number, string];
 type WirePositions = Record<string, WirePosition>;
 
 function isWirePosition(v: unknown): v is WirePosition {
   if (typeof v === 'number') return isCount(v);
-  if (!Array.isArray(v) || (v.length !== 3 && v.length !== 5)) return false;
-  const [n, d, r, sr, sn] = v as unknown[];
+  if (!Array.isArray(v) || v.length < 3 || v.length > 6) return false;
+  const [n, d, r, ...rest] = v as unknown[];
   if (!isCount(n) || typeof d !== 'string' || !DIGEST16.test(d)) return false;
   if (r !== null && !isRev(r)) return false;
-  return v.length === 3 || (isRev(sr) && isCount(sn));
+  if (rest.length % 2 === 1) {
+    const c = rest.pop();
+    if (typeof c !== 'string' || !DIGEST16.test(c)) return false;
+  }
+  return rest.length === 0 || (isRev(rest[0]) && isCount(rest[1]));
 }
 
 // Checked by hand, stopping at the first bad entry: a cursor may hold thousands of entries,
@@ -88,12 +104,14 @@ export function decodeCursor(c: string | undefined, field = 'cursor'): Positions
   if (c === undefined) return {};
   const out: Positions = {};
   for (const [k, v] of Object.entries(eventsCursor.decode(c, field))) {
-    out[k] =
-      typeof v === 'number'
-        ? v
-        : v.length === 3
-          ? { n: v[0], d: v[1], r: v[2] }
-          : { n: v[0], d: v[1], r: v[2], s: [v[3], v[4]] };
+    if (typeof v === 'number') {
+      out[k] = v;
+      continue;
+    }
+    const pos: Exclude<LanePosition, number> = { n: v[0], d: v[1], r: v[2] };
+    if (v.length === 4 || v.length === 6) pos.c = v[v.length - 1] as string;
+    if (v.length >= 5) pos.s = [v[3] as string, v[4] as number];
+    out[k] = pos;
   }
   return out;
 }
@@ -101,7 +119,10 @@ export function decodeCursor(c: string | undefined, field = 'cursor'): Positions
 export const encodeCursor = (p: Positions): string => {
   const wire: WirePositions = {};
   for (const [k, v] of Object.entries(p)) {
-    wire[k] = typeof v === 'number' ? v : v.s ? [v.n, v.d, v.r, ...v.s] : [v.n, v.d, v.r];
+    wire[k] =
+      typeof v === 'number'
+        ? v
+        : ([v.n, v.d, v.r, ...(v.s ?? []), ...(v.c ? [v.c] : [])] as WirePositions[string]);
   }
   return eventsCursor.encode(wire);
 };
@@ -163,12 +184,64 @@ function eventOf(
   };
 }
 
+/** The first 16 hex digits of refs/zz/config's revision (what cursors record), or null. */
+async function configMark(repo: ZzRepo): Promise<string | null> {
+  try {
+    return (await repo.config.read()).revision?.slice(0, 16) ?? null;
+  } catch {
+    return null; // unreadable config: Lanes stay readable, no config notices
+  }
+}
+
+/** The roles as of the config revision a cursor recorded; null when it is not in history. */
+async function rolesAtMark(repo: ZzRepo, mark: string): Promise<RoleSource | null> {
+  let history: CommitRecord[];
+  try {
+    history = await repo.store.history(CONFIG_REF);
+  } catch {
+    return null;
+  }
+  const tip = history.find((c) => c.revision.startsWith(mark));
+  return tip ? rolesOf(history, tip.revision) : null;
+}
+
+function rejectionNotice(
+  laneId: string,
+  revision: string,
+  op: LoggedOp,
+  r: EntryRejection,
+): LaneEvent {
+  return {
+    lane_id: laneId,
+    revision,
+    op: r.reason === 'claim_lost' ? 'claim_lost' : 'op_rejected',
+    actor: op.actor,
+    time: op.time,
+    lamport: op.lamport,
+    ask_id: r.ask_id ?? null,
+    // The same arguments as the claim_lost notice auto-sync emits.
+    args: { ask_id: r.ask_id ?? null, winner: r.winner ?? null, claim_op_id: op.id },
+    out: null,
+    rejected: r,
+  };
+}
+
 async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit: number) {
   // Across Lanes, a Lane that cannot be read (reported by lane_list and repo_state) is
-  // skipped; asked for by name, it is an error.
-  const snaps = args.lane_id
-    ? [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }]
-    : (await readLanes(repo)).lanes;
+  // skipped; asked for by name, it is an error. The config whose roles judged them is read
+  // around them: if it moved meanwhile, read again (a cursor must name the config its Lanes
+  // were judged under, or a notice could be missed).
+  let config = await configMark(repo);
+  let snaps: Array<{ id: string; snap: Snapshot<LaneState> }>;
+  for (let attempt = 0; ; attempt++) {
+    snaps = args.lane_id
+      ? [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }]
+      : (await readLanes(repo)).lanes;
+    const after = await configMark(repo);
+    if (after === config || attempt >= 2) break;
+    config = after;
+  }
+  const rolesAt = new Map<string, Promise<RoleSource | null>>();
   const lanes: Array<{
     id: string;
     log: ReadonlyArray<LoggedOp>;
@@ -208,20 +281,25 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
       const op = log[i]!;
       if (!exclude.has(op.id)) fresh.push(i);
       else if (rebased && why.has(op.id)) {
-        const r = why.get(op.id)!;
-        notices.push({
-          lane_id: id,
-          revision: snap.revision ?? op.revision,
-          op: r.reason === 'claim_lost' ? 'claim_lost' : 'op_rejected',
-          actor: op.actor,
-          time: op.time,
-          lamport: op.lamport,
-          ask_id: r.ask_id ?? null,
-          // The same arguments as the claim_lost notice auto-sync emits.
-          args: { ask_id: r.ask_id ?? null, winner: r.winner ?? null, claim_op_id: op.id },
-          out: null,
-          rejected: r,
-        });
+        notices.push(rejectionNotice(id, snap.revision ?? op.revision, op, why.get(op.id)!));
+      }
+    }
+    // A config change since the caller's cursor (a role revoked, a scope changed) may refuse
+    // ops it saw accepted: tell it once, as a re-base does. (A re-based Lane was told above.)
+    const mark = typeof p === 'object' && !rebased ? p.c : undefined;
+    if (mark && config !== null && mark !== config) {
+      if (!rolesAt.has(mark)) rolesAt.set(mark, rolesAtMark(repo, mark));
+      const then = await rolesAt.get(mark)!;
+      const seenUpTo = exclude.size > 0 ? log.length : base;
+      if (then) {
+        const before = new Set(
+          laneRejectionsUnder(log.slice(0, seenUpTo), then).map((r) => r.op_id),
+        );
+        for (let i = 0; i < seenUpTo; i++) {
+          const op = log[i]!;
+          if (!(i < base || exclude.has(op.id)) || !why.has(op.id) || before.has(op.id)) continue;
+          notices.push(rejectionNotice(id, snap.revision ?? op.revision, op, why.get(op.id)!));
+        }
       }
     }
     lanes.push({ id, log, revision: snap.revision, fresh, why, ...(skip ? { skip } : {}) });
@@ -242,8 +320,9 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
   for (const l of lanes) {
     const k = taken.get(l.id) ?? 0;
     for (const i of l.fresh.slice(0, k)) events.push(eventOf(l, i));
+    const c = config !== null ? { c: config } : {};
     if (k === l.fresh.length) {
-      next[l.id] = { n: l.log.length, d: digest(l.log, l.log.length), r: l.revision };
+      next[l.id] = { n: l.log.length, d: digest(l.log, l.log.length), r: l.revision, ...c };
     } else {
       const at = l.fresh[k]!;
       next[l.id] = {
@@ -251,6 +330,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
         d: digest(l.log, at),
         r: l.revision,
         ...(l.skip ? { s: l.skip } : {}),
+        ...c,
       };
     }
   }
@@ -292,8 +372,14 @@ export async function laneEvents(
 /** A cursor at every Lane's current tip: events from now on. */
 export async function headCursor(repo: ZzRepo): Promise<string> {
   const next: Positions = {};
+  const config = await configMark(repo);
   for (const { id, snap } of (await readLanes(repo)).lanes) {
-    next[id] = { n: snap.log.length, d: digest(snap.log, snap.log.length), r: snap.revision };
+    next[id] = {
+      n: snap.log.length,
+      d: digest(snap.log, snap.log.length),
+      r: snap.revision,
+      ...(config !== null ? { c: config } : {}),
+    };
   }
   return encodeCursor(next);
 }

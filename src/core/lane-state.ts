@@ -182,7 +182,8 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
 // before an op defeats it; owners and the repo's Ask kinds come from refs/zz/config as of
 // the op's recorded time (s.roles). A refused op changes nothing and is shown as scope_denied
 // on every replica. Not checked: lane_add_related (the related Lane's coordinators may add it,
-// and this fold cannot see that Lane) and lane_propose (any member may propose).
+// and this fold cannot see that Lane: sync checks it on import, core/sync/related-check.ts)
+// and lane_propose (any member may propose).
 // Role checks as plain functions, not closures made per op: the guard runs for every op of
 // every fold (5,000 ops on a cold load), and the config at an op's time is looked up only by
 // the checks that need it.

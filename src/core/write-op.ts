@@ -58,14 +58,19 @@ export async function writeOp<S, R, Op extends OpRecord>(
   const caller = requireCaller(callerIn);
   assertSelf(caller, opts.actor, 'actor');
   assertSelf(caller, spec.from, 'from');
-  const config = await repo.requireConfig();
-  await spec.check?.({ caller, config });
+  // A Lane's group commit reads refs/zz/config when it reads the Lane, after this request
+  // arrived: a write without a check() decides against that config instead of reading it here
+  // too (one config read per group, not one per write plus one per group).
+  const early = spec.check !== undefined || !repo.readsConfig(entity);
+  const config = early ? await repo.requireConfig() : null;
+  if (config) await spec.check?.({ caller, config });
   const done = await entity.mutate({
     actor: caller.actor,
     ...(opts.idempotency_key === undefined ? {} : { idempotencyKey: opts.idempotency_key }),
     ...(opts.expected_revision === undefined ? {} : { expectedRevision: opts.expected_revision }),
     request: { tool: spec.tool, args: spec.request },
-    decide: (s, meta) => spec.decide(s, { caller, config, meta }),
+    decide: (s, meta) =>
+      spec.decide(s, { caller, config: config ?? repo.configSeenByLanes(), meta }),
     result: spec.result,
   });
   await answerTurn();

@@ -45,6 +45,13 @@ export class ZzRepo {
   private readonly lanes = new Map<string, Entity<LaneState, LaneOp>>();
   private readonly listeners = new Set<Listener>();
   private readonly entities = new Map<string, unknown>();
+  /**
+   * The config the latest-started Lane read saw (see configSeenBy), or the error reading it
+   * raised; `seq` orders reads by when they started.
+   */
+  private configSeen: { seq: number; read: Snapshot<ConfigState, ConfigOp> | Error } | null = null;
+  private configSeq = 0;
+  private readonly laneEntities = new WeakSet<object>();
   /** The roles timeline of the config revision last read (see roles()). */
   private roleCache: { revision: string | null; source: RoleSource } = {
     revision: null,
@@ -102,6 +109,7 @@ export class ZzRepo {
         this.clock,
       );
       this.lanes.set(laneId, e);
+      this.laneEntities.add(e);
     }
     return e;
   }
@@ -111,15 +119,38 @@ export class ZzRepo {
    * A config that cannot be read keeps the last good timeline: Lanes stay readable.
    */
   async roles(): Promise<RoleSource> {
+    const seq = ++this.configSeq;
+    let read: Snapshot<ConfigState, ConfigOp> | Error;
     try {
-      const snap = await this.config.read();
-      if (snap.revision !== this.roleCache.revision) {
-        this.roleCache = { revision: snap.revision, source: roleTimeline(snap.log) };
+      read = await this.config.read();
+      if (read.revision !== this.roleCache.revision) {
+        this.roleCache = { revision: read.revision, source: roleTimeline(read.log) };
       }
-    } catch {
+    } catch (e) {
       // entity_corrupt on refs/zz/config is reported by the reads that need the config.
+      read = e instanceof Error ? e : new Error(String(e));
     }
+    if (!this.configSeen || this.configSeen.seq < seq) this.configSeen = { seq, read };
     return this.roleCache.source;
+  }
+
+  /** Whether `entity` is one of this repository's Lanes, whose reads read refs/zz/config. */
+  readsConfig(entity: object): boolean {
+    return this.laneEntities.has(entity);
+  }
+
+  /**
+   * The initialised config as the latest-started read of a Lane saw it, for a write deciding
+   * inside that Lane's group commit: the group's own read of the Lane reads refs/zz/config
+   * first (LaneEntity.read) and starts after every write in the group arrived, so the write
+   * needs no config read of its own and decides against a config at least that fresh. Only
+   * for a Lane (readsConfig), after a read of it.
+   */
+  configSeenByLanes(): NonNullable<ConfigState['config']> & { revision: string } {
+    const seen = this.configSeen;
+    if (!seen) throw new ZzError('internal', 'configSeenByLanes() before any Lane was read');
+    if (seen.read instanceof Error) throw seen.read;
+    return this.initialised(seen.read);
   }
 
   /** A generic entity on another ref (the Ladder), shared so that its mutex is shared. */
@@ -144,7 +175,12 @@ export class ZzRepo {
 
   /** The initialised config, or a 412 telling the user to run `zz init`. */
   async requireConfig(): Promise<NonNullable<ConfigState['config']> & { revision: string }> {
-    const snap = await this.config.read();
+    return this.initialised(await this.config.read());
+  }
+
+  private initialised(
+    snap: Snapshot<ConfigState, ConfigOp>,
+  ): NonNullable<ConfigState['config']> & { revision: string } {
     if (!snap.state.config || !snap.revision) {
       throw new ZzError(
         'precondition_failed',

@@ -35,6 +35,12 @@ export interface DaemonOptions {
   gc?: { everyCommits?: number; everyMs?: number };
   /** Syncing with the zz remote by itself (DESIGN §7); false: never. */
   sync?: AutoSyncOptions | false;
+  /**
+   * The user's environment (`zz serve` passes its own): commits are signed with the person's
+   * key under its config dir, made there when the person has none (DESIGN §7). Without it
+   * (embedders, tests) the process's environment is read and no key is made.
+   */
+  signingEnv?: NodeJS.ProcessEnv;
 }
 
 export interface Daemon {
@@ -85,8 +91,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       // token_list / token_revoke over HTTP and MCP alike: each repo's own store.
       tokensFor: (key) => tokenStores.get(key),
     };
-    const { startAutoSync, signWithExistingKey } = await import('../core/sync/index.js');
-    for (const r of repos.values()) log(await signWithExistingKey(r));
+    const { startAutoSync, signWithPersonKey } = await import('../core/sync/index.js');
+    for (const r of repos.values()) {
+      log(await signWithPersonKey(r, opts.signingEnv, { makeKey: opts.signingEnv !== undefined }));
+    }
     autoSync = opts.sync === false ? null : startAutoSync(repos, { log, ...opts.sync });
     const mcpHandler =
       opts.mcpHandler === undefined

@@ -13,3 +13,4 @@ export * from './repository.js';
 export * from './remotes.js';
 export * from './zz-transport.js';
 export * from './ssh-signature.js';
+export * from './sync-reads.js';

@@ -257,15 +257,19 @@ export interface CommitMessage {
 
 /**
  * Commits reachable from `head` and not from `since`, oldest first in topological order
- * (`git log --reverse --topo-order head ^since`), with their messages.
+ * (`git log --reverse --topo-order head ^since`), with their messages. Several heads (or
+ * several `since`) walk their union in one git call (sync reads both sides of a divergence).
  */
 export async function commitMessages(
   gitdir: string,
-  head: string,
-  since: string | null,
+  head: string | readonly string[],
+  since: string | readonly string[] | null,
 ): Promise<CommitMessage[]> {
-  assertRevArg(head, 'head');
-  if (since !== null) assertRevArg(since, 'since');
+  const heads = typeof head === 'string' ? [head] : head;
+  const excluded = since === null ? [] : typeof since === 'string' ? [since] : since;
+  for (const h of heads) assertRevArg(h, 'head');
+  for (const x of excluded) assertRevArg(x, 'since');
+  if (heads.length === 0) return [];
   const args = [
     '--git-dir',
     gitdir,
@@ -273,10 +277,10 @@ export async function commitMessages(
     '--format=%H%x00%P%x00%B%x1e',
     '--reverse',
     '--topo-order',
-    head,
+    ...heads,
+    ...excluded.map((x) => '^' + x),
+    '--',
   ];
-  if (since !== null) args.push('^' + since);
-  args.push('--');
   const r = await runGit(args, { cwd: gitdir });
   const buf = r.stdout;
   const out: CommitMessage[] = [];

@@ -208,6 +208,59 @@ export class RefStore {
     }
   }
 
+  /**
+   * Moves several refs together, as git's `update-ref --stdin` transaction does (sync moves its
+   * local refs this way): every lock is taken, in name order so that two transactions never
+   * wait on each other in a cycle, and every current value checked before any ref moves; on a
+   * mismatch none moves (RefCasError). Then every lock is written and fsynced, and renamed over
+   * its ref. As in git, the renames are separate steps: a reader may see some refs moved before
+   * the others, and a crash between them leaves some moved (each to a value whose objects are
+   * on disk). Deletions are not handled (a packed ref's deletion rewrites packed-refs).
+   */
+  async casMany(
+    updates: ReadonlyArray<{ ref: string; expected: string | null; next: string }>,
+  ): Promise<void> {
+    const sorted = [...updates].sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0));
+    sorted.forEach((u, i) => {
+      assertRefName(u.ref);
+      if (!OID_RE.test(u.next))
+        throw new ZzError('internal', `refusing to write non-oid to ${u.ref}`);
+      if (i > 0 && sorted[i - 1]!.ref === u.ref) {
+        throw new ZzError('internal', `${u.ref} is named twice in one ref transaction`);
+      }
+    });
+    const held: Array<{ fd: number; token: string | null; lock: string; path: string }> = [];
+    let renamed = 0;
+    try {
+      for (const u of sorted) {
+        const path = this.refPath(u.ref);
+        const lock = path + '.lock';
+        held.push({ ...(await this.acquire(u.ref, lock)), lock, path });
+      }
+      for (const u of sorted) {
+        const current = this.readRef(u.ref, true);
+        if (current !== u.expected) throw new RefCasError(u.ref, u.expected, current);
+      }
+      held.forEach((h, i) => fs.writeSync(h.fd, sorted[i]!.next + '\n'));
+      if (this.fsync) await Promise.all(held.map((h) => fsyncFd(h.fd)));
+      for (const h of held) {
+        fs.closeSync(h.fd);
+        h.fd = -1;
+      }
+      for (const h of held) {
+        fs.renameSync(h.lock, h.path);
+        renamed++;
+      }
+    } finally {
+      held.forEach((h, i) => {
+        if (h.fd >= 0) closeQuietly(h.fd);
+        // A lock must never outlive the proof that it is ours (see cas).
+        if (i >= renamed) unlinkIfThere(h.lock);
+        if (h.token) unlinkIfThere(h.token);
+      });
+    }
+  }
+
   private get lockDir(): string {
     return join(this.gitdir, 'zz', 'locks');
   }

@@ -1,4 +1,5 @@
 import {
+  CONFIG_REF,
   decodeCursor,
   headCursor,
   laneEvents,
@@ -110,6 +111,8 @@ export function openEventStream(
   const off = repo.onCommit((e) => {
     if (laneOf(e.ref) === null) {
       send(e);
+      // A config change can refuse Lane ops already sent: lane_events says which (core/events.ts).
+      if (e.ref === CONFIG_REF) schedule();
       return;
     }
     // The claim_lost notices auto-sync adds are not forwarded: the pull delivers the same

@@ -7,12 +7,29 @@ import { fromSystemError } from '../errors.js';
 // the target. A reader sees the old file or the new one, never half of either; a crash leaves at
 // worst a stray `*.tmp`. Disk faults come back as named ZzErrors (507/503 with the path). A file
 // made once and never replaced (a signing key) is linked into place instead: createFileExclusive.
+// After the rename or link the directory is fsynced too: on ext4/xfs a file's own fsync does not
+// make its new directory entry durable, so without it a power loss could bring back the old file
+// (or no key at all) after zz had reported success.
 
 export interface AtomicWriteOptions {
   /** File mode of the new file (default 0600: these files hold secrets or pids). */
   mode?: number;
   /** Create the parent directory (mode 0700) when missing. */
   mkdir?: boolean;
+}
+
+/** Makes a directory's entries durable; a filesystem that cannot fsync a directory is skipped. */
+async function syncDir(dir: string): Promise<void> {
+  let fh: fsp.FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, 'r');
+    await fh.sync();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM' && code !== 'ENOTSUP') throw e;
+  } finally {
+    await fh?.close();
+  }
 }
 
 /** Writes and fsyncs `data` to a new sibling temporary file; answers its name. */
@@ -47,6 +64,7 @@ export async function writeFileAtomic(
       await fsp.rm(tmp, { force: true }).catch(() => {});
       throw e;
     });
+    await syncDir(dirname(file));
   } catch (e) {
     throw fromSystemError(e, file);
   }
@@ -79,6 +97,7 @@ export async function createFileExclusive(
   }
   try {
     await fsp.link(tmp, file);
+    await syncDir(dirname(file));
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;

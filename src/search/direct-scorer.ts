@@ -1,6 +1,13 @@
 import type MiniSearch from 'minisearch';
 import { internalsOf } from './minisearch-internals.js';
-import { findTerm, termPostings, type PackedIndex } from './packed-index.js';
+import {
+  findTerm,
+  kindOfId,
+  liveId,
+  pathOfId,
+  termPostings,
+  type PackedIndex,
+} from './packed-index.js';
 
 // minisearch scores every matching document and allocates a result object, a `match` object
 // and a `terms` array for each before returning them all sorted: about 1 µs per posting, so a
@@ -29,8 +36,34 @@ export interface ScoreRequest {
 }
 
 export interface Scored {
-  id: string;
-  score: number;
+  readonly id: string;
+  readonly score: number;
+}
+
+/**
+ * A scored document whose path is decoded when first asked: a packed shard keeps its paths as
+ * UTF-8 bytes, and a common word's survivors (thousands) are mostly cut by rank() unseen.
+ * It carries the caller's tag (query.ts: the shard), so it is also the ranked result itself.
+ */
+export class Hit<T = null> implements Scored {
+  private decoded: string | null = null;
+  constructor(
+    readonly shard: T,
+    private src: Source | null,
+    private readonly doc: number,
+    readonly score: number,
+  ) {}
+  get path(): string {
+    return this.id;
+  }
+  get id(): string {
+    if (this.decoded === null) {
+      this.decoded = this.src!.path(this.doc);
+      // Not kept past the decode: a cached result must not hold the shard's index in memory.
+      this.src = null;
+    }
+    return this.decoded;
+  }
 }
 
 /** One term's documents in one field. */
@@ -55,7 +88,7 @@ interface Source {
   kind(id: number): string | undefined;
   path(id: number): string;
   /** Field lengths by short id × field count. */
-  lengths: Float64Array;
+  lengths: Uint32Array;
   nFields: number;
 }
 
@@ -63,7 +96,7 @@ function minisearchSource<T>(ms: MiniSearch<T>): Source | null {
   const inner = internalsOf(ms);
   if (inner === null) return null;
   const nFields = Object.keys(inner._fieldIds).length;
-  const lengths = new Float64Array((inner._nextId + 1) * nFields);
+  const lengths = new Uint32Array((inner._nextId + 1) * nFields);
   for (const [id, fl] of inner._fieldLength) {
     for (let f = 0; f < nFields; f++) lengths[id * nFields + f] = fl[f] ?? 0;
   }
@@ -105,7 +138,7 @@ function packedSource(p: PackedIndex): Source {
     fieldIds: p.fieldIds,
     avgFieldLength: p.avgFieldLength,
     dirty: false,
-    maxId: p.paths.length,
+    maxId: p.idRows.length,
     nFields: p.nFields,
     lengths: p.lengths,
     lists(term) {
@@ -132,44 +165,51 @@ function packedSource(p: PackedIndex): Source {
         },
       }));
     },
-    live: (id) => p.paths[id] !== undefined,
-    kind: (id) => p.kinds[id],
-    path: (id) => p.paths[id]!,
+    live: (id) => liveId(p, id),
+    kind: (id) => kindOfId(p, id),
+    path: (id) => pathOfId(p, id),
   };
 }
 
-interface Scratch {
-  source: Source;
-  score: Float64Array;
+/**
+ * Per-document arrays every score() call uses. One set for all shards, grown to the largest
+ * (score() runs one shard at a time and leaves `bits` zeroed; `mark` compares with epochs
+ * that only ever grow): 50 shards kept ~1.6 MiB of them apart.
+ */
+const scratch = {
+  score: new Float64Array(0),
   /** AND: the last step a document survived (+ epoch). */
-  mark: Int32Array;
+  mark: new Int32Array(0),
   /** OR: which words matched, as bits. */
-  bits: Uint32Array;
-  epoch: number;
+  bits: new Uint32Array(0),
+  epoch: 0,
+};
+
+function scratchOfSize(size: number): typeof scratch {
+  if (scratch.score.length < size) {
+    const n = Math.max(size, 2 * scratch.score.length);
+    scratch.score = new Float64Array(n);
+    scratch.mark = new Int32Array(n);
+    scratch.bits = new Uint32Array(n);
+    scratch.epoch = 0;
+  }
+  return scratch;
 }
 
-const scratches = new WeakMap<object, Scratch>();
+const sources = new WeakMap<object, Source>();
 
 /** Drops what was cached about an index that changed (add, replace, discard, vacuum). */
 export function forgetScratch(index: object): void {
-  scratches.delete(index);
+  sources.delete(index);
 }
 
-function scratchFor(key: object, make: () => Source | null): Scratch | null {
-  let s = scratches.get(key);
+function sourceFor(key: object, make: () => Source | null): Source | null {
+  const s = sources.get(key);
   if (s) return s;
-  const source = make();
-  if (source === null) return null;
-  const size = source.maxId + 1;
-  s = {
-    source,
-    score: new Float64Array(size),
-    mark: new Int32Array(size),
-    bits: new Uint32Array(size),
-    epoch: 0,
-  };
-  scratches.set(key, s);
-  return s;
+  const made = make();
+  if (made === null) return null;
+  sources.set(key, made);
+  return made;
 }
 
 interface FieldList {
@@ -184,10 +224,15 @@ function bm25(tf: number, length: number, avg: number): number {
 }
 
 /** Scores a packed shard (as loaded from disk). */
-export function scorePacked(p: PackedIndex, req: ScoreRequest): Scored[] {
+export function scorePacked<T = null>(
+  p: PackedIndex,
+  req: ScoreRequest,
+  tag: T = null as T,
+): Array<Hit<T>> {
   return score(
-    scratchFor(p, () => packedSource(p))!,
+    sourceFor(p, () => packedSource(p))!,
     req,
+    tag,
   );
 }
 
@@ -195,13 +240,17 @@ export function scorePacked(p: PackedIndex, req: ScoreRequest): Scored[] {
  * Scores a live minisearch index. Null when its internals are not the expected shape (the
  * caller then uses minisearch's search()).
  */
-export function scoreShard<T>(ms: MiniSearch<T>, req: ScoreRequest): Scored[] | null {
-  const s = scratchFor(ms, () => minisearchSource(ms));
-  return s === null ? null : score(s, req);
+export function scoreShard<D, T = null>(
+  ms: MiniSearch<D>,
+  req: ScoreRequest,
+  tag: T = null as T,
+): Array<Hit<T>> | null {
+  const src = sourceFor(ms, () => minisearchSource(ms));
+  return src === null ? null : score(src, req, tag);
 }
 
-function score(s: Scratch, req: ScoreRequest): Scored[] {
-  const src = s.source;
+function score<T>(src: Source, req: ScoreRequest, tag: T): Array<Hit<T>> {
+  const s = scratchOfSize(src.maxId + 1);
   const boostById: number[] = [];
   for (const [name, id] of Object.entries(src.fieldIds)) boostById[id] = req.boost[name] ?? 1;
   const kinds = req.kinds;
@@ -245,12 +294,12 @@ function score(s: Scratch, req: ScoreRequest): Scored[] {
         });
       }
     });
-    const out: Scored[] = [];
+    const out: Array<Hit<T>> = [];
     for (const id of touched) {
       let b = bits[id]!;
       let matched = 0;
       for (; b !== 0; b &= b - 1) matched++;
-      out.push({ id: src.path(id), score: acc[id]! * matched });
+      out.push(new Hit(tag, src, id, acc[id]! * matched));
       bits[id] = 0;
     }
     return out;
@@ -308,5 +357,5 @@ function score(s: Scratch, req: ScoreRequest): Scored[] {
     }
     survivors = survivors.filter((id) => mark[id] === next);
   });
-  return survivors.map((id) => ({ id: src.path(id), score: acc[id]! }));
+  return survivors.map((id) => new Hit(tag, src, id, acc[id]!));
 }

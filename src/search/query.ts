@@ -67,9 +67,9 @@ export interface Plan {
 }
 
 export interface Ranked {
-  shard: Shard;
-  path: string;
-  score: number;
+  readonly shard: Shard;
+  readonly path: string;
+  readonly score: number;
 }
 
 interface Group {
@@ -237,7 +237,7 @@ export class QueryEngine {
       if (b.exps.some((e) => e.length === 0)) continue;
       const direct = this.direct(shard, b.exps, 'and', kinds);
       if (direct !== null) {
-        for (const r of direct) out.push({ shard, path: r.id, score: r.score });
+        for (const r of direct) out.push(r);
         continue;
       }
       const order = b.exps.map((_, g) => g).sort((x, y) => b.df[x]! - b.df[y]!);
@@ -288,7 +288,7 @@ export class QueryEngine {
     for (const [shard, b] of perShard) {
       const direct = this.direct(shard, b.exps, 'or', kinds);
       if (direct !== null) {
-        for (const r of direct) out.push({ shard, path: r.id, score: r.score });
+        for (const r of direct) out.push(r);
         continue;
       }
       const termGroups = new Map<string, number[]>();
@@ -328,13 +328,13 @@ export class QueryEngine {
     const req = { groups: exps, mode, kinds, boost: BOOST };
     if (shard.ms === null && shard.file !== null) {
       try {
-        return scorePacked(this.store.packedOf(shard), req);
+        return scorePacked(this.store.packedOf(shard), req, shard);
       } catch {
         // Damaged past its head: rebuilt from its documents, or forgotten when they are too.
         if (!this.store.repair(shard)) return [];
       }
     }
-    return scoreShard(this.store.msOf(shard), req);
+    return scoreShard(this.store.msOf(shard), req, shard);
   }
 
   /** Which expansions of each group every candidate shard holds, and how common they are. */
@@ -400,5 +400,7 @@ export function rank(all: Ranked[]): Ranked[] {
       (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
   );
   if (out.length > MAX_RESULTS) out.length = MAX_RESULTS;
+  // What is kept has its path decoded now: a kept result never refers to a shard's index.
+  for (const r of out) void r.path;
   return out;
 }

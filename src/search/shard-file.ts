@@ -1,7 +1,15 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type MiniSearch from 'minisearch';
 import { internalsOf, type Postings } from './minisearch-internals.js';
-import { rowOf, VarintReader, type PackedIndex } from './packed-index.js';
+import {
+  KIND_CODES,
+  kindOfCode,
+  pathOfRow,
+  rowCount,
+  rowOf,
+  VarintReader,
+  type PackedIndex,
+} from './packed-index.js';
 import { compareTerms } from './radix.js';
 
 export {
@@ -92,31 +100,7 @@ interface IndexSection {
 //   (varints; per term: n fields, then per field: field id, n docs, doc ids (first absolute,
 //   then deltas), freqs; term_offsets into it). Row i's document in the docs section is
 //   [doc_offsets[i], doc_offsets[i + 1]).
-// Read with one read and no parsing: the arrays are views, copied once into what stays.
-
-const KIND_CODES: Record<string, string> = {
-  repo: 'R',
-  directory: 'D',
-  file: 'F',
-  release: 'V',
-  changeset: 'C',
-  issue: 'I',
-  pull_request: 'P',
-  contributor: 'A',
-  topic: 'T',
-};
-const KIND_BY_CODE: Record<string, string> = Object.fromEntries(
-  Object.entries(KIND_CODES).map(([k, c]) => [c, k]),
-);
-
-/** `count` u32s of `b` from byte `at`: a view when aligned, else a copy. */
-function u32View(b: Buffer, at: number, count: number): Uint32Array {
-  const offset = b.byteOffset + at;
-  if (offset % 4 === 0) return new Uint32Array(b.buffer, offset, count);
-  const copy = new Uint8Array(count * 4);
-  copy.set(b.subarray(at, at + count * 4));
-  return new Uint32Array(copy.buffer);
-}
+// Read with three reads and no parsing: the u32s, the paths and the postings, each into its own array.
 
 /**
  * Unsigned LEB128 varints. Doc ids within one (term, field) list are delta-coded, so most
@@ -306,6 +290,8 @@ export function encodeShard(
 export interface ShardSource {
   readonly size: number;
   read(pos: number, length: number): Buffer;
+  /** Fills `into` from byte `pos` (throws past the end). */
+  readInto(pos: number, into: Uint8Array): void;
   close(): void;
 }
 
@@ -322,15 +308,18 @@ export function fileSource(path: string): ShardSource {
     return {
       size,
       read(pos, length) {
-        if (closed) throw new Error('shard file is closed');
         const buf = Buffer.allocUnsafe(length);
+        this.readInto(pos, buf);
+        return buf;
+      },
+      readInto(pos, into) {
+        if (closed) throw new Error('shard file is closed');
         let done = 0;
-        while (done < length) {
-          const n = readSync(fd, buf, done, length - done, pos + done);
+        while (done < into.length) {
+          const n = readSync(fd, into, done, into.length - done, pos + done);
           if (n === 0) throw new Error('shard file is truncated');
           done += n;
         }
-        return buf;
       },
       close() {
         if (closed) return;
@@ -350,6 +339,10 @@ export function bufferSource(bytes: Buffer): ShardSource {
     read: (pos, length) => {
       if (pos + length > bytes.length) throw new Error('shard file is truncated');
       return bytes.subarray(pos, pos + length);
+    },
+    readInto: (pos, into) => {
+      if (pos + into.length > bytes.length) throw new Error('shard file is truncated');
+      into.set(bytes.subarray(pos, pos + into.length));
     },
     close: () => {},
   };
@@ -417,7 +410,11 @@ export class ShardFile {
     return { docCount: h.doc_count, kinds, terms: { terms: h.terms, counts } };
   }
 
-  /** The index and data sections, checked for consistency (postings as they are decoded). */
+  /**
+   * The index and data sections, checked for consistency (postings as they are decoded). Each
+   * part is read straight into the array it stays in: no copy of the whole data section is
+   * made and dropped per load (that churn showed as RSS the allocator kept).
+   */
   index(head: ShardHead): PackedIndex {
     const idx = JSON.parse(
       this.src.read(this.indexAt, this.pre.index_bytes).toString('utf8'),
@@ -428,54 +425,50 @@ export class ShardFile {
     if (typeof idx.kinds !== 'string' || idx.kinds.length !== n || nFields === 0) {
       throw new Error('shard index is inconsistent');
     }
-    const data = this.src.read(this.dataAt, this.pre.data_bytes);
+    const inconsistent = () => new Error('shard index is inconsistent');
+    // short_ids, field lengths, doc offsets, term offsets, path offsets: one read of u32s.
+    const u32Count = n + n * nFields + (n + 1) + (nTerms + 1) + (n + 1);
+    if (u32Count * 4 > this.pre.data_bytes) throw inconsistent();
+    const block = new Uint32Array(u32Count);
+    this.src.readInto(this.dataAt, new Uint8Array(block.buffer));
     let at = 0;
-    const take = (count: number): Uint32Array => {
-      if (at + count * 4 > data.length) throw new Error('shard index is inconsistent');
-      const view = u32View(data, at, count);
-      at += count * 4;
-      return view;
-    };
+    const take = (count: number): Uint32Array => block.subarray(at, (at += count));
     const shortIds = take(n);
     const fieldLength = take(n * nFields);
-    // Copied out (slice): these stay while the section is loaded, the rest of `data` does not.
+    // Copied out (slice): these stay while the section is loaded, the rest of `block` does not.
     const docOffsets = take(n + 1).slice();
     const termOffsets = take(nTerms + 1).slice();
-    const pathOffsets = take(n + 1);
-    const pathsAt = at;
+    const pathOffsets = take(n + 1).slice();
+    const pathsAt = this.dataAt + u32Count * 4;
     const postingsAt = pathsAt + pathOffsets[n]!;
     if (
       docOffsets[n] !== this.pre.docs_bytes ||
-      postingsAt + termOffsets[nTerms]! !== data.length
+      postingsAt + termOffsets[nTerms]! !== this.dataAt + this.pre.data_bytes
     ) {
-      throw new Error('shard index is inconsistent');
+      throw inconsistent();
     }
     for (let i = 0; i < n; i++) {
       if (docOffsets[i]! > docOffsets[i + 1]! || pathOffsets[i]! > pathOffsets[i + 1]!) {
-        throw new Error('shard index is inconsistent');
+        throw inconsistent();
       }
     }
     for (let t = 0; t < nTerms; t++) {
-      if (termOffsets[t]! >= termOffsets[t + 1]!) throw new Error('shard index is inconsistent');
+      if (termOffsets[t]! >= termOffsets[t + 1]!) throw inconsistent();
     }
     let maxId = -1;
     for (const id of shortIds) if (id > maxId) maxId = id;
-    const paths = new Array<string | undefined>(maxId + 1);
-    const kinds = new Array<string | undefined>(maxId + 1);
-    const lengths = new Float64Array((maxId + 1) * nFields);
-    const rowPaths: string[] = new Array<string>(n);
+    const idRows = new Int32Array(maxId + 1).fill(-1);
+    const lengths = new Uint32Array((maxId + 1) * nFields);
     for (let i = 0; i < n; i++) {
       const id = shortIds[i]!;
-      const path = data.toString('utf8', pathsAt + pathOffsets[i]!, pathsAt + pathOffsets[i + 1]!);
-      const kind = KIND_BY_CODE[idx.kinds[i]!];
-      if (kind === undefined || paths[id] !== undefined)
-        throw new Error('shard index is inconsistent');
-      paths[id] = path;
-      kinds[id] = kind;
-      rowPaths[i] = path;
+      if (kindOfCode(idx.kinds[i]!) === undefined || idRows[id] !== -1) throw inconsistent();
+      idRows[id] = i;
       for (let f = 0; f < nFields; f++) lengths[id * nFields + f] = fieldLength[i * nFields + f]!;
     }
-    const postings = Buffer.from(data.subarray(postingsAt));
+    const pathBytes = Buffer.allocUnsafeSlow(pathOffsets[n]!);
+    this.src.readInto(pathsAt, pathBytes);
+    const postings = Buffer.allocUnsafeSlow(termOffsets[nTerms]!);
+    this.src.readInto(postingsAt, postings);
     return {
       documentCount: idx.document_count,
       fieldIds: idx.field_ids,
@@ -484,20 +477,22 @@ export class ShardFile {
       terms: head.terms.terms,
       termOffsets,
       postings,
-      paths,
-      kinds,
+      idRows,
       lengths,
-      rows: null,
-      rowPaths,
+      pathBytes,
+      pathOffsets,
       rowKinds: idx.kinds,
       docOffsets,
+      rows: null,
       bytes:
         postings.length +
+        pathBytes.length +
         lengths.byteLength +
+        idRows.byteLength +
         termOffsets.byteLength +
         docOffsets.byteLength +
-        pathOffsets[n]! * 2 +
-        48 * n,
+        pathOffsets.byteLength +
+        idx.kinds.length * 2,
     };
   }
 
@@ -513,8 +508,8 @@ export class ShardFile {
     }
     const [title, summary, symbols, anchor] = r as [string, string, unknown, unknown];
     const doc: ShardDoc = {
-      path: p.rowPaths[row]!,
-      kind: KIND_BY_CODE[p.rowKinds[row]!]!,
+      path: pathOfRow(p, row),
+      kind: kindOfCode(p.rowKinds[row]!)!,
       title,
       summary,
     };
@@ -567,6 +562,6 @@ export class ShardDocs {
 
   *values(): IterableIterator<ShardDoc> {
     const p = this.packed();
-    for (let i = 0; i < p.rowPaths.length; i++) yield this.file.doc(p, i);
+    for (let i = 0; i < rowCount(p); i++) yield this.file.doc(p, i);
   }
 }

@@ -31,8 +31,10 @@ import { indexTerms } from './tokenize.js';
 export const OPTIONS_VERSION = 1;
 /**
  * Index sections kept in memory (all shards together) before the coldest are dropped. 50
- * shards of 2,000 rungs take ~34 MiB: under the budget nothing thrashes; past it (hundreds of
- * repos) a broad query re-reads the sections it lost, ~1 ms each.
+ * shards of 2,000 rungs take ~17.5 MiB: under the budget nothing thrashes. Past it (~180 such
+ * repos) broad queries, which touch most shards, re-read whole sections again and again: at a
+ * budget of a third of the working set search p95 went from ~25 to ~450 ms of CPU
+ * (`npm run bench -- search` compares budgets), so a smaller cap is no way to save memory.
  */
 export const DEFAULT_MEMORY_BUDGET = 64 * 1024 * 1024;
 /** The minisearch the persisted postings were written for (package.json pins it). */

@@ -214,7 +214,8 @@ export class GitStore implements Store {
     // Every object's id is known before any is written, so they are all written at once
     // (not tree level by tree level) and all of them before the ref moves.
     const writes = new ObjectBatch(this.repo.objects, pending);
-    const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
+    const have = req.reuse ? await this.treeOf(req.reuse) : null;
+    const tree = (await this.treeWith(baseTree, changes, writes, have)) ?? EMPTY_TREE_OID;
     if (tree === EMPTY_TREE_OID) writes.add('tree', Buffer.alloc(0));
     const now = req.time ?? Math.floor(Date.now() / 1000);
     const author = actorSignature(req.author, now);
@@ -268,14 +269,19 @@ export class GitStore implements Store {
 
   // Rewrites only the trees on the paths that changed: a write to one Ask of a Lane holding
   // thousands rewrites the blob, its fan-out tree, `asks/` and the root. Returns the new tree's
-  // id at once (hashed here) and queues the object writes on `writes`.
+  // id at once (hashed here) and queues the object writes on `writes`. `have`: the tree at the
+  // same path of a commit whose objects exist (EntityCommitRequest.reuse); what equals an
+  // entry of it is not written again.
   private async treeWith(
     oid: string | null,
     changes: Array<[string[], Buffer | string | null]>,
     writes: ObjectBatch,
+    have: string | null = null,
   ): Promise<string | null> {
     const entries = new Map<string, TreeEntry>();
     if (oid) for (const e of await this.readTree(oid)) entries.set(e.name, e);
+    const held = new Map<string, TreeEntry>();
+    if (have) for (const e of await this.readTree(have)) held.set(e.name, e);
     const sub = new Map<string, Array<[string[], Buffer | string | null]>>();
     for (const [parts, content] of changes) {
       const [head, ...rest] = parts;
@@ -286,8 +292,9 @@ export class GitStore implements Store {
           // A file keeps its executable bit when its content is replaced.
           const mode = entries.get(head)?.mode === '100755' ? '100755' : '100644';
           const body = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
-          entries.set(head, { mode, name: head, oid: hashObject('blob', body).oid });
-          writes.add('blob', body);
+          const blob = hashObject('blob', body).oid;
+          entries.set(head, { mode, name: head, oid: blob });
+          if (held.get(head)?.oid !== blob) writes.add('blob', body);
         }
       } else {
         let list = sub.get(head);
@@ -307,6 +314,7 @@ export class GitStore implements Store {
           existing?.mode === '040000' ? existing.oid : null,
           list,
           writes,
+          held.get(name)?.mode === '040000' ? held.get(name)!.oid : null,
         );
         if (child === null) entries.delete(name);
         else entries.set(name, { mode: '040000', name, oid: child });
@@ -316,7 +324,7 @@ export class GitStore implements Store {
     const list = [...entries.values()];
     const body = serializeTree(list); // once: a lane's `asks/` tree has hundreds of entries
     const treeOid = hashObject('tree', body).oid;
-    writes.add('tree', body);
+    if (treeOid !== have) writes.add('tree', body);
     writes.trees.set(treeOid, list);
     return treeOid;
   }
@@ -363,6 +371,12 @@ export interface EntityCommitRequest {
   message: string;
   /** Unix seconds for author and committer; now when absent. */
   time?: number;
+  /**
+   * A commit this repository holds whose tree's objects need not be written again: a blob or
+   * subtree of the new tree that equals the one at the same path there is reused (sync's merge
+   * passes the local tip, which already holds most of what the merge tree gains).
+   */
+  reuse?: string;
 }
 
 export function actorSignature(actor: string, time: number): Signature {

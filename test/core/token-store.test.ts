@@ -94,6 +94,35 @@ describe('TokenStore', () => {
     expect(await daemon.verify(again.token)).toBeNull();
   });
 
+  it('refuses a token revoked by another process as soon as that process exits', async () => {
+    const dir = gitdir();
+    const daemon = new TokenStore(dir);
+    // Many live tokens: the one revoked is found among them, the others keep working.
+    const made = [];
+    for (let i = 0; i < 40; i++) made.push(await daemon.create(`u${i}@example.com`, 'login'));
+    for (const m of made) expect((await daemon.verify(m.token))?.actor).toBe(m.actor);
+    const victim = made[17]!;
+    const mod = new URL('../../src/core/token-store.ts', import.meta.url).href;
+    const code = `const { TokenStore } = await import(${JSON.stringify(mod)});
+      const n = await new TokenStore(${JSON.stringify(dir)}).revoke({ id: ${JSON.stringify(victim.id)} });
+      if (n !== 1) process.exit(3);`;
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', '--input-type=module', '-e', code],
+        { stdio: ['ignore', 'inherit', 'inherit'] },
+      );
+      child.on('error', reject);
+      child.on('close', (c) => (c === 0 ? resolve() : reject(new Error(`revoke exited ${c}`))));
+    });
+    // The very next request after the command returned: no wait, no watcher.
+    expect(await daemon.verify(victim.token)).toBeNull();
+    for (const m of made) if (m !== victim) expect(await daemon.verify(m.token)).not.toBeNull();
+    // A token of the right shape that was never minted is refused too.
+    expect(await daemon.verify('zzt_' + 'A'.repeat(43))).toBeNull();
+    await daemon.flush();
+  });
+
   it('records last use lazily, at most once a minute', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
     const store = new TokenStore(gitdir(), { clock: () => new Date(now) });

@@ -50,16 +50,22 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) c();
 });
 
+/** A fresh load log and the environment that makes a zz process write it. */
+function logged(env: NodeJS.ProcessEnv, name: string) {
+  const log = join(hookDir, `load-${name.replace(/\W+/g, '_')}-${Date.now()}.txt`);
+  writeFileSync(log, '');
+  return { log, env: { ...env, ZZ_LOAD_LOG: log, NODE_OPTIONS: `--import=${hookImport}` } };
+}
+
 /** The node_modules packages (and dist folders) `zz ARGS` loads. */
 async function loaded(cwd: string, env: NodeJS.ProcessEnv, args: string[]): Promise<string[]> {
-  const log = join(hookDir, `load-${args.join('-').replace(/\W+/g, '_')}-${Date.now()}.txt`);
-  writeFileSync(log, '');
-  const r = await zz(
-    cwd,
-    { ...env, ZZ_LOAD_LOG: log, NODE_OPTIONS: `--import=${hookImport}` },
-    args,
-  );
+  const l = logged(env, args.join('-'));
+  const r = await zz(cwd, l.env, args);
   expect(r.code, r.stderr).toBe(0);
+  return packagesIn(l.log);
+}
+
+function packagesIn(log: string): string[] {
   const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
   expect(urls.some((u) => u.endsWith('/dist/cli/fast-path.js'))).toBe(true); // the hook saw main.js's imports
   const names = urls.flatMap((u) => {
@@ -94,6 +100,29 @@ describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => 
           `zz ${cmd} must not load ${heavy}`,
         ).toEqual([]);
       }
+    }
+  });
+
+  it('zz serve loads the GitHub, model, MCP and page packages only when a request needs them', async () => {
+    // Each is megabytes of RSS in a daemon that never uses it (octokit ~2.5, the AI SDK ~7,
+    // the MCP SDK ~4.4; see README "Where the daemon's memory goes").
+    const r = makeRepo('zz-serve-load-');
+    cleanups.push(r.cleanup);
+    const env = privateEnv();
+    expect((await zz(r.dir, env, ['init'])).code).toBe(0);
+    expect((await zz(r.dir, env, ['login'])).code).toBe(0);
+    const l = logged(env, 'serve');
+    const d = await serve(r.dir, l.env);
+    const res = await fetch(`${d.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect((await zz(r.dir, env, ['lane', 'list'])).code).toBe(0);
+    const pkgs = packagesIn(l.log);
+    expect(pkgs).toContain('minisearch'); // the hook saw the daemon's own imports
+    for (const lazy of ['@octokit', 'ai', '@ai-sdk', '@modelcontextprotocol', 'preact', 'htm']) {
+      expect(
+        pkgs.filter((p) => p === lazy || p.startsWith(`${lazy}/`)),
+        `zz serve must not load ${lazy} before it is used`,
+      ).toEqual([]);
     }
   });
 });

@@ -63,6 +63,29 @@ describe(`shard-file (seed ${SEED})`, () => {
     expect(decoded.head.docCount).toBe(docs.length);
   });
 
+  it('finds each document by path, byte for byte, and no path it does not hold', () => {
+    // Paths are kept as UTF-8 bytes with an open-addressing table: neighbours, prefixes,
+    // multi-byte characters and a thousand rows (collisions) must all resolve exactly.
+    const base = corpus(SEED, 1000);
+    const tricky = [
+      'src/a.ts',
+      'src/a.tsx',
+      'src/a.t',
+      'dóc/ünï 码.md',
+      'dóc/ünï 码.m',
+      'x',
+      'x/y',
+    ];
+    const docs = [...base, ...tricky.map((path) => ({ ...base[0]!, path, title: `t ${path}` }))];
+    const ms = index(docs);
+    const decoded = readBack(encodeShard(ms as unknown as MiniSearch<never>, docs, meta).bytes);
+    for (const d of docs) expect(decoded.docs.get(d.path)).toEqual(d);
+    for (const miss of ['src/a', 'src/a.tsxx', 'dóc/ünï 码', 'dóc/üni 码.md', '', 'X', 'y']) {
+      expect(decoded.docs.has(miss)).toBe(false);
+      expect(decoded.docs.get(miss)).toBeUndefined();
+    }
+  });
+
   it('returns the same vocabulary the index holds, sorted, with posting counts', () => {
     const { ms, terms, decoded } = roundTrip(200);
     const fromIndex = shardTerms(ms as unknown as MiniSearch<never>)!;

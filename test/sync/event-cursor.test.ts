@@ -6,8 +6,8 @@ import {
   type LaneEvent,
   type ZzRepo,
 } from '../../src/core/index.js';
-import { openEventStream } from '../../src/http/event-stream.js';
 import { makeCluster, type Cluster } from './git-cluster.js';
+import { readEventStream, type StreamedCommit } from './sse-reader.js';
 
 // A cursor taken before a sync merge: the merge folds the remote ops ahead of the local-only
 // ones, so "the first n ops of the Lane" names a different set afterwards. Every op of the
@@ -101,33 +101,11 @@ describe('event cursors across a sync merge (real git, two clones)', () => {
   it('an SSE stream open through the merge sends every op once', async () => {
     cluster = await makeCluster(2);
     const { a, b } = await diverge(cluster);
-    const stream = openEventStream(b.repo, OWNER, {
-      cursor: null,
-      heartbeatMs: 60_000,
-      onError: (e) => {
-        throw e;
-      },
-    });
-    const reader = stream.body.getReader();
-    const dec = new TextDecoder();
-    let text = '';
-    const titles: string[] = [];
-    const want = async (n: number) => {
-      while (titles.length < n) {
-        const { value, done } = await reader.read();
-        if (done) throw new Error('stream ended');
-        text += dec.decode(value);
-        let at: number;
-        while ((at = text.indexOf('\n\n')) >= 0) {
-          const chunk = text.slice(0, at);
-          text = text.slice(at + 2);
-          const data = chunk.split('\n').find((l) => l.startsWith('data: '));
-          if (!data) continue;
-          const e = JSON.parse(data.slice(6)) as { ops: Array<{ args: { title?: string } }> };
-          for (const op of e.ops) if (op.args.title) titles.push(op.args.title);
-        }
-      }
-    };
+    const stream = readEventStream(b.repo, OWNER);
+    const commits: StreamedCommit[] = [];
+    const titles = () =>
+      commits.flatMap((c) => c.ops.flatMap((o) => (o.args.title ? [String(o.args.title)] : [])));
+    const want = (n: number) => stream.until(commits, () => titles().length >= n);
     await new Promise((r) => setImmediate(r));
     await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'a0' });
     await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'a1' });
@@ -139,6 +117,6 @@ describe('event cursors across a sync merge (real git, two clones)', () => {
     await want(4);
     stream.close();
     // b1 arrived last, so had anything been repeated it would show up before it.
-    expect(titles.sort()).toEqual(['a0', 'a1', 'b0', 'b1']);
+    expect(titles().sort()).toEqual(['a0', 'a1', 'b0', 'b1']);
   });
 });

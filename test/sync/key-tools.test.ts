@@ -3,7 +3,8 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ZzRepo } from '../../src/core/index.js';
-import { personKeyInfo, signWithExistingKey } from '../../src/core/sync/index.js';
+import { personKeyInfo, signWithPersonKey } from '../../src/core/sync/index.js';
+import { startDaemon } from '../../src/daemon/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import { appFixture, type AppFixture } from '../helpers/app-fixture.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
@@ -127,7 +128,7 @@ describe("git's own SSH signing key", () => {
       sh(dir, 'verify-commit', 'refs/zz/config');
       const repo = await ZzRepo.open(dir, { key: 'local/git-key' });
       try {
-        expect(await signWithExistingKey(repo, env)).toBe(
+        expect(await signWithPersonKey(repo, env)).toBe(
           `local/git-key: signing zz commits as owner@example.com with ${file} (git user.signingkey)`,
         );
       } finally {
@@ -145,20 +146,62 @@ describe("git's own SSH signing key", () => {
 });
 
 describe('the daemon and the signing key', () => {
-  it('signs with the key zz init made and says so; without one it says how to get one', async () => {
+  it('makes the person a key when they have none (DESIGN §7), signs with it, says an owner must register it', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    const logs: string[] = [];
+    const serve = () =>
+      startDaemon({
+        cwd: dir,
+        port: 0,
+        reposFile: join(dir, 'none.json'),
+        cacheDir: tempDir('zz-cache-'),
+        mcpHandler: null,
+        sync: false,
+        log: (l) => logs.push(l),
+        signingEnv: env,
+      });
+    const keyLines = () => logs.filter((l) => /sign/.test(l));
+    try {
+      let d = await serve();
+      const [name, repo] = [...d.repos][0]!;
+      const { file, key } = await personKeyInfo(OWNER, env);
+      expect(keyLines()).toEqual([
+        `${name}: made a signing key for ${OWNER} (${file}); signing zz commits with it`,
+      ]);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      // What the daemon writes for the person is signed with that key (git verifies it).
+      await initRepo(repo, { owner: OWNER, default_branch: 'main' });
+      expect(sh(dir, 'cat-file', 'commit', 'refs/zz/config')).toMatch(/BEGIN SSH SIGNATURE/);
+      writeFileSync(join(dir, '.git', 'signers'), `${OWNER} ${key.publicKey}\n`);
+      sh(dir, 'config', 'gpg.ssh.allowedSignersFile', join(dir, '.git', 'signers'));
+      sh(dir, 'verify-commit', 'refs/zz/config');
+      await d.close();
+      // The next start uses it (no second key) and, as the config does not list it for the
+      // person, says what an owner runs so that other machines trust these commits.
+      logs.length = 0;
+      d = await serve();
+      expect(keyLines()).toEqual([
+        `${name}: signing zz commits as ${OWNER} with ${file}; the key is not registered for ${OWNER} in refs/zz/config, so other machines see these commits as unsigned until an owner runs: zz key add --actor ${OWNER} --key "${key.publicKey}"`,
+      ]);
+      await d.close();
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('an embedder that passes no user environment gets no key made', async () => {
     const { dir, cleanup } = makeRepo();
     const env = cliEnv();
     const repo = await ZzRepo.open(dir, { key: 'local/daemon-key' });
     try {
-      expect(await signWithExistingKey(repo, env)).toBe(
+      expect(await signWithPersonKey(repo, env)).toBe(
         'local/daemon-key: zz commits are not signed (owner@example.com has no key yet: run zz init)',
       );
-      const { file } = await personKeyInfo('owner@example.com', env);
-      expect(await signWithExistingKey(repo, env)).toBe(
+      const { file } = await personKeyInfo(OWNER, env);
+      expect(await signWithPersonKey(repo, env)).toBe(
         `local/daemon-key: signing zz commits as owner@example.com with ${file}`,
       );
-      await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
-      expect(sh(dir, 'cat-file', 'commit', 'refs/zz/config')).toMatch(/BEGIN SSH SIGNATURE/);
     } finally {
       repo.close();
       cleanup();

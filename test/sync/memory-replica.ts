@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  reachesWithinBy,
   RefCasError,
   TransportError,
   type PushOutcome,
@@ -118,8 +119,24 @@ export class MemoryReplica implements SyncLocal {
     return out;
   }
 
-  async isAncestor(ancestor: string, descendant: string): Promise<boolean> {
-    return this.u.ancestors([descendant]).has(ancestor);
+  // As on git (GitSyncLocal): a breadth-first walk, undecided past its bound. The bound is
+  // smaller than the engine asks for, so that the schedules (a few commits per replica between
+  // syncs) exercise the engine's full walk answering "only we moved" as well.
+  async reachesWithin(
+    descendant: string,
+    ancestor: string,
+    asked: number,
+  ): Promise<boolean | null> {
+    return reachesWithinBy(
+      async (oids) => oids.map((o) => this.u.get(o).parents),
+      descendant,
+      ancestor,
+      Math.min(asked, 2),
+    );
+  }
+
+  async rawCommits(): Promise<Map<string, Buffer>> {
+    return new Map(); // nothing is signed in memory
   }
 
   async writeMerge(req: {

@@ -352,6 +352,13 @@ function checkProperties(w: World): void {
   });
   const topo = topoSort(records);
   expect(validateIncoming(LANE, topo, new Set(all))).toBeNull();
+  // A merge only where both sides moved: when the remote's value is in our history we push
+  // ours as it is (a merge of an ancestor would be a commit that says nothing).
+  for (const c of records.filter((r) => r.parents.length === 2)) {
+    const [theirs, mine] = c.parents as [string, string];
+    expect(w.u.ancestors([mine]).has(theirs)).toBe(false);
+    expect(w.u.ancestors([theirs]).has(mine)).toBe(false);
+  }
   // Follow-ups re-derived: exactly one review per honoured answer with a changeset, none for
   // any other Ask, whatever the replicas recorded.
   for (const ask of final.state.asks.values()) {

@@ -18,8 +18,11 @@ import { callerGitConfig, gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { requireCaller, type Caller } from '../access.js';
 import { writeOp } from '../write-op.js';
-import type { SyncCommit, SyncLocal } from './ports.js';
+import type { SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
+import { relatedLaneProblem } from './related-check.js';
+import { rolesOf } from './refusals.js';
+import { laneCodec, type LaneState, type RoleSource } from '../lane-state.js';
 
 // Authenticity of what arrives by fetch (DESIGN §7). Every commit a daemon writes is signed
 // with the key of the person it acts for; refs/zz/config lists each actor's allowed keys. On
@@ -87,6 +90,16 @@ export async function personKeyInfo(
   env = process.env,
   cwd?: string,
 ): Promise<PersonKeyInfo> {
+  return (await findKey(person, env, cwd, true))!;
+}
+
+/** The person's key (git's, else zz's); with `make`, zz's is made when missing, else null. */
+async function findKey(
+  person: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string | undefined,
+  make: boolean,
+): Promise<PersonKeyInfo | null> {
   const fromGit = cwd === undefined ? null : await gitSigningKey(cwd, env);
   if (fromGit && 'key' in fromGit) return { ...fromGit, created: false, source: 'git' };
   const note = fromGit ? { note: fromGit.note } : {};
@@ -103,6 +116,7 @@ export async function personKeyInfo(
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
+  if (!make) return null;
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const { key, pem } = generateSigningKey();
   // A racing process that made the key first wins; we use its key.
@@ -114,29 +128,45 @@ export async function personKeyInfo(
 }
 
 /**
- * The daemon's signing: the checkout's person (git user.email) signs with the key `zz init`
- * made for them, if there is one (the daemon never makes keys: that is `zz init`'s to say).
- * Returns one line for the daemon's log saying which it is.
+ * The daemon's signing (DESIGN §7): every commit it writes for the checkout's person (git
+ * user.email) and that person's agents is signed with the person's key — git's
+ * user.signingkey when it is an ssh key zz can use, else zz's own under the user config dir,
+ * made here when the person has none (`makeKey`; without it a missing key leaves commits
+ * unsigned, for embedders whose environment is not the user's). Returns one line for the
+ * daemon's log saying which key and, when the repository's config does not list it for the
+ * person yet, how an owner registers it: until then other machines see unsigned commits.
  */
-export async function signWithExistingKey(repo: ZzRepo, env = process.env): Promise<string> {
+export async function signWithPersonKey(
+  repo: ZzRepo,
+  env = process.env,
+  opts: { makeKey?: boolean } = {},
+): Promise<string> {
   const g = repo.git;
   if (!g) return `${repo.key}: zz commits are not signed (no git repository)`;
-  const person = await gitUserEmail(g.workTree ?? g.gitdir, env).catch(() => null);
+  const cwd = g.workTree ?? g.gitdir;
+  const person = await gitUserEmail(cwd, env).catch(() => null);
   if (!person) return `${repo.key}: zz commits are not signed (no git user.email)`;
-  const fromGit = await gitSigningKey(g.workTree ?? g.gitdir, env);
-  if (fromGit && 'key' in fromGit) {
-    signAs(repo, person, fromGit.key);
-    return `${repo.key}: signing zz commits as ${person} with ${fromGit.file} (git user.signingkey)`;
-  }
-  const file = keyFile(person, env);
-  let pem: string;
-  try {
-    pem = await fsp.readFile(file, 'utf8');
-  } catch {
+  const info = await findKey(person, env, cwd, opts.makeKey ?? false);
+  if (!info) {
     return `${repo.key}: zz commits are not signed (${person} has no key yet: run zz init)`;
   }
-  signAs(repo, person, signingKeyFromPem(pem));
-  return `${repo.key}: signing zz commits as ${person} with ${file}`;
+  signAs(repo, person, info.key);
+  const line = info.created
+    ? `${repo.key}: made a signing key for ${person} (${info.file}); signing zz commits with it`
+    : `${repo.key}: signing zz commits as ${person} with ${info.file}${info.source === 'git' ? ' (git user.signingkey)' : ''}`;
+  return line + (await unregisteredNote(repo, person, info.key.publicKey));
+}
+
+/** When the config is readable and does not list `publicKey` for `person`: what to run. */
+async function unregisteredNote(repo: ZzRepo, person: string, publicKey: string): Promise<string> {
+  let state: ConfigState;
+  try {
+    state = (await repo.config.read()).state;
+  } catch {
+    return '';
+  }
+  if (!state.config || isActorKey(state, person, normalizeKeyLine(publicKey))) return '';
+  return `; the key is not registered for ${person} in refs/zz/config, so other machines see these commits as unsigned until an owner runs: zz key add --actor ${person} --key "${publicKey}"`;
 }
 
 function keyFile(person: string, env: NodeJS.ProcessEnv): string {
@@ -203,10 +233,11 @@ function applyConfigRecord(s: ConfigState, op: OpRecord): void {
 }
 
 export interface AuthChecker {
+  /** `incoming`: the commits of `history` that arrived (not held locally before). */
   check(
     ref: string,
     history: readonly ParsedCommit[],
-    incoming: readonly SyncCommit[],
+    incoming: ReadonlySet<string>,
   ): Promise<{ commit: string; reason: string } | null>;
 }
 
@@ -216,26 +247,65 @@ export interface AuthChecker {
  * hold (the remote's, when it passed, else ours).
  */
 export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
-  let trusted: Promise<ConfigState> | null = null;
-  const foldConfig = async (tip: string | undefined): Promise<ConfigState> => {
-    const s = configCodec.empty();
-    if (!tip) return s;
-    const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, 'refs/zz/config'));
-    for (const { op } of publicationOrder(history, tip)) applyConfigRecord(s, op);
-    return s;
+  type Trusted = { config: ConfigState; roles: RoleSource; refs: Map<string, string> };
+  let trusted: Promise<Trusted> | null = null;
+  const trust = (): Promise<Trusted> =>
+    (trusted ??= (async () => {
+      const refs = await local.listRefs('refs/z');
+      const remoteTip = refs.get(`refs/zz-remotes/${remoteName}/config`);
+      const tip = (remoteConfigOk && remoteTip) || refs.get('refs/zz/config') || null;
+      const history = tip
+        ? (await local.commits([tip], [])).map((c) => parseZzCommit(c, 'refs/zz/config'))
+        : [];
+      const config = configCodec.empty();
+      if (tip) for (const { op } of publicationOrder(history, tip)) applyConfigRecord(config, op);
+      return { config, roles: rolesOf(history, tip), refs };
+    })());
+  // A Lane's coordinators as this round sees it: ours and the remote's (either may be newer).
+  const coordinators = new Map<string, Promise<ReadonlySet<string>>>();
+  const coordinatorsOf = (t: Trusted, laneId: string): Promise<ReadonlySet<string>> => {
+    let p = coordinators.get(laneId);
+    if (!p) {
+      p = (async () => {
+        const out = new Set<string>();
+        const ref = `refs/zz/lanes/${laneId}`;
+        for (const tip of [
+          t.refs.get(ref),
+          t.refs.get(`refs/zz-remotes/${remoteName}/lanes/${laneId}`),
+        ]) {
+          if (!tip) continue;
+          const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, ref));
+          const ops = publicationOrder(history, tip).map((o) => o.op);
+          const state: LaneState = { ...laneCodec.empty(), roles: t.roles };
+          for (const op of ops) {
+            const parsed = laneCodec.parse(op);
+            if (parsed.ok) laneCodec.apply(state, parsed.op);
+          }
+          for (const c of state.lane?.coordinators ?? []) out.add(c);
+        }
+        return out;
+      })();
+      coordinators.set(laneId, p);
+    }
+    return p;
   };
   let remoteConfigOk = false;
   return {
     async check(ref, history, incoming) {
-      const raw = new Map(incoming.map((c) => [c.oid, c]));
+      // The raw bytes (for the signatures) of just the commits that need a check.
+      const rawOf = (keep: (c: ParsedCommit) => boolean) =>
+        local.rawCommits(
+          history.filter((c) => incoming.has(c.revision) && keep(c)).map((c) => c.revision),
+        );
       if (ref === 'refs/zz/config') {
         const tip = history[history.length - 1]?.revision;
         if (!tip) return null;
+        const raw = await rawOf((c) => c.ops.some((o) => OWNER_LEVEL_OPS.has(o.op)));
         const s = configCodec.empty();
         for (const { op, revision } of publicationOrder(history, tip)) {
-          const c = raw.get(revision);
-          if (c && OWNER_LEVEL_OPS.has(op.op)) {
-            const signer = c.raw ? verifyCommitBody(c.raw) : null;
+          if (incoming.has(revision) && OWNER_LEVEL_OPS.has(op.op)) {
+            const body = raw.get(revision);
+            const signer = body ? verifyCommitBody(body) : null;
             const problem = ownerOpProblem(s, op, signer);
             if (problem) return { commit: revision, reason: problem };
           }
@@ -244,18 +314,20 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
         remoteConfigOk = true;
         return null;
       }
-      trusted ??= (async () => {
-        const refs = await local.listRefs('refs/z');
-        const remoteTip = refs.get(`refs/zz-remotes/${remoteName}/config`);
-        const localTip = refs.get('refs/zz/config');
-        return foldConfig(remoteConfigOk && remoteTip ? remoteTip : localTip);
-      })();
-      const config = await trusted;
+      if (ref.startsWith('refs/zz/lanes/')) {
+        const problem = await relatedLaneProblem(ref, history, incoming, async () => {
+          const t = await trust();
+          return { roles: t.roles, coordinatorsOf: (id) => coordinatorsOf(t, id) };
+        });
+        if (problem) return problem;
+      }
+      const { config } = await trust();
       if (!config.signed) return null;
+      const raw = await rawOf((c) => c.ops.length > 0);
       for (const c of history) {
-        const r = raw.get(c.revision);
-        if (!r || c.ops.length === 0) continue;
-        const signer = r.raw ? verifyCommitBody(r.raw) : null;
+        if (!incoming.has(c.revision) || c.ops.length === 0) continue;
+        const body = raw.get(c.revision);
+        const signer = body ? verifyCommitBody(body) : null;
         for (const op of c.ops) {
           if (!isActorKey(config, op.actor, signer)) {
             return {

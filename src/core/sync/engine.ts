@@ -1,12 +1,10 @@
 import { ZzError } from '../../errors.js';
 import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '../../git/index.js';
 import { publicationOrder } from '../../store/index.js';
-import { configCodec } from '../config-state.js';
 import type { RoleSource } from '../lane-state.js';
-import { roleTimeline } from '../role-timeline.js';
-import type { ConfigOp } from '../../schema/index.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
+import { laneRejectionsUnder, rolesOf } from './refusals.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 import { formatMergeMessage, parseZzCommit, validateIncoming } from './validate.js';
@@ -181,11 +179,16 @@ async function reconcile(
   };
   // A Lane that only we wrote is pushed as it is, but when this round brought a new config
   // (a revocation, say) the fold may now refuse some of our ops: say which, as a merge would.
-  const refusedByNewRoles = async (ref: string, mine: string, theirs: string | null) => {
+  const refusedByNewRoles = async (
+    ref: string,
+    mine: string,
+    theirs: string | null,
+    walked?: readonly SyncCommit[],
+  ) => {
     if (!ref.startsWith(LANES_REF_PREFIX) || configTip === (locals.get(CONFIG_REF) ?? null)) {
       return;
     }
-    const history = (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref));
+    const history = (walked ?? (await local.commits([mine], []))).map((c) => parseZzCommit(c, ref));
     const remote =
       theirs === null
         ? new Set<string>()
@@ -194,18 +197,10 @@ async function reconcile(
       history.filter((c) => !remote.has(c.revision)).flatMap((c) => c.ops.map((o) => o.id)),
     );
     // What the fold refuses under the new roles and did not under the old ones.
-    const refused = (r: RoleSource) => {
-      const sc = syncCodecFor(ref, r)!;
-      const state = sc.codec.empty();
-      for (const { op } of publicationOrder(history, mine)) {
-        const p = sc.codec.parse(op);
-        if (p.ok) sc.codec.apply(state, p.op);
-      }
-      return sc.rejections?.(state) ?? [];
-    };
+    const ops = publicationOrder(history, mine).map((o) => o.op);
     oldRoles ??= rolesAt(local, locals.get(CONFIG_REF) ?? null);
-    const before = new Set(refused(await oldRoles).map((r) => r.op_id));
-    for (const r of refused(await (roles ??= rolesAt(local, configTip)))) {
+    const before = new Set(laneRejectionsUnder(ops, await oldRoles).map((r) => r.op_id));
+    for (const r of laneRejectionsUnder(ops, await (roles ??= rolesAt(local, configTip)))) {
       if (ours.has(r.op_id) && !before.has(r.op_id)) report.rejected.push({ ...r, ref });
     }
   };
@@ -227,17 +222,24 @@ async function reconcile(
       await refusedByNewRoles(ref, mine!, null);
       continue;
     }
-    if (mine !== null && (await local.isAncestor(theirs, mine))) {
+    // Only we moved (a few local commits on top of what the remote holds): push. A short walk
+    // through cat-file says so without a spawn; past it, the full walk below decides.
+    if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs);
       continue;
     }
-    // Both sides' histories in one walk and one batched read (reading them once per question
-    // cost seconds on a 1,000-op divergence); who reaches what is answered in memory.
+    // Both sides' histories in one walk (one git call; reading them once per question cost
+    // seconds on a 1,000-op divergence); who reaches what is answered in memory.
     const raw = await local.commits(mine === null ? [theirs] : [theirs, mine], []);
     const parentsOf = new Map(raw.map((c) => [c.oid, c.parents]));
     const fromTheirs = reachable(parentsOf, theirs);
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
+    if (mine !== null && fromMine.has(theirs)) {
+      pushes.push({ ref, expected: theirs, next: mine });
+      await refusedByNewRoles(ref, mine, theirs, raw);
+      continue;
+    }
     // Only what arrived goes through the entity's typed op parser here: what we hold was
     // judged when it came (or written here), and the merge's fold parses every op it applies.
     const all = raw.map((c) => parseZzCommit(c, fromMine.has(c.oid) ? undefined : ref));
@@ -248,11 +250,7 @@ async function reconcile(
     const codec = syncCodecFor(ref);
     let bad = codec ? validateIncoming(ref, history, incomingSet) : null;
     if (!bad && checker) {
-      bad = await checker.check(
-        ref,
-        history,
-        raw.filter((c) => incomingSet.has(c.oid)),
-      );
+      bad = await checker.check(ref, history, incomingSet);
     }
     if (bad) {
       setTip(ref, mine);
@@ -310,18 +308,17 @@ async function reconcile(
 }
 
 const CONFIG_REF = 'refs/zz/config';
+/** Commits the cheap "only we moved" walk reads before leaving it to the full walk. */
+const NEAR_ANCESTOR_WALK = 32;
 const LANES_REF_PREFIX = 'refs/zz/lanes/';
 
 /** The roles timeline of refs/zz/config at `tip` (already validated, so every op parses). */
 async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource> {
-  if (tip === null) return roleTimeline([]);
-  const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF));
-  const ops: ConfigOp[] = [];
-  for (const { op } of publicationOrder(history, tip)) {
-    const p = configCodec.parse(op);
-    if (p.ok) ops.push(p.op);
-  }
-  return roleTimeline(ops);
+  if (tip === null) return rolesOf([], null);
+  return rolesOf(
+    (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF)),
+    tip,
+  );
 }
 
 /** The commits (oid → parents, closed under parents) that `tip` reaches. */

@@ -1,9 +1,9 @@
 import {
-  commitsBetween,
+  commitMessages,
   fetchZzRefs,
-  isAncestor,
-  readCommit,
   pushZzRefs,
+  rawCommits,
+  reachesWithin,
   updateRefsAtomic,
   type GitRepository,
   type PushUpdate,
@@ -13,10 +13,20 @@ import type { GitStore } from '../../store/index.js';
 import { type FileChanges } from '../../store/index.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 
-// The sync engine's ports on a real repository: commits through the long-lived cat-file,
-// ref transactions through `git update-ref --stdin`, fetch and push through native git.
+// The sync engine's ports on a real repository. What a merge round costs is mostly git's
+// (measured in bench/sync.ts, merge-1k): so a history is one `git log` (oids, parents and
+// messages in one spawn, not a rev-list and then a read per commit), the raw bytes of only the
+// commits whose signatures are checked come through the long-lived cat-file, the merge's objects
+// are written in-process (reusing what the local tip already holds), and refs move in-process
+// under git's lock protocol; fetch and push are native git.
+
+/** Histories kept for the rest of a round (refs/zz/config is read by several checks). */
+const HISTORY_MEMO = 4;
+const HISTORY_MEMO_MAX_COMMITS = 10_000;
 
 export class GitSyncLocal implements SyncLocal {
+  private readonly memo = new Map<string, Promise<SyncCommit[]>>();
+
   constructor(
     private readonly repo: GitRepository,
     private readonly store: GitStore,
@@ -26,22 +36,29 @@ export class GitSyncLocal implements SyncLocal {
     return this.repo.refs.list(prefix);
   }
 
-  async commits(include: readonly string[], exclude: readonly string[]): Promise<SyncCommit[]> {
-    const dag = await commitsBetween(this.repo.gitdir, include, exclude);
-    const objs = await Promise.all(dag.map((d) => readCommit(this.repo.catFile, d.oid)));
-    return dag.map((d, i) => {
-      const c = objs[i];
-      return {
-        oid: d.oid,
-        parents: d.parents,
-        message: c?.message ?? '',
-        ...(c ? { raw: c.raw } : {}),
-      };
-    });
+  commits(include: readonly string[], exclude: readonly string[]): Promise<SyncCommit[]> {
+    // Commits never change, so a history by its tips is the same all round.
+    const key = `${include.join(' ')}^${exclude.join(' ')}`;
+    const hit = this.memo.get(key);
+    if (hit) return hit;
+    const p = commitMessages(this.repo.gitdir, include, exclude);
+    this.memo.set(key, p);
+    if (this.memo.size > HISTORY_MEMO) this.memo.delete(this.memo.keys().next().value!);
+    p.then(
+      (h) => {
+        if (h.length > HISTORY_MEMO_MAX_COMMITS) this.memo.delete(key);
+      },
+      () => this.memo.delete(key),
+    );
+    return p;
   }
 
-  isAncestor(ancestor: string, descendant: string): Promise<boolean> {
-    return isAncestor(this.repo.gitdir, ancestor, descendant);
+  reachesWithin(descendant: string, ancestor: string, limit: number): Promise<boolean | null> {
+    return reachesWithin(this.repo.catFile, descendant, ancestor, limit);
+  }
+
+  rawCommits(oids: readonly string[]): Promise<Map<string, Buffer>> {
+    return rawCommits(this.repo.catFile, oids);
   }
 
   writeMerge(req: {
@@ -54,11 +71,22 @@ export class GitSyncLocal implements SyncLocal {
       changes: req.changes,
       author: 'zz',
       message: req.message,
+      reuse: req.parents[1],
     });
   }
 
   update(updates: readonly RefUpdate[]): Promise<void> {
-    return updateRefsAtomic(this.repo.gitdir, updates);
+    // Deleting a ref may mean rewriting packed-refs: git's own transaction does that (a
+    // quarantine cleared). Everything else (merges, fast-forwards, confirmations) moves
+    // in-process under the same lock files, one transaction: no spawn.
+    if (updates.some((u) => u.new === null && u.old !== null)) {
+      return updateRefsAtomic(this.repo.gitdir, updates);
+    }
+    const moves = updates.filter((u) => u.new !== null);
+    if (moves.length === 0) return Promise.resolve();
+    return this.repo.refs.casMany(
+      moves.map((u) => ({ ref: u.ref, expected: u.old, next: u.new! })),
+    );
   }
 }
 

@@ -10,3 +10,5 @@ export * from './validate.js';
 export * from './run.js';
 export * from './auto-sync.js';
 export * from './unsigned.js';
+export * from './refusals.js';
+export * from './related-check.js';

@@ -9,16 +9,24 @@ export interface SyncCommit {
   oid: string;
   parents: string[];
   message: string;
-  /** The raw commit object (headers and message), for signature checks; absent in memory. */
-  raw?: Buffer;
 }
 
 export interface SyncLocal {
   listRefs(prefix: string): Promise<Map<string, string>>;
   /** Commits reachable from `include` and not from `exclude`, parents first. */
   commits(include: readonly string[], exclude: readonly string[]): Promise<SyncCommit[]>;
-  isAncestor(ancestor: string, descendant: string): Promise<boolean>;
-  /** Writes a merge commit (tree = the first parent's with `changes`); moves no ref. */
+  /**
+   * Whether `ancestor` is among the first `limit` commits of `descendant`'s history (itself
+   * included); null when that walk ended undecided. A cheap answer for the usual case (a few
+   * local commits on top of what the remote holds): the engine's full walk decides the rest.
+   */
+  reachesWithin(descendant: string, ancestor: string, limit: number): Promise<boolean | null>;
+  /** The raw commit objects (headers and message), for signature checks; none in memory. */
+  rawCommits(oids: readonly string[]): Promise<Map<string, Buffer>>;
+  /**
+   * Writes a merge commit (tree = the first parent's with `changes`; what equals the second
+   * parent's tree at the same path is reused, not written again); moves no ref.
+   */
   writeMerge(req: {
     parents: [string, string];
     changes: FileChanges;

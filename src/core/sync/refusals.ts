@@ -1,0 +1,34 @@
+import { publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
+import { configCodec } from '../config-state.js';
+import { laneCodec, type LaneState, type RejectedOp, type RoleSource } from '../lane-state.js';
+import { roleTimeline } from '../role-timeline.js';
+import type { ConfigOp } from '../../schema/index.js';
+
+// What a change of refs/zz/config does to a Lane's ops. Lane ops are judged against the roles
+// as they stood when each was made (lane-state.ts), so a revocation or a scope change that
+// arrives later (by sync, or written here) can newly refuse ops already folded and shown as
+// accepted. Sync reports those of the ops it pushes; lane_events tells whoever saw them.
+
+/** The roles timeline of refs/zz/config at `tip`, from a history holding its ancestors. */
+export function rolesOf(history: readonly CommitRecord[], tip: string | null): RoleSource {
+  if (tip === null) return roleTimeline([]);
+  const ops: ConfigOp[] = [];
+  for (const { op } of publicationOrder(history, tip)) {
+    const p = configCodec.parse(op);
+    if (p.ok) ops.push(p.op);
+  }
+  return roleTimeline(ops);
+}
+
+/** The ops of a Lane's log (in fold order) that its fold refuses when judged under `roles`. */
+export function laneRejectionsUnder(
+  ops: Iterable<OpRecord>,
+  roles: RoleSource,
+): readonly RejectedOp[] {
+  const state: LaneState = { ...laneCodec.empty(), roles };
+  for (const op of ops) {
+    const p = laneCodec.parse(op);
+    if (p.ok) laneCodec.apply(state, p.op);
+  }
+  return state.rejected;
+}

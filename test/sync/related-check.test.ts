@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { laneAddRelated, laneGet, lanePropose, type ZzRepo } from '../../src/core/index.js';
+import { makeCluster, type Clone, type Cluster } from './git-cluster.js';
+
+// lane_add_related arriving by sync is role-checked like every other op (DESIGN §7): its actor
+// must have been a coordinator of the Lane or of the related Lane, or an owner. The daemon
+// refuses anyone else; a hand-made commit that skips the daemon is quarantined on import.
+
+const OWNER = { actor: 'owner@example.com' };
+const BOB = { actor: 'bob@example.com' };
+const MALLORY = { actor: 'mallory@example.com' };
+
+let cluster: Cluster | null = null;
+afterEach(() => {
+  cluster?.cleanup();
+  cluster = null;
+});
+
+/** Writes lane_add_related straight into the Lane's log, as a hand-made commit would. */
+async function forgeRelated(repo: ZzRepo, actor: string, lane: string, related: string) {
+  await repo.lane(lane).mutate({
+    actor,
+    decide: () => ({
+      op: 'lane_add_related',
+      summary: `lane_add_related ${lane} → ${related}`,
+      args: { lane_id: lane, related_lane_id: related },
+    }),
+    result: () => null,
+  });
+}
+
+const relatedOf = async (repo: ZzRepo, lane: string) =>
+  (await laneGet(repo, OWNER, { lane_id: lane })).lane.related_lanes;
+
+describe('lane_add_related on import', () => {
+  it('from a member with no role on either Lane: quarantined, the relation not taken', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'Web' });
+    await lanePropose(a.repo, OWNER, { lane_id: 'api', title: 'API' });
+    await a.sync();
+    await b.sync();
+    // Through the daemon Mallory is refused…
+    await expect(
+      laneAddRelated(b.repo, MALLORY, { lane_id: 'web', related_lane_id: 'api' }),
+    ).rejects.toMatchObject({ code: 'forbidden' });
+    // …so she writes the op by hand on her clone, and her sync pushes it (a remote takes anything).
+    await forgeRelated(b.repo, MALLORY.actor, 'web', 'api');
+    expect((await b.sync()).pushed).toEqual(['refs/zz/lanes/web']);
+    const r = await a.sync();
+    expect(r.quarantined).toEqual([
+      expect.objectContaining({
+        ref: 'refs/zz/lanes/web',
+        reason: expect.stringMatching(/lane_add_related by mallory@example\.com/),
+      }),
+    ]);
+    expect(await relatedOf(a.repo, 'web')).toEqual([]);
+  });
+
+  it('from the coordinator of the related Lane (which arrives in the same round): taken', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'Web' });
+    await a.sync();
+    await b.sync();
+    // Bob proposes a Lane split from web on b and records it in web (the related Lane's
+    // coordinator); the owner relates web to another Lane on a. Both arrive by sync.
+    await lanePropose(b.repo, BOB, { lane_id: 'web-2', title: 'Web 2', related_lanes: ['web'] });
+    await laneAddRelated(b.repo, BOB, { lane_id: 'web', related_lane_id: 'web-2' });
+    await b.sync();
+    const r = await a.sync();
+    expect(r.quarantined).toEqual([]);
+    expect(await relatedOf(a.repo, 'web')).toEqual(['web-2']);
+  });
+});

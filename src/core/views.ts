@@ -42,12 +42,27 @@ export function holdsLiveClaim(a: AskDoc, actor: string, now: Date): boolean {
   return a.state === 'claimed' && a.holder === actor && !leaseExpired(a, now);
 }
 
-/** Refuses unless `actor` holds a live claim on `a`, saying what to do (claim it again). */
-export function assertLiveClaim(a: AskDoc, actor: string, now: Date, what: string): void {
-  if (a.state !== 'claimed' || a.holder !== actor) {
+/**
+ * The one "caller holds a live claim" refusal, saying what to do: an Ask held by someone else is
+ * forbidden (naming the holder), a lease that ran out is a conflict (claim it again), and an
+ * Ask nobody holds answers `unclaimed` (forbidden for answers, as the API has always said;
+ * conflict for the Ladder's rung writes, as it has said). `what` completes "before you … it".
+ */
+export function assertLiveClaim(
+  a: AskDoc,
+  actor: string,
+  now: Date,
+  what: string,
+  unclaimed: 'forbidden' | 'conflict' = 'forbidden',
+): void {
+  if (a.state !== 'claimed' || a.holder === null) {
+    throw new ZzError(unclaimed, `ask ${a.ask_id} is not claimed; claim it before you ${what} it`);
+  }
+  if (a.holder !== actor) {
     throw new ZzError(
       'forbidden',
-      `only the holder may ${what} ask ${a.ask_id}; claim it first (holder: ${a.holder ?? 'none'})`,
+      `ask ${a.ask_id} is held by ${a.holder}; only the holder may ${what} it`,
+      { holder: a.holder },
     );
   }
   if (leaseExpired(a, now)) {

@@ -17,7 +17,7 @@ import { Entity, type LoggedOp, type OpSpec, type Snapshot } from '../../store/i
 import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
 import { readLane, type WriteMeta, type WriteOpts } from '../lanes.js';
 import { writeOp } from '../write-op.js';
-import { leaseExpired } from '../views.js';
+import { assertLiveClaim } from '../views.js';
 import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
 import { commitTree, entryAt, lsTree, tagCommit } from './git-tree.js';
 import {
@@ -449,27 +449,7 @@ export async function ladderWriteRung(
         `ask ${args.ask_id} is already answered; cite an Ask you are working`,
       );
     }
-    if (ask.state !== 'claimed' || ask.holder === null) {
-      throw new ZzError(
-        'conflict',
-        `ask ${args.ask_id} is not claimed; claim it before writing rungs for it`,
-      );
-    }
-    if (ask.holder !== caller.actor) {
-      throw new ZzError(
-        'forbidden',
-        `ask ${args.ask_id} is held by ${ask.holder}; cite an Ask you hold`,
-        {
-          holder: ask.holder,
-        },
-      );
-    }
-    if (leaseExpired(ask, repo.clock())) {
-      throw new ZzError(
-        'conflict',
-        `your claim on ask ${args.ask_id} has expired; claim it again first`,
-      );
-    }
+    assertLiveClaim(ask, caller.actor, repo.clock(), 'write rungs for', 'conflict');
     const seen = new Set<string>();
     for (const [i, r] of args.rungs.entries()) {
       const field = `rungs.${i}`;

@@ -313,6 +313,11 @@ export class ObjectWriter {
     return this.small.close();
   }
 
+  /** The ref update that `pending`'s objects were written for is over: see SmallPacks.release. */
+  release(pending: PendingDirs): void {
+    this.small.release(pending);
+  }
+
   /** Makes the directory entries of objects written with `pending` durable. */
   async syncDirs(pending: PendingDirs): Promise<void> {
     await Promise.all([...pending].map((d) => this.syncDir(d)));

@@ -65,9 +65,17 @@ import {
 // retried later: nothing is lost). Deletion is skipped, leaving the small packs to gc, while a
 // `git gc` says it runs (gc.pid); a bare `git repack` says nothing and may hit that window.
 // Only packs this process wrote are ever merged or deleted, and never the merged pack itself
-// (same objects, same name). pack-writer.ts's hazard (a manual `git repack -a -d` without -A in
-// the moment between a pack's .idx appearing and the ref moving) applies to each small pack as
-// it did to each big one; git gc and gc --auto are safe.
+// (same objects, same name).
+//
+// In-flight packs. Between a pack's .idx appearing and the ref that names its objects moving,
+// those objects are unreachable, and a `git repack -a -d` (without -A; also what `git gc
+// --prune=now` runs) drops unreachable objects of the packs it replaces: the ref would then
+// move to a commit whose objects are gone. A durable Lane op is in that window most of the
+// time under load, so a small pack written for a ref update (`pending`) carries a .keep file,
+// which repack honours, until the caller calls release() after the ref update (whatever its
+// outcome); only then is it tracked for merging. A crash inside the window leaves a .keep
+// behind: that pack is never repacked by git (a few KiB), nothing is lost. pack-writer.ts's big
+// packs still have the window (documented there).
 
 /** Small packs merged into one, and merged packs into one more. */
 export const FAN_IN = 16;
@@ -98,6 +106,11 @@ export class SmallPacks {
   mergeFailures = 0;
   private readonly levels: Tracked[][] = Array.from({ length: LEVELS }, () => []);
   private merging: Promise<void> | null = null;
+  /** Small packs written with a `pending` set whose ref has not moved yet, and their .keep. */
+  private readonly held = new WeakMap<
+    ReadonlySet<string>,
+    Array<{ keep: string | null; enc: EncodedPack }>
+  >();
   private knownDir = false;
   private closed = false;
 
@@ -140,7 +153,15 @@ export class SmallPacks {
     for (const fd of fds) closeSync(fd);
     const final = join(this.dir, `pack-${enc.name}`);
     installSync(tmpPack, `${final}.pack`, tmpIdx);
-    installSync(tmpIdx, `${final}.idx`);
+    // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
+    // until the ref that names its objects has moved: see the header, "In-flight packs".
+    const keep = pending ? holdKeep(`${final}.keep`) : null;
+    try {
+      installSync(tmpIdx, `${final}.idx`);
+    } catch (e) {
+      if (keep) rmSync(keep, { force: true });
+      throw e;
+    }
     if (this.opts.fsync) {
       const objectsDir = join(this.gitdir, 'objects');
       if (pending) {
@@ -153,7 +174,28 @@ export class SmallPacks {
         ]);
       }
     }
-    this.track(enc);
+    if (pending) {
+      // Merged only once released: a merged pack carries no .keep.
+      const held = this.held.get(pending) ?? [];
+      held.push({ keep, enc });
+      this.held.set(pending, held);
+    } else {
+      this.track(enc);
+    }
+  }
+
+  /**
+   * The ref naming what was written with `pending` has moved (or will not): their .keep files
+   * go and the packs become mergeable. Call it whatever happened to the ref update.
+   */
+  release(pending: ReadonlySet<string>): void {
+    const held = this.held.get(pending);
+    if (!held) return;
+    this.held.delete(pending);
+    for (const { keep, enc } of held) {
+      if (keep) rmSync(keep, { force: true });
+      this.track(enc);
+    }
   }
 
   /** Resolves when no merge is running (tests, shutdown). */
@@ -238,6 +280,21 @@ export class SmallPacks {
       }
     }
     return { name: enc.name, entries: enc.entries };
+  }
+}
+
+/**
+ * Creates a pack's .keep (no fsync: after a power cut no write is in flight, and a .keep lost
+ * or left behind costs nothing but a pack gc leaves alone). Answers its path, or null when it
+ * already exists (the same objects written twice at once: the other write's .keep holds it).
+ */
+function holdKeep(path: string): string | null {
+  try {
+    closeSync(openSync(path, 'wx', 0o444));
+    return path;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return null;
+    throw e;
   }
 }
 

@@ -173,4 +173,30 @@ describe('small packs', () => {
     expect(missingObjects(made.dir, REF)).toEqual([]);
     expect(fsckProblems(made.dir)).toEqual([]);
   });
+
+  it('a git repack -a -d between a small pack landing and its ref moving drops nothing (the pack is .kept until then)', async () => {
+    const made = makeRepo('zz-small-keep-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const gitdir = repo.gitdir;
+    const store = new GitStore(repo);
+    await commits(store, 2, 'before');
+    // The window: writeCommit has put the pack in place, the ref has not moved. A native
+    // `git repack -a -d` (what `git gc --prune=now` runs too) drops unreachable packed objects
+    // of the packs it replaces, which is what this write's objects are until the ref moves.
+    let keptDuringRepack: string[] = [];
+    const cas = repo.refs.cas.bind(repo.refs);
+    vi.spyOn(repo.refs, 'cas').mockImplementation(async (...args) => {
+      keptDuringRepack = packs(gitdir).filter((f) => f.endsWith('.keep'));
+      execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: made.dir });
+      return cas(...args);
+    });
+    const [rev] = await commits(store, 1, 'in-window');
+    expect(keptDuringRepack.length).toBe(1);
+    expect(sh(made.dir, 'rev-parse', REF)).toBe(rev);
+    expect(missingObjects(made.dir, REF)).toEqual([]);
+    expect(fsckProblems(made.dir)).toEqual([]);
+    // Released once the ref moved: no .keep is left behind.
+    expect(packs(gitdir).filter((f) => f.endsWith('.keep'))).toEqual([]);
+  });
 });

@@ -1,4 +1,15 @@
-import fs, { closeSync, existsSync, mkdirSync, openSync, promises as fsp, rmSync } from 'node:fs';
+import fs, {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  promises as fsp,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
+import { hostname } from 'node:os';
+import { processStartTime } from '../local/file-lock.js';
 import { join } from 'node:path';
 import {
   assemblePack,
@@ -74,7 +85,8 @@ import {
 // time under load, so a small pack written for a ref update (`pending`) carries a .keep file,
 // which repack honours, until the caller calls release() after the ref update (whatever its
 // outcome); only then is it tracked for merging. A crash inside the window leaves a .keep
-// behind: that pack is never repacked by git (a few KiB), nothing is lost. pack-writer.ts's big
+// behind, naming its process (host, pid, start time): the next zz to write here removes it
+// once that process is gone, and until then git only leaves that small pack alone. pack-writer.ts's big
 // packs still have the window (documented there).
 
 /** Small packs merged into one, and merged packs into one more. */
@@ -112,6 +124,8 @@ export class SmallPacks {
     Array<{ keep: string | null; enc: EncodedPack }>
   >();
   private knownDir = false;
+  /** Stale .keep files of dead zz processes removed (once per process and repository). */
+  private swept = false;
   private closed = false;
 
   constructor(
@@ -155,6 +169,10 @@ export class SmallPacks {
     installSync(tmpPack, `${final}.pack`, tmpIdx);
     // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
     // until the ref that names its objects has moved: see the header, "In-flight packs".
+    if (pending && !this.swept) {
+      this.swept = true;
+      sweepStaleKeeps(this.dir);
+    }
     const keep = pending ? holdKeep(`${final}.keep`) : null;
     try {
       installSync(tmpIdx, `${final}.idx`);
@@ -283,18 +301,53 @@ export class SmallPacks {
   }
 }
 
+/** What our .keep files say: whose write holds them (git's own say "receive-pack …"). */
+const KEEP_OWNER = `zz ${hostname()} ${process.pid} ${processStartTime(process.pid) ?? '-'}\n`;
+
 /**
- * Creates a pack's .keep (no fsync: after a power cut no write is in flight, and a .keep lost
- * or left behind costs nothing but a pack gc leaves alone). Answers its path, or null when it
- * already exists (the same objects written twice at once: the other write's .keep holds it).
+ * Creates a pack's .keep naming this process (no fsync: after a power cut no write is in
+ * flight, and a lost one costs nothing). Answers its path, or null when it already exists (the
+ * same objects written twice at once: the other write's .keep holds it).
  */
 function holdKeep(path: string): string | null {
+  let fd: number;
   try {
-    closeSync(openSync(path, 'wx', 0o444));
-    return path;
+    fd = openSync(path, 'wx', 0o444);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return null;
     throw e;
+  }
+  try {
+    fs.writeSync(fd, KEEP_OWNER);
+  } finally {
+    closeQuietly(fd);
+  }
+  return path;
+}
+
+/**
+ * Removes the .keep files a zz process on this host left when it died inside a write's window
+ * (its pid is gone or now another process's): their packs become git's to repack again.
+ */
+function sweepStaleKeeps(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.keep'));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    try {
+      const m = /^zz (\S+) (\d+) (\S+)\n$/.exec(readFileSync(join(dir, name), 'utf8'));
+      if (!m || m[1] !== hostname()) continue;
+      const pid = Number(m[2]);
+      if (pid === process.pid) continue;
+      const start = processStartTime(pid);
+      if (start === null || (m[3] !== '-' && start !== m[3]))
+        rmSync(join(dir, name), { force: true });
+    } catch {
+      /* unreadable or gone: leave it */
+    }
   }
 }
 

@@ -1,9 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { promises as fsp, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { promises as fsp, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { FAN_IN } from '../../src/git/small-packs.js';
+import { processStartTime } from '../../src/local/file-lock.js';
 import { GitStore } from '../../src/store/index.js';
 import { prng, testSeed } from '../helpers/seeded.js';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
@@ -198,5 +200,23 @@ describe('small packs', () => {
     expect(fsckProblems(made.dir)).toEqual([]);
     // Released once the ref moved: no .keep is left behind.
     expect(packs(gitdir).filter((f) => f.endsWith('.keep'))).toEqual([]);
+  });
+
+  it("removes a dead zz process's .keep on the next write, and leaves git's and a live process's alone", async () => {
+    const made = makeRepo('zz-small-stale-keep-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const dir = join(repo.gitdir, 'objects', 'pack');
+    mkdirSync(dir, { recursive: true });
+    const stale = join(dir, 'pack-0000000000000000000000000000000000000001.keep');
+    const gits = join(dir, 'pack-0000000000000000000000000000000000000002.keep');
+    const live = join(dir, 'pack-0000000000000000000000000000000000000003.keep');
+    // pid_max is at most 4,194,304: no process has this pid.
+    writeFileSync(stale, `zz ${hostname()} 4999999 123\n`);
+    writeFileSync(gits, 'receive-pack 4999999 on somewhere\n');
+    writeFileSync(live, `zz ${hostname()} ${process.ppid} ${processStartTime(process.ppid)}\n`);
+    await commits(new GitStore(repo), 1, 'sweep');
+    const left = packs(repo.gitdir).filter((f) => f.endsWith('.keep'));
+    expect(left.sort()).toEqual([gits, live].map((f) => f.slice(dir.length + 1)).sort());
   });
 });

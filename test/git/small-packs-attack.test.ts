@@ -1,0 +1,60 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { openRepository, type GitRepository } from '../../src/git/index.js';
+import { GitStore } from '../../src/store/index.js';
+import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
+
+// Attacks on the small-pack write path (git/small-packs.ts) by native git running beside it.
+// Loose objects are never deleted by `git repack -a -d` (only packs are), so before small packs
+// a zz write was safe against it; a small pack is a pack, and `repack -a -d` (without -A) deletes
+// every pack it listed, keeping only objects reachable when it read the refs. git's own
+// receive-pack guards its incoming pack with a .keep file until the refs have moved.
+
+const REF = 'refs/zz/lanes/attack';
+
+describe('small packs beside native git', () => {
+  let repo: GitRepository | undefined;
+  let cleanup = () => {};
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    repo?.close();
+    await repo?.objects.close();
+    repo = undefined;
+    cleanup();
+  });
+
+  it('a `git repack -a -d` between a small pack appearing and the ref moving loses no object', async () => {
+    const made = makeRepo('zz-small-repack-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const store = new GitStore(repo);
+    const first = await store.commit(REF, {
+      parent: await store.head(REF),
+      changes: new Map([['asks/a.json', '"a"']]),
+      ops: [],
+      summary: 'first',
+    });
+    // The user's repack runs in the window: right after the small pack's .idx is renamed into
+    // place (the pack is visible to git), before the ref is updated.
+    const realRename = fs.renameSync;
+    let repacked = false;
+    vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+      realRename(from, to);
+      if (!repacked && /\/objects\/pack\/pack-[0-9a-f]{40}\.idx$/.test(String(to))) {
+        repacked = true;
+        execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: made.dir });
+      }
+    });
+    const second = await store.commit(REF, {
+      parent: first,
+      changes: new Map([['asks/b.json', '"b"']]),
+      ops: [],
+      summary: 'second',
+    });
+    vi.restoreAllMocks();
+    expect(repacked).toBe(true);
+    expect(sh(made.dir, 'rev-parse', REF)).toBe(second);
+    expect(fsckProblems(made.dir)).toEqual([]);
+  });
+});

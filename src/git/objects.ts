@@ -313,6 +313,14 @@ export class ObjectWriter {
     return this.small.close();
   }
 
+  /**
+   * After the ref naming objects written with `pending` has moved, or failed to: their small
+   * packs stop being kept from `git repack -a -d` (small-packs.ts). Call it in either case.
+   */
+  release(pending: PendingDirs): void {
+    this.small.release(pending);
+  }
+
   /** Makes the directory entries of objects written with `pending` durable. */
   async syncDirs(pending: PendingDirs): Promise<void> {
     await Promise.all([...pending].map((d) => this.syncDir(d)));

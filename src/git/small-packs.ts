@@ -1,4 +1,12 @@
-import fs, { closeSync, existsSync, mkdirSync, openSync, promises as fsp, rmSync } from 'node:fs';
+import fs, {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  promises as fsp,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import {
   assemblePack,
@@ -65,9 +73,18 @@ import {
 // retried later: nothing is lost). Deletion is skipped, leaving the small packs to gc, while a
 // `git gc` says it runs (gc.pid); a bare `git repack` says nothing and may hit that window.
 // Only packs this process wrote are ever merged or deleted, and never the merged pack itself
-// (same objects, same name). pack-writer.ts's hazard (a manual `git repack -a -d` without -A in
-// the moment between a pack's .idx appearing and the ref moving) applies to each small pack as
-// it did to each big one; git gc and gc --auto are safe.
+// (same objects, same name).
+//
+// A pack whose objects no ref names yet is what `git repack -a -d` (without -A) deletes: it
+// deletes every pack it listed and keeps only objects reachable when it read the refs, so one
+// run between a small pack's .idx appearing and the ref moving lost the commit and left the
+// ref naming a missing object (loose objects it never deletes, so loose writes were safe). As
+// git's receive-pack does for an incoming pack, a write with `pending` (a commit whose ref the
+// caller moves next) puts a .keep beside its pack before the pack is visible, and release()
+// removes it once the ref has moved (or failed to); repack neither deletes nor repacks a kept
+// pack. The keep is not synced: after a crash the ref has not moved, and a keep that survives
+// one only leaves its pack to stay as it is. A kept pack is merged only after its release.
+// (A write without `pending`, and pack-writer.ts's big packs, still have that window.)
 
 /** Small packs merged into one, and merged packs into one more. */
 export const FAN_IN = 16;
@@ -98,6 +115,11 @@ export class SmallPacks {
   mergeFailures = 0;
   private readonly levels: Tracked[][] = Array.from({ length: LEVELS }, () => []);
   private merging: Promise<void> | null = null;
+  /** Packs written with `pending` whose .keep stays until release(pending) (see the header). */
+  private readonly held = new WeakMap<
+    ReadonlySet<string>,
+    Array<{ keep: string; enc: EncodedPack }>
+  >();
   private knownDir = false;
   private closed = false;
 
@@ -139,8 +161,18 @@ export class SmallPacks {
     }
     for (const fd of fds) closeSync(fd);
     const final = join(this.dir, `pack-${enc.name}`);
-    installSync(tmpPack, `${final}.pack`, tmpIdx);
-    installSync(tmpIdx, `${final}.idx`);
+    // Kept from `git repack -a -d` until the caller's ref has moved (release()).
+    const keep = pending ? `${final}.keep` : null;
+    try {
+      if (keep) writeFileSync(keep, `zz ${process.pid}\n`);
+      installSync(tmpPack, `${final}.pack`, tmpIdx);
+      installSync(tmpIdx, `${final}.idx`);
+    } catch (e) {
+      rmSync(tmpPack, { force: true });
+      rmSync(tmpIdx, { force: true });
+      if (keep) rmSync(keep, { force: true });
+      throw e;
+    }
     if (this.opts.fsync) {
       const objectsDir = join(this.gitdir, 'objects');
       if (pending) {
@@ -153,7 +185,27 @@ export class SmallPacks {
         ]);
       }
     }
-    this.track(enc);
+    if (keep && pending) {
+      const held = this.held.get(pending) ?? [];
+      held.push({ keep, enc });
+      this.held.set(pending, held);
+    } else {
+      this.track(enc);
+    }
+  }
+
+  /**
+   * The caller's ref has moved (or will not): the packs written with `pending` lose their
+   * .keep and may be merged. Call it whether the ref update succeeded or not.
+   */
+  release(pending: ReadonlySet<string>): void {
+    const held = this.held.get(pending);
+    if (!held) return;
+    this.held.delete(pending);
+    for (const { keep, enc } of held) {
+      rmSync(keep, { force: true });
+      this.track(enc);
+    }
   }
 
   /** Resolves when no merge is running (tests, shutdown). */

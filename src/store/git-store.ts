@@ -168,17 +168,22 @@ export class GitStore implements Store {
     // The objects' data is fsynced before writeCommit resolves; the directories their names
     // went into are fsynced beside the ref's lock, before the ref moves (one wait, not two).
     const pending: PendingDirs = new Set();
-    const oid = await this.writeCommit(
-      {
-        parents: req.parent ? [req.parent] : root ? [root] : [],
-        changes: req.changes,
-        author: req.ops[0]?.actor ?? 'zz',
-        message: formatOpMessage(req.summary, req.ops),
-      },
-      pending,
-    );
-    await this.repo.refs.cas(ref, req.parent, oid, () => this.repo.objects.syncDirs(pending));
-    return oid;
+    try {
+      const oid = await this.writeCommit(
+        {
+          parents: req.parent ? [req.parent] : root ? [root] : [],
+          changes: req.changes,
+          author: req.ops[0]?.actor ?? 'zz',
+          message: formatOpMessage(req.summary, req.ops),
+        },
+        pending,
+      );
+      await this.repo.refs.cas(ref, req.parent, oid, () => this.repo.objects.syncDirs(pending));
+      return oid;
+    } finally {
+      // The ref names the objects now (or never will): their small pack needs no .keep.
+      this.repo.objects.release(pending);
+    }
   }
 
   /** The deterministic root of a singleton ref: empty tree, fixed identity, time 0, unsigned. */

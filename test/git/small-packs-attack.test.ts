@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
+import fs, { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { GitStore } from '../../src/store/index.js';
@@ -8,8 +9,8 @@ import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 // Attacks on the small-pack write path (git/small-packs.ts) by native git running beside it.
 // Loose objects are never deleted by `git repack -a -d` (only packs are), so before small packs
 // a zz write was safe against it; a small pack is a pack, and `repack -a -d` (without -A) deletes
-// every pack it listed, keeping only objects reachable when it read the refs. git's own
-// receive-pack guards its incoming pack with a .keep file until the refs have moved.
+// every pack it listed, keeping only objects reachable when it read the refs. As git's own
+// receive-pack does, a small pack is guarded by a .keep file until the ref has moved.
 
 const REF = 'refs/zz/lanes/attack';
 
@@ -56,5 +57,9 @@ describe('small packs beside native git', () => {
     expect(repacked).toBe(true);
     expect(sh(made.dir, 'rev-parse', REF)).toBe(second);
     expect(fsckProblems(made.dir)).toEqual([]);
+    // The .keep that guarded the window is gone once the ref has moved.
+    expect(
+      readdirSync(join(repo.gitdir, 'objects', 'pack')).filter((f) => f.endsWith('.keep')),
+    ).toEqual([]);
   });
 });

@@ -4,9 +4,12 @@ import fs, {
   mkdirSync,
   openSync,
   promises as fsp,
+  readdirSync,
+  readFileSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import {
   assemblePack,
@@ -83,7 +86,9 @@ import {
 // caller moves next) puts a .keep beside its pack before the pack is visible, and release()
 // removes it once the ref has moved (or failed to); repack neither deletes nor repacks a kept
 // pack. The keep is not synced: after a crash the ref has not moved, and a keep that survives
-// one only leaves its pack to stay as it is. A kept pack is merged only after its release.
+// one would leave its pack outside every gc for good, so the first write of a process removes
+// the keeps of zz processes of this host that are gone (KEEP_TAG, process id, host name).
+// A kept pack is merged only after its release.
 // (A write without `pending`, and pack-writer.ts's big packs, still have that window.)
 
 /** Small packs merged into one, and merged packs into one more. */
@@ -94,6 +99,8 @@ const LEVELS = 2;
 const MAX_WAITING = 4 * FAN_IN;
 /** A small pack bigger than this is not kept for merging (left for gc). */
 const TRACK_MAX_BYTES = 32 * 1024;
+/** The first word of our .keep files (then the writer's process id and host name). */
+const KEEP_TAG = 'zz-small-pack';
 /** Packs up to this size are written with synchronous calls (larger: pack-writer's async path). */
 const SYNC_WRITE_MAX = 256 * 1024;
 
@@ -121,6 +128,7 @@ export class SmallPacks {
     Array<{ keep: string; enc: EncodedPack }>
   >();
   private knownDir = false;
+  private sweptKeeps = false;
   private closed = false;
 
   constructor(
@@ -164,7 +172,10 @@ export class SmallPacks {
     // Kept from `git repack -a -d` until the caller's ref has moved (release()).
     const keep = pending ? `${final}.keep` : null;
     try {
-      if (keep) writeFileSync(keep, `zz ${process.pid}\n`);
+      if (keep) {
+        if (!this.sweptKeeps) this.sweepKeeps();
+        writeFileSync(keep, `${KEEP_TAG} ${process.pid} ${hostname()}\n`);
+      }
       installSync(tmpPack, `${final}.pack`, tmpIdx);
       installSync(tmpIdx, `${final}.idx`);
     } catch (e) {
@@ -205,6 +216,22 @@ export class SmallPacks {
     for (const { keep, enc } of held) {
       rmSync(keep, { force: true });
       this.track(enc);
+    }
+  }
+
+  /** Removes the .keep files left by zz processes of this host that have died (see header). */
+  private sweepKeeps(): void {
+    this.sweptKeeps = true;
+    for (const f of readdirSync(this.dir)) {
+      if (!f.endsWith('.keep')) continue;
+      const path = join(this.dir, f);
+      try {
+        const [tag, pid, host] = readFileSync(path, 'utf8').trim().split(' ');
+        if (tag !== KEEP_TAG || host !== hostname() || pidAlive(Number(pid))) continue;
+        rmSync(path, { force: true });
+      } catch {
+        /* gone meanwhile, or not ours to read: leave it */
+      }
     }
   }
 
@@ -340,6 +367,17 @@ async function removePack(base: string): Promise<void> {
       // an .idx must never outlive its .pack; gc will remove both.
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') return;
     }
+  }
+}
+
+/** Whether a process with this id runs here (EPERM: it does, as another user). */
+function pidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

@@ -1,9 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import fs, { readdirSync, writeFileSync } from 'node:fs';
+import fs, { promises as fsp, readdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
+import { encodePack, writeEncodedPack } from '../../src/git/pack-writer.js';
 import { GitStore } from '../../src/store/index.js';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 
@@ -89,5 +90,38 @@ describe('small packs beside native git', () => {
     });
     const left = readdirSync(packDir).filter((f) => f.endsWith('.keep'));
     expect(left.sort()).toEqual(['pack-git.keep', 'pack-live.keep', 'pack-otherHost.keep']);
+  });
+
+  it('a pack write that fails on a full disk leaves no tmp_ file, even one still opening then', async () => {
+    const made = makeRepo('zz-small-enospc-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const packDir = join(repo.gitdir, 'objects', 'pack');
+    fs.mkdirSync(packDir, { recursive: true });
+    const body = Buffer.from('hello\n');
+    const enc = encodePack([
+      { oid: sh(made.dir, 'hash-object', '--stdin'), type: 'blob', body: Buffer.alloc(0) },
+      { oid: 'ce013625030ba8dba906f756967f9e9ca394464a', type: 'blob', body },
+    ]);
+    // The .pack's write fails at once (disk full); the .idx's open is slower and succeeds.
+    const realOpen = fsp.open;
+    let idxOpened: Promise<unknown> = Promise.resolve();
+    vi.spyOn(fsp, 'open').mockImplementation((path, ...rest) => {
+      if (String(path).includes('tmp_pack_')) {
+        return Promise.reject(
+          Object.assign(new Error('ENOSPC: no space left'), { code: 'ENOSPC' }),
+        );
+      }
+      if (String(path).includes('tmp_idx_')) {
+        const p = new Promise((r) => setTimeout(r, 20)).then(() => realOpen(path, ...rest));
+        idxOpened = p.catch(() => {});
+        return p;
+      }
+      return realOpen(path, ...rest);
+    });
+    await expect(writeEncodedPack(repo.gitdir, enc, { fsync: true })).rejects.toThrow(/ENOSPC/);
+    await idxOpened; // whatever it was going to create exists by now
+    vi.restoreAllMocks();
+    expect(readdirSync(packDir).filter((f) => f.startsWith('tmp_'))).toEqual([]);
   });
 });

@@ -313,10 +313,7 @@ export class ObjectWriter {
     return this.small.close();
   }
 
-  /**
-   * After the ref naming objects written with `pending` has moved, or failed to: their small
-   * packs stop being kept from `git repack -a -d` (small-packs.ts). Call it in either case.
-   */
+  /** The ref update that `pending`'s objects were written for is over: see SmallPacks.release. */
   release(pending: PendingDirs): void {
     this.small.release(pending);
   }

@@ -7,9 +7,9 @@ import fs, {
   readdirSync,
   readFileSync,
   rmSync,
-  writeFileSync,
 } from 'node:fs';
 import { hostname } from 'node:os';
+import { processStartTime } from '../local/file-lock.js';
 import { join } from 'node:path';
 import {
   assemblePack,
@@ -78,18 +78,16 @@ import {
 // Only packs this process wrote are ever merged or deleted, and never the merged pack itself
 // (same objects, same name).
 //
-// A pack whose objects no ref names yet is what `git repack -a -d` (without -A) deletes: it
-// deletes every pack it listed and keeps only objects reachable when it read the refs, so one
-// run between a small pack's .idx appearing and the ref moving lost the commit and left the
-// ref naming a missing object (loose objects it never deletes, so loose writes were safe). As
-// git's receive-pack does for an incoming pack, a write with `pending` (a commit whose ref the
-// caller moves next) puts a .keep beside its pack before the pack is visible, and release()
-// removes it once the ref has moved (or failed to); repack neither deletes nor repacks a kept
-// pack. The keep is not synced: after a crash the ref has not moved, and a keep that survives
-// one would leave its pack outside every gc for good, so the first write of a process removes
-// the keeps of zz processes of this host that are gone (KEEP_TAG, process id, host name).
-// A kept pack is merged only after its release.
-// (A write without `pending`, and pack-writer.ts's big packs, still have that window.)
+// In-flight packs. Between a pack's .idx appearing and the ref that names its objects moving,
+// those objects are unreachable, and a `git repack -a -d` (without -A; also what `git gc
+// --prune=now` runs) drops unreachable objects of the packs it replaces: the ref would then
+// move to a commit whose objects are gone. A durable Lane op is in that window most of the
+// time under load, so a small pack written for a ref update (`pending`) carries a .keep file,
+// which repack honours, until the caller calls release() after the ref update (whatever its
+// outcome); only then is it tracked for merging. A crash inside the window leaves a .keep
+// behind, naming its process (host, pid, start time): the next zz to write here removes it
+// once that process is gone, and until then git only leaves that small pack alone. pack-writer.ts's big
+// packs still have the window (documented there).
 
 /** Small packs merged into one, and merged packs into one more. */
 export const FAN_IN = 16;
@@ -99,8 +97,6 @@ const LEVELS = 2;
 const MAX_WAITING = 4 * FAN_IN;
 /** A small pack bigger than this is not kept for merging (left for gc). */
 const TRACK_MAX_BYTES = 32 * 1024;
-/** The first word of our .keep files (then the writer's process id and host name). */
-const KEEP_TAG = 'zz-small-pack';
 /** Packs up to this size are written with synchronous calls (larger: pack-writer's async path). */
 const SYNC_WRITE_MAX = 256 * 1024;
 
@@ -122,13 +118,14 @@ export class SmallPacks {
   mergeFailures = 0;
   private readonly levels: Tracked[][] = Array.from({ length: LEVELS }, () => []);
   private merging: Promise<void> | null = null;
-  /** Packs written with `pending` whose .keep stays until release(pending) (see the header). */
+  /** Small packs written with a `pending` set whose ref has not moved yet, and their .keep. */
   private readonly held = new WeakMap<
     ReadonlySet<string>,
-    Array<{ keep: string; enc: EncodedPack }>
+    Array<{ keep: string | null; enc: EncodedPack }>
   >();
   private knownDir = false;
-  private sweptKeeps = false;
+  /** Stale .keep files of dead zz processes removed (once per process and repository). */
+  private swept = false;
   private closed = false;
 
   constructor(
@@ -169,18 +166,17 @@ export class SmallPacks {
     }
     for (const fd of fds) closeSync(fd);
     const final = join(this.dir, `pack-${enc.name}`);
-    // Kept from `git repack -a -d` until the caller's ref has moved (release()).
-    const keep = pending ? `${final}.keep` : null;
+    installSync(tmpPack, `${final}.pack`, tmpIdx);
+    // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
+    // until the ref that names its objects has moved: see the header, "In-flight packs".
+    if (pending && !this.swept) {
+      this.swept = true;
+      sweepStaleKeeps(this.dir);
+    }
+    const keep = pending ? holdKeep(`${final}.keep`) : null;
     try {
-      if (keep) {
-        if (!this.sweptKeeps) this.sweepKeeps();
-        writeFileSync(keep, `${KEEP_TAG} ${process.pid} ${hostname()}\n`);
-      }
-      installSync(tmpPack, `${final}.pack`, tmpIdx);
       installSync(tmpIdx, `${final}.idx`);
     } catch (e) {
-      rmSync(tmpPack, { force: true });
-      rmSync(tmpIdx, { force: true });
       if (keep) rmSync(keep, { force: true });
       throw e;
     }
@@ -196,7 +192,8 @@ export class SmallPacks {
         ]);
       }
     }
-    if (keep && pending) {
+    if (pending) {
+      // Merged only once released: a merged pack carries no .keep.
       const held = this.held.get(pending) ?? [];
       held.push({ keep, enc });
       this.held.set(pending, held);
@@ -206,32 +203,16 @@ export class SmallPacks {
   }
 
   /**
-   * The caller's ref has moved (or will not): the packs written with `pending` lose their
-   * .keep and may be merged. Call it whether the ref update succeeded or not.
+   * The ref naming what was written with `pending` has moved (or will not): their .keep files
+   * go and the packs become mergeable. Call it whatever happened to the ref update.
    */
   release(pending: ReadonlySet<string>): void {
     const held = this.held.get(pending);
     if (!held) return;
     this.held.delete(pending);
     for (const { keep, enc } of held) {
-      rmSync(keep, { force: true });
+      if (keep) rmSync(keep, { force: true });
       this.track(enc);
-    }
-  }
-
-  /** Removes the .keep files left by zz processes of this host that have died (see header). */
-  private sweepKeeps(): void {
-    this.sweptKeeps = true;
-    for (const f of readdirSync(this.dir)) {
-      if (!f.endsWith('.keep')) continue;
-      const path = join(this.dir, f);
-      try {
-        const [tag, pid, host] = readFileSync(path, 'utf8').trim().split(' ');
-        if (tag !== KEEP_TAG || host !== hostname() || pidAlive(Number(pid))) continue;
-        rmSync(path, { force: true });
-      } catch {
-        /* gone meanwhile, or not ours to read: leave it */
-      }
     }
   }
 
@@ -320,6 +301,56 @@ export class SmallPacks {
   }
 }
 
+/** What our .keep files say: whose write holds them (git's own say "receive-pack …"). */
+const KEEP_OWNER = `zz ${hostname()} ${process.pid} ${processStartTime(process.pid) ?? '-'}\n`;
+
+/**
+ * Creates a pack's .keep naming this process (no fsync: after a power cut no write is in
+ * flight, and a lost one costs nothing). Answers its path, or null when it already exists (the
+ * same objects written twice at once: the other write's .keep holds it).
+ */
+function holdKeep(path: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o444);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return null;
+    throw e;
+  }
+  try {
+    fs.writeSync(fd, KEEP_OWNER);
+  } finally {
+    closeQuietly(fd);
+  }
+  return path;
+}
+
+/**
+ * Removes the .keep files a zz process on this host left when it died inside a write's window
+ * (its pid is gone or now another process's): their packs become git's to repack again.
+ */
+function sweepStaleKeeps(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.keep'));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    try {
+      const m = /^zz (\S+) (\d+) (\S+)\n$/.exec(readFileSync(join(dir, name), 'utf8'));
+      if (!m || m[1] !== hostname()) continue;
+      const pid = Number(m[2]);
+      if (pid === process.pid) continue;
+      const start = processStartTime(pid);
+      if (start === null || (m[3] !== '-' && start !== m[3]))
+        rmSync(join(dir, name), { force: true });
+    } catch {
+      /* unreadable or gone: leave it */
+    }
+  }
+}
+
 /** Creates `path` exclusively (read-only, like git's packs) and writes `parts`; returns the fd. */
 function createSync(path: string, parts: Buffer[]): number {
   const fd = openSync(path, 'wx', 0o444);
@@ -367,17 +398,6 @@ async function removePack(base: string): Promise<void> {
       // an .idx must never outlive its .pack; gc will remove both.
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') return;
     }
-  }
-}
-
-/** Whether a process with this id runs here (EPERM: it does, as another user). */
-function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

@@ -181,7 +181,7 @@ export class GitStore implements Store {
       await this.repo.refs.cas(ref, req.parent, oid, () => this.repo.objects.syncDirs(pending));
       return oid;
     } finally {
-      // The ref names the objects now (or never will): their small pack needs no .keep.
+      // Small packs stay .kept until here, so no `git repack -a -d` drops them meanwhile.
       this.repo.objects.release(pending);
     }
   }

@@ -1,6 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import fs, { promises as fsp, readdirSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import fs, { promises as fsp, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
@@ -63,33 +62,6 @@ describe('small packs beside native git', () => {
     expect(
       readdirSync(join(repo.gitdir, 'objects', 'pack')).filter((f) => f.endsWith('.keep')),
     ).toEqual([]);
-  });
-
-  it("a crashed writer's .keep is removed by the next process's first write; others' stay", async () => {
-    const made = makeRepo('zz-small-keep-');
-    cleanup = made.cleanup;
-    repo = await openRepository(made.dir);
-    const packDir = join(repo.gitdir, 'objects', 'pack');
-    fs.mkdirSync(packDir, { recursive: true });
-    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
-    const keeps = {
-      dead: `zz-small-pack ${dead} ${hostname()}\n`,
-      live: `zz-small-pack ${process.pid} ${hostname()}\n`,
-      otherHost: `zz-small-pack ${dead} not-${hostname()}\n`,
-      git: 'receive-pack 123 on somewhere\n',
-    };
-    for (const [k, body] of Object.entries(keeps)) {
-      writeFileSync(join(packDir, `pack-${k}.keep`), body);
-    }
-    const store = new GitStore(repo);
-    await store.commit(REF, {
-      parent: null,
-      changes: new Map([['asks/a.json', '"a"']]),
-      ops: [],
-      summary: 'first',
-    });
-    const left = readdirSync(packDir).filter((f) => f.endsWith('.keep'));
-    expect(left.sort()).toEqual(['pack-git.keep', 'pack-live.keep', 'pack-otherHost.keep']);
   });
 
   it('a pack write that fails on a full disk leaves no tmp_ file, even one still opening then', async () => {

@@ -1,9 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { promises as fsp, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { promises as fsp, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { FAN_IN } from '../../src/git/small-packs.js';
+import { processStartTime } from '../../src/local/file-lock.js';
 import { GitStore } from '../../src/store/index.js';
 import { prng, testSeed } from '../helpers/seeded.js';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
@@ -172,5 +174,49 @@ describe('small packs', () => {
     execFileSync('git', ['gc', '-q'], { cwd: made.dir });
     expect(missingObjects(made.dir, REF)).toEqual([]);
     expect(fsckProblems(made.dir)).toEqual([]);
+  });
+
+  it('a git repack -a -d between a small pack landing and its ref moving drops nothing (the pack is .kept until then)', async () => {
+    const made = makeRepo('zz-small-keep-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const gitdir = repo.gitdir;
+    const store = new GitStore(repo);
+    await commits(store, 2, 'before');
+    // The window: writeCommit has put the pack in place, the ref has not moved. A native
+    // `git repack -a -d` (what `git gc --prune=now` runs too) drops unreachable packed objects
+    // of the packs it replaces, which is what this write's objects are until the ref moves.
+    let keptDuringRepack: string[] = [];
+    const cas = repo.refs.cas.bind(repo.refs);
+    vi.spyOn(repo.refs, 'cas').mockImplementation(async (...args) => {
+      keptDuringRepack = packs(gitdir).filter((f) => f.endsWith('.keep'));
+      execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: made.dir });
+      return cas(...args);
+    });
+    const [rev] = await commits(store, 1, 'in-window');
+    expect(keptDuringRepack.length).toBe(1);
+    expect(sh(made.dir, 'rev-parse', REF)).toBe(rev);
+    expect(missingObjects(made.dir, REF)).toEqual([]);
+    expect(fsckProblems(made.dir)).toEqual([]);
+    // Released once the ref moved: no .keep is left behind.
+    expect(packs(gitdir).filter((f) => f.endsWith('.keep'))).toEqual([]);
+  });
+
+  it("removes a dead zz process's .keep on the next write, and leaves git's and a live process's alone", async () => {
+    const made = makeRepo('zz-small-stale-keep-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const dir = join(repo.gitdir, 'objects', 'pack');
+    mkdirSync(dir, { recursive: true });
+    const stale = join(dir, 'pack-0000000000000000000000000000000000000001.keep');
+    const gits = join(dir, 'pack-0000000000000000000000000000000000000002.keep');
+    const live = join(dir, 'pack-0000000000000000000000000000000000000003.keep');
+    // pid_max is at most 4,194,304: no process has this pid.
+    writeFileSync(stale, `zz ${hostname()} 4999999 123\n`);
+    writeFileSync(gits, 'receive-pack 4999999 on somewhere\n');
+    writeFileSync(live, `zz ${hostname()} ${process.ppid} ${processStartTime(process.ppid)}\n`);
+    await commits(new GitStore(repo), 1, 'sweep');
+    const left = packs(repo.gitdir).filter((f) => f.endsWith('.keep'));
+    expect(left.sort()).toEqual([gits, live].map((f) => f.slice(dir.length + 1)).sort());
   });
 });

@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GitSyncLocal } from '../../src/core/sync/index.js';
 import { openRepository, type GitRepository, type ObjectType } from '../../src/git/index.js';
@@ -83,5 +85,32 @@ describe('the merge commit reuses what the local tip holds', () => {
     // commit. Not b, d, e, nor the asks/00 and asks/02 trees: the local tip has them.
     expect(written.map((o) => o.type).sort()).toEqual(['blob', 'commit', 'tree', 'tree']);
     expect(written.find((o) => o.type === 'blob')!.body.toString()).toBe('{"v":2}');
+  });
+
+  it("keeps the merge's small pack .kept until update() has moved the ref, so a git repack -a -d meanwhile drops nothing", async () => {
+    const { dir, repo, store } = await setup();
+    const base = await commit(store, [], { 'lane.json': '{"v":0}' });
+    const local = await commit(store, [base], { 'asks/00/a.json': 'a-local' });
+    const remote = await commit(store, [base], { 'asks/01/b.json': 'b-remote' });
+    sh(dir, 'update-ref', 'refs/zz/lanes/k', local);
+    sh(dir, 'update-ref', 'refs/zz-remotes/origin/lanes/k', remote); // as a fetch leaves it
+    const keeps = () =>
+      readdirSync(join(repo.gitdir, 'objects', 'pack')).filter((f) => f.endsWith('.keep'));
+    const port = new GitSyncLocal(repo, store);
+    const merge = await port.writeMerge({
+      parents: [remote, local],
+      changes: new Map([
+        ['asks/00/a.json', 'a-local'],
+        ['lane.json', '{"v":2}'],
+      ]),
+      message: 'merge\n\nZz-Op: merge\nZz-Lamport: 3\n',
+    });
+    expect(keeps().length).toBe(1);
+    // The merge is unreachable until the ref moves: repack -a -d drops unkept unreachable objects.
+    sh(dir, 'repack', '-a', '-d', '-q');
+    await port.update([{ ref: 'refs/zz/lanes/k', old: local, new: merge }]);
+    expect(keeps()).toEqual([]);
+    expect(sh(dir, 'rev-parse', 'refs/zz/lanes/k')).toBe(merge);
+    expect(fsckProblems(dir)).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import {
   reachesWithin,
   updateRefsAtomic,
   type GitRepository,
+  type PendingDirs,
   type PushUpdate,
   type RefUpdate,
 } from '../../git/index.js';
@@ -26,6 +27,8 @@ const HISTORY_MEMO_MAX_COMMITS = 10_000;
 
 export class GitSyncLocal implements SyncLocal {
   private readonly memo = new Map<string, Promise<SyncCommit[]>>();
+  /** Merges written but not yet named by a ref: their small packs stay .kept until update(). */
+  private readonly unnamed: PendingDirs[] = [];
 
   constructor(
     private readonly repo: GitRepository,
@@ -61,32 +64,45 @@ export class GitSyncLocal implements SyncLocal {
     return rawCommits(this.repo.catFile, oids);
   }
 
-  writeMerge(req: {
+  async writeMerge(req: {
     parents: [string, string];
     changes: FileChanges;
     message: string;
   }): Promise<string> {
-    return this.store.writeCommit({
-      parents: req.parents,
-      changes: req.changes,
-      author: 'zz',
-      message: req.message,
-      reuse: req.parents[1],
-    });
+    // Written with a pending set so that a small pack keeps its .keep until the ref names it
+    // (git/small-packs.ts, "In-flight packs"); its directory is made durable here and now.
+    const pending: PendingDirs = new Set();
+    this.unnamed.push(pending);
+    const oid = await this.store.writeCommit(
+      {
+        parents: req.parents,
+        changes: req.changes,
+        author: 'zz',
+        message: req.message,
+        reuse: req.parents[1],
+      },
+      pending,
+    );
+    await this.repo.objects.syncDirs(pending);
+    return oid;
   }
 
-  update(updates: readonly RefUpdate[]): Promise<void> {
-    // Deleting a ref may mean rewriting packed-refs: git's own transaction does that (a
-    // quarantine cleared). Everything else (merges, fast-forwards, confirmations) moves
-    // in-process under the same lock files, one transaction: no spawn.
-    if (updates.some((u) => u.new === null && u.old !== null)) {
-      return updateRefsAtomic(this.repo.gitdir, updates);
+  async update(updates: readonly RefUpdate[]): Promise<void> {
+    try {
+      // Deleting a ref may mean rewriting packed-refs: git's own transaction does that (a
+      // quarantine cleared). Everything else (merges, fast-forwards, confirmations) moves
+      // in-process under the same lock files, one transaction: no spawn.
+      if (updates.some((u) => u.new === null && u.old !== null)) {
+        return await updateRefsAtomic(this.repo.gitdir, updates);
+      }
+      const moves = updates.filter((u) => u.new !== null);
+      if (moves.length === 0) return;
+      return await this.repo.refs.casMany(
+        moves.map((u) => ({ ref: u.ref, expected: u.old, next: u.new! })),
+      );
+    } finally {
+      for (const pending of this.unnamed.splice(0)) this.repo.objects.release(pending);
     }
-    const moves = updates.filter((u) => u.new !== null);
-    if (moves.length === 0) return Promise.resolve();
-    return this.repo.refs.casMany(
-      moves.map((u) => ({ ref: u.ref, expected: u.old, next: u.new! })),
-    );
   }
 }
 

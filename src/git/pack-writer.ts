@@ -252,10 +252,13 @@ export async function writeEncodedPack(
   const tmpIdx = join(dir, `tmp_idx_${tag}`);
   const final = join(dir, `pack-${enc.name}`);
   try {
-    await Promise.all([
+    // allSettled, not all: on the first failure (ENOSPC) the other file may still be opening,
+    // and removed before it exists it would be left behind as a tmp_ file on a full disk.
+    const written = await Promise.allSettled([
       writeFileDurably(tmpPack, enc.pack, opts.fsync ?? false),
       writeFileDurably(tmpIdx, [enc.idx], opts.fsync ?? false),
     ]);
+    for (const w of written) if (w.status === 'rejected') throw w.reason;
     await renameInto(tmpPack, `${final}.pack`);
     await renameInto(tmpIdx, `${final}.idx`);
   } catch (e) {

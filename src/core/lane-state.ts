@@ -34,6 +34,8 @@ export interface LaneState {
    * itself, from the answer (follow-ups.ts); the daemon's recorded ask_post is then a no-op.
    */
   derived: ReadonlyMap<string, string>;
+  /** Asks whose honoured answer listed its follow-ups (out.follow_ups, even empty). */
+  listed: Set<string>;
   /**
    * The repository's roles over time (owners, repo-wide Ask kinds), for the scope checks of
    * the guarded fold; null where the fold cannot see refs/zz/config (then owner-derived
@@ -127,7 +129,9 @@ function guard(s: LaneState, op: LaneOp): Refusal | null {
       ) {
         const origin = s.asks.get(o.ask_id);
         const derivedHere = [...s.derived.values()].includes(o.ask_id);
-        if (derivedHere || origin?.state !== 'answered') {
+        // An honoured answer that listed its follow-ups owns them all: a stray record for its
+        // Ask (a refused answer's second one, from another replica) is not one of them.
+        if (derivedHere || origin?.state !== 'answered' || s.listed.has(o.ask_id)) {
           return { reason: 'follow_up_not_derived', ask_id: id };
         }
       }
@@ -496,6 +500,7 @@ function postFollowUps(
 ): string[] {
   const recorded = op.out?.follow_ups;
   if (recorded === undefined) return [];
+  s.listed.add(ask.ask_id); // copied by clone, like asks: added to in place
   const drafts = deriveFollowUps(
     (id) => s.asks.get(id),
     ask,
@@ -547,6 +552,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     keys: new Map(),
     suppressed: new Set(),
     derived: new Map(),
+    listed: new Set(),
     roles: null,
   }),
   // `rejected`, `suppressed`, `derived` and `roles` are replaced, never mutated, so sharing them is safe.
@@ -558,6 +564,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     keys: new Map(s.keys),
     suppressed: s.suppressed,
     derived: s.derived,
+    listed: new Set(s.listed),
     roles: s.roles,
   }),
   parse: parseLaneOp,

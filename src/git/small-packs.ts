@@ -149,13 +149,21 @@ export class SmallPacks {
       this.leftForGc++;
       return;
     }
-    const madeDir = this.makeDir();
+    let madeDir = this.knownDir ? false : this.makeDir();
     const tag = tmpTag();
     const tmpPack = join(this.dir, `tmp_pack_${tag}`);
     const tmpIdx = join(this.dir, `tmp_idx_${tag}`);
     const fds: number[] = [];
     try {
-      fds.push(createSync(tmpPack, enc.pack));
+      try {
+        fds.push(createSync(tmpPack, enc.pack));
+      } catch (e) {
+        // objects/pack/ is made once per process and then trusted (no stat per write); gone
+        // since (a repository re-initialised under us): made again, as git would.
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+        madeDir = this.makeDir() || madeDir;
+        fds.push(createSync(tmpPack, enc.pack));
+      }
       fds.push(createSync(tmpIdx, [enc.idx]));
       if (this.opts.fsync) await Promise.all(fds.map(fdatasync));
     } catch (e) {
@@ -211,7 +219,7 @@ export class SmallPacks {
     if (!held) return;
     this.held.delete(pending);
     for (const { keep, enc } of held) {
-      if (keep) rmSync(keep, { force: true });
+      if (keep) unlinkQuietly(keep);
       this.track(enc);
     }
   }
@@ -228,7 +236,6 @@ export class SmallPacks {
   }
 
   private makeDir(): boolean {
-    if (this.knownDir && existsSync(this.dir)) return false;
     try {
       mkdirSync(this.dir);
       return true;
@@ -404,6 +411,15 @@ async function removePack(base: string): Promise<void> {
 // fdatasync, looked up on `fs` at call time so that tests can watch the order.
 function fdatasync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+}
+
+/** unlink without rmSync's two stats first; gone already is fine. */
+function unlinkQuietly(path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
 }
 
 function closeQuietly(fd: number): void {

@@ -183,16 +183,19 @@ describe('small packs', () => {
     const gitdir = repo.gitdir;
     const store = new GitStore(repo);
     await commits(store, 2, 'before');
-    // The window: writeCommit has put the pack in place, the ref has not moved. A native
-    // `git repack -a -d` (what `git gc --prune=now` runs too) drops unreachable packed objects
-    // of the packs it replaces, which is what this write's objects are until the ref moves.
+    // The window: the pack is in place and durable (cas's `durable` step is done), the ref
+    // has not moved. A native `git repack -a -d` (what `git gc --prune=now` runs too) drops
+    // unreachable packed objects of the packs it replaces, which is what this write's objects
+    // are until the ref moves.
     let keptDuringRepack: string[] = [];
     const cas = repo.refs.cas.bind(repo.refs);
-    vi.spyOn(repo.refs, 'cas').mockImplementation(async (...args) => {
-      keptDuringRepack = packs(gitdir).filter((f) => f.endsWith('.keep'));
-      execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: made.dir });
-      return cas(...args);
-    });
+    vi.spyOn(repo.refs, 'cas').mockImplementation(async (ref, expected, next, durable) =>
+      cas(ref, expected, next, async () => {
+        await durable?.();
+        keptDuringRepack = packs(gitdir).filter((f) => f.endsWith('.keep'));
+        execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: made.dir });
+      }),
+    );
     const [rev] = await commits(store, 1, 'in-window');
     expect(keptDuringRepack.length).toBe(1);
     expect(sh(made.dir, 'rev-parse', REF)).toBe(rev);

@@ -10,7 +10,7 @@ import fs, {
 } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
-import { writePack } from './pack-writer.js';
+import { encodePack } from './pack-writer.js';
 import { SmallPacks } from './small-packs.js';
 
 // Our own loose-object writer. isomorphic-git's writeBlob/writeTree/writeCommit write in place
@@ -454,7 +454,8 @@ export class ObjectWriter {
     if (small) {
       await this.small.write(entries, pending);
     } else {
-      await writePack(this.gitdir, entries, { fsync: this.opts.fsync ?? false });
+      // With `pending` (a ref update follows), .kept until release(): see small-packs.ts.
+      await this.small.writeLarge(encodePack(entries), pending);
       this.bigPacks++;
     }
     return entries.map((e) => e.oid);

@@ -86,8 +86,9 @@ import {
 // which repack honours, until the caller calls release() after the ref update (whatever its
 // outcome); only then is it tracked for merging. A crash inside the window leaves a .keep
 // behind, naming its process (host, pid, start time): the next zz to write here removes it
-// once that process is gone, and until then git only leaves that small pack alone. pack-writer.ts's big
-// packs still have the window (documented there).
+// once that process is gone, and until then git only leaves that small pack alone. A large
+// pack written for a ref update (writeLarge: a Ladder build, a big Lane commit or sync merge)
+// is held the same way; pack-writer.ts says which packs still have the window.
 
 /** Small packs merged into one, and merged packs into one more. */
 export const FAN_IN = 16;
@@ -121,7 +122,7 @@ export class SmallPacks {
   /** Small packs written with a `pending` set whose ref has not moved yet, and their .keep. */
   private readonly held = new WeakMap<
     ReadonlySet<string>,
-    Array<{ keep: string | null; enc: EncodedPack }>
+    Array<{ keep: string | null; enc: EncodedPack | null }>
   >();
   private knownDir = false;
   /** Stale .keep files of dead zz processes removed (once per process and repository). */
@@ -145,7 +146,7 @@ export class SmallPacks {
   async write(objects: readonly PackEntry[], pending?: Set<string>): Promise<void> {
     const enc = encodePack(objects);
     if (enc.bytes > SYNC_WRITE_MAX) {
-      await writeEncodedPack(this.gitdir, enc, { fsync: this.opts.fsync });
+      await this.writeLarge(enc, pending);
       this.leftForGc++;
       return;
     }
@@ -177,10 +178,7 @@ export class SmallPacks {
     installSync(tmpPack, `${final}.pack`, tmpIdx);
     // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
     // until the ref that names its objects has moved: see the header, "In-flight packs".
-    if (pending && !this.swept) {
-      this.swept = true;
-      sweepStaleKeeps(this.dir);
-    }
+    if (pending) this.sweepOnce();
     const keep = pending ? holdKeep(`${final}.keep`) : null;
     try {
       installSync(tmpIdx, `${final}.idx`);
@@ -200,14 +198,36 @@ export class SmallPacks {
         ]);
       }
     }
-    if (pending) {
-      // Merged only once released: a merged pack carries no .keep.
-      const held = this.held.get(pending) ?? [];
-      held.push({ keep, enc });
-      this.held.set(pending, held);
-    } else {
-      this.track(enc);
-    }
+    if (pending) this.hold(pending, keep, enc);
+    else this.track(enc);
+  }
+
+  /**
+   * Writes a pack that is left for git's gc (pack-writer's async path: a Ladder build, a
+   * large commit or merge). With `pending` it carries a .keep until release(), as a small
+   * pack does ("In-flight packs" above); its directory is synced here either way.
+   */
+  async writeLarge(enc: EncodedPack, pending?: Set<string>): Promise<void> {
+    if (pending) this.sweepOnce();
+    const written = await writeEncodedPack(this.gitdir, enc, {
+      fsync: this.opts.fsync,
+      ...(pending ? { keep: KEEP_OWNER } : {}),
+    });
+    if (pending) this.hold(pending, written.keep, null);
+  }
+
+  private sweepOnce(): void {
+    if (this.swept) return;
+    this.swept = true;
+    sweepStaleKeeps(this.dir);
+  }
+
+  /** A pack written for `pending`'s ref update: its .keep goes, and `enc` is tracked, on release. */
+  private hold(pending: ReadonlySet<string>, keep: string | null, enc: EncodedPack | null): void {
+    // Merged only once released: a merged pack carries no .keep.
+    const held = this.held.get(pending) ?? [];
+    held.push({ keep, enc });
+    this.held.set(pending, held);
   }
 
   /**
@@ -220,7 +240,7 @@ export class SmallPacks {
     this.held.delete(pending);
     for (const { keep, enc } of held) {
       if (keep) unlinkQuietly(keep);
-      this.track(enc);
+      if (enc) this.track(enc);
     }
   }
 

@@ -74,6 +74,15 @@ const TYPE_CODE: Record<PackObjectType, number> = { commit: 1, tree: 2, blob: 3 
 /** zlib level for pack entries: the Ladder's rung blobs are small JSON, speed matters more. */
 const LEVEL = 1;
 /**
+ * Trees are stored (zlib level 0: the bytes as they are, in a valid zlib stream). A tree is
+ * mostly 20-byte binary oids, which do not compress: a Lane's `asks/` tree of 256 fan-out
+ * entries (7.4 KiB) came to 82% of its size at level 1, for ~0.4 ms of deflate on the loaded
+ * 2-vCPU VM (~10x level 0's time) on every Lane op, the largest CPU cost of a durable write
+ * after the fsyncs. The price: such an entry is ~20% larger until git's gc repacks it (gc
+ * tries deltas for every entry it reuses, and a tree's versions delta well).
+ */
+const TREE_LEVEL = 0;
+/**
  * The zlib window for a body of `size` bytes: no larger than the body needs. zlib allocates
  * state in proportion to the window (256 KiB at the default 15 bits), for every one of a few
  * thousand small rung blobs; sized windows halved the deflate time of a Ladder build's pack
@@ -132,7 +141,10 @@ export interface EncodedPack {
 
 export function encodeEntry(e: PackEntry): EncodedEntry {
   const head = entryHeader(e.type, e.body.length);
-  const data = zlib.deflateSync(e.body, { level: LEVEL, windowBits: windowBitsFor(e.body.length) });
+  const data = zlib.deflateSync(e.body, {
+    level: e.type === 'tree' ? TREE_LEVEL : LEVEL,
+    windowBits: windowBitsFor(e.body.length),
+  });
   return { oid: e.oid, data: Buffer.concat([head, data]), crc: crc32(data, crc32(head)) };
 }
 

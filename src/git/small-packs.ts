@@ -154,7 +154,9 @@ export class SmallPacks {
     const tag = tmpTag();
     const tmpPack = join(this.dir, `tmp_pack_${tag}`);
     const tmpIdx = join(this.dir, `tmp_idx_${tag}`);
+    const final = join(this.dir, `pack-${enc.name}`);
     const fds: number[] = [];
+    let keep: string | null = null;
     try {
       try {
         fds.push(createSync(tmpPack, enc.pack));
@@ -166,21 +168,33 @@ export class SmallPacks {
         fds.push(createSync(tmpPack, enc.pack));
       }
       fds.push(createSync(tmpIdx, [enc.idx]));
-      if (this.opts.fsync) await Promise.all(fds.map(fdatasync));
+      const synced = this.opts.fsync ? Promise.all(fds.map(fdatasync)) : Promise.resolve([]);
+      synced.catch(() => {}); // awaited below
+      // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
+      // until the ref that names its objects has moved: see the header, "In-flight packs".
+      // Made while the data syncs run, when the event loop has nothing else to do (a file
+      // creation waits for the filesystem's journal: ~1 ms on a busy disk). A .keep before its
+      // .pack is nothing to git (count-objects calls it garbage for that moment).
+      try {
+        if (pending) {
+          this.sweepOnce();
+          keep = holdKeep(`${final}.keep`);
+        }
+      } catch (e) {
+        await synced.catch(() => {}); // no fd is closed under a sync still running
+        throw e;
+      }
+      await synced;
     } catch (e) {
       for (const fd of fds) closeQuietly(fd);
       rmSync(tmpPack, { force: true });
       rmSync(tmpIdx, { force: true });
+      if (keep) rmSync(keep, { force: true });
       throw e;
     }
     for (const fd of fds) closeSync(fd);
-    const final = join(this.dir, `pack-${enc.name}`);
-    installSync(tmpPack, `${final}.pack`, tmpIdx);
-    // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
-    // until the ref that names its objects has moved: see the header, "In-flight packs".
-    if (pending) this.sweepOnce();
-    const keep = pending ? holdKeep(`${final}.keep`) : null;
     try {
+      installSync(tmpPack, `${final}.pack`, tmpIdx);
       installSync(tmpIdx, `${final}.idx`);
     } catch (e) {
       if (keep) rmSync(keep, { force: true });

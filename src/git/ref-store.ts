@@ -8,7 +8,7 @@ import { assertRefName, OID_RE } from './ref-names.js';
 
 // Refs move only by compare-and-swap under git's own lock protocol (lockfile.c):
 // create `<ref>.lock` exclusively, check the current value (loose file, else packed-refs),
-// write the new value, fsync, rename over the ref. Native git honours the same lock, so
+// write the new value, fdatasync, rename over the ref. Native git honours the same lock, so
 // `git fetch`, `git update-ref`, `git pack-refs` and `git gc` can run beside us.
 //
 // Stale locks: git never removes a lock it did not take, and neither do we unless we can

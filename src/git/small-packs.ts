@@ -39,13 +39,26 @@ import {
 //   directory existed long before: what must be durable is the new entry in it, not the
 //   directory itself. A directory we had to create (objects/pack/ in a fresh repository) is an
 //   entry of its parent, so objects/ is fsynced as well.
-// - So any temp-file-and-rename scheme waits twice: data, then names (the ref's lock fsync runs
-//   beside the second wait). What a pack changes is how many fsyncs each wait holds. Loose, a
-//   Lane op is 5 files in 5 fan-out directories: 5 fdatasyncs, then 5 directory fsyncs beside
-//   the lock's, 11 in all, each a device cache flush even where the journal commit is shared,
-//   and more than libuv's 4 pool threads, so each wait runs in two waves. As a pack: the .pack
-//   and .idx (2 fdatasyncs), then objects/pack/ beside the lock (2 fsyncs). Measured on the
-//   2-vCPU VM (ext4 on virtio; README, Performance): a write ~1.5x faster.
+// - So any temp-file-and-rename scheme waits twice: data, then names; the ref's lock (its
+//   new value synced) is renamed after both. What a pack changes is how many syncs each wait
+//   holds. Loose, a Lane op is 5 files in 5 fan-out directories: 5 fdatasyncs, then 5
+//   directory fsyncs, 11 with the lock's, each a device cache flush even where the journal
+//   commit is shared, and more than libuv's 4 pool threads, so each wait runs in two waves. As
+//   a pack: the .pack, the .idx and the ref's lock (3 fdatasyncs in one wait: GitStore.commit
+//   takes the lock while the objects' syncs run), then objects/pack/ alone (1 fsync).
+// - What each write does, and why no step can go (a durable Lane op, issue 17; strace of a
+//   single writer, per write): create tmp_pack + tmp_idx, issue their fdatasyncs; while they
+//   run, create this pack's .keep, then take the ref's lock (create the owner token, link it
+//   to <ref>.lock, read the ref, write the new value, issue its fdatasync); wait 1. Rename the
+//   .pack, then the .idx; fsync objects/pack/; wait 2. Rename the lock over the ref; unlink
+//   the .keep; the token's unlink goes to the pool. 3 fdatasyncs + 1 fsync, 3 renames, 1
+//   link, 4 file creations, 2 unlinks on the write's path (the merges below add ~2 unlinks
+//   and 0.2 syncs a write, in the background). Before this order (main at 18a461d): the same
+//   3 renames, 4 creations and link, 2 fdatasyncs then 2 fsyncs (the lock's in the second
+//   wait, after the lock's work between the waits), 2 stats and an access, the token's
+//   unlink on the path. Neither wait's directory fsync is redundant on a filesystem that
+//   does not order metadata (the .pack's and .idx's names are new; the lock's directory is
+//   not synced at all, as git does not, README "Durability").
 // (Not done: skipping the directory fsync when the rename replaced an existing object: then
 // the old entry already names a complete copy, so it would be safe, but zz rarely rewrites an
 // object it has, and the check costs a system call on every write.)
@@ -53,7 +66,7 @@ import {
 // The pack itself is written as git-pack-writer's big packs are (see pack-writer.ts: .pack
 // renamed into place before the .idx that makes it visible), with synchronous calls for its
 // few KiB (see ObjectWriter's createSmallSync for why) and only the fsyncs in the pool; its
-// directory fsync is left to the caller (`pending`), who runs it beside the ref lock's fsync.
+// directory fsync is left to the caller (`pending`), who runs it before the ref moves.
 //
 // Bounded packs. A pack per write would leave thousands of packs: each is one more index a
 // read may search (measured: 1,000 tiny packs still read in ~0.03 ms an object, but git

@@ -3,9 +3,14 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { openRepository } from '../src/git/index.js';
-import { Entity, GitStore, type EntityCodec, type OpRecord } from '../src/store/index.js';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { openRepository as openRepo } from '../src/git/index.js';
+import {
+  Entity as Ent,
+  GitStore as Store,
+  type EntityCodec,
+  type OpRecord,
+} from '../src/store/index.js';
 
 // Write throughput of the store on a realistic lane: `lane.json` plus 1,000 asks fanned out as
 // `asks/<2 hex>/<ask_id>.json`; every write changes one ask. Side by side:
@@ -32,6 +37,13 @@ import { Entity, GitStore, type EntityCodec, type OpRecord } from '../src/store/
 //
 // Each variant runs several rounds; we report the median ops/s (and the range). zz-seq and
 // zz-seq-loose (zz-32 and zz-32-loose) run round by round in turn, so load weighs on both alike.
+//
+//  zz-seq-baseline, zz-32-baseline  with ZZ_BENCH_STORE_BASELINE=<dir>: the same, with the
+//              store of another checkout of zz (e.g. `git worktree add --detach /tmp/zz-old
+//              main` with node_modules copied in), loaded into this process and measured round
+//              by round beside zz-seq (zz-32): on a shared machine whose load moves by the
+//              minute, the ratio in one process is what compares (`ratio_*_vs_baseline`).
+//              Both write to the same repository, on their own refs.
 
 const ASKS = 1_000;
 
@@ -92,6 +104,7 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 const round1 = (x: number) => Math.round(x * 10) / 10;
+const round2 = (x: number) => Math.round(x * 100) / 100;
 
 interface Variant {
   name: string;
@@ -132,6 +145,20 @@ async function measureSideBySide(
 
 // ---- zz ---------------------------------------------------------------------------------
 
+/** The store API of another checkout (its sources, run through the same tsx loader). */
+async function storeOf(
+  root: string,
+): Promise<{ openRepository: typeof openRepo; GitStore: typeof Store; Entity: typeof Ent }> {
+  const git = (await import(pathToFileURL(join(root, 'src/git/index.ts')).href)) as {
+    openRepository: typeof openRepo;
+  };
+  const store = (await import(pathToFileURL(join(root, 'src/store/index.ts')).href)) as {
+    GitStore: typeof Store;
+    Entity: typeof Ent;
+  };
+  return { openRepository: git.openRepository, GitStore: store.GitStore, Entity: store.Entity };
+}
+
 async function zzVariant(
   dir: string,
   name: string,
@@ -144,8 +171,13 @@ async function zzVariant(
     fsyncObjects?: boolean;
     /** Loose objects, one file each, as before small packs (the "before" of issue 17). */
     loose?: boolean;
+    /** Another checkout of zz whose store is measured instead (ZZ_BENCH_STORE_BASELINE). */
+    root?: string;
   },
 ): Promise<Variant> {
+  const { openRepository, GitStore, Entity } = opts.root
+    ? await storeOf(opts.root)
+    : { openRepository: openRepo, GitStore: Store, Entity: Ent };
   const repo = await openRepository(dir, {
     fsync: opts.fsync,
     ...(opts.fsyncObjects === undefined ? {} : { fsyncObjects: opts.fsyncObjects }),
@@ -360,6 +392,9 @@ export async function benchStore(): Promise<Record<string, unknown>> {
     git: sh(dir, ['version']),
     load_average_at_start: loadavg().map((x) => Math.round(x * 100) / 100),
   };
+  const baseline = process.env.ZZ_BENCH_STORE_BASELINE;
+  if (baseline)
+    results.baseline = `${baseline} at ${sh(baseline, ['rev-parse', '--short', 'HEAD'])}`;
   try {
     const variants: Array<[string, () => Promise<Variant>]> = [
       [
@@ -424,26 +459,53 @@ export async function benchStore(): Promise<Record<string, unknown>> {
             writes: 1_000,
           }),
       ],
+      ...(baseline
+        ? ([
+            [
+              'zz-seq-baseline',
+              () =>
+                zzVariant(dir, 'zz-seq-baseline', {
+                  fsync: true,
+                  concurrency: 1,
+                  rounds: 5,
+                  writes: 300,
+                  root: baseline,
+                }),
+            ],
+            [
+              'zz-32-baseline',
+              () =>
+                zzVariant(dir, 'zz-32-baseline', {
+                  fsync: true,
+                  concurrency: 32,
+                  rounds: 5,
+                  writes: 1_000,
+                  root: baseline,
+                }),
+            ],
+          ] as Array<[string, () => Promise<Variant>]>)
+        : []),
       ['native-persistent', () => nativeVariant(dir, 'native-persistent', 'persistent', 5, 150)],
       ['native-spawn', () => nativeVariant(dir, 'native-spawn', 'spawn', 3, 30)],
     ];
     // ZZ_BENCH_STORE_ONLY=zz-seq,zz-32 runs a subset (e.g. under --cpu-prof).
     const only = process.env.ZZ_BENCH_STORE_ONLY?.split(',');
-    // Small packs and loose objects (the write path before them) side by side, round by round.
-    const pairs = new Map([
-      ['zz-seq', 'zz-seq-loose'],
-      ['zz-32', 'zz-32-loose'],
+    // Small packs beside loose objects (the write path before them) and the baseline's store,
+    // round by round.
+    const groups = new Map([
+      ['zz-seq', ['zz-seq-loose', 'zz-seq-baseline']],
+      ['zz-32', ['zz-32-loose', 'zz-32-baseline']],
     ]);
-    const partnerOf = new Map([...pairs].map(([a, b]) => [b, a]));
     const makers = new Map(variants);
+    const wanted = (n: string) => makers.has(n) && (!only || only.includes(n));
+    const leadOf = new Map(
+      [...groups].flatMap(([lead, partners]) => partners.map((p) => [p, lead] as const)),
+    );
     for (const [name, make] of variants) {
       if (only && !only.includes(name)) continue;
-      if (partnerOf.has(name) && (!only || only.includes(partnerOf.get(name)!))) continue; // done
-      const partner = pairs.get(name);
-      const makeAll = [
-        make,
-        ...(partner && (!only || only.includes(partner)) ? [makers.get(partner)!] : []),
-      ];
+      const lead = leadOf.get(name);
+      if (lead && wanted(lead)) continue; // measured beside its lead
+      const makeAll = [make, ...(groups.get(name) ?? []).filter(wanted).map((p) => makers.get(p)!)];
       const vs: Variant[] = [];
       try {
         for (const m of makeAll) vs.push(await m());
@@ -472,6 +534,10 @@ export async function benchStore(): Promise<Record<string, unknown>> {
     results.ratio_small_packs_vs_loose_32 = round1(ops('zz-32') / ops('zz-32-loose'));
     results.ratio_durable_objects_seq = round1(ops('zz-seq') / ops('zz-seq-objects-unsynced'));
     results.ratio_durable_objects_32 = round1(ops('zz-32') / ops('zz-32-objects-unsynced'));
+    if (baseline) {
+      results.ratio_zz_seq_vs_baseline = round2(ops('zz-seq') / ops('zz-seq-baseline'));
+      results.ratio_zz_32_vs_baseline = round2(ops('zz-32') / ops('zz-32-baseline'));
+    }
     results.goal_zz_seq_500_ops_s = ops('zz-seq') >= 500 ? 'met' : 'missed';
     results.load_average_at_end = loadavg().map((x) => Math.round(x * 100) / 100);
     // The history is sound after all of it.

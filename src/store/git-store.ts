@@ -177,7 +177,7 @@ export class GitStore implements Store {
     const pending: PendingDirs = new Set();
     let written: Promise<void> | null = null;
     try {
-      const { oid, write } = await this.prepareCommit(
+      const { oid, write, count } = await this.prepareCommit(
         {
           parents: req.parent ? [req.parent] : root ? [root] : [],
           changes: req.changes,
@@ -189,6 +189,10 @@ export class GitStore implements Store {
       // Runs synchronously up to the data syncs, which then run while the lock is taken.
       written = write();
       written.catch(() => {}); // awaited below: not an unhandled rejection meanwhile
+      // A commit that becomes a large pack (a Ladder build: MBs, tens of ms of I/O) is written
+      // before the lock is taken, as before: held that long, the lock would fail native git's
+      // writers of the same ref (update-ref, fetch: 100 ms lock timeout by default).
+      if (count > this.repo.objects.packMinObjects) await written;
       const objects = written;
       await this.repo.refs.cas(ref, req.parent, oid, async () => {
         await objects;
@@ -238,7 +242,7 @@ export class GitStore implements Store {
   private async prepareCommit(
     req: EntityCommitRequest,
     pending?: PendingDirs,
-  ): Promise<{ oid: string; write: () => Promise<void> }> {
+  ): Promise<{ oid: string; write: () => Promise<void>; count: number }> {
     const base = req.parents[0];
     const baseTree = base ? await this.treeOf(base) : null;
     // Every path is checked before the first object is written: `..`, `.git` or an empty
@@ -273,7 +277,7 @@ export class GitStore implements Store {
       for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
       this.remember(this.commitTrees, oid, tree);
     };
-    return { oid, write };
+    return { oid, write, count: writes.count };
   }
 
   async writeCodeCommit(req: CodeCommitRequest): Promise<string> {
@@ -389,6 +393,10 @@ class ObjectBatch {
 
   add(type: ObjectType, body: Buffer): void {
     this.objects.push({ type, body });
+  }
+
+  get count(): number {
+    return this.objects.length;
   }
 
   async done(): Promise<void> {

@@ -87,5 +87,9 @@ describe('a Lane whose history has a missing commit', () => {
       'entity_corrupt',
       new RegExp(hole),
     );
+    // One unreadable Lane does not take lane_list down with it.
+    const list = await call(repo, BOB, 'lane_list', {});
+    expect(list.corrupt.map((c: { ref: string }) => c.ref)).toEqual([laneRef('holed')]);
+    expect(list.lanes.map((l: { lane_id: string }) => l.lane_id).sort()).toEqual(['_repo', 'src']);
   });
 });

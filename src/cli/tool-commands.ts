@@ -107,7 +107,6 @@ export function addToolCommands(
                 describe: o.describe || undefined,
                 type: o.kind === 'json' ? 'string' : o.kind,
                 ...(o.choices ? { choices: o.choices } : {}),
-                ...(o.key !== o.flag ? { alias: o.key } : {}),
                 ...(o.required && !argvHasArgs ? { demandOption: true } : {}),
               });
             }

@@ -186,6 +186,19 @@ describe('multi-line values are shown whole or marked', () => {
       const cancelled = await zz(dir, env, 'ask', 'list', '--state', 'cancelled');
       expect(cancelled.stdout).toMatch(new RegExp(`${a} +docs +work +cancelled`));
       expect(cancelled.stdout).not.toContain('Elsewhere');
+      // zz lane list: the counts whole, and when a Lane was closed.
+      const lanes = await zz(dir, env, 'lane', 'list');
+      const closedAt = (await zz(dir, env, 'lane', 'get', '--lane-id', 'docs', '--json')).json()
+        .lane.closed.at as string;
+      expect(lanes.stdout).toMatch(/LANE_ID +TITLE +COUNTS +CLOSED +COORDINATORS/);
+      expect(lanes.stdout).toMatch(
+        new RegExp(`docs +Docs +open=0 claimed=0 answered=0 cancelled=1 total=1 +${closedAt} `),
+      );
+      expect(lanes.stdout).toMatch(/_repo +Repository +open=1 .* total=1 +- +owner@/);
+      expect(lanes.stdout).not.toContain('…');
+      // An empty list is a list, not a dash.
+      const agents = await zz(dir, env, 'agent', 'list');
+      expect(agents.stdout).toBe('agents (0)\n(none)\n');
     } finally {
       cleanup();
     }

@@ -192,6 +192,12 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           onEvent: emit,
         });
         if (summary.interrupted) io.stderr('zz work: stopped\n');
+        // --once is for scripts: an Ask taken and given back is a failure they must see (the
+        // exit code of the error behind it), not the 0 of "worked one Ask".
+        else if (a.once && summary.failure) {
+          const f = summary.failure;
+          throw new ZzError(f.code, `${f.ask_id} was not done and is released: ${f.reason}`);
+        }
       } finally {
         sandbox?.close();
         client.close();

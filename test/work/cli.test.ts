@@ -1,8 +1,9 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, killAll, privateEnv, spawnZz, zz } from '../e2e/zz-process.js';
+import { ensureBuilt, killAll, privateEnv, spawnZz, ZZ_MAIN, zz } from '../e2e/zz-process.js';
 import { asksOf, demoLane, served, type Served } from './harness.js';
 
 // The built `zz work` as a person runs it: against the checkout's daemon (found through
@@ -128,5 +129,131 @@ describe('zz work (the binary)', () => {
     expect(types.slice(-3)).toEqual(['error', 'released', 'done']);
     const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
     expect(ask).toMatchObject({ state: 'open', holder: null });
+  });
+
+  it('--once exits non-zero when the Ask it took was given back, with the reason in the Lane', async () => {
+    const { env, lane } = await setup();
+    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const script = agentScript(`process.stderr.write('no GPU here\\n'); process.exit(3);`);
+    const r = await zz(s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--model',
+      `exec:node ${script}`,
+    ]);
+    // unavailable: the model failed (exit 7, `zz help exit-codes`).
+    expect(r.code).toBe(7);
+    expect(r.stdout).toMatch(
+      new RegExp(`^${askId} released: exec:node exited 3: no GPU here$`, 'm'),
+    );
+    expect(r.stderr).toBe(
+      `zz: ${askId} was not done and is released: exec:node exited 3: no GPU here\n`,
+    );
+    expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)).toMatchObject({
+      state: 'open',
+      holder: null,
+    });
+    const history = (await s!.owner('lane_get', { lane_id: lane })).history as {
+      op: string;
+      ask_id: string | null;
+      args: { reason?: string };
+    }[];
+    const release = history.find((h) => h.op === 'ask_release' && h.ask_id === askId);
+    expect(release?.args.reason).toBe('exec:node exited 3: no GPU here');
+  });
+
+  it('--max-turns bounds the open loop: that many model calls, then the Ask is released', async () => {
+    const { env } = await setup();
+    await s!.owner('lane_propose', {
+      lane_id: 'triage',
+      title: 'Triage',
+      ask_kinds: { triage: 'member' },
+    });
+    const posted = await s!.owner('ask_post', { lane_id: 'triage', kind: 'triage', title: 'Look' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const script = agentScript(
+      // A model that never stops reading: one tool call per turn, never an answer.
+      `appendFileSync(process.env.CALLS_LOG, JSON.stringify(req.tools.map((t) => t.name)) + '\\n');
+process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', arguments: {} }] }));`,
+    );
+    writeFileSync(
+      script,
+      `import { appendFileSync } from 'node:fs';\n${readFileSync(script, 'utf8')}`,
+    );
+    const log = join(dirs.at(-1)!, 'calls.log');
+    env.CALLS_LOG = log;
+    const r = await zz(s!.dir, env, [
+      'work',
+      '--lane',
+      'triage',
+      '--once',
+      '--max-turns',
+      '2',
+      '--model',
+      `exec:node ${script}`,
+    ]);
+    const calls = readFileSync(log, 'utf8').trim().split('\n');
+    expect(calls).toHaveLength(2);
+    // Member scope: no landing, no Ladder writes offered.
+    for (const c of calls) {
+      const tools = JSON.parse(c) as string[];
+      expect(tools).toContain('ask_answer');
+      expect(tools).not.toContain('commit_changeset');
+      expect(tools).not.toContain('ladder_write_rung');
+    }
+    expect(r.code).toBe(7);
+    expect(r.stdout).toContain(`${askId} released: no answer after 2 turns`);
+    expect((await asksOf(s!, 'triage')).find((a) => a.ask_id === askId)!.state).toBe('open');
+  });
+
+  it('on a terminal (a real pty): the steps are one live status line, the rest are lines', async () => {
+    let hasScript = true;
+    try {
+      execFileSync('script', ['--version'], { stdio: 'ignore' });
+    } catch {
+      hasScript = false;
+    }
+    if (!hasScript) return; // util-linux `script` gives the child a pty; without it, nothing to check
+    const { env, lane } = await setup();
+    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Notes' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const script = agentScript(`process.stdout.write(${JSON.stringify(CHANGE)});`);
+    const q = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+    const cmd = [
+      process.execPath,
+      ZZ_MAIN,
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--model',
+      `exec:node ${script}`,
+    ]
+      .map(q)
+      .join(' ');
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(
+        'script',
+        ['-qfec', cmd, '/dev/null'],
+        { cwd: s!.dir, env, timeout: 30_000 },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
+      ),
+    );
+    // Each step overwrites the one before it on the same line (CR, erase line) ...
+    expect(out).toContain(
+      `${askId} context\r\x1b[K${askId} model\r\x1b[K${askId} answer complete\r\x1b[K`,
+    );
+    // ... and only the lasting lines end in a newline.
+    const lines = out
+      .split(/\r?\n/)
+      .map((l) => l.replace(/^[^]*\x1b\[K/, ''))
+      .filter(Boolean);
+    expect(lines[1]).toBe(`${askId} claimed (work): Notes`);
+    expect(lines[2]).toMatch(new RegExp(`^${askId} answered complete in `));
+    expect(lines[3]).toMatch(/^done: 1 ask \(1 answered, 0 released\)/);
+    expect(out).not.toMatch(new RegExp(`${askId} context\\r?\\n`));
   });
 });

@@ -180,6 +180,10 @@ async function drain(): Promise<Record<string, unknown>> {
     const ids = await postMany(env.owner, 'drain', DRAIN_ASKS);
     const penv = privateEnv({ ZZ_TOKEN: env.agentToken });
     const answeredBy = new Map<string, number>();
+    // Claims too: an Ask claimed twice was worked (and paid for) twice even if answered once.
+    const claimedBy = new Map<string, number>();
+    const perWorker = Array.from({ length: WORKERS }, () => 0);
+    let released = 0;
     const t = performance.now();
     let remaining = DRAIN_ASKS;
     let allDone: () => void = () => {};
@@ -208,7 +212,10 @@ async function drain(): Promise<Record<string, unknown>> {
           const line = buf.slice(0, nl);
           buf = buf.slice(nl + 1);
           const e = JSON.parse(line) as { type: string; ask_id?: string };
+          if (e.type === 'claimed') claimedBy.set(e.ask_id!, (claimedBy.get(e.ask_id!) ?? 0) + 1);
+          if (e.type === 'released') released++;
           if (e.type === 'answered') {
+            perWorker[w]!++;
             answeredBy.set(e.ask_id!, (answeredBy.get(e.ask_id!) ?? 0) + 1);
             if (--remaining === 0) allDone();
           }
@@ -235,14 +242,17 @@ async function drain(): Promise<Record<string, unknown>> {
       if (h.op === 'ask_answer' && h.ask_id)
         answers.set(h.ask_id, (answers.get(h.ask_id) ?? 0) + 1);
     }
-    const once = ids.every((id) => answers.get(id) === 1 && answeredBy.get(id) === 1);
-    if (!once) throw new Error('some Ask was not answered exactly once');
+    const once = ids.every(
+      (id) => answers.get(id) === 1 && answeredBy.get(id) === 1 && claimedBy.get(id) === 1,
+    );
+    if (!once || released) throw new Error('some Ask was not claimed and answered exactly once');
     const row = {
       workers: WORKERS,
       asks: DRAIN_ASKS,
       's total': round(ms / 1000, 2),
       'asks/s': round(DRAIN_ASKS / (ms / 1000)),
       'exactly once': once ? 'yes' : 'NO',
+      'asks per worker': perWorker.join('/'),
     };
     printTable(`${WORKERS} zz work processes draining ${DRAIN_ASKS} work Asks (exec: model)`, [
       row,

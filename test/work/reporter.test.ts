@@ -67,7 +67,11 @@ describe('zz work output', () => {
     const emit = workReporter(cli, true, false);
     events.forEach(emit);
     expect(out[0]).toContain('Fix \\u001b]0;pwned\\u0007 it\\u202e');
-    const parsed = out.map((l) => JSON.parse(l) as WorkEvent);
+    // Exactly one line per event, each a whole JSON object (what `jq -c`/line readers need).
+    const lines = out.join('').split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines).toHaveLength(events.length);
+    const parsed = lines.map((l) => JSON.parse(l) as WorkEvent);
     expect(parsed.map((e) => e.type)).toEqual(['claimed', 'step', 'step', 'answered']);
     expect((parsed[0] as { title: string }).title).toBe('Fix \x1b]0;pwned\x07 it\u202e');
   });

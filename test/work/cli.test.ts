@@ -277,4 +277,27 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     expect(written).toBeGreaterThan(0);
     expect([input, output, calls]).toEqual([7 * written!, 3 * written!, written]);
   });
+
+  it('acts as the stored login when there is no ZZ_TOKEN; --kinds takes a comma list', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const env = privateEnv();
+    execFileSync('git', ['config', 'user.email', 'owner@example.com'], { cwd: s.dir });
+    const login = await zz(s.dir, env, ['login']);
+    expect(login.code, login.stderr).toBe(0);
+    const r = await zz(s.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--kinds',
+      'triage,ladder_update',
+      '--model',
+      'exec:true',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\n')[0]).toBe(
+      'zz work: lane demo as owner@example.com with exec:true (kinds: triage, ladder_update)',
+    );
+  });
 });

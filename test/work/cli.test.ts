@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, killAll, privateEnv, spawnZz, ZZ_MAIN, zz } from '../e2e/zz-process.js';
+import { sh } from '../helpers/temp-repo.js';
 import { asksOf, demoLane, served, type Served } from './harness.js';
 
 // The built `zz work` as a person runs it: against the checkout's daemon (found through
@@ -299,5 +300,40 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     expect(r.stdout.split('\n')[0]).toBe(
       'zz work: lane demo as owner@example.com with exec:true (kinds: triage, ladder_update)',
     );
+  });
+
+  it('drives a posted work Ask through review and submit to a commit on main, then waits', async () => {
+    const { env, lane } = await setup();
+    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+    const script = agentScript(
+      `const review = !!req.response_schema?.properties?.decision;
+process.stdout.write(review
+  ? JSON.stringify({ object: { decision: 'grant', reasons: ['fine'] } })
+  : ${JSON.stringify(CHANGE)});`,
+    );
+    const child = spawnZz(s!.dir, env, ['work', '--lane', lane, '--model', `exec:node ${script}`]);
+    child.stdin.end();
+    let out = '';
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString('utf8');
+        // Work, review, submit answered, and back to waiting: the queue is empty.
+        if ((out.match(/ answered /g) ?? []).length === 3 && /waiting for work[^]*$/.test(out))
+          resolve();
+      });
+    });
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code).toBe(0);
+    const claimed = [...out.matchAll(/^ask-\w+ claimed \((\w+)\)/gm)].map((m) => m[1]);
+    expect(claimed).toEqual(['work', 'changeset_review', 'submit_changeset']);
+    expect(out).toMatch(/^ask-\w+ answered grant in /m);
+    expect(out).toMatch(/^ask-\w+ answer complete: [0-9a-f]{12} on main$/m);
+    expect(out.trim().split('\n').at(-1)).toBe(
+      'done: 3 asks (3 answered, 0 released); model usage 120 tokens in, 30 out, 2 calls',
+    );
+    expect(sh(s!.dir, 'show', 'main:NOTES.md')).toBe('notes');
+    expect(sh(s!.dir, 'log', '-1', '--format=%s', 'main')).toBe('Add NOTES.md');
+    expect((await asksOf(s!, lane)).every((a) => a.state === 'answered')).toBe(true);
   });
 });

@@ -98,7 +98,9 @@ describe('zz work (the binary)', () => {
     expect(events[2]).toMatchObject({ asks: 0, usage: { calls: 0 } });
   });
 
-  it('releases the claim on Ctrl-C (SIGINT) and exits', async () => {
+  // Ctrl-C, and the SIGTERM a service manager or `kill` sends. (SIGHUP is left alone on
+  // purpose: a handler would override `nohup zz work &`.)
+  it.each(['SIGINT', 'SIGTERM'] as const)('releases the claim on %s and exits', async (sig) => {
     const { env, lane } = await setup();
     const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Slow work' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
@@ -120,7 +122,7 @@ describe('zz work (the binary)', () => {
       });
     });
     expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('claimed');
-    child.kill('SIGINT');
+    child.kill(sig);
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect(code).toBe(0);
     const types = out

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, killAll, privateEnv, spawnZz, ZZ_MAIN, zz } from '../e2e/zz-process.js';
 import { sh } from '../helpers/temp-repo.js';
+import { fakeModelServer, type FakeModelServer } from '../models/fake-model-server.js';
 import { asksOf, demoLane, served, type Served } from './harness.js';
 
 // The built `zz work` as a person runs it: against the checkout's daemon (found through
@@ -13,8 +14,11 @@ import { asksOf, demoLane, served, type Served } from './harness.js';
 let s: Served | null = null;
 const dirs: string[] = [];
 beforeAll(() => ensureBuilt());
+let model: FakeModelServer | null = null;
 afterEach(async () => {
   await killAll();
+  await model?.close();
+  model = null;
   await s?.cleanup();
   s = null;
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -338,4 +342,67 @@ process.stdout.write(review
     expect(sh(s!.dir, 'log', '-1', '--format=%s', 'main')).toBe('Add NOTES.md');
     expect((await asksOf(s!, lane)).every((a) => a.state === 'answered')).toBe(true);
   });
+
+  it('openai: through the binary: waits out a 429 as Retry-After says, and shows the retry', async () => {
+    const { env, lane } = await setup();
+    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+    const change = { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content: 'notes\n' }] };
+    model = await fakeModelServer([
+      { status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } },
+      {
+        body: {
+          choices: [{ message: { role: 'assistant', content: JSON.stringify(change) } }],
+          usage: { prompt_tokens: 300, completion_tokens: 40 },
+        },
+      },
+    ]);
+    env.OPENAI_BASE_URL = `${model.url}/v1`;
+    const r = await zz(s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--json',
+      '--model',
+      'openai:m',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(events.find((e) => e.type === 'model_retry')).toMatchObject({
+      attempt: 1,
+      delay_ms: 1000,
+      reason: 'HTTP 429: slow down',
+    });
+    expect(events.find((e) => e.type === 'answered')).toMatchObject({ outcome: 'complete' });
+    expect(events.at(-1)).toMatchObject({
+      type: 'done',
+      usage: { input_tokens: 300, output_tokens: 40, calls: 1 },
+    });
+    expect(model.requests).toHaveLength(2);
+  });
+
+  it('a model endpoint that never answers: each call times out (ZZ_MODEL_TIMEOUT_MS), then the Ask is released', async () => {
+    const { env, lane } = await setup();
+    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    model = await fakeModelServer(() => ({ hang: true }));
+    env.OPENAI_BASE_URL = `${model.url}/v1`;
+    env.ZZ_MODEL_TIMEOUT_MS = '300';
+    const r = await zz(s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
+      timeoutMs: 50_000,
+    });
+    expect(r.code).toBe(7);
+    // The first try and 4 retries, each cut off at 300 ms.
+    expect(model.requests).toHaveLength(5);
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^${askId} released: openai:m at http://127\\.0\\.0\\.1:\\d+/v1 failed after 5 attempts: no answer within 300 ms$`,
+        'm',
+      ),
+    );
+    expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('open');
+  }, 55_000);
 });

@@ -92,7 +92,8 @@ function Shell({ session }) {
   let main;
   if (route.view === 'ask')
     main = html`<${AskView} laneId=${route.laneId} askId=${route.askId} me=${session.actor} />`;
-  else if (route.view === 'ladder') main = html`<${LadderView} path=${route.path} />`;
+  else if (route.view === 'ladder')
+    main = html`<${LadderView} path=${route.path} repo=${session.repo} />`;
   else if (route.view === 'agents') main = html`<${AgentsView} me=${session.actor} />`;
   else if (laneId)
     main = html`<${Board} key=${laneId} laneId=${laneId} me=${session.actor} lanes=${lanes} />`;

@@ -51,8 +51,15 @@ export async function eachAskPage(laneId, onPage, isCancelled = () => false) {
   } while (next);
 }
 
-/** An Ask's column on the board: a claim whose lease ran out is open again. */
-export const columnOf = (a) => (a.state === 'claimed' && a.lease_expired ? 'open' : a.state);
+/**
+ * An Ask's column on the board: a claim whose lease ran out is open again; a cancelled Ask is
+ * done with, beside the answered ones (its card says cancelled). A state this page does not
+ * know (a newer daemon) also lands there rather than breaking the board.
+ */
+export function columnOf(a) {
+  if (a.state === 'claimed') return a.lease_expired ? 'open' : 'claimed';
+  return a.state === 'open' ? 'open' : 'answered';
+}
 
 export const byPriorityThenAge = (x, y) =>
   x.priority - y.priority || (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0);

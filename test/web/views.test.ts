@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -153,6 +154,37 @@ describe('dashboard views (audit of issue 16)', () => {
     await page.goto(`${w.url}/#/lane/web`);
     await column(page, 'open').locator(`a.card[href$="/${resolveId}"]`).waitFor();
     expect(page.errors).toEqual([]);
+  });
+
+  it('reconnects when the restarting daemon first answers the stream with an error', async () => {
+    // EventSource retries a dropped connection by itself, but gives up for good on an error
+    // status (a daemon shutting down answers 503): the page must open a new stream itself.
+    const first = await startWebDaemon();
+    const { dir } = first;
+    const port = first.daemon.port;
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const seeded = await seedLane(first);
+    const page = await signedIn(first, seeded.owner, '#/lane/web');
+    await expect.poll(() => page.locator('.live').textContent()).toBe('live');
+    await first.close({ keepRepo: true });
+    let refused = 0;
+    const stub = createServer((req, res) => {
+      if (req.url?.includes('/events')) refused++;
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end('{"error":"the daemon is shutting down","code":"unavailable"}');
+    });
+    await new Promise<void>((r) => stub.listen(port, '127.0.0.1', r));
+    await expect.poll(() => refused, { timeout: 15_000 }).toBeGreaterThan(0);
+    await new Promise((r) => stub.close(r));
+    stub.closeAllConnections();
+    const again = await daemon({ dir, port });
+    await expect.poll(() => page.locator('.live').textContent(), { timeout: 15_000 }).toBe('live');
+    await again.call(seeded.agent, 'ask_post', {
+      lane_id: 'web',
+      kind: 'work',
+      title: 'Posted after the refusal',
+    });
+    await column(page, 'open').locator('.card', { hasText: 'Posted after the refusal' }).waitFor();
   });
 
   it('search finds rungs of every served repository; another repository’s hit is not opened as ours', async () => {

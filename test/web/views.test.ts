@@ -237,6 +237,21 @@ describe('dashboard views (audit of issue 16)', () => {
       body: { error: 'only an owner may revoke tokens', code: 'forbidden' },
     });
     expect(await w.call(seeded.agent, 'repo_state', {})).toMatchObject({ actor: AGENT });
+    // Who is active and when each token was last used (the agent's was used just now; a
+    // token minted and never used is idle).
+    await w.token('owner@example.com[codex]', 'codex');
+    const ownerView = await signedIn(w, seeded.owner, '#/agents');
+    const row = (actor: string) =>
+      ownerView.locator('table.tokens tbody tr', {
+        has: ownerView.getByText(actor, { exact: true }),
+      });
+    await row(AGENT).waitFor();
+    expect(await row(AGENT).locator('.dot').getAttribute('aria-label')).toBe('active');
+    expect(await row(AGENT).locator('td').nth(3).textContent()).toMatch(/^\d+s ago$/);
+    expect(await row('owner@example.com[codex]').locator('.dot').getAttribute('aria-label')).toBe(
+      'idle',
+    );
+    expect(await row('owner@example.com[codex]').locator('td').nth(3).textContent()).toBe('never');
     // The owner grants ownership from the same form; the member's next view shows it.
     const owner = await signedIn(w, seeded.owner, '#/agents');
     await owner.getByLabel('Actor').fill('member@example.com');
@@ -289,11 +304,16 @@ describe('dashboard views (audit of issue 16)', () => {
     await expect.poll(() => page.locator('.ask .state').first().textContent()).toBe('open');
   });
 
-  it('is readable at 375 px: no sideways scrolling on any view, controls within the window', async () => {
+  it('is readable at 375 px: no sideways scrolling on any view, controls within the window; nothing fetched from elsewhere', async () => {
     const w = await daemon();
     const seeded = await seedLane(w);
     await ladderBuild(w.daemon.repos.get(w.key)!, { actor: OWNER });
     const page = await signedIn(w, seeded.owner, '', { width: 375, height: 740 });
+    // Offline: nothing is fetched from anywhere but the daemon (no CDN, no fonts).
+    const elsewhere: string[] = [];
+    page.on('request', (r) => {
+      if (!r.url().startsWith(`${w.url}/`) && !r.url().startsWith('data:')) elsewhere.push(r.url());
+    });
     const views: Array<[string, string]> = [
       ['#/lane/web', '.column[data-state="answered"] .card'],
       [`#/ask/web/${seeded.ids.fix}`, '.diff-file'],
@@ -317,6 +337,7 @@ describe('dashboard views (audit of issue 16)', () => {
       })()`);
       expect(m, hash).toEqual({ width: 375, outside: [] });
     }
+    expect(elsewhere).toEqual([]);
     expect(page.errors).toEqual([]);
   });
 });

@@ -92,6 +92,53 @@ describe('dashboard views (audit of issue 16)', () => {
     await expect.poll(async () => (await titles(page, 'open')).length).toBeGreaterThan(1);
   });
 
+  it('a claim whose lease runs out while the page is open moves to open, without a write', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const r = await w.call(seeded.owner, 'ask_post', {
+      lane_id: 'web',
+      kind: 'work',
+      title: 'Short lease',
+    });
+    const id = (r.ask as { ask_id: string }).ask_id;
+    await w.call(seeded.agent, 'ask_claim', { lane_id: 'web', ask_id: id, lease_seconds: 60 });
+    const page = await signedIn(w, seeded.owner);
+    // The page's clock is the test's: a minute passes in an instant, no write in between.
+    await page.clock.install();
+    await page.goto(`${w.url}/#/lane/web`);
+    const card = (state: string) =>
+      column(page, state).locator('.card', { hasText: 'Short lease' });
+    await card('claimed').waitFor();
+    await page.clock.fastForward('01:01');
+    await card('open').waitFor();
+    expect(await card('open').locator('.lease').textContent()).toBe('lease expired');
+    expect(await card('open').locator('.holder').textContent()).toBe(AGENT);
+  });
+
+  it('shows what agents write as text, never as markup', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const evil = '<img src=x onerror="document.title=1">';
+    await w.call(seeded.agent, 'ask_post', {
+      lane_id: 'web',
+      kind: 'work',
+      title: `Title ${evil}`,
+      body: `Body ${evil}`,
+      payload: { note: evil },
+    });
+    const page = await signedIn(w, seeded.owner, '#/lane/web');
+    const card = column(page, 'open').locator('.card', { hasText: 'Title <img' });
+    await card.waitFor();
+    expect(await card.locator('.card-title').textContent()).toBe(`Title ${evil}`);
+    await card.click();
+    await page.locator('.ask pre.body').waitFor();
+    expect(await page.locator('.ask pre.body').textContent()).toBe(`Body ${evil}`);
+    expect(await page.locator('.payload').textContent()).toContain('onerror');
+    expect(await page.locator('img').count()).toBe(0);
+    expect(await page.title()).toBe('zz dashboard');
+    expect(page.errors).toEqual([]);
+  });
+
   it('an Ask shows a claim lost and a conflicting answer once the daemon syncs, live', async () => {
     // The daemon syncs by itself soon after a plain `git fetch` moves refs/zz-remotes/*
     // (DESIGN §7); its timer is pushed out of the test's way.

@@ -227,6 +227,12 @@ export function createApp(opts: AppOptions): App {
       heartbeatMs: opts.heartbeatMs ?? 15_000,
       onError: (e) => log(`${new Date().toISOString()} events ${repo.key}: ${stackOf(e)}`),
       onClose: () => streams.delete(stream.close),
+      // Revoking a token (or the dashboard session it opened) ends its open streams too.
+      stillAuthorized: () =>
+        authenticate(req, repo, { repo: null, tool: null, actor: null }).then(
+          (c) => c !== null,
+          () => false,
+        ),
     });
     streams.add(stream.close);
     req.signal.addEventListener('abort', stream.close, { once: true });

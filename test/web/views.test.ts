@@ -310,6 +310,27 @@ describe('dashboard views (audit of issue 16)', () => {
     await page.getByRole('button', { name: `Revoke ${AGENT} claude` }).waitFor();
   });
 
+  it('a page whose tokens are revoked says it is signed out', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const member = await w.token('member@example.com');
+    const page = await signedIn(w, member, '#/lane/web');
+    await expect.poll(() => page.locator('.live').textContent()).toBe('live');
+    let tries = 0;
+    page.on('request', (r) => r.url().includes('/events') && tries++);
+    await w.call(seeded.owner, 'token_revoke', { actor: 'member@example.com' });
+    // The daemon ends the stream at the next commit it would have carried.
+    await w.call(seeded.owner, 'ask_post', { lane_id: 'web', kind: 'work', title: 'After' });
+    await expect
+      .poll(() => page.locator('.live').textContent(), { timeout: 15_000 })
+      .toBe('signed out');
+    expect(await page.locator('main .error').first().textContent()).toMatch(
+      /^Signed out: .*run `zz dashboard`/,
+    );
+    expect(await page.locator('.card', { hasText: 'After' }).count()).toBe(0);
+    expect(tries).toBeLessThanOrEqual(2);
+  });
+
   it('works from the keyboard alone: Tab to New Ask, post, Tab to the card, open, release', async () => {
     const w = await daemon();
     const seeded = await seedLane(w);

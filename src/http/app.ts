@@ -233,6 +233,12 @@ export function createApp(opts: AppOptions): App {
       heartbeatMs: opts.heartbeatMs ?? 15_000,
       onError: (e) => log(`${new Date().toISOString()} events ${repo.key}: ${stackOf(e)}`),
       onClose: () => streams.delete(stream.close),
+      // Revoking a token (or the dashboard session it opened) ends its open streams too.
+      stillAuthorized: () =>
+        authenticate(req, repo, { repo: null, tool: null, actor: null }).then(
+          (c) => c !== null,
+          () => false,
+        ),
     });
     streams.add(stream.close);
     signalOf(req).addEventListener('abort', stream.close, { once: true });

@@ -235,7 +235,7 @@ export function createApp(opts: AppOptions): App {
       onClose: () => streams.delete(stream.close),
       // Revoking a token (or the dashboard session it opened) ends its open streams too.
       stillAuthorized: () =>
-        authenticate(req, repo, { repo: null, tool: null, actor: null }).then(
+        authenticate(req, repo, { repo: null, tool: null, actor: null, textOnly: false }).then(
           (c) => c !== null,
           () => false,
         ),

@@ -284,7 +284,7 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         .option('model', {
           type: 'string',
           describe:
-            'Write file summaries with a model: openai:<model>, anthropic:<model> or exec:<command> (extractive on any failure)',
+            'Write file summaries with a model: openai:<model>, anthropic:<model> or exec:<command>; bare --model: git config zz.model (extractive on any failure)',
         })
         .option('max-files', {
           type: 'number',
@@ -311,9 +311,14 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         if (changesets !== undefined && (!Number.isInteger(changesets) || changesets < 0)) {
           throw new ZzError('invalid_argument', '--changesets must be a whole number ≥ 0');
         }
+        // A bare --model takes the default `zz work` uses (git config zz.model).
+        const model =
+          a.model === undefined || String(a.model)
+            ? (a.model as string | undefined)
+            : await (await import('../models/index.js')).defaultModelSpec(undefined, io.cwd);
         const result = await ladderBuild(repo, {
           actor,
-          ...(a.model === undefined ? {} : { model: String(a.model) }),
+          ...(model === undefined ? {} : { model: String(model) }),
           ...(changesets === undefined ? {} : { changesetsLimit: changesets }),
           ...(a.github || a.model !== undefined ? { env: io.env } : {}),
           ...(a.github ? { github: true } : {}),

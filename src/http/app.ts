@@ -233,6 +233,12 @@ export function createApp(opts: AppOptions): App {
       heartbeatMs: opts.heartbeatMs ?? 15_000,
       onError: (e) => log(`${new Date().toISOString()} events ${repo.key}: ${stackOf(e)}`),
       onClose: () => streams.delete(stream.close),
+      // Revoking a token (or the dashboard session it opened) ends its open streams too.
+      stillAuthorized: () =>
+        authenticate(req, repo, { repo: null, tool: null, actor: null, textOnly: false }).then(
+          (c) => c !== null,
+          () => false,
+        ),
     });
     streams.add(stream.close);
     signalOf(req).addEventListener('abort', stream.close, { once: true });
@@ -301,7 +307,19 @@ export function createApp(opts: AppOptions): App {
             'MCP on this repository needs a bearer token (run `zz login` or `zz agent create`)',
           );
         }
-        return opts.mcpHandler(req, { repo, caller });
+        // The body is read here, under the same limit as a tool call's: the SDK reads a
+        // stream that fails past the limit as "could not be read" (a 400), so a chunked body
+        // too large was never a 413 (issue 11.10).
+        const mcpReq =
+          req.method === 'POST'
+            ? new Request(req.url, {
+                method: 'POST',
+                headers: req.headers,
+                body: await readBody(req, maxBodyBytes),
+                signal: req.signal,
+              })
+            : req;
+        return opts.mcpHandler(mcpReq, { repo, caller });
       }
     }
     if (parts[0] !== 'api' && opts.pageHandler) {

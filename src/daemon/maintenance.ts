@@ -7,13 +7,22 @@ import { gcAuto } from '../git/index.js';
 // Never blocks a request: writes go on while git packs beside them (git/ref-store.ts copes
 // with a concurrent pack-refs, and gc --auto never prunes fresh objects).
 
+/** git's default gc.autoPackLimit: gc --auto repacks when more packs than this are present. */
+const GIT_AUTO_PACK_LIMIT = 50;
+
 export interface MaintenanceOptions {
   /** Commits between runs (default 1,000: a few thousand loose objects). */
   everyCommits?: number;
   /**
-   * Packs written between runs (default 10). A commit of many objects is one pack
+   * Packs written between runs (default 51: one past git's gc.autoPackLimit, the least that
+   * makes a run do something after the last one left one pack). A commit of many objects is one pack
    * (git/pack-writer.ts), and every read searches each pack: gc --auto consolidates them once
-   * there are more than git's gc.autoPackLimit (50), and is a quick no-op below that.
+   * there are more than git's gc.autoPackLimit (50), and is a no-op below that — but not a
+   * free one: each run is a process spawned from the event loop (milliseconds of it) and a
+   * git start-up on a CPU the daemon shares. Under a 32-writer storm on a Lane of thousands of
+   * Asks every group commit leaves a pack for gc (past small-packs' merge size), and a run
+   * every 10 packs (the default before) was one or two spawns a second, all but one in five
+   * of them no-ops: ~160 ms of loop time in a 10 s storm profile (bench/load.ts).
    */
   everyPacks?: number;
   /** At most this often otherwise, when a repository saw writes (default 10 minutes). */
@@ -33,7 +42,7 @@ export function startMaintenance(
   opts: MaintenanceOptions,
 ): Maintenance {
   const everyCommits = opts.everyCommits ?? 1_000;
-  const everyPacks = opts.everyPacks ?? 10;
+  const everyPacks = opts.everyPacks ?? GIT_AUTO_PACK_LIMIT + 1;
   const packsAt = new Map<string, number>();
   const packsSince = (repo: ZzRepo) =>
     (repo.git?.objects.packsWritten ?? 0) - (packsAt.get(repo.key) ?? 0);
@@ -56,11 +65,23 @@ export function startMaintenance(
     running.set(repo.key, p);
   };
 
+  // Commit listeners run inside the writer's group commit, before its callers are answered:
+  // the spawn waits for a later turn of the loop instead.
+  const soon = new Set<string>();
+  const runSoon = (repo: ZzRepo): void => {
+    if (soon.has(repo.key)) return;
+    soon.add(repo.key);
+    setImmediate(() => {
+      soon.delete(repo.key);
+      run(repo);
+    });
+  };
+
   const offs = [...repos.values()].map((repo) =>
     repo.onCommit(() => {
       const n = (since.get(repo.key) ?? 0) + 1;
       since.set(repo.key, n);
-      if (n >= everyCommits || packsSince(repo) >= everyPacks) run(repo);
+      if (n >= everyCommits || packsSince(repo) >= everyPacks) runSoon(repo);
     }),
   );
   const timer = setInterval(
@@ -72,7 +93,10 @@ export function startMaintenance(
   timer.unref();
 
   const idle = async () => {
-    while (running.size > 0) await Promise.all(running.values());
+    while (running.size > 0 || soon.size > 0) {
+      if (running.size > 0) await Promise.all(running.values());
+      else await new Promise((r) => setImmediate(r));
+    }
   };
   return {
     idle,

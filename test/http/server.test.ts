@@ -392,14 +392,13 @@ describe('over a socket', () => {
     // written when it ends: with the abort lost, only after wait_ms (60 s), and this test fails
     // by its timeout.
     const repo = served.repo;
-    // Page to the end of the history first: earlier tests in this file leave hundreds of events,
-    // and a cursor short of the end would answer the long-poll at once.
-    let now = await client.post(toolPath('lane_events'), { limit: 5_000 });
-    while (now.json.result.events.length > 0)
-      now = await client.post(toolPath('lane_events'), {
-        cursor: now.json.result.next_cursor,
-        limit: 5_000,
-      });
+    // The cursor at the head: earlier tests left more events than one page holds.
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await client.post(toolPath('lane_events'), cursor ? { cursor } : {});
+      cursor = page.json.result.next_cursor as string;
+      if ((page.json.result.events as unknown[]).length === 0) break;
+    }
     const ended = () => logs.filter((l) => l.includes(' lane_events ')).length;
     const before = ended();
     let listening!: () => void;
@@ -410,7 +409,7 @@ describe('over a socket', () => {
       return onCommit(l);
     };
     const url = new URL(daemon.url);
-    const body = JSON.stringify({ cursor: now.json.result.next_cursor, wait_ms: 60_000 });
+    const body = JSON.stringify({ cursor, wait_ms: 60_000 });
     const req = request({
       host: url.hostname,
       port: url.port,

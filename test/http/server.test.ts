@@ -392,7 +392,14 @@ describe('over a socket', () => {
     // written when it ends: with the abort lost, only after wait_ms (60 s), and this test fails
     // by its timeout.
     const repo = served.repo;
-    const now = await client.post(toolPath('lane_events'), {});
+    // Page to the end of the history first: earlier tests in this file leave hundreds of events,
+    // and a cursor short of the end would answer the long-poll at once.
+    let now = await client.post(toolPath('lane_events'), { limit: 5_000 });
+    while (now.json.result.events.length > 0)
+      now = await client.post(toolPath('lane_events'), {
+        cursor: now.json.result.next_cursor,
+        limit: 5_000,
+      });
     const ended = () => logs.filter((l) => l.includes(' lane_events ')).length;
     const before = ended();
     let listening!: () => void;

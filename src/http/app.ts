@@ -316,7 +316,7 @@ export function createApp(opts: AppOptions): App {
                 method: 'POST',
                 headers: req.headers,
                 body: await readBody(req, maxBodyBytes),
-                signal: req.signal,
+                signal: signalOf(req),
               })
             : req;
         return opts.mcpHandler(mcpReq, { repo, caller });

@@ -76,6 +76,28 @@ describe('a Lane whose history has a missing commit', () => {
     }
   });
 
+  it('read afresh where git keeps a commit-graph (git log exits 0 over the hole): 422 too', async () => {
+    const { repo, dir, posts } = await setup();
+    // gc --auto writes one; a commit missing from it makes git log say "Could not read" and
+    // exit 0 with the history cut (seen on a real repository).
+    sh(dir, 'commit-graph', 'write', '--reachable');
+    const hole = handCommit(dir, laneRef('holed'), [posts[0]]);
+    handCommit(dir, laneRef('holed'), [posts[1]]);
+    dropLoose(dir, hole);
+    repo.close();
+    const { ZzRepo } = await import('../../src/core/index.js');
+    const fresh = await ZzRepo.open(dir, { key: 'local/test' });
+    try {
+      await rejects(
+        call(fresh, BOB, 'lane_get', { lane_id: 'holed' }),
+        'entity_corrupt',
+        new RegExp(`history cannot be read.*Could not read ${hole}`),
+      );
+    } finally {
+      fresh.close();
+    }
+  });
+
   it('refreshed from a cached revision: 422, not the ops above the hole without those in it', async () => {
     const { repo, dir, posts } = await setup();
     expect((await call(repo, BOB, 'lane_get', { lane_id: 'holed' })).asks).toHaveLength(0);

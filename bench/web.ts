@@ -63,6 +63,8 @@ export async function benchWeb(): Promise<Record<string, unknown>> {
     const firstCard: number[] = [];
     const allLoaded: number[] = [];
     const liveUpdate: number[] = [];
+    const cardsInDom: number[] = [];
+    const laneGets: number[] = [];
     for (let run = 0; run < RUNS; run++) {
       const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
       // Timed inside the page: the first frame after the first card is in the DOM, and the one
@@ -80,6 +82,12 @@ export async function benchWeb(): Promise<Record<string, unknown>> {
         }).observe(document, { childList: true, subtree: true, characterData: true });
       `);
       const page = await context.newPage();
+      // Every lane_get the page sends: none may ask for the whole Lane at once.
+      page.on('request', (r) => {
+        if (!r.url().endsWith('/tools/lane_get')) return;
+        const args = JSON.parse(r.postData() ?? '{}') as { asks_limit?: number };
+        laneGets.push(args.asks_limit ?? Infinity);
+      });
       await page.goto(await w.loginUrl(token));
       await page.locator('.top .me').waitFor();
       await page.goto('about:blank');
@@ -93,6 +101,8 @@ export async function benchWeb(): Promise<Record<string, unknown>> {
         null,
         { timeout: 60_000 },
       );
+      // Virtualised: the DOM holds a screenful of cards, not the Lane.
+      cardsInDom.push((await page.evaluate("document.querySelectorAll('.card').length")) as number);
       firstCard.push((await page.evaluate('window.firstCard')) as number);
       allLoaded.push((await page.evaluate('window.allLoaded')) as number);
       // A write from another client: from the call to the open column counting it.
@@ -132,12 +142,18 @@ export async function benchWeb(): Promise<Record<string, unknown>> {
       },
     ];
     printTable(`dashboard first paint, ${RUNS} runs, Chromium headless`, rows);
+    console.log(
+      `cards in the DOM with every page loaded: ${Math.max(...cardsInDom)} of ${ASKS}; ` +
+        `lane_get calls per load: ${laneGets.length / RUNS}, largest asks_limit ${Math.max(...laneGets)}`,
+    );
     return {
       asks: ASKS,
       first_card_ms: Math.round(median(firstCard)),
       all_pages_ms: Math.round(median(allLoaded)),
       live_update_ms: Math.round(median(liveUpdate)),
       lane_get_first_page_ms: Math.round(firstPageMs),
+      cards_in_dom: Math.max(...cardsInDom),
+      largest_asks_limit: Math.max(...laneGets),
     };
   } finally {
     await browser.close();

@@ -23,6 +23,12 @@ export interface EventStreamOptions {
   onError: (e: unknown) => void;
   /** Called once when the stream ends, whoever ended it. */
   onClose?: () => void;
+  /**
+   * Whether the caller may still read (its token or dashboard session not revoked), asked
+   * before anything is sent after the first pull: a revoked caller's open stream ends instead
+   * of carrying on with what others write.
+   */
+  stillAuthorized?: () => Promise<boolean>;
 }
 
 /** Queued chunks a client may fall behind by before it is dropped (it resumes by cursor). */
@@ -73,7 +79,15 @@ export function openEventStream(
   // Lane ops are not forwarded from the commit notice: every Lane commit triggers a pull of
   // lane_events from this client's cursor, so a sync merge that puts remote ops ahead of ones
   // already sent neither skips nor repeats anything (see core/events.ts).
+  const authorized = async (): Promise<boolean> => {
+    if (closed) return false;
+    if (!opts.stillAuthorized || (await opts.stillAuthorized())) return true;
+    close();
+    return false;
+  };
+
   async function pull(): Promise<void> {
+    if (!(await authorized())) return;
     if (cursor === null) cursor = await headCursor(repo);
     for (;;) {
       if (closed) return;
@@ -110,7 +124,15 @@ export function openEventStream(
 
   const off = repo.onCommit((e) => {
     if (laneOf(e.ref) === null) {
-      send(e);
+      // In line with the pulls, after the same check.
+      chain = chain
+        .then(async () => {
+          if (await authorized()) send(e);
+        })
+        .catch((err: unknown) => {
+          opts.onError(err);
+          close();
+        });
       // A config change can refuse Lane ops already sent: lane_events says which (core/events.ts).
       if (e.ref === CONFIG_REF) schedule();
       return;

@@ -62,6 +62,7 @@ export const PAGE_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>zz dashboard</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/style.css">
 <script type="importmap">${IMPORT_MAP}</script>
 <script type="module" src="/assets/app.js"></script>

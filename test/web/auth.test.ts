@@ -117,6 +117,48 @@ describe('dashboard login', () => {
     expect(fake.status).toBe(401);
   });
 
+  it('revoking a token ends its open event streams and those of the sessions it opened', async () => {
+    const w = await daemon();
+    const owner = await w.token(OWNER);
+    const member = await w.token('member@example.com');
+    const cookie = await signIn(w, member);
+    await w.call(owner, 'lane_propose', { lane_id: 'web', title: 'Web' });
+    /** An open event stream: what it received so far, and whether it has ended. */
+    const stream = async (headers: Record<string, string>) => {
+      const res = await fetch(`${w.url}/api/repos/${w.key}/events`, { headers });
+      expect(res.status).toBe(200);
+      const s = { text: '', ended: false };
+      const reader = res.body!.getReader();
+      const dec = new TextDecoder();
+      void (async () => {
+        for (;;) {
+          const { done, value } = await reader.read().catch(() => ({ done: true, value: null }));
+          if (done) break;
+          s.text += dec.decode(value!);
+        }
+        s.ended = true;
+      })();
+      cleanups.push(() => reader.cancel().catch(() => {}));
+      return s;
+    };
+    const bearer = await stream({ authorization: `Bearer ${member}` });
+    const session = await stream({ cookie, 'sec-fetch-site': 'same-origin' });
+    const control = await stream({ authorization: `Bearer ${owner}` });
+    const post = (title: string) =>
+      w.call(owner, 'ask_post', { lane_id: 'web', kind: 'work', title });
+    await post('Before the revoke');
+    for (const s of [bearer, session, control])
+      await expect.poll(() => s.text).toContain('Before the revoke');
+    await w.daemon.tokensFor(w.key)!.revoke('member@example.com');
+    await post('After the revoke');
+    await expect.poll(() => control.text).toContain('After the revoke');
+    for (const s of [bearer, session]) {
+      await expect.poll(() => s.ended).toBe(true);
+      expect(s.text).not.toContain('After the revoke');
+    }
+    expect(control.ended).toBe(false);
+  });
+
   it('a code works only briefly; sessions are stored hashed and survive a new store', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'zz-sessions-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));

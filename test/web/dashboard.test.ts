@@ -230,9 +230,22 @@ describe('dashboard in Chromium', () => {
     await page.getByLabel('Title').fill('Depends on nothing real');
     await page.getByLabel('Depends on').fill('ask-0000000000');
     await page.getByRole('button', { name: 'Post Ask' }).click();
-    await expect
-      .poll(() => page.locator('.post-ask .error').textContent())
-      .toMatch(/depends_on|ask-0000000000/);
+    // Word for word what the API answers any client for the same call.
+    const api = await w
+      .call(seeded.owner, 'ask_post', {
+        lane_id: 'web',
+        kind: 'work',
+        title: 'Depends on nothing real',
+        body: '',
+        priority: 2,
+        depends_on: ['ask-0000000000'],
+      })
+      .then(
+        () => 'accepted',
+        (e: Error) => e.message.replace(/^ask_post: \d+ /, ''),
+      );
+    expect(api).toMatch(/ask-0000000000/);
+    await expect.poll(() => page.locator('.post-ask .error').textContent()).toBe(api);
   });
 
   it('releases a claim the viewer holds, through ask_release', async () => {
@@ -282,7 +295,17 @@ describe('dashboard in Chromium', () => {
     const blocks = page.locator('.graph-col', { hasText: 'Blocks' });
     // What it blocks and its history arrive after the Ask (the Lane is read page by page).
     await expect.poll(() => blocks.locator('.dep').count()).toBe(2);
+    expect(await blocks.locator('.dep code').allTextContents()).toEqual(
+      expect.arrayContaining([seeded.ids.review, seeded.ids.docs]),
+    );
     await expect.poll(() => page.locator('.history li').count()).toBe(2); // posted, claimed
+    // The other direction: what blocks the review Ask.
+    await page.goto(`${w.url}/#/ask/web/${seeded.ids.review}`);
+    const blockedBy = page.locator('.graph-col', { hasText: 'Blocked by' });
+    await expect
+      .poll(() => blockedBy.locator('.dep code').allTextContents())
+      .toEqual([seeded.ids.board]);
+    expect(await blockedBy.locator('.dep .state').textContent()).toBe('claimed');
     await page.goto(`${w.url}/#/ask/web/${seeded.ids.fix}`);
     await page.locator('.diff-file').first().waitFor();
     expect(await page.locator('.diff-file summary').allTextContents()).toEqual([

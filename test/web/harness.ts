@@ -1,4 +1,5 @@
 import { chromium, type Browser } from 'playwright-core';
+import type { DaemonOptions } from '../../src/daemon/index.js';
 import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
 
 // A real daemon on 127.0.0.1 (port 0) serving a fresh repository with the dashboard mounted,
@@ -19,13 +20,13 @@ export interface WebDaemon extends TestDaemon {
 }
 
 export async function startWebDaemon(
-  opts: { dir?: string; port?: number; repos?: string[] } = {},
+  opts: { dir?: string; port?: number; repos?: string[]; daemon?: Partial<DaemonOptions> } = {},
 ): Promise<WebDaemon> {
   const t = await startTestDaemon({
     ...(opts.dir ? { dir: opts.dir } : {}),
     prefix: 'zz-web-',
     owner: OWNER,
-    daemon: { port: opts.port ?? 0, repos: opts.repos ?? [] },
+    daemon: { port: opts.port ?? 0, repos: opts.repos ?? [], ...opts.daemon },
   });
   const { daemon, key } = t;
   const call = async (token: string, tool: string, args: Record<string, unknown>) => {

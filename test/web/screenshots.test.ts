@@ -34,7 +34,7 @@ describe.skipIf(!process.env.ZZ_SCREENSHOTS)('dashboard screenshots', () => {
       await shot('ask', `#/ask/web/${seeded.ids.fix}`, '.diff-file');
       await shot('ladder', '#/ladder/README.md', '.rung');
       await shot('agents', '#/agents', 'table.tokens tbody tr');
-      await page.setViewportSize({ width: 390, height: 760 });
+      await page.setViewportSize({ width: 375, height: 760 });
       await shot('narrow', '#/lane/web', '.column .card');
     } finally {
       await browser.close();

@@ -33,7 +33,9 @@ function useRoute() {
 function LiveStatus() {
   const [s, setS] = useState('connecting');
   useEffect(() => onStatus(setS), []);
-  return html`<span class=${`live live-${s}`} role="status" aria-live="polite">${s}</span>`;
+  return html`<span class=${`live live-${s.replace(/ /g, '-')}`} role="status" aria-live="polite"
+    >${s}</span
+  >`;
 }
 
 function LaneList({ lanes, current }) {
@@ -76,6 +78,11 @@ function Shell({ session }) {
     const offStatus = onStatus((s) => {
       if (s === 'live' && wasLive) refresh();
       if (s === 'live') wasLive = true;
+      if (s === 'signed out')
+        setError({
+          message:
+            'Signed out: this dashboard session has ended (its tokens were revoked or it expired); run `zz dashboard` to sign in again.',
+        });
     });
     return () => (off(), offStatus(), clearTimeout(timer));
   }, []);
@@ -92,7 +99,8 @@ function Shell({ session }) {
   let main;
   if (route.view === 'ask')
     main = html`<${AskView} laneId=${route.laneId} askId=${route.askId} me=${session.actor} />`;
-  else if (route.view === 'ladder') main = html`<${LadderView} path=${route.path} />`;
+  else if (route.view === 'ladder')
+    main = html`<${LadderView} path=${route.path} repo=${session.repo} />`;
   else if (route.view === 'agents') main = html`<${AgentsView} me=${session.actor} />`;
   else if (laneId)
     main = html`<${Board} key=${laneId} laneId=${laneId} me=${session.actor} lanes=${lanes} />`;

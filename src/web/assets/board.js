@@ -3,7 +3,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { call, hasTool } from './api.js';
 import { askIdsOf, onCommit } from './live.js';
-import { byPriorityThenAge, columnOf, eachAskPage } from './lanes.js';
+import { byPriorityThenAge, columnOf, eachAskPage, leaseOver } from './lanes.js';
 import { countdown, ErrorBox, html, useNow, VirtualList } from './ui.js';
 
 const COLUMNS = ['open', 'claimed', 'answered'];
@@ -19,7 +19,7 @@ function Card({ ask, now }) {
       ${ask.state === 'claimed' && ask.holder && html`<span class="holder">${ask.holder}</span>`}
       ${
         ask.state === 'claimed' &&
-        html`<span class=${ask.lease_expired ? 'lease expired' : 'lease'}>
+        html`<span class=${leaseOver(ask, now) ? 'lease expired' : 'lease'}>
           ${countdown(ask.lease_expires_at, now)}</span
         >`
       }
@@ -189,17 +189,24 @@ export function Board({ laneId, me, lanes }) {
     () => [...new Set(all.map((a) => a.holder).filter(Boolean))].sort(),
     [all],
   );
+  // Leases run out between reads: count the lapsed ones each tick (cheap) and re-sort the
+  // columns only when that count moves.
+  const lapsed = useMemo(
+    () => all.reduce((n, a) => n + (a.state === 'claimed' && leaseOver(a, now) ? 1 : 0), 0),
+    [all, now],
+  );
   const columns = useMemo(() => {
     const out = { open: [], claimed: [], answered: [] };
+    const at = Date.now();
     for (const a of all) {
       if (filter.mine && a.holder !== me && a.posted_by !== me) continue;
       if (filter.kind && a.kind !== filter.kind) continue;
       if (filter.holder && a.holder !== filter.holder) continue;
-      out[columnOf(a)].push(a);
+      out[columnOf(a, at)].push(a);
     }
     for (const c of COLUMNS) out[c].sort(byPriorityThenAge);
     return out;
-  }, [all, filter, me]);
+  }, [all, filter, me, lapsed]);
   const summary = lanes.find((l) => l.lane_id === laneId);
 
   return html`<section class="board" aria-label=${`Lane ${laneId}`}>

@@ -91,7 +91,7 @@ function Rung({ path }) {
   </article>`;
 }
 
-function Search() {
+function Search({ repo }) {
   const [hits, setHits] = useState(null);
   const [error, setError] = useState(null);
   const submit = async (e) => {
@@ -123,15 +123,31 @@ function Search() {
           (hit) =>
             html`<li>
               <span class="repo">${hit.repo}</span>
-              <a href=${`#/ladder/${encodeURIComponent(hit.path)}`}>${hit.path}</a> — ${hit.title}
+              ${
+                // A session reads only its own repository: another one's hit shows what the
+                // search returned (opening its path here would show this repository's rung).
+                hit.repo === repo
+                  ? html`<a href=${`#/ladder/${encodeURIComponent(hit.path)}`}>${hit.path}</a>`
+                  : html`<code>${hit.path}</code>`
+              }
+              — ${hit.title}${hit.stale && html` <span class="stale">stale</span>`}
               <div class="muted">${hit.summary}</div>
+              ${
+                hit.repo !== repo &&
+                hit.anchor &&
+                html`<div class="muted">
+                  anchored at
+                  <code title=${hit.anchor.commit}>${hit.anchor.commit.slice(0, 12)}</code>
+                  · open it from a dashboard of ${hit.repo}
+                </div>`
+              }
             </li>`,
         )}
       </ol>`
     }`;
 }
 
-export function LadderView({ path }) {
+export function LadderView({ path, repo }) {
   const [tree, setTree] = useState(null);
   const [error, setError] = useState(null);
   const [tick, setTick] = useState(0);
@@ -141,7 +157,7 @@ export function LadderView({ path }) {
   useEffect(() => onCommit((c) => c.ref === 'refs/zz/ladder' && setTick((t) => t + 1)), []);
   const root = useMemo(() => (tree ? buildTree(tree.rungs) : null), [tree]);
   return html`<section class="ladder" aria-label="Ladder">
-    <${Search} />
+    <${Search} repo=${repo} />
     <${ErrorBox} error=${error} />
     <div class="split">
       <nav class="tree" aria-label="Ladder tree">

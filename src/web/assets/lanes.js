@@ -51,8 +51,20 @@ export async function eachAskPage(laneId, onPage, isCancelled = () => false) {
   } while (next);
 }
 
-/** An Ask's column on the board: a claim whose lease ran out is open again. */
-export const columnOf = (a) => (a.state === 'claimed' && a.lease_expired ? 'open' : a.state);
+/** Whether a claimed Ask's lease has run out by `now` (the daemon's word, or the clock's). */
+export const leaseOver = (a, now) =>
+  a.lease_expired || (a.lease_expires_at !== null && Date.parse(a.lease_expires_at) <= now);
+
+/**
+ * An Ask's column on the board: a claim whose lease ran out is open again (anyone may claim
+ * it), also when it ran out while the page was open; a cancelled Ask is done with, beside the
+ * answered ones (its card says cancelled). A state this page does not know (a newer daemon)
+ * also lands there rather than breaking the board.
+ */
+export function columnOf(a, now = Date.now()) {
+  if (a.state === 'claimed') return leaseOver(a, now) ? 'open' : 'claimed';
+  return a.state === 'open' ? 'open' : 'answered';
+}
 
 export const byPriorityThenAge = (x, y) =>
   x.priority - y.priority || (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0);

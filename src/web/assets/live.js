@@ -1,7 +1,8 @@
 // The repository's event stream (server-sent events of commits on refs/zz/*). EventSource
 // retries by itself after a dropped connection, resuming from Last-Event-ID; when the daemon
 // answers with an error instead (it was restarting), the browser gives up, so we open a new
-// stream ourselves after a pause, from the last cursor we saw.
+// stream ourselves after a pause, from the last cursor we saw — unless the session has ended
+// (the daemon closes a revoked caller's stream), which the status then says.
 
 const listeners = new Set();
 const statusListeners = new Set();
@@ -37,7 +38,14 @@ export function connect(repoKey) {
     if (es !== source) return;
     if (es.readyState === EventSource.CLOSED) {
       setStatus('reconnecting');
-      retryTimer = setTimeout(() => connect(repoKey), 1000);
+      retryTimer = setTimeout(async () => {
+        // Refused because the session ended (its tokens revoked, or expired)? Then say so
+        // and stop: retrying would never succeed.
+        const res = await fetch('/auth/session', { cache: 'no-store' }).catch(() => null);
+        if (es !== source) return;
+        if (res?.status === 401) setStatus('signed out');
+        else connect(repoKey);
+      }, 1000);
     } else setStatus('reconnecting');
   });
 }

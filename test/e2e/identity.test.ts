@@ -7,7 +7,8 @@ import { ensureBuilt, killAll, privateEnv, serve, zz, type ZzResult } from './zz
 // Logins and agent tokens as a user meets them, with the built zz and a real daemon:
 // credentials per repository (13.3), named tokens that a second login or agent never revokes
 // (13.4), `ZZ_TOKEN=$(zz agent token NAME)` (13.5), local tools through a daemon (13.7), and
-// the fast path's missing-flag message (13.8).
+// the fast path's missing-flag message (13.8). Each test spawns dozens of zz processes (0.3–1 s
+// each on a loaded machine), hence the longer timeouts.
 
 beforeAll(ensureBuilt);
 afterEach(killAll);
@@ -62,7 +63,7 @@ describe('credentials per repository', () => {
   });
 });
 
-describe('credentials per daemon', () => {
+describe('credentials per daemon', { timeout: 180_000 }, () => {
   it('two repositories with a daemon each keep their own logins; a daemon serving both honours each token only in its repository', async () => {
     const env = privateEnv();
     const a = repo('zz-id-two-a-');
@@ -107,7 +108,7 @@ describe('credentials per daemon', () => {
   });
 });
 
-describe('named tokens: nothing is revoked unless asked', () => {
+describe('named tokens: nothing is revoked unless asked', { timeout: 180_000 }, () => {
   it('a second agent create and a second login keep the running tokens; --rotate, revoke and logout end them', async () => {
     const env = privateEnv();
     const dir = repo('zz-id-tok-');

@@ -298,13 +298,13 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
       lane,
       '--once',
       '--kinds',
-      'triage,ladder_update',
+      'work,ladder_update',
       '--model',
       'exec:true',
     ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.split('\n')[0]).toBe(
-      'zz work: lane demo as owner@example.com with exec:true (kinds: triage, ladder_update)',
+      'zz work: lane demo as owner@example.com with exec:true (kinds: work, ladder_update)',
     );
   });
 

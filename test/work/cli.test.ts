@@ -298,13 +298,13 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
       lane,
       '--once',
       '--kinds',
-      'triage,ladder_update',
+      'work,ladder_update',
       '--model',
       'exec:true',
     ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.split('\n')[0]).toBe(
-      'zz work: lane demo as owner@example.com with exec:true (kinds: triage, ladder_update)',
+      'zz work: lane demo as owner@example.com with exec:true (kinds: work, ladder_update)',
     );
   });
 
@@ -405,4 +405,49 @@ process.stdout.write(review
     );
     expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('open');
   }, 55_000);
+
+  it('--test-cmd tests each change in a sandbox and feeds the failure back to the model', async () => {
+    const { env, lane } = await setup();
+    writeFileSync(
+      join(s!.dir, 'check.mjs'),
+      `import { readFileSync } from 'node:fs';
+if (readFileSync('NOTES.md', 'utf8') !== 'notes\\n') { console.error('NOTES.md must say notes'); process.exit(1); }\n`,
+    );
+    sh(s!.dir, 'add', 'check.mjs');
+    sh(s!.dir, 'commit', '-q', '-m', 'add the check');
+    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+    // Wrong the first time; right once the test output came back to it.
+    const script = agentScript(
+      `const fed = req.messages.find((m) => m.role === 'user' && m.content.startsWith('The tests failed'));
+const content = fed && fed.content.includes('NOTES.md must say notes') ? 'notes\\n' : 'todo\\n';
+process.stdout.write(JSON.stringify({ object: { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content }] } }));`,
+    );
+    const r = await zz(s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--test-cmd',
+      'node check.mjs',
+      '--model',
+      `exec:node ${script}`,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const steps = r.stdout
+      .split('\n')
+      .filter((l) => /^ask-\w+ (context|model|test|answer)\b/.test(l))
+      .map((l) => l.replace(/^ask-\w+ /, ''));
+    expect(steps).toEqual([
+      'context',
+      'model',
+      'test round 1',
+      'model round 2',
+      'test round 2',
+      'answer complete',
+    ]);
+    const work = (await asksOf(s!, lane)).find((a) => a.kind === 'work')!;
+    expect(sh(s!.dir, 'show', `refs/zz/changesets/${work.answer!.changeset_id}:NOTES.md`)).toBe(
+      'notes',
+    );
+  });
 });

@@ -1,7 +1,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { jsonClient, type HttpReply, type JsonClient } from '../test/helpers/http-client.js';
 import { prng as rng } from '../test/helpers/seeded.js';
@@ -22,8 +24,14 @@ import { benchDaemon, percentile } from './util.js';
 //    they can. Goal: p99 during the storm ≤ 3× the idle p99 (reads never wait for an fsync).
 //
 // Seeded (the seed is printed; ZZ_SEED reruns one mix). Figures depend on the machine's load:
-// the load average is printed beside them. ZZ_LOAD_PART=mixed or =storm runs only that part
-// (e.g. to profile it with `node --cpu-prof`).
+// the load average is printed beside them. ZZ_LOAD_PART=mixed or =storm runs only that part.
+// ZZ_LOAD_PROF=<dir> writes a CPU profile of the daemon (this process) for the measured window
+// of each part only (mixed.cpuprofile, storm.cpuprofile: open in Chrome DevTools), without the
+// setup, pre-fill and idle reads a whole-process `node --cpu-prof` would mix in.
+// ZZ_LOAD_TICKS=1 adds, during the storm, the daemon's CPU per 1 ms tick and the split of loop
+// stalls (schedstat). Off by default: that probe is a 1 ms timer reading /proc and cpuUsage on
+// the very loop it watches (~10% of the loop's time in a profile of the storm), which delayed
+// the reads it was there to explain.
 
 const CLIENTS = 64;
 const REQUESTS = 4_000;
@@ -242,8 +250,29 @@ interface Setup {
   call(c: JsonClient, name: string, args: Record<string, unknown>): Promise<HttpReply['json']>;
 }
 
+/**
+ * With ZZ_LOAD_PROF set, a CPU profile of this process (the daemon) from now until the
+ * returned function is called, written there as <name>.cpuprofile; otherwise nothing.
+ */
+async function profileWindow(name: string): Promise<() => Promise<void>> {
+  const dir = process.env.ZZ_LOAD_PROF;
+  if (!dir) return async () => {};
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+  };
+}
+
 async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[]) {
   const load1 = loadavg()[0]!;
+  const stopProfile = await profileWindow('mixed');
   const cpu0 = process.cpuUsage();
   const mixed = (await startClient({
     role: 'mixed',
@@ -255,6 +284,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     requests: REQUESTS,
   }).result) as MixedResult;
   const cpu = process.cpuUsage(cpu0);
+  await stopProfile();
   const all = Object.values(mixed.lat).flat();
   const rps = all.length / (mixed.elapsedMs / 1000);
   // The daemon's (this process's) CPU per request: less at the mercy of a busy machine than
@@ -403,13 +433,19 @@ async function stormPart(s: Setup) {
   // How long the daemon's event loop (this process) is held at a time during the storm.
   const loopDelay = monitorEventLoopDelay({ resolution: 1 });
   loopDelay.enable();
-  const stopCpu = loopCpu();
+  const ticks = process.env.ZZ_LOAD_TICKS === '1' ? loopCpu() : null;
+  const stopProfile = await profileWindow('storm');
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
   const storm = (await startClient({ ...reader, reads: STORM_READS }).result) as Record<
     string,
     number[]
   >;
+  const cpuUsed = process.cpuUsage(cpu0);
+  const windowMs = performance.now() - t0;
   loopDelay.disable();
-  const { ticks: cpu, wallMs: cpuWallMs, stalls } = stopCpu();
+  await stopProfile();
+  const tick = ticks?.();
   const loopP99 = loopDelay.percentile(99) / 1e6;
   const loopMax = loopDelay.max / 1e6;
   writers.proc.send('stop');
@@ -418,22 +454,25 @@ async function stormPart(s: Setup) {
   const ratio = (t: string) => percentile(storm[t]!, 99) / percentile(idle[t]!, 99);
   // Posts in the measured window at the storm's mean rate (the writers ran a little longer).
   const cpuPerPost =
-    cpu.reduce((a, b) => a + b, 0) / Math.max(1, (w.posts / w.elapsedMs) * cpuWallMs);
+    (cpuUsed.user + cpuUsed.system) / 1000 / Math.max(1, (w.posts / w.elapsedMs) * windowMs);
   console.log(
     `\nReads under a ${STORM_WRITERS}-writer storm (${round(w.posts / (w.elapsedMs / 1000), 0)} posts/s during it), load average ${round(load2, 2)}`,
   );
   console.log(
-    `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}`,
+    `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}   daemon CPU ms per post  ${round(cpuPerPost, 2)}`,
   );
+  const stalls = tick?.stalls;
   if (stalls && stalls.ms > 0) {
     const pct = (x: number) => `${round((100 * x) / stalls.ms, 0)}%`;
     console.log(
       `  loop stalls ≥ ${STALL_MS} ms: ${stalls.n}, ${round(stalls.ms, 0)} ms in all: on a CPU ${pct(stalls.cpuMs)}, waiting for a core ${pct(stalls.waitMs)}, blocked in the kernel ${pct(stalls.ms - stalls.cpuMs - stalls.waitMs)}`,
     );
   }
-  console.log(
-    `  daemon CPU ms per 1 ms tick p99 / max  ${round(percentile(cpu, 99))} / ${round(Math.max(...cpu))}   daemon CPU ms per post  ${round(cpuPerPost, 2)}`,
-  );
+  if (tick) {
+    console.log(
+      `  daemon CPU ms per 1 ms tick p99 / max  ${round(percentile(tick.ticks, 99))} / ${round(Math.max(...tick.ticks))}`,
+    );
+  }
   for (const t of ['lane_get', 'lane_list']) {
     console.log(
       `  ${t.padEnd(10)} p50 / p99 ms idle ${fmt(idle[t])}  storm ${fmt(storm[t])}  p99 ratio ${round(ratio(t), 2)}× (goal ≤ 3×)`,
@@ -444,9 +483,9 @@ async function stormPart(s: Setup) {
     storm_posts_per_s: round(w.posts / (w.elapsedMs / 1000), 0),
     storm_loop_delay_p99_ms: round(loopP99, 2),
     storm_loop_delay_max_ms: round(loopMax, 2),
-    storm_tick_cpu_p99_ms: round(percentile(cpu, 99), 2),
+    ...(tick ? { storm_tick_cpu_p99_ms: round(percentile(tick.ticks, 99), 2) } : {}),
     storm_cpu_ms_per_post: round(cpuPerPost, 3),
-    storm_stalls: stalls,
+    ...(stalls ? { storm_stalls: stalls } : {}),
     lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),
     lane_get_p99_storm_ms: round(percentile(storm.lane_get!, 99), 2),
     lane_list_p99_idle_ms: round(percentile(idle.lane_list!, 99), 2),

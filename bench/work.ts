@@ -90,17 +90,26 @@ async function postMany(owner: CallTool, lane: string, n: number): Promise<strin
 async function overhead(): Promise<Record<string, unknown>> {
   const env = await setup();
   try {
+    // Two Lanes, so that the baseline and the worker never take each other's Asks.
+    await env.owner('lane_propose', { lane_id: 'bare', title: 'Baseline' });
     await env.owner('lane_propose', { lane_id: 'bench', title: 'Bench' });
-    const ids = await postMany(env.owner, 'bench', OVERHEAD_ASKS * 2);
+    const ids = await postMany(env.owner, 'bare', OVERHEAD_ASKS);
+    await postMany(env.owner, 'bench', OVERHEAD_ASKS);
     // Baseline, same run: the bare calls any agent must make for a work Ask — claim it, read
-    // the head, answer with a changeset — made directly, without the worker.
+    // the head, answer with a changeset — made directly, without the worker. Baseline and
+    // worker alternate Ask by Ask, so the load of a shared machine weighs on both alike.
     const bare: number[] = [];
-    for (const id of ids.slice(0, OVERHEAD_ASKS)) {
+    // Where the bare time goes: the claim and the answer are durable writes (fsync'd), the
+    // head a read.
+    const parts = { claim: [] as number[], head: [] as number[], answer: [] as number[] };
+    const bareAsk = async (id: string) => {
       const t = performance.now();
-      await env.agent('ask_claim', { lane_id: 'bench', ask_id: id });
+      await env.agent('ask_claim', { lane_id: 'bare', ask_id: id });
+      const t1 = performance.now();
       const head = await env.agent('git_diff', { max_bytes: 1, context_lines: 0 });
+      const t2 = performance.now();
       await env.agent('ask_answer', {
-        lane_id: 'bench',
+        lane_id: 'bare',
         ask_id: id,
         outcome: 'complete',
         result: 'Add a note',
@@ -110,12 +119,17 @@ async function overhead(): Promise<Record<string, unknown>> {
           files: [{ path: `notes/${id}.md`, content: 'note\n' }],
         },
       });
-      bare.push(performance.now() - t);
-    }
+      const t3 = performance.now();
+      bare.push(t3 - t);
+      parts.claim.push(t1 - t);
+      parts.head.push(t2 - t1);
+      parts.answer.push(t3 - t2);
+    };
     const model = instantModel();
     const times: number[] = [];
     const calls: number[] = [];
     for (let i = 0; i < OVERHEAD_ASKS; i++) {
+      await bareAsk(ids[i]!);
       let n = 0;
       const counted: CallTool = (t, args) => {
         n++;
@@ -144,6 +158,13 @@ async function overhead(): Promise<Record<string, unknown>> {
         'p95 ms': round(percentile(bareWarm, 95)),
         'tool calls / ask': 3,
       },
+      ...(['claim', 'head', 'answer'] as const).map((k) => ({
+        path: `  of which ${k}${k === 'head' ? ' (read)' : ' (durable write)'}`,
+        asks: OVERHEAD_ASKS,
+        'p50 ms': round(median(parts[k].slice(5))),
+        'p95 ms': round(percentile(parts[k].slice(5), 95)),
+        'tool calls / ask': 1,
+      })),
       {
         path: 'zz work (once), instant model',
         asks: OVERHEAD_ASKS,
@@ -155,8 +176,8 @@ async function overhead(): Promise<Record<string, unknown>> {
     printTable('work Ask, claim → answer, excluding the model (goal < 100 ms)', rows);
     return {
       bare_p50_ms: rows[0]!['p50 ms'],
-      work_p50_ms: rows[1]!['p50 ms'],
-      work_p95_ms: rows[1]!['p95 ms'],
+      work_p50_ms: rows.at(-1)!['p50 ms'],
+      work_p95_ms: rows.at(-1)!['p95 ms'],
       overhead_p50_ms: round(median(warm) - median(bareWarm)),
     };
   } finally {
@@ -180,6 +201,10 @@ async function drain(): Promise<Record<string, unknown>> {
     const ids = await postMany(env.owner, 'drain', DRAIN_ASKS);
     const penv = privateEnv({ ZZ_TOKEN: env.agentToken });
     const answeredBy = new Map<string, number>();
+    // Claims too: an Ask claimed twice was worked (and paid for) twice even if answered once.
+    const claimedBy = new Map<string, number>();
+    const perWorker = Array.from({ length: WORKERS }, () => 0);
+    let released = 0;
     const t = performance.now();
     let remaining = DRAIN_ASKS;
     let allDone: () => void = () => {};
@@ -208,7 +233,10 @@ async function drain(): Promise<Record<string, unknown>> {
           const line = buf.slice(0, nl);
           buf = buf.slice(nl + 1);
           const e = JSON.parse(line) as { type: string; ask_id?: string };
+          if (e.type === 'claimed') claimedBy.set(e.ask_id!, (claimedBy.get(e.ask_id!) ?? 0) + 1);
+          if (e.type === 'released') released++;
           if (e.type === 'answered') {
+            perWorker[w]!++;
             answeredBy.set(e.ask_id!, (answeredBy.get(e.ask_id!) ?? 0) + 1);
             if (--remaining === 0) allDone();
           }
@@ -235,14 +263,17 @@ async function drain(): Promise<Record<string, unknown>> {
       if (h.op === 'ask_answer' && h.ask_id)
         answers.set(h.ask_id, (answers.get(h.ask_id) ?? 0) + 1);
     }
-    const once = ids.every((id) => answers.get(id) === 1 && answeredBy.get(id) === 1);
-    if (!once) throw new Error('some Ask was not answered exactly once');
+    const once = ids.every(
+      (id) => answers.get(id) === 1 && answeredBy.get(id) === 1 && claimedBy.get(id) === 1,
+    );
+    if (!once || released) throw new Error('some Ask was not claimed and answered exactly once');
     const row = {
       workers: WORKERS,
       asks: DRAIN_ASKS,
       's total': round(ms / 1000, 2),
       'asks/s': round(DRAIN_ASKS / (ms / 1000)),
       'exactly once': once ? 'yes' : 'NO',
+      'asks per worker': perWorker.join('/'),
     };
     printTable(`${WORKERS} zz work processes draining ${DRAIN_ASKS} work Asks (exec: model)`, [
       row,

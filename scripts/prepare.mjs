@@ -45,7 +45,8 @@ function stale() {
 
 const why = stale();
 if (why) {
-  process.stderr.write(`zz: building dist/ (${why} is newer than the build)\n`);
+  const reason = why === 'no build yet' ? why : `${why} is newer than the build`;
+  process.stderr.write(`zz: building dist/ (${reason})\n`);
   execFileSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
 } else if (existsSync(src)) {
   // Fresh: only (re)link this checkout's own bin, as the build would.

@@ -7,6 +7,7 @@ import { DEFAULT_HOST, DEFAULT_PORT } from '../local/paths.js';
 import type { CliIO } from './io.js';
 import { print } from './format.js';
 import { neutralize } from './terminal.js';
+import { runServe } from './serve.js';
 
 // The commands that are not tools: setup, the daemon, identities, hooks, MCP.
 
@@ -112,19 +113,12 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
         })
         .option('repo', { type: 'array', string: true, describe: 'Serve more checkouts' }),
     async (a) => {
-      const { startDaemon } = await import('../daemon/index.js');
-      const d = await startDaemon({
-        cwd: io.cwd,
+      // The same as a plain `zz serve` takes from the fast path (fast-path.ts, serve.ts).
+      await runServe(io, {
         port: a.port as number,
         host: a.host as string,
         repos: ((a.repo as string[] | undefined) ?? []).map(String),
-        log: (line: string) => io.stderr(line + '\n'),
-        signingEnv: io.env,
       });
-      io.stdout(`zz serving ${[...d.repos.keys()].join(', ')} at ${d.url}\n`);
-      await (io.stopSignal ?? new Promise<void>(() => {}));
-      io.stderr('zz: stopping (finishing in-flight writes)\n');
-      await d.close();
     },
   );
 }
@@ -290,7 +284,7 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         .option('model', {
           type: 'string',
           describe:
-            'Write file summaries with a model: openai:<model>, anthropic:<model> or exec:<command> (extractive on any failure)',
+            'Write file summaries with a model: openai:<model>, anthropic:<model> or exec:<command>; bare --model: git config zz.model (extractive on any failure)',
         })
         .option('max-files', {
           type: 'number',
@@ -317,9 +311,14 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         if (changesets !== undefined && (!Number.isInteger(changesets) || changesets < 0)) {
           throw new ZzError('invalid_argument', '--changesets must be a whole number ≥ 0');
         }
+        // A bare --model takes the default `zz work` uses (git config zz.model).
+        const model =
+          a.model === undefined || String(a.model)
+            ? (a.model as string | undefined)
+            : await (await import('../models/index.js')).defaultModelSpec(undefined, io.cwd);
         const result = await ladderBuild(repo, {
           actor,
-          ...(a.model === undefined ? {} : { model: String(a.model) }),
+          ...(model === undefined ? {} : { model: String(model) }),
           ...(changesets === undefined ? {} : { changesetsLimit: changesets }),
           ...(a.github || a.model !== undefined ? { env: io.env } : {}),
           ...(a.github ? { github: true } : {}),

@@ -7,13 +7,13 @@ import { NO_LADDER_HINT, mayLackLadder, print } from './format.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 
-// `zz lane list` through a running daemon without loading zod, yargs or the registry: the
-// tool commands' flags come from dist/cli/tool-manifest.json (written by the build). Anything
-// unusual — help, an unknown flag, no daemon, no token, a refused connection — returns null
-// and the full command table handles it, so this path never decides an error on its own
-// except the daemon's own answer. It asks git/ for the common dir directly
-// (commonGitDirSync, one spawn) rather than through core: loading core here would cost more
-// than the call it saves.
+// `zz serve` without yargs (serve.ts). And `zz lane list` through a running daemon without
+// loading zod, yargs or the registry: the tool commands' flags come from
+// dist/cli/tool-manifest.json (written by the build). Anything unusual — help, an unknown
+// flag, no daemon, no token, a refused connection — returns null and the full command table
+// handles it, so this path never decides an error on its own except the daemon's own answer.
+// It asks git/ for the common dir directly (commonGitDirSync, one spawn) rather than through
+// core: loading core here would cost more than the call it saves.
 
 interface ManifestOption {
   key: string;
@@ -107,7 +107,10 @@ function parseFlags(
 }
 
 export async function tryFastPath(argv: string[], io: CliIO): Promise<number | null> {
-  if (argv.length < 2 || argv.some((a) => a === '--help' || a === '-h')) return null;
+  if (argv.some((a) => a === '--help' || a === '-h')) return null;
+  // The daemon, started without yargs or the command table (serve.ts says why).
+  if (argv[0] === 'serve') return (await import('./serve.js')).tryServe(argv.slice(1), io);
+  if (argv.length < 2) return null;
   const tools = loadManifest();
   const tool = tools?.find((t) => t.group === argv[0] && t.sub === argv[1]);
   if (!tool) return null;

@@ -16,7 +16,9 @@ const bold = (s: string, st: Style) => (st.color ? `\x1b[1m${s}\x1b[22m` : s);
 const dim = (s: string, st: Style) => (st.color ? `\x1b[2m${s}\x1b[22m` : s);
 
 const PREFERRED: Record<string, string[]> = {
-  lanes: ['lane_id', 'title', 'counts', 'coordinators'],
+  lanes: ['lane_id', 'title', 'counts', 'closed', 'coordinators'],
+  agents: ['name', 'actor', 'tokens', 'created_at', 'last_used_at', 'stored_here'],
+  tokens: ['id', 'actor', 'name', 'created_at', 'last_used_at', 'active'],
   asks: ['ask_id', 'lane_id', 'kind', 'state', 'priority', 'holder', 'title'],
   follow_ups: ['ask_id', 'kind', 'state', 'title'],
   hits: ['repo', 'path', 'kind', 'score', 'summary'],
@@ -47,13 +49,16 @@ function cell(v: unknown, max: number): { text: string; cut: boolean } {
   } else if (Array.isArray(v)) s = v.length ? v.map((x) => cell(x, Infinity).text).join(', ') : '-';
   else if (typeof v === 'object') {
     const o = v as Record<string, unknown>;
+    // A person shows as their name; a closure ({by, at, reason}) as when it happened.
     s =
       'name' in o && 'email' in o
         ? String(o.name)
-        : Object.entries(o)
-            .filter(([, x]) => typeof x !== 'object')
-            .map(([k, x]) => `${k}=${String(x)}`)
-            .join(' ') || '-';
+        : 'by' in o && 'at' in o
+          ? String(o.at)
+          : Object.entries(o)
+              .filter(([, x]) => typeof x !== 'object')
+              .map(([k, x]) => `${k}=${String(x)}`)
+              .join(' ') || '-';
   } else s = String(v);
   s = neutralize(s);
   if (s.length > max) return { text: s.slice(0, max - 1) + '…', cut: true };
@@ -65,7 +70,8 @@ export function table(rows: Array<Record<string, unknown>>, cols: string[], st: 
   let cut = false;
   const cells = rows.map((r) =>
     cols.map((c) => {
-      const x = cell(r[c], c === 'title' || c === 'summary' || c === 'message' ? 60 : 44);
+      const wide = ['title', 'summary', 'message', 'counts'].includes(c);
+      const x = cell(r[c], wide ? 60 : 44);
       cut ||= x.cut;
       return x.text;
     }),

@@ -4,7 +4,7 @@ import { ZzError, knownError } from '../errors.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 import { addToolCommands, callTool, readArgs } from './tool-commands.js';
-import { exitCodesEpilogue, exitCodesText, rewriteParseFailure } from './usage.js';
+import { exitCodesEpilogue, exitCodesText, kebabFlags, rewriteParseFailure } from './usage.js';
 import { agentCommand, loginCommand, logoutCommand, whoamiCommand } from './identity-commands.js';
 import {
   initCommand,
@@ -28,7 +28,8 @@ function version(): string {
   return pkg.version;
 }
 
-export async function run(argv: string[], io: CliIO): Promise<number> {
+export async function run(typedArgv: string[], io: CliIO): Promise<number> {
+  const argv = kebabFlags(typedArgv);
   const argvHasArgs = argv.some((a) => /^--args(-file)?(=|$)/.test(a));
   let y = yargs(argv)
     .scriptName('zz')
@@ -49,12 +50,14 @@ export async function run(argv: string[], io: CliIO): Promise<number> {
       // yargs narrows its options to the command being parsed: the flags it knows there.
       // as unknown as: getOptions() exists at runtime in yargs 18 but @types/yargs omits it.
       const known = (
-        y as unknown as { getOptions(): { key: Record<string, unknown> } }
+        y as unknown as {
+          getOptions(): { key: Record<string, unknown>; choices: Record<string, string[]> };
+        }
       ).getOptions();
       const flags = Object.keys(known.key);
       throw new ZzError(
         'invalid_argument',
-        rewriteParseFailure(msg ?? 'invalid command line', flags, argv),
+        rewriteParseFailure(msg ?? 'invalid command line', flags, argv, known.choices),
       );
     });
   y = initCommand(y, io);

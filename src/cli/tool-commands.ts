@@ -43,17 +43,41 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/**
+ * `zz ask claim|release|answer|cancel --ask-id X` without `--lane-id`: the Ask's own Lane, as
+ * `zz ask get --ask-id X` finds it (ask ids are unique across Lanes). The tools themselves keep
+ * lane_id required; the CLI asks first, so a typo in the id is a not_found naming it.
+ */
+export const LANE_FROM_ASK = new Set(['ask_claim', 'ask_release', 'ask_answer', 'ask_cancel']);
+
+async function withLaneOfAsk(
+  client: ToolClient,
+  tool: string,
+  args: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  if (!LANE_FROM_ASK.has(tool) || args.lane_id !== undefined || typeof args.ask_id !== 'string')
+    return args;
+  const got = (await client.call('ask_get', { ask_id: args.ask_id })) as {
+    ask: { lane_id: string };
+  };
+  return { ...args, lane_id: got.ask.lane_id };
+}
+
 export async function callTool(
   io: CliIO,
   tool: string,
   args: Record<string, unknown>,
   json: boolean,
+  opts: { laneFromAsk?: boolean } = {},
 ): Promise<void> {
   const client = await connect({ cwd: io.cwd, env: io.env });
   try {
     let result: Record<string, unknown>;
     try {
-      result = await client.call(tool, args);
+      result = await client.call(
+        tool,
+        opts.laneFromAsk ? await withLaneOfAsk(client, tool, args) : args,
+      );
     } catch (e) {
       if (isZzError(e) && e.code === 'not_found' && tool.startsWith('ladder_'))
         await hintLadderBuild(io, client);
@@ -102,13 +126,14 @@ export function addToolCommands(
           sub,
           tool.summary,
           (c: Argv) => {
+            const laneFromAsk = LANE_FROM_ASK.has(tool.name);
             for (const o of toolOptions(tool)) {
+              const optional = laneFromAsk && o.key === 'lane_id';
               c = c.option(o.flag, {
-                describe: o.describe || undefined,
+                describe: optional ? 'Default: the Lane of --ask-id' : o.describe || undefined,
                 type: o.kind === 'json' ? 'string' : o.kind,
                 ...(o.choices ? { choices: o.choices } : {}),
-                ...(o.key !== o.flag ? { alias: o.key } : {}),
-                ...(o.required && !argvHasArgs ? { demandOption: true } : {}),
+                ...(o.required && !optional && !argvHasArgs ? { demandOption: true } : {}),
               });
             }
             if (tool.name === 'lane_events') c = addFollowOption(c);
@@ -123,7 +148,7 @@ export function addToolCommands(
             const base = await readArgs(io, argv as { args?: string });
             const args = argsFromOptions(tool, argv as Record<string, unknown>, base);
             if (argv.follow) return followEvents(io, args, !!argv.json);
-            await callTool(io, tool.name, args, !!argv.json);
+            await callTool(io, tool.name, args, !!argv.json, { laneFromAsk: true });
           },
         );
       }

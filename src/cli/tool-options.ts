@@ -3,8 +3,10 @@ import { ZzError } from '../errors.js';
 import type { ToolDef } from '../tools/index.js';
 
 // Derives CLI options from a tool's zod input: strings, numbers, booleans and string arrays
-// become flags (kebab-case, with the snake_case name as an alias); anything structured is
-// passed as JSON text. `--args` merges a JSON object underneath the flags.
+// become flags (kebab-case; run() reads a typed `--lane_id` as `--lane-id`, so help and
+// completion list each flag once); anything structured is passed as JSON text, except that a
+// field which also takes a string (`git_log --since 2025-01-01`) takes text that is not JSON
+// as that string. `--args` merges a JSON object underneath the flags.
 
 export type OptionKind = 'string' | 'number' | 'boolean' | 'array' | 'json';
 
@@ -13,6 +15,8 @@ export interface ToolOption {
   flag: string;
   kind: OptionKind;
   required: boolean;
+  /** A `json` field that also accepts a string: text that is not JSON is passed as is. */
+  text?: boolean;
   describe: string;
   choices?: string[];
   /** Numbers: the bounds the schema sets, and whether it wants a whole number. */
@@ -44,6 +48,7 @@ export function toolOptions(tool: ToolDef): ToolOption[] {
     const { inner, optional } = unwrap(schema);
     let kind: OptionKind = 'json';
     let choices: string[] | undefined;
+    let text = false;
     let range: Pick<ToolOption, 'min' | 'max' | 'int'> = {};
     if (inner instanceof z.ZodString) kind = 'string';
     else if (inner instanceof z.ZodNumber) {
@@ -69,14 +74,21 @@ export function toolOptions(tool: ToolDef): ToolOption[] {
         kind = 'array';
         choices = (el as z.ZodEnum).options.map(String);
       }
+    } else if (inner instanceof z.ZodUnion) {
+      // `since: number | string`: JSON when it parses (a number), else the text itself.
+      text = (inner as z.ZodUnion).options.some(
+        (x) => unwrap(x as z.ZodType).inner instanceof z.ZodString,
+      );
     }
     out.push({
       key,
       flag: key.replace(/_/g, '-'),
       kind,
       required: !optional,
-      describe:
-        (schema.description ?? inner.description ?? '') + (kind === 'json' ? ' (JSON)' : ''),
+      ...(text ? { text } : {}),
+      describe: [schema.description ?? inner.description, kind === 'json' && !text ? '(JSON)' : '']
+        .filter(Boolean)
+        .join(' '),
       ...(choices ? { choices } : {}),
       ...range,
     });
@@ -97,7 +109,8 @@ export function argsFromOptions(
       try {
         args[o.key] = typeof v === 'string' ? JSON.parse(v) : v;
       } catch {
-        throw new ZzError('invalid_argument', `--${o.flag} must be JSON`);
+        if (!o.text) throw new ZzError('invalid_argument', `--${o.flag} must be JSON`);
+        args[o.key] = v;
       }
     } else if (o.kind === 'number') {
       args[o.key] = checkNumber(o, v);

@@ -63,6 +63,20 @@ export function exitCodesEpilogue(): string {
   );
 }
 
+/**
+ * `--lane_id x` read as `--lane-id x`: the tool flags are kebab-case and the schema's
+ * snake_case names are accepted too, without yargs aliases (which doubled every line of
+ * `--help` and of completion). Only flag names change, never values, and nothing after `--`.
+ */
+export function kebabFlags(argv: readonly string[]): string[] {
+  const end = argv.indexOf('--');
+  return argv.map((a, i) =>
+    (end < 0 || i < end) && /^--[a-z0-9]+(_[a-z0-9]+)+(=|$)/.test(a)
+      ? a.replace(/^--[^=]+/, (name) => name.replace(/_/g, '-'))
+      : a,
+  );
+}
+
 function distance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
@@ -113,12 +127,13 @@ function unknownFlags(names: readonly string[], flags: readonly string[]): strin
  * yargs' failure messages in the CLI's words. `flags` are the options the command knows
  * (for did-you-mean), `typed` the arguments as given: unknown names are reported as typed,
  * never as an alias yargs derived, and a misspelt flag is named before the required flag it
- * left missing.
+ * left missing. `choices`: each flag's allowed words, to point a word at the flag that takes it.
  */
 export function rewriteParseFailure(
   msg: string,
   flags: readonly string[],
   typed: readonly string[],
+  choices: Readonly<Record<string, readonly string[]>> = {},
 ): string {
   const missing = /^Missing required arguments?: (.+)$/.exec(msg);
   if (missing) {
@@ -143,7 +158,12 @@ export function rewriteParseFailure(
     return `unknown command${word ? ` ${word}` : ''}; did you mean ${suggestion}?`;
   }
   const notChoice = /^Invalid values?:\s*Argument: (\S+), Given: (.+), Choices: (.+)$/s.exec(msg);
-  if (notChoice)
-    return `--${notChoice[1]} must be one of ${notChoice[3]!.trim()} (got ${notChoice[2]!.trim()})`;
+  if (notChoice) {
+    const [, flag, given, allowed] = notChoice as unknown as [string, string, string, string];
+    // `--order newest`: the word belongs to another flag of this command (--direction).
+    const word = given.trim().replace(/^"(.*)"$/, '$1');
+    const other = Object.entries(choices).find(([f, cs]) => f !== flag && cs.includes(word));
+    return `--${flag} must be one of ${allowed.trim()} (got ${given.trim()})${other ? `; did you mean --${other[0]} ${word}?` : ''}`;
+  }
   return msg;
 }

@@ -69,21 +69,41 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
   }
 }
 
-/** Exported for tests: how events become output. */
-export function workReporter(io: CliIO, json: boolean, once: boolean): (e: Event) => void {
+/**
+ * Exported for tests: how events become output. On a terminal the current step is one status
+ * line on stderr, redrawn every `tickMs` with how long it has been running (a model may think
+ * for minutes), and wiped before the next lasting line.
+ */
+export function workReporter(
+  io: CliIO,
+  json: boolean,
+  once: boolean,
+  tickMs = 1000,
+): (e: Event) => void {
   if (json) return (e) => io.stdout(jsonText({ time: new Date().toISOString(), ...e }, 0) + '\n');
   const live = io.stderrIsTTY ?? io.isTTY;
-  let shown = false;
+  let shown: string | null = null;
+  let since = 0;
+  let ticker: NodeJS.Timeout | null = null;
+  const fit = (s: string) => s.slice(0, Math.max(20, (process.stderr.columns || 100) - 1));
+  const tick = () => {
+    if (shown === null) return;
+    io.stderr(`\r\x1b[K${fit(`${shown} (${Math.floor((Date.now() - since) / 1000)}s)`)}`);
+  };
   return (e) => {
     const { line, status } = describe(e, once);
     if (live) {
-      if (shown) io.stderr('\r\x1b[K');
-      shown = false;
+      if (shown !== null) io.stderr('\r\x1b[K');
+      shown = null;
+      if (ticker) clearInterval(ticker);
+      ticker = null;
       if (line) io.stdout(line + '\n');
       if (status) {
-        const width = Math.max(20, (process.stderr.columns || 100) - 1);
-        io.stderr(status.slice(0, width));
-        shown = true;
+        io.stderr(fit(status));
+        shown = status;
+        since = Date.now();
+        // unref: a status line never keeps the process alive.
+        ticker = setInterval(tick, tickMs).unref();
       }
       return;
     }
@@ -192,6 +212,12 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           onEvent: emit,
         });
         if (summary.interrupted) io.stderr('zz work: stopped\n');
+        // --once is for scripts: an Ask taken and given back is a failure they must see (the
+        // exit code of the error behind it), not the 0 of "worked one Ask".
+        else if (a.once && summary.failure) {
+          const f = summary.failure;
+          throw new ZzError(f.code, `${f.ask_id} was not done and is released: ${f.reason}`);
+        }
       } finally {
         sandbox?.close();
         client.close();

@@ -4,7 +4,7 @@ import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { inScope, isCoordinator, requireCaller, scopeDenied, type Caller } from './access.js';
 import { changesetChanges } from './changesets-policy.js';
-import { assertKnownKind, kindRule } from './kinds.js';
+import { assertKnownKind, assertKnownKinds, kindRule } from './kinds.js';
 import { unexpectedOp, writeOp, type WriteContext } from './write-op.js';
 import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
@@ -171,6 +171,7 @@ export async function askQueryClaimable(
   const config = repo.configSeenByLanes();
   if (!read.state.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
   const snap = { ...read, lane: read.state.lane };
+  assertKnownKinds(args.kinds, args.lane_id, snap.lane.ask_kinds, config.ask_kinds);
   const now = repo.clock();
   const nowMs = now.getTime();
   const limit = args.limit ?? 50;
@@ -307,6 +308,7 @@ export async function askClaimNext(
     request: { lane_id: args.lane_id, kinds: args.kinds ?? null, lease_seconds: lease },
     decide: (s, { caller, config, meta }): LaneOpSpec[] => {
       const lane = laneOf(s, args.lane_id);
+      assertKnownKinds(args.kinds, args.lane_id, lane.ask_kinds, config.ask_kinds);
       if (lane.closed) return [];
       const nowMs = meta.now.getTime();
       const scopeOk = new Map<string, boolean>();

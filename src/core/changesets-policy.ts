@@ -24,7 +24,11 @@ function badPath(path: string, why: string): ZzError {
   });
 }
 
-/** Each path's syntax, no path twice; the contents decoded. */
+/**
+ * Each path's syntax, no path twice, and no file written where the same set writes a path under
+ * it (`a` and `a/b`: one tree cannot hold both, and the tree builder kept only one, losing the
+ * other without a word); the contents decoded.
+ */
 function parseFiles(files: readonly ChangeFileInput[], field: string): Map<string, Buffer | null> {
   const changes = new Map<string, Buffer | null>();
   for (const f of files) {
@@ -38,6 +42,17 @@ function parseFiles(files: readonly ChangeFileInput[], field: string): Map<strin
         ? null
         : Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8'),
     );
+  }
+  // Each written path's ancestors (at most 64, the depth limit) looked up: linear in the files.
+  const what = field === 'files' ? 'commit' : 'changeset';
+  for (const [path, content] of changes) {
+    if (content === null) continue;
+    for (let at = path.indexOf('/'); at > 0; at = path.indexOf('/', at + 1)) {
+      const dir = path.slice(0, at);
+      if (changes.get(dir) != null) {
+        throw badPath(path, `"${printable(dir)}" is written as a file in the same ${what}`);
+      }
+    }
   }
   return changes;
 }
@@ -77,11 +92,6 @@ export async function checkFiles(
 ): Promise<Map<string, Buffer | null>> {
   const changes = parseFiles(files, field);
   for (const [path, content] of changes) {
-    for (const [other, c] of changes) {
-      if (other.startsWith(path + '/') && content !== null && c !== null) {
-        throw badPath(other, `"${printable(path)}" is written as a file in the same commit`);
-      }
-    }
     const found = await trees.walk(tree, path);
     const { entry, blockedAt } = found;
     assertNoLink(path, content !== null, found);

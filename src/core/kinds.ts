@@ -67,3 +67,24 @@ export function assertKnownKind(
     { field: 'kind', valid_kinds: valid },
   );
 }
+
+/**
+ * A kind filter (ask_query_claimable, ask_claim_next) names only kinds the Lane can hold: a
+ * misspelled `wrok` would otherwise answer "nothing to claim" for ever.
+ */
+export function assertKnownKinds(
+  kinds: readonly string[] | undefined,
+  laneId: string,
+  laneKinds: Readonly<Record<string, Scope>>,
+  repoKinds: Readonly<Record<string, Scope>> = {},
+): void {
+  for (const kind of kinds ?? []) {
+    if (BUILTIN_KINDS[kind] || laneKinds[kind] || repoKinds[kind]) continue;
+    const valid = validKinds(laneKinds, repoKinds);
+    throw new ZzError(
+      'invalid_argument',
+      `kinds: "${kind}" is not an Ask kind of lane ${laneId}; valid kinds: ${valid.join(', ')}`,
+      { field: 'kinds', valid_kinds: valid },
+    );
+  }
+}

@@ -10,7 +10,7 @@ import fs, {
 } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
-import { writePack } from './pack-writer.js';
+import { encodePack } from './pack-writer.js';
 import { SmallPacks } from './small-packs.js';
 
 // Our own loose-object writer. isomorphic-git's writeBlob/writeTree/writeCommit write in place
@@ -68,19 +68,42 @@ export function serializeTree(entries: readonly TreeEntry[]): Buffer {
     ordered = compareEntries(entries[i - 1]!, entries[i]!) < 0;
   }
   const sorted = ordered ? entries : [...entries].sort(compareEntries);
-  // One buffer for the whole tree: a lane's `asks/` tree has hundreds of entries and is
-  // serialised on every write to any of them.
-  // Tree modes are written without the leading zero ("40000"), as git does.
-  const heads = sorted.map((e) => `${e.mode === '040000' ? '40000' : e.mode} ${e.name}\0`);
+  // A lane's `asks/` tree has hundreds of entries and is serialised on every write to any of
+  // them, each time with all but one entry unchanged (the same TreeEntry objects, from the
+  // tree cache). So each entry's bytes are kept beside it and the tree is their concatenation:
+  // 256 entries took ~250 µs encoded afresh (a string, its UTF-8 length, a hex decode each),
+  // the largest CPU cost of a Lane op after deflate.
+  // Only for trees as large as that: a record costs ~150 bytes for as long as its entry lives.
+  const records = sorted.map(sorted.length >= RECORD_MIN_ENTRIES ? entryRecord : encodeEntry);
   let size = 0;
-  for (const h of heads) size += Buffer.byteLength(h, 'utf8') + 20;
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  sorted.forEach((e, i) => {
-    at += out.write(heads[i]!, at, 'utf8');
-    at += out.write(e.oid, at, 'hex');
-  });
-  return out;
+  for (const r of records) size += r.length;
+  return Buffer.concat(records, size);
+}
+
+/** An entry's serialised bytes, by entry object: checked against its fields on each use. */
+const RECORDS = new WeakMap<
+  TreeEntry,
+  { mode: string; name: string; oid: string; bytes: Buffer }
+>();
+
+const RECORD_MIN_ENTRIES = 64;
+
+function entryRecord(e: TreeEntry): Buffer {
+  const hit = RECORDS.get(e);
+  if (hit && hit.mode === e.mode && hit.name === e.name && hit.oid === e.oid) return hit.bytes;
+  const bytes = encodeEntry(e);
+  RECORDS.set(e, { mode: e.mode, name: e.name, oid: e.oid, bytes });
+  return bytes;
+}
+
+function encodeEntry(e: TreeEntry): Buffer {
+  // Tree modes are written without the leading zero ("40000"), as git does.
+  const head = `${e.mode === '040000' ? '40000' : e.mode} ${e.name}\0`;
+  const len = Buffer.byteLength(head, 'utf8');
+  const bytes = Buffer.allocUnsafe(len + 20);
+  bytes.write(head, 0, 'utf8');
+  bytes.write(e.oid, len, 'hex');
+  return bytes;
 }
 
 export function parseTree(body: Buffer): TreeEntry[] {
@@ -454,7 +477,8 @@ export class ObjectWriter {
     if (small) {
       await this.small.write(entries, pending);
     } else {
-      await writePack(this.gitdir, entries, { fsync: this.opts.fsync ?? false });
+      // With `pending` (a ref update follows), .kept until release(): see small-packs.ts.
+      await this.small.writeLarge(encodePack(entries), pending);
       this.bigPacks++;
     }
     return entries.map((e) => e.oid);

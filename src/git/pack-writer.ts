@@ -37,12 +37,15 @@ import * as zlib from 'node:zlib';
 // Concurrent `git gc`: repack deletes only the packs it listed when it started, and objects of
 // a pack written since are in no such list; if it did list ours before our ref moved, its
 // unreachable objects are kept (loosened with the pack's fresh mtime, or put in a cruft pack),
-// never pruned. Hazard: a manual `git repack -a -d` (without -A: it drops unreachable objects
-// of the packs it replaces) that lists our pack in the moment between its .idx appearing and
-// our ref moving would drop its objects, and the ref would then point at missing ones. `git
-// fetch` guards that window with a .keep file (index-pack --keep); we do not, because a crash
-// would leave the .keep behind and the pack excluded from every later repack. `git gc` and gc
-// --auto (what the daemon runs) use -A or cruft packs and are safe; so is loose-object writing.
+// never pruned. A manual `git repack -a -d` (without -A: it drops unreachable objects of the
+// packs it replaces) that lists our pack in the moment between its .idx appearing and our ref
+// moving would drop its objects, and the ref would then point at missing ones. So a pack
+// written for a ref update (`keep`: a Ladder build, a large Lane commit, a sync merge) carries
+// a .keep from before its .idx appears until the caller's ref has moved, as `git fetch` guards
+// the same window (index-pack --keep); small-packs.ts holds and releases it, and sweeps the
+// .keep a crashed process left. Hazard: a pack written without `keep` (a changeset's code
+// commit, GitStore.writeCodeCommit, whose ref the caller moves later) still has the window.
+// `git gc` and gc --auto (what the daemon runs) use -A or cruft packs and are safe.
 // An object already in the repository is written again here, like a loose rewrite freshens its
 // mtime (see ObjectWriter.write).
 
@@ -59,6 +62,8 @@ export interface PackEntry {
 export interface WrittenPack {
   /** The pack's checksum, hex: the files are objects/pack/pack-<name>.{pack,idx}. */
   name: string;
+  /** The .keep created with `keep` (null: none asked, or one was there already). */
+  keep: string | null;
   /** Objects in the pack (duplicates in the input are written once). */
   count: number;
   bytes: number;
@@ -68,6 +73,15 @@ const TYPE_CODE: Record<PackObjectType, number> = { commit: 1, tree: 2, blob: 3 
 
 /** zlib level for pack entries: the Ladder's rung blobs are small JSON, speed matters more. */
 const LEVEL = 1;
+/**
+ * Trees are stored (zlib level 0: the bytes as they are, in a valid zlib stream). A tree is
+ * mostly 20-byte binary oids, which do not compress: a Lane's `asks/` tree of 256 fan-out
+ * entries (7.4 KiB) came to 82% of its size at level 1, for ~0.4 ms of deflate on the loaded
+ * 2-vCPU VM (~10x level 0's time) on every Lane op, the largest CPU cost of a durable write
+ * after the fsyncs. The price: such an entry is ~20% larger until git's gc repacks it (gc
+ * tries deltas for every entry it reuses, and a tree's versions delta well).
+ */
+const TREE_LEVEL = 0;
 /**
  * The zlib window for a body of `size` bytes: no larger than the body needs. zlib allocates
  * state in proportion to the window (256 KiB at the default 15 bits), for every one of a few
@@ -127,7 +141,10 @@ export interface EncodedPack {
 
 export function encodeEntry(e: PackEntry): EncodedEntry {
   const head = entryHeader(e.type, e.body.length);
-  const data = zlib.deflateSync(e.body, { level: LEVEL, windowBits: windowBitsFor(e.body.length) });
+  const data = zlib.deflateSync(e.body, {
+    level: e.type === 'tree' ? TREE_LEVEL : LEVEL,
+    windowBits: windowBitsFor(e.body.length),
+  });
   return { oid: e.oid, data: Buffer.concat([head, data]), crc: crc32(data, crc32(head)) };
 }
 
@@ -220,6 +237,15 @@ export function encodeIndex(
   return out;
 }
 
+export interface WritePackOptions {
+  fsync?: boolean;
+  /**
+   * Creates pack-<name>.keep with this content before the .idx makes the pack visible (see
+   * small-packs.ts, "In-flight packs"): the caller removes it once a ref names the objects.
+   */
+  keep?: string;
+}
+
 /**
  * Writes `objects` as objects/pack/pack-<checksum>.{pack,idx} (see the order above). With
  * `fsync`, both files and the directory entries are on disk when this resolves.
@@ -227,7 +253,7 @@ export function encodeIndex(
 export function writePack(
   gitdir: string,
   objects: readonly PackEntry[],
-  opts: { fsync?: boolean } = {},
+  opts: WritePackOptions = {},
 ): Promise<WrittenPack> {
   return writeEncodedPack(gitdir, encodePack(objects), opts);
 }
@@ -236,7 +262,7 @@ export function writePack(
 export async function writeEncodedPack(
   gitdir: string,
   enc: EncodedPack,
-  opts: { fsync?: boolean } = {},
+  opts: WritePackOptions = {},
 ): Promise<WrittenPack> {
   const dir = join(gitdir, 'objects', 'pack');
   const madeDir = await fsp.mkdir(dir).then(
@@ -251,6 +277,7 @@ export async function writeEncodedPack(
   const tmpPack = join(dir, `tmp_pack_${tag}`);
   const tmpIdx = join(dir, `tmp_idx_${tag}`);
   const final = join(dir, `pack-${enc.name}`);
+  let keep: string | null = null;
   try {
     // allSettled, not all: on the first failure (ENOSPC) the other file may still be opening,
     // and removed before it exists it would be left behind as a tmp_ file on a full disk.
@@ -260,15 +287,41 @@ export async function writeEncodedPack(
     ]);
     for (const w of written) if (w.status === 'rejected') throw w.reason;
     await renameInto(tmpPack, `${final}.pack`);
+    if (opts.keep !== undefined) keep = await createKeep(`${final}.keep`, opts.keep);
     await renameInto(tmpIdx, `${final}.idx`);
   } catch (e) {
-    await Promise.all([fsp.rm(tmpPack, { force: true }), fsp.rm(tmpIdx, { force: true })]);
+    await Promise.all([
+      fsp.rm(tmpPack, { force: true }),
+      fsp.rm(tmpIdx, { force: true }),
+      keep ? fsp.rm(keep, { force: true }) : undefined,
+    ]);
     throw e;
   }
   if (opts.fsync) {
     await Promise.all([syncDir(dir), madeDir ? syncDir(join(gitdir, 'objects')) : undefined]);
   }
-  return { name: enc.name, count: enc.count, bytes: enc.bytes };
+  return { name: enc.name, keep, count: enc.count, bytes: enc.bytes };
+}
+
+/**
+ * Creates a .keep exclusively (no fsync: after a power cut no write is in flight, and a lost
+ * one costs nothing). Null when it exists already: another write of the same objects holds it,
+ * or git's own, and neither is ours to remove.
+ */
+async function createKeep(path: string, content: string): Promise<string | null> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(path, 'wx', 0o444);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return null;
+    throw e;
+  }
+  try {
+    await fh.writeFile(content);
+  } finally {
+    await fh.close();
+  }
+  return path;
 }
 
 /**

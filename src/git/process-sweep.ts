@@ -6,11 +6,15 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 // - its environment carries the run's marker variable (inherited by every descendant that did
 //   not scrub its environment; /proc/<pid>/environ is the environment it was started with);
 // - its working directory is inside the run's private directory (the checkout, HOME, TMPDIR);
+// - it holds the run's stdout or stderr (inherited by a double-forked daemon that scrubbed its
+//   environment and left the directory, unless it also redirected them);
 // - it is in the command's process group or session, or descends from the command or from a
 //   process found above (parent links in /proc/<pid>/stat).
-// A process that clears its environment, leaves the directory and double-forks after setsid
-// would still escape; nothing short of a cgroup or PID namespace catches that, and neither is
-// available to an unprivileged user everywhere. Without /proc (macOS) only the group is killed.
+// A process that clears its environment, leaves the directory, redirects its output and
+// double-forks after setsid would still escape; nothing short of a cgroup or PID namespace
+// catches that, and neither is available to an unprivileged user everywhere (nor is a sandbox
+// that runs as the user a boundary: such a command could as well use cron). Without /proc
+// (macOS) only the group is killed.
 
 export interface SweepMark {
   /** "NAME=value" as it appears in the environment block. */
@@ -19,6 +23,39 @@ export interface SweepMark {
   dir: string;
   /** The command's pid: the leader of its own process group and session (spawn `detached`). */
   root: number;
+  /** What the command's stdout and stderr link to in /proc (`socket:[…]`, `pipe:[…]`). */
+  outputs?: readonly string[];
+}
+
+/** What fds 1 and 2 of `pid` link to (read right after spawn: the run's own output). */
+export function outputLinks(pid: number): string[] {
+  const links: string[] = [];
+  for (const fd of [1, 2]) {
+    try {
+      const l = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (/^(?:socket|pipe):\[\d+\]$/.test(l)) links.push(l);
+    } catch {
+      /* no /proc, or already gone */
+    }
+  }
+  return links;
+}
+
+function holdsOutput(pid: number, outputs: readonly string[]): boolean {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return false; // another user's process, or gone
+  }
+  for (const fd of fds) {
+    try {
+      if (outputs.includes(readlinkSync(`/proc/${pid}/fd/${fd}`))) return true;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return false;
 }
 
 interface ProcInfo {
@@ -56,7 +93,7 @@ function carriesMark(pid: number, mark: SweepMark, env: Buffer): boolean {
   } catch {
     /* gone, or not ours to see */
   }
-  return false;
+  return mark.outputs !== undefined && mark.outputs.length > 0 && holdsOutput(pid, mark.outputs);
 }
 
 let procAvailable: boolean | null = null;

@@ -1,3 +1,4 @@
+import { ZzError } from '../errors.js';
 import type { CatFile } from './cat-file.js';
 import { assertRevArg, runGit } from './native-git.js';
 import { parseCommit, parseTree, type CommitData, type TreeEntry } from './objects.js';
@@ -282,6 +283,14 @@ export async function commitMessages(
     '--',
   ];
   const r = await runGit(args, { cwd: gitdir });
+  // With --topo-order, git meets a missing commit with "error: Could not read <oid>" and
+  // exits 0, the history cut there: a shorter history would be taken for the whole one.
+  if (/^error: Could not read /m.test(r.stderr)) {
+    throw new ZzError('git_failed', `git log failed: ${r.stderr.trim().split('\n', 1)[0]}`, {
+      code: r.code,
+      stderr: r.stderr,
+    });
+  }
   const buf = r.stdout;
   const out: CommitMessage[] = [];
   // Each field decoded from the buffer on its own: strings split from one decoding of the

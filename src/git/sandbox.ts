@@ -6,7 +6,7 @@ import { basename, join } from 'node:path';
 import { ZzError } from '../errors.js';
 import { KeyedQueue } from '../local/keyed-queue.js';
 import { assertRevArg, runGit } from './native-git.js';
-import { signalRun, sweepRun, type SweepMark } from './process-sweep.js';
+import { outputLinks, signalRun, sweepRun, type SweepMark } from './process-sweep.js';
 
 // run_in_sandbox: a command in a throwaway checkout of one commit. The checkout is a detached
 // linked worktree in a fresh temp dir, so it costs one checkout and shares the object store.
@@ -173,8 +173,11 @@ function runCommand(
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // The ends of our pipes the command holds, read before it can close them: a daemon that
+    // scrubbed its environment and left the directory is still found by them.
+    const outputs = child.pid === undefined ? [] : outputLinks(child.pid);
     const mark = (): SweepMark | null =>
-      child.pid === undefined ? null : { env: marker, dir: runDir, root: child.pid };
+      child.pid === undefined ? null : { env: marker, dir: runDir, root: child.pid, outputs };
     let swept: Promise<unknown> = Promise.resolve();
     const finish = async (spawnError: NodeJS.ErrnoException | null) => {
       if (settled) return;

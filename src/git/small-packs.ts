@@ -39,13 +39,26 @@ import {
 //   directory existed long before: what must be durable is the new entry in it, not the
 //   directory itself. A directory we had to create (objects/pack/ in a fresh repository) is an
 //   entry of its parent, so objects/ is fsynced as well.
-// - So any temp-file-and-rename scheme waits twice: data, then names (the ref's lock fsync runs
-//   beside the second wait). What a pack changes is how many fsyncs each wait holds. Loose, a
-//   Lane op is 5 files in 5 fan-out directories: 5 fdatasyncs, then 5 directory fsyncs beside
-//   the lock's, 11 in all, each a device cache flush even where the journal commit is shared,
-//   and more than libuv's 4 pool threads, so each wait runs in two waves. As a pack: the .pack
-//   and .idx (2 fdatasyncs), then objects/pack/ beside the lock (2 fsyncs). Measured on the
-//   2-vCPU VM (ext4 on virtio; README, Performance): a write ~1.5x faster.
+// - So any temp-file-and-rename scheme waits twice: data, then names; the ref's lock (its
+//   new value synced) is renamed after both. What a pack changes is how many syncs each wait
+//   holds. Loose, a Lane op is 5 files in 5 fan-out directories: 5 fdatasyncs, then 5
+//   directory fsyncs, 11 with the lock's, each a device cache flush even where the journal
+//   commit is shared, and more than libuv's 4 pool threads, so each wait runs in two waves. As
+//   a pack: the .pack, the .idx and the ref's lock (3 fdatasyncs in one wait: GitStore.commit
+//   takes the lock while the objects' syncs run), then objects/pack/ alone (1 fsync).
+// - What each write does, and why no step can go (a durable Lane op, issue 17; strace of a
+//   single writer, per write): create tmp_pack + tmp_idx, issue their fdatasyncs; while they
+//   run, create this pack's .keep, then take the ref's lock (create the owner token, link it
+//   to <ref>.lock, read the ref, write the new value, issue its fdatasync); wait 1. Rename the
+//   .pack, then the .idx; fsync objects/pack/; wait 2. Rename the lock over the ref; unlink
+//   the .keep; the token's unlink goes to the pool. 3 fdatasyncs + 1 fsync, 3 renames, 1
+//   link, 4 file creations, 2 unlinks on the write's path (the merges below add ~2 unlinks
+//   and 0.2 syncs a write, in the background). Before this order (main at 18a461d): the same
+//   3 renames, 4 creations and link, 2 fdatasyncs then 2 fsyncs (the lock's in the second
+//   wait, after the lock's work between the waits), 2 stats and an access, the token's
+//   unlink on the path. Neither wait's directory fsync is redundant on a filesystem that
+//   does not order metadata (the .pack's and .idx's names are new; the lock's directory is
+//   not synced at all, as git does not, README "Durability").
 // (Not done: skipping the directory fsync when the rename replaced an existing object: then
 // the old entry already names a complete copy, so it would be safe, but zz rarely rewrites an
 // object it has, and the check costs a system call on every write.)
@@ -53,7 +66,7 @@ import {
 // The pack itself is written as git-pack-writer's big packs are (see pack-writer.ts: .pack
 // renamed into place before the .idx that makes it visible), with synchronous calls for its
 // few KiB (see ObjectWriter's createSmallSync for why) and only the fsyncs in the pool; its
-// directory fsync is left to the caller (`pending`), who runs it beside the ref lock's fsync.
+// directory fsync is left to the caller (`pending`), who runs it before the ref moves.
 //
 // Bounded packs. A pack per write would leave thousands of packs: each is one more index a
 // read may search (measured: 1,000 tiny packs still read in ~0.03 ms an object, but git
@@ -86,8 +99,9 @@ import {
 // which repack honours, until the caller calls release() after the ref update (whatever its
 // outcome); only then is it tracked for merging. A crash inside the window leaves a .keep
 // behind, naming its process (host, pid, start time): the next zz to write here removes it
-// once that process is gone, and until then git only leaves that small pack alone. pack-writer.ts's big
-// packs still have the window (documented there).
+// once that process is gone, and until then git only leaves that small pack alone. A large
+// pack written for a ref update (writeLarge: a Ladder build, a big Lane commit or sync merge)
+// is held the same way; pack-writer.ts says which packs still have the window.
 
 /** Small packs merged into one, and merged packs into one more. */
 export const FAN_IN = 16;
@@ -121,7 +135,7 @@ export class SmallPacks {
   /** Small packs written with a `pending` set whose ref has not moved yet, and their .keep. */
   private readonly held = new WeakMap<
     ReadonlySet<string>,
-    Array<{ keep: string | null; enc: EncodedPack }>
+    Array<{ keep: string | null; enc: EncodedPack | null }>
   >();
   private knownDir = false;
   /** Stale .keep files of dead zz processes removed (once per process and repository). */
@@ -145,36 +159,55 @@ export class SmallPacks {
   async write(objects: readonly PackEntry[], pending?: Set<string>): Promise<void> {
     const enc = encodePack(objects);
     if (enc.bytes > SYNC_WRITE_MAX) {
-      await writeEncodedPack(this.gitdir, enc, { fsync: this.opts.fsync });
+      await this.writeLarge(enc, pending);
       this.leftForGc++;
       return;
     }
-    const madeDir = this.makeDir();
+    let madeDir = this.knownDir ? false : this.makeDir();
     const tag = tmpTag();
     const tmpPack = join(this.dir, `tmp_pack_${tag}`);
     const tmpIdx = join(this.dir, `tmp_idx_${tag}`);
+    const final = join(this.dir, `pack-${enc.name}`);
     const fds: number[] = [];
+    let keep: string | null = null;
     try {
-      fds.push(createSync(tmpPack, enc.pack));
+      try {
+        fds.push(createSync(tmpPack, enc.pack));
+      } catch (e) {
+        // objects/pack/ is made once per process and then trusted (no stat per write); gone
+        // since (a repository re-initialised under us): made again, as git would.
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+        madeDir = this.makeDir() || madeDir;
+        fds.push(createSync(tmpPack, enc.pack));
+      }
       fds.push(createSync(tmpIdx, [enc.idx]));
-      if (this.opts.fsync) await Promise.all(fds.map(fdatasync));
+      const synced = this.opts.fsync ? Promise.all(fds.map(fdatasync)) : Promise.resolve([]);
+      synced.catch(() => {}); // awaited below
+      // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
+      // until the ref that names its objects has moved: see the header, "In-flight packs".
+      // Made while the data syncs run, when the event loop has nothing else to do (a file
+      // creation waits for the filesystem's journal: ~1 ms on a busy disk). A .keep before its
+      // .pack is nothing to git (count-objects calls it garbage for that moment).
+      try {
+        if (pending) {
+          this.sweepOnce();
+          keep = holdKeep(`${final}.keep`);
+        }
+      } catch (e) {
+        await synced.catch(() => {}); // no fd is closed under a sync still running
+        throw e;
+      }
+      await synced;
     } catch (e) {
       for (const fd of fds) closeQuietly(fd);
       rmSync(tmpPack, { force: true });
       rmSync(tmpIdx, { force: true });
+      if (keep) rmSync(keep, { force: true });
       throw e;
     }
     for (const fd of fds) closeSync(fd);
-    const final = join(this.dir, `pack-${enc.name}`);
-    installSync(tmpPack, `${final}.pack`, tmpIdx);
-    // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
-    // until the ref that names its objects has moved: see the header, "In-flight packs".
-    if (pending && !this.swept) {
-      this.swept = true;
-      sweepStaleKeeps(this.dir);
-    }
-    const keep = pending ? holdKeep(`${final}.keep`) : null;
     try {
+      installSync(tmpPack, `${final}.pack`, tmpIdx);
       installSync(tmpIdx, `${final}.idx`);
     } catch (e) {
       if (keep) rmSync(keep, { force: true });
@@ -192,14 +225,36 @@ export class SmallPacks {
         ]);
       }
     }
-    if (pending) {
-      // Merged only once released: a merged pack carries no .keep.
-      const held = this.held.get(pending) ?? [];
-      held.push({ keep, enc });
-      this.held.set(pending, held);
-    } else {
-      this.track(enc);
-    }
+    if (pending) this.hold(pending, keep, enc);
+    else this.track(enc);
+  }
+
+  /**
+   * Writes a pack that is left for git's gc (pack-writer's async path: a Ladder build, a
+   * large commit or merge). With `pending` it carries a .keep until release(), as a small
+   * pack does ("In-flight packs" above); its directory is synced here either way.
+   */
+  async writeLarge(enc: EncodedPack, pending?: Set<string>): Promise<void> {
+    if (pending) this.sweepOnce();
+    const written = await writeEncodedPack(this.gitdir, enc, {
+      fsync: this.opts.fsync,
+      ...(pending ? { keep: KEEP_OWNER } : {}),
+    });
+    if (pending) this.hold(pending, written.keep, null);
+  }
+
+  private sweepOnce(): void {
+    if (this.swept) return;
+    this.swept = true;
+    sweepStaleKeeps(this.dir);
+  }
+
+  /** A pack written for `pending`'s ref update: its .keep goes, and `enc` is tracked, on release. */
+  private hold(pending: ReadonlySet<string>, keep: string | null, enc: EncodedPack | null): void {
+    // Merged only once released: a merged pack carries no .keep.
+    const held = this.held.get(pending) ?? [];
+    held.push({ keep, enc });
+    this.held.set(pending, held);
   }
 
   /**
@@ -211,8 +266,8 @@ export class SmallPacks {
     if (!held) return;
     this.held.delete(pending);
     for (const { keep, enc } of held) {
-      if (keep) rmSync(keep, { force: true });
-      this.track(enc);
+      if (keep) unlinkQuietly(keep);
+      if (enc) this.track(enc);
     }
   }
 
@@ -228,7 +283,6 @@ export class SmallPacks {
   }
 
   private makeDir(): boolean {
-    if (this.knownDir && existsSync(this.dir)) return false;
     try {
       mkdirSync(this.dir);
       return true;
@@ -404,6 +458,15 @@ async function removePack(base: string): Promise<void> {
 // fdatasync, looked up on `fs` at call time so that tests can watch the order.
 function fdatasync(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+}
+
+/** unlink without rmSync's two stats first; gone already is fine. */
+function unlinkQuietly(path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
 }
 
 function closeQuietly(fd: number): void {

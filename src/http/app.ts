@@ -10,7 +10,7 @@ import {
 } from '../tools/index.js';
 import { decodePositions, openEventStream } from './event-stream.js';
 import { hostMatcher, originAllowed } from './host-check.js';
-import { withText } from './known-bodies.js';
+import { answersWithText, signalOf, withText } from './known-bodies.js';
 import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
 
 // The daemon's routes as a plain fetch handler (Request → Response), so tests call it without
@@ -72,10 +72,13 @@ export function json(
   status: number,
   body: unknown,
   headers: Record<string, string> = {},
+  textOnly = false,
 ): Response {
   const text = JSON.stringify(body);
-  // The node adapter writes the text itself instead of reading the body stream back.
-  return withText(new Response(text, { status, headers: { ...JSON_HEADERS, ...headers } }), text);
+  // The node adapter writes the text itself instead of reading the body stream back; when it
+  // is the only reader (textOnly), the Response carries no body at all (known-bodies.ts).
+  const init = { status, headers: { ...JSON_HEADERS, ...headers } };
+  return withText(new Response(textOnly ? null : text, init), text);
 }
 
 /** What a request did, for its log line. */
@@ -83,6 +86,8 @@ interface Trace {
   repo: string | null;
   tool: string | null;
   actor: string | null;
+  /** Only the node adapter reads the answer, as text (known-bodies.ts answersWithText). */
+  textOnly: boolean;
 }
 
 const INTERNAL_MESSAGE = 'internal error; the daemon log has the details';
@@ -197,7 +202,8 @@ export function createApp(opts: AppOptions): App {
     // (Not AbortSignal.any: on Node 20 it keeps every request's signal alive.)
     const call = new AbortController();
     const abort = () => call.abort();
-    req.signal.addEventListener('abort', abort, { once: true });
+    const signal = signalOf(req);
+    signal.addEventListener('abort', abort, { once: true });
     calls.add(call);
     // A call still reading its body when close() ran was not in `calls` yet: end it too.
     if (closing) call.abort();
@@ -209,10 +215,10 @@ export function createApp(opts: AppOptions): App {
         signal: call.signal,
         services,
       });
-      return json(200, { result });
+      return json(200, { result }, {}, trace.textOnly);
     } finally {
       calls.delete(call);
-      req.signal.removeEventListener('abort', abort);
+      signal.removeEventListener('abort', abort);
     }
   }
 
@@ -229,13 +235,13 @@ export function createApp(opts: AppOptions): App {
       onClose: () => streams.delete(stream.close),
       // Revoking a token (or the dashboard session it opened) ends its open streams too.
       stillAuthorized: () =>
-        authenticate(req, repo, { repo: null, tool: null, actor: null }).then(
+        authenticate(req, repo, { repo: null, tool: null, actor: null, textOnly: false }).then(
           (c) => c !== null,
           () => false,
         ),
     });
     streams.add(stream.close);
-    req.signal.addEventListener('abort', stream.close, { once: true });
+    signalOf(req).addEventListener('abort', stream.close, { once: true });
     return new Response(stream.body, {
       status: 200,
       headers: {
@@ -301,7 +307,19 @@ export function createApp(opts: AppOptions): App {
             'MCP on this repository needs a bearer token (run `zz login` or `zz agent create`)',
           );
         }
-        return opts.mcpHandler(req, { repo, caller });
+        // The body is read here, under the same limit as a tool call's: the SDK reads a
+        // stream that fails past the limit as "could not be read" (a 400), so a chunked body
+        // too large was never a 413 (issue 11.10).
+        const mcpReq =
+          req.method === 'POST'
+            ? new Request(req.url, {
+                method: 'POST',
+                headers: req.headers,
+                body: await readBody(req, maxBodyBytes),
+                signal: req.signal,
+              })
+            : req;
+        return opts.mcpHandler(mcpReq, { repo, caller });
       }
     }
     if (parts[0] !== 'api' && opts.pageHandler) {
@@ -327,7 +345,7 @@ export function createApp(opts: AppOptions): App {
         log(
           `${new Date().toISOString()} error ${trace.repo ?? '-'} ${trace.tool ?? '-'}: ${stackOf(e)}`,
         );
-        return json(status, { error: INTERNAL_MESSAGE, code: e.code });
+        return json(status, { error: INTERNAL_MESSAGE, code: e.code }, {}, trace.textOnly);
       }
       const headers: Record<string, string> = {};
       if (e.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="zz"';
@@ -338,20 +356,20 @@ export function createApp(opts: AppOptions): App {
       const body: Record<string, unknown> = { error: e.message, code: e.code };
       if (e.details !== undefined && e.code !== 'method_not_allowed') body.details = e.details;
       try {
-        return json(status, body, headers);
+        return json(status, body, headers, trace.textOnly);
       } catch {
-        return json(status, { error: e.message, code: e.code }, headers);
+        return json(status, { error: e.message, code: e.code }, headers, trace.textOnly);
       }
     }
     log(
       `${new Date().toISOString()} error ${trace.repo ?? '-'} ${trace.tool ?? '-'}: ${stackOf(e)}`,
     );
-    return json(500, { error: INTERNAL_MESSAGE, code: 'internal' });
+    return json(500, { error: INTERNAL_MESSAGE, code: 'internal' }, {}, trace.textOnly);
   }
 
   async function fetch(req: Request): Promise<Response> {
     const started = performance.now();
-    const trace: Trace = { repo: null, tool: null, actor: null };
+    const trace: Trace = { repo: null, tool: null, actor: null, textOnly: answersWithText(req) };
     let res: Response;
     try {
       const host = req.headers.get('host') ?? new URL(req.url).host;

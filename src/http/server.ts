@@ -163,10 +163,8 @@ async function handle(
       res.destroy(); // the client left before its body arrived
       return;
     }
-    request = withReadBody(
-      new Request(base + url, { method, headers, signal: aborted.signal }),
-      body,
-    );
+    // No signal on the Request itself: see known-bodies.ts (it travels beside it).
+    request = withReadBody(new Request(base + url, { method, headers }), body, aborted.signal);
   } else {
     request = new Request(base + url, {
       method,

@@ -156,6 +156,22 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
     return this.loading;
   }
 
+  /** The ref's history (from `since`), or this entity reported unreadable. */
+  private async history(head: string, since?: string): Promise<CommitRecord[]> {
+    try {
+      return await this.store.history(this.ref, since);
+    } catch (e) {
+      // git cannot walk the ref's history (it points at a blob or a tree, or at an object
+      // that is missing, on the whole walk or on the tail above a cached revision): this
+      // entity is unreadable, the others are not.
+      if (e instanceof ZzError && e.code === 'git_failed' && exitedNonZero(e)) {
+        this.snap = null;
+        throw this.corrupt(`its history cannot be read (${firstLine(e.message)})`, head);
+      }
+      throw e;
+    }
+  }
+
   private async load(head: string | null): Promise<Snapshot<S, Op>> {
     const prev = this.snap;
     if (head === null) {
@@ -164,7 +180,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
     }
     // Extend the cached fold when the new head descends linearly from what we hold.
     if (prev?.revision) {
-      const tail = await this.store.history(this.ref, prev.revision);
+      const tail = await this.history(head, prev.revision);
       if (
         tail.length > 0 &&
         tail[0]!.parents.includes(prev.revision) &&
@@ -180,18 +196,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         return this.snap;
       }
     }
-    let all: CommitRecord[];
-    try {
-      all = await this.store.history(this.ref);
-    } catch (e) {
-      // git cannot walk the ref's history (it points at a blob or a tree, or at an object
-      // that is missing): this entity is unreadable, the others are not.
-      if (e instanceof ZzError && e.code === 'git_failed' && exitedNonZero(e)) {
-        this.snap = null;
-        throw this.corrupt(`its history cannot be read (${firstLine(e.message)})`, head);
-      }
-      throw e;
-    }
+    const all = await this.history(head);
     this.reset();
     const draft = this.codec.clone(this.snap!.state);
     const log: Array<LoggedOp<Op>> = [];

@@ -165,11 +165,19 @@ export class GitStore implements Store {
     // A singleton entity starts from a fixed root commit (same bytes on every machine), so two
     // independent `zz init`s share history and a sync merge of them has a common base.
     const root = req.parent === null && SINGLETON_REFS.has(ref) ? await this.rootCommit(ref) : null;
-    // The objects' data is fsynced before writeCommit resolves; the directories their names
-    // went into are fsynced beside the ref's lock, before the ref moves (one wait, not two).
+    // Two waits in all, the least a new file allows: a file's data must be durable before its
+    // name is (else a power cut can leave the name over an empty file: a corrupt object in
+    // place, which git trusts), and a name is durable only once its directory is fsynced; the
+    // ref moves after both. So the objects are written first and their data syncs started
+    // (`written`); while those run, the ref's lock is taken, checked and its new value written
+    // and synced beside them (RefStore.cas's `durable`: one wait for objects and lock); then
+    // the objects' renames and their directories' fsyncs (the second wait); then the ref moves.
+    // (Before, the lock was taken and synced between the two waits and its own work and fsync
+    // lengthened the second.)
     const pending: PendingDirs = new Set();
+    let written: Promise<void> | null = null;
     try {
-      const oid = await this.writeCommit(
+      const { oid, write } = await this.prepareCommit(
         {
           parents: req.parent ? [req.parent] : root ? [root] : [],
           changes: req.changes,
@@ -178,9 +186,19 @@ export class GitStore implements Store {
         },
         pending,
       );
-      await this.repo.refs.cas(ref, req.parent, oid, () => this.repo.objects.syncDirs(pending));
+      // Runs synchronously up to the data syncs, which then run while the lock is taken.
+      written = write();
+      written.catch(() => {}); // awaited below: not an unhandled rejection meanwhile
+      const objects = written;
+      await this.repo.refs.cas(ref, req.parent, oid, async () => {
+        await objects;
+        await this.repo.objects.syncDirs(pending);
+      });
       return oid;
     } finally {
+      // The writes are over (a CAS that failed may have returned first) before their packs are
+      // released: a pack still being written when release() ran would keep its .keep for good.
+      if (written) await written.catch(() => {});
       // Small packs stay .kept until here, so no `git repack -a -d` drops them meanwhile.
       this.repo.objects.release(pending);
     }
@@ -208,6 +226,19 @@ export class GitStore implements Store {
    * `changes` applied. Sync uses it for merge commits (two parents) and moves refs itself.
    */
   async writeCommit(req: EntityCommitRequest, pending?: PendingDirs): Promise<string> {
+    const { oid, write } = await this.prepareCommit(req, pending);
+    await write();
+    return oid;
+  }
+
+  /**
+   * writeCommit in two steps: the commit's id, every object hashed (the trees it needs read),
+   * and `write`, which writes the objects (see ObjectWriter.writeMany for `pending`).
+   */
+  private async prepareCommit(
+    req: EntityCommitRequest,
+    pending?: PendingDirs,
+  ): Promise<{ oid: string; write: () => Promise<void> }> {
     const base = req.parents[0];
     const baseTree = base ? await this.treeOf(base) : null;
     // Every path is checked before the first object is written: `..`, `.git` or an empty
@@ -237,10 +268,12 @@ export class GitStore implements Store {
     const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
     const oid = hashObject('commit', body).oid;
     writes.add('commit', body);
-    await writes.done();
-    for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
-    this.remember(this.commitTrees, oid, tree);
-    return oid;
+    const write = async (): Promise<void> => {
+      await writes.done();
+      for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
+      this.remember(this.commitTrees, oid, tree);
+    };
+    return { oid, write };
   }
 
   async writeCodeCommit(req: CodeCommitRequest): Promise<string> {

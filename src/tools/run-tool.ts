@@ -4,11 +4,14 @@ import type { ToolContext, ToolDef } from './define-tool.js';
 
 // The one path every call takes, whatever the transport: find, authorise, parse, run, check.
 
-export function describeZodError(e: z.ZodError): string {
+export function describeZodError(e: z.ZodError, raw?: object): string {
   return e.issues
     .slice(0, 5)
     .map((i) => {
       const path = i.path.map(String).join('.');
+      // A field left out is "required", not "expected string, received undefined".
+      if (i.code === 'invalid_type' && raw && i.path.length === 1 && !(String(i.path[0]) in raw))
+        return `${path} is required`;
       if (i.code === 'unrecognized_keys') {
         const keys = i.keys.map((k) => (path ? `${path}.${k}` : k));
         return `unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}`;
@@ -24,7 +27,7 @@ export function parseArgs<T extends z.ZodType>(schema: T, raw: unknown): z.infer
   }
   const r = schema.safeParse(raw);
   if (!r.success)
-    throw new ZzError('invalid_argument', describeZodError(r.error), {
+    throw new ZzError('invalid_argument', describeZodError(r.error, raw), {
       issues: r.error.issues.slice(0, 20),
     });
   return r.data;

@@ -1,4 +1,4 @@
-import { isZzError } from '../errors.js';
+import { isZzError, type ErrorCode } from '../errors.js';
 import { Claims, LaneWatcher } from './claims.js';
 import {
   resolveFlow,
@@ -29,6 +29,8 @@ export interface WorkSummary {
   released: number;
   /** True when it stopped because of the signal (Ctrl-C), not because it ran out of work. */
   interrupted: boolean;
+  /** Why the last Ask given back was given back (`zz work --once` exits with it). */
+  failure: { ask_id: string; code: ErrorCode; reason: string } | null;
 }
 
 export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
@@ -36,7 +38,13 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
   const leaseSeconds = opts.leaseSeconds ?? 300;
   const claims = new Claims(opts.call, opts.laneId, opts.kinds, leaseSeconds);
   const watcher = new LaneWatcher(opts.call, opts.laneId);
-  const summary: WorkSummary = { asks: 0, answered: 0, released: 0, interrupted: false };
+  const summary: WorkSummary = {
+    asks: 0,
+    answered: 0,
+    released: 0,
+    interrupted: false,
+    failure: null,
+  };
   emit({
     type: 'start',
     lane_id: opts.laneId,
@@ -78,9 +86,12 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
     }
     idle = false;
     summary.asks++;
-    const ok = await workOne(ask, opts, claims, emit);
-    if (ok) summary.answered++;
-    else summary.released++;
+    const failure = await workOne(ask, opts, claims, emit);
+    if (!failure) summary.answered++;
+    else {
+      summary.released++;
+      summary.failure = { ask_id: ask.ask_id, ...failure };
+    }
     if (opts.once) break;
   }
   summary.interrupted = !!opts.signal?.aborted;
@@ -111,7 +122,7 @@ async function workOne(
   opts: WorkOptions,
   claims: Claims,
   emit: (e: WorkEvent) => void,
-): Promise<boolean> {
+): Promise<{ code: ErrorCode; reason: string } | null> {
   const started = Date.now();
   emit({
     type: 'claimed',
@@ -145,8 +156,9 @@ async function workOne(
           emit({ type: 'tool', ask_id: ask.ask_id, tool, ok, ...(detail ? { detail } : {}) }),
         );
     if (!result) {
-      await giveBack(ask, `no answer after ${opts.maxTurns ?? 20} turns`, claims, emit);
-      return false;
+      const reason = `no answer after ${opts.maxTurns ?? 20} turns`;
+      await giveBack(ask, reason, claims, emit);
+      return { code: 'unavailable', reason };
     }
     emit({
       type: 'answered',
@@ -156,7 +168,7 @@ async function workOne(
       follow_ups: result.follow_ups,
       ms: Date.now() - started,
     });
-    return true;
+    return null;
   } catch (e) {
     const reason = abort.signal.aborted
       ? String((abort.signal.reason as Error | undefined)?.message ?? 'interrupted')
@@ -165,7 +177,9 @@ async function workOne(
         : `internal error: ${(e as Error)?.message ?? String(e)}`;
     emit({ type: 'error', ask_id: ask.ask_id, message: reason });
     await giveBack(ask, reason, claims, emit);
-    return false;
+    // A lost lease aborts with a ZzError of its own; what aborted the step is the cause.
+    const cause: unknown = abort.signal.aborted ? abort.signal.reason : e;
+    return { code: isZzError(cause) ? cause.code : 'internal', reason };
   } finally {
     lease.stop();
     opts.signal?.removeEventListener('abort', onStop);

@@ -171,12 +171,19 @@ describe('multi-line values are shown whole or marked', () => {
           '--json',
         );
       const a = (await post('docs', 'Write it')).json().ask.ask_id as string;
-      await post('_repo', 'Elsewhere');
+      const e = (await post('_repo', 'Elsewhere')).json().ask.ask_id as string;
+      await zz(dir, env, 'ask', 'claim', '--lane-id', '_repo', '--ask-id', e);
+      const claimed = await zz(dir, env, 'ask', 'list', '--state', 'claimed');
+      expect(claimed.stdout).toMatch(new RegExp(`${e} +_repo +work +claimed +\\d +owner@`));
+      expect(claimed.stdout).not.toContain(a);
+      const open = await zz(dir, env, 'ask', 'list', '--mine', '--state', 'open');
+      expect(open.stdout).toMatch(new RegExp(`^${a} +docs +work +open`, 'm'));
+      expect(open.stdout).not.toContain(e);
       const list = await zz(dir, env, 'ask', 'list');
       expect(list.code).toBe(0);
       expect(list.stdout).toMatch(/ASK_ID +LANE_ID +KIND +STATE/);
       expect(list.stdout).toMatch(new RegExp(`${a} +docs +work +open`));
-      expect(list.stdout).toMatch(/_repo +work +open .*Elsewhere/);
+      expect(list.stdout).toMatch(/_repo +work +claimed .*Elsewhere/);
       const get = await zz(dir, env, 'ask', 'get', '--lane-id', 'docs', '--ask-id', a);
       expect(get.stdout).toContain('  body: |\n    Write it\n    second line\n');
       expect((await zz(dir, env, 'ask', 'cancel', '--lane-id', 'docs', '--ask-id', a)).code).toBe(
@@ -186,6 +193,19 @@ describe('multi-line values are shown whole or marked', () => {
       const cancelled = await zz(dir, env, 'ask', 'list', '--state', 'cancelled');
       expect(cancelled.stdout).toMatch(new RegExp(`${a} +docs +work +cancelled`));
       expect(cancelled.stdout).not.toContain('Elsewhere');
+      // zz lane list: the counts whole, and when a Lane was closed.
+      const lanes = await zz(dir, env, 'lane', 'list');
+      const closedAt = (await zz(dir, env, 'lane', 'get', '--lane-id', 'docs', '--json')).json()
+        .lane.closed.at as string;
+      expect(lanes.stdout).toMatch(/LANE_ID +TITLE +COUNTS +CLOSED +COORDINATORS/);
+      expect(lanes.stdout).toMatch(
+        new RegExp(`docs +Docs +open=0 claimed=0 answered=0 cancelled=1 total=1 +${closedAt} `),
+      );
+      expect(lanes.stdout).toMatch(/_repo +Repository +open=0 claimed=1 .* total=1 +- +owner@/);
+      expect(lanes.stdout).not.toContain('…');
+      // An empty list is a list, not a dash.
+      const agents = await zz(dir, env, 'agent', 'list');
+      expect(agents.stdout).toBe('agents (0)\n(none)\n');
     } finally {
       cleanup();
     }

@@ -74,8 +74,32 @@ describe('flags', () => {
     expect(r.stderr).toBe('zz: unknown flag --titel; did you mean --title?\n');
     const r2 = await run('lane', 'propose', '--lane-id', 'y', '--title', 'Y', '--some-thing', '1');
     expect(r2.stderr).toBe('zz: unknown flag --some-thing\n'); // never its camelCase twin
+    // A word of another flag of the command is pointed at that flag.
     const r3 = await run('git', 'log', '--order', 'newest');
-    expect(r3.stderr).toMatch(/^zz: --order must be one of .*"topo".* \(got "newest"\)\n$/);
+    expect(r3.stderr).toMatch(
+      /^zz: --order must be one of .*"topo".* \(got "newest"\); did you mean --direction newest\?\n$/,
+    );
+    expect((await run('git', 'log', '--order', 'sideways')).stderr).not.toMatch(/did you mean/);
+  });
+
+  it('help and completion list each flag once; the snake_case spelling still works', async () => {
+    const h = await run('ask', 'post', '--help');
+    expect(h.stdout).toMatch(/^ +--lane-id +\[string\] \[required\]$/m);
+    expect(h.stdout).not.toContain('lane_id');
+    expect(h.stdout).not.toContain('idempotency_key');
+    const flags = await run('--get-yargs-completions', 'zz', 'ask', 'post', '--');
+    expect(flags.stdout.split('\n')).toContain('--depends-on');
+    expect(flags.stdout).not.toContain('_');
+    const snake = await run('ask', 'post', '--lane_id', 'x', '--kind', 'work', '--title', 'S');
+    expect(snake.stderr).toBe('');
+    expect(snake.code).toBe(0);
+    // A misspelt snake_case flag is still named, and a value is never rewritten.
+    const typo = await run('ask', 'post', '--lane_idd', 'x', '--kind', 'work', '--title', 'S');
+    expect(typo.stderr).toBe('zz: unknown flag --lane-idd; did you mean --lane-id?\n');
+    const value = await run(
+      ...['ask', 'post', '--lane-id', 'x', '--kind', 'work', '--title=--not_a_flag', '--json'],
+    );
+    expect(value.json().ask.title).toBe('--not_a_flag');
   });
 
   it('a misspelt command gets a suggestion', async () => {

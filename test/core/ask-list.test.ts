@@ -131,6 +131,14 @@ describe('lane_close', () => {
       outcome: 'complete',
       result: 'done',
     });
+    // Recorded like any op, with who closed it.
+    const history = (await call(repo, BOB, 'lane_get', { lane_id: 'a' })).history as Array<{
+      op: string;
+      actor: string;
+    }>;
+    expect(history.filter((h) => h.op === 'lane_close')).toEqual([
+      expect.objectContaining({ op: 'lane_close', actor: ALICE.actor }),
+    ]);
     // An owner may close any Lane.
     await call(repo, OWNER, 'lane_close', { lane_id: 'b' });
   });

@@ -1,26 +1,22 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_TOKENS_PER_ACTOR, TokenStore } from '../../src/core/token-store.js';
+import { settleBackground } from '../../src/local/background.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const dirs: string[] = [];
-afterEach(() => {
+afterEach(async () => {
+  // A store's last-use stamp is written lazily (~10 ms after a verify, `mkdir: true`): removed
+  // before it lands, the directory was made again and left behind (hundreds piled up in /tmp).
+  await settleBackground();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 function gitdir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'zz-tokens-'));
+  const d = tempDir('zz-tokens-');
   dirs.push(d);
   return d;
 }

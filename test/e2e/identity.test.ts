@@ -62,6 +62,51 @@ describe('credentials per repository', () => {
   });
 });
 
+describe('credentials per daemon', () => {
+  it('two repositories with a daemon each keep their own logins; a daemon serving both honours each token only in its repository', async () => {
+    const env = privateEnv();
+    const a = repo('zz-id-two-a-');
+    const b = repo('zz-id-two-b-');
+    await ok(zz(a, env, ['init']));
+    await ok(zz(b, env, ['init']));
+    const dA = await serve(a, env);
+    const dB = await serve(b, env);
+    const loginA = (await ok(zz(a, env, ['login', '--json']))).json();
+    const loginB = (await ok(zz(b, env, ['login', '--json']))).json();
+    expect([loginA.server, loginB.server]).toEqual([dA.url, dB.url]);
+    expect(loginB.token).not.toBe(loginA.token);
+    await ok(zz(a, env, ['lane', 'propose', '--lane-id', 'in-a', '--title', 'A']));
+    await ok(zz(b, env, ['lane', 'propose', '--lane-id', 'in-b', '--title', 'B']));
+    // Each checkout's CLI went to its own daemon, as its own login.
+    await dA.waitForLog(/lane_propose owner@example\.com 200/);
+    await dB.waitForLog(/lane_propose owner@example\.com 200/);
+    expect((await ok(zz(a, env, ['whoami', '--json']))).json()).toMatchObject({
+      daemon: dA.url,
+      token_id: loginA.id,
+    });
+    expect((await ok(zz(b, env, ['whoami', '--json']))).json()).toMatchObject({
+      daemon: dB.url,
+      token_id: loginB.id,
+    });
+    // A's token is no token in B.
+    expect((await zz(b, { ...env, ZZ_TOKEN: loginA.token }, ['lane', 'list'])).code).toBe(3);
+
+    // One daemon for both (`zz serve --repo`): the stored logins still work, each in its own
+    // repository only, and `zz login` in B finds the daemon that now serves it.
+    dA.child.kill('SIGTERM');
+    dB.child.kill('SIGTERM');
+    await Promise.all([dA.exited, dB.exited]);
+    const both = await serve(a, env, ['--repo', b]);
+    expect(both.repoKeys).toHaveLength(2);
+    const again = (await ok(zz(b, env, ['login', '--json']))).json();
+    expect(again).toMatchObject({ token: loginB.token, reused: true, server: both.url });
+    expect((await ok(zz(b, env, ['lane', 'list']))).stdout).toMatch(/in-b/);
+    expect((await ok(zz(a, env, ['lane', 'list']))).stdout).toMatch(/in-a/);
+    expect((await zz(b, { ...env, ZZ_TOKEN: loginA.token }, ['lane', 'list'])).code).toBe(3);
+    expect((await zz(a, { ...env, ZZ_TOKEN: loginB.token }, ['lane', 'list'])).code).toBe(3);
+  });
+});
+
 describe('named tokens: nothing is revoked unless asked', () => {
   it('a second agent create and a second login keep the running tokens; --rotate, revoke and logout end them', async () => {
     const env = privateEnv();
@@ -84,6 +129,11 @@ describe('named tokens: nothing is revoked unless asked', () => {
     const second = (await ok(zz(dir, env, ['login', '--json']))).json();
     expect(second).toMatchObject({ token: first.token, reused: true });
     expect((await asAgent(first.token)).code).toBe(0);
+    // A login by another machine user (another config home) mints its own; both work.
+    const elsewhere = (await ok(zz(dir, privateEnv(), ['login', '--json']))).json();
+    expect(elsewhere.token).not.toBe(first.token);
+    expect((await asAgent(first.token)).code).toBe(0);
+    expect((await asAgent(elsewhere.token)).code).toBe(0);
     // --rotate replaces the agent's earlier tokens.
     const t3 = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--rotate', '--json']))).json();
     expect(t3.revoked).toBe(2);

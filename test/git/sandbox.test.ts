@@ -165,6 +165,10 @@ describe('runInSandbox', () => {
     'setsid env -i sleep 173 & echo $!',
     `setsid sh -c 'cd / && env -i sleep 174 & echo $! > "$TMPDIR/p4"; sleep 175' &`,
     'while [ ! -s "$TMPDIR/p4" ]; do sleep 0.01; done; cat "$TMPDIR/p4"',
+    // Environment scrubbed before setsid, directory left, double fork: orphaned in a session
+    // of its own, it still holds the run's stdout (found by the audit: it outlived the run).
+    `env -i /usr/bin/setsid /bin/sh -c 'cd / && (/bin/sleep 176 & echo $! > "$1")' x "$TMPDIR/p6"`,
+    'while [ ! -s "$TMPDIR/p6" ]; do sleep 0.01; done; cat "$TMPDIR/p6"',
   ].join('\n');
 
   for (const [name, tail, timeout] of [
@@ -178,7 +182,7 @@ describe('runInSandbox', () => {
       expect(r.timed_out).toBe(timeout < 1000);
       const [checkout, ...rest] = r.stdout.trim().split('\n');
       const pids = rest.map(Number);
-      expect(pids, r.stdout + r.stderr).toHaveLength(4);
+      expect(pids, r.stdout + r.stderr).toHaveLength(5);
       for (const pid of pids) expect(pid).toBeGreaterThan(1);
       expect(pids.filter(alive), 'still alive').toEqual([]);
       expectCleanedUp(checkout);

@@ -1,9 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { promises as fsp, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  promises as fsp,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
+import { PACK_MIN_OBJECTS } from '../../src/git/objects.js';
 import { FAN_IN } from '../../src/git/small-packs.js';
 import { processStartTime } from '../../src/local/file-lock.js';
 import { GitStore } from '../../src/store/index.js';
@@ -176,31 +184,61 @@ describe('small packs', () => {
     expect(fsckProblems(made.dir)).toEqual([]);
   });
 
-  it('a git repack -a -d between a small pack landing and its ref moving drops nothing (the pack is .kept until then)', async () => {
-    const made = makeRepo('zz-small-keep-');
-    cleanup = made.cleanup;
-    repo = await openRepository(made.dir);
-    const gitdir = repo.gitdir;
-    const store = new GitStore(repo);
-    await commits(store, 2, 'before');
-    // The window: writeCommit has put the pack in place, the ref has not moved. A native
-    // `git repack -a -d` (what `git gc --prune=now` runs too) drops unreachable packed objects
-    // of the packs it replaces, which is what this write's objects are until the ref moves.
-    let keptDuringRepack: string[] = [];
-    const cas = repo.refs.cas.bind(repo.refs);
-    vi.spyOn(repo.refs, 'cas').mockImplementation(async (...args) => {
-      keptDuringRepack = packs(gitdir).filter((f) => f.endsWith('.keep'));
-      execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: made.dir });
-      return cas(...args);
-    });
-    const [rev] = await commits(store, 1, 'in-window');
-    expect(keptDuringRepack.length).toBe(1);
-    expect(sh(made.dir, 'rev-parse', REF)).toBe(rev);
-    expect(missingObjects(made.dir, REF)).toEqual([]);
-    expect(fsckProblems(made.dir)).toEqual([]);
-    // Released once the ref moved: no .keep is left behind.
-    expect(packs(gitdir).filter((f) => f.endsWith('.keep'))).toEqual([]);
-  });
+  // Small (a Lane op) and large (a Ladder build, a big Lane commit: pack-writer's path).
+  it.each([
+    ['a small pack', 2],
+    ['a large pack', 3 * PACK_MIN_OBJECTS],
+  ])(
+    'a git repack -a -d between %s landing and its ref moving drops nothing (the pack is .kept until then)',
+    async (_what, files) => {
+      const made = makeRepo('zz-small-keep-');
+      cleanup = made.cleanup;
+      repo = await openRepository(made.dir);
+      const gitdir = repo.gitdir;
+      const store = new GitStore(repo);
+      await commits(store, 2, 'before');
+      // The window: the pack is in place and durable (cas's `durable` step is done), the ref
+      // has not moved. A native `git repack -a -d` (what `git gc --prune=now` runs too) drops
+      // unreachable packed objects of the packs it replaces, which is what this write's
+      // objects are until the ref moves.
+      let keptDuringRepack: string[] = [];
+      let packedInWindow = 0;
+      const cas = repo.refs.cas.bind(repo.refs);
+      vi.spyOn(repo.refs, 'cas').mockImplementation(async (ref, expected, next, durable) =>
+        cas(ref, expected, next, async () => {
+          await durable?.();
+          keptDuringRepack = packs(gitdir).filter((f) => f.endsWith('.keep'));
+          const kept = keptDuringRepack[0]?.replace(/\.keep$/, '.idx');
+          if (kept) {
+            packedInWindow = execFileSync('git', ['show-index'], {
+              cwd: made.dir,
+              input: readFileSync(join(gitdir, 'objects', 'pack', kept)),
+              encoding: 'utf8',
+            })
+              .split('\n')
+              .filter(Boolean).length;
+          }
+          execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: made.dir });
+        }),
+      );
+      const parent = await store.head(REF);
+      const changes = new Map(
+        Array.from({ length: files }, (_, i) => [
+          `asks/${i % 7}/f${i}.json`,
+          `{"in":"window ${i}"}`,
+        ]),
+      );
+      const rev = await store.commit(REF, { parent, changes, ops: [], summary: 'in-window' });
+      expect(sh(made.dir, 'rev-parse', REF)).toBe(rev);
+      expect(missingObjects(made.dir, REF)).toEqual([]);
+      expect(fsckProblems(made.dir)).toEqual([]);
+      expect(keptDuringRepack.length).toBe(1);
+      // The .kept pack is this write's: every blob of it (a large one: a pack left for gc).
+      expect(packedInWindow).toBeGreaterThan(files);
+      // Released once the ref moved: no .keep is left behind.
+      expect(packs(gitdir).filter((f) => f.endsWith('.keep'))).toEqual([]);
+    },
+  );
 
   it("removes a dead zz process's .keep on the next write, and leaves git's and a live process's alone", async () => {
     const made = makeRepo('zz-small-stale-keep-');

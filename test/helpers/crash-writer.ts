@@ -21,8 +21,8 @@ import { docCodec, type DocState } from './doc-codec.js';
 //   --count N         stop after N acknowledged writes and print `done <ms>`, the time the writes
 //                     took after `ready` (default: run until killed)
 //   --stall-at P      fault injection: after --stall-after acks, hang forever at point P, print
-//                     `stalled P` and wait to be killed. P = `sync` (inside the ref lock, before the
-//                     fsync of the new value) or `rename` (lock written and synced, before it is
+//                     `stalled P` and wait to be killed. P = `sync` (inside the ref lock, at its first
+//                     sync: the new value written, nothing synced) or `rename` (lock written and synced, before it is
 //                     renamed over the ref).
 //   --stall-after N   (default 3)
 
@@ -130,13 +130,18 @@ function installStall(point: string, armed: () => boolean): void {
     // Hold this thread (and with it everything the process holds) until we are killed.
     for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
   };
-  // RefStore looks these up on the fs module at call time. `sync` stalls at the first fsync in
-  // the lock: the ref's, or an object directory's, which runs beside it (objects' data use
-  // fdatasync, outside the lock).
+  // RefStore looks these up on the fs module at call time. `sync` stalls at the first sync in
+  // the lock: the lock's own fdatasync (the one file synced with two names, token and lock),
+  // or an object directory's fsync (the objects' data syncs start before the lock is taken).
   if (point === 'sync') {
-    const orig = fs.fsync;
+    const origFsync = fs.fsync;
     fs.fsync = ((fd: number, cb: (e: NodeJS.ErrnoException | null) => void) =>
-      armed() ? stall() : orig(fd, cb)) as typeof fs.fsync;
+      armed() ? stall() : origFsync(fd, cb)) as typeof fs.fsync;
+    const origDatasync = fs.fdatasync;
+    fs.fdatasync = ((fd: number, cb: (e: NodeJS.ErrnoException | null) => void) =>
+      armed() && fs.fstatSync(fd).nlink === 2
+        ? stall()
+        : origDatasync(fd, cb)) as typeof fs.fdatasync;
   } else if (point === 'rename') {
     const orig = fs.renameSync;
     fs.renameSync = (from, to) =>

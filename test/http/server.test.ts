@@ -386,6 +386,46 @@ describe('over a socket', () => {
     for (const a of race) expect(a.holder).toBe(winners.get(a.ask_id)![0]);
   });
 
+  it('ends a long-poll whose client went away (the abort reaches the tool call)', async () => {
+    // The node adapter gives a small tool call's Request no signal of its own (known-bodies.ts):
+    // the one that fires when the socket closes travels beside it. The call's log line is
+    // written when it ends: with the abort lost, only after wait_ms (60 s), and this test fails
+    // by its timeout.
+    const repo = served.repo;
+    const now = await client.post(toolPath('lane_events'), {});
+    const ended = () => logs.filter((l) => l.includes(' lane_events ')).length;
+    const before = ended();
+    let listening!: () => void;
+    const isListening = new Promise<void>((r) => (listening = r));
+    const onCommit = repo.onCommit.bind(repo);
+    repo.onCommit = (l) => {
+      listening();
+      return onCommit(l);
+    };
+    const url = new URL(daemon.url);
+    const body = JSON.stringify({ cursor: now.json.result.next_cursor, wait_ms: 60_000 });
+    const req = request({
+      host: url.hostname,
+      port: url.port,
+      method: 'POST',
+      path: toolPath('lane_events'),
+      headers: {
+        authorization: `Bearer ${tok.owner}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      },
+    });
+    req.on('error', () => {});
+    req.end(body);
+    try {
+      await isListening;
+      req.destroy();
+      while (ended() === before) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      repo.onCommit = onCommit;
+    }
+  }, 20_000);
+
   it('serves MCP at /api/repos/<o>/<r>/mcp with the same tokens', async () => {
     const url = new URL(`${daemon.url}/api/repos/${key}/mcp`);
     const mcp = newClient();

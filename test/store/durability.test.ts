@@ -11,7 +11,7 @@ import { makeRepo, sh } from '../helpers/temp-repo.js';
 // file's data sync (loose objects, or the small pack and its index a durable commit of a few
 // objects is written as) completes before that file is renamed into place, and every fsync of
 // a directory that received a name completes before the ref's lock is renamed over the ref
-// (the directory fsyncs may run beside the lock's own fsync).
+// (whose own data sync runs beside the objects').
 
 let dir: string;
 let cleanup: () => void;
@@ -30,6 +30,8 @@ afterEach(() => {
   repo.objects.smallPacks = true;
 });
 const linux = process.platform === 'linux';
+// The ref's lock is the one file synced with two names (the owner token and `<ref>.lock`).
+const isRefLock = (fd: number) => fs.fstatSync(fd).nlink === 2;
 
 describe('durable writes', () => {
   it('fsyncs every object and its directory before the ref moves (loose objects)', async () => {
@@ -56,8 +58,9 @@ describe('durable writes', () => {
     const realDatasync = fs.fdatasync;
     vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
       const path = linux ? fs.readlinkSync(`/proc/self/fd/${fd}`) : '';
+      const lock = isRefLock(fd);
       realDatasync(fd, (e) => {
-        events.push('object');
+        events.push(lock ? 'lock' : 'object');
         synced.add(path);
         cb(e);
       });
@@ -88,6 +91,7 @@ describe('durable writes', () => {
     expect(refAt, events.join(' ')).toBeGreaterThan(0);
     expect(events.lastIndexOf('object')).toBeLessThan(refAt);
     expect(events.lastIndexOf('dir')).toBeLessThan(refAt);
+    expect(events.slice(0, refAt).filter((e) => e === 'lock')).toHaveLength(1);
     expect(events.slice(0, refAt).filter((e) => e === 'object')).toHaveLength(8);
     // Each object's fan-out directory (8 at most here) and objects/ for those just created.
     const dirs = events.slice(0, refAt).filter((e) => e === 'dir').length;
@@ -115,8 +119,9 @@ describe('durable writes', () => {
     const realDatasync = fs.fdatasync;
     vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
       const path = linux ? fs.readlinkSync(`/proc/self/fd/${fd}`) : '';
+      const lock = isRefLock(fd);
       realDatasync(fd, (e) => {
-        events.push('file');
+        events.push(lock ? 'lock' : 'file');
         synced.add(path);
         cb(e);
       });
@@ -149,7 +154,17 @@ describe('durable writes', () => {
     expect(fs.readdirSync(join(repo.gitdir, 'objects', 'pack')).length).toBe(packsBefore + 2);
     expect(unsyncedRenames).toEqual([]);
     const refAt = events.indexOf('ref');
-    expect(events.slice(0, refAt), events.join(' ')).toEqual([
+    // The ref's lock is synced beside the pack and its index, before the ref moves (the
+    // objects' renames do not wait for it).
+    const beforeRef = events.slice(0, refAt);
+    expect(
+      beforeRef.filter((e) => e === 'lock'),
+      events.join(' '),
+    ).toHaveLength(1);
+    expect(
+      beforeRef.filter((e) => e !== 'lock'),
+      events.join(' '),
+    ).toEqual([
       'file', // the pack and its index, side by side
       'file',
       'rename pack',

@@ -1,8 +1,11 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, killAll, privateEnv, spawnZz, zz } from '../e2e/zz-process.js';
+import { ensureBuilt, killAll, privateEnv, spawnZz, ZZ_MAIN, zz } from '../e2e/zz-process.js';
+import { sh } from '../helpers/temp-repo.js';
+import { fakeModelServer, type FakeModelServer } from '../models/fake-model-server.js';
 import { asksOf, demoLane, served, type Served } from './harness.js';
 
 // The built `zz work` as a person runs it: against the checkout's daemon (found through
@@ -11,8 +14,11 @@ import { asksOf, demoLane, served, type Served } from './harness.js';
 let s: Served | null = null;
 const dirs: string[] = [];
 beforeAll(() => ensureBuilt());
+let model: FakeModelServer | null = null;
 afterEach(async () => {
   await killAll();
+  await model?.close();
+  model = null;
   await s?.cleanup();
   s = null;
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -96,7 +102,9 @@ describe('zz work (the binary)', () => {
     expect(events[2]).toMatchObject({ asks: 0, usage: { calls: 0 } });
   });
 
-  it('releases the claim on Ctrl-C (SIGINT) and exits', async () => {
+  // Ctrl-C, and the SIGTERM a service manager or `kill` sends. (SIGHUP is left alone on
+  // purpose: a handler would override `nohup zz work &`.)
+  it.each(['SIGINT', 'SIGTERM'] as const)('releases the claim on %s and exits', async (sig) => {
     const { env, lane } = await setup();
     const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Slow work' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
@@ -118,7 +126,7 @@ describe('zz work (the binary)', () => {
       });
     });
     expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('claimed');
-    child.kill('SIGINT');
+    child.kill(sig);
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect(code).toBe(0);
     const types = out
@@ -129,4 +137,272 @@ describe('zz work (the binary)', () => {
     const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
     expect(ask).toMatchObject({ state: 'open', holder: null });
   });
+
+  it('--once exits non-zero when the Ask it took was given back, with the reason in the Lane', async () => {
+    const { env, lane } = await setup();
+    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const script = agentScript(`process.stderr.write('no GPU here\\n'); process.exit(3);`);
+    const r = await zz(s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--model',
+      `exec:node ${script}`,
+    ]);
+    // unavailable: the model failed (exit 7, `zz help exit-codes`).
+    expect(r.code).toBe(7);
+    expect(r.stdout).toMatch(
+      new RegExp(`^${askId} released: exec:node exited 3: no GPU here$`, 'm'),
+    );
+    expect(r.stderr).toBe(
+      `zz: ${askId} was not done and is released: exec:node exited 3: no GPU here\n`,
+    );
+    expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)).toMatchObject({
+      state: 'open',
+      holder: null,
+    });
+    const history = (await s!.owner('lane_get', { lane_id: lane })).history as {
+      op: string;
+      ask_id: string | null;
+      args: { reason?: string };
+    }[];
+    const release = history.find((h) => h.op === 'ask_release' && h.ask_id === askId);
+    expect(release?.args.reason).toBe('exec:node exited 3: no GPU here');
+  });
+
+  it('--max-turns bounds the open loop: that many model calls, then the Ask is released', async () => {
+    const { env } = await setup();
+    await s!.owner('lane_propose', {
+      lane_id: 'triage',
+      title: 'Triage',
+      ask_kinds: { triage: 'member' },
+    });
+    const posted = await s!.owner('ask_post', { lane_id: 'triage', kind: 'triage', title: 'Look' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const script = agentScript(
+      // A model that never stops reading: one tool call per turn, never an answer.
+      `appendFileSync(process.env.CALLS_LOG, JSON.stringify(req.tools.map((t) => t.name)) + '\\n');
+process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', arguments: {} }] }));`,
+    );
+    writeFileSync(
+      script,
+      `import { appendFileSync } from 'node:fs';\n${readFileSync(script, 'utf8')}`,
+    );
+    const log = join(dirs.at(-1)!, 'calls.log');
+    env.CALLS_LOG = log;
+    const r = await zz(s!.dir, env, [
+      'work',
+      '--lane',
+      'triage',
+      '--once',
+      '--max-turns',
+      '2',
+      '--model',
+      `exec:node ${script}`,
+    ]);
+    const calls = readFileSync(log, 'utf8').trim().split('\n');
+    expect(calls).toHaveLength(2);
+    // Member scope: no landing, no Ladder writes offered.
+    for (const c of calls) {
+      const tools = JSON.parse(c) as string[];
+      expect(tools).toContain('ask_answer');
+      expect(tools).not.toContain('commit_changeset');
+      expect(tools).not.toContain('ladder_write_rung');
+    }
+    expect(r.code).toBe(7);
+    expect(r.stdout).toContain(`${askId} released: no answer after 2 turns`);
+    expect((await asksOf(s!, 'triage')).find((a) => a.ask_id === askId)!.state).toBe('open');
+  });
+
+  it('on a terminal (a real pty): the steps are one live status line, the rest are lines', async () => {
+    let hasScript = true;
+    try {
+      execFileSync('script', ['--version'], { stdio: 'ignore' });
+    } catch {
+      hasScript = false;
+    }
+    if (!hasScript) return; // util-linux `script` gives the child a pty; without it, nothing to check
+    const { env, lane } = await setup();
+    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Notes' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const script = agentScript(`process.stdout.write(${JSON.stringify(CHANGE)});`);
+    const q = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
+    const cmd = [
+      process.execPath,
+      ZZ_MAIN,
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--model',
+      `exec:node ${script}`,
+    ]
+      .map(q)
+      .join(' ');
+    const raw = await new Promise<string>((resolve, reject) =>
+      execFile(
+        'script',
+        ['-qfec', cmd, '/dev/null'],
+        { cwd: s!.dir, env, timeout: 30_000 },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
+      ),
+    );
+    // Each step overwrites the one before it on the same line (CR, erase line); a step that
+    // runs past a second is redrawn with its running time (taken out here) ...
+    const steps = raw.replace(/\r\x1b\[K[^\r\n]*? \(\d+s\)/g, '');
+    expect(steps).toContain(
+      `${askId} context\r\x1b[K${askId} model\r\x1b[K${askId} answer complete\r\x1b[K`,
+    );
+    // ... and only the lasting lines end in a newline.
+    const lines = steps
+      .split(/\r?\n/)
+      .map((l) => l.replace(/^[^]*\x1b\[K/, ''))
+      .filter(Boolean);
+    expect(lines[1]).toBe(`${askId} claimed (work): Notes`);
+    expect(lines[2]).toMatch(new RegExp(`^${askId} answered complete in `));
+    expect(lines[3]).toMatch(/^done: 1 ask \(1 answered, 0 released\)/);
+    expect(steps).not.toMatch(new RegExp(`${askId} context\\r?\\n`));
+  });
+
+  it('zz ladder build --model (bare) uses git config zz.model through the same adapters', async () => {
+    const { env } = await setup();
+    const script = agentScript(
+      `process.stdout.write(JSON.stringify({ object: { summary: 'Summarised by the script.' }, usage: { input_tokens: 7, output_tokens: 3 } }));`,
+    );
+    execFileSync('git', ['config', 'zz.model', `exec:node ${script}`], { cwd: s!.dir });
+    const r = await zz(s!.dir, env, ['ladder', 'build', '--model'], { timeoutMs: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const m =
+      /^Model exec:node \S+: (\d+) files written, 0 from cache, 0 extractive; (\d+) input \+ (\d+) output tokens in (\d+) calls\.$/m.exec(
+        r.stdout,
+      );
+    expect(m, r.stdout).not.toBeNull();
+    const [written, input, output, calls] = m!.slice(1).map(Number);
+    expect(written).toBeGreaterThan(0);
+    expect([input, output, calls]).toEqual([7 * written!, 3 * written!, written]);
+  });
+
+  it('acts as the stored login when there is no ZZ_TOKEN; --kinds takes a comma list', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const env = privateEnv();
+    execFileSync('git', ['config', 'user.email', 'owner@example.com'], { cwd: s.dir });
+    const login = await zz(s.dir, env, ['login']);
+    expect(login.code, login.stderr).toBe(0);
+    const r = await zz(s.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--kinds',
+      'triage,ladder_update',
+      '--model',
+      'exec:true',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split('\n')[0]).toBe(
+      'zz work: lane demo as owner@example.com with exec:true (kinds: triage, ladder_update)',
+    );
+  });
+
+  it('drives a posted work Ask through review and submit to a commit on main, then waits', async () => {
+    const { env, lane } = await setup();
+    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+    const script = agentScript(
+      `const review = !!req.response_schema?.properties?.decision;
+process.stdout.write(review
+  ? JSON.stringify({ object: { decision: 'grant', reasons: ['fine'] } })
+  : ${JSON.stringify(CHANGE)});`,
+    );
+    const child = spawnZz(s!.dir, env, ['work', '--lane', lane, '--model', `exec:node ${script}`]);
+    child.stdin.end();
+    let out = '';
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString('utf8');
+        // Work, review, submit answered, and back to waiting: the queue is empty.
+        if ((out.match(/ answered /g) ?? []).length === 3 && /waiting for work[^]*$/.test(out))
+          resolve();
+      });
+    });
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code).toBe(0);
+    const claimed = [...out.matchAll(/^ask-\w+ claimed \((\w+)\)/gm)].map((m) => m[1]);
+    expect(claimed).toEqual(['work', 'changeset_review', 'submit_changeset']);
+    expect(out).toMatch(/^ask-\w+ answered grant in /m);
+    expect(out).toMatch(/^ask-\w+ answer complete: [0-9a-f]{12} on main$/m);
+    expect(out.trim().split('\n').at(-1)).toBe(
+      'done: 3 asks (3 answered, 0 released); model usage 120 tokens in, 30 out, 2 calls',
+    );
+    expect(sh(s!.dir, 'show', 'main:NOTES.md')).toBe('notes');
+    expect(sh(s!.dir, 'log', '-1', '--format=%s', 'main')).toBe('Add NOTES.md');
+    expect((await asksOf(s!, lane)).every((a) => a.state === 'answered')).toBe(true);
+  });
+
+  it('openai: through the binary: waits out a 429 as Retry-After says, and shows the retry', async () => {
+    const { env, lane } = await setup();
+    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+    const change = { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content: 'notes\n' }] };
+    model = await fakeModelServer([
+      { status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } },
+      {
+        body: {
+          choices: [{ message: { role: 'assistant', content: JSON.stringify(change) } }],
+          usage: { prompt_tokens: 300, completion_tokens: 40 },
+        },
+      },
+    ]);
+    env.OPENAI_BASE_URL = `${model.url}/v1`;
+    const r = await zz(s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--json',
+      '--model',
+      'openai:m',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(events.find((e) => e.type === 'model_retry')).toMatchObject({
+      attempt: 1,
+      delay_ms: 1000,
+      reason: 'HTTP 429: slow down',
+    });
+    expect(events.find((e) => e.type === 'answered')).toMatchObject({ outcome: 'complete' });
+    expect(events.at(-1)).toMatchObject({
+      type: 'done',
+      usage: { input_tokens: 300, output_tokens: 40, calls: 1 },
+    });
+    expect(model.requests).toHaveLength(2);
+  });
+
+  it('a model endpoint that never answers: each call times out (ZZ_MODEL_TIMEOUT_MS), then the Ask is released', async () => {
+    const { env, lane } = await setup();
+    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    model = await fakeModelServer(() => ({ hang: true }));
+    env.OPENAI_BASE_URL = `${model.url}/v1`;
+    env.ZZ_MODEL_TIMEOUT_MS = '300';
+    const r = await zz(s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
+      timeoutMs: 50_000,
+    });
+    expect(r.code).toBe(7);
+    // The first try and 4 retries, each cut off at 300 ms.
+    expect(model.requests).toHaveLength(5);
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^${askId} released: openai:m at http://127\\.0\\.0\\.1:\\d+/v1 failed after 5 attempts: no answer within 300 ms$`,
+        'm',
+      ),
+    );
+    expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('open');
+  }, 55_000);
 });

@@ -138,7 +138,14 @@ describe('the open tool loop', () => {
     expect(toolNames(reqs[3]!)).toEqual(
       expect.arrayContaining(['commit_changeset', 'ladder_write_rung']),
     );
-    expect(reqs[0]!.body.messages[0].content).toMatch(/Work arrives as Asks in a Lane's queue/);
+    // The system prompt of DESIGN §9: the queue, claim → do → answer, breaking work up, and
+    // Ladder writes left to the coordinator.
+    const system = reqs[0]!.body.messages[0];
+    expect(system.role).toBe('system');
+    expect(system.content).toMatch(/Work arrives as Asks in a Lane's queue/);
+    expect(system.content).toMatch(/claimed for you; do it with the tools, then answer it/);
+    expect(system.content).toMatch(/propose a Lane \(lane_propose\) and post Asks/);
+    expect(system.content).toMatch(/Ladder writes are left to the Lane's coordinator/);
 
     const asks = await asksOf(s, lane);
     expect(asks.find((a) => a.ask_id === triageId)!.answer).toMatchObject({

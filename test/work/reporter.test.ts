@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { CliIO } from '../../src/cli/io.js';
 import { workReporter } from '../../src/cli/work-command.js';
 import type { WorkEvent } from '../../src/work/index.js';
@@ -67,8 +67,35 @@ describe('zz work output', () => {
     const emit = workReporter(cli, true, false);
     events.forEach(emit);
     expect(out[0]).toContain('Fix \\u001b]0;pwned\\u0007 it\\u202e');
-    const parsed = out.map((l) => JSON.parse(l) as WorkEvent);
+    // Exactly one line per event, each a whole JSON object (what `jq -c`/line readers need).
+    const lines = out.join('').split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines).toHaveLength(events.length);
+    const parsed = lines.map((l) => JSON.parse(l) as WorkEvent);
     expect(parsed.map((e) => e.type)).toEqual(['claimed', 'step', 'step', 'answered']);
     expect((parsed[0] as { title: string }).title).toBe('Fix \x1b]0;pwned\x07 it\u202e');
   });
+
+  it('on a terminal: a long step shows its running time, redrawn in place, until the next', () => {
+    vi.useFakeTimers();
+    const { cli, out, err } = io(true);
+    const emit = workReporter(cli, false, false);
+    emit({ type: 'step', ask_id: 'ask-1', step: 'model' });
+    vi.advanceTimersByTime(3_000);
+    expect(err).toEqual([
+      'ask-1 model',
+      '\r\x1b[Kask-1 model (1s)',
+      '\r\x1b[Kask-1 model (2s)',
+      '\r\x1b[Kask-1 model (3s)',
+    ]);
+    emit(events[3]!);
+    vi.advanceTimersByTime(5_000);
+    // Wiped once before the lasting line, and no redraw after it.
+    expect(err.slice(4)).toEqual(['\r\x1b[K']);
+    expect(out).toHaveLength(1);
+  });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
 });

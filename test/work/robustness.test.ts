@@ -211,4 +211,45 @@ describe('zz work when an Ask goes wrong', () => {
     // time this test out).
     expect(waits).toBe(1);
   }, 50_000);
+
+  it('makes no requests while idle: writes elsewhere in the repo do not wake it', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    await s.owner('lane_propose', { lane_id: 'other', title: 'Another lane' });
+    const model = await openai(() => goodChange);
+    const calls: string[] = [];
+    const call: CallTool = (tool, args) => {
+      calls.push(tool);
+      return s!.agent(tool, args);
+    };
+    const stop = new AbortController();
+    let whileIdle: string[] | null = null;
+    let busy: Promise<void> | null = null;
+    const summary = await runWorker({
+      call,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      idleWaitMs: 55_000,
+      onEvent: (e) => {
+        if (e.type === 'idle' && !busy) {
+          const from = calls.length;
+          busy = (async () => {
+            // Real activity for a while (20 writes to another Lane): the idle worker must make
+            // no request of its own meanwhile beyond the one long-poll it is parked in.
+            for (let i = 0; i < 20; i++) {
+              await s!.owner('ask_post', { lane_id: 'other', kind: 'work', title: `Other ${i}` });
+            }
+            whileIdle = calls.slice(from);
+            await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+          })();
+        }
+        if (e.type === 'answered') stop.abort();
+      },
+    });
+    await busy;
+    expect(summary.answered).toBe(1);
+    expect(whileIdle).toEqual(['lane_events']);
+  }, 50_000);
 });

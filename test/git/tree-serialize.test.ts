@@ -1,0 +1,48 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { hashObject, serializeTree, type TreeEntry } from '../../src/git/objects.js';
+import { makeRepo } from '../helpers/temp-repo.js';
+
+// serializeTree keeps each entry's bytes beside a large tree's entries (a Lane's `asks/` tree
+// is re-serialised on every write with all but one entry unchanged). The bytes must always be
+// the entry's current ones: the tree's id must be the one git computes for the same entries.
+
+const { dir, cleanup } = makeRepo('zz-tree-serialize-');
+afterAll(() => cleanup());
+
+/** The tree id git's own `mktree` gives these entries (objects need not exist: --missing). */
+function gitTreeId(entries: readonly TreeEntry[]): string {
+  const input = entries
+    .map((e) => `${e.mode} ${e.mode === '040000' ? 'tree' : 'blob'} ${e.oid}\t${e.name}\n`)
+    .join('');
+  return execFileSync('git', ['mktree', '--missing'], { cwd: dir, input, encoding: 'utf8' }).trim();
+}
+
+const oid = (s: string) => createHash('sha1').update(s).digest('hex');
+
+describe('serializeTree', () => {
+  it.each([10, 256])('matches git for a tree of %i entries across rewrites', (n) => {
+    const entries: TreeEntry[] = Array.from({ length: n }, (_, i) => ({
+      mode: i % 3 === 0 ? '040000' : '100644',
+      name: `n${i.toString(16).padStart(3, '0')}${i % 5 === 0 ? '-é' : ''}`,
+      oid: oid(`v0 ${i}`),
+    }));
+    const check = () =>
+      expect(hashObject('tree', serializeTree(entries)).oid).toBe(gitTreeId(entries));
+    check();
+    // A write replaces one entry by a new object, as GitStore does.
+    entries[7] = { ...entries[7]!, oid: oid('v1 7') };
+    check();
+    // An entry object changed in place must not be served from what was kept for it.
+    entries[8]!.oid = oid('v1 8');
+    check();
+    entries[9]!.mode = entries[9]!.mode === '040000' ? '100755' : '040000';
+    entries.sort((a, b) => {
+      const ka = a.mode === '040000' ? a.name + '/' : a.name;
+      const kb = b.mode === '040000' ? b.name + '/' : b.name;
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    });
+    check();
+  });
+});

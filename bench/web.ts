@@ -115,6 +115,25 @@ export async function benchWeb(): Promise<Record<string, unknown>> {
       liveUpdate.push(performance.now() - t0);
       await context.close();
     }
+    // One Ask of the big Lane: the Ask itself (ask_get), then what it blocks and its history,
+    // which need the Lane read page by page.
+    const askTimes: number[][] = [];
+    {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+      const page = await context.newPage();
+      await page.goto(await w.loginUrl(token));
+      await page.locator('.top .me').waitFor();
+      for (let run = 0; run < 3; run++) {
+        await page.goto('about:blank');
+        const t0 = performance.now();
+        await page.goto(`${w.url}/#/ask/big/${ids[run]!}`);
+        await page.locator('.ask h2').waitFor({ timeout: 60_000 });
+        const shown = performance.now() - t0;
+        await page.locator('.history li').first().waitFor({ timeout: 60_000 });
+        askTimes.push([shown, performance.now() - t0]);
+      }
+      await context.close();
+    }
     const rows = [
       {
         what: `first Ask card on screen (${ASKS} Asks)`,
@@ -133,6 +152,18 @@ export async function benchWeb(): Promise<Record<string, unknown>> {
         median_ms: Math.round(median(liveUpdate)),
         min_ms: Math.round(Math.min(...liveUpdate)),
         max_ms: Math.round(Math.max(...liveUpdate)),
+      },
+      {
+        what: 'an Ask of the Lane on screen (ask_get)',
+        median_ms: Math.round(median(askTimes.map((t) => t[0]!))),
+        min_ms: Math.round(Math.min(...askTimes.map((t) => t[0]!))),
+        max_ms: Math.round(Math.max(...askTimes.map((t) => t[0]!))),
+      },
+      {
+        what: 'its blockers and history read (paged)',
+        median_ms: Math.round(median(askTimes.map((t) => t[1]!))),
+        min_ms: Math.round(Math.min(...askTimes.map((t) => t[1]!))),
+        max_ms: Math.round(Math.max(...askTimes.map((t) => t[1]!))),
       },
       {
         what: 'lane_get first page (200 Asks) over HTTP',

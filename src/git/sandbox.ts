@@ -1,12 +1,19 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { ZzError } from '../errors.js';
 import { KeyedQueue } from '../local/keyed-queue.js';
 import { assertRevArg, runGit } from './native-git.js';
 import { outputLinks, signalRun, sweepRun, type SweepMark } from './process-sweep.js';
+import {
+  namespaceAvailable,
+  namespaceLaunch,
+  parseInitReport,
+  type Isolation,
+} from './sandbox-ns.js';
 
 // run_in_sandbox: a command in a throwaway checkout of one commit. The checkout is a detached
 // linked worktree in a fresh temp dir, so it costs one checkout and shares the object store.
@@ -26,6 +33,8 @@ export interface SandboxOptions {
   /** Per stream. */
   max_output_bytes?: number;
   env?: Record<string, string>;
+  /** "process-group" forces the fallback (tests); default: a PID namespace when available. */
+  isolation?: 'auto' | 'process-group';
 }
 
 export interface SandboxResult {
@@ -39,6 +48,11 @@ export interface SandboxResult {
   stdout_truncated: boolean;
   stderr_truncated: boolean;
   duration_ms: number;
+  /**
+   * How the run was contained: "pid-namespace" (everything it started died with it) or
+   * "process-group" (its group plus the sweep of process-sweep.ts; see sandbox-ns.ts).
+   */
+  isolation: Isolation;
 }
 
 const TIMEOUT_DEFAULT = 120_000;
@@ -155,6 +169,7 @@ function runCommand(
   out: Capture,
   err: Capture,
   runDir: string,
+  isolation: Isolation,
 ): Promise<RunOutcome> {
   // Every process the command starts inherits this variable: how the sweep finds the ones
   // that left the process group (process-sweep.ts).
@@ -166,13 +181,27 @@ function runCommand(
     let duration = 0;
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
-    // detached: the command leads its own process group, so the whole tree can be signalled.
-    const child = spawn(command[0]!, command.slice(1), {
+    const cmdEnv = { ...env, [MARK_VAR]: marker.slice(MARK_VAR.length + 1) };
+    const ns = isolation === 'pid-namespace';
+    const launch = ns
+      ? namespaceLaunch(command, cmdEnv)
+      : { file: command[0]!, args: command.slice(1), env: cmdEnv };
+    // detached: the command (or unshare, its init and the command) leads its own process group,
+    // so the whole tree can be signalled. fd 3: the namespace init's report of how it ended.
+    const child = spawn(launch.file, launch.args, {
       cwd,
-      env: { ...env, [MARK_VAR]: marker.slice(MARK_VAR.length + 1) },
+      env: launch.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+      stdio: ['ignore', 'pipe', 'pipe', ns ? 'pipe' : 'ignore'],
+    }) as ChildProcessByStdio<null, Readable, Readable>;
+    let report = '';
+    const reportPipe = child.stdio[3];
+    if (ns && reportPipe && 'on' in reportPipe) {
+      reportPipe.on('data', (b: Buffer) => {
+        if (report.length < 200) report += b.toString('utf8');
+      });
+      reportPipe.on('error', () => undefined);
+    }
     // The ends of our pipes the command holds, read before it can close them: a daemon that
     // scrubbed its environment and left the directory is still found by them.
     const outputs = child.pid === undefined ? [] : outputLinks(child.pid);
@@ -187,6 +216,13 @@ function runCommand(
       await swept;
       const m = mark();
       if (m) await sweepRun(m);
+      // In a namespace, `exited` is unshare's status; the init reported the command's own.
+      const r = ns ? parseInitReport(report) : null;
+      if (r?.kind === 'exit') exited = { code: r.code, signal: null };
+      else if (r?.kind === 'signal') exited = { code: null, signal: r.signal };
+      else if (r?.kind === 'error') {
+        spawnError = Object.assign(new Error(r.code), { code: r.code });
+      }
       resolve({
         exit_code: exited?.code ?? null,
         signal: exited?.signal ?? null,
@@ -222,6 +258,7 @@ function runCommand(
         setTimeout(() => {
           child.stdout.destroy();
           child.stderr.destroy();
+          reportPipe?.destroy();
           void finish(null);
         }, PIPE_GRACE_MS),
       );
@@ -332,7 +369,11 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
     };
     const out = new Capture(cap);
     const err = new Capture(cap);
-    const r = await runCommand(opts.command, checkout, env, timeout, out, err, base);
+    const isolation: Isolation =
+      opts.isolation !== 'process-group' && (await namespaceAvailable())
+        ? 'pid-namespace'
+        : 'process-group';
+    const r = await runCommand(opts.command, checkout, env, timeout, out, err, base, isolation);
     if (r.spawnError) {
       throw new ZzError(
         'invalid_argument',
@@ -350,6 +391,7 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
       stdout_truncated: out.truncated,
       stderr_truncated: err.truncated,
       duration_ms: r.duration_ms,
+      isolation,
     };
   } finally {
     await runGit(['worktree', 'remove', '--force', '--force', checkout], {

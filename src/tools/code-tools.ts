@@ -76,6 +76,7 @@ export const codeTools = [
       stdout_truncated: z.boolean(),
       stderr_truncated: z.boolean(),
       duration_ms: z.number(),
+      isolation: z.enum(['pid-namespace', 'process-group']),
     }),
     handler: (args, ctx) => sandboxRun(ctx.repo, ctx.caller, args),
   }),

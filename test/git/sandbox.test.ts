@@ -100,7 +100,13 @@ describe('runInSandbox', () => {
           env: { GIVEN: 'yes' },
         }),
       );
-      expect(r).toMatchObject({ commit: first, exit_code: 0, signal: null, timed_out: false });
+      expect(r).toMatchObject({
+        commit: first,
+        exit_code: 0,
+        signal: null,
+        timed_out: false,
+        isolation: 'pid-namespace',
+      });
       const [checkout, content, ...env] = r.stdout.split('\n');
       expect(content).toBe('one');
       expect(checkout!.startsWith(tmpdir())).toBe(true);
@@ -128,64 +134,141 @@ describe('runInSandbox', () => {
     }
   });
 
-  it('reports a failing exit code and stderr', async () => {
-    const r = await runInSandbox(
-      base({ command: ['sh', '-c', 'echo oops >&2; cat version.txt; exit 7'] }),
-    );
-    expect(r).toMatchObject({
-      exit_code: 7,
-      signal: null,
-      timed_out: false,
-      stdout: 'two\n',
-      stderr: 'oops\n',
+  for (const isolation of ['pid-namespace', 'process-group'] as const) {
+    it(`reports a failing exit code and stderr (${isolation})`, async () => {
+      const r = await runInSandbox(
+        base({
+          command: ['sh', '-c', 'echo oops >&2; cat version.txt; exit 7'],
+          ...(isolation === 'process-group' ? { isolation } : {}),
+        }),
+      );
+      expect(r).toMatchObject({
+        exit_code: 7,
+        signal: null,
+        timed_out: false,
+        stdout: 'two\n',
+        stderr: 'oops\n',
+        isolation,
+      });
+      expectCleanedUp();
     });
-    expectCleanedUp();
-  });
+  }
 
   it('kills the whole process group on timeout and still cleans up', async () => {
     // Longer than the test's timeout: a run that waited for its command fails by that.
     const r = await runInSandbox(
-      base({ command: ['sh', '-c', 'pwd; sleep 300 & echo $!; sleep 300'], timeout_ms: 300 }),
+      base({ command: ['sh', '-c', `pwd; sleep 300.${nonce} & sleep 300`], timeout_ms: 300 }),
     );
     expect(r.timed_out).toBe(true);
     expect(r.exit_code).toBeNull();
     expect(r.signal).toBe('SIGTERM');
-    const [checkout, bgPid] = r.stdout.split('\n');
     // The background sleep was in the same group: it is gone too.
-    expect(alive(Number(bgPid))).toBe(false);
-    expectCleanedUp(checkout);
+    expect(escapees()).toEqual([]);
+    expectCleanedUp(r.stdout.split('\n')[0]);
+  });
+
+  // The namespace's init is ours, not the command: SIGTERM reaches the command with ordinary
+  // semantics (pid 1 would ignore it), so a well-behaved command cleans up within the grace.
+  it('lets a command that handles SIGTERM clean up on timeout', async () => {
+    const r = await runInSandbox(
+      base({
+        command: ['sh', '-c', 'trap "echo cleaned up; exit 3" TERM; pwd; sleep 100 & wait'],
+        timeout_ms: 300,
+      }),
+    );
+    expect(r).toMatchObject({ timed_out: true, exit_code: 3, signal: null });
+    expect(r.isolation).toBe('pid-namespace');
+    expect(r.stdout.split('\n')[1]).toBe('cleaned up');
+    expectCleanedUp(r.stdout.split('\n')[0]);
   });
 
   // Hardening 11.9: processes that leave the process group (setsid), the session, the
-  // checkout directory or the environment must die with the run too. Each line of the script
-  // escapes one more way and prints the escapee's pid; the run must end with none alive.
-  const ESCAPES = [
-    'setsid sleep 171 & echo $!',
-    `setsid sh -c 'cd / && exec sleep 172' & echo $!`,
-    'setsid env -i sleep 173 & echo $!',
-    `setsid sh -c 'cd / && env -i sleep 174 & echo $! > "$TMPDIR/p4"; sleep 175' &`,
-    'while [ ! -s "$TMPDIR/p4" ]; do sleep 0.01; done; cat "$TMPDIR/p4"',
+  // checkout directory, the environment or the run's output must die with the run too. Each
+  // line of the script escapes one more way; every escapee's argv carries the test's nonce, so
+  // the test finds them in /proc (pids printed from inside a PID namespace mean nothing here).
+  // The script waits until the test has seen them all alive, then ends or hangs (timeout).
+  const nonce = String(1 + Math.floor(Math.random() * 899_999) + 100_000);
+  console.log(`sandbox escapee nonce ${nonce}`);
+  const SWEEPABLE = [
+    `setsid sleep 171.${nonce} &`,
+    `setsid sh -c 'cd / && exec sleep 172.${nonce}' &`,
+    `setsid env -i sleep 173.${nonce} &`,
+    `setsid sh -c 'cd / && env -i sleep 174.${nonce} & sleep 175.${nonce}' &`,
     // Environment scrubbed before setsid, directory left, double fork: orphaned in a session
     // of its own, it still holds the run's stdout (found by the audit: it outlived the run).
-    `env -i /usr/bin/setsid /bin/sh -c 'cd / && (/bin/sleep 176 & echo $! > "$1")' x "$TMPDIR/p6"`,
-    'while [ ! -s "$TMPDIR/p6" ]; do sleep 0.01; done; cat "$TMPDIR/p6"',
-  ].join('\n');
+    `env -i /usr/bin/setsid /bin/sh -c 'cd / && (/bin/sleep 176.${nonce} &)'`,
+  ];
+  // The same with every fd redirected: nothing but a PID namespace catches it.
+  const REDIRECTED = `env -i /usr/bin/setsid /bin/sh -c 'cd /; (/bin/sleep 179.${nonce} </dev/null >/dev/null 2>&1 &)' </dev/null >/dev/null 2>&1`;
+
+  /** Live (not zombie) processes whose argv carries the nonce. */
+  function escapees(): number[] {
+    const found: number[] = [];
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+        if (argv[0]!.endsWith('sleep') && argv.some((a) => a.endsWith(`.${nonce}`))) {
+          if (alive(Number(name))) found.push(Number(name));
+        }
+      } catch {
+        /* gone */
+      }
+    }
+    return found;
+  }
+
+  async function runEscapees(
+    lines: string[],
+    tail: string,
+    timeout_ms: number,
+    isolation?: 'process-group',
+  ) {
+    const go = join(mkdtempSync(join(tmpdir(), 'zz-sandbox-go-')), 'go');
+    const script = [...lines, 'while [ ! -e "$GO" ]; do sleep 0.01; done', tail].join('\n');
+    const run = runInSandbox(
+      base({
+        command: ['sh', '-c', script],
+        env: { GO: go },
+        timeout_ms,
+        ...(isolation ? { isolation } : {}),
+      }),
+    );
+    // Every escapee line starts one sleep, the 4th two: wait until all are up.
+    const want = lines.length + 1;
+    const until = Date.now() + 30_000;
+    while (escapees().length < want && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const seen = escapees().length;
+    writeFileSync(go, '');
+    const r = await run;
+    rmSync(join(go, '..'), { recursive: true, force: true });
+    const left = escapees();
+    for (const pid of left) process.kill(pid, 'SIGKILL'); // a red run leaves nothing behind
+    return { r, seen, want, left };
+  }
 
   for (const [name, tail, timeout] of [
     ['exits', 'exit 0', 60_000],
-    ['times out', 'sleep 100', 300],
+    ['times out', 'sleep 100', 4_000],
   ] as const) {
-    it(`kills what escaped the process group when the command ${name}`, async () => {
-      const r = await runInSandbox(
-        base({ command: ['sh', '-c', `pwd\n${ESCAPES}\n${tail}`], timeout_ms: timeout }),
-      );
-      expect(r.timed_out).toBe(timeout < 1000);
-      const [checkout, ...rest] = r.stdout.trim().split('\n');
-      const pids = rest.map(Number);
-      expect(pids, r.stdout + r.stderr).toHaveLength(5);
-      for (const pid of pids) expect(pid).toBeGreaterThan(1);
-      expect(pids.filter(alive), 'still alive').toEqual([]);
-      expectCleanedUp(checkout);
+    it(`kills everything the command started when it ${name}, in a PID namespace`, async () => {
+      const { r, seen, want, left } = await runEscapees([...SWEEPABLE, REDIRECTED], tail, timeout);
+      expect(r.isolation).toBe('pid-namespace');
+      expect(seen, r.stdout + r.stderr).toBe(want);
+      expect(r.timed_out).toBe(timeout < 10_000);
+      expect(left, 'still alive').toEqual([]);
+      expectCleanedUp();
+    });
+
+    it(`kills what escaped the process group when the command ${name}, without a namespace`, async () => {
+      const { r, seen, want, left } = await runEscapees(SWEEPABLE, tail, timeout, 'process-group');
+      expect(r.isolation).toBe('process-group');
+      expect(seen, r.stdout + r.stderr).toBe(want);
+      expect(r.timed_out).toBe(timeout < 10_000);
+      expect(left, 'still alive').toEqual([]);
+      expectCleanedUp();
     });
   }
 

@@ -11,10 +11,10 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 // - it is in the command's process group or session, or descends from the command or from a
 //   process found above (parent links in /proc/<pid>/stat).
 // A process that clears its environment, leaves the directory, redirects its output and
-// double-forks after setsid would still escape; nothing short of a cgroup or PID namespace
-// catches that, and neither is available to an unprivileged user everywhere (nor is a sandbox
-// that runs as the user a boundary: such a command could as well use cron). Without /proc
-// (macOS) only the group is killed.
+// double-forks after setsid would still escape; only a PID namespace catches that, so the run
+// uses one where the host allows it (sandbox-ns.ts) and this sweep is the fallback (it still
+// runs there too, harmlessly). A sandbox that runs as the user is no boundary anyway: such a
+// command could as well use cron. Without /proc (macOS) only the group is killed.
 
 export interface SweepMark {
   /** "NAME=value" as it appears in the environment block. */

@@ -169,6 +169,17 @@ describe('runInSandbox', () => {
 
   // The namespace's init is ours, not the command: SIGTERM reaches the command with ordinary
   // semantics (pid 1 would ignore it), so a well-behaved command cleans up within the grace.
+  it('falls back to the process group when ZZ_SANDBOX_ISOLATION says so', async () => {
+    process.env.ZZ_SANDBOX_ISOLATION = 'process-group';
+    try {
+      const r = await runInSandbox(base({ command: ['sh', '-c', 'kill -TERM $$'] }));
+      expect(r).toMatchObject({ isolation: 'process-group', exit_code: null, signal: 'SIGTERM' });
+    } finally {
+      delete process.env.ZZ_SANDBOX_ISOLATION;
+    }
+    expectCleanedUp();
+  });
+
   it('lets a command that handles SIGTERM clean up on timeout', async () => {
     const r = await runInSandbox(
       base({

@@ -34,13 +34,15 @@ function unshareArgs(): string[] {
   return [...user, '--pid', '--fork', '--kill-child'];
 }
 
-// The init, as CommonJS for `node -e`. argv: base64 JSON of the command's environment, then the
-// command. The command's fd 3 is /dev/null, not our report pipe. It exits with the command's
+// The init, as CommonJS for `node -e`. argv: how many environment entries follow, the entries
+// ("NAME=value", one argument each: one argument is limited to 128 KiB, as one variable is),
+// then the command. The command's fd 3 is /dev/null, not our report pipe. It exits with the command's
 // code (128+n after a signal) so unshare's own status stays meaningful should fd 3 be lost.
 const INIT = `
 const fs = require('node:fs'), cp = require('node:child_process'), os = require('node:os');
-const [envArg, file, ...args] = process.argv.slice(1);
-const env = JSON.parse(Buffer.from(envArg, 'base64').toString('utf8'));
+const argv = process.argv.slice(1), n = Number(argv[0]), env = {};
+for (const e of argv.slice(1, 1 + n)) env[e.slice(0, e.indexOf('='))] = e.slice(e.indexOf('=') + 1);
+const [file, ...args] = argv.slice(1 + n);
 const report = (s) => { try { fs.writeSync(3, s); } catch {} };
 let nul = 'ignore';
 try { nul = fs.openSync('/dev/null', 'r'); } catch {}
@@ -57,10 +59,19 @@ export function namespaceLaunch(
   command: readonly string[],
   env: Record<string, string>,
 ): { file: string; args: string[]; env: Record<string, string> } {
-  const envArg = Buffer.from(JSON.stringify(env), 'utf8').toString('base64');
+  const entries = Object.entries(env).map(([k, v]) => `${k}=${v}`);
   return {
     file: 'unshare',
-    args: [...unshareArgs(), process.execPath, '-e', INIT, envArg, ...command],
+    args: [
+      ...unshareArgs(),
+      process.execPath,
+      '--no-warnings',
+      '-e',
+      INIT,
+      String(entries.length),
+      ...entries,
+      ...command,
+    ],
     // The init runs with no environment of its own: NODE_OPTIONS or the like passed for the
     // command must not change how the init behaves. PATH finds unshare.
     env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },

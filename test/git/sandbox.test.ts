@@ -169,6 +169,19 @@ describe('runInSandbox', () => {
 
   // The namespace's init is ours, not the command: SIGTERM reaches the command with ordinary
   // semantics (pid 1 would ignore it), so a well-behaved command cleans up within the grace.
+  it('passes a large environment and odd values through the namespace init intact', async () => {
+    const big = 'x'.repeat(100_000);
+    const r = await runInSandbox(
+      base({
+        command: ['sh', '-c', 'printf "%s|" "$EQ"; echo ${#BIG1} ${#BIG2}'],
+        env: { BIG1: big, BIG2: big, EQ: 'a=b\nc é' },
+      }),
+    );
+    expect(r).toMatchObject({ exit_code: 0, isolation: 'pid-namespace' });
+    expect(r.stdout).toBe('a=b\nc é|100000 100000\n');
+    expectCleanedUp();
+  });
+
   it('falls back to the process group when ZZ_SANDBOX_ISOLATION says so', async () => {
     process.env.ZZ_SANDBOX_ISOLATION = 'process-group';
     try {

@@ -248,7 +248,7 @@ describe('runInSandbox', () => {
     timeout_ms: number,
     isolation?: 'process-group',
   ) {
-    const go = join(mkdtempSync(join(tmpdir(), 'zz-sandbox-go-')), 'go');
+    const go = join(mkdtempSync(join(tmpdir(), 'zz-go-')), 'go');
     const script = [...lines, 'while [ ! -e "$GO" ]; do sleep 0.01; done', tail].join('\n');
     const run = runInSandbox(
       base({

@@ -159,6 +159,8 @@ interface RunOutcome {
   timed_out: boolean;
   duration_ms: number;
   spawnError: NodeJS.ErrnoException | null;
+  /** unshare exited without the init's report: the namespace was refused, the command never ran. */
+  namespaceFailed: boolean;
 }
 
 function runCommand(
@@ -229,6 +231,9 @@ function runCommand(
         timed_out: timedOut,
         duration_ms: Math.round(duration || performance.now() - started),
         spawnError,
+        // The init reports before it exits; only SIGKILL (a signal status) stops it doing so.
+        // A spawn error here (no report) is unshare's own: gone since the probe.
+        namespaceFailed: ns && r === null && (spawnError !== null || exited?.code != null),
       });
     };
     child.stdout.on('data', (b: Buffer) => out.push(b));
@@ -367,13 +372,22 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
       TMPDIR: tmp,
       ...extraEnv,
     };
-    const out = new Capture(cap);
-    const err = new Capture(cap);
-    const isolation: Isolation =
+    let isolation: Isolation =
       opts.isolation !== 'process-group' && (await namespaceAvailable())
         ? 'pid-namespace'
         : 'process-group';
-    const r = await runCommand(opts.command, checkout, env, timeout, out, err, base, isolation);
+    let out = new Capture(cap);
+    let err = new Capture(cap);
+    let r = await runCommand(opts.command, checkout, env, timeout, out, err, base, isolation);
+    if (r.namespaceFailed) {
+      // The probe passed but this namespace was refused (a user namespace limit reached under
+      // load, a policy changed): the command never ran, so run it the fallback way, and drop
+      // unshare's complaint from the output.
+      isolation = 'process-group';
+      out = new Capture(cap);
+      err = new Capture(cap);
+      r = await runCommand(opts.command, checkout, env, timeout, out, err, base, isolation);
+    }
     if (r.spawnError) {
       throw new ZzError(
         'invalid_argument',

@@ -182,6 +182,31 @@ describe('runInSandbox', () => {
     expectCleanedUp();
   });
 
+  it('runs the command the fallback way when unshare fails after the probe passed', async () => {
+    // The probe already passed (earlier tests ran in a namespace); now an `unshare` that
+    // refuses comes first on PATH, as a user namespace limit reached under load would.
+    await runInSandbox(base({}));
+    const bin = mkdtempSync(join(tmpdir(), 'zz-fake-bin-'));
+    writeFileSync(join(bin, 'unshare'), '#!/bin/sh\necho "unshare: refused" >&2\nexit 1\n', {
+      mode: 0o755,
+    });
+    const savedPath = process.env.PATH;
+    process.env.PATH = `${bin}:${savedPath}`;
+    try {
+      const r = await runInSandbox(base({ command: ['sh', '-c', 'echo ran; exit 5'] }));
+      expect(r).toMatchObject({
+        isolation: 'process-group',
+        exit_code: 5,
+        stdout: 'ran\n',
+        stderr: '',
+      });
+    } finally {
+      process.env.PATH = savedPath;
+      rmSync(bin, { recursive: true, force: true });
+    }
+    expectCleanedUp();
+  });
+
   it('falls back to the process group when ZZ_SANDBOX_ISOLATION says so', async () => {
     process.env.ZZ_SANDBOX_ISOLATION = 'process-group';
     try {

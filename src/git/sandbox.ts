@@ -319,9 +319,11 @@ async function dropWorktreeEntry(gitdir: string, checkout: string): Promise<void
  * Runs `command` in a fresh detached checkout of `commit` and removes the checkout afterwards,
  * whatever happened (non-zero exit, crash, timeout, spawn failure). The environment is only
  * PATH, HOME (an empty temp dir), LANG=C.UTF-8 and TMPDIR (a temp dir), plus `env` (and the
- * run's marker variable). On timeout every process of the run (its group, and those that left
- * it: process-sweep.ts) gets SIGTERM, then SIGKILL two seconds later; when the command exits,
- * whatever it left running is killed before the answer is returned.
+ * run's marker variable). The command runs in a PID namespace of its own where the host allows
+ * (sandbox-ns.ts), so everything it started dies with it; else in its own process group, with
+ * the sweep of process-sweep.ts for what left the group (`isolation` says which). On timeout
+ * every process of the run gets SIGTERM, then SIGKILL two seconds later; when the command
+ * exits, whatever it left running is killed before the answer is returned.
  */
 export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult> {
   const { timeout, cap, env: extraEnv } = validate(opts);

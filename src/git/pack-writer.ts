@@ -37,15 +37,20 @@ import * as zlib from 'node:zlib';
 // Concurrent `git gc`: repack deletes only the packs it listed when it started, and objects of
 // a pack written since are in no such list; if it did list ours before our ref moved, its
 // unreachable objects are kept (loosened with the pack's fresh mtime, or put in a cruft pack),
-// never pruned. A manual `git repack -a -d` (without -A: it drops unreachable objects of the
-// packs it replaces) that lists our pack in the moment between its .idx appearing and our ref
-// moving would drop its objects, and the ref would then point at missing ones. So a pack
-// written for a ref update (`keep`: a Ladder build, a large Lane commit, a sync merge) carries
-// a .keep from before its .idx appears until the caller's ref has moved, as `git fetch` guards
-// the same window (index-pack --keep); small-packs.ts holds and releases it, and sweeps the
-// .keep a crashed process left. Hazard: a pack written without `keep` (a changeset's code
-// commit, GitStore.writeCodeCommit, whose ref the caller moves later) still has the window.
-// `git gc` and gc --auto (what the daemon runs) use -A or cruft packs and are safe.
+// never pruned. Two windows are not safe:
+// - repack lists packs by their .pack files (collect_pack_filenames), while its pack-objects
+//   loads them by their .idx. A .pack listed before its .idx appeared is deleted when repack
+//   ends, and its objects were never seen, so not even -A (gc --auto) loosens them: lost
+//   (found after a long load test: a Lane's commit gone after a gc --auto; a lone .pack
+//   deleted by `git repack -a -d` is reproduced in test/git/pack-writer.test.ts).
+// - A manual `git repack -a -d` (without -A: it drops unreachable objects of the packs it
+//   replaces) that lists our pack between its appearing and our ref moving drops its objects.
+// So a pack written for a ref update (`keep`: a Ladder build, a large Lane commit, a sync
+// merge) carries a .keep from before its .pack appears until the caller's ref has moved, as
+// `git fetch` guards the same window (index-pack --keep); small-packs.ts holds and releases
+// it, and sweeps the .keep a crashed process left. Hazard: a pack written without `keep` (a
+// changeset's code commit, GitStore.writeCodeCommit, whose ref the caller moves later) still
+// has both windows; the first lasts from one rename to the next.
 // An object already in the repository is written again here, like a loose rewrite freshens its
 // mtime (see ObjectWriter.write).
 
@@ -240,7 +245,7 @@ export function encodeIndex(
 export interface WritePackOptions {
   fsync?: boolean;
   /**
-   * Creates pack-<name>.keep with this content before the .idx makes the pack visible (see
+   * Creates pack-<name>.keep with this content before the .pack makes the pack visible (see
    * small-packs.ts, "In-flight packs"): the caller removes it once a ref names the objects.
    */
   keep?: string;
@@ -286,8 +291,12 @@ export async function writeEncodedPack(
       writeFileDurably(tmpIdx, [enc.idx], opts.fsync ?? false),
     ]);
     for (const w of written) if (w.status === 'rejected') throw w.reason;
-    await renameInto(tmpPack, `${final}.pack`);
+    // The .keep before the .pack: git repack lists packs by their .pack files. One listed
+    // before its .keep existed is "not kept", and repack deletes it when it finishes, even if
+    // its .keep and .idx appeared meanwhile; its pack-objects, started before the .idx, never
+    // saw the objects, so even -A (gc --auto) does not loosen them: they are lost.
     if (opts.keep !== undefined) keep = await createKeep(`${final}.keep`, opts.keep);
+    await renameInto(tmpPack, `${final}.pack`);
     await renameInto(tmpIdx, `${final}.idx`);
   } catch (e) {
     await Promise.all([

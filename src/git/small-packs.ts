@@ -91,10 +91,12 @@ import {
 // Only packs this process wrote are ever merged or deleted, and never the merged pack itself
 // (same objects, same name).
 //
-// In-flight packs. Between a pack's .idx appearing and the ref that names its objects moving,
+// In-flight packs. Between a pack's .pack appearing and the ref that names its objects moving,
 // those objects are unreachable, and a `git repack -a -d` (without -A; also what `git gc
 // --prune=now` runs) drops unreachable objects of the packs it replaces: the ref would then
-// move to a commit whose objects are gone. A durable Lane op is in that window most of the
+// move to a commit whose objects are gone. Even gc --auto (-A) loses a pack it listed (by its
+// .pack) before the .idx appeared: pack-writer.ts, "Concurrent `git gc`". So the .keep comes
+// first, before the .pack. A durable Lane op is in that window most of the
 // time under load, so a small pack written for a ref update (`pending`) carries a .keep file,
 // which repack honours, until the caller calls release() after the ref update (whatever its
 // outcome); only then is it tracked for merging. A crash inside the window leaves a .keep

@@ -575,3 +575,62 @@ describe('pack writer: SIGKILL', () => {
     await killWriter('small packs SIGKILL', '2', 1_500);
   }, 180_000);
 });
+
+describe('pack writer: a repack between the .pack and the .idx', () => {
+  it('git repack -a -d deletes a .pack it listed before its .idx existed (the hazard)', () => {
+    const { dir, cleanup } = makeRepo('zz-pack-lone-');
+    try {
+      const oid = execFileSync('git', ['hash-object', '-w', '--stdin'], {
+        cwd: dir,
+        input: 'lone pack object\n',
+      })
+        .toString()
+        .trim();
+      const pack = join(dir, '.git', 'objects', 'pack');
+      const name = execFileSync('git', ['pack-objects', '-q', join(pack, 'tmp')], {
+        cwd: dir,
+        input: `${oid}\n`,
+      })
+        .toString()
+        .trim();
+      // The .pack alone, as in the moment between its rename and its .idx's.
+      execFileSync('mv', [join(pack, `tmp-${name}.pack`), join(pack, `pack-${name}.pack`)]);
+      execFileSync('rm', [join(pack, `tmp-${name}.idx`)]);
+      sh(dir, 'repack', '-a', '-d', '-q');
+      expect(existsSync(join(pack, `pack-${name}.pack`))).toBe(false);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('a pack written with keep has its .keep before its .pack: a repack in between keeps it', async () => {
+    const { dir, cleanup } = makeRepo('zz-pack-window-');
+    const gitdir = join(dir, '.git');
+    const rename = fsp.rename.bind(fsp);
+    const seen: Array<{ keep: boolean }> = [];
+    const spy = vi.spyOn(fsp, 'rename').mockImplementation(async (from, to) => {
+      await rename(from, to);
+      if (String(to).endsWith('.pack') && String(from).includes('tmp_pack_')) {
+        seen.push({ keep: existsSync(String(to).replace(/\.pack$/, '.keep')) });
+        // git's own repack, in the window where the .pack is there and its .idx is not yet.
+        sh(dir, 'repack', '-a', '-d', '-q');
+      }
+    });
+    try {
+      const entries = Array.from({ length: 40 }, (_, i) => {
+        const body = Buffer.from(`window object ${i}\n`);
+        return { oid: hashObject('blob', body).oid, type: 'blob' as const, body };
+      });
+      const written = await writePack(gitdir, entries, { fsync: false, keep: 'zz test\n' });
+      // Every object is still there (with the .keep after the .pack, repack deleted the pack).
+      for (const e of entries) {
+        expect(() => sh(dir, 'cat-file', '-e', e.oid), e.oid).not.toThrow();
+      }
+      expect(seen).toEqual([{ keep: true }]);
+      expect(written.keep).not.toBeNull();
+    } finally {
+      spy.mockRestore();
+      cleanup();
+    }
+  });
+});

@@ -86,8 +86,9 @@ import {
 // long-lived `git cat-file` that misses an object re-scans objects/pack and finds the merged
 // pack, which is in place before anything is deleted (test/git/small-packs.test.ts). Hazard:
 // a git repack that listed our small packs and reads one after we deleted it fails (and is
-// retried later: nothing is lost). Deletion is skipped, leaving the small packs to gc, while a
-// `git gc` says it runs (gc.pid); a bare `git repack` says nothing and may hit that window.
+// retried later: nothing is lost). Deletion stops, leaving the rest of the small packs to gc,
+// while a `git gc` says it runs (gc.pid, asked before each pack) or this process's own gc is
+// about to run (holdDeletes); a bare `git repack` says nothing and may hit that window.
 // Only packs this process wrote are ever merged or deleted, and never the merged pack itself
 // (same objects, same name).
 //
@@ -140,6 +141,10 @@ export class SmallPacks {
     Array<{ keep: string | null; enc: EncodedPack | null }>
   >();
   private knownDir = false;
+  /** holdDeletes() calls not yet released: merges keep the packs they replace meanwhile. */
+  private deleteHolds = 0;
+  /** A replaced pack's removal in progress (holdDeletes waits for it). */
+  private deleting: Promise<void> | null = null;
   /** Stale .keep files of dead zz processes removed (once per process and repository). */
   private swept = false;
   private closed = false;
@@ -342,18 +347,51 @@ export class SmallPacks {
       this.leftForGc += batch.length;
       return null;
     }
-    if (existsSync(join(this.gitdir, 'gc.pid'))) {
-      this.leftForGc += batch.length;
-    } else {
-      // One at a time, in the pool: an unlink of a pack cost ~1 ms under a busy disk (ext4,
-      // mounted with discard), 32 of them a merge; synchronous, they held the event loop and
-      // the next write for 30-40 ms at a time, and side by side they took every pool thread
-      // the writes' fsyncs need.
-      for (const name of new Set(batch.map((p) => p.name))) {
-        if (name !== enc.name) await removePack(join(this.dir, `pack-${name}`));
+    // One at a time, in the pool: an unlink of a pack cost ~1 ms under a busy disk (ext4,
+    // mounted with discard), 32 of them a merge; synchronous, they held the event loop and
+    // the next write for 30-40 ms at a time, and side by side they took every pool thread
+    // the writes' fsyncs need. So the loop is slow (tens of ms), and whether a gc runs is
+    // asked before each pack, not once before the loop: a gc that started meanwhile lists
+    // these packs, and deleting one under its pack-objects fails that run ("unable to add
+    // recent objects", seen in a long-lived daemon's log right before a gc that lost a
+    // commit). What is not deleted is left for gc.
+    const names = [...new Set(batch.map((p) => p.name))].filter((n) => n !== enc.name);
+    for (let i = 0; i < names.length; i++) {
+      if (!this.mayDelete()) {
+        this.leftForGc += names.length - i;
+        break;
+      }
+      const removing = removePack(join(this.dir, `pack-${names[i]!}`));
+      this.deleting = removing;
+      try {
+        await removing;
+      } finally {
+        this.deleting = null;
       }
     }
     return { name: enc.name, entries: enc.entries };
+  }
+
+  /** No gc of ours (holdDeletes) nor git's (gc.pid) is running: a replaced pack may go. */
+  private mayDelete(): boolean {
+    return this.deleteHolds === 0 && !existsSync(join(this.gitdir, 'gc.pid'));
+  }
+
+  /**
+   * For a gc this process is about to run on the repository (the daemon's maintenance): no
+   * merge deletes a pack from now until the returned function is called, and this resolves
+   * once the deletion in flight, if any, is over. gc.pid alone leaves a window: git writes it
+   * only once gc has started, and a merge may be between its check and an unlink then.
+   */
+  async holdDeletes(): Promise<() => void> {
+    this.deleteHolds++;
+    let held = true;
+    const release = (): void => {
+      if (held) this.deleteHolds--;
+      held = false;
+    };
+    while (this.deleting) await this.deleting.catch(() => {});
+    return release;
   }
 }
 

@@ -184,6 +184,82 @@ describe('small packs', () => {
     expect(fsckProblems(made.dir)).toEqual([]);
   });
 
+  it('a gc that starts while a merge deletes the packs it replaced stops the deletions (gc.pid asked before each pack)', async () => {
+    const made = makeRepo('zz-small-gcmid-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const gitdir = repo.gitdir;
+    const store = new GitStore(repo);
+    await commits(store, FAN_IN - 1, 'before');
+    const deleted: string[] = [];
+    const realUnlink = fsp.unlink;
+    vi.spyOn(fsp, 'unlink').mockImplementation(async (p) => {
+      if (/\/objects\/pack\/pack-/.test(String(p))) {
+        deleted.push(String(p));
+        // git gc starts right after the merge's first deletion has begun.
+        if (deleted.length === 1)
+          writeFileSync(join(gitdir, 'gc.pid'), `${process.pid} test-host\n`);
+      }
+      return realUnlink(p);
+    });
+    const before = repo.objects.small.leftForGc;
+    await commits(store, 1, 'the FAN_IN-th');
+    await repo.objects.small.idle();
+    // The pack being deleted goes whole (.idx, then .pack); the other FAN_IN - 1 stay for gc.
+    expect(deleted.map((p) => p.slice(p.lastIndexOf('.')))).toEqual(['.idx', '.pack']);
+    expect(repo.objects.small.leftForGc - before).toBe(FAN_IN - 1);
+    rmSync(join(gitdir, 'gc.pid'));
+    execFileSync('git', ['gc', '-q'], { cwd: made.dir });
+    expect(missingObjects(made.dir, REF)).toEqual([]);
+    expect(fsckProblems(made.dir)).toEqual([]);
+  });
+
+  it("this process's own gc (holdDeletes) waits for the deletion in flight, and no other starts until released", async () => {
+    const made = makeRepo('zz-small-hold-');
+    cleanup = made.cleanup;
+    repo = await openRepository(made.dir);
+    const small = repo.objects.small;
+    const store = new GitStore(repo);
+    await commits(store, FAN_IN - 1, 'before');
+    let stalled!: () => void;
+    const stall = new Promise<void>((r) => (stalled = r));
+    let unstall!: () => void;
+    const gate = new Promise<void>((r) => (unstall = r));
+    const deleted: string[] = [];
+    const realUnlink = fsp.unlink;
+    vi.spyOn(fsp, 'unlink').mockImplementation(async (p) => {
+      if (/\/objects\/pack\/pack-/.test(String(p))) {
+        deleted.push(String(p));
+        if (deleted.length === 1) {
+          stalled();
+          await gate; // the first deletion is slow: a busy disk
+        }
+      }
+      return realUnlink(p);
+    });
+    const before = small.leftForGc;
+    await commits(store, 1, 'the FAN_IN-th');
+    await stall; // the merge is inside its first deletion
+    const held = small.holdDeletes().then((release) => {
+      deleted.push('held.'); // resolved only once the pack in flight is gone, both files
+      return release;
+    });
+    unstall();
+    const release = await held;
+    await small.idle();
+    // Only the pack whose deletion was in flight went (.idx then .pack); the rest stay.
+    expect(deleted.map((p) => p.slice(p.lastIndexOf('.')))).toEqual(['.idx', '.pack', '.']);
+    expect(small.leftForGc - before).toBe(FAN_IN - 1);
+    release();
+    release(); // twice is once
+    // Released: the next merge deletes its batch again.
+    await commits(store, FAN_IN, 'after');
+    await small.idle();
+    expect(deleted.length).toBe(3 + 2 * FAN_IN);
+    expect(missingObjects(made.dir, REF)).toEqual([]);
+    expect(fsckProblems(made.dir)).toEqual([]);
+  });
+
   // Small (a Lane op) and large (a Ladder build, a big Lane commit: pack-writer's path).
   it.each([
     ['a small pack', 2],

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import {
   promises as fsp,
   mkdirSync,
@@ -313,6 +314,47 @@ describe('small packs', () => {
       expect(packedInWindow).toBeGreaterThan(files);
       // Released once the ref moved: no .keep is left behind.
       expect(packs(gitdir).filter((f) => f.endsWith('.keep'))).toEqual([]);
+    },
+  );
+
+  // git repack lists packs by their .pack files: one listed before its .keep existed is
+  // deleted when repack ends (pack-writer.ts, "Concurrent `git gc`"), so the .keep must come
+  // before the .pack, in both write paths.
+  it.each([
+    ['a small pack', 2],
+    ['a large pack', 3 * PACK_MIN_OBJECTS],
+  ])(
+    'a git repack -a -d the moment %s appears (no .idx yet) drops nothing: its .keep came first',
+    async (_what, files) => {
+      const made = makeRepo('zz-small-pack-window-');
+      cleanup = made.cleanup;
+      repo = await openRepository(made.dir);
+      const store = new GitStore(repo);
+      await commits(store, 2, 'before');
+      const seen: boolean[] = [];
+      const inWindow = (from: unknown, to: unknown) => {
+        if (!String(to).endsWith('.pack') || !String(from).includes('tmp_pack_')) return;
+        seen.push(fs.existsSync(String(to).replace(/\.pack$/, '.keep')));
+        execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: made.dir });
+      };
+      const renameSync = fs.renameSync.bind(fs);
+      vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+        renameSync(from, to);
+        inWindow(from, to);
+      });
+      const rename = fs.promises.rename.bind(fs.promises);
+      vi.spyOn(fs.promises, 'rename').mockImplementation(async (from, to) => {
+        await rename(from, to);
+        inWindow(from, to);
+      });
+      const parent = await store.head(REF);
+      const changes = new Map(
+        Array.from({ length: files }, (_, i) => [`asks/${i % 7}/f${i}.json`, `{"w":"${i}"}`]),
+      );
+      await store.commit(REF, { parent, changes, ops: [], summary: 'pack window' });
+      expect(missingObjects(made.dir, REF)).toEqual([]);
+      expect(fsckProblems(made.dir)).toEqual([]);
+      expect(seen).toEqual([true]);
     },
   );
 

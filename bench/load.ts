@@ -37,8 +37,8 @@ const CLIENTS = 64;
 const REQUESTS = 4_000;
 const PREFILL = 300;
 const STORM_WRITERS = 32;
-const STORM_READS = 600;
-const IDLE_READS = 600;
+const STORM_READS = 3_000;
+const IDLE_READS = 3_000;
 const LANE = 'load';
 
 const MIX: Array<[Tool, number]> = [

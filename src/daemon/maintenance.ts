@@ -55,17 +55,8 @@ export function startMaintenance(
     if (closed || !gitdir || running.has(repo.key)) return;
     since.set(repo.key, 0);
     packsAt.set(repo.key, repo.git?.objects.packsWritten ?? 0);
-    // Merges of small packs delete nothing while our gc runs (SmallPacks.holdDeletes): a
-    // pack deleted under gc's pack-objects fails the run.
-    const small = repo.git?.objects.small;
-    const p = (async () => {
-      const release = small ? await small.holdDeletes() : () => {};
-      try {
-        await gcAuto(gitdir);
-      } finally {
-        release();
-      }
-    })()
+    // Merges of small packs delete nothing while this gc runs (gcAuto's smallPacks).
+    const p = gcAuto(gitdir, { smallPacks: repo.git?.objects.small })
       .catch((e: unknown) => opts.log(`gc --auto ${repo.key}: ${(e as Error).message}`))
       .finally(() => {
         running.delete(repo.key);

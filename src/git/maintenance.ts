@@ -1,4 +1,5 @@
 import { runGit } from './native-git.js';
+import type { SmallPacks } from './small-packs.js';
 
 // Housekeeping of the user's repository. zz writes every op as loose objects; left alone a busy
 // daemon leaves tens of thousands of them (13,000 after one load test), and every git command
@@ -9,12 +10,25 @@ import { runGit } from './native-git.js';
 // immediate prune would delete objects a concurrent writer has written but not yet referenced.
 // gc --auto prunes only unreachable objects older than gc.pruneExpire (two weeks).
 
-/** Runs `git gc --auto --quiet` in the foreground (never detached: the caller waits for it). */
-export async function gcAuto(gitdir: string, opts: { timeoutMs?: number } = {}): Promise<void> {
-  await runGit(['--git-dir', gitdir, '-c', 'gc.autoDetach=false', 'gc', '--auto', '--quiet'], {
-    cwd: gitdir,
-    timeoutMs: opts.timeoutMs ?? 10 * 60_000,
-  });
+/**
+ * Runs `git gc --auto --quiet` in the foreground (never detached: the caller waits for it).
+ * With `smallPacks` (this process's writer of the repository), its merges delete no pack while
+ * the gc runs: a pack deleted under gc's pack-objects fails the run (small-packs.ts,
+ * holdDeletes).
+ */
+export async function gcAuto(
+  gitdir: string,
+  opts: { timeoutMs?: number; smallPacks?: SmallPacks } = {},
+): Promise<void> {
+  const release = opts.smallPacks ? await opts.smallPacks.holdDeletes() : () => {};
+  try {
+    await runGit(['--git-dir', gitdir, '-c', 'gc.autoDetach=false', 'gc', '--auto', '--quiet'], {
+      cwd: gitdir,
+      timeoutMs: opts.timeoutMs ?? 10 * 60_000,
+    });
+  } finally {
+    release();
+  }
 }
 
 export interface ObjectCounts {

@@ -66,7 +66,7 @@ describe('daemon maintenance', () => {
       commit(); // a second commit before that turn schedules no second run
       await m.idle();
       expect(gcAuto).toHaveBeenCalledTimes(1);
-      expect(gcAuto).toHaveBeenCalledWith('/nonexistent/.git');
+      expect(gcAuto).toHaveBeenCalledWith('/nonexistent/.git', { smallPacks: undefined });
     } finally {
       await m.close();
     }

@@ -34,15 +34,20 @@ function unshareArgs(): string[] {
   return [...user, '--pid', '--fork', '--kill-child'];
 }
 
-// The init, as CommonJS for `node -e`. argv: how many environment entries follow, the entries
-// ("NAME=value", one argument each: one argument is limited to 128 KiB, as one variable is),
-// then the command. The command's fd 3 is /dev/null, not our report pipe. It exits with the command's
-// code (128+n after a signal) so unshare's own status stays meaningful should fd 3 be lost.
+// The command's environment travels in the init's, each name prefixed: not in its arguments,
+// which any local user can read in /proc/<pid>/cmdline (an environment only its owner can), and
+// not as itself, so a NODE_OPTIONS or the like meant for the command cannot change the init.
+const ENV_PREFIX = 'ZZ_SANDBOX_ENV_';
+
+// The init, as CommonJS for `node -e`. argv: the command. The command's fd 3 is /dev/null, not
+// our report pipe. It exits with the command's code (128+n after a signal) so unshare's own
+// status stays meaningful should fd 3 be lost.
 const INIT = `
 const fs = require('node:fs'), cp = require('node:child_process'), os = require('node:os');
-const argv = process.argv.slice(1), n = Number(argv[0]), env = {};
-for (const e of argv.slice(1, 1 + n)) env[e.slice(0, e.indexOf('='))] = e.slice(e.indexOf('=') + 1);
-const [file, ...args] = argv.slice(1 + n);
+const env = {};
+for (const [k, v] of Object.entries(process.env))
+  if (k.startsWith('${ENV_PREFIX}')) env[k.slice(${ENV_PREFIX.length})] = v;
+const [file, ...args] = process.argv.slice(1);
 const report = (s) => { try { fs.writeSync(3, s); } catch {} };
 let nul = 'ignore';
 try { nul = fs.openSync('/dev/null', 'r'); } catch {}
@@ -59,22 +64,15 @@ export function namespaceLaunch(
   command: readonly string[],
   env: Record<string, string>,
 ): { file: string; args: string[]; env: Record<string, string> } {
-  const entries = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  const initEnv: Record<string, string> = {
+    // PATH finds unshare; nothing else of the init's own.
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+  };
+  for (const [k, v] of Object.entries(env)) initEnv[ENV_PREFIX + k] = v;
   return {
     file: 'unshare',
-    args: [
-      ...unshareArgs(),
-      process.execPath,
-      '--no-warnings',
-      '-e',
-      INIT,
-      String(entries.length),
-      ...entries,
-      ...command,
-    ],
-    // The init runs with no environment of its own: NODE_OPTIONS or the like passed for the
-    // command must not change how the init behaves. PATH finds unshare.
-    env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
+    args: [...unshareArgs(), process.execPath, '--no-warnings', '-e', INIT, ...command],
+    env: initEnv,
   };
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runInSandbox, type SandboxOptions } from '../../src/git/sandbox.js';
+import { namespaceLaunch } from '../../src/git/sandbox-ns.js';
 import { runGitSync } from '../helpers/gen-repo.js';
 import { zzErrorOf } from '../helpers/rejection.js';
 
@@ -180,6 +181,28 @@ describe('runInSandbox', () => {
     expect(r).toMatchObject({ exit_code: 0, isolation: 'pid-namespace' });
     expect(r.stdout).toBe('a=b\nc é|100000 100000\n');
     expectCleanedUp();
+  });
+
+  it("keeps the command's environment off every command line (any local user reads those)", async () => {
+    const secret = `zz-secret-${process.pid}-${Date.now()}`;
+    const launch = namespaceLaunch(['true'], { API_KEY: secret, NODE_OPTIONS: '--inspect' });
+    expect(launch.args.join('\0')).not.toContain(secret);
+    // Nor as itself in the init's environment: a NODE_OPTIONS for the command is not the init's.
+    expect(launch.env.NODE_OPTIONS).toBeUndefined();
+    // And in a live run: no process on this machine shows it in /proc/<pid>/cmdline (awk
+    // reads it from its environment, so the check itself puts it on no command line).
+    const r = await runInSandbox(
+      base({
+        command: [
+          'sh',
+          '-c',
+          String.raw`for f in /proc/[0-9]*/cmdline; do tr '\000' ' ' < "$f" 2>/dev/null; echo; done | awk 'index($0, ENVIRON["API_KEY"]) { n++ } END { print n + 0 }'`,
+        ],
+        env: { API_KEY: secret },
+      }),
+    );
+    expect(r).toMatchObject({ exit_code: 0, isolation: 'pid-namespace' });
+    expect(r.stdout.trim()).toBe('0');
   });
 
   it('runs the command the fallback way when unshare fails after the probe passed', async () => {

@@ -2,7 +2,7 @@ import { ZzError } from '../errors.js';
 import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
-import { readLane, readLanes } from './lanes.js';
+import { readLane, readLanes, type CorruptEntity } from './lanes.js';
 import { pageEnd } from './paging.js';
 import { askView, leaseExpired, type AskView } from './views.js';
 import type { ZzRepo } from './zz-repo.js';
@@ -30,18 +30,25 @@ function shownState(a: AskDoc, now: Date): AskListState {
 
 /**
  * Asks across every readable Lane (or one), filtered, in a stable order (Lane, then priority,
- * then age), paged by offset/limit and cut at about PAGE.maxBytes of JSON.
+ * then age), paged by offset/limit and cut at about PAGE.maxBytes of JSON. Across Lanes, a
+ * Lane that cannot be read is named in `corrupt` (as lane_list does), not left out silently;
+ * asked for by name, it is an entity_corrupt error.
  */
 export async function askList(
   repo: ZzRepo,
   callerIn: Caller | null,
   args: AskListArgs,
-): Promise<{ asks: AskView[]; next_offset: number | null; total: number }> {
+): Promise<{
+  asks: AskView[];
+  next_offset: number | null;
+  total: number;
+  corrupt: CorruptEntity[];
+}> {
   const caller = requireCaller(callerIn);
   const now = repo.clock();
-  const lanes = args.lane_id
-    ? [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }]
-    : (await readLanes(repo)).lanes;
+  const { lanes, corrupt } = args.lane_id
+    ? { lanes: [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }], corrupt: [] }
+    : await readLanes(repo);
   const states = args.state ? new Set(args.state) : null;
   const kinds = args.kind ? new Set(args.kind) : null;
   const hits: Array<{ s: (typeof lanes)[number]['snap']['state']; a: AskDoc }> = [];
@@ -72,6 +79,7 @@ export async function askList(
     asks: hits.slice(start, end).map(({ s, a }) => askView(s, a, now)),
     next_offset: end < hits.length ? end : null,
     total: hits.length,
+    corrupt,
   };
 }
 
@@ -88,17 +96,25 @@ export async function askGet(
 ): Promise<{ ask: AskView; revision: string | null }> {
   requireCaller(callerIn);
   const now = repo.clock();
-  const lanes = args.lane_id
-    ? [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }]
-    : (await readLanes(repo)).lanes;
+  const { lanes, corrupt } = args.lane_id
+    ? { lanes: [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }], corrupt: [] }
+    : await readLanes(repo);
   for (const { snap } of lanes) {
     const a = snap.state.asks.get(args.ask_id);
     if (a) return { ask: askView(snap.state, a, now), revision: snap.revision };
   }
+  // The Ask may be in a Lane that cannot be read: say which were not searched (a few by name).
+  const unread =
+    corrupt.length === 0
+      ? ''
+      : ` that can be read; ${corrupt.length} lane ref(s) cannot be: ${corrupt
+          .slice(0, 5)
+          .map((c) => c.ref)
+          .join(', ')}${corrupt.length > 5 ? ', …' : ''} (lane_list names them all)`;
   throw new ZzError(
     'not_found',
     args.lane_id
       ? `ask ${args.ask_id} does not exist in lane ${args.lane_id}`
-      : `ask ${args.ask_id} does not exist in any lane`,
+      : `ask ${args.ask_id} does not exist in any lane${unread}`,
   );
 }

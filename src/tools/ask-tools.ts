@@ -15,7 +15,7 @@ import { actor, askId, laneId } from '../schema/ids.js';
 import { askKind } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { boundedJson, boundedText } from '../schema/ops.js';
-import { askOut, writeMetaOut } from '../schema/views.js';
+import { askOut, corruptOut, writeMetaOut } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
 
@@ -199,6 +199,7 @@ export const askTools = [
       asks: z.array(askOut),
       next_offset: z.number().nullable(),
       total: z.number().describe('How many Asks match, over all pages'),
+      corrupt: z.array(corruptOut).describe('Lane refs that cannot be read (skipped), with why'),
     }),
     handler: (args, ctx) => askList(ctx.repo, ctx.caller, args),
   }),

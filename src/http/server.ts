@@ -164,7 +164,7 @@ async function handle(
       return;
     }
     // No signal on the Request itself: see known-bodies.ts (it travels beside it).
-    request = withReadBody(new Request(base + url, { method, headers }), body, aborted.signal);
+    request = withReadBody(new Request(base + url, { method, headers }), body, aborted);
   } else {
     request = new Request(base + url, {
       method,

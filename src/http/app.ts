@@ -1,4 +1,4 @@
-import { isPublicRepo, type Caller, type ZzRepo } from '../core/index.js';
+import { isPublicRepo, jsonText, type Caller, type ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import {
@@ -74,7 +74,8 @@ export function json(
   headers: Record<string, string> = {},
   textOnly = false,
 ): Response {
-  const text = JSON.stringify(body);
+  // Views the read caches share between calls keep their JSON text (core/json-text.ts).
+  const text = jsonText(body);
   // The node adapter writes the text itself instead of reading the body stream back; when it
   // is the only reader (textOnly), the Response carries no body at all (known-bodies.ts).
   const init = { status, headers: { ...JSON_HEADERS, ...headers } };

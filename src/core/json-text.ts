@@ -28,9 +28,12 @@ export function jsonText(v: unknown): string {
   return write(v, 0) as string;
 }
 
-// Sealed parts sit near the top of an answer (`{ result: { asks: [view, …] } }`): below this
-// depth an unsealed value is left whole to JSON.stringify, much faster than walking it here.
-const MAX_DEPTH = 3;
+// Sealed parts sit in arrays near the top of an answer (`{ result: { asks: [view, …] } }`):
+// objects are walked here only as the answer's envelope (depth 0 and 1), arrays down to depth
+// 2; any other unsealed value is left whole to JSON.stringify, much faster than walking it
+// here (a write's answer, `{ result: { ask: view, … } }`, is walked two levels deep only).
+const OBJECT_DEPTH = 2;
+const ARRAY_DEPTH = 3;
 
 function write(v: unknown, depth: number): string | undefined {
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
@@ -39,8 +42,9 @@ function write(v: unknown, depth: number): string | undefined {
     if (t === undefined) texts.set(v, (t = JSON.stringify(v)));
     return t;
   }
-  if (depth >= MAX_DEPTH) return JSON.stringify(v);
-  if (Array.isArray(v)) {
+  const array = Array.isArray(v);
+  if (depth >= (array ? ARRAY_DEPTH : OBJECT_DEPTH)) return JSON.stringify(v);
+  if (array) {
     // By index, not map(): a hole is written null, as JSON.stringify does.
     let out = '[';
     for (let i = 0; i < v.length; i++) {

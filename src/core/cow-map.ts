@@ -109,6 +109,14 @@ export class CowMap<K, V> implements ReadonlyMap<K, V> {
     for (let i = 0; i < this.#len; i++) yield this.#keys[i]!;
   }
 
+  /**
+   * The values in order, as a new array: a flat copy, where spreading values() (or a for-of
+   * over it at a call site that sees other iterators too) allocated a result per value.
+   */
+  valuesArray(): V[] {
+    return this.#vals.slice();
+  }
+
   values(): MapIterator<V> {
     // #vals is this map's own and exactly #len long: its iterator is the fast one to spread.
     return this.#vals.values();

@@ -221,7 +221,8 @@ function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
     let cancelled = 0;
     let claimed = 0;
     const ends: number[] = [];
-    for (const a of s.asks.values()) {
+    // forEach, not for-of over values(): no iterator result per Ask.
+    s.asks.forEach((a) => {
       if (a.state === 'open') open++;
       else if (a.state === 'answered') answered++;
       else if (a.state === 'cancelled') cancelled++;
@@ -231,7 +232,7 @@ function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
         const end = a.lease_expires_at === null ? NaN : Date.parse(a.lease_expires_at);
         if (!Number.isNaN(end)) ends.push(end);
       }
-    }
+    });
     const leaseEnds = Float64Array.from(ends).sort();
     c = { open, claimed, leaseEnds, answered, cancelled };
     countCache.set(s, c);

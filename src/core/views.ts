@@ -127,7 +127,7 @@ const lastPage = new WeakMap<LaneDoc, AskPage>();
 function askPage(s: LaneState): AskPage {
   const known = pageOfState.get(s);
   if (known) return known;
-  const asks = [...s.asks.values()];
+  const asks = s.asks.valuesArray();
   const prev = s.lane ? lastPage.get(s.lane) : undefined;
   // Preallocated: pages fill these from any offset, and V8 keeps a sparse array slow.
   const views = new Array<AskView>(asks.length);

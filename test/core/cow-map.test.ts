@@ -27,8 +27,20 @@ describe('CowMap', () => {
         // Every version, not only the one changed: a write must not leak into another.
         cows.forEach((c, i) => {
           const m = models[i]!;
-          const seen = JSON.stringify([[...c.entries()], [...c.keys()], [...c.values()], c.size]);
-          const want = JSON.stringify([[...m.entries()], [...m.keys()], [...m.values()], m.size]);
+          const seen = JSON.stringify([
+            [...c.entries()],
+            [...c.keys()],
+            [...c.values()],
+            c.valuesArray(),
+            c.size,
+          ]);
+          const want = JSON.stringify([
+            [...m.entries()],
+            [...m.keys()],
+            [...m.values()],
+            [...m.values()],
+            m.size,
+          ]);
           const gets = keys.map((k) => `${c.has(k)}${c.get(k)}`).join();
           const wantGets = keys.map((k) => `${m.has(k)}${m.get(k)}`).join();
           if (seen !== want || gets !== wantGets) {

@@ -216,11 +216,16 @@ export function createApp(opts: AppOptions): App {
     // A call still reading its body when close() ran was not in `calls` yet: end it too.
     if (closing) call.abort();
     try {
+      const ended = call;
       const result = await runTool(tool, args, {
         repo,
         caller,
         local: false,
-        signal: call.signal,
+        // Made when a tool asks for it (only lane_events does): an AbortSignal per call was
+        // one of the larger allocations per request.
+        get signal() {
+          return ended.signal;
+        },
         services,
       });
       return json(200, { result }, {}, trace.textOnly);

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { jsonText, sealJson } from '../../src/core/json-text.js';
 import { testSeed } from '../helpers/seeded.js';
+import { jsonValues } from './json-values.js';
 
 // Answers are written by jsonText, which reuses the JSON text of sealed parts (views the read
 // caches share). It must write exactly what JSON.stringify does, sealed parts or not.
@@ -23,23 +24,7 @@ function sealSome(v: unknown, pick: () => boolean): void {
 describe('jsonText', () => {
   it('is JSON.stringify on generated JSON values, with parts sealed at random, twice over', () => {
     const seed = testSeed('jsonText');
-    const text = fc.oneof(
-      fc.string(),
-      fc.string({ unit: 'binary' }),
-      fc.constantFrom('', '"', '\\', '\n', '\u0000', '\u2028', 'é', '😀', '\ud800', 'toJSON'),
-    );
-    const value = fc.letrec((tie) => ({
-      any: fc.oneof(
-        { depthSize: 'small' },
-        text,
-        fc.double(),
-        fc.integer(),
-        fc.constantFrom(-0, NaN, Infinity, -Infinity, true, false, null, undefined),
-        fc.array(tie('any'), { maxLength: 5 }),
-        fc.sparseArray(tie('any'), { maxLength: 5 }),
-        fc.dictionary(text, tie('any'), { maxKeys: 5 }),
-      ),
-    })).any;
+    const value = jsonValues({ sparse: true });
     fc.assert(
       fc.property(value, fc.array(fc.boolean(), { minLength: 1, maxLength: 16 }), (v, bits) => {
         if (v === undefined) return; // not an answer: JSON.stringify has no text for it

@@ -132,6 +132,7 @@ export async function openRepository(cwd: string, opts: OpenOptions = {}): Promi
     catFile,
     close: () => {
       catFile.close();
+      refs.close();
       // A merge of small packs already running finishes on its own (crash-safe if it cannot).
       void objects.close();
     },

@@ -10,6 +10,7 @@ import fs, {
 } from 'node:fs';
 import { hostname } from 'node:os';
 import { processStartTime } from '../local/file-lock.js';
+import { BlankFiles, blanksDir, LINK_UNSUPPORTED, ownedName, sweepBlanks } from './blank-files.js';
 import { join } from 'node:path';
 import {
   assemblePack,
@@ -46,19 +47,23 @@ import {
 //   commit is shared, and more than libuv's 4 pool threads, so each wait runs in two waves. As
 //   a pack: the .pack, the .idx and the ref's lock (3 fdatasyncs in one wait: GitStore.commit
 //   takes the lock while the objects' syncs run), then objects/pack/ alone (1 fsync).
-// - What each write does, and why no step can go (a durable Lane op, issue 17; strace of a
-//   single writer, per write): create tmp_pack + tmp_idx, issue their fdatasyncs; while they
-//   run, create this pack's .keep, then take the ref's lock (create the owner token, link it
-//   to <ref>.lock, read the ref, write the new value, issue its fdatasync); wait 1. Rename the
-//   .pack, then the .idx; fsync objects/pack/; wait 2. Rename the lock over the ref; unlink
-//   the .keep; the token's unlink goes to the pool. 3 fdatasyncs + 1 fsync, 3 renames, 1
-//   link, 4 file creations, 2 unlinks on the write's path (the merges below add ~2 unlinks
-//   and 0.2 syncs a write, in the background). Before this order (main at 18a461d): the same
-//   3 renames, 4 creations and link, 2 fdatasyncs then 2 fsyncs (the lock's in the second
-//   wait, after the lock's work between the waits), 2 stats and an access, the token's
-//   unlink on the path. Neither wait's directory fsync is redundant on a filesystem that
-//   does not order metadata (the .pack's and .idx's names are new; the lock's directory is
-//   not synced at all, as git does not, README "Durability").
+// - What each write does, and why no step can go (a durable Lane op, issue 17; per write of a
+//   single writer): write the tmp .pack and .idx into two blanks (files made ahead, in the
+//   pool: blank-files.ts), issue their fdatasyncs; while they run, link this pack's .keep to
+//   the process's owner file, then take the ref's lock (rename a blank into zz/locks/ as the
+//   owner token, link it to <ref>.lock, read the ref, write the new value, issue its
+//   fdatasync); wait 1. Rename the .pack, then the .idx; fsync objects/pack/; wait 2. Give
+//   the ref's old file a second name, rename the lock over the ref; unlink the .keep (a
+//   link); the token's and the second name's unlinks go to the pool. 3 fdatasyncs + 1 fsync,
+//   4 renames, 3 links, 1 unlink and no file creation on the write's path; no data block is
+//   freed there either. Both matter on the VMs' ext4 (`discard`, no journal): a creation
+//   costs 40–140 µs, a free is a synchronous discard of 0.3–1.3 ms, where a rename, link or
+//   unlink of a name costs ~10 µs (measured, issue 17). Before (main at 1504813): the same
+//   syncs, 3 renames, 1 link, 4 creations, the .keep's unlink and the rename over the ref
+//   each freeing a block, on the event loop: ~1.2 ms of a 2.3 ms write. Neither wait's
+//   directory fsync is redundant on a filesystem that does not order metadata (the .pack's
+//   and .idx's names are new; the lock's directory is not synced at all, as git does not,
+//   README "Durability").
 // (Not done: skipping the directory fsync when the rename replaced an existing object: then
 // the old entry already names a complete copy, so it would be safe, but zz rarely rewrites an
 // object it has, and the check costs a system call on every write.)
@@ -116,6 +121,8 @@ const MAX_WAITING = 4 * FAN_IN;
 const TRACK_MAX_BYTES = 32 * 1024;
 /** Packs up to this size are written with synchronous calls (larger: pack-writer's async path). */
 const SYNC_WRITE_MAX = 256 * 1024;
+/** Blanks kept ready: a small pack takes two (its tmp .pack and .idx). */
+const BLANKS = 2;
 
 interface Tracked {
   name: string;
@@ -148,14 +155,42 @@ export class SmallPacks {
   /** Stale .keep files of dead zz processes removed (once per process and repository). */
   private swept = false;
   private closed = false;
+  /** The file every .keep of ours links to (holdKeep); undefined: not made yet. */
+  private owner: string | null | undefined;
+
+  /** Blanks for the tmp files and .keep of small packs (blank-files.ts: "Where they live"). */
+  private readonly blanks: BlankFiles;
 
   constructor(
     private readonly gitdir: string,
     private readonly opts: SmallPacksOptions,
-  ) {}
+  ) {
+    this.blanks = new BlankFiles(blanksDir(gitdir), {
+      spare: BLANKS,
+      mode: 0o444,
+      sameDeviceAs: join(gitdir, 'objects'),
+    });
+  }
 
   private get dir(): string {
     return join(this.gitdir, 'objects', 'pack');
+  }
+
+  /** A tmp file in objects/pack/ holding `parts`: its fd and path. */
+  private tmpFile(kind: 'pack' | 'idx', parts: Buffer[]): [number, string] {
+    const blank = this.blanks.take();
+    if (blank) {
+      try {
+        writeAll(blank.fd, parts, blank.path);
+      } catch (e) {
+        closeQuietly(blank.fd);
+        rmSync(blank.path, { force: true });
+        throw e;
+      }
+      return [blank.fd, blank.path];
+    }
+    const path = join(this.dir, `tmp_${kind}_${tmpTag()}`);
+    return [createSync(path, parts), path];
   }
 
   /**
@@ -171,23 +206,24 @@ export class SmallPacks {
       return;
     }
     let madeDir = this.knownDir ? false : this.makeDir();
-    const tag = tmpTag();
-    const tmpPack = join(this.dir, `tmp_pack_${tag}`);
-    const tmpIdx = join(this.dir, `tmp_idx_${tag}`);
     const final = join(this.dir, `pack-${enc.name}`);
     const fds: number[] = [];
+    // The tmp files: blanks made ahead when there are (blank-files.ts: a creation is most of
+    // what this write would otherwise wait for), else created here.
+    let tmpPack = '';
+    let tmpIdx = '';
     let keep: string | null = null;
     try {
       try {
-        fds.push(createSync(tmpPack, enc.pack));
+        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack);
       } catch (e) {
         // objects/pack/ is made once per process and then trusted (no stat per write); gone
         // since (a repository re-initialised under us): made again, as git would.
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
         madeDir = this.makeDir() || madeDir;
-        fds.push(createSync(tmpPack, enc.pack));
+        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack);
       }
-      fds.push(createSync(tmpIdx, [enc.idx]));
+      [fds[1], tmpIdx] = this.tmpFile('idx', [enc.idx]);
       const synced = this.opts.fsync ? Promise.all(fds.map(fdatasync)) : Promise.resolve([]);
       synced.catch(() => {}); // awaited below
       // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
@@ -198,7 +234,7 @@ export class SmallPacks {
       try {
         if (pending) {
           this.sweepOnce();
-          keep = holdKeep(`${final}.keep`);
+          keep = this.holdKeep(`${final}.keep`);
         }
       } catch (e) {
         await synced.catch(() => {}); // no fd is closed under a sync still running
@@ -207,8 +243,8 @@ export class SmallPacks {
       await synced;
     } catch (e) {
       for (const fd of fds) closeQuietly(fd);
-      rmSync(tmpPack, { force: true });
-      rmSync(tmpIdx, { force: true });
+      if (tmpPack) rmSync(tmpPack, { force: true });
+      if (tmpIdx) rmSync(tmpIdx, { force: true });
       if (keep) rmSync(keep, { force: true });
       throw e;
     }
@@ -250,6 +286,56 @@ export class SmallPacks {
     if (pending) this.hold(pending, written.keep, null);
   }
 
+  /**
+   * Creates a pack's .keep naming this process (no fsync: after a power cut no write is in
+   * flight, and a lost one costs nothing). Answers its path, or null when it already exists
+   * (the same objects written twice at once: the other write's .keep holds it).
+   *
+   * Each .keep is a hard link to one owner file per process (in zz/blanks/, holding
+   * KEEP_OWNER), not a file of its own: a link costs ~10 µs where a creation cost
+   * 40–140 µs, and removing it frees no data block. Freeing one is what made the .keep's
+   * removal slow (0.3–1.3 ms on an ext4 mounted with `discard` and no journal, where each
+   * free is a synchronous discard), on the event loop, once a write. The owner file of a dead
+   * process is swept with its blanks (blank-files.ts); its .keep files by sweepStaleKeeps.
+   */
+  private holdKeep(path: string): string | null {
+    for (let attempt = 0; ; attempt++) {
+      const owner = this.ownerFile();
+      if (owner === null) return createKeep(path);
+      try {
+        fs.linkSync(owner, path);
+        return path;
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code ?? '';
+        if (code === 'EEXIST') return null;
+        if (LINK_UNSUPPORTED.has(code)) this.owner = null;
+        // The owner file was removed (a person clearing .git/zz/): made again, once.
+        else if (code !== 'ENOENT' || attempt > 0) throw e;
+        else this.owner = undefined;
+      }
+    }
+  }
+
+  /** The owner file .keep files link to (made once); null where links are not supported. */
+  private ownerFile(): string | null {
+    if (this.owner !== undefined) return this.owner;
+    const dir = blanksDir(this.gitdir);
+    sweepBlanks(dir); // before anything of ours is there (a dead process's owner file goes)
+    const path = join(dir, `${ownedName()}.owner`);
+    mkdirSync(dir, { recursive: true });
+    const fd = openSync(path, 'wx', 0o444);
+    try {
+      fs.writeSync(fd, KEEP_OWNER);
+    } catch (e) {
+      closeQuietly(fd);
+      rmSync(path, { force: true });
+      throw e;
+    }
+    closeSync(fd);
+    this.owner = path;
+    return path;
+  }
+
   private sweepOnce(): void {
     if (this.swept) return;
     this.swept = true;
@@ -286,6 +372,10 @@ export class SmallPacks {
   /** Starts no further merge; resolves when the running one (if any) is done. */
   close(): Promise<void> {
     this.closed = true;
+    this.blanks.close();
+    // Our .keep files (if a write is still in flight) keep their inode: only the name goes.
+    if (this.owner) unlinkQuietly(this.owner);
+    this.owner = undefined;
     return this.idle();
   }
 
@@ -398,12 +488,8 @@ export class SmallPacks {
 /** What our .keep files say: whose write holds them (git's own say "receive-pack …"). */
 const KEEP_OWNER = `zz ${hostname()} ${process.pid} ${processStartTime(process.pid) ?? '-'}\n`;
 
-/**
- * Creates a pack's .keep naming this process (no fsync: after a power cut no write is in
- * flight, and a lost one costs nothing). Answers its path, or null when it already exists (the
- * same objects written twice at once: the other write's .keep holds it).
- */
-function holdKeep(path: string): string | null {
+/** A .keep of its own (where hard links are not supported): see SmallPacks.holdKeep. */
+function createKeep(path: string): string | null {
   let fd: number;
   try {
     fd = openSync(path, 'wx', 0o444);
@@ -449,18 +535,22 @@ function sweepStaleKeeps(dir: string): void {
 function createSync(path: string, parts: Buffer[]): number {
   const fd = openSync(path, 'wx', 0o444);
   try {
-    let bufs = parts;
-    let want = parts.reduce((s, b) => s + b.length, 0);
-    while (want > 0) {
-      const n = fs.writevSync(fd, bufs);
-      if (n <= 0) throw new Error(`pack: short write to ${path}`);
-      want -= n;
-      bufs = skipBytes(bufs, n);
-    }
+    writeAll(fd, parts, path);
     return fd;
   } catch (e) {
     closeQuietly(fd);
     throw e;
+  }
+}
+
+function writeAll(fd: number, parts: Buffer[], path: string): void {
+  let bufs = parts;
+  let want = parts.reduce((s, b) => s + b.length, 0);
+  while (want > 0) {
+    const n = fs.writevSync(fd, bufs);
+    if (n <= 0) throw new Error(`pack: short write to ${path}`);
+    want -= n;
+    bufs = skipBytes(bufs, n);
   }
 }
 

@@ -372,10 +372,13 @@ describe('interop with native git and other zz processes', () => {
       'a/',
     ];
 
+    // zz/blanks/ is left out: its spares are refilled in the background after the good write
+    // (git/blank-files.ts), and no refused call reaches it (they fail before any file).
     function snapshot(gitdir: string): string[] {
       const out: string[] = [];
       const walk = (d: string, rel: string) => {
         for (const e of readdirSync(d, { withFileTypes: true })) {
+          if (e.isDirectory() && `${rel}${e.name}` === 'zz/blanks') continue;
           if (e.isDirectory()) walk(join(d, e.name), `${rel}${e.name}/`);
           else out.push(`${rel}${e.name} ${statSync(join(d, e.name)).size}`);
         }

@@ -1,0 +1,232 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { isAlive } from '../local/file-lock.js';
+
+// Empty files created ahead of the write that needs them ("blanks"), held open, and handed
+// out with their fd. A durable Lane op creates four files on its path: the small pack's tmp
+// .pack and tmp .idx and its .keep (small-packs.ts), and the ref lock's owner token
+// (ref-store.ts). Measured on the 2-vCPU VM's ext4 (`discard`): creating a file costs
+// 115–280 µs quiet and 310–430 µs while an fdatasync is in flight (the inode allocation waits
+// on the journal), where a rename, link, unlink or small write costs 5–15 µs. Those creations
+// were ~1 ms of a 2.3 ms durable single write, and all of it synchronous on the event loop
+// (objects.ts says why the small calls are synchronous), so under a writer storm every group
+// commit also held reads for ~1 ms. Blanks are created one at a time in libuv's pool (off the
+// event loop, while the write that took the last one waits for its fsyncs), so the write
+// itself only writes, syncs and renames or links.
+//
+// take() answers null when no blank is ready (the first write, or writes outpacing the
+// refill): the caller then creates its file itself, as before, so blanks change how fast a
+// write is, never whether it happens.
+//
+// Where they live: zz/blanks/, one directory of files this process made for itself (blanks
+// for tmp packs and lock tokens, SmallPacks' .keep owner file, RefStore's hold on a ref's old
+// file), named <host>.<pid>.<hex>[.kind]; none is ever a lock's proof of ownership, so those
+// of a dead process are all removed (sweepBlanks). Not objects/pack/: there a spare tmp_*
+// file would be git's (`git prune --expire=now` deletes it, `git count-objects -v` calls it
+// garbage for as long as the daemon runs). Not zz/locks/: a token there is a lock's proof,
+// and a spare token would be one more file for the sweep of tokens to judge; a token blank
+// is renamed into zz/locks/ when taken. A blank is renamed (or linked) across into
+// objects/pack/ or zz/locks/, which is fine on one filesystem and durable the same way (the
+// caller fsyncs the destination directory after); where zz/ is on another device than the
+// destination (`sameDeviceAs`), no blanks are made at all.
+//
+// Hazards:
+// - A blank is a file with a name that someone may remove meanwhile (a person clearing
+//   .git/zz/). take() drops a blank whose name is gone (fstat: no links) and tries the next.
+// - A process that dies leaves its spares (and owner or hold file): the first take() of the
+//   next process removes those of dead processes on this host (a pid reused by a live
+//   process keeps them for later: harmless). close() removes a live process's spares.
+// - Each spare holds an fd: `spare` per directory and repository, a handful per daemon.
+
+/** link() is not available on every filesystem (FAT, some network mounts). */
+export const LINK_UNSUPPORTED = new Set([
+  'EPERM',
+  'ENOTSUP',
+  'EOPNOTSUPP',
+  'EXDEV',
+  'ENOSYS',
+  'EMLINK',
+]);
+
+const HOST = hostname();
+// Names end in hex: random per process, then a counter.
+const NAME_PREFIX = randomBytes(4).toString('hex');
+let nameCounter = 0;
+
+/** A fresh file name that says who made it: `<host>.<pid>.<hex>` (lock tokens, blanks). */
+export function ownedName(): string {
+  return `${encodeURIComponent(HOST)}.${process.pid}.${NAME_PREFIX}${(nameCounter++).toString(16)}`;
+}
+
+/** The directory of blanks (and other files a zz process makes for itself) of a repository. */
+export function blanksDir(gitdir: string): string {
+  return join(gitdir, 'zz', 'blanks');
+}
+
+/** Who made a file named by ownedName() (with a `.old` or `.owner` kind); null for any other. */
+export function parseOwnedName(name: string): { host: string; pid: number } | null {
+  const m = /^(.+)\.(\d+)\.[0-9a-f]+(?:\.(?:old|owner))?$/.exec(name);
+  if (!m) return null;
+  try {
+    return { host: decodeURIComponent(m[1]!), pid: Number(m[2]) };
+  } catch {
+    return null;
+  }
+}
+
+/** Made by another process on this host that is gone. */
+export function isDeadHere(owner: { host: string; pid: number }): boolean {
+  return owner.host === HOST && owner.pid !== process.pid && !isAlive(owner.pid);
+}
+
+/** A blank creation is in flight somewhere in this process; who else wants one. */
+let creatingAny = false;
+const waiting = new Set<BlankFiles>();
+
+export interface Blank {
+  fd: number;
+  path: string;
+}
+
+export interface BlankFilesOptions {
+  /** Spares kept ready. */
+  spare: number;
+  /** Mode of the files (as the file the caller would create itself). */
+  mode: number;
+  /** Blanks only where `dir` is on the same device as this path (they are renamed there). */
+  sameDeviceAs?: string;
+}
+
+export class BlankFiles {
+  private readonly spares: Blank[] = [];
+  private creating = false;
+  private closed = false;
+  private checked = false;
+
+  constructor(
+    private readonly dir: string,
+    private readonly opts: BlankFilesOptions,
+  ) {}
+
+  /** A blank (empty, open for writing, its name still in place), or null: create your own. */
+  take(): Blank | null {
+    sweepBlanks(this.dir);
+    let b: Blank | undefined;
+    while ((b = this.spares.shift())) {
+      let links: number;
+      try {
+        links = fs.fstatSync(b.fd).nlink;
+      } catch {
+        links = 0;
+      }
+      if (links > 0) break;
+      closeQuietly(b.fd); // removed under us: nothing to unlink
+    }
+    this.refill();
+    return b ?? null;
+  }
+
+  /** Stops refilling; closes and removes the spares. */
+  close(): void {
+    this.closed = true;
+    waiting.delete(this);
+    for (const b of this.spares.splice(0)) discard(b);
+  }
+
+  // One creation at a time in the whole process (`creatingAny`): each holds one of libuv's
+  // 4 pool threads for ~0.3 ms, and a durable write's three fdatasyncs need the other three
+  // (two at once, one per BlankFiles, measured 5-10% slower single writes than none at all).
+  // A failure stops the chain until the next take(); a chain that finished wakes the others.
+  private refill(): void {
+    if (this.creating || this.closed || this.spares.length >= this.opts.spare) return;
+    if (creatingAny) {
+      waiting.add(this);
+      return;
+    }
+    creatingAny = this.creating = true;
+    const path = join(this.dir, ownedName());
+    const create = (again: boolean): void =>
+      fs.open(path, 'wx', this.opts.mode, (err, fd) => {
+        if (err?.code === 'ENOENT' && again) {
+          fs.mkdir(this.dir, { recursive: true }, (m) => (m ? this.done() : create(false)));
+          return;
+        }
+        if (!err) {
+          const b = { fd, path };
+          if (this.closed || !this.sameDevice(fd)) discard(b);
+          else this.spares.push(b);
+        }
+        this.done(!err);
+      });
+    create(true);
+  }
+
+  /** The creation in flight is over: go on (`more`), else let another BlankFiles have a turn. */
+  private done(more = false): void {
+    this.creating = creatingAny = false;
+    if (more) this.refill();
+    if (creatingAny) return;
+    for (const next of waiting) {
+      waiting.delete(next);
+      next.refill();
+      if (creatingAny) return;
+    }
+  }
+
+  private sameDevice(fd: number): boolean {
+    if (this.checked || !this.opts.sameDeviceAs) return true;
+    try {
+      this.checked = fs.fstatSync(fd).dev === fs.statSync(this.opts.sameDeviceAs).dev;
+      if (!this.checked) this.closed = true; // for good: renames across would fail (EXDEV)
+      return this.checked;
+    } catch {
+      return false; // the destination is not there yet: ask again with the next blank
+    }
+  }
+}
+
+const swept = new Set<string>();
+
+/**
+ * Removes, once per process and directory, what dead processes on this host left in a blanks
+ * directory: blanks, owner and hold files alike (none is a lock's proof, see the header).
+ * Synchronous, on the first take(): a small directory, once.
+ */
+export function sweepBlanks(dir: string): void {
+  if (swept.has(dir)) return;
+  swept.add(dir);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const owner = parseOwnedName(name);
+    if (!owner || !isDeadHere(owner)) continue;
+    try {
+      fs.unlinkSync(join(dir, name));
+    } catch {
+      /* gone already */
+    }
+  }
+}
+
+function discard(b: Blank): void {
+  closeQuietly(b.fd);
+  try {
+    fs.unlinkSync(b.path);
+  } catch {
+    /* gone already */
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    /* already closed */
+  }
+}

@@ -45,7 +45,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Removes the temporary repos and homes the test helpers made (test/helpers/temp-dirs.ts).
-    setupFiles: ['test/setup/remove-temp-dirs.ts'],
+    // cpu-usage.ts measures only when ZZ_TEST_CPU names a file.
+    setupFiles: ['test/setup/cpu-usage.ts', 'test/setup/remove-temp-dirs.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

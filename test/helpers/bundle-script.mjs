@@ -1,5 +1,5 @@
-// Builds one TypeScript entry (a test helper run as a child process) and what it imports from
-// src/ into one ES module, so that a child starts under plain node instead of through tsx:
+// Builds one TypeScript entry (a test helper run as a child process; see bundled.ts) and what
+// it imports from src/ into one ES module, so that a child starts under plain node, not tsx:
 //
 //   node test/helpers/bundle-script.mjs <entry.ts> <out.mjs>
 //

@@ -1,18 +1,19 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import fs, { existsSync, mkdirSync, readdirSync, readFileSync, writeSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import fs, { writeSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openRepository } from '../../src/git/index.js';
 import { Entity, GitStore } from '../../src/store/index.js';
+import { bundled } from './bundled.js';
 import { docCodec, type DocState } from './doc-codec.js';
 
 // Test-only writer process for the crash and interop tests:
 //
 //   node --import tsx test/helpers/crash-writer.ts <repo> <ref> <prefix> [options]
 //
-// spawnWriter runs the same code bundled from the sources (writerBundle): under plain node a
-// writer starts in about a third of the CPU tsx takes on Node 20, and the crash test starts 59.
+// spawnWriter runs it bundled with the sources (bundled.ts): the crash test starts 59 writers,
+// and under plain node each starts in about a third of the CPU tsx takes on Node 20.
 //
 // Writes keys <prefix>-0, <prefix>-1, … through Entity<DocState> on a GitStore, with
 // `--concurrency` mutations in flight (so group commits form), and prints one line per
@@ -40,45 +41,6 @@ export function valueOf(key: string): string {
 
 const SCRIPT = fileURLToPath(import.meta.url);
 const PROJECT = resolve(dirname(SCRIPT), '..', '..');
-const BUNDLES = join(PROJECT, 'node_modules', '.cache', 'zz-test-bundles');
-
-function* sources(dir: string): Generator<string> {
-  for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) =>
-    a.name < b.name ? -1 : 1,
-  )) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) yield* sources(p);
-    else if (e.name.endsWith('.ts')) yield p;
-  }
-}
-
-let bundle: string | null = null;
-
-/**
- * This file and what it imports from src/ as one ES module (test/helpers/bundle-script.mjs),
- * named by a hash of every source it could include, so that a changed source is never run from
- * an old bundle. Built once per source state (about 0.5 s), in a child process: spawnWriter
- * is synchronous.
- */
-export function writerBundle(): string {
-  if (bundle) return bundle;
-  const hash = createHash('sha256');
-  const builder = join(PROJECT, 'test', 'helpers', 'bundle-script.mjs');
-  const inputs = [...sources(join(PROJECT, 'src')), SCRIPT, join(dirname(SCRIPT), 'doc-codec.ts')];
-  for (const f of [...inputs, builder]) hash.update(`${f}\0`).update(readFileSync(f));
-  const out = join(BUNDLES, `crash-writer-${hash.digest('hex').slice(0, 20)}.mjs`);
-  if (!existsSync(out)) {
-    mkdirSync(BUNDLES, { recursive: true });
-    execFileSync(process.execPath, [builder, SCRIPT, out], { cwd: PROJECT, stdio: 'pipe' });
-    // Bounded: bundles of earlier source states older than an hour go.
-    for (const name of readdirSync(BUNDLES)) {
-      const p = join(BUNDLES, name);
-      if (p !== out && Date.now() - fs.statSync(p).mtimeMs > 3_600_000)
-        fs.rmSync(p, { recursive: true, force: true });
-    }
-  }
-  return (bundle = out);
-}
 
 export interface WriterProcess {
   child: ChildProcess;
@@ -103,7 +65,7 @@ export function spawnWriter(
   prefix: string,
   args: string[] = [],
 ): WriterProcess {
-  const child = spawn(process.execPath, [writerBundle(), repo, ref, prefix, ...args], {
+  const child = spawn(process.execPath, [bundled(SCRIPT), repo, ref, prefix, ...args], {
     cwd: PROJECT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

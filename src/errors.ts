@@ -28,6 +28,8 @@ export const ERROR_CODES = {
   /** An entity on refs/zz/* that cannot be read (a malformed op, a ref at a blob, a copied ref). */
   entity_corrupt: { status: 422, exit: 6, mcp: 'shown' },
   precondition_failed: { status: 412, exit: 6, mcp: 'fixable' },
+  /** A change git itself would refuse to carry (git fsck: a .gitmodules url or path like "-x"). */
+  unsafe_content: { status: 422, exit: 2, mcp: 'fixable' },
   local_only: { status: 400, exit: 2, mcp: 'fixable' },
   unavailable: { status: 503, exit: 7, mcp: 'shown' },
   /** The repository (or a local zz file) cannot be written: read-only file system or no permission. */

@@ -35,6 +35,8 @@ export async function followEvents(
     abort.abort();
   });
   let cursor = args.cursor as string | undefined;
+  // Lanes that cannot be read are skipped by lane_events, which names them: said once each.
+  const told = new Set<string>();
   try {
     if (!json) io.stdout('TIME  LANE_ID  OP  ACTOR  ASK_ID\n');
     while (!stopped) {
@@ -48,6 +50,13 @@ export async function followEvents(
       } catch (e) {
         if (stopped) break;
         throw e;
+      }
+      for (const c of (r.corrupt as Array<{ ref: string; error: string }> | undefined) ?? []) {
+        if (told.has(c.ref)) continue;
+        told.add(c.ref);
+        io.stderr(
+          `zz: skipped ${neutralize(c.ref)}, which cannot be read: ${neutralize(c.error)}\n`,
+        );
       }
       for (const e of (r.events as Array<Record<string, unknown>> | undefined) ?? []) {
         io.stdout(json ? jsonText(e, 0) + '\n' : line(e) + '\n');

@@ -1,6 +1,7 @@
 import { ZzError } from '../errors.js';
 import { diffTreeRaw, TreeReader } from '../git/branch-update.js';
 import { assertTreePath, printable, type GitRepository } from '../git/index.js';
+import { assertFsckClean, type EntryKind } from './changesets-fsck.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // The one path policy for changes to the user's code (hardening 11.8), applied when a changeset
@@ -10,7 +11,9 @@ import type { ZzRepo } from './zz-repo.js';
 //   control or bidi-override characters, a component at most 255 bytes, at most 64 deep;
 // - against the tree the change applies to: no symlink (or file, or submodule) on the way to
 //   a path, nothing written through a symlink or over a directory or submodule, no deletion of
-//   what is not a file, no symlink pointing out of the repository.
+//   what is not a file, no symlink pointing out of the repository;
+// - what git's fsck checks in the files it reads (changesets-fsck.ts): no .gitmodules with a
+//   submodule path or url git refuses, no .gitattributes with lines git will not read.
 
 export interface ChangeFileInput {
   path: string;
@@ -95,6 +98,7 @@ export async function checkFiles(
     const found = await trees.walk(tree, path);
     const { entry, blockedAt } = found;
     assertNoLink(path, content !== null, found);
+    if (content !== null) await assertFsckClean(path, 'file', content);
     if (blockedAt && content === null) {
       throw badPath(path, 'it does not exist, so it cannot be deleted');
     }
@@ -128,6 +132,7 @@ export async function checkChangeset(
   const baseTree = await trees.treeOfCommit(base);
   for (const c of await diffTreeRaw(git, base, commit)) {
     assertTreePath(c.path, 'changeset path');
+    await assertEntryFsckClean(git, c);
     const found = await trees.walk(baseTree, c.path);
     assertNoLink(
       c.path,
@@ -146,6 +151,33 @@ export async function checkChangeset(
       }
     }
   }
+}
+
+/** git's fsck rules for one changed tree entry (nothing to check in a deletion). */
+async function assertEntryFsckClean(
+  git: GitRepository,
+  c: { path: string; newMode: string | null; newOid: string | null },
+): Promise<void> {
+  if (c.newMode === null || c.newOid === null) return;
+  const oid = c.newOid;
+  const kind: EntryKind = c.newMode.startsWith('100')
+    ? 'file'
+    : c.newMode === '120000'
+      ? 'symlink'
+      : 'other';
+  await assertFsckClean(
+    c.path,
+    kind,
+    async () => (await git.catFile.read(oid))?.data ?? Buffer.alloc(0),
+  );
+}
+
+/**
+ * git's fsck rules for what a three-way merge made of a changeset and the branch (each side
+ * passed them alone; their merge is checked too before the branch moves to it).
+ */
+export async function checkMergedTree(git: GitRepository, head: string, tree: string) {
+  for (const c of await diffTreeRaw(git, head, tree)) await assertEntryFsckClean(git, c);
 }
 
 /** A symlink at `path` whose target leaves the tree (absolute, or too many `..`). */
@@ -174,7 +206,12 @@ export async function changesetChanges(
   files: readonly ChangeFileInput[],
 ): Promise<Map<string, Buffer | null>> {
   const changes = parseFiles(files, 'changeset.files');
-  if (!repo.git) return changes;
+  if (!repo.git) {
+    for (const [path, content] of changes) {
+      if (content !== null) await assertFsckClean(path, 'file', content);
+    }
+    return changes;
+  }
   const trees = new TreeReader(repo.git);
   let tree: string;
   try {
@@ -189,6 +226,7 @@ export async function changesetChanges(
   // replace a file by a directory or a directory by a file (a reviewer sees it in the diff).
   for (const [path, content] of changes) {
     assertNoLink(path, content !== null, await trees.walk(tree, path), ' in the base commit');
+    if (content !== null) await assertFsckClean(path, 'file', content);
   }
   return changes;
 }

@@ -4,7 +4,12 @@ import { isAncestor, mergeTrees, TreeReader, updateBranch } from '../git/branch-
 import { printable, readCommit, type GitRepository } from '../git/index.js';
 import { KeyedQueue } from '../local/index.js';
 import type { AskDoc } from '../schema/lane.js';
-import { checkChangeset, checkFiles, type ChangeFileInput } from './changesets-policy.js';
+import {
+  checkChangeset,
+  checkFiles,
+  checkMergedTree,
+  type ChangeFileInput,
+} from './changesets-policy.js';
 import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
@@ -208,6 +213,7 @@ export async function commitChangeset(
         if (m.conflicts.length > 0) {
           await conflict(repo, caller, args, request, ask, { id, base, head, branch, merge: m });
         }
+        await checkMergedTree(git, head, m.tree);
         const now = Math.floor(Date.now() / 1000);
         const commit = await git.objects.commit({
           tree: m.tree,

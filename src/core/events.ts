@@ -5,7 +5,7 @@ import { cursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
 import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
-import { readLane, readLanes } from './lanes.js';
+import { readLane, readLanes, type CorruptEntity } from './lanes.js';
 import { historyEntry, rejectionsById, type EntryRejection, type HistoryEntry } from './views.js';
 import { CONFIG_REF, laneRef, type ZzRepo } from './zz-repo.js';
 import type { LaneState, RoleSource } from './lane-state.js';
@@ -227,16 +227,17 @@ function rejectionNotice(
 }
 
 async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit: number) {
-  // Across Lanes, a Lane that cannot be read (reported by lane_list and repo_state) is
-  // skipped; asked for by name, it is an error. The config whose roles judged them is read
+  // Across Lanes, a Lane that cannot be read is skipped and named in `corrupt` (as lane_list
+  // and repo_state do); asked for by name, it is an error. The config whose roles judged them is read
   // around them: if it moved meanwhile, read again (a cursor must name the config its Lanes
   // were judged under, or a notice could be missed).
   let config = await configMark(repo);
   let snaps: Array<{ id: string; snap: Snapshot<LaneState> }>;
+  let corrupt: CorruptEntity[];
   for (let attempt = 0; ; attempt++) {
-    snaps = args.lane_id
-      ? [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }]
-      : (await readLanes(repo)).lanes;
+    ({ lanes: snaps, corrupt } = args.lane_id
+      ? { lanes: [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }], corrupt: [] }
+      : await readLanes(repo));
     const after = await configMark(repo);
     if (after === config || attempt >= 2) break;
     config = after;
@@ -336,7 +337,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
   }
   events.push(...notices);
   events.sort(byTime);
-  return { events, next };
+  return { events, next, corrupt };
 }
 
 export async function laneEvents(
@@ -344,15 +345,19 @@ export async function laneEvents(
   callerIn: Caller | null,
   args: LaneEventsArgs,
   signal?: AbortSignal,
-): Promise<{ events: LaneEvent[]; next_cursor: string }> {
+): Promise<{ events: LaneEvent[]; next_cursor: string; corrupt: CorruptEntity[] }> {
   requireCaller(callerIn);
   const pos = decodeCursor(args.cursor);
   const limit = args.limit ?? 500;
   const deadline = Date.now() + (args.wait_ms ?? 0);
   for (;;) {
-    const { events, next } = await collect(repo, args, pos, limit);
+    const { events, next, corrupt } = await collect(repo, args, pos, limit);
     if (events.length > 0 || Date.now() >= deadline || signal?.aborted) {
-      return { events: await markUnsigned(repo, events), next_cursor: encodeCursor(next) };
+      return {
+        events: await markUnsigned(repo, events),
+        next_cursor: encodeCursor(next),
+        corrupt,
+      };
     }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, Math.min(250, Math.max(0, deadline - Date.now())));

@@ -185,7 +185,7 @@ export async function laneGet(
 // once per log (usually none, and then no commit is read to mark history entries unsigned).
 const foreignByLog = new WeakMap<object, ReadonlySet<string>>();
 
-function foreignOf(
+export function foreignOf(
   log: Snapshot<LaneState>['log'],
   local: string | undefined,
 ): ReadonlySet<string> {

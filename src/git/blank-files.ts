@@ -128,6 +128,11 @@ export class BlankFiles {
     return b ?? null;
   }
 
+  /** Spares ready to be taken now. */
+  get ready(): number {
+    return this.spares.length;
+  }
+
   /** Stops refilling; closes and removes the spares. */
   close(): void {
     this.closed = true;

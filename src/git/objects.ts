@@ -11,7 +11,7 @@ import fs, {
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { encodePack } from './pack-writer.js';
-import { SmallPacks } from './small-packs.js';
+import { SmallPacks, SYNC_WRITE_MAX as SMALL_PACK_MAX_BYTES } from './small-packs.js';
 
 // Our own loose-object writer. isomorphic-git's writeBlob/writeTree/writeCommit write in place
 // and a crash leaves a truncated object that is never repaired (a later write of the same oid
@@ -440,8 +440,8 @@ export class ObjectWriter {
   }
 
   /**
-   * Writes a commit's objects together: as one pack past packMinObjects objects, as a small
-   * pack (smallPacks) from 2 objects, else loose. Either way every object is on disk (with
+   * Writes a commit's objects together: as one pack when isLarge(), as a small pack
+   * (smallPacks) from 2 objects, else loose. Either way every object is on disk (with
    * `fsync`, durably) when this resolves, except that loose objects and small packs written
    * with `pending` leave their directories' fsyncs to the caller (see write()); a big pack
    * syncs its own directory.
@@ -450,10 +450,13 @@ export class ObjectWriter {
     objects: ReadonlyArray<{ type: ObjectType; body: Buffer }>,
     pending?: PendingDirs,
   ): Promise<string[]> {
-    const small = objects.length <= this.packMinObjects;
+    const large = this.isLarge(
+      objects.length,
+      objects.reduce((n, o) => n + o.body.length, 0),
+    );
     // packMinObjects = Infinity keeps its meaning, always loose (the benchmarks' baseline).
     const smallPack = this.smallPacks && objects.length >= 2 && this.packMinObjects !== Infinity;
-    if (small && !smallPack) {
+    if (!large && !smallPack) {
       // write() creates its file with synchronous calls, which wait for the filesystem's
       // journal while other fsyncs run (0.1-1 ms each under load): a batch of 65 objects held
       // the event loop ~10 ms at a time under a writer storm and reads waited behind it.
@@ -474,7 +477,7 @@ export class ObjectWriter {
       ...o,
       oid: createHash('sha1').update(`${o.type} ${o.body.length}\0`).update(o.body).digest('hex'),
     }));
-    if (small) {
+    if (!large) {
       await this.small.write(entries, pending);
     } else {
       // With `pending` (a ref update follows), .kept until release(): see small-packs.ts.
@@ -482,6 +485,22 @@ export class ObjectWriter {
       this.bigPacks++;
     }
     return entries.map((e) => e.oid);
+  }
+
+  /**
+   * Whether a batch of `count` objects of `bytes` (uncompressed) is written as a pack left for
+   * gc, in pack-writer's async path (a Ladder build, a large changeset), rather than as a small
+   * pack or loose objects. With small packs, by size: a group commit of a writer storm (70
+   * objects, ~50 KiB) is a small pack like a single Lane op, written with synchronous calls
+   * into blanks and merged; as a big pack it made a dozen pool round trips, each behind the
+   * storm's fsyncs, and one more pack for gc --auto every group. Without, by count (a loose
+   * object costs a file and an fsync each).
+   */
+  isLarge(count: number, bytes: number): boolean {
+    if (this.smallPacks && this.packMinObjects !== Infinity && count >= 2) {
+      return bytes > SMALL_PACK_MAX_BYTES;
+    }
+    return count > this.packMinObjects;
   }
 
   blob(content: Buffer | string): Promise<string> {

@@ -120,7 +120,7 @@ const MAX_WAITING = 4 * FAN_IN;
 /** A small pack bigger than this is not kept for merging (left for gc). */
 const TRACK_MAX_BYTES = 32 * 1024;
 /** Packs up to this size are written with synchronous calls (larger: pack-writer's async path). */
-const SYNC_WRITE_MAX = 256 * 1024;
+export const SYNC_WRITE_MAX = 256 * 1024;
 /** Blanks kept ready: a small pack takes two (its tmp .pack and .idx). */
 const BLANKS = 2;
 

@@ -171,6 +171,8 @@ function nextStep(err: ZzError): string | null {
       return 'This call needs a valid zz token: run `zz login`, or configure the MCP client with a bearer token.';
     case 'precondition_failed':
       return 'The repository is not ready for this call; follow the message above.';
+    case 'unsafe_content':
+      return 'git itself would refuse this content (git fsck): change the file as the message says and send the change again.';
     case 'local_only':
       return 'Use a local `zz mcp` server (stdio) for this tool.';
     case 'payload_too_large':

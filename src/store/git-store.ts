@@ -177,7 +177,7 @@ export class GitStore implements Store {
     const pending: PendingDirs = new Set();
     let written: Promise<void> | null = null;
     try {
-      const { oid, write, count } = await this.prepareCommit(
+      const { oid, write, large } = await this.prepareCommit(
         {
           parents: req.parent ? [req.parent] : root ? [root] : [],
           changes: req.changes,
@@ -192,7 +192,7 @@ export class GitStore implements Store {
       // A commit that becomes a large pack (a Ladder build: MBs, tens of ms of I/O) is written
       // before the lock is taken, as before: held that long, the lock would fail native git's
       // writers of the same ref (update-ref, fetch: 100 ms lock timeout by default).
-      if (count > this.repo.objects.packMinObjects) await written;
+      if (large) await written;
       const objects = written;
       await this.repo.refs.cas(ref, req.parent, oid, async () => {
         await objects;
@@ -242,7 +242,7 @@ export class GitStore implements Store {
   private async prepareCommit(
     req: EntityCommitRequest,
     pending?: PendingDirs,
-  ): Promise<{ oid: string; write: () => Promise<void>; count: number }> {
+  ): Promise<{ oid: string; write: () => Promise<void>; large: boolean }> {
     const base = req.parents[0];
     const baseTree = base ? await this.treeOf(base) : null;
     // Every path is checked before the first object is written: `..`, `.git` or an empty
@@ -277,7 +277,7 @@ export class GitStore implements Store {
       for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
       this.remember(this.commitTrees, oid, tree);
     };
-    return { oid, write, count: writes.count };
+    return { oid, write, large: writes.large };
   }
 
   async writeCodeCommit(req: CodeCommitRequest): Promise<string> {
@@ -391,12 +391,16 @@ class ObjectBatch {
     private readonly pending?: PendingDirs,
   ) {}
 
+  private bytes = 0;
+
   add(type: ObjectType, body: Buffer): void {
     this.objects.push({ type, body });
+    this.bytes += body.length;
   }
 
-  get count(): number {
-    return this.objects.length;
+  /** Written as a pack left for gc (ObjectWriter.isLarge). */
+  get large(): boolean {
+    return this.writer.isLarge(this.objects.length, this.bytes);
   }
 
   async done(): Promise<void> {

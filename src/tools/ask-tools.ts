@@ -15,7 +15,7 @@ import { actor, askId, laneId } from '../schema/ids.js';
 import { askKind } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { boundedJson, boundedText } from '../schema/ops.js';
-import { askOut, writeMetaOut } from '../schema/views.js';
+import { askOut, corruptOut, historyOut, writeMetaOut } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
 
@@ -199,6 +199,7 @@ export const askTools = [
       asks: z.array(askOut),
       next_offset: z.number().nullable(),
       total: z.number().describe('How many Asks match, over all pages'),
+      corrupt: z.array(corruptOut).describe('Lane refs that cannot be read (skipped), with why'),
     }),
     handler: (args, ctx) => askList(ctx.repo, ctx.caller, args),
   }),
@@ -207,8 +208,25 @@ export const askTools = [
     summary: 'One Ask by id (in a Lane, or looked up across Lanes)',
     toolset: 'asks',
     annotations: READ,
-    input: z.strictObject({ ask_id: askId, lane_id: laneId.optional() }),
-    output: z.strictObject({ ask: askOut, revision: z.string().nullable() }),
+    description:
+      'include_dependents and include_history add a page of the Asks that depend on it and of its history (limit items each; pass next_*_offset back as dependents_offset / history_offset for more).',
+    input: z.strictObject({
+      ask_id: askId,
+      lane_id: laneId.optional(),
+      include_dependents: z.boolean().optional().describe('Also the Asks that depend on it'),
+      dependents_offset: z.number().int().min(0).max(1_000_000_000).optional(),
+      include_history: z.boolean().optional().describe("Also the Ask's history entries"),
+      history_offset: z.number().int().min(0).max(1_000_000_000).optional(),
+      limit: z.number().int().min(1).max(1_000).optional().describe('Default 100, per list'),
+    }),
+    output: z.strictObject({
+      ask: askOut,
+      revision: z.string().nullable(),
+      dependents: z.array(askOut).optional(),
+      next_dependents_offset: z.number().nullable().optional(),
+      history: z.array(historyOut).optional(),
+      next_history_offset: z.number().nullable().optional(),
+    }),
     handler: (args, ctx) => askGet(ctx.repo, ctx.caller, args),
   }),
   defineTool({

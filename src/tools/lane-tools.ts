@@ -135,6 +135,7 @@ export const laneTools = [
     output: z.strictObject({
       events: z.array(historyOut.extend({ lane_id: z.string(), revision: z.string() })),
       next_cursor: z.string(),
+      corrupt: z.array(corruptOut).describe('Lane refs that cannot be read (skipped), with why'),
     }),
     handler: (args, ctx) => laneEvents(ctx.repo, ctx.caller, args, ctx.signal),
   }),

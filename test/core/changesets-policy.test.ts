@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -131,6 +132,149 @@ describe('changeset path policy at ask_answer', () => {
       );
     }
     expect(sh(env.dir, 'rev-parse', 'main')).toBe(env.head);
+  });
+});
+
+describe('changeset content git fsck refuses (.gitmodules, .gitattributes)', () => {
+  const BAD: Array<[string, string, RegExp]> = [
+    ['.gitmodules', '[submodule "a"]\n\tpath = -x\n\turl = ./a\n', /gitmodulesPath/],
+    ['.gitmodules', '[submodule "a"]\n\tpath = a\n\turl = --upload-pack=id\n', /gitmodulesUrl/],
+    ['.gitmodules', '[submodule "a"]\n\tpath = a\n\turl = ../../:x\n', /gitmodulesUrl/],
+    ['.gitmodules', '[submodule "../x"]\n\tpath = a\n', /gitmodulesName/],
+    ['.gitmodules', '[submodule "a"]\n\tupdate = !id\n', /gitmodulesUpdate/],
+    ['docs/.GITMODULES', '[submodule "a"]\n\tpath = -x\n', /gitmodulesPath/],
+    ['gitmod~1', '[submodule "a"]\n\turl = -x\n', /gitmodulesUrl/],
+    ['.gitmodules/x', 'a file under a directory git reads as .gitmodules', /gitmodulesBlob/],
+    ['.gitattributes', 'a'.repeat(2048) + ' text\n', /gitattributesLineLength/],
+  ];
+
+  it('refuses it with 422 when the changeset is recorded, and records nothing', async () => {
+    const env = await setup();
+    for (const [path, content, why] of BAD) {
+      const e = await rejects(env.answer(path, content), 'unsafe_content', why);
+      expect(e.status).toBe(422);
+      expect(e.message).toContain('not allowed');
+    }
+    expect(env.changesetRefs()).toBe('');
+    // A sound .gitmodules (and a long but readable .gitattributes) is recorded, and git agrees.
+    await env.answer('.gitmodules', '[submodule "lib"]\n\tpath = lib\n\turl = ../lib.git\n');
+    await env.answer('.gitattributes', 'a'.repeat(2000) + ' text\n');
+    expect(env.changesetRefs().split('\n')).toHaveLength(2);
+    expect(fsckProblems(env.dir)).toEqual([]);
+  });
+
+  it('refuses it in a direct commit and when landing a changeset made elsewhere', async () => {
+    const env = await setup();
+    const post = async () =>
+      (
+        await call(env.repo, ALICE, 'ask_post', {
+          lane_id: 'ship',
+          kind: 'submit_changeset',
+          title: 'land',
+        })
+      ).ask.ask_id;
+    const ask = await post();
+    for (const [path, content, why] of BAD) {
+      await rejects(
+        call(env.repo, ALICE, 'commit_changeset', {
+          lane_id: 'ship',
+          ask_id: ask,
+          message: 'm',
+          expected_head: env.head,
+          files: [{ path, content }],
+        }),
+        'unsafe_content',
+        why,
+      );
+    }
+    // A changeset ref that never went through ask_answer (fetched from a remote, or written by
+    // an older zz): refused when it lands, the branch unmoved.
+    const bad = execFileSync('git', ['hash-object', '-w', '--stdin'], {
+      cwd: env.dir,
+      input: '[submodule "a"]\n\tpath = -x\n',
+      encoding: 'utf8',
+    }).trim();
+    const base = sh(env.dir, 'rev-parse', 'HEAD^{tree}');
+    const tree = execFileSync('git', ['mktree'], {
+      cwd: env.dir,
+      input: sh(env.dir, 'ls-tree', base) + `\n100644 blob ${bad}\t.gitmodules\n`,
+      encoding: 'utf8',
+    }).trim();
+    const commit = sh(env.dir, 'commit-tree', '-p', env.head, '-m', 'elsewhere', tree);
+    sh(env.dir, 'update-ref', 'refs/zz/changesets/cs-0123456789', commit);
+    await rejects(
+      call(env.repo, ALICE, 'commit_changeset', {
+        lane_id: 'ship',
+        ask_id: await post(),
+        changeset_id: 'cs-0123456789',
+      }),
+      'unsafe_content',
+      /gitmodulesPath/,
+    );
+    expect(sh(env.dir, 'rev-parse', 'main')).toBe(env.head);
+  });
+
+  it('refuses it when the merge onto a moved branch makes it', async () => {
+    // Each side alone is sound: the branch renamed notes.txt to .gitmodules, the changeset (on
+    // the commit before) edited notes.txt. git's merge carries the edit into .gitmodules.
+    const env = await setup();
+    writeFileSync(join(env.dir, 'notes.txt'), '[submodule "a"]\n\tpath = a\n\turl = ./a\n');
+    sh(env.dir, 'add', 'notes.txt');
+    sh(env.dir, 'commit', '-q', '-m', 'notes');
+    const base = sh(env.dir, 'rev-parse', 'HEAD');
+    sh(env.dir, 'mv', 'notes.txt', '.gitmodules');
+    sh(env.dir, 'commit', '-q', '-m', 'notes are the submodules');
+    const head = sh(env.dir, 'rev-parse', 'HEAD');
+    const w = (
+      await call(env.repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' })
+    ).ask;
+    await call(env.repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });
+    const recorded = await call(env.repo, AGENT, 'ask_answer', {
+      lane_id: 'ship',
+      ask_id: w.ask_id,
+      outcome: 'complete',
+      changeset: {
+        base,
+        message: 'm',
+        files: [{ path: 'notes.txt', content: '[submodule "a"]\n\tpath = -x\n\turl = ./a\n' }],
+      },
+    });
+    const land = (
+      await call(env.repo, ALICE, 'ask_post', {
+        lane_id: 'ship',
+        kind: 'submit_changeset',
+        title: 'land',
+      })
+    ).ask;
+    await rejects(
+      call(env.repo, ALICE, 'commit_changeset', {
+        lane_id: 'ship',
+        ask_id: land.ask_id,
+        changeset_id: recorded.changeset_id,
+      }),
+      'unsafe_content',
+      /"\.gitmodules".*gitmodulesPath/,
+    );
+    expect(sh(env.dir, 'rev-parse', 'main')).toBe(head);
+  });
+
+  it('refuses it in a memory repository too', async () => {
+    const { repo } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+    const w = (await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' }))
+      .ask;
+    await call(repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });
+    const [path, content, why] = BAD[0]!;
+    await rejects(
+      call(repo, AGENT, 'ask_answer', {
+        lane_id: 'ship',
+        ask_id: w.ask_id,
+        outcome: 'complete',
+        changeset: { base: 'a'.repeat(40), message: 'm', files: [{ path, content }] },
+      }),
+      'unsafe_content',
+      why,
+    );
   });
 });
 

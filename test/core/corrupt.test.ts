@@ -73,6 +73,15 @@ describe('corrupt entities are reported by ref; everything else stays readable',
     expect(new Set(events.events.map((e: { lane_id: string }) => e.lane_id))).toEqual(
       new Set(['_repo', 'victim1']),
     );
+    // ask_list and lane_events name what they skipped, the way lane_list does.
+    const refs = (r: { corrupt: Array<{ ref: string }> }) => r.corrupt.map((c) => c.ref).sort();
+    expect(refs(events)).toEqual(bad);
+    expect(events.corrupt).toEqual(list.corrupt);
+    const asks = await call(repo, BOB, 'ask_list', {});
+    expect(asks.asks).toHaveLength(1);
+    expect(refs(asks)).toEqual(bad);
+    expect((await call(repo, BOB, 'ask_list', { lane_id: 'victim1' })).corrupt).toEqual([]);
+    await rejects(call(repo, BOB, 'ask_get', { ask_id: 'ask-0000000000' }), 'not_found', /bad1/);
   });
 
   it('each bad Lane read by name is entity_corrupt naming its ref and what is wrong', async () => {

@@ -1,5 +1,6 @@
 import fs, { writeSync } from 'node:fs';
 import { openRepository } from '../../src/git/index.js';
+import { SYNC_WRITE_MAX } from '../../src/git/small-packs.js';
 import { GitStore } from '../../src/store/index.js';
 
 // Test-only writer for the SIGKILL test in pack-writer.test.ts:
@@ -19,6 +20,7 @@ import { GitStore } from '../../src/store/index.js';
 const [repoDir, ref, filesArg, stall] = process.argv.slice(2);
 if (!repoDir || !ref || !filesArg) throw new Error('usage: pack-writer-child <repo> <ref> <files>');
 const files = Number(filesArg);
+const pad = '.'.repeat(Math.ceil((2 * SYNC_WRITE_MAX) / Math.max(files, 1)));
 const say = (line: string) => writeSync(1, line + '\n');
 
 let armed = false;
@@ -43,7 +45,9 @@ for (let n = 0; ; n++) {
   for (let i = 0; i < files; i++) {
     changes.set(
       `rungs/${i % 16}/${i}.json`,
-      JSON.stringify({ commit: n, file: i, pid: process.pid }),
+      // Past PACK_MIN_OBJECTS files, padded to a pack left for gc (pack-writer's path: with
+      // small packs on, a batch is large by size, ObjectWriter.isLarge).
+      JSON.stringify({ commit: n, file: i, pid: process.pid, pad: files > 32 ? pad : '' }),
     );
   }
   const rev = await store.commit(ref, { parent, changes, ops: [], summary: `pack ${n}` });

@@ -22,6 +22,7 @@ import {
 } from '../../src/git/pack-writer.js';
 import { initRepo, ladderBuild, readLadder, ZzRepo } from '../../src/core/index.js';
 import { startMaintenance } from '../../src/daemon/maintenance.js';
+import { SYNC_WRITE_MAX } from '../../src/git/small-packs.js';
 import { GitStore } from '../../src/store/index.js';
 import { prng, testSeed } from '../helpers/seeded.js';
 import { tempDir } from '../helpers/temp-dirs.js';
@@ -35,12 +36,21 @@ const LADDER = 'refs/zz/ladder';
 const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'pack-writer-child.ts');
 const PROJECT = resolve(dirname(CHILD), '..', '..');
 
-function files(n: number, tag: string): Map<string, string> {
+function files(n: number, tag: string, pad = 0): Map<string, string> {
   const m = new Map<string, string>();
   for (let i = 0; i < n; i++) {
-    m.set(`rungs/${i % 8}/f${i}.json`, JSON.stringify({ tag, i, text: `rung ${i} of ${tag}` }));
+    const text = `rung ${i} of ${tag}`;
+    m.set(`rungs/${i % 8}/f${i}.json`, JSON.stringify({ tag, i, text, pad: '.'.repeat(pad) }));
   }
   return m;
+}
+
+/**
+ * Files enough for a pack left for gc, pack-writer's path: with small packs on (durable
+ * writes), a batch is large by size (ObjectWriter.isLarge: past SYNC_WRITE_MAX), not count.
+ */
+function bigFiles(n: number, tag: string): Map<string, string> {
+  return files(n, tag, Math.ceil((2 * SYNC_WRITE_MAX) / n));
 }
 
 function packsIn(gitdir: string): string[] {
@@ -366,7 +376,7 @@ describe('pack writer: durability', () => {
         return realRename(from, to);
       });
 
-      const changes = files(100, 'durable');
+      const changes = bigFiles(100, 'durable');
       const rev = await new GitStore(git).commit(ref, {
         parent: null,
         changes,
@@ -400,7 +410,7 @@ describe('pack writer: many packs', () => {
       const commitOne = async (n: number) => {
         const parent = await store.head(ref);
         // Files of earlier commits stay: each commit rewrites 40 and keeps the rest.
-        const changes = files(40, `build ${n}`);
+        const changes = bigFiles(40, `build ${n}`);
         revs.push(await store.commit(ref, { parent, changes, ops: [], summary: `b${n}` }));
       };
       const base = (await countObjects(gitdir)).packs;
@@ -412,16 +422,16 @@ describe('pack writer: many packs', () => {
       for (let n = 40; n < 60; n++) await commitOne(n);
       expect((await countObjects(gitdir)).packs).toBe(base + 60);
       const reader = new GitStore(git); // no tree cache: every read goes to cat-file
-      expect(await reader.readAll(revs[59]!)).toEqual(files(40, 'build 59'));
-      expect(await reader.readAll(revs[7]!)).toEqual(files(40, 'build 7'));
+      expect(await reader.readAll(revs[59]!)).toEqual(bigFiles(40, 'build 59'));
+      expect(await reader.readAll(revs[7]!)).toEqual(bigFiles(40, 'build 7'));
       await gcAuto(gitdir);
       const after = await countObjects(gitdir);
       expect(after.packs).toBeLessThanOrEqual(2);
       expect(after.count).toBe(0);
       expect(fsckProblems(dir)).toEqual([]);
       const again = new GitStore(git);
-      expect(await again.readAll(revs[59]!)).toEqual(files(40, 'build 59'));
-      expect(await again.readAll(revs[3]!)).toEqual(files(40, 'build 3'));
+      expect(await again.readAll(revs[59]!)).toEqual(bigFiles(40, 'build 59'));
+      expect(await again.readAll(revs[3]!)).toEqual(bigFiles(40, 'build 3'));
     } finally {
       store.close();
       cleanup();
@@ -442,7 +452,7 @@ describe('pack writer: daemon maintenance', () => {
         const parent = await repo.store.head(ref);
         const rev = await repo.store.commit(ref, {
           parent,
-          changes: files(40, `m${n}`),
+          changes: bigFiles(40, `m${n}`),
           ops: [],
           summary: `m${n}`,
         });
@@ -455,7 +465,7 @@ describe('pack writer: daemon maintenance', () => {
       expect(repo.git!.objects.packsWritten).toBe(70);
       // Consolidated at least once past 50; at most a few runs' worth written since.
       expect((await countObjects(join(dir, '.git'))).packs).toBeLessThanOrEqual(25);
-      expect(await new GitStore(repo.git!).readAll(revs[69]!)).toEqual(files(40, 'm69'));
+      expect(await new GitStore(repo.git!).readAll(revs[69]!)).toEqual(bigFiles(40, 'm69'));
       expect(fsckProblems(dir)).toEqual([]);
     } finally {
       await maint.close();

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { PACK_MIN_OBJECTS } from '../../src/git/objects.js';
-import { FAN_IN } from '../../src/git/small-packs.js';
+import { FAN_IN, SYNC_WRITE_MAX } from '../../src/git/small-packs.js';
 import { processStartTime } from '../../src/local/file-lock.js';
 import { GitStore } from '../../src/store/index.js';
 import { prng, testSeed } from '../helpers/seeded.js';
@@ -26,6 +26,15 @@ import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 // `git gc` in progress keeps them.
 
 const REF = 'refs/zz/lanes/small';
+
+/**
+ * File `i` of a commit of `files`: past PACK_MIN_OBJECTS files, padded so that the commit is a
+ * pack left for gc (with small packs on, a batch is large by size: ObjectWriter.isLarge).
+ */
+function body(i: number, files: number): string {
+  const pad = files > PACK_MIN_OBJECTS ? '.'.repeat(Math.ceil((2 * SYNC_WRITE_MAX) / files)) : '';
+  return JSON.stringify({ w: String(i), pad });
+}
 
 function packs(gitdir: string): string[] {
   return readdirSync(join(gitdir, 'objects', 'pack'));
@@ -300,12 +309,12 @@ describe('small packs', () => {
       );
       const parent = await store.head(REF);
       const changes = new Map(
-        Array.from({ length: files }, (_, i) => [
-          `asks/${i % 7}/f${i}.json`,
-          `{"in":"window ${i}"}`,
-        ]),
+        Array.from({ length: files }, (_, i) => [`asks/${i % 7}/f${i}.json`, body(i, files)]),
       );
+      const leftBefore = repo.objects.packsWritten;
       const rev = await store.commit(REF, { parent, changes, ops: [], summary: 'in-window' });
+      // The path this case is about: a pack left for gc (pack-writer's), or a small pack.
+      expect(repo.objects.packsWritten - leftBefore).toBe(files > PACK_MIN_OBJECTS ? 1 : 0);
       expect(sh(made.dir, 'rev-parse', REF)).toBe(rev);
       expect(missingObjects(made.dir, REF)).toEqual([]);
       expect(fsckProblems(made.dir)).toEqual([]);
@@ -350,9 +359,11 @@ describe('small packs', () => {
       });
       const parent = await store.head(REF);
       const changes = new Map(
-        Array.from({ length: files }, (_, i) => [`asks/${i % 7}/f${i}.json`, `{"w":"${i}"}`]),
+        Array.from({ length: files }, (_, i) => [`asks/${i % 7}/f${i}.json`, body(i, files)]),
       );
+      const leftBefore = repo.objects.packsWritten;
       await store.commit(REF, { parent, changes, ops: [], summary: 'pack window' });
+      expect(repo.objects.packsWritten - leftBefore).toBe(files > PACK_MIN_OBJECTS ? 1 : 0);
       expect(missingObjects(made.dir, REF)).toEqual([]);
       expect(fsckProblems(made.dir)).toEqual([]);
       expect(seen).toEqual([true]);

@@ -293,7 +293,7 @@ describe('dashboard in Chromium', () => {
     await page.locator('.graph').waitFor();
     expect(await page.locator('.payload').textContent()).toContain('"estimate": "S"');
     const blocks = page.locator('.graph-col', { hasText: 'Blocks' });
-    // What it blocks and its history arrive after the Ask (the Lane is read page by page).
+    // What it blocks and its history come with the Ask (one ask_get; ask-detail.test.ts).
     await expect.poll(() => blocks.locator('.dep').count()).toBe(2);
     expect(await blocks.locator('.dep code').allTextContents()).toEqual(
       expect.arrayContaining([seeded.ids.review, seeded.ids.docs]),

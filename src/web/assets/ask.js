@@ -1,44 +1,52 @@
 // One Ask: body and payload, its history, what blocks it and what it blocks, its holder's
-// lease, the changeset diff per file and hunk, and the actions its viewer may take.
+// lease, the changeset diff per file and hunk, and the actions its viewer may take. Opening it
+// is one ask_get (the Ask, a page of what it blocks, a page of its history), never the Lane.
 import { useEffect, useState } from 'preact/hooks';
-import { call, hasTool } from './api.js';
+import { call } from './api.js';
 import { askIdsOf, onCommit } from './live.js';
-import { askPage, historyPage, PAGE } from './lanes.js';
 import { ago, countdown, ErrorBox, html, useNow } from './ui.js';
 
+/** Asks it blocks and history entries per request: a page, not the Lane. */
+export const DETAIL_PAGE = 100;
+
 /**
- * The Ask, the Asks that depend on it, and its history. With ask_get the Ask shows at once;
- * what it blocks and its history need the Lane read page by page, and arrive after it
- * (onUpdate is called with each step: blocks and history stay null until read).
+ * The Ask with the first page of the Asks that depend on it and of its history: one bounded
+ * request (ask_get), however long the Lane. The rest comes a page at a time, on request.
  */
-async function loadAsk(laneId, askId, onUpdate, isCancelled) {
-  let ask = null;
-  if (await hasTool('ask_get')) {
-    ask = (await call('ask_get', { lane_id: laneId, ask_id: askId })).ask;
-    if (!isCancelled()) onUpdate({ ask, blocks: null, history: null });
-  }
-  const blocks = [];
-  let next = null;
-  do {
-    const page = await askPage(laneId, next, PAGE);
-    if (isCancelled()) return;
-    for (const a of page.asks) {
-      if (a.ask_id === askId) ask ??= a;
-      if (a.depends_on?.includes(askId)) blocks.push(a);
-    }
-    next = page.next;
-  } while (next);
-  if (!ask) throw new Error(`no Ask ${askId} in lane ${laneId}`);
-  onUpdate({ ask, blocks, history: null });
-  const history = [];
-  let hnext = null;
-  do {
-    const page = await historyPage(laneId, hnext);
-    if (isCancelled()) return;
-    for (const h of page.history) if (h.ask_id === askId) history.push(h);
-    hnext = page.next;
-  } while (hnext);
-  onUpdate({ ask, blocks, history });
+async function loadAsk(laneId, askId) {
+  const r = await call('ask_get', {
+    lane_id: laneId,
+    ask_id: askId,
+    include_dependents: true,
+    include_history: true,
+    limit: DETAIL_PAGE,
+  });
+  return {
+    ask: r.ask,
+    blocks: r.dependents,
+    nextBlocks: r.next_dependents_offset,
+    history: r.history,
+    nextHistory: r.next_history_offset,
+  };
+}
+
+/** The next page of one list ('dependents' or 'history'), from `offset`. */
+async function morePage(laneId, askId, list, offset) {
+  const r = await call('ask_get', {
+    lane_id: laneId,
+    ask_id: askId,
+    [`include_${list}`]: true,
+    [`${list}_offset`]: offset,
+    limit: DETAIL_PAGE,
+  });
+  return { items: r[list], next: r[`next_${list}_offset`] };
+}
+
+function MoreButton({ next, label, onMore, busy }) {
+  if (next === null || next === undefined) return null;
+  return html`<p>
+    <button type="button" class="more" disabled=${busy} onClick=${onMore}>${label}</button>
+  </p>`;
 }
 
 function AskLink({ a }) {
@@ -48,7 +56,7 @@ function AskLink({ a }) {
   </a>`;
 }
 
-function DependencyGraph({ ask, blocks }) {
+function DependencyGraph({ ask, blocks, more }) {
   const by = (ask.blocked_by ?? []).map((b) => ({ ...b, lane_id: ask.lane_id }));
   const deps = (ask.depends_on ?? []).filter((d) => !by.some((b) => b.ask_id === d));
   return html`<section class="graph" aria-label="Dependencies">
@@ -65,9 +73,8 @@ function DependencyGraph({ ask, blocks }) {
     <div class="graph-arrow" aria-hidden="true">→</div>
     <div class="graph-col">
       <h4>Blocks</h4>
-      ${blocks === null && html`<p class="muted">reading the Lane…</p>`}
-      ${blocks?.length === 0 && html`<p class="muted">nothing</p>`}
-      ${(blocks ?? []).map((b) => html`<${AskLink} a=${b} />`)}
+      ${blocks.length === 0 && html`<p class="muted">nothing</p>`}
+      ${blocks.map((b) => html`<${AskLink} a=${b} />`)} ${more}
     </div>
   </section>`;
 }
@@ -110,15 +117,14 @@ export function AskView({ laneId, askId, me }) {
   const [error, setError] = useState(null);
   const [actionError, setActionError] = useState(null);
   const [tick, setTick] = useState(0);
+  const [busy, setBusy] = useState(false);
   const now = useNow();
   useEffect(() => {
     let live = true;
-    loadAsk(
-      laneId,
-      askId,
+    loadAsk(laneId, askId).then(
       (d) => live && (setData(d), setError(null)),
-      () => !live,
-    ).catch((e) => live && setError(e));
+      (e) => live && setError(e),
+    );
     const off = onCommit((c) => {
       if (c.ref === `refs/zz/lanes/${laneId}` && askIdsOf(c).size > 0) setTick((t) => t + 1);
     });
@@ -135,6 +141,22 @@ export function AskView({ laneId, askId, me }) {
       setTick((t) => t + 1);
     } catch (e) {
       setActionError(e);
+    }
+  };
+
+  // The next page of what it blocks or of its history, added below what is shown.
+  // One page at a time: a second click while one loads would add the same page twice.
+  const more = (list, items, next) => async () => {
+    if (busy) return;
+    setBusy(true);
+    setActionError(null);
+    try {
+      const page = await morePage(laneId, askId, list, data[next]);
+      setData((d) => ({ ...d, [items]: [...d[items], ...page.items], [next]: page.next }));
+    } catch (e) {
+      setActionError(e);
+    } finally {
+      setBusy(false);
     }
   };
 
@@ -184,16 +206,24 @@ export function AskView({ laneId, askId, me }) {
       </div>`
     }
     <h3>Dependencies</h3>
-    <${DependencyGraph} ask=${ask} blocks=${blocks} />
+    <${DependencyGraph}
+      ask=${ask}
+      blocks=${blocks}
+      more=${html`<${MoreButton}
+        next=${data.nextBlocks}
+        label="More it blocks"
+        busy=${busy}
+        onMore=${more('dependents', 'blocks', 'nextBlocks')}
+      />`}
+    />
     ${
       changeset &&
       html`<h3>Changeset <code>${changeset}</code></h3>
         <${Diff} changesetId=${changeset} />`
     }
     <h3>History</h3>
-    ${history === null && html`<p class="muted">Reading the history…</p>`}
     <ol class="history">
-      ${(history ?? []).map(
+      ${history.map(
         (hi) =>
           html`<li>
             <time datetime=${hi.time} title=${hi.time}>${ago(hi.time, now)}</time>
@@ -203,6 +233,12 @@ export function AskView({ laneId, askId, me }) {
           </li>`,
       )}
     </ol>
+    <${MoreButton}
+      next=${data.nextHistory}
+      label="More history"
+      busy=${busy}
+      onMore=${more('history', 'history', 'nextHistory')}
+    />
   </section>`;
 }
 

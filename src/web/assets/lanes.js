@@ -27,17 +27,6 @@ export async function askPage(laneId, next, limit) {
   return { lane: r.lane, asks: r.asks, next: nextOf(r.next_asks_offset, r.next_asks_cursor) };
 }
 
-/** One page of a Lane's history. */
-export async function historyPage(laneId, next, limit = PAGE) {
-  const r = await call('lane_get', {
-    lane_id: laneId,
-    asks_limit: 1,
-    history_limit: limit,
-    ...pageArg('history', next),
-  });
-  return { history: r.history, next: nextOf(r.next_history_offset, r.next_history_cursor) };
-}
-
 /** Calls onPage for each page of Asks, the first one small so the first screen comes fast. */
 export async function eachAskPage(laneId, onPage, isCancelled = () => false) {
   let next = null;

@@ -24,6 +24,7 @@ import { initRepo, ladderBuild, readLadder, ZzRepo } from '../../src/core/index.
 import { startMaintenance } from '../../src/daemon/maintenance.js';
 import { SYNC_WRITE_MAX } from '../../src/git/small-packs.js';
 import { GitStore } from '../../src/store/index.js';
+import { bundled } from '../helpers/bundled.js';
 import { prng, testSeed } from '../helpers/seeded.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { fsck, fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
@@ -496,7 +497,8 @@ async function killWriter(label: string, files: string, windowMs: number): Promi
       for (const point of points) {
         const child = spawn(
           process.execPath,
-          ['--import', 'tsx', CHILD, dir, ref, files, ...(point ? [point] : [])],
+          // Bundled with the sources (test/helpers/bundled.ts): 20 starts through tsx cost ~7 s.
+          [bundled(CHILD), dir, ref, files, ...(point ? [point] : [])],
           { cwd: PROJECT, stdio: ['ignore', 'pipe', 'pipe'] },
         );
         let err = '';

@@ -205,6 +205,24 @@ export class SmallPacks {
       this.leftForGc++;
       return;
     }
+    try {
+      await this.writeSmall(enc, pending);
+    } catch (e) {
+      // A blank is renamed (and the .keep linked) from zz/blanks/ into objects/pack/, which
+      // fails where creating the file in place did not, once: objects/pack/ gone under us
+      // (ENOENT: made again, as git would; no stat per write to notice it before), or a mount
+      // point between the two (EXDEV: a bind mount has the same st_dev, so sameDeviceAs
+      // cannot see it; blanks stop for good). Whatever the first attempt left is removed or
+      // the same bytes, so it is simply written again.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EXDEV') this.blanks.close();
+      else if (code === 'ENOENT') this.knownDir = false;
+      else throw e;
+      await this.writeSmall(enc, pending);
+    }
+  }
+
+  private async writeSmall(enc: EncodedPack, pending?: Set<string>): Promise<void> {
     let madeDir = this.knownDir ? false : this.makeDir();
     const final = join(this.dir, `pack-${enc.name}`);
     const fds: number[] = [];
@@ -308,9 +326,13 @@ export class SmallPacks {
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code ?? '';
         if (code === 'EEXIST') return null;
-        if (LINK_UNSUPPORTED.has(code)) this.owner = null;
-        // The owner file was removed (a person clearing .git/zz/): made again, once.
-        else if (code !== 'ENOENT' || attempt > 0) throw e;
+        if (LINK_UNSUPPORTED.has(code)) {
+          rmSync(owner, { force: true }); // not left behind: close() forgets it
+          this.owner = null;
+        }
+        // The owner file was removed (a person clearing .git/zz/): made again, once. Still
+        // there, it is objects/pack/ that is gone (write() makes it again).
+        else if (code !== 'ENOENT' || attempt > 0 || existsSync(owner)) throw e;
         else this.owner = undefined;
       }
     }

@@ -83,6 +83,53 @@ describe('blanks under attack', () => {
     expect(readdirSync(blanksDir(repo.gitdir)).filter((f) => f.endsWith('.owner'))).toHaveLength(1);
   });
 
+  it('every write lands while a person clears .git/zz/blanks/ at random moments', async () => {
+    const random = prng(testSeed('zz/blanks cleared'));
+    const { dir } = makeRepo('zz-blanks-attack-');
+    repo = await openRepository(dir);
+    const store = new GitStore(repo);
+    const gitdir = repo.gitdir;
+    let writing = true;
+    let clears = 0;
+    // Between the steps of writes in flight: a blank taken and written, its fdatasync pending,
+    // is removed before its rename into objects/pack/ (or the token's into zz/locks/).
+    const clearer = (async () => {
+      while (writing) {
+        await new Promise((r) => setTimeout(r, random() * 3));
+        try {
+          fs.rmSync(blanksDir(gitdir), { recursive: true, force: true });
+        } catch (e) {
+          // A blank made in the pool meanwhile: cleared next time.
+          if ((e as NodeJS.ErrnoException).code !== 'ENOTEMPTY') throw e;
+        }
+        clears++;
+      }
+    })();
+    const heads = new Map<string, string>();
+    const writer = async (w: number): Promise<void> => {
+      const ref = `refs/zz/lanes/cleared-${w}`;
+      let parent: string | null = null;
+      for (let i = 0; i < 25; i++) {
+        parent = await store.commit(ref, {
+          parent,
+          changes: new Map([[`asks/${i % 4}/${w}.json`, JSON.stringify({ w, i, r: random() })]]),
+          ops: [],
+          summary: `w ${w}.${i}`,
+        });
+      }
+      heads.set(ref, parent!);
+    };
+    try {
+      await Promise.all([0, 1, 2].map(writer));
+    } finally {
+      writing = false;
+      await clearer;
+    }
+    expect(clears).toBeGreaterThan(0);
+    for (const [ref, head] of heads) expect(sh(dir, 'rev-parse', ref)).toBe(head);
+    expect(fsckProblems(dir)).toEqual([]);
+  });
+
   // A bind mount has the st_dev of the filesystem it shows, so sameDeviceAs cannot see it, and
   // a rename across mount points fails (EXDEV) all the same: objects/ bind-mounted into a
   // container, or objects/pack/ over itself here, in a mount namespace of the child's own.

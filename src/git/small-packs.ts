@@ -318,7 +318,8 @@ export class SmallPacks {
    */
   private holdKeep(path: string): string | null {
     for (let attempt = 0; ; attempt++) {
-      const owner = this.ownerFile();
+      // Closed (a write still in flight): no owner file made again, that nothing would remove.
+      const owner = this.closed ? null : this.ownerFile();
       if (owner === null) return createKeep(path);
       try {
         fs.linkSync(owner, path);

@@ -24,10 +24,12 @@ import { benchDaemon, percentile } from './util.js';
 //    they can. Goal: p99 during the storm ≤ 3× the idle p99 (reads never wait for an fsync).
 //
 // Seeded (the seed is printed; ZZ_SEED reruns one mix). Figures depend on the machine's load:
-// the load average is printed beside them. ZZ_LOAD_PART=mixed or =storm runs only that part.
+// the load average is printed beside them. ZZ_LOAD_PART=mixed or =storm runs only that part;
+// ZZ_LOAD_PART=cpu runs instead a steadier CPU-per-request measure for A/B runs (cpuPart).
 // ZZ_LOAD_PROF=<dir> writes a CPU profile of the daemon (this process) for the measured window
 // of each part only (mixed.cpuprofile, storm.cpuprofile: open in Chrome DevTools), without the
-// setup, pre-fill and idle reads a whole-process `node --cpu-prof` would mix in.
+// setup, pre-fill and idle reads a whole-process `node --cpu-prof` would mix in; with
+// ZZ_LOAD_HEAP=1 also a sampled allocation profile (<part>.heapprofile) of the same window.
 // ZZ_LOAD_TICKS=1 adds, during the storm, the daemon's CPU per 1 ms tick and the split of loop
 // stalls (schedstat). Off by default: that probe is a 1 ms timer reading /proc and cpuUsage on
 // the very loop it watches (~10% of the loop's time in a profile of the storm), which delayed
@@ -257,16 +259,29 @@ interface Setup {
 async function profileWindow(name: string): Promise<() => Promise<void>> {
   const dir = process.env.ZZ_LOAD_PROF;
   if (!dir) return async () => {};
+  const heap = process.env.ZZ_LOAD_HEAP === '1';
   const session = new Session();
   session.connect();
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 200 });
   await session.post('Profiler.start');
+  // Where the garbage comes from (GC was 5-8% of these profiles): allocations sampled every
+  // 32 KiB on average, kept or collected alike, as <name>.heapprofile.
+  if (heap) {
+    await session.post('HeapProfiler.enable');
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 32 * 1024,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+  }
   return async () => {
     const { profile } = await session.post('Profiler.stop');
+    const sampled = heap ? (await session.post('HeapProfiler.stopSampling')).profile : null;
     session.disconnect();
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+    if (sampled) writeFileSync(join(dir, `${name}.heapprofile`), JSON.stringify(sampled));
   };
 }
 
@@ -495,12 +510,84 @@ async function stormPart(s: Setup) {
   };
 }
 
+/**
+ * ZZ_LOAD_PART=cpu: CPU per request of the daemon and a client in this same process, on
+ * loopback, 16 at a time: ask_post, lane_get (50 + 50), ask_query_claimable, lane_list and
+ * ask_claim in turn on a Lane of 1,500+ Asks; five rounds of ~1,000 requests, best and median.
+ * The client's share is the same for any two checkouts, so running this from each (alternately)
+ * compares their daemons' CPU far more steadily on a busy machine than the two-process parts'
+ * latency or requests/s do.
+ */
+async function cpuPart(): Promise<Record<string, unknown>> {
+  const bd = await benchDaemon('zz-bench-load-cpu-', 16);
+  try {
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const r = await bd.owner.post(bd.tool(name), args);
+      ok(name, r);
+      return r.json.result;
+    };
+    await call('lane_propose', { lane_id: LANE, title: 'Load' });
+    const open: string[] = [];
+    let posted = 0;
+    const workers = (f: () => Promise<boolean>) =>
+      Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (await f());
+        }),
+      );
+    await workers(async () => {
+      if (posted++ >= 1_500) return false;
+      open.push((await call('ask_post', { lane_id: LANE, kind: 'work', title: 'pre' })).ask.ask_id);
+      return true;
+    });
+    const measure = async (requests: number) => {
+      let done = 0;
+      await workers(async () => {
+        if (done >= requests) return false;
+        await call('ask_post', { lane_id: LANE, kind: 'work', title: 'cpu' });
+        await call('lane_get', readArgs('lane_get'));
+        await call('ask_query_claimable', readArgs('ask_query_claimable'));
+        await call('lane_list', {});
+        const id = open.pop();
+        if (id) await call('ask_claim', { lane_id: LANE, ask_id: id });
+        done += id ? 5 : 4;
+        return true;
+      });
+      return done;
+    };
+    await measure(500);
+    const perRequest: number[] = [];
+    for (let r = 0; r < 5; r++) {
+      const c0 = process.cpuUsage();
+      const n = await measure(1_000);
+      const c = process.cpuUsage(c0);
+      perRequest.push((c.user + c.system) / n);
+    }
+    perRequest.sort((a, b) => a - b);
+    console.log(
+      `\nCPU per request, daemon and client in one process (16 at a time, a Lane of 1,500+ Asks), load average ${round1(loadavg()[0]!)}`,
+    );
+    console.log(
+      `  µs per request: best ${round1(perRequest[0]!)}, median ${round1(perRequest[2]!)} (rounds ${perRequest.map((x) => round1(x)).join(' · ')})`,
+    );
+    return {
+      cpu_us_per_request_best: round1(perRequest[0]!),
+      cpu_us_per_request_median: round1(perRequest[2]!),
+    };
+  } finally {
+    await bd.close();
+  }
+}
+
+const round1 = (n: number) => round(n, 1);
+
 export async function benchLoad(): Promise<Record<string, unknown>> {
   const seed = Number(process.env.ZZ_SEED ?? Date.now() % 1_000_000);
   const part = process.env.ZZ_LOAD_PART;
-  if (part !== undefined && part !== 'mixed' && part !== 'storm') {
-    throw new Error(`ZZ_LOAD_PART must be mixed or storm, not ${part}`);
+  if (part !== undefined && part !== 'mixed' && part !== 'storm' && part !== 'cpu') {
+    throw new Error(`ZZ_LOAD_PART must be mixed, storm or cpu, not ${part}`);
   }
+  if (part === 'cpu') return cpuPart();
   const bd = await benchDaemon('zz-bench-load-', CLIENTS);
   const { daemon, owner, token, tool } = bd;
   try {

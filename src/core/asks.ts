@@ -140,7 +140,8 @@ const candidateCache = new WeakMap<LaneState, Candidate[]>();
 function candidates(s: LaneState): Candidate[] {
   let c = candidateCache.get(s);
   if (!c) {
-    c = [...s.asks.values()]
+    c = s.asks
+      .valuesArray()
       .filter((a) => a.state === 'open' || a.state === 'claimed')
       .sort(
         (x, y) =>

@@ -12,6 +12,7 @@ export * from './changesets-sandbox.js';
 export * from './config-state.js';
 export * from './events.js';
 export * from './git-reads.js';
+export * from './json-text.js';
 export * from './kinds.js';
 export * from './lane-state.js';
 export * from './lanes.js';

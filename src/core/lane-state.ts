@@ -4,6 +4,7 @@ import { askDoc, laneDoc, type AskDoc, type LaneDoc, type Scope } from '../schem
 import { parseLaneOp } from '../schema/lane-op-parse.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import type { EntityCodec, OpSpec } from '../store/index.js';
+import { CowMap } from './cow-map.js';
 import { deriveFollowUps, FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
 import { kindRule, WORKFLOW_KINDS } from './kinds.js';
 
@@ -14,11 +15,13 @@ import { kindRule, WORKFLOW_KINDS } from './kinds.js';
 // One case per op kind of the Lane's union (schema/lane-ops.ts), in the guard and in the
 // apply: sync re-checks claims, answers and scopes when folding ops from other machines.
 
+// The maps are CowMaps (cow-map.ts): clone() forks them instead of copying them, and apply()
+// changes the draft's in place.
 export interface LaneState {
   lane: LaneDoc | null;
-  asks: Map<string, AskDoc>;
+  asks: CowMap<string, AskDoc>;
   /** ask_id → ids of asks that depend on it (for blocked/unblocked updates). */
-  dependents: Map<string, string[]>;
+  dependents: CowMap<string, string[]>;
   /**
    * Ops the guarded fold refused (they stay in the log): a claim that lost to a holder, a
    * release or answer not from the holder, a reused idempotency key. Every replica folds the
@@ -26,16 +29,16 @@ export interface LaneState {
    */
   rejected: RejectedOp[];
   /** (actor, idempotency key) → the request hash of its first use in publication order. */
-  keys: Map<string, string>;
+  keys: CowMap<string, string>;
   /** Follow-up Asks of refused answers: never trusted, never posted. */
   suppressed: Set<string>;
   /**
    * Follow-up Ask id → the Ask whose honoured answer derived it. The fold posts follow-ups
    * itself, from the answer (follow-ups.ts); the daemon's recorded ask_post is then a no-op.
    */
-  derived: ReadonlyMap<string, string>;
+  derived: CowMap<string, string>;
   /** Asks whose honoured answer listed its follow-ups (out.follow_ups, even empty). */
-  listed: Set<string>;
+  listed: CowMap<string, true>;
   /**
    * The repository's roles over time (owners, repo-wide Ask kinds), for the scope checks of
    * the guarded fold; null where the fold cannot see refs/zz/config (then owner-derived
@@ -500,7 +503,7 @@ function postFollowUps(
 ): string[] {
   const recorded = op.out?.follow_ups;
   if (recorded === undefined) return [];
-  s.listed.add(ask.ask_id); // copied by clone, like asks: added to in place
+  s.listed.set(ask.ask_id, true);
   const drafts = deriveFollowUps(
     (id) => s.asks.get(id),
     ask,
@@ -512,7 +515,7 @@ function postFollowUps(
     op.out?.changeset_id ?? null,
   );
   const paths: string[] = [];
-  const derived = new Map(s.derived);
+  const derived = s.derived;
   drafts.forEach((d, i) => {
     const want = recorded[i];
     const id =
@@ -539,32 +542,32 @@ function postFollowUps(
     );
     paths.push(askPath(id));
   });
-  s.derived = derived;
   return paths;
 }
 
 export const laneCodec: EntityCodec<LaneState, LaneOp> = {
   empty: () => ({
     lane: null,
-    asks: new Map(),
-    dependents: new Map(),
+    asks: new CowMap(),
+    dependents: new CowMap(),
     rejected: [],
-    keys: new Map(),
+    keys: new CowMap(),
     suppressed: new Set(),
-    derived: new Map(),
-    listed: new Set(),
+    derived: new CowMap(),
+    listed: new CowMap(),
     roles: null,
   }),
-  // `rejected`, `suppressed`, `derived` and `roles` are replaced, never mutated, so sharing them is safe.
+  // The maps are forked (changed in place by apply, without touching the original); `rejected`,
+  // `suppressed` and `roles` are replaced, never mutated, so sharing them is safe.
   clone: (s) => ({
     lane: s.lane,
-    asks: new Map(s.asks),
-    dependents: new Map(s.dependents),
+    asks: s.asks.fork(),
+    dependents: s.dependents.fork(),
     rejected: s.rejected,
-    keys: new Map(s.keys),
+    keys: s.keys.fork(),
     suppressed: s.suppressed,
-    derived: s.derived,
-    listed: new Set(s.listed),
+    derived: s.derived.fork(),
+    listed: s.listed.fork(),
     roles: s.roles,
   }),
   parse: parseLaneOp,

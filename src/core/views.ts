@@ -2,6 +2,7 @@ import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LoggedOp, OpRecord } from '../store/index.js';
 import type { LaneState, RejectedOp } from './lane-state.js';
+import { sealJson } from './json-text.js';
 import { jsonBytes, knownTotals } from './paging.js';
 
 // What callers see: stored documents plus what is derived at read time (blocked, lease
@@ -108,7 +109,7 @@ function sharedView(s: LaneState, a: AskDoc, now: Date): AskView {
     cache = inState;
   }
   let v = cache.get(a);
-  if (!v) cache.set(a, (v = Object.freeze(askView(s, a, now))));
+  if (!v) cache.set(a, (v = sealJson(Object.freeze(askView(s, a, now)))));
   return v;
 }
 
@@ -126,7 +127,7 @@ const lastPage = new WeakMap<LaneDoc, AskPage>();
 function askPage(s: LaneState): AskPage {
   const known = pageOfState.get(s);
   if (known) return known;
-  const asks = [...s.asks.values()];
+  const asks = s.asks.valuesArray();
   const prev = s.lane ? lastPage.get(s.lane) : undefined;
   // Preallocated: pages fill these from any offset, and V8 keeps a sparse array slow.
   const views = new Array<AskView>(asks.length);
@@ -161,7 +162,7 @@ export function askPageViews(s: LaneState, start: number, end: number, now: Date
     const a = asks[i]!;
     // The views array is this state's: a view with dependencies is kept for it too.
     if (a.state === 'claimed') out.push(askView(s, a, now));
-    else out.push((views[i] ??= Object.freeze(askView(s, a, now))));
+    else out.push((views[i] ??= sealJson(Object.freeze(askView(s, a, now)))));
   }
   return out;
 }
@@ -354,7 +355,8 @@ function deriveInto(d: Derived, from: number): void {
       if (l.untilMs <= Date.parse(op.time)) push(expiredEntry(askId!, l));
       open.delete(askId!);
     }
-    push(historyEntry(op, askId));
+    // Shared by every view of this log and the logs that extend it, never changed: sealed.
+    push(sealJson(historyEntry(op, askId)));
     if (op.op === 'ask_claim' && askId && typeof op.out?.lease_expires_at === 'string') {
       const until = op.out.lease_expires_at;
       open.set(askId, { holder: op.actor, until, untilMs: Date.parse(until) });

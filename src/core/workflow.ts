@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type { AskDoc } from '../schema/lane.js';
+import { randomHex } from '../store/index.js';
 import { deriveFollowUps, SERVER_ACTOR, type AnswerFacts } from './follow-ups.js';
 import type { AskPostSpec, LaneState } from './lane-state.js';
 
@@ -11,7 +11,7 @@ import type { AskPostSpec, LaneState } from './lane-state.js';
 export { WORKFLOW_KINDS } from './kinds.js';
 export type { AnswerFacts } from './follow-ups.js';
 
-export const newAskId = (): string => 'ask-' + randomBytes(5).toString('hex');
+export const newAskId = (): string => 'ask-' + randomHex(5);
 
 export function followUpsFor(
   s: LaneState,

@@ -1,4 +1,4 @@
-import { isPublicRepo, type Caller, type ZzRepo } from '../core/index.js';
+import { isPublicRepo, jsonText, type Caller, type ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import {
@@ -10,7 +10,7 @@ import {
 } from '../tools/index.js';
 import { decodePositions, openEventStream } from './event-stream.js';
 import { hostMatcher, originAllowed } from './host-check.js';
-import { answersWithText, signalOf, withText } from './known-bodies.js';
+import { answersWithText, controllerOf, signalOf, withText } from './known-bodies.js';
 import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
 
 // The daemon's routes as a plain fetch handler (Request → Response), so tests call it without
@@ -74,7 +74,8 @@ export function json(
   headers: Record<string, string> = {},
   textOnly = false,
 ): Response {
-  const text = JSON.stringify(body);
+  // Views the read caches share between calls keep their JSON text (core/json-text.ts).
+  const text = jsonText(body);
   // The node adapter writes the text itself instead of reading the body stream back; when it
   // is the only reader (textOnly), the Response carries no body at all (known-bodies.ts).
   const init = { status, headers: { ...JSON_HEADERS, ...headers } };
@@ -198,27 +199,39 @@ export function createApp(opts: AppOptions): App {
       );
     }
     const args = parseJsonObject(await readBody(req, maxBodyBytes));
-    // Shutdown ends long-polls (lane_events) early instead of waiting out their wait_ms.
+    // Shutdown ends long-polls (lane_events) early instead of waiting out their wait_ms: by
+    // aborting the adapter's controller of this request when there is one (known-bodies.ts),
+    // else one of ours that the request's signal aborts too.
     // (Not AbortSignal.any: on Node 20 it keeps every request's signal alive.)
-    const call = new AbortController();
-    const abort = () => call.abort();
-    const signal = signalOf(req);
-    signal.addEventListener('abort', abort, { once: true });
+    let call = controllerOf(req);
+    let unlink = () => {};
+    if (!call) {
+      const own = (call = new AbortController());
+      const abort = () => own.abort();
+      const signal = req.signal;
+      signal.addEventListener('abort', abort, { once: true });
+      unlink = () => signal.removeEventListener('abort', abort);
+    }
     calls.add(call);
     // A call still reading its body when close() ran was not in `calls` yet: end it too.
     if (closing) call.abort();
     try {
+      const ended = call;
       const result = await runTool(tool, args, {
         repo,
         caller,
         local: false,
-        signal: call.signal,
+        // Made when a tool asks for it (only lane_events does): an AbortSignal per call was
+        // one of the larger allocations per request.
+        get signal() {
+          return ended.signal;
+        },
         services,
       });
       return json(200, { result }, {}, trace.textOnly);
     } finally {
       calls.delete(call);
-      signal.removeEventListener('abort', abort);
+      unlink();
     }
   }
 

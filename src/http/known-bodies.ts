@@ -10,11 +10,14 @@
 // a WeakRef and a FinalizationRegistry, 45 µs of the 57 a Request cost, and garbage the
 // collector must trace — and the answer to it is a Response without a body, whose text only
 // the adapter writes (a Response made from a string builds a body stream: 43 µs, against 3.5
-// without). The abort signal travels here instead.
+// without). The abort signal travels here instead, with its controller: the app ends a call
+// at shutdown by aborting that controller, instead of linking a controller of its own to the
+// signal (a listener added to a fresh AbortSignal cost ~10 µs a request on Node 20).
 
 interface Adapted {
   body: Uint8Array;
-  signal: AbortSignal;
+  /** Aborted when the client goes away; the app may abort it too (shutdown). */
+  controller: AbortController;
 }
 
 const adapted = new WeakMap<Request, Adapted>();
@@ -26,8 +29,8 @@ const responseTexts = new WeakMap<Response, string>();
  * Request itself has no body stream and no signal of its own that ever fires (see signalOf),
  * and its answer may be bodiless (see answersWithText).
  */
-export function withReadBody(req: Request, body: Uint8Array, signal: AbortSignal): Request {
-  adapted.set(req, { body, signal });
+export function withReadBody(req: Request, body: Uint8Array, controller: AbortController): Request {
+  adapted.set(req, { body, controller });
   return req;
 }
 
@@ -38,7 +41,15 @@ export function readBodyOf(req: Request): Uint8Array | undefined {
 
 /** The signal that fires when the client of this Request goes away. */
 export function signalOf(req: Request): AbortSignal {
-  return adapted.get(req)?.signal ?? req.signal;
+  return adapted.get(req)?.controller.signal ?? req.signal;
+}
+
+/**
+ * The controller of signalOf(req) when the adapter made it for this request alone: the app
+ * may abort it to end the call (nothing else listens to it). Undefined for other Requests.
+ */
+export function controllerOf(req: Request): AbortController | undefined {
+  return adapted.get(req)?.controller;
 }
 
 /**

@@ -38,6 +38,19 @@ describe('lane_get on a fresh repository handle', () => {
         expect(theirs.map((h) => [h.op, h.actor])).toEqual([['ask_post', ALICE.actor]]);
         expect(got.history.filter((h) => h.revision !== null)).toHaveLength(8);
         expect(reads).toEqual([theirs[0]!.revision]);
+
+        // The log grows: which commits are foreign is carried over and extended by the new
+        // ops only (lanes.ts foreignOf), whether they are another replica's or this one's.
+        await call(other, ALICE, 'ask_post', { lane_id: 'feat', kind: 'work', title: 'theirs 2' });
+        const marked = async () =>
+          (await call(fresh, OWNER, 'lane_get', { lane_id: 'feat' })).history
+            .filter((h) => h.unsigned)
+            .map((h) => h.args.title);
+        expect(await marked()).toEqual(['theirs', 'theirs 2']);
+        await call(fresh, OWNER, 'ask_post', { lane_id: 'feat', kind: 'work', title: 'mine 2' });
+        expect(await marked()).toEqual(['theirs', 'theirs 2']);
+        await call(other, ALICE, 'ask_post', { lane_id: 'feat', kind: 'work', title: 'theirs 3' });
+        expect(await marked()).toEqual(['theirs', 'theirs 2', 'theirs 3']);
       } finally {
         fresh.close();
       }

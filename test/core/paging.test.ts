@@ -4,6 +4,7 @@ import { jsonBytes } from '../../src/core/paging.js';
 import { PAGE } from '../../src/schema/limits.js';
 import { ALICE, BOB, call, memoryRepo } from '../helpers/core-fixture.js';
 import { testSeed } from '../helpers/seeded.js';
+import { jsonValues } from './json-values.js';
 
 // Pages are cut by the JSON size of what they hold. jsonBytes sums it without building the
 // JSON; it must answer exactly what JSON.stringify's UTF-8 bytes are, for every value a
@@ -21,24 +22,7 @@ class Point {
 describe('jsonBytes', () => {
   it('is the UTF-8 length of JSON.stringify on generated JSON values', () => {
     const seed = testSeed('jsonBytes');
-    // Strings of every kind: ASCII, escapes, control characters, astral and lone surrogates.
-    const text = fc.oneof(
-      fc.string(),
-      fc.string({ unit: 'grapheme' }),
-      fc.string({ unit: 'binary' }),
-      fc.constantFrom('', '"', '\\', '\n', '\u0000', '\u2028', 'é', '😀', '\ud800', 'a\u007fb'),
-    );
-    const value = fc.letrec((tie) => ({
-      any: fc.oneof(
-        { depthSize: 'small' },
-        text,
-        fc.double(),
-        fc.integer(),
-        fc.constantFrom(-0, NaN, Infinity, -Infinity, true, false, null, undefined),
-        fc.array(tie('any'), { maxLength: 5 }),
-        fc.dictionary(text, tie('any'), { maxKeys: 5 }),
-      ),
-    })).any;
+    const value = jsonValues();
     fc.assert(
       fc.property(value, (v) => {
         if (v === undefined) return;

@@ -96,6 +96,36 @@ describe('lane_get views', () => {
     expect(await ops()).not.toContain('ask_lease_expired');
   });
 
+  it('lane_list counts leases running out one by one on one state, exactly at their end, and the clock going back', async () => {
+    const clock = new FakeClock();
+    const { repo } = await memoryRepo(clock);
+    const ids = await laneWithAsks(repo, 4);
+    // Claimed in an order other than their lease ends: the counts must not lean on claim order.
+    for (const [i, secs] of [
+      [0, 30],
+      [1, 10],
+      [2, 20],
+    ] as const) {
+      await call(repo, BOB, 'ask_claim', { lane_id: 'feat', ask_id: ids[i]!, lease_seconds: secs });
+    }
+    const counts = async () => {
+      const lanes = (await call(repo, ALICE, 'lane_list', {})).lanes;
+      const c = lanes.find((l) => l.lane_id === 'feat')!.counts;
+      return [c.open, c.claimed, c.total];
+    };
+    expect(await counts()).toEqual([1, 3, 4]);
+    clock.advance(10); // the 10 s lease ends now: ended
+    expect(await counts()).toEqual([2, 2, 4]);
+    clock.advance(9.999);
+    expect(await counts()).toEqual([2, 2, 4]);
+    clock.advance(0.001);
+    expect(await counts()).toEqual([3, 1, 4]);
+    clock.advance(60);
+    expect(await counts()).toEqual([4, 0, 4]);
+    clock.advance(-80);
+    expect(await counts()).toEqual([1, 3, 4]);
+  });
+
   it('after a write, Asks the write changed (or whose dependencies it changed) are shown anew', async () => {
     const { repo } = await memoryRepo();
     const [a] = await laneWithAsks(repo, 2);

@@ -5,11 +5,15 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openRepository } from '../../src/git/index.js';
 import { Entity, GitStore } from '../../src/store/index.js';
+import { bundled } from './bundled.js';
 import { docCodec, type DocState } from './doc-codec.js';
 
 // Test-only writer process for the crash and interop tests:
 //
 //   node --import tsx test/helpers/crash-writer.ts <repo> <ref> <prefix> [options]
+//
+// spawnWriter runs it bundled with the sources (bundled.ts): the crash test starts 59 writers,
+// and under plain node each starts in about a third of the CPU tsx takes on Node 20.
 //
 // Writes keys <prefix>-0, <prefix>-1, … through Entity<DocState> on a GitStore, with
 // `--concurrency` mutations in flight (so group commits form), and prints one line per
@@ -61,7 +65,7 @@ export function spawnWriter(
   prefix: string,
   args: string[] = [],
 ): WriterProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, repo, ref, prefix, ...args], {
+  const child = spawn(process.execPath, [bundled(SCRIPT), repo, ref, prefix, ...args], {
     cwd: PROJECT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -39,8 +39,19 @@ function injectWriteFault(dir: string, code: 'ENOSPC' | 'EROFS' | 'EDQUOT' | 'EA
       });
     }
   };
+  // A write to a file opened before the fault fails too, as the kernel's would: the write
+  // path writes into files made ahead of it (git/blank-files.ts), opened long before.
+  const failFd = (fd: number) => {
+    let p: string;
+    try {
+      p = fs.readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      return; // not Linux: the opens above are what is injected
+    }
+    fail(p, 'w');
+  };
   const { open } = fsp;
-  const { openSync } = fs;
+  const { openSync, writeSync, writevSync, open: openCb } = fs;
   fsp.open = (async (path: fs.PathLike, flags?: string | number, mode?: fs.Mode) => {
     fail(path, flags);
     return open(path, flags, mode);
@@ -49,11 +60,33 @@ function injectWriteFault(dir: string, code: 'ENOSPC' | 'EROFS' | 'EDQUOT' | 'EA
     fail(path, flags);
     return openSync(path, flags ?? 'r', mode);
   }) as typeof fs.openSync;
+  fs.open = ((
+    path: fs.PathLike,
+    flags: fs.OpenMode,
+    mode: fs.Mode,
+    cb: (...a: unknown[]) => void,
+  ) => {
+    try {
+      fail(path, flags);
+    } catch (e) {
+      process.nextTick(() => cb(e));
+      return;
+    }
+    openCb(path, flags, mode, cb as never);
+  }) as typeof fs.open;
+  fs.writeSync = ((fd: number, ...rest: unknown[]) => {
+    failFd(fd);
+    return (writeSync as (...a: unknown[]) => number)(fd, ...rest);
+  }) as typeof fs.writeSync;
+  fs.writevSync = ((fd: number, ...rest: unknown[]) => {
+    failFd(fd);
+    return (writevSync as (...a: unknown[]) => number)(fd, ...rest);
+  }) as typeof fs.writevSync;
   // Named imports of node:fs (import { openSync } from 'node:fs') see the patched function.
   syncBuiltinESMExports();
   restores.push(() => {
     fsp.open = open;
-    fs.openSync = openSync;
+    Object.assign(fs, { openSync, writeSync, writevSync, open: openCb });
     syncBuiltinESMExports();
   });
 }

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliEnv } from '../helpers/cli-harness.js';
+import { cliEnv } from '../helpers/cli-env.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 

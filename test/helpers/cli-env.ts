@@ -1,0 +1,16 @@
+import { join } from 'node:path';
+import { tempDir } from './temp-dirs.js';
+
+// A private config home for a CLI run (removed when the test file ends). Apart from
+// cli-harness.ts, which loads the whole CLI: the temp-dir probe (test/setup/temp-dirs.test.ts)
+// runs in a child vitest, and importing the CLI there tripled that child's cost.
+export function cliEnv(): NodeJS.ProcessEnv {
+  const home = tempDir('zz-home-');
+  return {
+    ...process.env,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_CACHE_HOME: join(home, 'cache'),
+    NO_COLOR: '1',
+    ZZ_TOKEN: '',
+  };
+}

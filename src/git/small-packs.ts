@@ -190,7 +190,13 @@ export class SmallPacks {
       return [blank.fd, blank.path];
     }
     const path = join(this.dir, `tmp_${kind}_${tmpTag()}`);
-    return [createSync(path, parts), path];
+    try {
+      return [createSync(path, parts), path];
+    } catch (e) {
+      // The caller never learns this path: a short write (ENOSPC) must not leave it behind.
+      rmSync(path, { force: true });
+      throw e;
+    }
   }
 
   /**

@@ -177,8 +177,8 @@ export class SmallPacks {
   }
 
   /** A tmp file in objects/pack/ holding `parts`: its fd and path. */
-  private tmpFile(kind: 'pack' | 'idx', parts: Buffer[]): [number, string] {
-    const blank = this.blanks.take();
+  private tmpFile(kind: 'pack' | 'idx', parts: Buffer[], blanks: boolean): [number, string] {
+    const blank = blanks ? this.blanks.take() : null;
     if (blank) {
       try {
         writeAll(blank.fd, parts, blank.path);
@@ -219,16 +219,17 @@ export class SmallPacks {
       // (ENOENT: made again, as git would; no stat per write to notice it before), or a mount
       // point between the two (EXDEV: a bind mount has the same st_dev, so sameDeviceAs
       // cannot see it; blanks stop for good). Whatever the first attempt left is removed or
-      // the same bytes, so it is simply written again.
+      // the same bytes, so it is written again, as without blanks (a person clearing
+      // .git/zz/ again meanwhile cannot fail it twice).
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'EXDEV') this.blanks.close();
       else if (code === 'ENOENT') this.knownDir = false;
       else throw e;
-      await this.writeSmall(enc, pending);
+      await this.writeSmall(enc, pending, false);
     }
   }
 
-  private async writeSmall(enc: EncodedPack, pending?: Set<string>): Promise<void> {
+  private async writeSmall(enc: EncodedPack, pending?: Set<string>, blanks = true): Promise<void> {
     let madeDir = this.knownDir ? false : this.makeDir();
     const final = join(this.dir, `pack-${enc.name}`);
     const fds: number[] = [];
@@ -239,15 +240,15 @@ export class SmallPacks {
     let keep: string | null = null;
     try {
       try {
-        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack);
+        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack, blanks);
       } catch (e) {
         // objects/pack/ is made once per process and then trusted (no stat per write); gone
         // since (a repository re-initialised under us): made again, as git would.
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
         madeDir = this.makeDir() || madeDir;
-        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack);
+        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack, blanks);
       }
-      [fds[1], tmpIdx] = this.tmpFile('idx', [enc.idx]);
+      [fds[1], tmpIdx] = this.tmpFile('idx', [enc.idx], blanks);
       const synced = this.opts.fsync ? Promise.all(fds.map(fdatasync)) : Promise.resolve([]);
       synced.catch(() => {}); // awaited below
       // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it

@@ -158,12 +158,16 @@ export class BlankFiles {
           fs.mkdir(this.dir, { recursive: true }, (m) => (m ? this.done() : create(false)));
           return;
         }
+        let usable = !err;
         if (!err) {
           const b = { fd, path };
-          if (this.closed || !this.sameDevice(fd)) discard(b);
-          else this.spares.push(b);
+          usable = !this.closed && this.sameDevice(fd);
+          if (usable) this.spares.push(b);
+          else discard(b);
         }
-        this.done(!err);
+        // Not usable (the destination not there yet): the chain stops until the next take(),
+        // as after a failure, not a loop of creations and removals in the pool.
+        this.done(usable);
       });
     create(true);
   }

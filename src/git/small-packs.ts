@@ -177,8 +177,8 @@ export class SmallPacks {
   }
 
   /** A tmp file in objects/pack/ holding `parts`: its fd and path. */
-  private tmpFile(kind: 'pack' | 'idx', parts: Buffer[]): [number, string] {
-    const blank = this.blanks.take();
+  private tmpFile(kind: 'pack' | 'idx', parts: Buffer[], blanks: boolean): [number, string] {
+    const blank = blanks ? this.blanks.take() : null;
     if (blank) {
       try {
         writeAll(blank.fd, parts, blank.path);
@@ -190,7 +190,13 @@ export class SmallPacks {
       return [blank.fd, blank.path];
     }
     const path = join(this.dir, `tmp_${kind}_${tmpTag()}`);
-    return [createSync(path, parts), path];
+    try {
+      return [createSync(path, parts), path];
+    } catch (e) {
+      // The caller never learns this path: a short write (ENOSPC) must not leave it behind.
+      rmSync(path, { force: true });
+      throw e;
+    }
   }
 
   /**
@@ -205,6 +211,25 @@ export class SmallPacks {
       this.leftForGc++;
       return;
     }
+    try {
+      await this.writeSmall(enc, pending);
+    } catch (e) {
+      // A blank is renamed (and the .keep linked) from zz/blanks/ into objects/pack/, which
+      // fails where creating the file in place did not, once: objects/pack/ gone under us
+      // (ENOENT: made again, as git would; no stat per write to notice it before), or a mount
+      // point between the two (EXDEV: a bind mount has the same st_dev, so sameDeviceAs
+      // cannot see it; blanks stop for good). Whatever the first attempt left is removed or
+      // the same bytes, so it is written again, as without blanks (a person clearing
+      // .git/zz/ again meanwhile cannot fail it twice).
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EXDEV') this.blanks.close();
+      else if (code === 'ENOENT') this.knownDir = false;
+      else throw e;
+      await this.writeSmall(enc, pending, false);
+    }
+  }
+
+  private async writeSmall(enc: EncodedPack, pending?: Set<string>, blanks = true): Promise<void> {
     let madeDir = this.knownDir ? false : this.makeDir();
     const final = join(this.dir, `pack-${enc.name}`);
     const fds: number[] = [];
@@ -215,15 +240,15 @@ export class SmallPacks {
     let keep: string | null = null;
     try {
       try {
-        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack);
+        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack, blanks);
       } catch (e) {
         // objects/pack/ is made once per process and then trusted (no stat per write); gone
         // since (a repository re-initialised under us): made again, as git would.
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
         madeDir = this.makeDir() || madeDir;
-        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack);
+        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack, blanks);
       }
-      [fds[1], tmpIdx] = this.tmpFile('idx', [enc.idx]);
+      [fds[1], tmpIdx] = this.tmpFile('idx', [enc.idx], blanks);
       const synced = this.opts.fsync ? Promise.all(fds.map(fdatasync)) : Promise.resolve([]);
       synced.catch(() => {}); // awaited below
       // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
@@ -300,7 +325,8 @@ export class SmallPacks {
    */
   private holdKeep(path: string): string | null {
     for (let attempt = 0; ; attempt++) {
-      const owner = this.ownerFile();
+      // Closed (a write still in flight): no owner file made again, that nothing would remove.
+      const owner = this.closed ? null : this.ownerFile();
       if (owner === null) return createKeep(path);
       try {
         fs.linkSync(owner, path);
@@ -308,9 +334,13 @@ export class SmallPacks {
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code ?? '';
         if (code === 'EEXIST') return null;
-        if (LINK_UNSUPPORTED.has(code)) this.owner = null;
-        // The owner file was removed (a person clearing .git/zz/): made again, once.
-        else if (code !== 'ENOENT' || attempt > 0) throw e;
+        if (LINK_UNSUPPORTED.has(code)) {
+          rmSync(owner, { force: true }); // not left behind: close() forgets it
+          this.owner = null;
+        }
+        // The owner file was removed (a person clearing .git/zz/): made again, once. Still
+        // there, it is objects/pack/ that is gone (write() makes it again).
+        else if (code !== 'ENOENT' || attempt > 0 || existsSync(owner)) throw e;
         else this.owner = undefined;
       }
     }

@@ -50,14 +50,25 @@ export function hashObject(type: ObjectType, body: Buffer): { oid: string; raw: 
 }
 
 // Git sorts tree entries by name, comparing directories as if their name ended in '/'.
-function treeSortKey(e: TreeEntry): string {
-  return e.mode === '040000' ? e.name + '/' : e.name;
-}
+// Compared in place, without building that key: under a writer storm every new Ask sorts its
+// fan-out tree and the check of `asks/`'s 256 directories ran on every group commit, and the
+// concatenated keys were a tenth of a storm's loop time with the GC they caused. (Code units,
+// as JavaScript's `<` compares: the same order as git's bytes for the names zz writes.)
+const SLASH = 47;
 
 function compareEntries(a: TreeEntry, b: TreeEntry): number {
-  const ka = treeSortKey(a);
-  const kb = treeSortKey(b);
-  return ka < kb ? -1 : ka > kb ? 1 : 0;
+  const x = a.name;
+  const y = b.name;
+  const n = x.length < y.length ? x.length : y.length;
+  for (let i = 0; i < n; i++) {
+    const d = x.charCodeAt(i) - y.charCodeAt(i);
+    if (d !== 0) return d < 0 ? -1 : 1;
+  }
+  // One name is a prefix of the other: what follows is its next character, or the directory's
+  // '/', or nothing (-1). A name holds no '/', so a tie here is the same name and kind.
+  const cx = x.length > n ? x.charCodeAt(n) : a.mode === '040000' ? SLASH : -1;
+  const cy = y.length > n ? y.charCodeAt(n) : b.mode === '040000' ? SLASH : -1;
+  return cx < cy ? -1 : cx > cy ? 1 : 0;
 }
 
 export function serializeTree(entries: readonly TreeEntry[]): Buffer {
@@ -489,18 +500,17 @@ export class ObjectWriter {
 
   /**
    * Whether a batch of `count` objects of `bytes` (uncompressed) is written as a pack left for
-   * gc, in pack-writer's async path (a Ladder build, a large changeset), rather than as a small
-   * pack or loose objects. With small packs, by size: a group commit of a writer storm (70
-   * objects, ~50 KiB) is a small pack like a single Lane op, written with synchronous calls
-   * into blanks and merged; as a big pack it made a dozen pool round trips, each behind the
-   * storm's fsyncs, and one more pack for gc --auto every group. Without, by count (a loose
-   * object costs a file and an fsync each).
+   * gc, in pack-writer's async path (a Ladder build, a large changeset, a writer storm's group
+   * commit), rather than as a small pack or loose objects: past packMinObjects objects, or past
+   * what a small pack writes with synchronous calls (SYNC_WRITE_MAX). Tried and measured
+   * (issue 17): routing by size alone made a storm's group commits (~70 objects, ~50 KiB)
+   * small packs, written synchronously into blanks: 30% more posts/s and 15% more requests/s
+   * in the 64-client load, but the daemon's one thread then saturated under a 32-writer storm
+   * and reads waited (p99 3.1–5.6× idle against 2.3–2.8× this way). A big group's I/O stays
+   * off the event loop.
    */
   isLarge(count: number, bytes: number): boolean {
-    if (this.smallPacks && this.packMinObjects !== Infinity && count >= 2) {
-      return bytes > SMALL_PACK_MAX_BYTES;
-    }
-    return count > this.packMinObjects;
+    return count > this.packMinObjects || (this.smallPacks && bytes > SMALL_PACK_MAX_BYTES);
   }
 
   blob(content: Buffer | string): Promise<string> {

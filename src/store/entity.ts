@@ -420,6 +420,9 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       }
       let revision = snap.revision;
       if (ops.length > 0) {
+        // A turn of the event loop between deciding the group's ops and committing them (see
+        // GitStore.commit's for the figures): reads waiting behind a storm's group are served.
+        await new Promise((r) => setImmediate(r));
         const changes: FileChanges = new Map();
         for (const path of changed) changes.set(path, this.codec.file(draft, path));
         const lines = ops.map((o) => summaries.get(o) ?? o.op);

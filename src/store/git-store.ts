@@ -186,6 +186,11 @@ export class GitStore implements Store {
         },
         pending,
       );
+      // A turn of the event loop between building the commit (trees, hashes) and writing it
+      // (deflate, pack, files): reads that arrived meanwhile are answered in between instead of
+      // after both. Under a 32-writer storm, read p99 went from 4.6–6.8× idle to 3.5–4.2×
+      // (with the one in Entity.commitGroup, 2.3–2.9×); throughput did not drop.
+      await new Promise((r) => setImmediate(r));
       // Runs synchronously up to the data syncs, which then run while the lock is taken.
       written = write();
       written.catch(() => {}); // awaited below: not an unhandled rejection meanwhile

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashObject, serializeTree, type TreeEntry } from '../../src/git/objects.js';
+import { prng, testSeed } from '../helpers/seeded.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 
 // serializeTree keeps each entry's bytes beside a large tree's entries (a Lane's `asks/` tree
@@ -44,5 +45,31 @@ describe('serializeTree', () => {
       return ka < kb ? -1 : ka > kb ? 1 : 0;
     });
     check();
+  });
+
+  // git's order compares a directory as if its name ended in '/': `a-b` (file) < `a` (dir,
+  // `a/`) < `a0`, while `a` (file) < `a-b`. Names that are prefixes of one another, with
+  // characters on both sides of '/', in shuffled order: serializeTree must sort them as git.
+  it('sorts names that are prefixes of one another as git does, directories as name + /', () => {
+    const seed = testSeed('tree order');
+    const rnd = prng(seed);
+    const alphabet = ['a', 'b', '-', '.', '0', 'Z', '_', '~'];
+    for (let round = 0; round < 20; round++) {
+      const names = new Set<string>();
+      while (names.size < 40) {
+        const len = 1 + Math.floor(rnd() * 4);
+        let name = '';
+        for (let i = 0; i < len; i++) name += alphabet[Math.floor(rnd() * alphabet.length)];
+        if (name !== '.' && name !== '..') names.add(name);
+      }
+      const entries: TreeEntry[] = [...names].map((name, i) => ({
+        mode: rnd() < 0.5 ? '040000' : '100644',
+        name,
+        oid: oid(`${round} ${i}`),
+      }));
+      expect(hashObject('tree', serializeTree(entries)).oid, `seed ${seed} round ${round}`).toBe(
+        gitTreeId(entries),
+      );
+    }
   });
 });

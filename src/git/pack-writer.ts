@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { mkdirSync, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import * as zlib from 'node:zlib';
 
@@ -249,6 +249,11 @@ export interface WritePackOptions {
    * small-packs.ts, "In-flight packs"): the caller removes it once a ref names the objects.
    */
   keep?: string;
+  /**
+   * Makes pack-<name>.keep, at the same moment as `keep` would (before the .pack), some other
+   * way (SmallPacks: a link to its owner file); answers its path, or null when one exists.
+   */
+  holdKeep?: (path: string) => string | null;
 }
 
 /**
@@ -270,13 +275,16 @@ export async function writeEncodedPack(
   opts: WritePackOptions = {},
 ): Promise<WrittenPack> {
   const dir = join(gitdir, 'objects', 'pack');
-  const madeDir = await fsp.mkdir(dir).then(
-    () => true,
-    (e: unknown) => {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      return false;
-    },
-  );
+  // Synchronous: on an existing directory (nearly always) it is a lookup of a few µs, where an
+  // async mkdir waited in libuv's pool behind the fsyncs of every write in flight.
+  let madeDir: boolean;
+  try {
+    mkdirSync(dir);
+    madeDir = true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    madeDir = false;
+  }
   const tag = tmpTag();
   // `tmp_` is the prefix `git prune` sweeps from objects/pack once stale.
   const tmpPack = join(dir, `tmp_pack_${tag}`);
@@ -295,7 +303,8 @@ export async function writeEncodedPack(
     // before its .keep existed is "not kept", and repack deletes it when it finishes, even if
     // its .keep and .idx appeared meanwhile; its pack-objects, started before the .idx, never
     // saw the objects, so even -A (gc --auto) does not loosen them: they are lost.
-    if (opts.keep !== undefined) keep = await createKeep(`${final}.keep`, opts.keep);
+    if (opts.holdKeep) keep = opts.holdKeep(`${final}.keep`);
+    else if (opts.keep !== undefined) keep = await createKeep(`${final}.keep`, opts.keep);
     await renameInto(tmpPack, `${final}.pack`);
     await renameInto(tmpIdx, `${final}.idx`);
   } catch (e) {

@@ -304,9 +304,11 @@ export class SmallPacks {
    */
   async writeLarge(enc: EncodedPack, pending?: Set<string>): Promise<void> {
     if (pending) this.sweepOnce();
+    // Its .keep is a link to the owner file, as a small pack's (holdKeep: a .keep of its own
+    // freed a block on the event loop when released, 0.3–1.3 ms with `discard`).
     const written = await writeEncodedPack(this.gitdir, enc, {
       fsync: this.opts.fsync,
-      ...(pending ? { keep: KEEP_OWNER } : {}),
+      ...(pending ? { holdKeep: (path: string) => this.holdKeep(path) } : {}),
     });
     if (pending) this.hold(pending, written.keep, null);
   }

@@ -145,18 +145,36 @@ describe('blank files', () => {
       const { repo, store } = await open();
       const packDir = join(repo.gitdir, 'objects', 'pack');
       const keeps: Array<{ ino: number; nlink: number; text: string }> = [];
-      const renameSync = fs.renameSync.bind(fs);
-      vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+      const seeKeep = (to: unknown) => {
         const t = String(to);
         if (t.startsWith(packDir) && t.endsWith('.pack')) {
           const keep = t.replace(/\.pack$/, '.keep');
           const st = statSync(keep);
           keeps.push({ ino: st.ino, nlink: st.nlink, text: fs.readFileSync(keep, 'utf8') });
         }
+      };
+      const renameSync = fs.renameSync.bind(fs);
+      vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+        seeKeep(to);
         renameSync(from, to);
       });
+      // A commit past 32 objects is a pack left for gc, written by pack-writer (async).
+      const rename = fs.promises.rename.bind(fs.promises);
+      vi.spyOn(fs.promises, 'rename').mockImplementation(async (from, to) => {
+        seeKeep(to);
+        await rename(from, to);
+      });
       for (let i = 0; i < 3; i++) await write(store, i);
-      expect(keeps).toHaveLength(3);
+      const large = new Map(Array.from({ length: 40 }, (_, i) => [`big/${i}.json`, `{"i":${i}}`]));
+      const left = repo.objects.packsWritten;
+      await store.commit(REF, {
+        parent: await store.head(REF),
+        changes: large,
+        ops: [],
+        summary: 'l',
+      });
+      expect(repo.objects.packsWritten).toBe(left + 1);
+      expect(keeps).toHaveLength(4);
       const owners = readdirSync(blanksDir(repo.gitdir)).filter((n) => n.endsWith('.owner'));
       expect(owners).toHaveLength(1);
       const owner = join(blanksDir(repo.gitdir), owners[0]!);

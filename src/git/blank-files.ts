@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { isAlive } from '../local/file-lock.js';
+import { closeQuietly, unlinkQuietly } from './fs-calls.js';
 
 // Empty files created ahead of the write that needs them ("blanks"), held open, and handed
 // out with their fd. A durable Lane op creates four files on its path: the small pack's tmp
@@ -225,17 +226,5 @@ export function sweepBlanks(dir: string): void {
 
 function discard(b: Blank): void {
   closeQuietly(b.fd);
-  try {
-    fs.unlinkSync(b.path);
-  } catch {
-    /* gone already */
-  }
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    fs.closeSync(fd);
-  } catch {
-    /* already closed */
-  }
+  unlinkQuietly(b.path);
 }

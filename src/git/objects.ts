@@ -10,6 +10,7 @@ import fs, {
 } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
+import { closeQuietly, fdatasyncFd } from './fs-calls.js';
 import { encodePack } from './pack-writer.js';
 import { SmallPacks, SYNC_WRITE_MAX as SMALL_PACK_MAX_BYTES } from './small-packs.js';
 
@@ -272,7 +273,7 @@ export class ObjectWriter {
       const { fd, madeDir } = this.createSmallSync(dir, tmp, deflateSync(raw, { level: 1 }));
       if (this.opts.fsync) {
         try {
-          await fsyncFd(fd);
+          await fdatasyncFd(fd);
         } catch (e) {
           closeQuietly(fd);
           rmSync(tmp, { force: true });
@@ -523,21 +524,6 @@ export class ObjectWriter {
 
   commit(c: CommitData): Promise<string> {
     return this.write('commit', serializeCommit(c));
-  }
-}
-
-// fdatasync: the data and what is needed to read it back (the size, the blocks), without a
-// journal write for the timestamps; the name is made durable by the directory's fsync. (Refs
-// use fsync, so a test can tell the two apart.) Looked up on `fs` at call time for such tests.
-function fsyncFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())));
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    /* already closed */
   }
 }
 

@@ -45,10 +45,10 @@ import * as zlib from 'node:zlib';
 //   deleted by `git repack -a -d` is reproduced in test/git/pack-writer.test.ts).
 // - A manual `git repack -a -d` (without -A: it drops unreachable objects of the packs it
 //   replaces) that lists our pack between its appearing and our ref moving drops its objects.
-// So a pack written for a ref update (`keep`: a Ladder build, a large Lane commit, a sync
+// So a pack written for a ref update (`holdKeep`: a Ladder build, a large Lane commit, a sync
 // merge) carries a .keep from before its .pack appears until the caller's ref has moved, as
 // `git fetch` guards the same window (index-pack --keep); small-packs.ts holds and releases
-// it, and sweeps the .keep a crashed process left. Hazard: a pack written without `keep` (a
+// it (pack-keeps.ts sweeps the .keep a crashed process left). Hazard: a pack written without `holdKeep` (a
 // changeset's code commit, GitStore.writeCodeCommit, whose ref the caller moves later) still
 // has both windows; the first lasts from one rename to the next.
 // An object already in the repository is written again here, like a loose rewrite freshens its
@@ -67,7 +67,7 @@ export interface PackEntry {
 export interface WrittenPack {
   /** The pack's checksum, hex: the files are objects/pack/pack-<name>.{pack,idx}. */
   name: string;
-  /** The .keep created with `keep` (null: none asked, or one was there already). */
+  /** The .keep made with `holdKeep` (null: none asked, or one was there already). */
   keep: string | null;
   /** Objects in the pack (duplicates in the input are written once). */
   count: number;
@@ -245,13 +245,9 @@ export function encodeIndex(
 export interface WritePackOptions {
   fsync?: boolean;
   /**
-   * Creates pack-<name>.keep with this content before the .pack makes the pack visible (see
-   * small-packs.ts, "In-flight packs"): the caller removes it once a ref names the objects.
-   */
-  keep?: string;
-  /**
-   * Makes pack-<name>.keep, at the same moment as `keep` would (before the .pack), some other
-   * way (SmallPacks: a link to its owner file); answers its path, or null when one exists.
+   * Makes pack-<name>.keep before the .pack makes the pack visible (see small-packs.ts,
+   * "In-flight packs"; PackKeeps.hold: a link to the process's owner file) and answers its
+   * path, or null when one exists already; the caller removes it once a ref names the objects.
    */
   holdKeep?: (path: string) => string | null;
 }
@@ -304,7 +300,6 @@ export async function writeEncodedPack(
     // its .keep and .idx appeared meanwhile; its pack-objects, started before the .idx, never
     // saw the objects, so even -A (gc --auto) does not loosen them: they are lost.
     if (opts.holdKeep) keep = opts.holdKeep(`${final}.keep`);
-    else if (opts.keep !== undefined) keep = await createKeep(`${final}.keep`, opts.keep);
     await renameInto(tmpPack, `${final}.pack`);
     await renameInto(tmpIdx, `${final}.idx`);
   } catch (e) {
@@ -319,27 +314,6 @@ export async function writeEncodedPack(
     await Promise.all([syncDir(dir), madeDir ? syncDir(join(gitdir, 'objects')) : undefined]);
   }
   return { name: enc.name, keep, count: enc.count, bytes: enc.bytes };
-}
-
-/**
- * Creates a .keep exclusively (no fsync: after a power cut no write is in flight, and a lost
- * one costs nothing). Null when it exists already: another write of the same objects holds it,
- * or git's own, and neither is ours to remove.
- */
-async function createKeep(path: string, content: string): Promise<string | null> {
-  let fh: fsp.FileHandle;
-  try {
-    fh = await fsp.open(path, 'wx', 0o444);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return null;
-    throw e;
-  }
-  try {
-    await fh.writeFile(content);
-  } finally {
-    await fh.close();
-  }
-  return path;
 }
 
 /**

@@ -9,6 +9,13 @@ import {
   ownedName,
   parseOwnedName,
 } from './blank-files.js';
+import {
+  closeQuietly,
+  fdatasyncFd,
+  unlinkIfThere,
+  unlinkLater,
+  unlinkQuietly,
+} from './fs-calls.js';
 import { assertRefName, OID_RE } from './ref-names.js';
 
 // Refs move only by compare-and-swap under git's own lock protocol (lockfile.c):
@@ -219,7 +226,10 @@ export class RefStore {
       const current = this.readRef(ref, true);
       if (current !== expected) throw new RefCasError(ref, expected, current);
       fs.writeSync(held.fd, next + '\n');
-      await Promise.all([this.fsync ? datasyncFd(held.fd) : undefined, durable?.()]);
+      // fdatasync, not fsync: what the rename needs durable first is the lock's content and
+      // size (a ref renamed over an empty or short file would be torn after a power cut);
+      // timestamps need not be. The lock's own name needs no sync: it is renamed away.
+      await Promise.all([this.fsync ? fdatasyncFd(held.fd) : undefined, durable?.()]);
       fs.closeSync(held.fd);
       held.fd = -1;
       this.replace(lock, path, current);
@@ -273,7 +283,7 @@ export class RefStore {
         if (current !== u.expected) throw new RefCasError(u.ref, u.expected, current);
       }
       held.forEach((h, i) => fs.writeSync(h.fd, sorted[i]!.next + '\n'));
-      if (this.fsync) await Promise.all(held.map((h) => datasyncFd(h.fd)));
+      if (this.fsync) await Promise.all(held.map((h) => fdatasyncFd(h.fd)));
       for (const h of held) {
         fs.closeSync(h.fd);
         h.fd = -1;
@@ -495,44 +505,5 @@ export class RefStore {
         /* gone already */
       }
     }
-  }
-}
-
-// fdatasync, not fsync: what the rename needs durable first is the lock's content and size
-// (a ref renamed into place over an empty or short file would be torn after a power cut);
-// fdatasync covers both, and leaves out only the timestamps. The lock's own name needs no
-// sync: it is renamed away. Looked up at call time (not bound at import) so that tests can
-// inject a stall here.
-function datasyncFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())));
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    fs.closeSync(fd);
-  } catch {
-    /* already closed */
-  }
-}
-
-function unlinkLater(path: string): void {
-  fs.unlink(path, () => {
-    /* gone already, or left for the sweep */
-  });
-}
-
-function unlinkQuietly(path: string): void {
-  try {
-    fs.unlinkSync(path);
-  } catch {
-    /* gone already */
-  }
-}
-
-function unlinkIfThere(path: string): void {
-  try {
-    fs.unlinkSync(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
 }

@@ -1,17 +1,8 @@
-import fs, {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  promises as fsp,
-  readdirSync,
-  readFileSync,
-  rmSync,
-} from 'node:fs';
-import { hostname } from 'node:os';
-import { processStartTime } from '../local/file-lock.js';
-import { BlankFiles, blanksDir, LINK_UNSUPPORTED, ownedName, sweepBlanks } from './blank-files.js';
+import fs, { closeSync, existsSync, mkdirSync, openSync, promises as fsp, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { BlankFiles, blanksDir } from './blank-files.js';
+import { closeQuietly, fdatasyncFd, unlinkIfThere } from './fs-calls.js';
+import { PackKeeps } from './pack-keeps.js';
 import {
   assemblePack,
   encodePack,
@@ -29,7 +20,7 @@ import {
 //
 // Why a pack, for durability's sake. Before the ref moves, three things must be on disk: the
 // objects' bytes, the names under which git finds them, and the ref's new value (its lock).
-// - The bytes are synced (fdatasync) before the rename that gives the file its final name: a
+// - The bytes are synced (fdatasyncFd) before the rename that gives the file its final name: a
 //   name that survives a power cut without its data (delayed allocation leaves an empty file)
 //   is a corrupt object in place, and git's own writers trust it (an object whose file exists
 //   is not written again). So data first, then the rename.
@@ -52,7 +43,7 @@ import {
 //   pool: blank-files.ts), issue their fdatasyncs; while they run, link this pack's .keep to
 //   the process's owner file, then take the ref's lock (rename a blank into zz/locks/ as the
 //   owner token, link it to <ref>.lock, read the ref, write the new value, issue its
-//   fdatasync); wait 1. Rename the .pack, then the .idx; fsync objects/pack/; wait 2. Give
+//   fdatasyncFd); wait 1. Rename the .pack, then the .idx; fsync objects/pack/; wait 2. Give
 //   the ref's old file a second name, rename the lock over the ref; unlink the .keep (a
 //   link); the token's and the second name's unlinks go to the pool. 3 fdatasyncs + 1 fsync,
 //   4 renames, 3 links, 1 unlink and no file creation on the write's path; no data block is
@@ -152,11 +143,9 @@ export class SmallPacks {
   private deleteHolds = 0;
   /** A replaced pack's removal in progress (holdDeletes waits for it). */
   private deleting: Promise<void> | null = null;
-  /** Stale .keep files of dead zz processes removed (once per process and repository). */
-  private swept = false;
   private closed = false;
-  /** The file every .keep of ours links to (holdKeep); undefined: not made yet. */
-  private owner: string | null | undefined;
+  /** The .keep files of the packs written for a ref update (pack-keeps.ts). */
+  private readonly keeps: PackKeeps;
 
   /** Blanks for the tmp files and .keep of small packs (blank-files.ts: "Where they live"). */
   private readonly blanks: BlankFiles;
@@ -165,6 +154,7 @@ export class SmallPacks {
     private readonly gitdir: string,
     private readonly opts: SmallPacksOptions,
   ) {
+    this.keeps = new PackKeeps(gitdir);
     this.blanks = new BlankFiles(blanksDir(gitdir), {
       spare: BLANKS,
       mode: 0o444,
@@ -249,7 +239,7 @@ export class SmallPacks {
         [fds[0], tmpPack] = this.tmpFile('pack', enc.pack, blanks);
       }
       [fds[1], tmpIdx] = this.tmpFile('idx', [enc.idx], blanks);
-      const synced = this.opts.fsync ? Promise.all(fds.map(fdatasync)) : Promise.resolve([]);
+      const synced = this.opts.fsync ? Promise.all(fds.map(fdatasyncFd)) : Promise.resolve([]);
       synced.catch(() => {}); // awaited below
       // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
       // until the ref that names its objects has moved: see the header, "In-flight packs".
@@ -257,10 +247,7 @@ export class SmallPacks {
       // creation waits for the filesystem's journal: ~1 ms on a busy disk). A .keep before its
       // .pack is nothing to git (count-objects calls it garbage for that moment).
       try {
-        if (pending) {
-          this.sweepOnce();
-          keep = this.holdKeep(`${final}.keep`);
-        }
+        if (pending) keep = this.keeps.hold(`${final}.keep`);
       } catch (e) {
         await synced.catch(() => {}); // no fd is closed under a sync still running
         throw e;
@@ -303,75 +290,12 @@ export class SmallPacks {
    * pack does ("In-flight packs" above); its directory is synced here either way.
    */
   async writeLarge(enc: EncodedPack, pending?: Set<string>): Promise<void> {
-    if (pending) this.sweepOnce();
-    // Its .keep is a link to the owner file, as a small pack's (holdKeep: a .keep of its own
-    // freed a block on the event loop when released, 0.3–1.3 ms with `discard`).
+    // Its .keep is a link to the owner file, as a small pack's (pack-keeps.ts).
     const written = await writeEncodedPack(this.gitdir, enc, {
       fsync: this.opts.fsync,
-      ...(pending ? { holdKeep: (path: string) => this.holdKeep(path) } : {}),
+      ...(pending ? { holdKeep: (path: string) => this.keeps.hold(path) } : {}),
     });
     if (pending) this.hold(pending, written.keep, null);
-  }
-
-  /**
-   * Creates a pack's .keep naming this process (no fsync: after a power cut no write is in
-   * flight, and a lost one costs nothing). Answers its path, or null when it already exists
-   * (the same objects written twice at once: the other write's .keep holds it).
-   *
-   * Each .keep is a hard link to one owner file per process (in zz/blanks/, holding
-   * KEEP_OWNER), not a file of its own: a link costs ~10 µs where a creation cost
-   * 40–140 µs, and removing it frees no data block. Freeing one is what made the .keep's
-   * removal slow (0.3–1.3 ms on an ext4 mounted with `discard` and no journal, where each
-   * free is a synchronous discard), on the event loop, once a write. The owner file of a dead
-   * process is swept with its blanks (blank-files.ts); its .keep files by sweepStaleKeeps.
-   */
-  private holdKeep(path: string): string | null {
-    for (let attempt = 0; ; attempt++) {
-      // Closed (a write still in flight): no owner file made again, that nothing would remove.
-      const owner = this.closed ? null : this.ownerFile();
-      if (owner === null) return createKeep(path);
-      try {
-        fs.linkSync(owner, path);
-        return path;
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code ?? '';
-        if (code === 'EEXIST') return null;
-        if (LINK_UNSUPPORTED.has(code)) {
-          rmSync(owner, { force: true }); // not left behind: close() forgets it
-          this.owner = null;
-        }
-        // The owner file was removed (a person clearing .git/zz/): made again, once. Still
-        // there, it is objects/pack/ that is gone (write() makes it again).
-        else if (code !== 'ENOENT' || attempt > 0 || existsSync(owner)) throw e;
-        else this.owner = undefined;
-      }
-    }
-  }
-
-  /** The owner file .keep files link to (made once); null where links are not supported. */
-  private ownerFile(): string | null {
-    if (this.owner !== undefined) return this.owner;
-    const dir = blanksDir(this.gitdir);
-    sweepBlanks(dir); // before anything of ours is there (a dead process's owner file goes)
-    const path = join(dir, `${ownedName()}.owner`);
-    mkdirSync(dir, { recursive: true });
-    const fd = openSync(path, 'wx', 0o444);
-    try {
-      fs.writeSync(fd, KEEP_OWNER);
-    } catch (e) {
-      closeQuietly(fd);
-      rmSync(path, { force: true });
-      throw e;
-    }
-    closeSync(fd);
-    this.owner = path;
-    return path;
-  }
-
-  private sweepOnce(): void {
-    if (this.swept) return;
-    this.swept = true;
-    sweepStaleKeeps(this.dir);
   }
 
   /** A pack written for `pending`'s ref update: its .keep goes, and `enc` is tracked, on release. */
@@ -391,7 +315,7 @@ export class SmallPacks {
     if (!held) return;
     this.held.delete(pending);
     for (const { keep, enc } of held) {
-      if (keep) unlinkQuietly(keep);
+      if (keep) unlinkIfThere(keep);
       if (enc) this.track(enc);
     }
   }
@@ -405,9 +329,7 @@ export class SmallPacks {
   close(): Promise<void> {
     this.closed = true;
     this.blanks.close();
-    // Our .keep files (if a write is still in flight) keep their inode: only the name goes.
-    if (this.owner) unlinkQuietly(this.owner);
-    this.owner = undefined;
+    this.keeps.close();
     return this.idle();
   }
 
@@ -517,52 +439,6 @@ export class SmallPacks {
   }
 }
 
-/** What our .keep files say: whose write holds them (git's own say "receive-pack …"). */
-const KEEP_OWNER = `zz ${hostname()} ${process.pid} ${processStartTime(process.pid) ?? '-'}\n`;
-
-/** A .keep of its own (where hard links are not supported): see SmallPacks.holdKeep. */
-function createKeep(path: string): string | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'wx', 0o444);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return null;
-    throw e;
-  }
-  try {
-    fs.writeSync(fd, KEEP_OWNER);
-  } finally {
-    closeQuietly(fd);
-  }
-  return path;
-}
-
-/**
- * Removes the .keep files a zz process on this host left when it died inside a write's window
- * (its pid is gone or now another process's): their packs become git's to repack again.
- */
-function sweepStaleKeeps(dir: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(dir).filter((n) => n.endsWith('.keep'));
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    try {
-      const m = /^zz (\S+) (\d+) (\S+)\n$/.exec(readFileSync(join(dir, name), 'utf8'));
-      if (!m || m[1] !== hostname()) continue;
-      const pid = Number(m[2]);
-      if (pid === process.pid) continue;
-      const start = processStartTime(pid);
-      if (start === null || (m[3] !== '-' && start !== m[3]))
-        rmSync(join(dir, name), { force: true });
-    } catch {
-      /* unreadable or gone: leave it */
-    }
-  }
-}
-
 /** Creates `path` exclusively (read-only, like git's packs) and writes `parts`; returns the fd. */
 function createSync(path: string, parts: Buffer[]): number {
   const fd = openSync(path, 'wx', 0o444);
@@ -614,27 +490,5 @@ async function removePack(base: string): Promise<void> {
       // an .idx must never outlive its .pack; gc will remove both.
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') return;
     }
-  }
-}
-
-// fdatasync, looked up on `fs` at call time so that tests can watch the order.
-function fdatasync(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())));
-}
-
-/** unlink without rmSync's two stats first; gone already is fine. */
-function unlinkQuietly(path: string): void {
-  try {
-    fs.unlinkSync(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-  }
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    /* already closed */
   }
 }

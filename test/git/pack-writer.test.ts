@@ -615,7 +615,7 @@ describe('pack writer: a repack between the .pack and the .idx', () => {
     }
   });
 
-  it('a pack written with keep has its .keep before its .pack: a repack in between keeps it', async () => {
+  it('a pack written with holdKeep has its .keep before its .pack: a repack in between keeps it', async () => {
     const { dir, cleanup } = makeRepo('zz-pack-window-');
     const gitdir = join(dir, '.git');
     const rename = fsp.rename.bind(fsp);
@@ -633,7 +633,8 @@ describe('pack writer: a repack between the .pack and the .idx', () => {
         const body = Buffer.from(`window object ${i}\n`);
         return { oid: hashObject('blob', body).oid, type: 'blob' as const, body };
       });
-      const written = await writePack(gitdir, entries, { fsync: false, keep: 'zz test\n' });
+      const holdKeep = (path: string) => (writeFileSync(path, 'zz test\n'), path);
+      const written = await writePack(gitdir, entries, { fsync: false, holdKeep });
       // Every object is still there (with the .keep after the .pack, repack deleted the pack).
       for (const e of entries) {
         expect(() => sh(dir, 'cat-file', '-e', e.oid), e.oid).not.toThrow();

@@ -1,0 +1,43 @@
+import fs from 'node:fs';
+
+// The small file-system calls the write path shares (refs, objects, packs, blanks), in one
+// place. Each looks its `fs` function up at call time, never bound at import: the durability
+// and fault tests watch or replace `fs.fdatasync`, `fs.unlinkSync` and the like.
+
+/** fdatasync in libuv's pool: the data and what is needed to read it back, not timestamps. */
+export function fdatasyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fdatasync(fd, (e) => (e ? reject(e) : resolve())));
+}
+
+export function closeQuietly(fd: number): void {
+  try {
+    fs.closeSync(fd);
+  } catch {
+    /* already closed */
+  }
+}
+
+/** unlink without rmSync's stats first; gone already is fine, any other failure throws. */
+export function unlinkIfThere(path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+}
+
+/** unlink where nothing can be done about a failure (cleaning up after another one). */
+export function unlinkQuietly(path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch {
+    /* gone already, or left for a sweep */
+  }
+}
+
+/** unlink in libuv's pool, off the caller's path (an unlink that frees blocks can take ~1 ms). */
+export function unlinkLater(path: string): void {
+  fs.unlink(path, () => {
+    /* gone already, or left for a sweep */
+  });
+}

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { ConfigDoc } from '../schema/config.js';
-import { askDoc, laneDoc, type AskDoc, type LaneDoc, type Scope } from '../schema/lane.js';
+import { askDoc, laneDoc, type AskDoc, type LaneDoc } from '../schema/lane.js';
 import { parseLaneOp } from '../schema/lane-op-parse.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import type { EntityCodec, OpSpec } from '../store/index.js';
 import { CowMap } from './cow-map.js';
-import { deriveFollowUps, FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
-import { kindRule, WORKFLOW_KINDS } from './kinds.js';
+import { deriveFollowUps, SERVER_ACTOR } from './follow-ups.js';
+import { guard, roleGuard, type Refusal } from './lane-guards.js';
+import type { LaneState } from './lane-state-types.js';
+
+export type { LaneState, RejectedOp, RoleSource } from './lane-state-types.js';
 
 // A Lane's state is a pure fold of its op log: applyLaneOp(state, op) is all there is. Every
 // value an op depends on (ids, times, lease expiry) is recorded in the op itself, so replaying
@@ -14,77 +16,8 @@ import { kindRule, WORKFLOW_KINDS } from './kinds.js';
 //
 // One case per op kind of the Lane's union (schema/lane-ops.ts), in the guard and in the
 // apply: sync re-checks claims, answers and scopes when folding ops from other machines.
+// The guards are in lane-guards.ts, the state's shape in lane-state-types.ts.
 
-// The maps are CowMaps (cow-map.ts): clone() forks them instead of copying them, and apply()
-// changes the draft's in place.
-export interface LaneState {
-  lane: LaneDoc | null;
-  asks: CowMap<string, AskDoc>;
-  /** ask_id → ids of asks that depend on it (for blocked/unblocked updates). */
-  dependents: CowMap<string, string[]>;
-  /**
-   * Ops the guarded fold refused (they stay in the log): a claim that lost to a holder, a
-   * release or answer not from the holder, a reused idempotency key. Every replica folds the
-   * same log in the same order, so every replica shows the same list.
-   */
-  rejected: RejectedOp[];
-  /** (actor, idempotency key) → the request hash of its first use in publication order. */
-  keys: CowMap<string, string>;
-  /** Follow-up Asks of refused answers: never trusted, never posted. */
-  suppressed: Set<string>;
-  /**
-   * Follow-up Ask id → the Ask whose honoured answer derived it. The fold posts follow-ups
-   * itself, from the answer (follow-ups.ts); the daemon's recorded ask_post is then a no-op.
-   */
-  derived: CowMap<string, string>;
-  /** Asks whose honoured answer listed its follow-ups (out.follow_ups, even empty). */
-  listed: CowMap<string, true>;
-  /**
-   * The repository's roles over time (owners, repo-wide Ask kinds), for the scope checks of
-   * the guarded fold; null where the fold cannot see refs/zz/config (then owner-derived
-   * rights are trusted, as the daemon's own check was).
-   */
-  roles: RoleSource | null;
-}
-
-/**
- * refs/zz/config as it stood when a Lane op was made. The two refs have no common log, so
- * "at that point of the log" is decided by the ops' recorded times (DESIGN §7; see
- * role-timeline.ts for the rule and its hazards). Pure: the same config history gives the
- * same answers on every replica.
- */
-export interface RoleSource {
-  /** The config as of `time` (an ISO time recorded in an op), or null when unknown. */
-  at(time: string): ConfigDoc | null;
-}
-
-export interface RejectedOp {
-  op_id: string;
-  op: string;
-  actor: string;
-  reason:
-    | 'claim_lost'
-    | 'ask_answered'
-    | 'ask_cancelled'
-    | 'not_claimed'
-    | 'not_holder'
-    | 'conflicting_answer'
-    | 'idempotency_duplicate'
-    | 'idempotency_conflict'
-    | 'follow_up_of_refused_answer'
-    | 'lane_exists'
-    | 'scope_denied'
-    | 'follow_up_not_derived';
-  ask_id?: string;
-  /** For claim_lost: who held the Ask when this claim arrived. */
-  winner?: string | null;
-  /** For conflicting_answer: the resolve_conflict Ask raised for the coordinator. */
-  resolve_ask_id?: string;
-  /** For scope_denied: the role the op needed and its actor did not hold at that point. */
-  needed?: Scope | 'coordinator_or_owner' | 'poster_or_coordinator';
-}
-
-/** An op a Lane use case decides. */
 export type LaneOpSpec = OpSpec<LaneOp>;
 export type AskPostSpec = OpSpec<Extract<LaneOp, { op: 'ask_post' }>>;
 
@@ -96,174 +29,6 @@ export function askPath(askId: string): string {
 
 /** The kind of the Ask the fold raises when two answers to one Ask meet in a merge. */
 export const RESOLVE_CONFLICT_KIND = 'resolve_conflict';
-
-type Refusal = Omit<RejectedOp, 'op_id' | 'op' | 'actor'>;
-
-// The guarded apply of DESIGN §7: ops from anywhere (this daemon, a merge of another
-// replica's work) are re-checked against the state they land on. The daemon's decide()
-// refuses the same cases up front, so locally written ops always pass; these guards matter
-// when sync folds two histories together. A refused op changes nothing but stays in the log.
-function guard(s: LaneState, op: LaneOp): Refusal | null {
-  if (op.key !== undefined) {
-    const prior = s.keys.get(`${op.actor}\0${op.key}`);
-    if (prior !== undefined) {
-      return {
-        reason: prior === op.request_hash ? 'idempotency_duplicate' : 'idempotency_conflict',
-      };
-    }
-  }
-  switch (op.op) {
-    case 'lane_propose':
-      // Two replicas proposing one lane id (two `zz init`s each making `_repo`): the first
-      // in publication order stands.
-      return s.lane === null ? null : { reason: 'lane_exists' };
-    case 'ask_post': {
-      const id = op.out.ask_id;
-      if (s.suppressed.has(id)) return { reason: 'follow_up_of_refused_answer', ask_id: id };
-      // A recorded answer follow-up that no honoured answer derived: a second one for one
-      // answer, or one for an answer that was never given. Answers recorded without
-      // out.follow_ups (before the daemon listed them) keep their recorded follow-ups.
-      const o = op.args.origin;
-      if (
-        o &&
-        !s.derived.has(id) &&
-        FOLLOW_UP_REASONS.has(o.reason) &&
-        op.args.posted_by === SERVER_ACTOR
-      ) {
-        const origin = s.asks.get(o.ask_id);
-        const derivedHere = [...s.derived.values()].includes(o.ask_id);
-        // An honoured answer that listed its follow-ups owns them all: a stray record for its
-        // Ask (a refused answer's second one, from another replica) is not one of them.
-        if (derivedHere || origin?.state !== 'answered' || s.listed.has(o.ask_id)) {
-          return { reason: 'follow_up_not_derived', ask_id: id };
-        }
-      }
-      return null;
-    }
-    case 'ask_claim': {
-      const ask = s.asks.get(op.args.ask_id);
-      if (!ask) return null;
-      if (ask.state === 'answered') return { reason: 'ask_answered', ask_id: ask.ask_id };
-      if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
-      if (ask.state !== 'claimed' || ask.holder === op.actor) return null;
-      // The lease is judged at the time the claim recorded, not at fold time.
-      const until = ask.lease_expires_at === null ? NaN : Date.parse(ask.lease_expires_at);
-      if (!Number.isNaN(until) && until <= Date.parse(op.time)) return null;
-      return { reason: 'claim_lost', ask_id: ask.ask_id, winner: ask.holder };
-    }
-    case 'ask_release': {
-      const ask = s.asks.get(op.args.ask_id);
-      if (!ask) return null;
-      if (ask.state !== 'claimed') return { reason: 'not_claimed', ask_id: ask.ask_id };
-      // Coordinators may release a stuck claim: roleGuard decides who is one.
-      return null;
-    }
-    case 'ask_answer': {
-      const ask = s.asks.get(op.args.ask_id);
-      if (!ask) return null;
-      if (ask.state === 'answered') {
-        return {
-          reason: 'conflicting_answer',
-          ask_id: ask.ask_id,
-          resolve_ask_id: conflictAskId(op),
-        };
-      }
-      if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
-      if (ask.holder !== op.actor) {
-        return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
-      }
-      return null;
-    }
-    case 'lane_add_related':
-    case 'lane_grant':
-    case 'lane_close':
-    case 'ask_cancel':
-    case 'commit_changeset':
-      return null;
-  }
-}
-
-// Roles re-checked as they stood at that point of the log (DESIGN §7): an op needs the role
-// the daemon would have demanded when it was written. Lane roles (coordinators, maintainers,
-// the Lane's Ask kinds) come from this Lane's own fold, so a lane_grant revoke published
-// before an op defeats it; owners and the repo's Ask kinds come from refs/zz/config as of
-// the op's recorded time (s.roles). A refused op changes nothing and is shown as scope_denied
-// on every replica. Not checked: lane_add_related (the related Lane's coordinators may add it,
-// and this fold cannot see that Lane: sync checks it on import, core/sync/related-check.ts)
-// and lane_propose (any member may propose).
-// Role checks as plain functions, not closures made per op: the guard runs for every op of
-// every fold (5,000 ops on a cold load), and the config at an op's time is looked up only by
-// the checks that need it.
-type RolesAt = ReturnType<NonNullable<LaneState['roles']>['at']> | null;
-
-const configAt = (s: LaneState, op: LaneOp): RolesAt => (s.roles ? s.roles.at(op.time) : null);
-
-function isOwner(s: LaneState, config: RolesAt, a: string): boolean {
-  // Unknown roles (no config source): owner-derived rights are trusted, as before.
-  return s.roles === null || (config?.owners.includes(a) ?? false);
-}
-
-function isCoordinator(s: LaneState, lane: LaneDoc, op: LaneOp, a: string): boolean {
-  return (
-    lane.coordinators.includes(a) || (lane.lane_id === '_repo' && isOwner(s, configAt(s, op), a))
-  );
-}
-
-function deny(needed: NonNullable<RejectedOp['needed']>, askId?: string): Refusal {
-  return { reason: 'scope_denied', needed, ...(askId === undefined ? {} : { ask_id: askId }) };
-}
-
-function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
-  const lane = s.lane;
-  if (!lane) return null;
-  const a = op.actor;
-  switch (op.op) {
-    case 'ask_post':
-      // A workflow kind is posted by the server as the follow-up of an answer (origin set);
-      // by hand only by a coordinator.
-      if (WORKFLOW_KINDS.has(op.args.kind) && !op.args.origin && !isCoordinator(s, lane, op, a)) {
-        return deny('coordinator', op.out.ask_id);
-      }
-      return null;
-    case 'ask_claim':
-    case 'ask_answer': {
-      const ask = s.asks.get(op.args.ask_id);
-      if (!ask) return null;
-      const config = configAt(s, op);
-      const scope = kindRule(ask.kind, lane.ask_kinds, config?.ask_kinds ?? {}).scope;
-      const holds =
-        scope === 'member' ||
-        (scope === 'maintainer' ? lane.maintainers.includes(a) : isCoordinator(s, lane, op, a));
-      return holds ? null : deny(scope, ask.ask_id);
-    }
-    case 'ask_release': {
-      const ask = s.asks.get(op.args.ask_id);
-      if (!ask || ask.holder === a || isCoordinator(s, lane, op, a)) return null;
-      return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
-    }
-    case 'ask_cancel': {
-      const ask = s.asks.get(op.args.ask_id);
-      if (!ask || ask.posted_by === a) return null;
-      return isCoordinator(s, lane, op, a) ? null : deny('poster_or_coordinator', ask.ask_id);
-    }
-    case 'lane_grant':
-    case 'lane_close':
-      return isCoordinator(s, lane, op, a) || isOwner(s, configAt(s, op), a)
-        ? null
-        : deny('coordinator_or_owner');
-    case 'commit_changeset':
-      return isCoordinator(s, lane, op, a) ? null : deny('coordinator');
-    case 'lane_propose':
-    case 'lane_add_related':
-      return null;
-  }
-}
-
-function conflictAskId(op: LaneOp): string {
-  return (
-    'ask-' + createHash('sha256').update(`resolve_conflict\0${op.id}`).digest('hex').slice(0, 10)
-  );
-}
 
 export function applyLaneOp(s: LaneState, op: LaneOp): string[] {
   // The record of a follow-up the fold already posted from its answer: nothing to do.

@@ -1,0 +1,179 @@
+import { createHash } from 'node:crypto';
+import type { LaneDoc } from '../schema/lane.js';
+import type { LaneOp } from '../schema/lane-ops.js';
+import { FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
+import { kindRule, WORKFLOW_KINDS } from './kinds.js';
+import type { LaneState, RejectedOp } from './lane-state-types.js';
+
+// What may apply to a Lane's state: the guards applyLaneOp (lane-state.ts) runs on every op
+// before applying it. guard() checks the op against the state (claims, answers, scopes,
+// idempotency keys); roleGuard() checks who may do it (owner, coordinator, the Ask's holder).
+
+export type Refusal = Omit<RejectedOp, 'op_id' | 'op' | 'actor'>;
+
+// The guarded apply of DESIGN §7: ops from anywhere (this daemon, a merge of another
+// replica's work) are re-checked against the state they land on. The daemon's decide()
+// refuses the same cases up front, so locally written ops always pass; these guards matter
+// when sync folds two histories together. A refused op changes nothing but stays in the log.
+export function guard(s: LaneState, op: LaneOp): Refusal | null {
+  if (op.key !== undefined) {
+    const prior = s.keys.get(`${op.actor}\0${op.key}`);
+    if (prior !== undefined) {
+      return {
+        reason: prior === op.request_hash ? 'idempotency_duplicate' : 'idempotency_conflict',
+      };
+    }
+  }
+  switch (op.op) {
+    case 'lane_propose':
+      // Two replicas proposing one lane id (two `zz init`s each making `_repo`): the first
+      // in publication order stands.
+      return s.lane === null ? null : { reason: 'lane_exists' };
+    case 'ask_post': {
+      const id = op.out.ask_id;
+      if (s.suppressed.has(id)) return { reason: 'follow_up_of_refused_answer', ask_id: id };
+      // A recorded answer follow-up that no honoured answer derived: a second one for one
+      // answer, or one for an answer that was never given. Answers recorded without
+      // out.follow_ups (before the daemon listed them) keep their recorded follow-ups.
+      const o = op.args.origin;
+      if (
+        o &&
+        !s.derived.has(id) &&
+        FOLLOW_UP_REASONS.has(o.reason) &&
+        op.args.posted_by === SERVER_ACTOR
+      ) {
+        const origin = s.asks.get(o.ask_id);
+        const derivedHere = [...s.derived.values()].includes(o.ask_id);
+        // An honoured answer that listed its follow-ups owns them all: a stray record for its
+        // Ask (a refused answer's second one, from another replica) is not one of them.
+        if (derivedHere || origin?.state !== 'answered' || s.listed.has(o.ask_id)) {
+          return { reason: 'follow_up_not_derived', ask_id: id };
+        }
+      }
+      return null;
+    }
+    case 'ask_claim': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask) return null;
+      if (ask.state === 'answered') return { reason: 'ask_answered', ask_id: ask.ask_id };
+      if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
+      if (ask.state !== 'claimed' || ask.holder === op.actor) return null;
+      // The lease is judged at the time the claim recorded, not at fold time.
+      const until = ask.lease_expires_at === null ? NaN : Date.parse(ask.lease_expires_at);
+      if (!Number.isNaN(until) && until <= Date.parse(op.time)) return null;
+      return { reason: 'claim_lost', ask_id: ask.ask_id, winner: ask.holder };
+    }
+    case 'ask_release': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask) return null;
+      if (ask.state !== 'claimed') return { reason: 'not_claimed', ask_id: ask.ask_id };
+      // Coordinators may release a stuck claim: roleGuard decides who is one.
+      return null;
+    }
+    case 'ask_answer': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask) return null;
+      if (ask.state === 'answered') {
+        return {
+          reason: 'conflicting_answer',
+          ask_id: ask.ask_id,
+          resolve_ask_id: conflictAskId(op),
+        };
+      }
+      if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
+      if (ask.holder !== op.actor) {
+        return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
+      }
+      return null;
+    }
+    case 'lane_add_related':
+    case 'lane_grant':
+    case 'lane_close':
+    case 'ask_cancel':
+    case 'commit_changeset':
+      return null;
+  }
+}
+
+// Roles re-checked as they stood at that point of the log (DESIGN §7): an op needs the role
+// the daemon would have demanded when it was written. Lane roles (coordinators, maintainers,
+// the Lane's Ask kinds) come from this Lane's own fold, so a lane_grant revoke published
+// before an op defeats it; owners and the repo's Ask kinds come from refs/zz/config as of
+// the op's recorded time (s.roles). A refused op changes nothing and is shown as scope_denied
+// on every replica. Not checked: lane_add_related (the related Lane's coordinators may add it,
+// and this fold cannot see that Lane: sync checks it on import, core/sync/related-check.ts)
+// and lane_propose (any member may propose).
+// Role checks as plain functions, not closures made per op: the guard runs for every op of
+// every fold (5,000 ops on a cold load), and the config at an op's time is looked up only by
+// the checks that need it.
+type RolesAt = ReturnType<NonNullable<LaneState['roles']>['at']> | null;
+
+const configAt = (s: LaneState, op: LaneOp): RolesAt => (s.roles ? s.roles.at(op.time) : null);
+
+function isOwner(s: LaneState, config: RolesAt, a: string): boolean {
+  // Unknown roles (no config source): owner-derived rights are trusted, as before.
+  return s.roles === null || (config?.owners.includes(a) ?? false);
+}
+
+function isCoordinator(s: LaneState, lane: LaneDoc, op: LaneOp, a: string): boolean {
+  return (
+    lane.coordinators.includes(a) || (lane.lane_id === '_repo' && isOwner(s, configAt(s, op), a))
+  );
+}
+
+function deny(needed: NonNullable<RejectedOp['needed']>, askId?: string): Refusal {
+  return { reason: 'scope_denied', needed, ...(askId === undefined ? {} : { ask_id: askId }) };
+}
+
+export function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
+  const lane = s.lane;
+  if (!lane) return null;
+  const a = op.actor;
+  switch (op.op) {
+    case 'ask_post':
+      // A workflow kind is posted by the server as the follow-up of an answer (origin set);
+      // by hand only by a coordinator.
+      if (WORKFLOW_KINDS.has(op.args.kind) && !op.args.origin && !isCoordinator(s, lane, op, a)) {
+        return deny('coordinator', op.out.ask_id);
+      }
+      return null;
+    case 'ask_claim':
+    case 'ask_answer': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask) return null;
+      const config = configAt(s, op);
+      const scope = kindRule(ask.kind, lane.ask_kinds, config?.ask_kinds ?? {}).scope;
+      const holds =
+        scope === 'member' ||
+        (scope === 'maintainer' ? lane.maintainers.includes(a) : isCoordinator(s, lane, op, a));
+      return holds ? null : deny(scope, ask.ask_id);
+    }
+    case 'ask_release': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask || ask.holder === a || isCoordinator(s, lane, op, a)) return null;
+      return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
+    }
+    case 'ask_cancel': {
+      const ask = s.asks.get(op.args.ask_id);
+      if (!ask || ask.posted_by === a) return null;
+      return isCoordinator(s, lane, op, a) ? null : deny('poster_or_coordinator', ask.ask_id);
+    }
+    case 'lane_grant':
+    case 'lane_close':
+      return isCoordinator(s, lane, op, a) || isOwner(s, configAt(s, op), a)
+        ? null
+        : deny('coordinator_or_owner');
+    case 'commit_changeset':
+      return isCoordinator(s, lane, op, a) ? null : deny('coordinator');
+    case 'lane_propose':
+    case 'lane_add_related':
+      return null;
+  }
+}
+
+/** The id of the resolve_conflict Ask the fold raises for `op` (the same on every replica). */
+export function conflictAskId(op: LaneOp): string {
+  return (
+    'ask-' + createHash('sha256').update(`resolve_conflict\0${op.id}`).digest('hex').slice(0, 10)
+  );
+}

@@ -1,0 +1,76 @@
+import type { ConfigDoc } from '../schema/config.js';
+import type { AskDoc, LaneDoc, Scope } from '../schema/lane.js';
+import type { CowMap } from './cow-map.js';
+
+// The shape of a Lane's state (lane-state.ts folds it, lane-guards.ts checks ops against it).
+
+// The maps are CowMaps (cow-map.ts): clone() forks them instead of copying them, and apply()
+// changes the draft's in place.
+export interface LaneState {
+  lane: LaneDoc | null;
+  asks: CowMap<string, AskDoc>;
+  /** ask_id → ids of asks that depend on it (for blocked/unblocked updates). */
+  dependents: CowMap<string, string[]>;
+  /**
+   * Ops the guarded fold refused (they stay in the log): a claim that lost to a holder, a
+   * release or answer not from the holder, a reused idempotency key. Every replica folds the
+   * same log in the same order, so every replica shows the same list.
+   */
+  rejected: RejectedOp[];
+  /** (actor, idempotency key) → the request hash of its first use in publication order. */
+  keys: CowMap<string, string>;
+  /** Follow-up Asks of refused answers: never trusted, never posted. */
+  suppressed: Set<string>;
+  /**
+   * Follow-up Ask id → the Ask whose honoured answer derived it. The fold posts follow-ups
+   * itself, from the answer (follow-ups.ts); the daemon's recorded ask_post is then a no-op.
+   */
+  derived: CowMap<string, string>;
+  /** Asks whose honoured answer listed its follow-ups (out.follow_ups, even empty). */
+  listed: CowMap<string, true>;
+  /**
+   * The repository's roles over time (owners, repo-wide Ask kinds), for the scope checks of
+   * the guarded fold; null where the fold cannot see refs/zz/config (then owner-derived
+   * rights are trusted, as the daemon's own check was).
+   */
+  roles: RoleSource | null;
+}
+
+/**
+ * refs/zz/config as it stood when a Lane op was made. The two refs have no common log, so
+ * "at that point of the log" is decided by the ops' recorded times (DESIGN §7; see
+ * role-timeline.ts for the rule and its hazards). Pure: the same config history gives the
+ * same answers on every replica.
+ */
+export interface RoleSource {
+  /** The config as of `time` (an ISO time recorded in an op), or null when unknown. */
+  at(time: string): ConfigDoc | null;
+}
+
+export interface RejectedOp {
+  op_id: string;
+  op: string;
+  actor: string;
+  reason:
+    | 'claim_lost'
+    | 'ask_answered'
+    | 'ask_cancelled'
+    | 'not_claimed'
+    | 'not_holder'
+    | 'conflicting_answer'
+    | 'idempotency_duplicate'
+    | 'idempotency_conflict'
+    | 'follow_up_of_refused_answer'
+    | 'lane_exists'
+    | 'scope_denied'
+    | 'follow_up_not_derived';
+  ask_id?: string;
+  /** For claim_lost: who held the Ask when this claim arrived. */
+  winner?: string | null;
+  /** For conflicting_answer: the resolve_conflict Ask raised for the coordinator. */
+  resolve_ask_id?: string;
+  /** For scope_denied: the role the op needed and its actor did not hold at that point. */
+  needed?: Scope | 'coordinator_or_owner' | 'poster_or_coordinator';
+}
+
+/** An op a Lane use case decides. */

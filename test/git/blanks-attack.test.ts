@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs, { mkdirSync, readdirSync, renameSync, rmdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +8,7 @@ import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { GitStore } from '../../src/store/index.js';
 import { prng, testSeed } from '../helpers/seeded.js';
 import { tempDir } from '../helpers/temp-dirs.js';
+import { canMountIn, runInMountNs } from '../helpers/mount-ns.js';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 
 // Attacks on the blanks of the durable write path (git/blank-files.ts): a blank is made in
@@ -164,11 +165,7 @@ describe('blanks under attack', () => {
   // A bind mount has the st_dev of the filesystem it shows, so sameDeviceAs cannot see it, and
   // a rename across mount points fails (EXDEV) all the same: objects/ bind-mounted into a
   // container, or objects/pack/ over itself here, in a mount namespace of the child's own.
-  const canBind = (() => {
-    const probe = tempDir('zz-blanks-attack-probe-');
-    const r = spawnSync('unshare', ['-m', 'sh', '-c', 'mount --bind "$1" "$1"', 'sh', probe]);
-    return r.status === 0;
-  })();
+  const canBind = canMountIn('mount --bind "$1" "$1"', tempDir('zz-blanks-attack-probe-'));
 
   it.runIf(canBind)(
     'writes through objects/pack/ mounted apart (a bind mount: same st_dev, renames across fail)',
@@ -180,28 +177,24 @@ describe('blanks under attack', () => {
       mkdirSync(packDir, { recursive: true });
       const ref = 'refs/zz/lanes/bind';
       // One write at a time, so that blanks are ready for all but the first.
-      const child = spawn(
-        'unshare',
+      const { code, out, err } = await runInMountNs(
+        'mount --bind "$1" "$1"',
+        packDir,
         [
-          '-m',
-          'sh',
-          '-c',
-          'mount --bind "$1" "$1" && exec "$2" --import tsx "$3" "$4" "$5" k --count "$6" --concurrency 1',
-          'sh',
-          packDir,
           process.execPath,
+          '--import',
+          'tsx',
           WRITER,
           dir,
           ref,
+          'k',
+          '--count',
           String(count),
+          '--concurrency',
+          '1',
         ],
-        { cwd: PROJECT, stdio: ['ignore', 'pipe', 'pipe'] },
+        PROJECT,
       );
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-      const code = await new Promise<number | null>((r) => child.on('close', r));
       expect(code, err).toBe(0);
       const acks = out.split('\n').filter((l) => l.startsWith('ack '));
       expect(acks).toHaveLength(count);

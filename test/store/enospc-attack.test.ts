@@ -1,9 +1,9 @@
-import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { testSeed } from '../helpers/seeded.js';
+import { canMountIn, runInMountNs } from '../helpers/mount-ns.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 
 // A full disk while the durable write path writes into its blanks (git/blank-files.ts): every
@@ -80,18 +80,7 @@ console.log(JSON.stringify({
 `;
 
 describe('a full disk under the blanks', () => {
-  const canMount = (() => {
-    const probe = tempDir('zz-enospc-probe-');
-    const r = spawnSync('unshare', [
-      '-m',
-      'sh',
-      '-c',
-      'mount -t tmpfs -o size=1m tmpfs "$1"',
-      'sh',
-      probe,
-    ]);
-    return r.status === 0;
-  })();
+  const canMount = canMountIn('mount -t tmpfs -o size=1m tmpfs "$1"', tempDir('zz-enospc-probe-'));
 
   it.runIf(canMount)(
     'fails writes cleanly with ENOSPC, leaks nothing, and writes again once space is back',
@@ -100,27 +89,12 @@ describe('a full disk under the blanks', () => {
       const mnt = tempDir('zz-enospc-');
       const script = join(tempDir('zz-enospc-child-'), 'child.mjs');
       writeFileSync(script, CHILD);
-      const child = spawn(
-        'unshare',
-        [
-          '-m',
-          'sh',
-          '-c',
-          'mount -t tmpfs -o size=3m tmpfs "$1" && exec "$2" --import tsx "$3" "$1" "$4" "$5"',
-          'sh',
-          mnt,
-          process.execPath,
-          script,
-          PROJECT,
-          String(seed),
-        ],
-        { cwd: PROJECT, stdio: ['ignore', 'pipe', 'pipe'] },
+      const { code, out, err } = await runInMountNs(
+        'mount -t tmpfs -o size=3m tmpfs "$1"',
+        mnt,
+        [process.execPath, '--import', 'tsx', script, mnt, PROJECT, String(seed)],
+        PROJECT,
       );
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-      const code = await new Promise<number | null>((r) => child.on('close', r));
       expect(code, err).toBe(0);
       const r = JSON.parse(out.trim().split('\n').at(-1)!) as {
         errors: Record<string, number>;

@@ -204,9 +204,9 @@ export class SmallPacks {
     try {
       await this.writeSmall(enc, pending);
     } catch (e) {
-      // A blank is renamed (and the .keep linked) from zz/blanks/ into objects/pack/, which
-      // fails where creating the file in place did not, once: objects/pack/ gone under us
-      // (ENOENT: made again, as git would; no stat per write to notice it before), or a mount
+      // objects/pack/ gone under us (ENOENT: made again, as git would; no stat per write to
+      // notice it before). And a blank is renamed (the .keep linked) from zz/blanks/ into
+      // objects/pack/, which fails where creating the file in place did not: a mount
       // point between the two (EXDEV: a bind mount has the same st_dev, so sameDeviceAs
       // cannot see it; blanks stop for good). Whatever the first attempt left is removed or
       // the same bytes, so it is written again, as without blanks (a person clearing
@@ -220,7 +220,9 @@ export class SmallPacks {
   }
 
   private async writeSmall(enc: EncodedPack, pending?: Set<string>, blanks = true): Promise<void> {
-    let madeDir = this.knownDir ? false : this.makeDir();
+    // objects/pack/ is made once per process and then trusted (no stat per write); gone since
+    // (a repository re-initialised under us), write()'s retry makes it again, as git would.
+    const madeDir = this.knownDir ? false : this.makeDir();
     const final = join(this.dir, `pack-${enc.name}`);
     const fds: number[] = [];
     // The tmp files: blanks made ahead when there are (blank-files.ts: a creation is most of
@@ -229,23 +231,14 @@ export class SmallPacks {
     let tmpIdx = '';
     let keep: string | null = null;
     try {
-      try {
-        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack, blanks);
-      } catch (e) {
-        // objects/pack/ is made once per process and then trusted (no stat per write); gone
-        // since (a repository re-initialised under us): made again, as git would.
-        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-        madeDir = this.makeDir() || madeDir;
-        [fds[0], tmpPack] = this.tmpFile('pack', enc.pack, blanks);
-      }
+      [fds[0], tmpPack] = this.tmpFile('pack', enc.pack, blanks);
       [fds[1], tmpIdx] = this.tmpFile('idx', [enc.idx], blanks);
       const synced = this.opts.fsync ? Promise.all(fds.map(fdatasyncFd)) : Promise.resolve([]);
       synced.catch(() => {}); // awaited below
       // Kept (git's .keep, as receive-pack does for a pushed pack) from before git can see it
       // until the ref that names its objects has moved: see the header, "In-flight packs".
-      // Made while the data syncs run, when the event loop has nothing else to do (a file
-      // creation waits for the filesystem's journal: ~1 ms on a busy disk). A .keep before its
-      // .pack is nothing to git (count-objects calls it garbage for that moment).
+      // Made while the data syncs run (a link to the owner file: pack-keeps.ts). A .keep
+      // before its .pack is nothing to git (count-objects calls it garbage for that moment).
       try {
         if (pending) keep = this.keeps.hold(`${final}.keep`);
       } catch (e) {

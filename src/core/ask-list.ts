@@ -2,7 +2,7 @@ import { ZzError } from '../errors.js';
 import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
-import { foreignOf, readLane, readLanes, type CorruptEntity } from './lanes.js';
+import { foreignOf, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { pageEnd } from './paging.js';
 import { markUnsignedPage } from './sync/unsigned.js';
 import { askView, historyView, leaseExpired, type AskView, type HistoryEntry } from './views.js';
@@ -47,9 +47,7 @@ export async function askList(
 }> {
   const caller = requireCaller(callerIn);
   const now = repo.clock();
-  const { lanes, corrupt } = args.lane_id
-    ? { lanes: [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }], corrupt: [] }
-    : await readLanes(repo);
+  const { lanes, corrupt } = await readLanesOrOne(repo, args.lane_id);
   const states = args.state ? new Set(args.state) : null;
   const kinds = args.kind ? new Set(args.kind) : null;
   const hits: Array<{ s: (typeof lanes)[number]['snap']['state']; a: AskDoc }> = [];
@@ -143,9 +141,7 @@ export async function askGet(
     }
   }
   const now = repo.clock();
-  const { lanes, corrupt } = args.lane_id
-    ? { lanes: [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }], corrupt: [] }
-    : await readLanes(repo);
+  const { lanes, corrupt } = await readLanesOrOne(repo, args.lane_id);
   for (const { snap } of lanes) {
     const a = snap.state.asks.get(args.ask_id);
     if (!a) continue;

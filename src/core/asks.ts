@@ -10,6 +10,7 @@ import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { readLane, type WriteMeta, type WriteOpts } from './lanes.js';
 import {
+  leaseEndMs,
   askView,
   askViews,
   assertLiveClaim,
@@ -152,13 +153,6 @@ function candidates(s: LaneState): Candidate[] {
     candidateCache.set(s, c);
   }
   return c;
-}
-
-/** -Infinity when not claimed; like leaseExpired(), a claim without a valid end never ends. */
-function leaseEndMs(a: AskDoc): number {
-  if (a.state !== 'claimed') return -Infinity;
-  const t = a.lease_expires_at === null ? NaN : Date.parse(a.lease_expires_at);
-  return Number.isNaN(t) ? Infinity : t;
 }
 
 export async function askQueryClaimable(

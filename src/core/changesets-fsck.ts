@@ -17,7 +17,7 @@ import { printable } from '../git/index.js';
 // notes an unparsable .gitmodules, but the entries after the break are ones it never checked.
 
 /** Which file git's fsck reads the entry as, if any. */
-export type FsckFile = 'gitmodules' | 'gitattributes';
+type FsckFile = 'gitmodules' | 'gitattributes';
 
 const NAMES: Record<FsckFile, { name: string; ntfsShort: string }> = {
   gitmodules: { name: 'gitmodules', ntfsShort: 'gi7eba' },
@@ -316,7 +316,7 @@ function badSubmoduleUrl(url: string): boolean {
 }
 
 /** What git's fsck refuses in a .gitmodules of these bytes, or null. */
-export function gitmodulesProblem(content: Buffer): string | null {
+function gitmodulesProblem(content: Buffer): string | null {
   if (content.includes(0)) return 'it contains a NUL byte';
   const { entries, error } = parseConfig(content.toString('latin1'));
   // Names and values are shown as git would print them: the bytes, as UTF-8.
@@ -345,7 +345,7 @@ export function gitmodulesProblem(content: Buffer): string | null {
 }
 
 /** fsck.c: a .gitattributes line of 2048 bytes or more, or a file over 100 MiB. */
-export function gitattributesProblem(content: Buffer): string | null {
+function gitattributesProblem(content: Buffer): string | null {
   if (content.length > 100 * 1024 * 1024)
     return 'it is larger than 100 MiB (git fsck: gitattributesLarge)';
   const end = content.indexOf(0);

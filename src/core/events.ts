@@ -5,7 +5,7 @@ import { cursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
 import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
-import { readLane, readLanes, type CorruptEntity } from './lanes.js';
+import { readLanes, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { historyEntry, rejectionsById, type EntryRejection, type HistoryEntry } from './views.js';
 import { CONFIG_REF, laneRef, type ZzRepo } from './zz-repo.js';
 import type { LaneState, RoleSource } from './lane-state.js';
@@ -235,9 +235,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
   let snaps: Array<{ id: string; snap: Snapshot<LaneState> }>;
   let corrupt: CorruptEntity[];
   for (let attempt = 0; ; attempt++) {
-    ({ lanes: snaps, corrupt } = args.lane_id
-      ? { lanes: [{ id: args.lane_id, snap: await readLane(repo, args.lane_id) }], corrupt: [] }
-      : await readLanes(repo));
+    ({ lanes: snaps, corrupt } = await readLanesOrOne(repo, args.lane_id));
     const after = await configMark(repo);
     if (after === config || attempt >= 2) break;
     config = after;

@@ -22,7 +22,7 @@ export function sealJson<T extends object>(v: T): T {
  * written here; anything else (a toJSON method, a class instance, a boxed primitive) is left
  * to JSON.stringify, which then gives it no key argument ("" instead of its property name).
  */
-export function jsonText(v: unknown): string {
+export function sealedJsonText(v: unknown): string {
   // Only undefined, a function or a symbol has no text (JSON.stringify answers undefined):
   // never an answer.
   return write(v, 0) as string;

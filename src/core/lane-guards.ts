@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
+import type { ConfigDoc } from '../schema/config.js';
 import type { LaneDoc } from '../schema/lane.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import { FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
 import { kindRule, WORKFLOW_KINDS } from './kinds.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
+import { leaseEndMs } from './views.js';
 
 // What may apply to a Lane's state: the guards applyLaneOp (lane-state.ts) runs on every op
 // before applying it. guard() checks the op against the state (claims, answers, scopes,
@@ -59,8 +61,7 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
       if (ask.state !== 'claimed' || ask.holder === op.actor) return null;
       // The lease is judged at the time the claim recorded, not at fold time.
-      const until = ask.lease_expires_at === null ? NaN : Date.parse(ask.lease_expires_at);
-      if (!Number.isNaN(until) && until <= Date.parse(op.time)) return null;
+      if (leaseEndMs(ask) <= Date.parse(op.time)) return null;
       return { reason: 'claim_lost', ask_id: ask.ask_id, winner: ask.holder };
     }
     case 'ask_release': {
@@ -106,7 +107,7 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
 // Role checks as plain functions, not closures made per op: the guard runs for every op of
 // every fold (5,000 ops on a cold load), and the config at an op's time is looked up only by
 // the checks that need it.
-type RolesAt = ReturnType<NonNullable<LaneState['roles']>['at']> | null;
+type RolesAt = ConfigDoc | null;
 
 const configAt = (s: LaneState, op: LaneOp): RolesAt => (s.roles ? s.roles.at(op.time) : null);
 
@@ -171,9 +172,15 @@ export function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
   }
 }
 
-/** The id of the resolve_conflict Ask the fold raises for `op` (the same on every replica). */
-export function conflictAskId(op: LaneOp): string {
-  return (
-    'ask-' + createHash('sha256').update(`resolve_conflict\0${op.id}`).digest('hex').slice(0, 10)
-  );
+/**
+ * The id of an Ask the fold itself posts (a follow-up, a resolve_conflict), from what raised
+ * it: the same on every replica that folds the same op.
+ */
+export function derivedAskId(...parts: string[]): string {
+  return 'ask-' + createHash('sha256').update(parts.join('\0')).digest('hex').slice(0, 10);
+}
+
+/** The id of the resolve_conflict Ask the fold raises for `op`. */
+function conflictAskId(op: LaneOp): string {
+  return derivedAskId('resolve_conflict', op.id);
 }

@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto';
 import { askDoc, laneDoc, type AskDoc, type LaneDoc } from '../schema/lane.js';
 import { parseLaneOp } from '../schema/lane-op-parse.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import type { EntityCodec, OpSpec } from '../store/index.js';
 import { CowMap } from './cow-map.js';
 import { deriveFollowUps, SERVER_ACTOR } from './follow-ups.js';
-import { guard, roleGuard, type Refusal } from './lane-guards.js';
+import { derivedAskId, guard, roleGuard, type Refusal } from './lane-guards.js';
 import type { LaneState } from './lane-state-types.js';
 
 export type { LaneState, RejectedOp, RoleSource } from './lane-state-types.js';
@@ -280,15 +279,13 @@ function postFollowUps(
     op.out?.changeset_id ?? null,
   );
   const paths: string[] = [];
-  const derived = s.derived;
   drafts.forEach((d, i) => {
     const want = recorded[i];
     const id =
-      want !== undefined && !s.asks.has(want) && !derived.has(want)
+      want !== undefined && !s.asks.has(want) && !s.derived.has(want)
         ? want
-        : 'ask-' +
-          createHash('sha256').update(`follow_up\0${op.id}\0${i}`).digest('hex').slice(0, 10);
-    derived.set(id, ask.ask_id);
+        : derivedAskId('follow_up', op.id, String(i));
+    s.derived.set(id, ask.ask_id);
     s.asks.set(
       id,
       serverAsk(

@@ -1,14 +1,15 @@
 import { foreignRevisions, markUnsignedPage } from './sync/unsigned.js';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { Scope } from '../schema/lane.js';
 import { offsetCursor, type CursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
 import type { LaneOp } from '../schema/lane-ops.js';
-import type { Snapshot } from '../store/index.js';
+import { randomHex, type Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
 import type { LaneState } from './lane-state.js';
 import {
+  leaseEndMs,
   askPageViews,
   asksOf,
   historyView,
@@ -62,7 +63,7 @@ export async function lanePropose(
           .update(`${caller.actor}\0${args.idempotency_key}`)
           .digest('hex')
           .slice(0, 10)
-      : 'lane-' + randomBytes(5).toString('hex'));
+      : 'lane-' + randomHex(5));
   const {
     lane_id: _l,
     actor: _a,
@@ -228,9 +229,8 @@ function laneCounts(s: LaneState, now: Date): LaneSummary['counts'] {
       else if (a.state === 'cancelled') cancelled++;
       else {
         claimed++;
-        // As leaseExpired(): no lease end, or one that does not parse, never runs out.
-        const end = a.lease_expires_at === null ? NaN : Date.parse(a.lease_expires_at);
-        if (!Number.isNaN(end)) ends.push(end);
+        const end = leaseEndMs(a); // Infinity: a lease that never runs out
+        if (end !== Infinity) ends.push(end);
       }
     });
     const leaseEnds = Float64Array.from(ends).sort();
@@ -296,6 +296,18 @@ export async function readLanes(repo: ZzRepo): Promise<{
     }
   });
   return { lanes, corrupt };
+}
+
+/**
+ * The one Lane `laneId` names (a bad one is an error, as for any read of it by name), else
+ * every Lane as readLanes gives them: what the tools taking an optional lane_id read.
+ */
+export async function readLanesOrOne(
+  repo: ZzRepo,
+  laneId?: string,
+): Promise<{ lanes: Array<{ id: string; snap: Snapshot<LaneState> }>; corrupt: CorruptEntity[] }> {
+  if (!laneId) return readLanes(repo);
+  return { lanes: [{ id: laneId, snap: await readLane(repo, laneId) }], corrupt: [] };
 }
 
 export async function laneList(

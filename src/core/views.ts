@@ -1,7 +1,7 @@
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LoggedOp, OpRecord } from '../store/index.js';
-import type { LaneState, RejectedOp } from './lane-state.js';
+import type { LaneState, RejectedOp } from './lane-state-types.js';
 import { sealJson } from './json-text.js';
 import { jsonBytes, knownTotals } from './paging.js';
 
@@ -29,6 +29,16 @@ export const isResolved = (a: AskDoc | undefined): boolean =>
   !!a &&
   a.state === 'answered' &&
   (a.answer?.outcome === 'complete' || a.answer?.outcome === 'grant');
+
+/**
+ * When a claimed Ask's lease ends, in ms: Infinity when it has no end or one that does not
+ * parse (such a claim never runs out, as in leaseExpired()); -Infinity when not claimed.
+ */
+export function leaseEndMs(a: AskDoc): number {
+  if (a.state !== 'claimed') return -Infinity;
+  const t = a.lease_expires_at === null ? NaN : Date.parse(a.lease_expires_at);
+  return Number.isNaN(t) ? Infinity : t;
+}
 
 export function leaseExpired(a: AskDoc, now: Date): boolean {
   return (

@@ -1,4 +1,4 @@
-import { isPublicRepo, jsonText, type Caller, type ZzRepo } from '../core/index.js';
+import { isPublicRepo, sealedJsonText, type Caller, type ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import {
@@ -75,7 +75,7 @@ export function json(
   textOnly = false,
 ): Response {
   // Views the read caches share between calls keep their JSON text (core/json-text.ts).
-  const text = jsonText(body);
+  const text = sealedJsonText(body);
   // The node adapter writes the text itself instead of reading the body stream back; when it
   // is the only reader (textOnly), the Response carries no body at all (known-bodies.ts).
   const init = { status, headers: { ...JSON_HEADERS, ...headers } };

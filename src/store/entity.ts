@@ -1,4 +1,5 @@
 import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ZzError } from '../errors.js';
 import { RefCasError } from '../git/index.js';
 import { OP_FORMAT, type OpParse } from '../schema/ops.js';
@@ -316,7 +317,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         // One turn of the event loop between commits (and before the first): the answers of
         // the last commit and requests that arrived meanwhile (reads; writes, which then join
         // this group) run before this group's synchronous work (decide, trees, objects).
-        await new Promise((r) => setImmediate(r));
+        await nextTurn();
         const group = this.queue.splice(0, MAX_GROUP);
         await this.commitGroup(group);
       }
@@ -422,7 +423,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       if (ops.length > 0) {
         // A turn of the event loop between deciding the group's ops and committing them (see
         // GitStore.commit's for the figures): reads waiting behind a storm's group are served.
-        await new Promise((r) => setImmediate(r));
+        await nextTurn();
         const changes: FileChanges = new Map();
         for (const path of changed) changes.set(path, this.codec.file(draft, path));
         const lines = ops.map((o) => summaries.get(o) ?? o.op);

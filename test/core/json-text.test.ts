@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonText, sealJson } from '../../src/core/json-text.js';
+import { sealedJsonText, sealJson } from '../../src/core/json-text.js';
 import { testSeed } from '../helpers/seeded.js';
 import { jsonValues } from './json-values.js';
 
-// Answers are written by jsonText, which reuses the JSON text of sealed parts (views the read
+// Answers are written by sealedJsonText, which reuses the JSON text of sealed parts (views the read
 // caches share). It must write exactly what JSON.stringify does, sealed parts or not.
 
 class Point {
@@ -21,9 +21,9 @@ function sealSome(v: unknown, pick: () => boolean): void {
   if (pick()) sealJson(v);
 }
 
-describe('jsonText', () => {
+describe('sealedJsonText', () => {
   it('is JSON.stringify on generated JSON values, with parts sealed at random, twice over', () => {
-    const seed = testSeed('jsonText');
+    const seed = testSeed('sealedJsonText');
     const value = jsonValues({ sparse: true });
     fc.assert(
       fc.property(value, fc.array(fc.boolean(), { minLength: 1, maxLength: 16 }), (v, bits) => {
@@ -31,8 +31,8 @@ describe('jsonText', () => {
         let i = 0;
         sealSome(v, () => bits[i++ % bits.length]!);
         // The second time round, sealed parts come from the kept text.
-        expect(jsonText(v)).toBe(JSON.stringify(v));
-        expect(jsonText(v)).toBe(JSON.stringify(v));
+        expect(sealedJsonText(v)).toBe(JSON.stringify(v));
+        expect(sealedJsonText(v)).toBe(JSON.stringify(v));
       }),
       { seed, numRuns: 3000 },
     );
@@ -47,19 +47,19 @@ describe('jsonText', () => {
       Object.assign(Object.create(null) as object, { x: 1, '1': 'one' }),
       { 2: 'b', 1: 'a', z: [{}], y: [] },
     ];
-    for (const v of cases) expect(jsonText(v)).toBe(JSON.stringify(v));
-    expect(() => jsonText({ n: 1n })).toThrow(TypeError);
+    for (const v of cases) expect(sealedJsonText(v)).toBe(JSON.stringify(v));
+    expect(() => sealedJsonText({ n: 1n })).toThrow(TypeError);
   });
 
   it('writes a sealed part once: its text is kept (sealing promises it never changes)', () => {
     const view = sealJson({ ask_id: 'ask-1', state: 'open' });
     const page = { asks: [view], next: null };
-    expect(jsonText(page)).toBe('{"asks":[{"ask_id":"ask-1","state":"open"}],"next":null}');
+    expect(sealedJsonText(page)).toBe('{"asks":[{"ask_id":"ask-1","state":"open"}],"next":null}');
     view.state = 'answered'; // breaks the promise, to see the kept text
-    expect(jsonText(page)).toBe('{"asks":[{"ask_id":"ask-1","state":"open"}],"next":null}');
+    expect(sealedJsonText(page)).toBe('{"asks":[{"ask_id":"ask-1","state":"open"}],"next":null}');
     const unsealed = { ask_id: 'ask-2', state: 'open' };
-    expect(jsonText([unsealed])).toBe('[{"ask_id":"ask-2","state":"open"}]');
+    expect(sealedJsonText([unsealed])).toBe('[{"ask_id":"ask-2","state":"open"}]');
     unsealed.state = 'answered';
-    expect(jsonText([unsealed])).toBe('[{"ask_id":"ask-2","state":"answered"}]');
+    expect(sealedJsonText([unsealed])).toBe('[{"ask_id":"ask-2","state":"answered"}]');
   });
 });

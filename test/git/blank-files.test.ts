@@ -189,9 +189,12 @@ describe('blank files', () => {
       repo.close();
       await repo.objects.close();
       expect(existsSync(owner)).toBe(false);
-      // The last write's hold on the ref's old file goes in the pool, on its own time.
-      await until(() => readdirSync(blanksDir(repo!.gitdir)).every((n) => !n.endsWith('.old')));
-      expect(readdirSync(blanksDir(repo.gitdir))).toEqual([]);
+      // The last write's hold on the ref's old file goes in the pool, on its own time, and so
+      // does a spare whose creation was in flight at close() (removed when it lands). Every
+      // spare made before close() is gone at once:
+      const after = readdirSync(blanksDir(repo.gitdir));
+      expect(after.filter((n) => !n.endsWith('.old')).length).toBeLessThanOrEqual(1);
+      await until(() => readdirSync(blanksDir(repo!.gitdir)).length === 0);
     });
 
     it("sweeps what a dead process left in zz/blanks/ on the next write, and nothing of a live one's", async () => {

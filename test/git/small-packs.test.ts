@@ -11,7 +11,7 @@ import {
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { openRepository, type GitRepository } from '../../src/git/index.js';
+import { openRepository, RefCasError, type GitRepository } from '../../src/git/index.js';
 import { PACK_MIN_OBJECTS } from '../../src/git/objects.js';
 import { FAN_IN, SYNC_WRITE_MAX } from '../../src/git/small-packs.js';
 import { processStartTime } from '../../src/local/file-lock.js';
@@ -323,6 +323,48 @@ describe('small packs', () => {
       expect(packedInWindow).toBeGreaterThan(files);
       // Released once the ref moved: no .keep is left behind.
       expect(packs(gitdir).filter((f) => f.endsWith('.keep'))).toEqual([]);
+    },
+  );
+
+  // GitStore.commit reads the ref only under the lock (the CAS): a small commit on a stale
+  // parent is written, then refused. Its pack is named by no ref, released like any other
+  // (no .keep, lock or token left) and merged with the rest; a large one is not written.
+  it.each([
+    ['a small pack', 2],
+    ['a large pack', 3 * PACK_MIN_OBJECTS],
+  ])(
+    'a commit on a stale parent as %s: refused, nothing left held, the ref unmoved',
+    async (_what, files) => {
+      const made = makeRepo('zz-small-stale-');
+      cleanup = made.cleanup;
+      repo = await openRepository(made.dir);
+      const gitdir = repo.gitdir;
+      const store = new GitStore(repo);
+      const [first, second] = await commits(store, 2, 'before');
+      const before = packs(gitdir);
+      const leftBefore = repo.objects.packsWritten;
+      const changes = new Map(
+        Array.from({ length: files }, (_, i) => [`asks/${i % 7}/f${i}.json`, body(i, files)]),
+      );
+      const err = await store
+        .commit(REF, { parent: first!, changes, ops: [], summary: 'stale' })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RefCasError);
+      expect((err as RefCasError).actual).toBe(second);
+      expect(sh(made.dir, 'rev-parse', REF)).toBe(second);
+      const after = packs(gitdir);
+      expect(after.filter((f) => f.endsWith('.keep') || f.startsWith('tmp_'))).toEqual([]);
+      expect(readdirSync(join(gitdir, 'refs', 'zz', 'lanes'))).toEqual(['small']);
+      expect(readdirSync(join(gitdir, 'zz', 'locks'))).toEqual([]);
+      // Small: one pack more, tracked for merging (not left for gc). Large: nothing written.
+      const added = after.filter((f) => !before.includes(f));
+      expect(added.length).toBe(files > PACK_MIN_OBJECTS ? 0 : 2);
+      expect(repo.objects.packsWritten).toBe(leftBefore);
+      await commits(store, FAN_IN, 'after');
+      await repo.objects.small.idle();
+      expect(packs(gitdir).filter((f) => added.includes(f))).toEqual([]); // merged away
+      expect(missingObjects(made.dir, REF)).toEqual([]);
+      expect(fsckProblems(made.dir)).toEqual([]);
     },
   );
 

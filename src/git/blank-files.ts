@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { isAlive } from '../local/file-lock.js';
 import { closeQuietly, unlinkQuietly } from './fs-calls.js';
 
@@ -52,13 +52,14 @@ export const LINK_UNSUPPORTED = new Set([
 ]);
 
 const HOST = hostname();
+const HOST_NAME = encodeURIComponent(HOST);
 // Names end in hex: random per process, then a counter.
 const NAME_PREFIX = randomBytes(4).toString('hex');
 let nameCounter = 0;
 
 /** A fresh file name that says who made it: `<host>.<pid>.<hex>` (lock tokens, blanks). */
 export function ownedName(): string {
-  return `${encodeURIComponent(HOST)}.${process.pid}.${NAME_PREFIX}${(nameCounter++).toString(16)}`;
+  return `${HOST_NAME}.${process.pid}.${NAME_PREFIX}${(nameCounter++).toString(16)}`;
 }
 
 /** The directory of blanks (and other files a zz process makes for itself) of a repository. */
@@ -152,7 +153,7 @@ export class BlankFiles {
       return;
     }
     creatingAny = this.creating = true;
-    const path = join(this.dir, ownedName());
+    const path = this.dir + sep + ownedName();
     const create = (again: boolean): void =>
       fs.open(path, 'wx', this.opts.mode, (err, fd) => {
         if (err?.code === 'ENOENT' && again) {

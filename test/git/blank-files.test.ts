@@ -124,18 +124,28 @@ describe('blank files', () => {
         if (String(from).endsWith('.lock')) links.push(statSync(refFile).nlink);
         renameSync(from, to);
       });
-      for (let i = 1; i <= 5; i++) await write(store, i);
+      // The owner token, a second name of the ref's file once the lock is renamed, is removed
+      // synchronously (it frees no block): never in the pool, and gone when the write resolves.
+      const pooled: string[] = [];
+      const unlink = fs.unlink.bind(fs);
+      vi.spyOn(fs, 'unlink').mockImplementation(((p: fs.PathLike, cb: fs.NoParamCallback) => {
+        pooled.push(String(p));
+        unlink(p, cb);
+      }) as typeof fs.unlink);
+      const locks = join(repo.gitdir, 'zz', 'locks');
+      for (let i = 1; i <= 5; i++) {
+        await write(store, i);
+        expect(readdirSync(locks)).toEqual([]);
+      }
       // Renaming over the old file's last name frees its data block on the event loop (a
       // synchronous discard on the VMs' ext4): it must have had another name each time.
       expect(links).toEqual([2, 2, 2, 2, 2]);
       vi.restoreAllMocks();
+      expect(pooled.filter((p) => p.startsWith(locks))).toEqual([]);
+      // The second names (the last name of a ref's old file: a freed block) go in the pool.
       const blanks = blanksDir(repo.gitdir);
-      // The second names and the last token (a name of the ref's file too) go in the pool.
-      const locks = join(repo.gitdir, 'zz', 'locks');
-      await until(
-        () =>
-          readdirSync(blanks).every((n) => !n.endsWith('.old')) && readdirSync(locks).length === 0,
-      );
+      expect(pooled.filter((p) => p.startsWith(blanks) && p.endsWith('.old'))).toHaveLength(5);
+      await until(() => readdirSync(blanks).every((n) => !n.endsWith('.old')));
       expect(statSync(refFile).nlink).toBe(1);
       expect(sh(dir, 'rev-parse', REF)).toBe(await store.head(REF));
       expect(fsckProblems(dir)).toEqual([]);

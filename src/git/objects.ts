@@ -121,6 +121,18 @@ export function serializeTree(entries: readonly TreeEntry[]): Buffer {
   // Entries read from a tree come sorted and an update mostly replaces one in place: check
   // before paying for a sort.
   const sorted = inTreeOrder(entries) ? entries : [...entries].sort(compareEntries);
+  return serializeSortedTree(sorted).body;
+}
+
+/**
+ * serializeTree of entries already in tree order (sortTreeEntries), and where each entry's
+ * 20-byte id starts in the body (`oidAt`): a caller that keeps both can write the next version
+ * of the tree, when only ids change, by copying the body and writing the new ids there.
+ */
+export function serializeSortedTree(sorted: readonly TreeEntry[]): {
+  body: Buffer;
+  oidAt: Uint32Array;
+} {
   // A lane's `asks/` tree has hundreds of entries and is serialised on every write to any of
   // them, each time with all but one entry unchanged (the same TreeEntry objects, from the
   // tree cache). So each entry's bytes are kept beside it and the tree is their concatenation:
@@ -128,9 +140,13 @@ export function serializeTree(entries: readonly TreeEntry[]): Buffer {
   // the largest CPU cost of a Lane op after deflate.
   // Only for trees as large as that: a record costs ~150 bytes for as long as its entry lives.
   const records = sorted.map(sorted.length >= RECORD_MIN_ENTRIES ? entryRecord : encodeEntry);
+  const oidAt = new Uint32Array(records.length);
   let size = 0;
-  for (const r of records) size += r.length;
-  return Buffer.concat(records, size);
+  records.forEach((r, i) => {
+    size += r.length;
+    oidAt[i] = size - 20;
+  });
+  return { body: Buffer.concat(records, size), oidAt };
 }
 
 /** An entry's serialised bytes, by entry object: checked against its fields on each use. */

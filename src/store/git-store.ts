@@ -10,7 +10,7 @@ import {
   readTree,
   RefCasError,
   serializeCommit,
-  serializeTree,
+  serializeSortedTree,
   signCommitBody,
   sortTreeEntries,
   walkTreePath,
@@ -44,6 +44,8 @@ export class GitStore implements Store {
   readonly kind = 'git' as const;
   private readonly trees = new Map<string, TreeEntry[]>();
   private readonly commitTrees = new Map<string, string>();
+  /** The last large trees written, as bytes (see TreeImages). */
+  private readonly images = new TreeImages();
 
   /** The signing key for commits an actor authors, or null to leave them unsigned. */
   signer: ((actor: string) => SshSigningKey | null) | null = null;
@@ -345,22 +347,33 @@ export class GitStore implements Store {
     writes: ObjectBatch,
     have: string | null = null,
   ): Promise<string | null> {
-    const entries = new Map<string, TreeEntry>();
-    if (oid) for (const e of await this.readTree(oid)) entries.set(e.name, e);
+    const image = oid ? this.images.get(oid) : undefined;
+    const base = image ? image.list : oid ? await this.readTree(oid) : [];
+    let byName: Map<string, TreeEntry> | null = null;
+    const find = (name: string): TreeEntry | undefined => {
+      if (image) {
+        const i = image.index.get(name);
+        return i === undefined ? undefined : base[i];
+      }
+      if (!byName) byName = new Map(base.map((e) => [e.name, e]));
+      return byName.get(name);
+    };
     const held = new Map<string, TreeEntry>();
     if (have) for (const e of await this.readTree(have)) held.set(e.name, e);
+    // What changes at this level, by name (null: removed), in the order it is decided.
+    const updates = new Map<string, TreeEntry | null>();
     const sub = new Map<string, Array<[string[], Buffer | string | null]>>();
     for (const [parts, content] of changes) {
       const [head, ...rest] = parts;
       if (head === undefined) continue;
       if (rest.length === 0) {
-        if (content === null) entries.delete(head);
+        if (content === null) updates.set(head, null);
         else {
           // A file keeps its executable bit when its content is replaced.
-          const mode = entries.get(head)?.mode === '100755' ? '100755' : '100644';
+          const mode = find(head)?.mode === '100755' ? '100755' : '100644';
           const body = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
           const blob = writes.put('blob', body, held.get(head)?.oid);
-          entries.set(head, { mode, name: head, oid: blob });
+          updates.set(head, { mode, name: head, oid: blob });
         }
       } else {
         let list = sub.get(head);
@@ -375,28 +388,105 @@ export class GitStore implements Store {
     }
     await Promise.all(
       [...sub].map(async ([name, list]) => {
-        const existing = entries.get(name);
+        // After this level's own changes: `d` removed and `d/x` written is a new `d`.
+        const existing = updates.has(name) ? (updates.get(name) ?? undefined) : find(name);
         const child = await this.treeWith(
           existing?.mode === '040000' ? existing.oid : null,
           list,
           writes,
           held.get(name)?.mode === '040000' ? held.get(name)!.oid : null,
         );
-        if (child === null) entries.delete(name);
-        else entries.set(name, { mode: '040000', name, oid: child });
+        updates.set(name, child === null ? null : { mode: '040000', name, oid: child });
       }),
     );
-    if (entries.size === 0) return null;
-    // Sorted as kept (the cache's next reader starts from it), not only as serialised.
-    const list = sortTreeEntries([...entries.values()]);
-    const body = serializeTree(list); // once: a lane's `asks/` tree has hundreds of entries
-    const treeOid = writes.put('tree', body, have);
-    writes.trees.set(treeOid, list);
+    let next: { list: TreeEntry[]; body: Buffer; oidAt: Uint32Array; index?: TreeImage['index'] };
+    if (image && sameShape(image, updates)) {
+      // Only ids change (an Ask's fan-out tree under `asks/`): the tree is the last one's
+      // bytes with the new ids written in place, its names, order and offsets the same.
+      const list = image.list.slice();
+      const body = Buffer.from(image.body);
+      for (const [name, e] of updates) {
+        const i = image.index.get(name)!;
+        list[i] = e!;
+        body.write(e!.oid, image.oidAt[i]!, 'hex');
+      }
+      next = { list, body, oidAt: image.oidAt, index: image.index };
+    } else {
+      const entries = new Map(base.map((e) => [e.name, e]));
+      for (const [name, e] of updates) {
+        if (e === null) entries.delete(name);
+        else entries.set(name, e);
+      }
+      if (entries.size === 0) return null;
+      // Sorted as kept (the cache's next reader starts from it), not only as serialised.
+      const list = sortTreeEntries([...entries.values()]);
+      // Once: a lane's `asks/` tree has hundreds of entries.
+      const { body, oidAt } = serializeSortedTree(list);
+      next = { list, body, oidAt };
+    }
+    const treeOid = writes.put('tree', next.body, have);
+    writes.trees.set(treeOid, next.list);
+    if (next.list.length >= IMAGE_MIN_ENTRIES) {
+      const index = next.index ?? new Map(next.list.map((e, i) => [e.name, i]));
+      this.images.set(treeOid, { ...next, index });
+    }
     return treeOid;
   }
 
   close(): void {
     this.repo.close();
+  }
+}
+
+/**
+ * A large tree as written: its entries in tree order, its bytes, where each entry's id sits in
+ * them and each name's position. The next version of `asks/` (one fan-out id changed, on every
+ * Lane op) is the same bytes with one id written over: rebuilding it from 256 entries (a Map,
+ * the order checked twice, each entry's cached bytes looked up, all concatenated) was ~4% of a
+ * durable write's CPU (issue 17).
+ */
+interface TreeImage {
+  list: TreeEntry[];
+  body: Buffer;
+  oidAt: Uint32Array;
+  /** Shared by versions with the same names. */
+  index: Map<string, number>;
+}
+
+/** Trees with fewer entries are serialised afresh (cheap), not kept as images. */
+const IMAGE_MIN_ENTRIES = 64;
+/** Images kept: one a busy large tree; ~8 KiB each for a 256-entry `asks/`. */
+const IMAGES_MAX = 32;
+
+/** Whether every update keeps a name that `image` has, as the same kind: only ids change. */
+function sameShape(image: TreeImage, updates: Map<string, TreeEntry | null>): boolean {
+  for (const [name, e] of updates) {
+    const i = image.index.get(name);
+    if (e === null || i === undefined || image.list[i]!.mode !== e.mode) return false;
+  }
+  return true;
+}
+
+/**
+ * The last IMAGES_MAX large trees written, by id, least recently used out first. An id names
+ * its bytes, so an image never goes stale; a miss only costs the tree serialised afresh.
+ */
+class TreeImages {
+  private readonly byOid = new Map<string, TreeImage>();
+
+  get(oid: string): TreeImage | undefined {
+    const hit = this.byOid.get(oid);
+    if (hit) {
+      this.byOid.delete(oid);
+      this.byOid.set(oid, hit);
+    }
+    return hit;
+  }
+
+  set(oid: string, image: TreeImage): void {
+    this.byOid.delete(oid);
+    this.byOid.set(oid, image);
+    if (this.byOid.size > IMAGES_MAX) this.byOid.delete(this.byOid.keys().next().value!);
   }
 }
 

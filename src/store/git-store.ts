@@ -214,6 +214,9 @@ export class GitStore implements Store {
         const current = await this.head(ref);
         if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
       }
+      // The lock's owner token first: made after the pack's data syncs started, its rename
+      // could wait in the kernel behind them (RefStore.reserveToken).
+      if (!large) this.repo.refs.reserveToken();
       // Runs synchronously up to the data syncs, which then run while the lock is taken.
       written = write();
       written.catch(() => {}); // awaited below: not an unhandled rejection meanwhile

@@ -114,6 +114,38 @@ describe('blank files', () => {
       });
     }
 
+    // The pack's first fdatasync on a file made in zz/blanks/ writes that directory out too
+    // (ext4 without a journal), and a rename out of zz/blanks/ meanwhile waits for it: the
+    // lock's owner token is renamed into zz/locks/ before the pack's data syncs start.
+    it("takes the lock's owner token before the pack's data syncs start", async () => {
+      const { repo, store } = await open();
+      await write(store, 0);
+      // Blanks ready for each write (else its files are created, not renamed from blanks).
+      const ready = () =>
+        until(() => repo.objects.small['blanks'].ready >= 2 && repo.refs['tokenBlanks'].ready >= 1);
+      const events: string[] = [];
+      const locks = join(repo.gitdir, 'zz', 'locks');
+      const renameSync = fs.renameSync.bind(fs);
+      vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+        if (String(to).startsWith(locks)) events.push('token');
+        renameSync(from, to);
+      });
+      const fdatasync = fs.fdatasync.bind(fs);
+      vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: fs.NoParamCallback) => {
+        events.push('data sync');
+        fdatasync(fd, cb);
+      }) as typeof fs.fdatasync);
+      for (let i = 1; i <= 3; i++) {
+        await ready();
+        await write(store, i);
+      }
+      // Per write: the token (renamed from a blank), then the .pack's, .idx's and lock's syncs.
+      expect(events).toEqual(
+        Array.from({ length: 3 }, () => ['token', ...Array(3).fill('data sync')]).flat(),
+      );
+      expect(readdirSync(locks)).toEqual([]);
+    });
+
     it("renames the lock over the ref while the ref's old file has a second name, removed after", async () => {
       const { dir, repo, store } = await open();
       await write(store, 0);

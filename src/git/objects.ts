@@ -501,17 +501,21 @@ export class ObjectWriter {
 
   /**
    * Whether a batch of `count` objects of `bytes` (uncompressed) is written as a pack left for
-   * gc, in pack-writer's async path (a Ladder build, a large changeset, a writer storm's group
-   * commit), rather than as a small pack or loose objects: past packMinObjects objects, or past
-   * what a small pack writes with synchronous calls (SYNC_WRITE_MAX). Tried and measured
-   * (issue 17): routing by size alone made a storm's group commits (~70 objects, ~50 KiB)
-   * small packs, written synchronously into blanks: 30% more posts/s and 15% more requests/s
-   * in the 64-client load, but the daemon's one thread then saturated under a 32-writer storm
-   * and reads waited (p99 3.1–5.6× idle against 2.3–2.8× this way). A big group's I/O stays
-   * off the event loop.
+   * gc, in pack-writer's async path (a Ladder build, a large changeset), rather than as a small
+   * pack or loose objects. With small packs on, by size alone: past what a small pack writes
+   * with synchronous calls (SYNC_WRITE_MAX). A group commit under load (30 Lane ops, ~60
+   * objects, ~50 KiB) is a small pack: its files are blanks written with synchronous calls,
+   * their data syncs run while the ref's lock is taken (GitStore.commit waits for a large
+   * write before it locks), so the group costs one loop turn for its I/O where the async path
+   * cost four or five, each behind every request that arrived meanwhile. Measured A/B under a
+   * 64-client load: the group commit's own wait for its pack was 11 ms of its 22 ms (p50),
+   * daemon-thread CPU per post 0.73 ms against 0.88. Under a 32-writer storm, reads then waited
+   * behind the longer synchronous stretch (encode + write) until SmallPacks.write split it in
+   * two turns (see there). Without small packs (no fsync), by count: loose objects cost a file
+   * each.
    */
   isLarge(count: number, bytes: number): boolean {
-    return count > this.packMinObjects || (this.smallPacks && bytes > SMALL_PACK_MAX_BYTES);
+    return this.smallPacks ? bytes > SMALL_PACK_MAX_BYTES : count > this.packMinObjects;
   }
 
   blob(content: Buffer | string): Promise<string> {

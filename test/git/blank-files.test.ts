@@ -158,14 +158,20 @@ describe('blank files', () => {
         seeKeep(to);
         renameSync(from, to);
       });
-      // A commit past 32 objects is a pack left for gc, written by pack-writer (async).
+      // A commit past 256 KiB (ObjectWriter.isLarge) is a pack left for gc, written by
+      // pack-writer (async).
       const rename = fs.promises.rename.bind(fs.promises);
       vi.spyOn(fs.promises, 'rename').mockImplementation(async (from, to) => {
         seeKeep(to);
         await rename(from, to);
       });
       for (let i = 0; i < 3; i++) await write(store, i);
-      const large = new Map(Array.from({ length: 40 }, (_, i) => [`big/${i}.json`, `{"i":${i}}`]));
+      const large = new Map(
+        Array.from({ length: 40 }, (_, i) => [
+          `big/${i}.json`,
+          `{"i":${i},"pad":"${'x'.repeat(8000)}"}`,
+        ]),
+      );
       const left = repo.objects.packsWritten;
       await store.commit(REF, {
         parent: await store.head(REF),

@@ -22,8 +22,8 @@ import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
 // The daemon's routes as a plain fetch handler (Request → Response), so tests call it without
 // a socket and server.ts only adapts node:http. The adapter enters by serve(), which also
 // takes a cheaper request (ReadRequest) and answers JSON as a TextAnswer (known-bodies.ts);
-// fetch() is serve() with the answer made a Response. Every tool call goes through runTool() with
-// local: false, so the scope rules and local-only refusals are the registry's, not ours.
+// fetch() is serve() with the answer made a Response. Every tool call goes through runTool()
+// with local: false, so the scope rules and local-only refusals are the registry's, not ours.
 
 // The hooks through which the daemon mounts other front ends on this app without http/ knowing
 // them: MCP on a repository's /mcp route (authenticated here), the dashboard on every path

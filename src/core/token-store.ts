@@ -106,10 +106,13 @@ export class TokenStore {
   /** Identity of the file version `records` came from ('' = no file). */
   private stamp: string | null = null;
   private loading: Promise<void> | null = null;
-  private readonly touched = new Map<string, Date>();
+  /** When each token's use was last recorded, in ms (read from the file at first). */
+  private readonly touched = new Map<string, number>();
   private readonly dirty = new Map<string, string>();
   private touchTimer: Promise<void> | null = null;
   private readonly clock: () => Date;
+  /** The clock in ms: Date.now unless a clock was given (no Date made a request). */
+  private readonly nowMs: () => number;
   private readonly lockTimeoutMs: number;
   private readonly log: (line: string) => void;
 
@@ -120,6 +123,8 @@ export class TokenStore {
   constructor(gitdir: string, opts: TokenStoreOptions = {}) {
     this.file = tokensFile(gitdir);
     this.clock = opts.clock ?? (() => new Date());
+    const clock = opts.clock;
+    this.nowMs = clock ? () => clock().getTime() : Date.now;
     this.lockTimeoutMs = opts.lockTimeoutMs ?? 10_000;
     this.log = opts.log ?? (() => {});
   }
@@ -264,12 +269,15 @@ export class TokenStore {
 
   /** Records use lazily: at most once a minute per token, written in the background. */
   private touch(rec: TokenRecord): void {
-    const now = this.clock();
-    const last =
-      this.touched.get(rec.hash) ?? (rec.last_used_at ? new Date(rec.last_used_at) : null);
-    if (last && now.getTime() - last.getTime() < TOUCH_EVERY_MS) return;
+    const now = this.nowMs();
+    let last = this.touched.get(rec.hash);
+    if (last === undefined && rec.last_used_at) {
+      last = Date.parse(rec.last_used_at);
+      if (!Number.isNaN(last)) this.touched.set(rec.hash, last);
+    }
+    if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
     this.touched.set(rec.hash, now);
-    this.dirty.set(rec.hash, now.toISOString());
+    this.dirty.set(rec.hash, new Date(now).toISOString());
     this.touchTimer ??= trackBackground(
       this.writeTouches().finally(() => {
         this.touchTimer = null;

@@ -17,7 +17,6 @@ import { LIMITS } from '../schema/limits.js';
 import { boundedJson, boundedText } from '../schema/ops.js';
 import { askOut, corruptOut, historyOut, writeMetaOut } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
-import { fastArgsOf } from './fast-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
 
 const MAX_FILE = 4 * 1024 * 1024;
@@ -50,7 +49,6 @@ export const askTools = [
     summary: 'Post an Ask (a claimable request) in a Lane, with optional dependencies and priority',
     toolset: 'asks',
     annotations: WRITE,
-    fastArgs: fastArgsOf('ask_post'),
     input: z.strictObject({
       lane_id: laneId,
       kind: askKind.describe('work, ladder_update, … or a kind the Lane defines'),
@@ -85,7 +83,6 @@ export const askTools = [
       'Asks in a Lane you may claim now: open, unblocked, in your scope; by priority then age',
     toolset: 'asks',
     annotations: READ,
-    fastArgs: fastArgsOf('ask_query_claimable'),
     input: z.strictObject({
       lane_id: laneId,
       kinds: z.array(askKind).max(50).optional(),
@@ -102,7 +99,6 @@ export const askTools = [
       'This is THE way to take work. The server picks and claims in one commit, so agents never race each other for the same Ask (no query-then-claim). Returns {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key to get the same Ask back. Renew a lease with ask_claim.',
     toolset: 'asks',
     annotations: WRITE,
-    fastArgs: fastArgsOf('ask_claim_next'),
     input: z.strictObject({
       lane_id: laneId,
       kinds: z.array(askKind).max(50).optional().describe('Only Asks of these kinds'),
@@ -127,7 +123,6 @@ export const askTools = [
     summary: 'Claim an Ask for yourself with a lease; claiming it again renews the lease',
     toolset: 'asks',
     annotations: WRITE,
-    fastArgs: fastArgsOf('ask_claim'),
     input: z.strictObject({
       lane_id: laneId,
       ask_id: askId,
@@ -169,7 +164,6 @@ export const askTools = [
       'A work Ask completed with a changeset {base, message, files:[{path, content}]} gets a changeset_review follow-up.',
     toolset: 'asks',
     annotations: WRITE,
-    fastArgs: fastArgsOf('ask_answer'),
     input: z.strictObject({
       lane_id: laneId,
       ask_id: askId,

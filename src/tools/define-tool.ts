@@ -1,7 +1,6 @@
 import type { z } from 'zod';
 import type { Caller, TokenStore, ZzRepo } from '../core/index.js';
 import type { LadderSearch } from '../search/index.js';
-import type { FastArgs } from './fast-args.js';
 
 // One definition per tool. HTTP, MCP and the CLI are generic loops over these; nothing about
 // a tool is written twice.
@@ -51,11 +50,6 @@ export interface ToolDef<
   local?: boolean;
   annotations: ToolAnnotations;
   input: I;
-  /**
-   * A hand-written check of plainly valid arguments, tried before zod on the busiest tools
-   * (fast-args.ts): answers what `input` would, or null for zod to decide.
-   */
-  fastArgs?: FastArgs;
   output: O;
   handler(args: z.infer<I>, ctx: ToolContext): Promise<z.infer<O>>;
 }

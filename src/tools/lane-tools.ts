@@ -21,7 +21,6 @@ import {
   writeMetaOut,
 } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
-import { fastArgsOf } from './fast-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
 
 const laneIdArg = laneId.describe('The Lane, e.g. "_repo" or "auth-rework"');
@@ -60,7 +59,6 @@ export const laneTools = [
       'One Lane with its Asks and history, paged (limit/offset; pages stop at about 4 MiB of JSON)',
     toolset: 'lanes',
     annotations: READ,
-    fastArgs: fastArgsOf('lane_get'),
     input: z.strictObject({
       lane_id: laneIdArg,
       asks_limit: z.number().int().min(1).max(100_000).optional(),
@@ -91,7 +89,6 @@ export const laneTools = [
     toolset: 'lanes',
     publicRead: true,
     annotations: READ,
-    fastArgs: fastArgsOf('lane_list'),
     input: z.strictObject({}),
     output: z.strictObject({
       lanes: z.array(laneOut.extend({ counts: countsOut })),

@@ -95,7 +95,7 @@ export async function runTool(
     }
     input = rest;
   }
-  const args = tool.fastArgs?.(input) ?? parseArgs(tool.input, input);
+  const args = parseArgs(tool.input, input);
   const result = (await tool.handler(args, ctx)) as Record<string, unknown>;
   if (opts.validateOutput ?? !!process.env.VITEST) {
     const r = tool.output.safeParse(result);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { jsonClient, type HttpReply, type JsonClient } from '../test/helpers/http-client.js';
 import { prng as rng } from '../test/helpers/seeded.js';
-import { benchDaemon, percentile } from './util.js';
+import { benchDaemon, percentile, type BenchDaemon, type DaemonCode } from './util.js';
 
 // Issue 17: the daemon under load over real HTTP on loopback, clients in another process (as
 // agents on the same machine would be), so their JSON work does not run on the daemon's loop.
@@ -25,7 +25,8 @@ import { benchDaemon, percentile } from './util.js';
 //
 // Seeded (the seed is printed; ZZ_SEED reruns one mix). Figures depend on the machine's load:
 // the load average is printed beside them. ZZ_LOAD_PART=mixed or =storm runs only that part;
-// ZZ_LOAD_PART=cpu runs instead a steadier CPU-per-request measure for A/B runs (cpuPart).
+// ZZ_LOAD_PART=cpu runs instead a steadier CPU-per-request measure for A/B runs (cpuPart),
+// with ZZ_LOAD_BASELINE=<another checkout> round by round beside that checkout's daemon.
 // ZZ_LOAD_PROF=<dir> writes a CPU profile of the daemon (this process) for the measured window
 // of each part only (mixed.cpuprofile, storm.cpuprofile: open in Chrome DevTools), without the
 // setup, pre-fill and idle reads a whole-process `node --cpu-prof` would mix in; with
@@ -513,70 +514,114 @@ async function stormPart(s: Setup) {
 /**
  * ZZ_LOAD_PART=cpu: CPU per request of the daemon and a client in this same process, on
  * loopback, 16 at a time: ask_post, lane_get (50 + 50), ask_query_claimable, lane_list and
- * ask_claim in turn on a Lane of 1,500+ Asks; five rounds of ~1,000 requests, best and median.
- * The client's share is the same for any two checkouts, so running this from each (alternately)
- * compares their daemons' CPU far more steadily on a busy machine than the two-process parts'
- * latency or requests/s do.
+ * ask_claim in turn on a Lane of 1,500+ Asks (more with more rounds: each round claims ~200);
+ * rounds of ~1,000 requests (ZZ_LOAD_ROUNDS, 5 by default), best and median.
+ * The client's share is the same for any two checkouts, so this compares daemons' CPU far
+ * more steadily on a busy machine than the two-process parts' latency or requests/s do.
+ * With ZZ_LOAD_BASELINE=<dir>, the daemon of another checkout of zz (e.g. `git worktree add
+ * --detach /tmp/zz-base main`, node_modules copied in) is loaded into this process beside this
+ * one's, each over its own repository, and the rounds alternate between the two: a busy
+ * machine's load, which moves by the minute, then weighs on both alike, and the ratio of
+ * their medians is the figure to compare (`cpu_ratio_vs_baseline`, below 1 is better).
  */
 async function cpuPart(): Promise<Record<string, unknown>> {
-  const bd = await benchDaemon('zz-bench-load-cpu-', 16);
+  const baseline = process.env.ZZ_LOAD_BASELINE;
+  const rounds = Math.max(1, Number(process.env.ZZ_LOAD_ROUNDS ?? 5) || 5);
+  const mid = Math.floor(rounds / 2);
+  const sides: Array<{ name: string; code?: DaemonCode }> = [{ name: 'this checkout' }];
+  if (baseline) sides.push({ name: `baseline ${baseline}`, code: await daemonCodeOf(baseline) });
+  const runs: Array<{ name: string; bd: BenchDaemon; measure: (n: number) => Promise<number> }> =
+    [];
   try {
-    const call = async (name: string, args: Record<string, unknown>) => {
-      const r = await bd.owner.post(bd.tool(name), args);
-      ok(name, r);
-      return r.json.result;
-    };
-    await call('lane_propose', { lane_id: LANE, title: 'Load' });
-    const open: string[] = [];
-    let posted = 0;
-    const workers = (f: () => Promise<boolean>) =>
-      Promise.all(
-        Array.from({ length: 16 }, async () => {
-          while (await f());
-        }),
-      );
-    await workers(async () => {
-      if (posted++ >= 1_500) return false;
-      open.push((await call('ask_post', { lane_id: LANE, kind: 'work', title: 'pre' })).ask.ask_id);
-      return true;
-    });
-    const measure = async (requests: number) => {
-      let done = 0;
-      await workers(async () => {
-        if (done >= requests) return false;
-        await call('ask_post', { lane_id: LANE, kind: 'work', title: 'cpu' });
-        await call('lane_get', readArgs('lane_get'));
-        await call('ask_query_claimable', readArgs('ask_query_claimable'));
-        await call('lane_list', {});
-        const id = open.pop();
-        if (id) await call('ask_claim', { lane_id: LANE, ask_id: id });
-        done += id ? 5 : 4;
-        return true;
-      });
-      return done;
-    };
-    await measure(500);
-    const perRequest: number[] = [];
-    for (let r = 0; r < 5; r++) {
-      const c0 = process.cpuUsage();
-      const n = await measure(1_000);
-      const c = process.cpuUsage(c0);
-      perRequest.push((c.user + c.system) / n);
+    for (const side of sides) {
+      const bd = await benchDaemon('zz-bench-load-cpu-', 16, side.code);
+      runs.push({ name: side.name, bd, measure: await cpuWorkload(bd, rounds) });
     }
-    perRequest.sort((a, b) => a - b);
+    const perRequest = runs.map(() => [] as number[]);
+    for (let r = 0; r < rounds; r++) {
+      for (const [i, run] of runs.entries()) {
+        const c0 = process.cpuUsage();
+        const n = await run.measure(1_000);
+        const c = process.cpuUsage(c0);
+        perRequest[i]!.push((c.user + c.system) / n);
+      }
+    }
     console.log(
       `\nCPU per request, daemon and client in one process (16 at a time, a Lane of 1,500+ Asks), load average ${round1(loadavg()[0]!)}`,
     );
-    console.log(
-      `  µs per request: best ${round1(perRequest[0]!)}, median ${round1(perRequest[2]!)} (rounds ${perRequest.map((x) => round1(x)).join(' · ')})`,
-    );
-    return {
-      cpu_us_per_request_best: round1(perRequest[0]!),
-      cpu_us_per_request_median: round1(perRequest[2]!),
-    };
+    const out: Record<string, unknown> = {};
+    const medians = perRequest.map((xs) => [...xs].sort((a, b) => a - b)[mid]!);
+    for (const [i, run] of runs.entries()) {
+      const sorted = [...perRequest[i]!].sort((a, b) => a - b);
+      console.log(
+        `  ${run.name}: µs per request: best ${round1(sorted[0]!)}, median ${round1(sorted[mid]!)} (rounds in order ${perRequest[i]!.map((x) => round1(x)).join(' · ')})`,
+      );
+      const key = i === 0 ? 'cpu_us_per_request' : 'baseline_cpu_us_per_request';
+      out[`${key}_best`] = round1(sorted[0]!);
+      out[`${key}_median`] = round1(sorted[mid]!);
+    }
+    if (runs.length > 1) {
+      out.cpu_ratio_vs_baseline = round(medians[0]! / medians[1]!, 3);
+      console.log(`  this / baseline, medians: ${out.cpu_ratio_vs_baseline}`);
+    }
+    return out;
   } finally {
-    await bd.close();
+    for (const run of runs) await run.bd.close();
   }
+}
+
+/** Another checkout's daemon, loaded from its sources (tsx) beside this one. */
+async function daemonCodeOf(root: string): Promise<DaemonCode> {
+  const load = (path: string) => import(pathToFileURL(join(root, path)).href);
+  const daemon = (await load('src/daemon/index.ts')) as { startDaemon: DaemonCode['startDaemon'] };
+  const core = (await load('src/core/index.ts')) as { initRepo: DaemonCode['initRepo'] };
+  return { startDaemon: daemon.startDaemon, initRepo: core.initRepo };
+}
+
+/**
+ * Fills a Lane of the daemon with Asks to claim and warms it up; answers the measure: a number
+ * of requests of the mix run 16 at a time (the count actually made).
+ */
+async function cpuWorkload(
+  bd: BenchDaemon,
+  rounds: number,
+): Promise<(requests: number) => Promise<number>> {
+  const call = async (name: string, args: Record<string, unknown>) => {
+    const r = await bd.owner.post(bd.tool(name), args);
+    ok(name, r);
+    return r.json.result;
+  };
+  await call('lane_propose', { lane_id: LANE, title: 'Load' });
+  const open: string[] = [];
+  let posted = 0;
+  const workers = (f: () => Promise<boolean>) =>
+    Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (await f());
+      }),
+    );
+  await workers(async () => {
+    if (posted++ >= Math.max(1_500, 200 * rounds + 200)) return false;
+    open.push((await call('ask_post', { lane_id: LANE, kind: 'work', title: 'pre' })).ask.ask_id);
+    return true;
+  });
+  const measure = async (requests: number) => {
+    let done = 0;
+    await workers(async () => {
+      if (done >= requests) return false;
+      await call('ask_post', { lane_id: LANE, kind: 'work', title: 'cpu' });
+      await call('lane_get', readArgs('lane_get'));
+      await call('ask_query_claimable', readArgs('ask_query_claimable'));
+      await call('lane_list', {});
+      const id = open.pop();
+      if (id) await call('ask_claim', { lane_id: LANE, ask_id: id });
+      done += id ? 5 : 4;
+      return true;
+    });
+    return done;
+  };
+  await measure(500);
+  return measure;
 }
 
 const round1 = (n: number) => round(n, 1);

@@ -46,10 +46,20 @@ export interface BenchDaemon {
   close(): Promise<void>;
 }
 
+/** The daemon's code: this checkout's, or another's loaded beside it (baselines). */
+export interface DaemonCode {
+  startDaemon: typeof startDaemon;
+  initRepo: typeof initRepo;
+}
+
 /** A daemon on a real socket over a fresh temp repository that the owner has initialised. */
-export async function benchDaemon(prefix: string, maxSockets: number): Promise<BenchDaemon> {
+export async function benchDaemon(
+  prefix: string,
+  maxSockets: number,
+  code: DaemonCode = { startDaemon, initRepo },
+): Promise<BenchDaemon> {
   const fixture = makeRepo(prefix);
-  const daemon = await startDaemon({
+  const daemon = await code.startDaemon({
     cwd: fixture.dir,
     port: 0,
     reposFile: join(fixture.dir, 'none.json'),
@@ -62,7 +72,7 @@ export async function benchDaemon(prefix: string, maxSockets: number): Promise<B
   };
   try {
     const repo = [...daemon.repos.values()][0]!;
-    await initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
+    await code.initRepo(repo, { owner: 'owner@example.com', default_branch: 'main' });
     const { token } = await daemon.tokens.create('owner@example.com', 'login');
     const owner = jsonClient(daemon.url, { token, maxSockets });
     clients.push(owner);

@@ -106,10 +106,13 @@ export class TokenStore {
   /** Identity of the file version `records` came from ('' = no file). */
   private stamp: string | null = null;
   private loading: Promise<void> | null = null;
-  private readonly touched = new Map<string, Date>();
+  /** When each token's use was last recorded, in ms (read from the file at first). */
+  private readonly touched = new Map<string, number>();
   private readonly dirty = new Map<string, string>();
   private touchTimer: Promise<void> | null = null;
   private readonly clock: () => Date;
+  /** The clock in ms: Date.now unless a clock was given (no Date made a request). */
+  private readonly nowMs: () => number;
   private readonly lockTimeoutMs: number;
   private readonly log: (line: string) => void;
 
@@ -120,6 +123,8 @@ export class TokenStore {
   constructor(gitdir: string, opts: TokenStoreOptions = {}) {
     this.file = tokensFile(gitdir);
     this.clock = opts.clock ?? (() => new Date());
+    const clock = opts.clock;
+    this.nowMs = clock ? () => clock().getTime() : Date.now;
     this.lockTimeoutMs = opts.lockTimeoutMs ?? 10_000;
     this.log = opts.log ?? (() => {});
   }
@@ -154,7 +159,10 @@ export class TokenStore {
   /** The token's actor, name and id; null for anything not minted (and not revoked) here. */
   async verify(token: string): Promise<{ actor: string; name: string; id: string } | null> {
     if (typeof token !== 'string' || !TOKEN_RE.test(token)) return null;
-    await this.refresh();
+    // The file unchanged since it was read (every request but those after a change): no await
+    // at all, the stat and the lookup run in this one step.
+    const stamp = this.statStamp();
+    if (stamp !== this.stamp) await this.reload();
     // A lookup by the token's hash, not a constant-time comparison with each record: its timing
     // can only tell how a SHA-256 digest of the guess compares with the stored digests, and
     // nobody can steer a digest toward a stored one (the comparison loop over 100 tokens cost
@@ -197,8 +205,11 @@ export class TokenStore {
   }
 
   private async refresh(): Promise<void> {
-    const stamp = await this.statStamp();
-    if (stamp === this.stamp) return;
+    if (this.statStamp() !== this.stamp) await this.reload();
+  }
+
+  /** Reads the file again (one read at a time however many calls found it changed). */
+  private async reload(): Promise<void> {
     if (!this.loading) {
       this.loading = this.load().finally(() => {
         this.loading = null;
@@ -207,7 +218,7 @@ export class TokenStore {
     await this.loading;
   }
 
-  private async statStamp(): Promise<string> {
+  private statStamp(): string {
     // A rename installs a new inode, so ino alone tells writes apart; mtime and size cover
     // editors that rewrite in place.
     // Synchronous on purpose: a stat of one small file costs microseconds, where an async
@@ -219,7 +230,7 @@ export class TokenStore {
   }
 
   private async load(): Promise<void> {
-    const stamp = await this.statStamp();
+    const stamp = this.statStamp();
     this.setRecords(await this.readRecords());
     this.stamp = stamp;
   }
@@ -250,7 +261,7 @@ export class TokenStore {
         const next = change(await this.readRecords());
         await writeJsonAtomic(this.file, { version: FORMAT, tokens: next }, { mkdir: true });
         this.setRecords(next);
-        this.stamp = await this.statStamp();
+        this.stamp = this.statStamp();
       },
       { timeoutMs: this.lockTimeoutMs, mkdir: true },
     );
@@ -258,12 +269,15 @@ export class TokenStore {
 
   /** Records use lazily: at most once a minute per token, written in the background. */
   private touch(rec: TokenRecord): void {
-    const now = this.clock();
-    const last =
-      this.touched.get(rec.hash) ?? (rec.last_used_at ? new Date(rec.last_used_at) : null);
-    if (last && now.getTime() - last.getTime() < TOUCH_EVERY_MS) return;
+    const now = this.nowMs();
+    let last = this.touched.get(rec.hash);
+    if (last === undefined && rec.last_used_at) {
+      last = Date.parse(rec.last_used_at);
+      if (!Number.isNaN(last)) this.touched.set(rec.hash, last);
+    }
+    if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
     this.touched.set(rec.hash, now);
-    this.dirty.set(rec.hash, now.toISOString());
+    this.dirty.set(rec.hash, new Date(now).toISOString());
     this.touchTimer ??= trackBackground(
       this.writeTouches().finally(() => {
         this.touchTimer = null;

@@ -10,12 +10,20 @@ import {
 } from '../tools/index.js';
 import { decodePositions, openEventStream } from './event-stream.js';
 import { hostMatcher, originAllowed } from './host-check.js';
-import { answersWithText, controllerOf, signalOf, withText } from './known-bodies.js';
+import {
+  asRequest,
+  controllerOf,
+  TextAnswer,
+  type Answer,
+  type AppRequest,
+} from './known-bodies.js';
 import { isJsonContentType, parseJsonObject, readBody } from './read-json.js';
 
 // The daemon's routes as a plain fetch handler (Request → Response), so tests call it without
-// a socket and server.ts only adapts node:http. Every tool call goes through runTool() with
-// local: false, so the scope rules and local-only refusals are the registry's, not ours.
+// a socket and server.ts only adapts node:http. The adapter enters by serve(), which also
+// takes a cheaper request (ReadRequest) and answers JSON as a TextAnswer (known-bodies.ts);
+// fetch() is serve() with the answer made a Response. Every tool call goes through runTool()
+// with local: false, so the scope rules and local-only refusals are the registry's, not ours.
 
 // The hooks through which the daemon mounts other front ends on this app without http/ knowing
 // them: MCP on a repository's /mcp route (authenticated here), the dashboard on every path
@@ -55,6 +63,8 @@ export interface AppOptions {
 
 export interface App {
   fetch(req: Request): Promise<Response>;
+  /** The node adapter's entry: fetch() without making a Response of a JSON answer. */
+  serve(req: AppRequest): Promise<Answer>;
   readonly maxBodyBytes: number;
   /** Refuses new calls, ends event streams and resolves once no call is running. */
   close(): Promise<void>;
@@ -68,18 +78,18 @@ const JSON_HEADERS = {
   'x-content-type-options': 'nosniff',
 };
 
+const NO_HEADERS: Record<string, string> = {};
+
+/** A JSON answer; extra header names in lower case. */
 export function json(
   status: number,
   body: unknown,
-  headers: Record<string, string> = {},
-  textOnly = false,
-): Response {
+  headers: Record<string, string> = NO_HEADERS,
+): TextAnswer {
   // Views the read caches share between calls keep their JSON text (core/json-text.ts).
   const text = sealedJsonText(body);
-  // The node adapter writes the text itself instead of reading the body stream back; when it
-  // is the only reader (textOnly), the Response carries no body at all (known-bodies.ts).
-  const init = { status, headers: { ...JSON_HEADERS, ...headers } };
-  return withText(new Response(textOnly ? null : text, init), text);
+  const all = headers === NO_HEADERS ? JSON_HEADERS : { ...JSON_HEADERS, ...headers };
+  return new TextAnswer(status, all, text);
 }
 
 /** What a request did, for its log line. */
@@ -87,8 +97,6 @@ interface Trace {
   repo: string | null;
   tool: string | null;
   actor: string | null;
-  /** Only the node adapter reads the answer, as text (known-bodies.ts answersWithText). */
-  textOnly: boolean;
 }
 
 const INTERNAL_MESSAGE = 'internal error; the daemon log has the details';
@@ -148,10 +156,15 @@ export function createApp(opts: AppOptions): App {
   };
 
   /** The caller named by the Authorization header (or a dashboard cookie); null when neither. */
-  const authenticate = async (req: Request, repo: ZzRepo, trace: Trace): Promise<Caller | null> => {
+  const authenticate = async (
+    req: AppRequest,
+    repo: ZzRepo,
+    trace: Trace,
+  ): Promise<Caller | null> => {
     const header = req.headers.get('authorization');
     if (header === null) {
-      const caller = (await opts.sessionCaller?.(req, repo.key)) ?? null;
+      if (!opts.sessionCaller) return null;
+      const caller = (await opts.sessionCaller(asRequest(req), repo.key)) ?? null;
       if (caller) trace.actor = caller.actor;
       return caller;
     }
@@ -178,11 +191,11 @@ export function createApp(opts: AppOptions): App {
   };
 
   async function callTool(
-    req: Request,
+    req: AppRequest,
     repo: ZzRepo,
     name: string,
     trace: Trace,
-  ): Promise<Response> {
+  ): Promise<Answer> {
     if (!TOOL_NAME.test(name)) throw new ZzError('not_found', 'unknown tool');
     const tool = registry.require(name);
     trace.tool = name;
@@ -228,14 +241,14 @@ export function createApp(opts: AppOptions): App {
         },
         services,
       });
-      return json(200, { result }, {}, trace.textOnly);
+      return json(200, { result });
     } finally {
       calls.delete(call);
       unlink();
     }
   }
 
-  async function events(req: Request, url: URL, repo: ZzRepo, trace: Trace): Promise<Response> {
+  async function events(req: AppRequest, url: URL, repo: ZzRepo, trace: Trace): Promise<Response> {
     const caller = await authenticate(req, repo, trace);
     if (!caller)
       throw new ZzError('unauthorized', 'the event stream needs a bearer token (run `zz login`)');
@@ -248,13 +261,13 @@ export function createApp(opts: AppOptions): App {
       onClose: () => streams.delete(stream.close),
       // Revoking a token (or the dashboard session it opened) ends its open streams too.
       stillAuthorized: () =>
-        authenticate(req, repo, { repo: null, tool: null, actor: null, textOnly: false }).then(
+        authenticate(req, repo, { repo: null, tool: null, actor: null }).then(
           (c) => c !== null,
           () => false,
         ),
     });
     streams.add(stream.close);
-    signalOf(req).addEventListener('abort', stream.close, { once: true });
+    req.signal.addEventListener('abort', stream.close, { once: true });
     return new Response(stream.body, {
       status: 200,
       headers: {
@@ -266,7 +279,7 @@ export function createApp(opts: AppOptions): App {
     });
   }
 
-  async function route(req: Request, trace: Trace): Promise<Response> {
+  async function route(req: AppRequest, trace: Trace): Promise<Answer> {
     const url = new URL(req.url);
     const parts = url.pathname.split('/').slice(1);
     const method = req.method;
@@ -284,7 +297,7 @@ export function createApp(opts: AppOptions): App {
     if (url.pathname === '/api/tools') {
       only('GET');
       toolList ??= JSON.stringify({ tools: registry.tools.map(describeTool) });
-      return new Response(toolList, { status: 200, headers: JSON_HEADERS });
+      return new TextAnswer(200, JSON_HEADERS, toolList);
     }
     if (url.pathname === '/api/repos') {
       only('GET');
@@ -323,26 +336,27 @@ export function createApp(opts: AppOptions): App {
         // The body is read here, under the same limit as a tool call's: the SDK reads a
         // stream that fails past the limit as "could not be read" (a 400), so a chunked body
         // too large was never a 413 (issue 11.10).
+        const whole = asRequest(req);
         const mcpReq =
           req.method === 'POST'
             ? new Request(req.url, {
                 method: 'POST',
-                headers: req.headers,
+                headers: whole.headers,
                 body: await readBody(req, maxBodyBytes),
-                signal: signalOf(req),
+                signal: req.signal,
               })
-            : req;
+            : whole;
         return opts.mcpHandler(mcpReq, { repo, caller });
       }
     }
     if (parts[0] !== 'api' && opts.pageHandler) {
-      const page = await opts.pageHandler(req);
+      const page = await opts.pageHandler(asRequest(req));
       if (page) return page;
     }
     throw new ZzError('not_found', `no route for ${method} ${url.pathname.slice(0, 200)}`);
   }
 
-  function errorResponse(thrown: unknown, trace: Trace): Response {
+  function errorResponse(thrown: unknown, trace: Trace): TextAnswer {
     // A full disk or a read-only repository is named (507/503 with the path), not a 500.
     const where = trace.repo ? repos.get(trace.repo)?.git?.gitdir : undefined;
     const e = knownError(thrown, where) ?? thrown;
@@ -358,7 +372,7 @@ export function createApp(opts: AppOptions): App {
         log(
           `${new Date().toISOString()} error ${trace.repo ?? '-'} ${trace.tool ?? '-'}: ${stackOf(e)}`,
         );
-        return json(status, { error: INTERNAL_MESSAGE, code: e.code }, {}, trace.textOnly);
+        return json(status, { error: INTERNAL_MESSAGE, code: e.code });
       }
       const headers: Record<string, string> = {};
       if (e.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="zz"';
@@ -369,21 +383,21 @@ export function createApp(opts: AppOptions): App {
       const body: Record<string, unknown> = { error: e.message, code: e.code };
       if (e.details !== undefined && e.code !== 'method_not_allowed') body.details = e.details;
       try {
-        return json(status, body, headers, trace.textOnly);
+        return json(status, body, headers);
       } catch {
-        return json(status, { error: e.message, code: e.code }, headers, trace.textOnly);
+        return json(status, { error: e.message, code: e.code }, headers);
       }
     }
     log(
       `${new Date().toISOString()} error ${trace.repo ?? '-'} ${trace.tool ?? '-'}: ${stackOf(e)}`,
     );
-    return json(500, { error: INTERNAL_MESSAGE, code: 'internal' }, {}, trace.textOnly);
+    return json(500, { error: INTERNAL_MESSAGE, code: 'internal' });
   }
 
-  async function fetch(req: Request): Promise<Response> {
+  async function serve(req: AppRequest): Promise<Answer> {
     const started = performance.now();
-    const trace: Trace = { repo: null, tool: null, actor: null, textOnly: answersWithText(req) };
-    let res: Response;
+    const trace: Trace = { repo: null, tool: null, actor: null };
+    let res: Answer;
     try {
       const host = req.headers.get('host') ?? new URL(req.url).host;
       if (!hostOk(host)) {
@@ -416,7 +430,12 @@ export function createApp(opts: AppOptions): App {
     if (active > 0) await new Promise<void>((r) => (idle = r));
   }
 
-  return { fetch, maxBodyBytes, close };
+  const fetch = async (req: Request): Promise<Response> => {
+    const answer = await serve(req);
+    return answer instanceof TextAnswer ? answer.toResponse() : answer;
+  };
+
+  return { fetch, serve, maxBodyBytes, close };
 }
 
 function stackOf(e: unknown): string {

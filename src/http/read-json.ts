@@ -1,5 +1,5 @@
 import { ZzError } from '../errors.js';
-import { readBodyOf } from './known-bodies.js';
+import { asRequest, readBodyOf, type AppRequest } from './known-bodies.js';
 
 // Request bodies: bounded while read, checked for nesting depth before JSON.parse (whose
 // recursion a 20k-deep `[[[[…` would otherwise turn into a stack overflow), and required to
@@ -13,7 +13,7 @@ const tooLarge = (limit: number) =>
   });
 
 /** The whole body, or a 413 as soon as `limit` is passed (the rest is never read). */
-export async function readBody(req: Request, limit: number): Promise<Uint8Array> {
+export async function readBody(req: AppRequest, limit: number): Promise<Uint8Array> {
   const declared = req.headers.get('content-length');
   if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
   const known = readBodyOf(req);
@@ -21,8 +21,9 @@ export async function readBody(req: Request, limit: number): Promise<Uint8Array>
     if (known.byteLength > limit) throw tooLarge(limit);
     return known;
   }
-  if (!req.body) return new Uint8Array(0);
-  const reader = req.body.getReader();
+  const stream = asRequest(req).body;
+  if (!stream) return new Uint8Array(0);
+  const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {

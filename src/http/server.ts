@@ -5,13 +5,14 @@ import { EVENTS_CURSOR_MAX_LENGTH } from '../core/index.js';
 import { ZzError } from '../errors.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/index.js';
 import type { App } from './app.js';
-import { textOf, withReadBody } from './known-bodies.js';
+import { headersOf, ReadRequest, TextAnswer, type Answer } from './known-bodies.js';
 
 // node:http ↔ WHATWG Request/Response. Bodies stream both ways: a request body is counted
 // while it arrives and cut off at the app's limit; a response body (server-sent events) is
 // written as it is produced, with backpressure. The common case takes a shorter path (see
-// known-bodies.ts): a tool call's small JSON body is read here whole and handed over as bytes,
-// and a JSON answer is written from the text it was made of.
+// known-bodies.ts): a tool call's small JSON body is read here whole and handed over with the
+// request as a ReadRequest (no WHATWG Request made), and a JSON answer, a TextAnswer, is
+// written from its text (no Response made).
 
 export { DEFAULT_HOST, DEFAULT_PORT };
 
@@ -140,22 +141,8 @@ async function handle(
   res.on('close', () => {
     if (!res.writableFinished) aborted.abort();
   });
-  const headers = new Headers();
-  const raw = req.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    try {
-      headers.append(raw[i]!, raw[i + 1]!);
-    } catch {
-      /* a header undici refuses cannot matter to the app */
-    }
-  }
   const method = req.method ?? 'GET';
-  const hasBody =
-    method !== 'GET' &&
-    method !== 'HEAD' &&
-    (req.headers['transfer-encoding'] !== undefined ||
-      (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0'));
-  let request: Request;
+  let answer: Answer;
   const declared = smallToolBody(req, method, url, app.maxBodyBytes);
   if (declared !== null) {
     const body = await readWhole(req, declared);
@@ -163,18 +150,22 @@ async function handle(
       res.destroy(); // the client left before its body arrived
       return;
     }
-    // No signal on the Request itself: see known-bodies.ts (it travels beside it).
-    request = withReadBody(new Request(base + url, { method, headers }), body, aborted);
+    answer = await app.serve(new ReadRequest(method, base + url, req.rawHeaders, body, aborted));
   } else {
-    request = new Request(base + url, {
+    const hasBody =
+      method !== 'GET' &&
+      method !== 'HEAD' &&
+      (req.headers['transfer-encoding'] !== undefined ||
+        (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0'));
+    const request = new Request(base + url, {
       method,
-      headers,
+      headers: headersOf(req.rawHeaders),
       signal: aborted.signal,
       ...(hasBody ? { body: bodyStream(req, app.maxBodyBytes), duplex: 'half' as const } : {}),
     });
+    answer = await app.serve(request);
   }
-  const response = await app.fetch(request);
-  await writeResponse(response, req, res);
+  await writeResponse(answer, req, res);
 }
 
 /** Bodies up to this size of tool calls are read whole before the Request is built. */
@@ -304,7 +295,7 @@ function discardBody(req: IncomingMessage, maxMs: number, maxBytes: number): Pro
 }
 
 async function writeResponse(
-  response: Response,
+  response: Answer,
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
@@ -313,18 +304,28 @@ async function writeResponse(
   // reset, which can reach a client still sending before it reads the answer and take the
   // answer away (EPIPE instead of 413): nginx's lingering close, done before answering.
   if (!req.complete) await discardBody(req, LINGER_MS, LINGER_BYTES);
-  res.statusCode = response.status;
-  response.headers.forEach((value, key) => res.setHeader(key, value));
-  if (!req.complete) res.setHeader('connection', 'close');
-  const text = textOf(response);
-  if (text !== undefined) {
+  if (response instanceof TextAnswer) {
+    const text = response.text;
+    // The headers go to writeHead as one flat list: no setHeader per header (each validated
+    // and stored in a map that writeHead reads back).
+    const head: string[] = [];
+    for (const [name, value] of Object.entries(response.headers)) {
+      if (name !== 'connection' || req.complete) head.push(name, value);
+    }
+    if (!req.complete) head.push('connection', 'close');
     // Written as the string: node:http sends it with the headers in one write, converted
     // outside the JS heap. A Buffer.from(text) first was the largest allocation of the daemon
     // under the storm (9% of sampled bytes: a 35 KB lane_get page a read) and its writev two
     // chunks: ~30 µs more CPU a 26 KB answer, measured.
-    res.setHeader('content-length', Buffer.byteLength(text, 'utf8'));
+    head.push('content-length', String(Buffer.byteLength(text, 'utf8')));
+    res.writeHead(response.status, head);
     res.end(text, 'utf8');
-  } else if (!response.body) {
+    return;
+  }
+  res.statusCode = response.status;
+  response.headers.forEach((value, key) => res.setHeader(key, value));
+  if (!req.complete) res.setHeader('connection', 'close');
+  if (!response.body) {
     res.end();
   } else if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     const buf = Buffer.from(await response.arrayBuffer());

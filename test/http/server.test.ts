@@ -268,6 +268,70 @@ describe('over a socket', () => {
     expect(result.ask.title).toBe(title);
   });
 
+  it("reads a small tool call's headers as a Request's Headers would, and answers with its headers", async () => {
+    // The adapter hands a small tool call to the app without making a Request (known-bodies.ts
+    // ReadRequest): its header lookups must still be Headers.get's (names in any case, a
+    // repeated header's values joined), or the Host, Origin and token checks would differ.
+    const url = new URL(daemon.url);
+    const body = JSON.stringify({});
+    const exchange = (headerLines: string[]) =>
+      new Promise<{ status: string; head: string; body: string }>((resolve, reject) => {
+        const sock = connect(Number(url.port), url.hostname);
+        let got = '';
+        sock.on('data', (c: Buffer) => (got += c.toString('utf8')));
+        sock.on('error', reject);
+        sock.on('close', () => {
+          const end = got.indexOf('\r\n\r\n');
+          resolve({
+            status: got.split('\r\n')[0] ?? '',
+            head: got.slice(0, end).toLowerCase(),
+            body: got.slice(end + 4),
+          });
+        });
+        sock.end(
+          [
+            `POST ${toolPath('lane_list')} HTTP/1.1`,
+            ...headerLines,
+            `Content-Length: ${Buffer.byteLength(body)}`,
+            'Connection: close',
+            '',
+            body,
+          ].join('\r\n'),
+        );
+      });
+    const host = `Host: ${url.host}`;
+    const auth = `Authorization: Bearer ${tok.owner}`;
+    const json = 'Content-Type: application/json';
+
+    const ok = await exchange([
+      host.toUpperCase(),
+      auth.replace('Authorization', 'AUTHORIZATION'),
+      json.replace('Content-Type', 'content-TYPE'),
+    ]);
+    expect(ok.status, ok.body).toBe('HTTP/1.1 200 OK');
+    expect(ok.head).toContain('\r\ncontent-type: application/json; charset=utf-8');
+    expect(ok.head).toContain('\r\ncache-control: no-store');
+    expect(ok.head).toContain('\r\nx-content-type-options: nosniff');
+    expect(ok.head).toContain(`\r\ncontent-length: ${Buffer.byteLength(ok.body)}`);
+    expect(JSON.parse(ok.body).result.lanes).toBeInstanceOf(Array);
+
+    // The token twice reads "Bearer …, Bearer …": malformed, as with a Headers.
+    const twice = await exchange([host, auth, auth, json]);
+    expect(twice.status).toBe('HTTP/1.1 401 Unauthorized');
+    expect(JSON.parse(twice.body).error).toMatch(/malformed Authorization/);
+    expect(twice.head).toContain('\r\nwww-authenticate: bearer realm="zz"');
+
+    // A second Host naming another server is not passed over.
+    const hosts = await exchange([host, 'Host: evil.example', auth, json]);
+    expect(hosts.status).toBe('HTTP/1.1 403 Forbidden');
+    const origin = await exchange([host, auth, json, 'Origin: http://evil.example']);
+    expect(origin.status).toBe('HTTP/1.1 403 Forbidden');
+    const sameOrigin = await exchange([host, auth, json, `Origin: ${daemon.url}`]);
+    expect(sameOrigin.status).toBe('HTTP/1.1 200 OK');
+    const text = await exchange([host, auth, 'Content-Type: text/plain']);
+    expect(text.status).toBe('HTTP/1.1 415 Unsupported Media Type');
+  });
+
   it('always lets a client sending 20 MiB read its 413 (lingering close), 40 times over', async () => {
     const url = new URL(daemon.url);
     const body = Buffer.alloc(20 * 1024 * 1024, 0x20);

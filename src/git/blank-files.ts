@@ -35,7 +35,10 @@ import { closeQuietly, unlinkQuietly } from './fs-calls.js';
 //
 // Hazards:
 // - A blank is a file with a name that someone may remove meanwhile (a person clearing
-//   .git/zz/). take() drops a blank whose name is gone (fstat: no links) and tries the next.
+//   .git/zz/). take() does not check (an fstat per blank, three a durable write, ~1% of its
+//   CPU, for a rare case): the caller's rename of a blank whose name is gone fails (ENOENT)
+//   and it makes its file itself, as without blanks (RefStore.newToken; SmallPacks.write
+//   writes its pack again; blanks-attack.test.ts clears zz/blanks/ under writes).
 // - A process that dies leaves its spares (and owner or hold file): the first take() of the
 //   next process removes those of dead processes on this host (a pid reused by a live
 //   process keeps them for later: harmless). close() removes a live process's spares.
@@ -115,17 +118,7 @@ export class BlankFiles {
   /** A blank (empty, open for writing, its name still in place), or null: create your own. */
   take(): Blank | null {
     sweepBlanks(this.dir);
-    let b: Blank | undefined;
-    while ((b = this.spares.shift())) {
-      let links: number;
-      try {
-        links = fs.fstatSync(b.fd).nlink;
-      } catch {
-        links = 0;
-      }
-      if (links > 0) break;
-      closeQuietly(b.fd); // removed under us: nothing to unlink
-    }
+    const b = this.spares.shift();
     this.refill();
     return b ?? null;
   }

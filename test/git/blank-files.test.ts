@@ -57,19 +57,20 @@ describe('blank files', () => {
     expect(readdirSync(d)).toHaveLength(4);
   });
 
-  it('skips a blank whose name was removed meanwhile, and close() removes the spares', async () => {
+  it('hands out a blank whose name was removed meanwhile (unchecked), and close() removes the spares', async () => {
     const d = dir();
     const blanks = new BlankFiles(d, { spare: 2, mode: 0o644 });
     blanks.take();
     await until(() => blanks.ready === 2);
     const [first] = readdirSync(d).sort();
     fs.unlinkSync(join(d, first!)); // a person clearing .git/zz/
-    // Both spares were made in name order; the removed one is skipped, not handed out.
+    // Both spares were made in name order: the removed one comes first, and its user's
+    // rename of it fails (the writes in a repository then make their file: tested below).
     const b = blanks.take()!;
-    expect(b).not.toBeNull();
-    expect(existsSync(b.path)).toBe(true);
+    expect(b.path).toBe(join(d, first!));
+    expect(existsSync(b.path)).toBe(false);
+    expect(() => fs.renameSync(b.path, join(d, 'taken'))).toThrow(/ENOENT/);
     fs.closeSync(b.fd);
-    fs.unlinkSync(b.path);
     await until(() => blanks.ready === 2);
     blanks.close();
     expect(readdirSync(d)).toEqual([]);
@@ -144,6 +145,26 @@ describe('blank files', () => {
         Array.from({ length: 3 }, () => ['token', ...Array(3).fill('data sync')]).flat(),
       );
       expect(readdirSync(locks)).toEqual([]);
+    });
+
+    // take() does not check a blank's name: a write whose blanks were all removed (a person
+    // clearing .git/zz/blanks/) fails each rename from them and makes its files itself.
+    it('a write lands when the names of every spare were removed', async () => {
+      const { dir, repo, store } = await open();
+      await write(store, 0);
+      const blanks = blanksDir(repo.gitdir);
+      await until(
+        () => repo.objects.small['blanks'].ready >= 2 && repo.refs['tokenBlanks'].ready >= 1,
+      );
+      for (const n of readdirSync(blanks))
+        if (!/\.(owner|old)$/.test(n)) fs.unlinkSync(join(blanks, n));
+      const rev = await write(store, 1);
+      expect(sh(dir, 'rev-parse', REF)).toBe(rev);
+      expect(readdirSync(join(repo.gitdir, 'zz', 'locks'))).toEqual([]);
+      const pack = readdirSync(join(repo.gitdir, 'objects', 'pack'));
+      expect(pack.filter((n) => n.startsWith('tmp_') || n.endsWith('.keep'))).toEqual([]);
+      expect(fsckProblems(dir)).toEqual([]);
+      expect(await store.readAll(rev, 'asks/1')).toEqual(new Map([['asks/1/a.json', '{"i":1}']]));
     });
 
     it("renames the lock over the ref while the ref's old file has a second name, removed after", async () => {

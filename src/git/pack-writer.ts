@@ -78,15 +78,15 @@ const TYPE_CODE: Record<PackObjectType, number> = { commit: 1, tree: 2, blob: 3 
 
 /** zlib level for pack entries: the Ladder's rung blobs are small JSON, speed matters more. */
 const LEVEL = 1;
-/**
- * Trees are stored (zlib level 0: the bytes as they are, in a valid zlib stream). A tree is
- * mostly 20-byte binary oids, which do not compress: a Lane's `asks/` tree of 256 fan-out
- * entries (7.4 KiB) came to 82% of its size at level 1, for ~0.4 ms of deflate on the loaded
- * 2-vCPU VM (~10x level 0's time) on every Lane op, the largest CPU cost of a durable write
- * after the fsyncs. The price: such an entry is ~20% larger until git's gc repacks it (gc
- * tries deltas for every entry it reuses, and a tree's versions delta well).
- */
-const TREE_LEVEL = 0;
+// Trees are stored (zlib's level 0: the bytes as they are, in a valid zlib stream). A tree is
+// mostly 20-byte binary oids, which do not compress: a Lane's `asks/` tree of 256 fan-out
+// entries (7.4 KiB) came to 82% of its size at level 1, for ~0.4 ms of deflate on the loaded
+// 2-vCPU VM (~10x level 0's time) on every Lane op, the largest CPU cost of a durable write
+// after the fsyncs. The price: such an entry is ~20% larger until git's gc repacks it (gc
+// tries deltas for every entry it reuses, and a tree's versions delta well).
+// The stored stream is written here (storedZlib), not by zlib: each zlib call builds a stream
+// object and a compressor state (~10 µs, most of it for a tree of a few entries), and a Lane
+// op writes three trees (issue 17: ~2% of a durable write's CPU).
 /**
  * The zlib window for a body of `size` bytes: no larger than the body needs. zlib allocates
  * state in proportion to the window (256 KiB at the default 15 bits), for every one of a few
@@ -146,11 +146,60 @@ export interface EncodedPack {
 
 export function encodeEntry(e: PackEntry): EncodedEntry {
   const head = entryHeader(e.type, e.body.length);
-  const data = zlib.deflateSync(e.body, {
-    level: e.type === 'tree' ? TREE_LEVEL : LEVEL,
-    windowBits: windowBitsFor(e.body.length),
-  });
+  if (e.type === 'tree') {
+    const data = storedZlib(e.body, head);
+    return { oid: e.oid, data, crc: crc32(data) };
+  }
+  const data = zlib.deflateSync(e.body, { level: LEVEL, windowBits: windowBitsFor(e.body.length) });
   return { oid: e.oid, data: Buffer.concat([head, data]), crc: crc32(data, crc32(head)) };
+}
+
+/** Bytes in one stored deflate block at most (its length field is 16 bits). */
+const STORED_BLOCK = 0xffff;
+
+/**
+ * `prefix` followed by a zlib stream (RFC 1950) of `body` in stored deflate blocks (RFC 1951,
+ * BTYPE 00): what zlib's level 0 writes, byte for byte in the blocks and checksum (the header
+ * says a 32 KiB window, which any inflater accepts).
+ */
+export function storedZlib(body: Buffer, prefix: Buffer = EMPTY): Buffer {
+  const blocks = Math.max(1, Math.ceil(body.length / STORED_BLOCK));
+  const out = Buffer.allocUnsafe(prefix.length + 2 + 5 * blocks + body.length + 4);
+  prefix.copy(out, 0);
+  let o = prefix.length;
+  out[o++] = 0x78; // deflate, 32 KiB window
+  out[o++] = 0x01; // no dictionary, fastest; (0x78 << 8 | 0x01) % 31 === 0
+  for (let k = 0; k < blocks; k++) {
+    const start = k * STORED_BLOCK;
+    const len = Math.min(STORED_BLOCK, body.length - start);
+    out[o] = k === blocks - 1 ? 1 : 0; // BFINAL on the last; BTYPE 00; the rest of the byte 0
+    out.writeUInt16LE(len, o + 1);
+    out.writeUInt16LE(len ^ 0xffff, o + 3);
+    o += 5;
+    o += body.copy(out, o, start, start + len);
+  }
+  out.writeUInt32BE(adler32(body), o);
+  return out;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** zlib's Adler-32 of `buf`. */
+export function adler32(buf: Uint8Array): number {
+  let a = 1;
+  let b = 0;
+  // The modulo once per 5552 bytes (zlib's NMAX: b stays below 2^32; a Number is exact far
+  // beyond that).
+  for (let i = 0; i < buf.length;) {
+    const end = Math.min(i + 5552, buf.length);
+    for (; i < end; i++) {
+      a += buf[i]!;
+      b += a;
+    }
+    a %= 65521;
+    b %= 65521;
+  }
+  return b * 65536 + a;
 }
 
 export function encodePack(objects: readonly PackEntry[]): EncodedPack {

@@ -9,7 +9,16 @@ export { TREE_PATH_LIMITS, treePathProblem } from '../schema/tree-path.js';
 
 const BAD_COMPONENT = /^\.|\.lock$|^-|[\0-\x1f\x7f ~^:?*[\\]|\.\.|@\{/;
 
+/**
+ * Names found valid, so that the same ref is not split and matched again: a durable write
+ * checks its ref four times (GitStore.commit, two reads, the CAS), ~0.7% of its CPU. Bounded:
+ * cleared when full. Only valid names are kept; an invalid one is always checked (and refused).
+ */
+const VALID_REFS = new Set<string>();
+const VALID_REFS_MAX = 4096;
+
 export function assertRefName(ref: string): string {
+  if (VALID_REFS.has(ref)) return ref;
   if (!ref.startsWith('refs/') || ref.endsWith('/') || ref.includes('//') || ref.length > 1024) {
     throw new ZzError('invalid_argument', `invalid ref name "${printable(ref)}"`);
   }
@@ -18,6 +27,8 @@ export function assertRefName(ref: string): string {
       throw new ZzError('invalid_argument', `invalid ref name "${printable(ref)}"`);
     }
   }
+  if (VALID_REFS.size >= VALID_REFS_MAX) VALID_REFS.clear();
+  VALID_REFS.add(ref);
   return ref;
 }
 

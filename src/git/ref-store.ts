@@ -1,5 +1,5 @@
 import fs, { promises as fsp } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 import { ZzError } from '../errors.js';
 import {
   BlankFiles,
@@ -84,9 +84,12 @@ export class RefStore {
     readonly gitdir: string,
     opts: RefStoreOptions = {},
   ) {
+    this.refBase = join(gitdir, sep);
+    this.lockDir = join(gitdir, 'zz', 'locks');
+    this.blanks = blanksDir(gitdir);
     this.lockTimeoutMs = opts.lockTimeoutMs ?? 10_000;
     this.fsync = opts.fsync ?? true;
-    this.tokenBlanks = new BlankFiles(blanksDir(gitdir), {
+    this.tokenBlanks = new BlankFiles(this.blanks, {
       spare: 2,
       mode: 0o644,
       sameDeviceAs: gitdir,
@@ -96,10 +99,47 @@ export class RefStore {
   /** Removes the spare tokens (the repository's close). */
   close(): void {
     this.tokenBlanks.close();
+    const r = this.reserved;
+    this.reserved = null;
+    if (r) {
+      closeQuietly(r.fd);
+      unlinkQuietly(r.token);
+    }
   }
 
+  /** A token made by reserveToken() for the next lock this store takes. */
+  private reserved: { fd: number; token: string } | null = null;
+
+  /**
+   * Makes the owner token of the next lock now (see acquire), for a caller about to start
+   * syncs that the token's making would wait behind. GitStore.commit calls it right before it
+   * writes a pack: that pack's files are blanks made in zz/blanks/, and on ext4 without a
+   * journal the first fdatasync of a new file also writes its directory's blocks out
+   * (ext4_sync_parent); the token's rename out of the same zz/blanks/, made after it, waited
+   * for that write in the kernel (0.3–1 ms, on ~5% of durable single writes: seen with `perf
+   * record -e sched:sched_switch`, issue 17). Made first, it waits for nothing. A reserved
+   * token is a token with no lock linked to it yet, as one whose link failed: it proves
+   * nothing, the next acquire() (or close()) takes it, and if the process dies first the sweep
+   * of dead processes' tokens removes it.
+   */
+  reserveToken(): void {
+    if (this.reserved || !this.linkable) return;
+    try {
+      this.reserved = this.newToken();
+    } catch {
+      /* acquire() makes one, and reports what fails then */
+    }
+  }
+
+  // Paths built once, or by concatenation on a write's path (a few path.join calls a write
+  // were ~1% of its CPU). A ref's name is checked (assertRefName) before it names a file, so
+  // gitdir + the name is what join would make.
+  private readonly refBase: string;
+  private readonly lockDir: string;
+  private readonly blanks: string;
+
   private refPath(ref: string): string {
-    return join(this.gitdir, ...ref.split('/'));
+    return this.refBase + (sep === '/' ? ref : ref.replaceAll('/', sep));
   }
 
   // The parsed packed-refs is cached by the file's identity and mtime. That cache serves reads
@@ -238,14 +278,16 @@ export class RefStore {
       if (held.fd >= 0) closeQuietly(held.fd);
       // The lock goes before the token: a lock must never outlive the proof that it is ours.
       if (!renamed) unlinkIfThere(lock);
-      // Once the lock is the ref, the token proves nothing and only a second name for the
-      // ref's inode: it goes in the pool, off the write's path (an unlink waits for the
-      // filesystem's journal, ~1 ms under a busy disk). Killed first, it stays linked to the
-      // ref and is swept once the ref is rewritten (sweepOrphanTokens), as before.
-      if (held.token) {
-        if (renamed) unlinkLater(held.token);
-        else unlinkIfThere(held.token);
-      }
+      // Once the lock is the ref, the token proves nothing and is only a second name for the
+      // ref's inode. Removed here, synchronously: that frees no data block (the inode lives on
+      // as the ref), so it costs what a rename does (~10 µs), where a round trip through
+      // libuv's pool cost the loop about as much again and woke a pool thread (issue 17:
+      // ~11 pool round trips per durable write). Hazard: a native writer that replaced the
+      // ref in the microseconds since our rename makes this the inode's last name, and its
+      // removal then frees the block on the event loop (slow on a disk with synchronous
+      // discard, never wrong). Killed first, the token stays linked to the ref and is swept
+      // once the ref is rewritten (sweepOrphanTokens), as before.
+      if (held.token) unlinkIfThere(held.token);
     }
   }
 
@@ -314,7 +356,7 @@ export class RefStore {
   private replace(lock: string, path: string, previous: string | null): void {
     let hold: string | null = null;
     if (previous !== null && this.linkable) {
-      hold = join(blanksDir(this.gitdir), `${ownedName()}.old`);
+      hold = `${this.blanks}${sep}${ownedName()}.old`;
       try {
         fs.linkSync(path, hold);
       } catch {
@@ -328,16 +370,12 @@ export class RefStore {
     }
   }
 
-  private get lockDir(): string {
-    return join(this.gitdir, 'zz', 'locks');
-  }
-
   /**
    * Our owner token (an empty file whose name says who we are) and its fd: a blank made ahead
    * (blank-files.ts: creating it here was a fifth of a durable write), else created now.
    */
   private newToken(): { fd: number; token: string } {
-    const token = join(this.lockDir, ownedName());
+    const token = this.lockDir + sep + ownedName();
     const blank = this.tokenBlanks.take();
     if (blank) {
       // Named a token by a rename into zz/locks/ (the blank is ours alone until then).
@@ -378,7 +416,8 @@ export class RefStore {
     let linkable = this.linkable;
     let held: { fd: number; token: string } | null = null;
     if (linkable) {
-      held = this.newToken();
+      held = this.reserved ?? this.newToken();
+      this.reserved = null;
       if (!this.sweptTokens) {
         this.sweptTokens = true;
         await this.sweepOrphanTokens();

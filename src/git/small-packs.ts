@@ -1,5 +1,5 @@
 import fs, { closeSync, existsSync, mkdirSync, openSync, promises as fsp, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BlankFiles, blanksDir } from './blank-files.js';
 import { closeQuietly, fdatasyncFd, unlinkIfThere } from './fs-calls.js';
@@ -45,10 +45,11 @@ import {
 //   the process's owner file, then take the ref's lock (rename a blank into zz/locks/ as the
 //   owner token, link it to <ref>.lock, read the ref, write the new value, issue its
 //   fdatasyncFd); wait 1. Rename the .pack, then the .idx; fsync objects/pack/; wait 2. Give
-//   the ref's old file a second name, rename the lock over the ref; unlink the .keep (a
-//   link); the token's and the second name's unlinks go to the pool. 3 fdatasyncs + 1 fsync,
-//   4 renames, 3 links, 1 unlink and no file creation on the write's path; no data block is
-//   freed there either. Both matter on the VMs' ext4 (`discard`, no journal): a creation
+//   the ref's old file a second name, rename the lock over the ref; unlink the token and the
+//   .keep (names of inodes that live on); the second name's unlink (it frees the old file's
+//   block) goes to the pool. 3 fdatasyncs + 1 fsync, 4 renames, 3 links, 2 unlinks and no
+//   file creation on the write's path; no data block is freed there either. Both matter
+//   on the VMs' ext4 (`discard`, no journal): a creation
 //   costs 40–140 µs, a free is a synchronous discard of 0.3–1.3 ms, where a rename, link or
 //   unlink of a name costs ~10 µs (measured, issue 17). Before (main at 1504813): the same
 //   syncs, 3 renames, 1 link, 4 creations, the .keep's unlink and the rename over the ref
@@ -115,8 +116,8 @@ const TRACK_MAX_BYTES = 32 * 1024;
 export const SYNC_WRITE_MAX = 256 * 1024;
 /** A pack of more objects than this is encoded and written in two turns (see write()). */
 const SPLIT_MIN_OBJECTS = 32;
-/** Blanks kept ready: a small pack takes two (its tmp .pack and .idx). */
-const BLANKS = 2;
+/** Blanks kept ready: a small pack takes two (its tmp .pack and .idx), and so does a merge. */
+const BLANKS = 4;
 
 interface Tracked {
   name: string;
@@ -152,21 +153,20 @@ export class SmallPacks {
 
   /** Blanks for the tmp files and .keep of small packs (blank-files.ts: "Where they live"). */
   private readonly blanks: BlankFiles;
+  /** objects/pack/ (built once: path.join on every write showed in profiles). */
+  private readonly dir: string;
 
   constructor(
     private readonly gitdir: string,
     private readonly opts: SmallPacksOptions,
   ) {
+    this.dir = join(gitdir, 'objects', 'pack');
     this.keeps = new PackKeeps(gitdir);
     this.blanks = new BlankFiles(blanksDir(gitdir), {
       spare: BLANKS,
       mode: 0o444,
       sameDeviceAs: join(gitdir, 'objects'),
     });
-  }
-
-  private get dir(): string {
-    return join(this.gitdir, 'objects', 'pack');
   }
 
   /** A tmp file in objects/pack/ holding `parts`: its fd and path. */
@@ -182,7 +182,7 @@ export class SmallPacks {
       }
       return [blank.fd, blank.path];
     }
-    const path = join(this.dir, `tmp_${kind}_${tmpTag()}`);
+    const path = `${this.dir}${sep}tmp_${kind}_${tmpTag()}`;
     try {
       return [createSync(path, parts), path];
     } catch (e) {
@@ -211,8 +211,15 @@ export class SmallPacks {
       this.leftForGc++;
       return;
     }
+    const keep = await this.writeSmallOnce(enc, pending);
+    if (pending) this.hold(pending, keep, enc);
+    else this.track(enc);
+  }
+
+  /** writeSmall, again once after a fault a second try gets past. Answers the .keep. */
+  private async writeSmallOnce(enc: EncodedPack, pending?: Set<string>): Promise<string | null> {
     try {
-      await this.writeSmall(enc, pending);
+      return await this.writeSmall(enc, pending);
     } catch (e) {
       // objects/pack/ gone under us (ENOENT: made again, as git would; no stat per write to
       // notice it before). And a blank is renamed (the .keep linked) from zz/blanks/ into
@@ -225,15 +232,24 @@ export class SmallPacks {
       if (code === 'EXDEV') this.blanks.close();
       else if (code === 'ENOENT') this.knownDir = false;
       else throw e;
-      await this.writeSmall(enc, pending, false);
+      return this.writeSmall(enc, pending, false);
     }
   }
 
-  private async writeSmall(enc: EncodedPack, pending?: Set<string>, blanks = true): Promise<void> {
+  /**
+   * Writes `enc` with synchronous calls into blanks (fsyncs in the pool): durable when this
+   * resolves, but for objects/pack/'s fsync where `pending` leaves it to the caller, who then
+   * also gets a .keep (answered) for the pack until release().
+   */
+  private async writeSmall(
+    enc: EncodedPack,
+    pending?: Set<string>,
+    blanks = true,
+  ): Promise<string | null> {
     // objects/pack/ is made once per process and then trusted (no stat per write); gone since
     // (a repository re-initialised under us), write()'s retry makes it again, as git would.
     const madeDir = this.knownDir ? false : this.makeDir();
-    const final = join(this.dir, `pack-${enc.name}`);
+    const final = `${this.dir}${sep}pack-${enc.name}`;
     const fds: number[] = [];
     // The tmp files: blanks made ahead when there are (blank-files.ts: a creation is most of
     // what this write would otherwise wait for), else created here.
@@ -283,8 +299,7 @@ export class SmallPacks {
         ]);
       }
     }
-    if (pending) this.hold(pending, keep, enc);
-    else this.track(enc);
+    return keep;
   }
 
   /**
@@ -388,7 +403,14 @@ export class SmallPacks {
     const enc = assemblePack(batch.flatMap((p) => p.entries));
     try {
       // Durable (both files, then objects/pack/) before anything it replaces is deleted.
-      await writeEncodedPack(this.gitdir, enc, { fsync: this.opts.fsync });
+      // Written as a write's small pack is (synchronous calls into two blanks, the syncs in
+      // the pool, objects/pack/'s fsync shared with the writes'), where blanks are ready:
+      // pack-writer's async path made ~15 pool round trips of it (open, writes, syncs,
+      // closes, renames, the directory's open, sync and close), each a wake of a pool thread
+      // and a callback on the loop (issue 17). Without blanks, that path, rather than files
+      // created on the event loop for a background merge.
+      if (enc.bytes <= SYNC_WRITE_MAX && this.blanks.ready >= 2) await this.writeSmallOnce(enc);
+      else await writeEncodedPack(this.gitdir, enc, { fsync: this.opts.fsync });
     } catch {
       this.mergeFailures++;
       this.leftForGc += batch.length;

@@ -1,20 +1,23 @@
 import { ZzError } from '../errors.js';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import {
+  assertRefName,
   assertTreePath,
   EMPTY_TREE_OID,
-  hashObject,
+  hashedObject,
   commitMessages,
   readCommit,
   readTree,
   RefCasError,
   serializeCommit,
-  serializeTree,
+  serializeSortedTree,
   signCommitBody,
+  sortTreeEntries,
   walkTreePath,
   type CommitData,
   type SshSigningKey,
   type GitRepository,
+  type HashedObject,
   type ObjectType,
   type ObjectWriter,
   type PendingDirs,
@@ -41,6 +44,8 @@ export class GitStore implements Store {
   readonly kind = 'git' as const;
   private readonly trees = new Map<string, TreeEntry[]>();
   private readonly commitTrees = new Map<string, string>();
+  /** The last large trees written, as bytes (see TreeImages). */
+  private readonly images = new TreeImages();
 
   /** The signing key for commits an actor authors, or null to leave them unsigned. */
   signer: ((actor: string) => SshSigningKey | null) | null = null;
@@ -160,9 +165,16 @@ export class GitStore implements Store {
   }
 
   async commit(ref: string, req: CommitRequest): Promise<string> {
-    // Cheap early refusal; the lockfile CAS below is what actually guarantees it.
-    const current = await this.head(ref);
-    if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
+    // No read of the ref up front: the CAS under the lock refuses a stale parent (RefCasError)
+    // and its read is the one that counts. The early read was one more of the three reads of
+    // the ref file a durable write made (Entity.read, this one, the CAS's), and a stale parent
+    // is the rare case: another process moved the ref (Entity re-decides and retries). What
+    // that case costs now: the objects are written before the CAS fails, a small pack that no
+    // ref names. Nothing is lost or corrupt (the ref never moved); the pack is released and
+    // merged like any other (its objects go with the merged pack to gc, which prunes them once
+    // unreachable and old). A large commit still reads first (below): its pack is MBs.
+    // The ref's name is checked first, as that read did: a hostile name writes nothing.
+    assertRefName(ref);
     // A singleton entity starts from a fixed root commit (same bytes on every machine), so two
     // independent `zz init`s share history and a sync merge of them has a common base.
     const root = req.parent === null && SINGLETON_REFS.has(ref) ? await this.rootCommit(ref) : null;
@@ -186,12 +198,25 @@ export class GitStore implements Store {
           message: formatOpMessage(req.summary, req.ops),
         },
         pending,
-      );
+      ).catch(async (e: unknown) => {
+        // A parent that is not the ref's value may not be a commit here at all: that is a
+        // stale parent (RefCasError), as the early read reported it, not a missing revision.
+        const current = await this.head(ref);
+        throw current !== req.parent ? new RefCasError(ref, req.parent, current) : e;
+      });
       // A turn of the event loop between building the commit (trees, hashes) and writing it
       // (deflate, pack, files): reads that arrived meanwhile are answered in between instead of
       // after both. Under a 32-writer storm, read p99 went from 4.6–6.8× idle to 3.5–4.2×
       // (with the one in Entity.commitGroup, 2.3–2.9×); throughput did not drop.
       await nextTurn();
+      if (large) {
+        // MBs not written for a parent that is stale already (the CAS still decides).
+        const current = await this.head(ref);
+        if (current !== req.parent) throw new RefCasError(ref, req.parent, current);
+      }
+      // The lock's owner token first: made after the pack's data syncs started, its rename
+      // could wait in the kernel behind them (RefStore.reserveToken).
+      if (!large) this.repo.refs.reserveToken();
       // Runs synchronously up to the data syncs, which then run while the lock is taken.
       written = write();
       written.catch(() => {}); // awaited below: not an unhandled rejection meanwhile
@@ -217,7 +242,7 @@ export class GitStore implements Store {
   /** The deterministic root of a singleton ref: empty tree, fixed identity, time 0, unsigned. */
   private async rootCommit(ref: string): Promise<string> {
     const writes = new ObjectBatch(this.repo.objects);
-    writes.add('tree', Buffer.alloc(0));
+    writes.put('tree', Buffer.alloc(0));
     const zz: Signature = { name: 'zz', email: 'zz@localhost', time: 0 };
     const body = serializeCommit({
       tree: EMPTY_TREE_OID,
@@ -226,9 +251,9 @@ export class GitStore implements Store {
       committer: zz,
       message: `${ROOT_MESSAGE} ${ref}\n`,
     });
-    writes.add('commit', body);
+    const oid = writes.put('commit', body);
     await writes.done();
-    return hashObject('commit', body).oid;
+    return oid;
   }
 
   /**
@@ -262,7 +287,7 @@ export class GitStore implements Store {
     const writes = new ObjectBatch(this.repo.objects, pending);
     const have = req.reuse ? await this.treeOf(req.reuse) : null;
     const tree = (await this.treeWith(baseTree, changes, writes, have)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID) writes.add('tree', Buffer.alloc(0));
+    if (tree === EMPTY_TREE_OID) writes.put('tree', Buffer.alloc(0));
     const now = req.time ?? Math.floor(Date.now() / 1000);
     const author = actorSignature(req.author, now);
     const committer: Signature = { name: 'zz', email: 'zz@localhost', time: now };
@@ -276,8 +301,7 @@ export class GitStore implements Store {
     // Signed with the key of the person the op acts for, when this process holds it.
     const key = this.signer?.(req.author) ?? null;
     const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
-    const oid = hashObject('commit', body).oid;
-    writes.add('commit', body);
+    const oid = writes.put('commit', body);
     const write = async (): Promise<void> => {
       await writes.done();
       for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
@@ -298,7 +322,7 @@ export class GitStore implements Store {
     ]);
     const writes = new ObjectBatch(this.repo.objects);
     const tree = (await this.treeWith(baseTree, changes, writes)) ?? EMPTY_TREE_OID;
-    if (tree === EMPTY_TREE_OID) writes.add('tree', Buffer.alloc(0));
+    if (tree === EMPTY_TREE_OID) writes.put('tree', Buffer.alloc(0));
     await writes.done();
     for (const [treeOid, entries] of writes.trees) this.remember(this.trees, treeOid, entries);
     const now = Math.floor(Date.now() / 1000);
@@ -326,23 +350,33 @@ export class GitStore implements Store {
     writes: ObjectBatch,
     have: string | null = null,
   ): Promise<string | null> {
-    const entries = new Map<string, TreeEntry>();
-    if (oid) for (const e of await this.readTree(oid)) entries.set(e.name, e);
+    const image = oid ? this.images.get(oid) : undefined;
+    const base = image ? image.list : oid ? await this.readTree(oid) : [];
+    let byName: Map<string, TreeEntry> | null = null;
+    const find = (name: string): TreeEntry | undefined => {
+      if (image) {
+        const i = image.index.get(name);
+        return i === undefined ? undefined : base[i];
+      }
+      if (!byName) byName = new Map(base.map((e) => [e.name, e]));
+      return byName.get(name);
+    };
     const held = new Map<string, TreeEntry>();
     if (have) for (const e of await this.readTree(have)) held.set(e.name, e);
+    // What changes at this level, by name (null: removed), in the order it is decided.
+    const updates = new Map<string, TreeEntry | null>();
     const sub = new Map<string, Array<[string[], Buffer | string | null]>>();
     for (const [parts, content] of changes) {
       const [head, ...rest] = parts;
       if (head === undefined) continue;
       if (rest.length === 0) {
-        if (content === null) entries.delete(head);
+        if (content === null) updates.set(head, null);
         else {
           // A file keeps its executable bit when its content is replaced.
-          const mode = entries.get(head)?.mode === '100755' ? '100755' : '100644';
+          const mode = find(head)?.mode === '100755' ? '100755' : '100644';
           const body = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
-          const blob = hashObject('blob', body).oid;
-          entries.set(head, { mode, name: head, oid: blob });
-          if (held.get(head)?.oid !== blob) writes.add('blob', body);
+          const blob = writes.put('blob', body, held.get(head)?.oid);
+          updates.set(head, { mode, name: head, oid: blob });
         }
       } else {
         let list = sub.get(head);
@@ -357,23 +391,48 @@ export class GitStore implements Store {
     }
     await Promise.all(
       [...sub].map(async ([name, list]) => {
-        const existing = entries.get(name);
+        // After this level's own changes: `d` removed and `d/x` written is a new `d`.
+        const existing = updates.has(name) ? (updates.get(name) ?? undefined) : find(name);
         const child = await this.treeWith(
           existing?.mode === '040000' ? existing.oid : null,
           list,
           writes,
           held.get(name)?.mode === '040000' ? held.get(name)!.oid : null,
         );
-        if (child === null) entries.delete(name);
-        else entries.set(name, { mode: '040000', name, oid: child });
+        updates.set(name, child === null ? null : { mode: '040000', name, oid: child });
       }),
     );
-    if (entries.size === 0) return null;
-    const list = [...entries.values()];
-    const body = serializeTree(list); // once: a lane's `asks/` tree has hundreds of entries
-    const treeOid = hashObject('tree', body).oid;
-    if (treeOid !== have) writes.add('tree', body);
-    writes.trees.set(treeOid, list);
+    let next: { list: TreeEntry[]; body: Buffer; oidAt: Uint32Array; index?: TreeImage['index'] };
+    if (image && sameShape(image, updates)) {
+      // Only ids change (an Ask's fan-out tree under `asks/`): the tree is the last one's
+      // bytes with the new ids written in place, its names, order and offsets the same.
+      const list = image.list.slice();
+      const body = Buffer.from(image.body);
+      for (const [name, e] of updates) {
+        const i = image.index.get(name)!;
+        list[i] = e!;
+        body.write(e!.oid, image.oidAt[i]!, 'hex');
+      }
+      next = { list, body, oidAt: image.oidAt, index: image.index };
+    } else {
+      const entries = new Map(base.map((e) => [e.name, e]));
+      for (const [name, e] of updates) {
+        if (e === null) entries.delete(name);
+        else entries.set(name, e);
+      }
+      if (entries.size === 0) return null;
+      // Sorted as kept (the cache's next reader starts from it), not only as serialised.
+      const list = sortTreeEntries([...entries.values()]);
+      // Once: a lane's `asks/` tree has hundreds of entries.
+      const { body, oidAt } = serializeSortedTree(list);
+      next = { list, body, oidAt };
+    }
+    const treeOid = writes.put('tree', next.body, have);
+    writes.trees.set(treeOid, next.list);
+    if (next.list.length >= IMAGE_MIN_ENTRIES) {
+      const index = next.index ?? new Map(next.list.map((e, i) => [e.name, i]));
+      this.images.set(treeOid, { ...next, index });
+    }
     return treeOid;
   }
 
@@ -383,12 +442,64 @@ export class GitStore implements Store {
 }
 
 /**
+ * A large tree as written: its entries in tree order, its bytes, where each entry's id sits in
+ * them and each name's position. The next version of `asks/` (one fan-out id changed, on every
+ * Lane op) is the same bytes with one id written over: rebuilding it from 256 entries (a Map,
+ * the order checked twice, each entry's cached bytes looked up, all concatenated) was ~4% of a
+ * durable write's CPU (issue 17).
+ */
+interface TreeImage {
+  list: TreeEntry[];
+  body: Buffer;
+  oidAt: Uint32Array;
+  /** Shared by versions with the same names. */
+  index: Map<string, number>;
+}
+
+/** Trees with fewer entries are serialised afresh (cheap), not kept as images. */
+const IMAGE_MIN_ENTRIES = 64;
+/** Images kept: one a busy large tree; ~8 KiB each for a 256-entry `asks/`. */
+const IMAGES_MAX = 32;
+
+/** Whether every update keeps a name that `image` has, as the same kind: only ids change. */
+function sameShape(image: TreeImage, updates: Map<string, TreeEntry | null>): boolean {
+  for (const [name, e] of updates) {
+    const i = image.index.get(name);
+    if (e === null || i === undefined || image.list[i]!.mode !== e.mode) return false;
+  }
+  return true;
+}
+
+/**
+ * The last IMAGES_MAX large trees written, by id, least recently used out first. An id names
+ * its bytes, so an image never goes stale; a miss only costs the tree serialised afresh.
+ */
+class TreeImages {
+  private readonly byOid = new Map<string, TreeImage>();
+
+  get(oid: string): TreeImage | undefined {
+    const hit = this.byOid.get(oid);
+    if (hit) {
+      this.byOid.delete(oid);
+      this.byOid.set(oid, hit);
+    }
+    return hit;
+  }
+
+  set(oid: string, image: TreeImage): void {
+    this.byOid.delete(oid);
+    this.byOid.set(oid, image);
+    if (this.byOid.size > IMAGES_MAX) this.byOid.delete(this.byOid.keys().next().value!);
+  }
+}
+
+/**
  * The objects of one commit, hashed as the trees are built and written together by done(): one
  * call that sees the whole batch, so that a commit of many objects becomes one pack
  * (ObjectWriter.writeMany). Their trees are cached once all are on disk.
  */
 class ObjectBatch {
-  private readonly objects: Array<{ type: ObjectType; body: Buffer }> = [];
+  private readonly objects: HashedObject[] = [];
   readonly trees = new Map<string, TreeEntry[]>();
 
   /** With `pending`, the directories written into are left for the caller to sync. */
@@ -399,9 +510,17 @@ class ObjectBatch {
 
   private bytes = 0;
 
-  add(type: ObjectType, body: Buffer): void {
-    this.objects.push({ type, body });
-    this.bytes += body.length;
+  /**
+   * Hashes an object and queues it for writing, unless its id is `exists` (an object the
+   * repository holds already); answers its id. The one hash of the object (writeMany takes it).
+   */
+  put(type: ObjectType, body: Buffer, exists?: string | null): string {
+    const o = hashedObject(type, body);
+    if (o.oid !== exists) {
+      this.objects.push(o);
+      this.bytes += body.length;
+    }
+    return o.oid;
   }
 
   /** Written as a pack left for gc (ObjectWriter.isLarge). */

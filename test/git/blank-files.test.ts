@@ -57,19 +57,20 @@ describe('blank files', () => {
     expect(readdirSync(d)).toHaveLength(4);
   });
 
-  it('skips a blank whose name was removed meanwhile, and close() removes the spares', async () => {
+  it('hands out a blank whose name was removed meanwhile (unchecked), and close() removes the spares', async () => {
     const d = dir();
     const blanks = new BlankFiles(d, { spare: 2, mode: 0o644 });
     blanks.take();
     await until(() => blanks.ready === 2);
     const [first] = readdirSync(d).sort();
     fs.unlinkSync(join(d, first!)); // a person clearing .git/zz/
-    // Both spares were made in name order; the removed one is skipped, not handed out.
+    // Both spares were made in name order: the removed one comes first, and its user's
+    // rename of it fails (the writes in a repository then make their file: tested below).
     const b = blanks.take()!;
-    expect(b).not.toBeNull();
-    expect(existsSync(b.path)).toBe(true);
+    expect(b.path).toBe(join(d, first!));
+    expect(existsSync(b.path)).toBe(false);
+    expect(() => fs.renameSync(b.path, join(d, 'taken'))).toThrow(/ENOENT/);
     fs.closeSync(b.fd);
-    fs.unlinkSync(b.path);
     await until(() => blanks.ready === 2);
     blanks.close();
     expect(readdirSync(d)).toEqual([]);
@@ -114,6 +115,58 @@ describe('blank files', () => {
       });
     }
 
+    // The pack's first fdatasync on a file made in zz/blanks/ writes that directory out too
+    // (ext4 without a journal), and a rename out of zz/blanks/ meanwhile waits for it: the
+    // lock's owner token is renamed into zz/locks/ before the pack's data syncs start.
+    it("takes the lock's owner token before the pack's data syncs start", async () => {
+      const { repo, store } = await open();
+      await write(store, 0);
+      // Blanks ready for each write (else its files are created, not renamed from blanks).
+      const ready = () =>
+        until(() => repo.objects.small['blanks'].ready >= 2 && repo.refs['tokenBlanks'].ready >= 1);
+      const events: string[] = [];
+      const locks = join(repo.gitdir, 'zz', 'locks');
+      const renameSync = fs.renameSync.bind(fs);
+      vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+        if (String(to).startsWith(locks)) events.push('token');
+        renameSync(from, to);
+      });
+      const fdatasync = fs.fdatasync.bind(fs);
+      vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: fs.NoParamCallback) => {
+        events.push('data sync');
+        fdatasync(fd, cb);
+      }) as typeof fs.fdatasync);
+      for (let i = 1; i <= 3; i++) {
+        await ready();
+        await write(store, i);
+      }
+      // Per write: the token (renamed from a blank), then the .pack's, .idx's and lock's syncs.
+      expect(events).toEqual(
+        Array.from({ length: 3 }, () => ['token', ...Array(3).fill('data sync')]).flat(),
+      );
+      expect(readdirSync(locks)).toEqual([]);
+    });
+
+    // take() does not check a blank's name: a write whose blanks were all removed (a person
+    // clearing .git/zz/blanks/) fails each rename from them and makes its files itself.
+    it('a write lands when the names of every spare were removed', async () => {
+      const { dir, repo, store } = await open();
+      await write(store, 0);
+      const blanks = blanksDir(repo.gitdir);
+      await until(
+        () => repo.objects.small['blanks'].ready >= 2 && repo.refs['tokenBlanks'].ready >= 1,
+      );
+      for (const n of readdirSync(blanks))
+        if (!/\.(owner|old)$/.test(n)) fs.unlinkSync(join(blanks, n));
+      const rev = await write(store, 1);
+      expect(sh(dir, 'rev-parse', REF)).toBe(rev);
+      expect(readdirSync(join(repo.gitdir, 'zz', 'locks'))).toEqual([]);
+      const pack = readdirSync(join(repo.gitdir, 'objects', 'pack'));
+      expect(pack.filter((n) => n.startsWith('tmp_') || n.endsWith('.keep'))).toEqual([]);
+      expect(fsckProblems(dir)).toEqual([]);
+      expect(await store.readAll(rev, 'asks/1')).toEqual(new Map([['asks/1/a.json', '{"i":1}']]));
+    });
+
     it("renames the lock over the ref while the ref's old file has a second name, removed after", async () => {
       const { dir, repo, store } = await open();
       await write(store, 0);
@@ -124,18 +177,28 @@ describe('blank files', () => {
         if (String(from).endsWith('.lock')) links.push(statSync(refFile).nlink);
         renameSync(from, to);
       });
-      for (let i = 1; i <= 5; i++) await write(store, i);
+      // The owner token, a second name of the ref's file once the lock is renamed, is removed
+      // synchronously (it frees no block): never in the pool, and gone when the write resolves.
+      const pooled: string[] = [];
+      const unlink = fs.unlink.bind(fs);
+      vi.spyOn(fs, 'unlink').mockImplementation(((p: fs.PathLike, cb: fs.NoParamCallback) => {
+        pooled.push(String(p));
+        unlink(p, cb);
+      }) as typeof fs.unlink);
+      const locks = join(repo.gitdir, 'zz', 'locks');
+      for (let i = 1; i <= 5; i++) {
+        await write(store, i);
+        expect(readdirSync(locks)).toEqual([]);
+      }
       // Renaming over the old file's last name frees its data block on the event loop (a
       // synchronous discard on the VMs' ext4): it must have had another name each time.
       expect(links).toEqual([2, 2, 2, 2, 2]);
       vi.restoreAllMocks();
+      expect(pooled.filter((p) => p.startsWith(locks))).toEqual([]);
+      // The second names (the last name of a ref's old file: a freed block) go in the pool.
       const blanks = blanksDir(repo.gitdir);
-      // The second names and the last token (a name of the ref's file too) go in the pool.
-      const locks = join(repo.gitdir, 'zz', 'locks');
-      await until(
-        () =>
-          readdirSync(blanks).every((n) => !n.endsWith('.old')) && readdirSync(locks).length === 0,
-      );
+      expect(pooled.filter((p) => p.startsWith(blanks) && p.endsWith('.old'))).toHaveLength(5);
+      await until(() => readdirSync(blanks).every((n) => !n.endsWith('.old')));
       expect(statSync(refFile).nlink).toBe(1);
       expect(sh(dir, 'rev-parse', REF)).toBe(await store.head(REF));
       expect(fsckProblems(dir)).toEqual([]);

@@ -15,7 +15,7 @@ import { GitStore } from '../../src/store/index.js';
 // [stall], fault injection for a deterministic kill point, after one commit landed: `pack`
 // hangs when the first pack file is about to be renamed into place (both tmp files written and
 // synced), `idx` when the .pack is in place and its .idx is about to be; it prints `stalled`
-// and waits to be killed.
+// and waits to be killed. With small commits, only a merged pack's renames are stall points.
 
 const [repoDir, ref, filesArg, stall] = process.argv.slice(2);
 if (!repoDir || !ref || !filesArg) throw new Error('usage: pack-writer-child <repo> <ref> <files>');
@@ -25,14 +25,36 @@ const say = (line: string) => writeSync(1, line + '\n');
 
 let armed = false;
 if (stall === 'pack' || stall === 'idx') {
+  const hang = (): never => {
+    say('stalled');
+    for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+  };
   // pack-writer.ts calls fs.promises.rename through the module object, so this is seen.
   const rename = fs.promises.rename;
   fs.promises.rename = (from, to) => {
-    if (armed && String(to).endsWith(`.${stall}`)) {
-      say('stalled');
-      for (;;) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
-    }
+    if (armed && String(to).endsWith(`.${stall}`)) hang();
     return rename(from, to);
+  };
+  // Small packs, and merges of them where blanks are ready, are renamed with renameSync
+  // (small-packs.ts, on `fs` at call time). A commit's own small pack is not a stall point:
+  // a merged one is, told by its object count (a commit writes files + a few trees).
+  const objectsIn = (pack: string): number => {
+    const fd = fs.openSync(pack, 'r');
+    try {
+      const head = Buffer.alloc(12);
+      fs.readSync(fd, head, 0, 12, 0);
+      return head.readUInt32BE(8);
+    } finally {
+      fs.closeSync(fd);
+    }
+  };
+  const renameSync = fs.renameSync;
+  fs.renameSync = (from, to) => {
+    if (armed && String(to).endsWith(`.${stall}`)) {
+      const pack = stall === 'pack' ? String(from) : String(to).replace(/\.idx$/, '.pack');
+      if (objectsIn(pack) > 4 * (files + 8)) hang();
+    }
+    renameSync(from, to);
   };
 }
 

@@ -68,6 +68,16 @@ describe('assertRefName', () => {
       expect(gitAccepts(r), r).toBe(false);
     }
   });
+
+  // Valid names are remembered (a write checks its ref four times); refusals never are.
+  it('refuses a bad name every time, before and after many good ones (past the bound kept)', () => {
+    for (let round = 0; round < 2; round++) {
+      for (const r of bad) expect(() => assertRefName(r), r).toThrow(/invalid ref name/);
+      for (let i = 0; i < 5000; i++)
+        expect(assertRefName(`refs/zz/lanes/l${i}`)).toBe(`refs/zz/lanes/l${i}`);
+      for (const r of good) expect(assertRefName(r)).toBe(r);
+    }
+  });
 });
 
 describe('assertTreePath', () => {

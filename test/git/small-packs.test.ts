@@ -9,9 +9,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { openRepository, type GitRepository } from '../../src/git/index.js';
+import { openRepository, RefCasError, type GitRepository } from '../../src/git/index.js';
 import { PACK_MIN_OBJECTS } from '../../src/git/objects.js';
 import { FAN_IN, SYNC_WRITE_MAX } from '../../src/git/small-packs.js';
 import { processStartTime } from '../../src/local/file-lock.js';
@@ -143,7 +143,36 @@ describe('small packs', () => {
     repo = await openRepository(made.dir);
     const store = new GitStore(repo);
     await commits(store, FAN_IN - 1, 'before');
+    // What happens once the FAN_IN-th commit's ref has moved is the merge's: its syncs (on
+    // `fs`, where blanks are ready, else a FileHandle's), its renames and the deletions.
     const events: string[] = [];
+    let refMoved = false;
+    const on = (e: string) => {
+      if (refMoved) events.push(e);
+    };
+    const renameSync = fs.renameSync.bind(fs);
+    vi.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+      renameSync(from, to);
+      if (String(from).endsWith('.lock')) refMoved = true;
+      else if (/\.(pack|idx)$/.test(String(to))) on(`rename ${extname(String(to))}`);
+    });
+    const rename = fsp.rename.bind(fsp);
+    vi.spyOn(fsp, 'rename').mockImplementation(async (from, to) => {
+      await rename(from, to);
+      on(`rename ${extname(String(to))}`);
+    });
+    const synced = (isDir: boolean, cb: (e: NodeJS.ErrnoException | null) => void) => {
+      return (e: NodeJS.ErrnoException | null) => {
+        on(isDir ? 'sync dir' : 'sync file');
+        cb(e);
+      };
+    };
+    const fdatasync = fs.fdatasync.bind(fs);
+    vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: fs.NoParamCallback) =>
+      fdatasync(fd, synced(false, cb))) as typeof fs.fdatasync);
+    const fsync = fs.fsync.bind(fs);
+    vi.spyOn(fs, 'fsync').mockImplementation(((fd: number, cb: fs.NoParamCallback) =>
+      fsync(fd, synced(fs.fstatSync(fd).isDirectory(), cb))) as typeof fs.fsync);
     const probe = await fsp.open(made.dir, 'r');
     const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
     await probe.close();
@@ -151,21 +180,23 @@ describe('small packs', () => {
     vi.spyOn(proto, 'sync').mockImplementation(async function (this: fsp.FileHandle) {
       const st = await this.stat();
       const r = await realSync.call(this);
-      events.push(st.isDirectory() ? 'sync dir' : 'sync file');
+      on(st.isDirectory() ? 'sync dir' : 'sync file');
       return r;
     });
     const realUnlink = fsp.unlink;
     vi.spyOn(fsp, 'unlink').mockImplementation((p) => {
-      if (/\/objects\/pack\/pack-/.test(String(p))) events.push('delete');
+      if (/\/objects\/pack\/pack-/.test(String(p))) on('delete');
       return realUnlink(p);
     });
     await commits(store, 1, 'the FAN_IN-th');
     await repo.objects.small.idle();
     expect(events.indexOf('delete'), events.join(', ')).toBeGreaterThan(0);
     expect(events.slice(0, events.indexOf('delete'))).toEqual([
-      'sync file', // the merged pack and its index
+      'sync file', // the merged pack and its index, synced
       'sync file',
-      'sync dir',
+      'rename .pack', // then renamed into place, the .idx last
+      'rename .idx',
+      'sync dir', // then objects/pack/
     ]);
     // FAN_IN packs, each an .idx and a .pack.
     expect(events.filter((e) => e === 'delete')).toHaveLength(2 * FAN_IN);
@@ -323,6 +354,48 @@ describe('small packs', () => {
       expect(packedInWindow).toBeGreaterThan(files);
       // Released once the ref moved: no .keep is left behind.
       expect(packs(gitdir).filter((f) => f.endsWith('.keep'))).toEqual([]);
+    },
+  );
+
+  // GitStore.commit reads the ref only under the lock (the CAS): a small commit on a stale
+  // parent is written, then refused. Its pack is named by no ref, released like any other
+  // (no .keep, lock or token left) and merged with the rest; a large one is not written.
+  it.each([
+    ['a small pack', 2],
+    ['a large pack', 3 * PACK_MIN_OBJECTS],
+  ])(
+    'a commit on a stale parent as %s: refused, nothing left held, the ref unmoved',
+    async (_what, files) => {
+      const made = makeRepo('zz-small-stale-');
+      cleanup = made.cleanup;
+      repo = await openRepository(made.dir);
+      const gitdir = repo.gitdir;
+      const store = new GitStore(repo);
+      const [first, second] = await commits(store, 2, 'before');
+      const before = packs(gitdir);
+      const leftBefore = repo.objects.packsWritten;
+      const changes = new Map(
+        Array.from({ length: files }, (_, i) => [`asks/${i % 7}/f${i}.json`, body(i, files)]),
+      );
+      const err = await store
+        .commit(REF, { parent: first!, changes, ops: [], summary: 'stale' })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RefCasError);
+      expect((err as RefCasError).actual).toBe(second);
+      expect(sh(made.dir, 'rev-parse', REF)).toBe(second);
+      const after = packs(gitdir);
+      expect(after.filter((f) => f.endsWith('.keep') || f.startsWith('tmp_'))).toEqual([]);
+      expect(readdirSync(join(gitdir, 'refs', 'zz', 'lanes'))).toEqual(['small']);
+      expect(readdirSync(join(gitdir, 'zz', 'locks'))).toEqual([]);
+      // Small: one pack more, tracked for merging (not left for gc). Large: nothing written.
+      const added = after.filter((f) => !before.includes(f));
+      expect(added.length).toBe(files > PACK_MIN_OBJECTS ? 0 : 2);
+      expect(repo.objects.packsWritten).toBe(leftBefore);
+      await commits(store, FAN_IN, 'after');
+      await repo.objects.small.idle();
+      expect(packs(gitdir).filter((f) => added.includes(f))).toEqual([]); // merged away
+      expect(missingObjects(made.dir, REF)).toEqual([]);
+      expect(fsckProblems(made.dir)).toEqual([]);
     },
   );
 

@@ -1,7 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { hashObject, serializeTree, type TreeEntry } from '../../src/git/objects.js';
+import {
+  hashedObject,
+  hashObject,
+  serializeTree,
+  sortTreeEntries,
+  type TreeEntry,
+} from '../../src/git/objects.js';
 import { prng, testSeed } from '../helpers/seeded.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 
@@ -71,5 +77,21 @@ describe('serializeTree', () => {
         gitTreeId(entries),
       );
     }
+  });
+
+  // GitStore keeps the entries it serialised as the tree's cached list: sorted in place, so
+  // that the next write to that tree starts from git's order.
+  it('sortTreeEntries puts a list in git order in place, and hashedObject names it as git does', () => {
+    const entries: TreeEntry[] = ['b', 'a-b', 'a', 'a0'].map((name, i) => ({
+      mode: name === 'a' ? '040000' : '100644',
+      name,
+      oid: oid(`e ${i}`),
+    }));
+    const same = sortTreeEntries(entries);
+    expect(same).toBe(entries);
+    expect(entries.map((e) => e.name)).toEqual(['a-b', 'a', 'a0', 'b']);
+    const body = serializeTree(entries);
+    expect(hashedObject('tree', body).oid).toBe(gitTreeId(entries));
+    expect(hashedObject('tree', body).oid).toBe(hashObject('tree', body).oid);
   });
 });

@@ -424,8 +424,8 @@ describe('interop with native git and other zz processes', () => {
           summary: 'create',
         });
         const gitdir = join(dir, '.git');
-        // The write's owner token is unlinked off its path (ref-store.ts unlinkLater): wait
-        // until it has gone, or the snapshot would hold a file that leaves on its own.
+        // The write's owner token is unlinked before the write resolves (ref-store.ts); this
+        // wait is for any file that would leave on its own after the snapshot.
         const locks = join(gitdir, 'zz', 'locks');
         while (existsSync(locks) && readdirSync(locks).length > 0)
           await new Promise((r) => setTimeout(r, 5));

@@ -554,21 +554,19 @@ export class ObjectWriter {
 
   /**
    * Whether a batch of `count` objects of `bytes` (uncompressed) is written as a pack left for
-   * gc, in pack-writer's async path (a Ladder build, a large changeset), rather than as a small
-   * pack or loose objects. With small packs on, by size alone: past what a small pack writes
-   * with synchronous calls (SYNC_WRITE_MAX). A group commit under load (30 Lane ops, ~60
-   * objects, ~50 KiB) is a small pack: its files are blanks written with synchronous calls,
-   * their data syncs run while the ref's lock is taken (GitStore.commit waits for a large
-   * write before it locks), so the group costs one loop turn for its I/O where the async path
-   * cost four or five, each behind every request that arrived meanwhile. Measured A/B under a
-   * 64-client load: the group commit's own wait for its pack was 11 ms of its 22 ms (p50),
-   * daemon-thread CPU per post 0.73 ms against 0.88. Under a 32-writer storm, reads then waited
-   * behind the longer synchronous stretch (encode + write) until SmallPacks.write split it in
-   * two turns (see there). Without small packs (no fsync), by count: loose objects cost a file
-   * each.
+   * gc, in pack-writer's async path (a Ladder build, a large changeset, a writer storm's group
+   * commit), rather than as a small pack or loose objects: past packMinObjects objects, or past
+   * what a small pack writes with synchronous calls (SYNC_WRITE_MAX). Tried twice and measured
+   * (issue 17): routing by size alone makes a group commit (~60 objects, ~50 KiB) a small pack,
+   * its files written with synchronous calls and its lock taken while its data syncs run. It
+   * cost the daemon's thread less per post (0.73 against 0.88 ms) and the 64-client load gained
+   * requests/s, but reads under a 32-writer storm then waited p99 2.8–3.9× idle against
+   * 2.1–3.0× this way (four A/B pairs, quiet machine), even with the pack encoded in one turn
+   * and written in the next; the load's p99 did not move beyond its noise (87–150 against
+   * 85–104 ms). A big group's I/O stays off the event loop.
    */
   isLarge(count: number, bytes: number): boolean {
-    return this.smallPacks ? bytes > SMALL_PACK_MAX_BYTES : count > this.packMinObjects;
+    return count > this.packMinObjects || (this.smallPacks && bytes > SMALL_PACK_MAX_BYTES);
   }
 
   blob(content: Buffer | string): Promise<string> {

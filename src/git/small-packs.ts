@@ -1,6 +1,5 @@
 import fs, { closeSync, existsSync, mkdirSync, openSync, promises as fsp, rmSync } from 'node:fs';
 import { join, sep } from 'node:path';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BlankFiles, blanksDir } from './blank-files.js';
 import { closeQuietly, fdatasyncFd, unlinkIfThere } from './fs-calls.js';
 import { PackKeeps } from './pack-keeps.js';
@@ -114,8 +113,6 @@ const MAX_WAITING = 4 * FAN_IN;
 const TRACK_MAX_BYTES = 32 * 1024;
 /** Packs up to this size are written with synchronous calls (larger: pack-writer's async path). */
 export const SYNC_WRITE_MAX = 256 * 1024;
-/** A pack of more objects than this is encoded and written in two turns (see write()). */
-const SPLIT_MIN_OBJECTS = 32;
 /** Blanks kept ready: a small pack takes two (its tmp .pack and .idx), and so does a merge. */
 const BLANKS = 4;
 
@@ -199,13 +196,6 @@ export class SmallPacks {
    */
   async write(objects: readonly PackEntry[], pending?: Set<string>): Promise<void> {
     const enc = encodePack(objects);
-    // A group commit's pack (ObjectWriter.isLarge routes them here by size) is encoded in one
-    // turn of the event loop and written in the next: deflating ~60 objects takes ~1 ms, and
-    // the synchronous file calls that follow can wait in the kernel behind a busy disk. Six
-    // A/B/C runs under a 32-writer storm (medians of lane_get / lane_list p99 against idle):
-    // in one stretch 3.1× / 4.3×, split 3.0× / 2.9×, the async path 2.8× / 3.2×. A Lane op's
-    // pack (a handful of objects) is written at once: a turn costs the single writer speed.
-    if (objects.length > SPLIT_MIN_OBJECTS) await nextTurn();
     if (enc.bytes > SYNC_WRITE_MAX) {
       await this.writeLarge(enc, pending);
       this.leftForGc++;

@@ -67,8 +67,8 @@ for (let n = 0; ; n++) {
   for (let i = 0; i < files; i++) {
     changes.set(
       `rungs/${i % 16}/${i}.json`,
-      // Past PACK_MIN_OBJECTS files, padded to a pack left for gc (pack-writer's path: with
-      // small packs on, a batch is large by size, ObjectWriter.isLarge).
+      // Past PACK_MIN_OBJECTS files, and padded past SYNC_WRITE_MAX: a pack left for gc
+      // (pack-writer's path) by either rule of ObjectWriter.isLarge.
       JSON.stringify({ commit: n, file: i, pid: process.pid, pad: files > 32 ? pad : '' }),
     );
   }

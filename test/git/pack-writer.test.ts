@@ -56,8 +56,8 @@ function files(n: number, tag: string, pad = 0): Map<string, string> {
 }
 
 /**
- * Files enough for a pack left for gc, pack-writer's path: with small packs on (durable
- * writes), a batch is large by size (ObjectWriter.isLarge: past SYNC_WRITE_MAX), not count.
+ * Files enough for a pack left for gc, pack-writer's path: padded past SYNC_WRITE_MAX, so
+ * ObjectWriter.isLarge makes the batch large whatever its count.
  */
 function bigFiles(n: number, tag: string): Map<string, string> {
   return files(n, tag, Math.ceil((2 * SYNC_WRITE_MAX) / n));

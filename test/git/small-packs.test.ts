@@ -29,7 +29,7 @@ const REF = 'refs/zz/lanes/small';
 
 /**
  * File `i` of a commit of `files`: past PACK_MIN_OBJECTS files, padded so that the commit is a
- * pack left for gc (with small packs on, a batch is large by size: ObjectWriter.isLarge).
+ * pack left for gc by count and by size alike (ObjectWriter.isLarge: either makes it large).
  */
 function body(i: number, files: number): string {
   const pad = files > PACK_MIN_OBJECTS ? '.'.repeat(Math.ceil((2 * SYNC_WRITE_MAX) / files)) : '';

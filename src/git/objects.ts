@@ -556,14 +556,17 @@ export class ObjectWriter {
    * Whether a batch of `count` objects of `bytes` (uncompressed) is written as a pack left for
    * gc, in pack-writer's async path (a Ladder build, a large changeset, a writer storm's group
    * commit), rather than as a small pack or loose objects: past packMinObjects objects, or past
-   * what a small pack writes with synchronous calls (SYNC_WRITE_MAX). Tried twice and measured
-   * (issue 17): routing by size alone makes a group commit (~60 objects, ~50 KiB) a small pack,
-   * its files written with synchronous calls and its lock taken while its data syncs run. It
-   * cost the daemon's thread less per post (0.73 against 0.88 ms) and the 64-client load gained
-   * requests/s, but reads under a 32-writer storm then waited p99 2.8–3.9× idle against
-   * 2.1–3.0× this way (four A/B pairs, quiet machine), even with the pack encoded in one turn
-   * and written in the next; the load's p99 did not move beyond its noise (87–150 against
-   * 85–104 ms). A big group's I/O stays off the event loop.
+   * what a small pack writes with synchronous calls (SYNC_WRITE_MAX). Tried three ways and
+   * measured (issue 17, A/B pairs on a quiet machine): routing a group commit (~60 objects,
+   * ~50 KiB) by size alone makes it a small pack, its files written with synchronous calls into
+   * blanks, 2 pool round trips where this path makes ~9 (open, write, sync, close, renames,
+   * the directory's open, sync and close, each waiting behind whatever the loop is doing: 8.7
+   * of a group's 17.7 ms at the median under the 64-client load). It costs the daemon's
+   * thread less per post and the load's p99 dropped (84–105 ms against 97–110), but the
+   * writers of a 32-writer storm then post 25% faster and reads wait behind them: p99 2.5–3.4×
+   * idle for `lane_get`, 2.6–4.2× for `lane_list`, against 2.1–2.4× / 2.1–2.8× this way. The
+   * same with the ref's lock taken while the data syncs run, or with the pack encoded in one
+   * turn and written in the next, did no better for reads. A group's I/O stays off the loop.
    */
   isLarge(count: number, bytes: number): boolean {
     return count > this.packMinObjects || (this.smallPacks && bytes > SMALL_PACK_MAX_BYTES);

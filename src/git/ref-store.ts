@@ -286,8 +286,12 @@ export class RefStore {
       // ref in the microseconds since our rename makes this the inode's last name, and its
       // removal then frees the block on the event loop (slow on a disk with synchronous
       // discard, never wrong). Killed first, the token stays linked to the ref and is swept
-      // once the ref is rewritten (sweepOrphanTokens), as before.
-      if (held.token) unlinkIfThere(held.token);
+      // once the ref is rewritten (sweepOrphanTokens), as before. Quietly: after the rename
+      // the write has happened, and a failure here (EIO, a locks directory made read-only)
+      // thrown out of cas() answered a moved ref as a failed write, whose ops the caller then
+      // retried; before it, it would replace the error that counts. A token left is the
+      // crash's case above (the unlink in the pool ignored its errors too).
+      if (held.token) unlinkQuietly(held.token);
     }
   }
 
@@ -339,7 +343,7 @@ export class RefStore {
         if (h.fd >= 0) closeQuietly(h.fd);
         // A lock must never outlive the proof that it is ours (see cas).
         if (i >= renamed) unlinkIfThere(h.lock);
-        if (h.token) unlinkIfThere(h.token);
+        if (h.token) unlinkQuietly(h.token); // as in cas: a failure here is not the write's
       });
     }
   }

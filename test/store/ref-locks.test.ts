@@ -90,3 +90,38 @@ describe('a lock held by a live writer', () => {
     }
   });
 });
+
+describe('the owner token removed after the ref moved', () => {
+  it('a failure to remove it (EIO) does not report a moved ref as a failed write', async () => {
+    // Once the lock is renamed over the ref the write has happened: the token is only a second
+    // name of the ref's inode. Removing it synchronously threw any error but ENOENT out of
+    // cas() (and casMany()), so a write that landed answered an error and its caller retried
+    // ops that were already in the ref. A locks directory made read-only, an EIO: same thing.
+    const store = new RefStore(gitdir, { fsync: false });
+    const eio = (path: fs.PathLike): never => {
+      const e = new Error(`EIO: i/o error, unlink '${String(path)}'`) as NodeJS.ErrnoException;
+      e.code = 'EIO';
+      throw e;
+    };
+    const real = fs.unlinkSync;
+    const locks = join(gitdir, 'zz', 'locks');
+    vi.spyOn(fs, 'unlinkSync').mockImplementation((p) =>
+      String(p).startsWith(locks) ? eio(p) : real(p),
+    );
+
+    const one = 'refs/zz/lanes/token-eio';
+    await store.cas(one, null, c1);
+    expect(sh(dir, 'rev-parse', one)).toBe(c1);
+    await store.cas(one, c1, c2);
+    expect(sh(dir, 'rev-parse', one)).toBe(c2);
+
+    const a = 'refs/zz/lanes/token-eio-a';
+    const b = 'refs/zz/lanes/token-eio-b';
+    await store.casMany([
+      { ref: a, expected: null, next: c1 },
+      { ref: b, expected: null, next: c2 },
+    ]);
+    expect([sh(dir, 'rev-parse', a), sh(dir, 'rev-parse', b)]).toEqual([c1, c2]);
+    store.close();
+  });
+});

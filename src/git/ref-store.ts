@@ -341,8 +341,18 @@ export class RefStore {
     } finally {
       held.forEach((h, i) => {
         if (h.fd >= 0) closeQuietly(h.fd);
-        // A lock must never outlive the proof that it is ours (see cas).
-        if (i >= renamed) unlinkIfThere(h.lock);
+        // A lock must never outlive the proof that it is ours (see cas): one that cannot be
+        // removed (EIO) keeps its token. Each lock on its own: the first such failure thrown
+        // out of this loop left every lock after it held by this live process (ref_locked for
+        // zz and git until a restart) and replaced the transaction's own error, in flight
+        // whenever a lock is still to remove here (the renames all done, none is).
+        if (i >= renamed) {
+          try {
+            unlinkIfThere(h.lock);
+          } catch {
+            return;
+          }
+        }
         if (h.token) unlinkQuietly(h.token); // as in cas: a failure here is not the write's
       });
     }

@@ -105,7 +105,8 @@ export class TokenStore {
   private byHash = new Map<string, TokenRecord>();
   /** Identity of the file version `records` came from ('' = no file). */
   private stamp: string | null = null;
-  private loading: Promise<void> | null = null;
+  /** The reload in flight and the file version (statStamp) it began from. */
+  private loading: { stamp: string; done: Promise<void> } | null = null;
   /** When each token's use was last recorded, in ms (read from the file at first). */
   private readonly touched = new Map<string, number>();
   private readonly dirty = new Map<string, string>();
@@ -162,7 +163,7 @@ export class TokenStore {
     // The file unchanged since it was read (every request but those after a change): no await
     // at all, the stat and the lookup run in this one step.
     const stamp = this.statStamp();
-    if (stamp !== this.stamp) await this.reload();
+    if (stamp !== this.stamp) await this.reload(stamp);
     // A lookup by the token's hash, not a constant-time comparison with each record: its timing
     // can only tell how a SHA-256 digest of the guess compares with the stored digests, and
     // nobody can steer a digest toward a stored one (the comparison loop over 100 tokens cost
@@ -205,17 +206,28 @@ export class TokenStore {
   }
 
   private async refresh(): Promise<void> {
-    if (this.statStamp() !== this.stamp) await this.reload();
+    const stamp = this.statStamp();
+    if (stamp !== this.stamp) await this.reload(stamp);
   }
 
-  /** Reads the file again (one read at a time however many calls found it changed). */
-  private async reload(): Promise<void> {
-    if (!this.loading) {
-      this.loading = this.load().finally(() => {
-        this.loading = null;
-      });
+  /**
+   * Reads the file again, once for all the calls that saw the same version of it (`seen`, their
+   * statStamp). A reload in flight that began from another version may have read the file
+   * before that one landed (a revocation the caller's request came after): joining it answered
+   * the request from the old file, so the caller waits for it and reads again.
+   */
+  private async reload(seen: string): Promise<void> {
+    for (let l = this.loading; l; l = this.loading) {
+      if (l.stamp === seen) return l.done;
+      await l.done.catch(() => {});
     }
-    await this.loading;
+    if (this.stamp === seen) return; // read meanwhile by a reload that began from `seen`
+    const stamp = this.statStamp();
+    const done = this.load(stamp).finally(() => {
+      if (this.loading?.done === done) this.loading = null;
+    });
+    this.loading = { stamp, done };
+    return done;
   }
 
   private statStamp(): string {
@@ -229,8 +241,7 @@ export class TokenStore {
     return st ? `${st.ino}:${st.mtimeNs}:${st.size}` : '';
   }
 
-  private async load(): Promise<void> {
-    const stamp = this.statStamp();
+  private async load(stamp: string): Promise<void> {
     this.setRecords(await this.readRecords());
     this.stamp = stamp;
   }

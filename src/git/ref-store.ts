@@ -286,8 +286,12 @@ export class RefStore {
       // ref in the microseconds since our rename makes this the inode's last name, and its
       // removal then frees the block on the event loop (slow on a disk with synchronous
       // discard, never wrong). Killed first, the token stays linked to the ref and is swept
-      // once the ref is rewritten (sweepOrphanTokens), as before.
-      if (held.token) unlinkIfThere(held.token);
+      // once the ref is rewritten (sweepOrphanTokens), as before. Quietly: after the rename
+      // the write has happened, and a failure here (EIO, a locks directory made read-only)
+      // thrown out of cas() answered a moved ref as a failed write, whose ops the caller then
+      // retried; before it, it would replace the error that counts. A token left is the
+      // crash's case above (the unlink in the pool ignored its errors too).
+      if (held.token) unlinkQuietly(held.token);
     }
   }
 
@@ -337,9 +341,19 @@ export class RefStore {
     } finally {
       held.forEach((h, i) => {
         if (h.fd >= 0) closeQuietly(h.fd);
-        // A lock must never outlive the proof that it is ours (see cas).
-        if (i >= renamed) unlinkIfThere(h.lock);
-        if (h.token) unlinkIfThere(h.token);
+        // A lock must never outlive the proof that it is ours (see cas): one that cannot be
+        // removed (EIO) keeps its token. Each lock on its own: the first such failure thrown
+        // out of this loop left every lock after it held by this live process (ref_locked for
+        // zz and git until a restart) and replaced the transaction's own error, in flight
+        // whenever a lock is still to remove here (the renames all done, none is).
+        if (i >= renamed) {
+          try {
+            unlinkIfThere(h.lock);
+          } catch {
+            return;
+          }
+        }
+        if (h.token) unlinkQuietly(h.token); // as in cas: a failure here is not the write's
       });
     }
   }

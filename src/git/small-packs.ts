@@ -323,7 +323,18 @@ export class SmallPacks {
     if (!held) return;
     this.held.delete(pending);
     for (const { keep, enc } of held) {
-      if (keep) unlinkIfThere(keep);
+      // Called once the ref moved (GitStore.commit's finally): a failure here (EIO, EACCES)
+      // thrown out answered a landed write as failed, and skipped the packs after it. A .keep
+      // that stays is a crash's leftover while we live (sweepStaleKeeps after): that pack is
+      // not merged (a merge would delete it under its .keep), it is left for gc.
+      if (keep) {
+        try {
+          unlinkIfThere(keep);
+        } catch {
+          if (enc) this.leftForGc++;
+          continue;
+        }
+      }
       if (enc) this.track(enc);
     }
   }

@@ -273,3 +273,42 @@ describe('TokenStore', () => {
     });
   });
 });
+
+describe('TokenStore: a reload in flight', () => {
+  it('refuses a token revoked while an older read of the file was still in flight', async () => {
+    // A verify that found the file changed joined any reload in flight, even one whose read
+    // began before the revocation landed: the request right after `zz agent revoke` returned
+    // was answered from the old file. A read delayed in the pool (behind a storm's fsyncs) is
+    // enough; here the first reload's read is held once it has read the file.
+    const dir = gitdir();
+    const daemon = new TokenStore(dir);
+    const cli = new TokenStore(dir); // another process: the CLI
+    const victim = await daemon.create('v@example.com', 'victim');
+    expect(await daemon.verify(victim.token)).not.toBeNull();
+    await cli.create('w@example.com', 'other'); // the file changes: the daemon's next verify reloads
+
+    const inner = daemon as unknown as { readRecords: () => Promise<unknown> };
+    const original = inner.readRecords.bind(daemon);
+    let readDone!: () => void;
+    const read = new Promise<void>((r) => (readDone = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    inner.readRecords = async () => {
+      const records = await original();
+      if (calls++ === 0) {
+        readDone();
+        await gate;
+      }
+      return records;
+    };
+
+    const first = daemon.verify(victim.token); // reloads; its read holds the old file
+    await read;
+    expect(await cli.revoke({ id: victim.id })).toBe(1); // the revocation returns
+    const next = daemon.verify(victim.token); // the very next request
+    release();
+    expect(await first).not.toBeNull(); // began before the revocation: either answer is fair
+    expect(await next).toBeNull();
+  });
+});

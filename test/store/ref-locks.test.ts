@@ -90,3 +90,79 @@ describe('a lock held by a live writer', () => {
     }
   });
 });
+
+describe('the owner token removed after the ref moved', () => {
+  it('a failure to remove it (EIO) does not report a moved ref as a failed write', async () => {
+    // Once the lock is renamed over the ref the write has happened: the token is only a second
+    // name of the ref's inode. Removing it synchronously threw any error but ENOENT out of
+    // cas() (and casMany()), so a write that landed answered an error and its caller retried
+    // ops that were already in the ref. A locks directory made read-only, an EIO: same thing.
+    const store = new RefStore(gitdir, { fsync: false });
+    const eio = (path: fs.PathLike): never => {
+      const e = new Error(`EIO: i/o error, unlink '${String(path)}'`) as NodeJS.ErrnoException;
+      e.code = 'EIO';
+      throw e;
+    };
+    const real = fs.unlinkSync;
+    const locks = join(gitdir, 'zz', 'locks');
+    vi.spyOn(fs, 'unlinkSync').mockImplementation((p) =>
+      String(p).startsWith(locks) ? eio(p) : real(p),
+    );
+
+    const one = 'refs/zz/lanes/token-eio';
+    await store.cas(one, null, c1);
+    expect(sh(dir, 'rev-parse', one)).toBe(c1);
+    await store.cas(one, c1, c2);
+    expect(sh(dir, 'rev-parse', one)).toBe(c2);
+
+    const a = 'refs/zz/lanes/token-eio-a';
+    const b = 'refs/zz/lanes/token-eio-b';
+    await store.casMany([
+      { ref: a, expected: null, next: c1 },
+      { ref: b, expected: null, next: c2 },
+    ]);
+    expect([sh(dir, 'rev-parse', a), sh(dir, 'rev-parse', b)]).toEqual([c1, c2]);
+    store.close();
+  });
+});
+
+describe('a ref transaction that fails', () => {
+  it("releases every other lock when one lock's removal fails", async () => {
+    // casMany's cleanup stopped at the first lock it could not remove (EIO): the locks after
+    // it stayed, held for good by a live process (ref_locked for zz and git alike until the
+    // daemon restarted), their fds open, and the error replaced the transaction's own.
+    const store = new RefStore(gitdir, { fsync: false, lockTimeoutMs: 200 });
+    const a = 'refs/zz/lanes/txn-a';
+    const b = 'refs/zz/lanes/txn-b';
+    await store.cas(b, null, c1);
+    const lockA = join(gitdir, ...a.split('/')) + '.lock';
+    const lockB = join(gitdir, ...b.split('/')) + '.lock';
+    const real = fs.unlinkSync;
+    vi.spyOn(fs, 'unlinkSync').mockImplementation((p) => {
+      if (String(p) === lockA) {
+        const e = new Error(`EIO: i/o error, unlink '${String(p)}'`) as NodeJS.ErrnoException;
+        e.code = 'EIO';
+        throw e;
+      }
+      real(p);
+    });
+    const e = await store
+      .casMany([
+        { ref: a, expected: null, next: c1 },
+        { ref: b, expected: c2, next: c3 }, // stale: the transaction fails
+      ])
+      .then(
+        () => null,
+        (x: unknown) => x,
+      );
+    vi.restoreAllMocks();
+    expect(e).toBeInstanceOf(RefCasError);
+    expect(existsSync(lockB)).toBe(false);
+    await store.cas(b, c1, c2); // not locked
+    expect(sh(dir, 'rev-parse', b)).toBe(c2);
+    // The lock that could not be removed still has its proof of ownership (its token).
+    expect(statSync(lockA).nlink).toBe(2);
+    fs.rmSync(lockA);
+    store.close();
+  });
+});

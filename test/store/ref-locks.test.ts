@@ -166,3 +166,43 @@ describe('a ref transaction that fails', () => {
     store.close();
   });
 });
+
+describe('a CAS whose objects fail while the lock syncs', () => {
+  it("closes the lock's fd only after its fdatasync has finished", async () => {
+    const ref = 'refs/zz/lanes/durable-fails';
+    sh(dir, 'update-ref', ref, c1);
+    const store = new RefStore(gitdir, { fsync: true });
+    // The lock's fdatasync is held in flight until the test lets it finish.
+    let finish: (() => void) | null = null;
+    const syncing = new Set<number>();
+    const fdatasync = fs.fdatasync.bind(fs);
+    vi.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, cb: (e: Error | null) => void) => {
+      syncing.add(fd);
+      finish = () =>
+        fdatasync(fd, (e) => {
+          syncing.delete(fd);
+          cb(e);
+        });
+    }) as typeof fs.fdatasync);
+    const closedWhileSyncing: number[] = [];
+    const closeSync = fs.closeSync.bind(fs);
+    vi.spyOn(fs, 'closeSync').mockImplementation((fd: number) => {
+      if (syncing.has(fd)) closedWhileSyncing.push(fd);
+      closeSync(fd);
+    });
+    const cas = store.cas(ref, c1, c2, () => Promise.reject(new Error('objects failed')));
+    const outcome = cas.then(
+      () => 'moved',
+      (e: Error) => e.message,
+    );
+    // The lock's sync starts (after the first CAS's sweep of stale tokens), `durable` fails
+    // beside it, and that failure is given a turn to be acted on before the sync ends.
+    await vi.waitFor(() => expect(finish).not.toBeNull());
+    await new Promise((r) => setImmediate(r));
+    finish!();
+    expect(await outcome).toBe('objects failed');
+    expect(closedWhileSyncing).toEqual([]);
+    expect(sh(dir, 'rev-parse', ref)).toBe(c1);
+    expect(existsSync(join(gitdir, ...ref.split('/')) + '.lock')).toBe(false);
+  });
+});

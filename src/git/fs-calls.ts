@@ -41,3 +41,13 @@ export function unlinkLater(path: string): void {
     /* gone already, or left for a sweep */
   });
 }
+
+/**
+ * Waits for every call to end, then throws the first failure. Not Promise.all: on a first
+ * failure the other calls are still in libuv's pool, and the caller's cleanup would close an
+ * fd under a sync (a reused number: another file synced) or remove a file still being made
+ * (left behind on a full disk).
+ */
+export async function settleAll(calls: ReadonlyArray<Promise<unknown> | undefined>): Promise<void> {
+  for (const r of await Promise.allSettled(calls)) if (r.status === 'rejected') throw r.reason;
+}

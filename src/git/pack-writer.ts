@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import * as zlib from 'node:zlib';
+import { settleAll } from './fs-calls.js';
 
 // Writes a set of objects as one packfile plus its index, the way `git index-pack` leaves a
 // fetched pack: a commit of a few thousand objects (a full Ladder build) costs two files and
@@ -337,13 +338,12 @@ export async function writeEncodedPack(
   const final = join(dir, `pack-${enc.name}`);
   let keep: string | null = null;
   try {
-    // allSettled, not all: on the first failure (ENOSPC) the other file may still be opening,
+    // settleAll, not all: on the first failure (ENOSPC) the other file may still be opening,
     // and removed before it exists it would be left behind as a tmp_ file on a full disk.
-    const written = await Promise.allSettled([
+    await settleAll([
       writeFileDurably(tmpPack, enc.pack, opts.fsync ?? false),
       writeFileDurably(tmpIdx, [enc.idx], opts.fsync ?? false),
     ]);
-    for (const w of written) if (w.status === 'rejected') throw w.reason;
     // The .keep before the .pack: git repack lists packs by their .pack files. One listed
     // before its .keep existed is "not kept", and repack deletes it when it finishes, even if
     // its .keep and .idx appeared meanwhile; its pack-objects, started before the .idx, never

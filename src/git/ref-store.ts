@@ -12,6 +12,7 @@ import {
 import {
   closeQuietly,
   fdatasyncFd,
+  settleAll,
   unlinkIfThere,
   unlinkLater,
   unlinkQuietly,
@@ -269,13 +270,9 @@ export class RefStore {
       // fdatasync, not fsync: what the rename needs durable first is the lock's content and
       // size (a ref renamed over an empty or short file would be torn after a power cut);
       // timestamps need not be. The lock's own name needs no sync: it is renamed away.
-      // allSettled: when `durable` fails first, the lock's fdatasync is still in the pool, and
-      // the finally below would close its fd under it (a reused number: another file synced).
-      const settled = await Promise.allSettled([
-        this.fsync ? fdatasyncFd(held.fd) : undefined,
-        durable?.(),
-      ]);
-      for (const r of settled) if (r.status === 'rejected') throw r.reason;
+      // settleAll: when `durable` fails first, the lock's fdatasync is still in the pool, and
+      // the finally below would close its fd under it.
+      await settleAll([this.fsync ? fdatasyncFd(held.fd) : undefined, durable?.()]);
       fs.closeSync(held.fd);
       held.fd = -1;
       this.replace(lock, path, current);
@@ -335,11 +332,8 @@ export class RefStore {
         if (current !== u.expected) throw new RefCasError(u.ref, u.expected, current);
       }
       held.forEach((h, i) => fs.writeSync(h.fd, sorted[i]!.next + '\n'));
-      if (this.fsync) {
-        // allSettled, as in cas(): no lock's fd is closed while its sync is still in the pool.
-        const settled = await Promise.allSettled(held.map((h) => fdatasyncFd(h.fd)));
-        for (const r of settled) if (r.status === 'rejected') throw r.reason;
-      }
+      // settleAll, as in cas(): no lock's fd is closed while its sync is still in the pool.
+      if (this.fsync) await settleAll(held.map((h) => fdatasyncFd(h.fd)));
       for (const h of held) {
         fs.closeSync(h.fd);
         h.fd = -1;

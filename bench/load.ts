@@ -8,6 +8,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { jsonClient, type HttpReply, type JsonClient } from '../test/helpers/http-client.js';
 import { prng as rng } from '../test/helpers/seeded.js';
 import { benchDaemon, percentile, type BenchDaemon, type DaemonCode } from './util.js';
+import { importFromCheckout } from './checkout.js';
 
 // Issue 17: the daemon under load over real HTTP on loopback, clients in another process (as
 // agents on the same machine would be), so their JSON work does not run on the daemon's loop.
@@ -572,9 +573,11 @@ async function cpuPart(): Promise<Record<string, unknown>> {
 
 /** Another checkout's daemon, loaded from its sources (tsx) beside this one. */
 async function daemonCodeOf(root: string): Promise<DaemonCode> {
-  const load = (path: string) => import(pathToFileURL(join(root, path)).href);
-  const daemon = (await load('src/daemon/index.ts')) as { startDaemon: DaemonCode['startDaemon'] };
-  const core = (await load('src/core/index.ts')) as { initRepo: DaemonCode['initRepo'] };
+  const daemon = await importFromCheckout<Pick<DaemonCode, 'startDaemon'>>(
+    root,
+    'src/daemon/index.ts',
+  );
+  const core = await importFromCheckout<Pick<DaemonCode, 'initRepo'>>(root, 'src/core/index.ts');
   return { startDaemon: daemon.startDaemon, initRepo: core.initRepo };
 }
 

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { openRepository as openRepo } from '../src/git/index.js';
 import {
   Entity as Ent,
@@ -11,6 +11,7 @@ import {
   type EntityCodec,
   type OpRecord,
 } from '../src/store/index.js';
+import { importFromCheckout } from './checkout.js';
 
 // Write throughput of the store on a realistic lane: `lane.json` plus 1,000 asks fanned out as
 // `asks/<2 hex>/<ask_id>.json`; every write changes one ask. Side by side:
@@ -149,13 +150,14 @@ async function measureSideBySide(
 async function storeOf(
   root: string,
 ): Promise<{ openRepository: typeof openRepo; GitStore: typeof Store; Entity: typeof Ent }> {
-  const git = (await import(pathToFileURL(join(root, 'src/git/index.ts')).href)) as {
-    openRepository: typeof openRepo;
-  };
-  const store = (await import(pathToFileURL(join(root, 'src/store/index.ts')).href)) as {
-    GitStore: typeof Store;
-    Entity: typeof Ent;
-  };
+  const git = await importFromCheckout<{ openRepository: typeof openRepo }>(
+    root,
+    'src/git/index.ts',
+  );
+  const store = await importFromCheckout<{ GitStore: typeof Store; Entity: typeof Ent }>(
+    root,
+    'src/store/index.ts',
+  );
   return { openRepository: git.openRepository, GitStore: store.GitStore, Entity: store.Entity };
 }
 

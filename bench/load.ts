@@ -9,6 +9,7 @@ import { jsonClient, type HttpReply, type JsonClient } from '../test/helpers/htt
 import { prng as rng } from '../test/helpers/seeded.js';
 import { benchDaemon, percentile, type BenchDaemon, type DaemonCode } from './util.js';
 import { importFromCheckout } from './checkout.js';
+import type { Store } from '../src/store/index.js';
 
 // Issue 17: the daemon under load over real HTTP on loopback, clients in another process (as
 // agents on the same machine would be), so their JSON work does not run on the daemon's loop.
@@ -252,7 +253,59 @@ interface Setup {
   token: string;
   owner: JsonClient;
   call(c: JsonClient, name: string, args: Record<string, unknown>): Promise<HttpReply['json']>;
+  /** The daemon's store of the bench repository (watched by groupCommits). */
+  store: Store;
 }
+
+interface GroupCommits {
+  groups: number;
+  ops_p50: number;
+  /** store.commit: the group's trees, objects, their I/O and the ref's CAS. */
+  commit_ms: { p50: number; p90: number; p99: number };
+  /** From one group's commit to the next's: what a write waits for its group, twice at worst. */
+  cycle_ms: { p50: number; p90: number; p99: number };
+}
+
+/**
+ * Group commits of the Lane while the window runs (until the returned function is called):
+ * how many ops each carried, how long its store.commit took and how far apart they started.
+ * A write waits for the group in flight and then its own, so the cycle is what the writes'
+ * latency (and the mixed load's p99) is made of. The store's commit is wrapped on the
+ * instance, from outside: nothing of the daemon changes for it but one timer read a group.
+ */
+function groupCommits(store: Store): () => GroupCommits {
+  const seen: Array<{ ops: number; start: number; ms: number }> = [];
+  const commit = store.commit;
+  store.commit = async (ref, req) => {
+    const start = performance.now();
+    try {
+      return await commit.call(store, ref, req);
+    } finally {
+      seen.push({ ops: req.ops.length, start, ms: performance.now() - start });
+    }
+  };
+  const q = (xs: number[]) => ({
+    p50: round(percentile(xs, 50), 1),
+    p90: round(percentile(xs, 90), 1),
+    p99: round(percentile(xs, 99), 1),
+  });
+  return () => {
+    store.commit = commit;
+    const starts = seen.map((g) => g.start).sort((a, b) => a - b);
+    return {
+      groups: seen.length,
+      ops_p50: percentile(
+        seen.map((g) => g.ops),
+        50,
+      ),
+      commit_ms: q(seen.map((g) => g.ms)),
+      cycle_ms: q(starts.slice(1).map((t, i) => t - starts[i]!)),
+    };
+  };
+}
+
+const groupLine = (g: GroupCommits): string =>
+  `  group commits ${g.groups}, ${g.ops_p50} ops each (median); store.commit p50 / p90 / p99 ms ${g.commit_ms.p50} / ${g.commit_ms.p90} / ${g.commit_ms.p99}; one to the next ${g.cycle_ms.p50} / ${g.cycle_ms.p90} / ${g.cycle_ms.p99}`;
 
 /**
  * With ZZ_LOAD_PROF set, a CPU profile of this process (the daemon) from now until the
@@ -290,6 +343,7 @@ async function profileWindow(name: string): Promise<() => Promise<void>> {
 async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[]) {
   const load1 = loadavg()[0]!;
   const stopProfile = await profileWindow('mixed');
+  const stopGroups = groupCommits(s.store);
   const cpu0 = process.cpuUsage();
   const mixed = (await startClient({
     role: 'mixed',
@@ -301,6 +355,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     requests: REQUESTS,
   }).result) as MixedResult;
   const cpu = process.cpuUsage(cpu0);
+  const groups = stopGroups();
   await stopProfile();
   const all = Object.values(mixed.lat).flat();
   const rps = all.length / (mixed.elapsedMs / 1000);
@@ -352,6 +407,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
   console.log(
     `  acknowledged writes present: ${missing.length === 0 ? 'all' : `NO: ${missing.length} missing (${missing.slice(0, 3).join('; ')})`} (${mixed.posted.length} posts, ${mixed.claimed.length} claims, ${mixed.answered.length} answers)`,
   );
+  console.log(groupLine(groups));
   for (const [t] of MIX) {
     const xs = mixed.lat[t];
     console.log(
@@ -377,6 +433,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     cpu_ms_per_request: round(cpuPerRequest, 3),
     errors: mixed.errors.length,
     acknowledged_missing: missing.length,
+    group_commits: groups,
     per_tool: perTool,
   };
 }
@@ -452,6 +509,7 @@ async function stormPart(s: Setup) {
   loopDelay.enable();
   const ticks = process.env.ZZ_LOAD_TICKS === '1' ? loopCpu() : null;
   const stopProfile = await profileWindow('storm');
+  const stopGroups = groupCommits(s.store);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const storm = (await startClient({ ...reader, reads: STORM_READS }).result) as Record<
@@ -460,6 +518,7 @@ async function stormPart(s: Setup) {
   >;
   const cpuUsed = process.cpuUsage(cpu0);
   const windowMs = performance.now() - t0;
+  const groups = stopGroups();
   loopDelay.disable();
   await stopProfile();
   const tick = ticks?.();
@@ -478,6 +537,7 @@ async function stormPart(s: Setup) {
   console.log(
     `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}   daemon CPU ms per post  ${round(cpuPerPost, 2)}`,
   );
+  console.log(groupLine(groups));
   const stalls = tick?.stalls;
   if (stalls && stalls.ms > 0) {
     const pct = (x: number) => `${round((100 * x) / stalls.ms, 0)}%`;
@@ -502,6 +562,7 @@ async function stormPart(s: Setup) {
     storm_loop_delay_max_ms: round(loopMax, 2),
     ...(tick ? { storm_tick_cpu_p99_ms: round(percentile(tick.ticks, 99), 2) } : {}),
     storm_cpu_ms_per_post: round(cpuPerPost, 3),
+    storm_group_commits: groups,
     ...(stalls ? { storm_stalls: stalls } : {}),
     lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),
     lane_get_p99_storm_ms: round(percentile(storm.lane_get!, 99), 2),
@@ -661,7 +722,14 @@ export async function benchLoad(): Promise<Record<string, unknown>> {
         async (_, i) => (await daemon.tokens.create(`agent${i}@example.com`, 'login')).token,
       ),
     );
-    const setup: Setup = { url: daemon.url, base: tool('').replace(/\/$/, ''), token, owner, call };
+    const setup: Setup = {
+      url: daemon.url,
+      base: tool('').replace(/\/$/, ''),
+      token,
+      owner,
+      call,
+      store: bd.repo.store,
+    };
     return {
       ...(part !== 'storm' ? await mixedPart(setup, seed, open, tokens) : {}),
       ...(part !== 'mixed' ? await stormPart(setup) : {}),

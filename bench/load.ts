@@ -1,14 +1,19 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { jsonClient, type HttpReply, type JsonClient } from '../test/helpers/http-client.js';
 import { prng as rng } from '../test/helpers/seeded.js';
 import { benchDaemon, percentile, type BenchDaemon, type DaemonCode } from './util.js';
 import { importFromCheckout } from './checkout.js';
+import {
+  childrenCpuMs,
+  groupCommits,
+  groupLine,
+  loopCpu,
+  profileWindow,
+  STALL_MS,
+} from './load-probes.js';
 import type { Store } from '../src/store/index.js';
 
 // Issue 17: the daemon under load over real HTTP on loopback, clients in another process (as
@@ -257,93 +262,11 @@ interface Setup {
   store: Store;
 }
 
-interface GroupCommits {
-  groups: number;
-  ops_p50: number;
-  /** store.commit: the group's trees, objects, their I/O and the ref's CAS. */
-  commit_ms: { p50: number; p90: number; p99: number };
-  /** From one group's commit to the next's: what a write waits for its group, twice at worst. */
-  cycle_ms: { p50: number; p90: number; p99: number };
-}
-
-/**
- * Group commits of the Lane while the window runs (until the returned function is called):
- * how many ops each carried, how long its store.commit took and how far apart they started.
- * A write waits for the group in flight and then its own, so the cycle is what the writes'
- * latency (and the mixed load's p99) is made of. The store's commit is wrapped on the
- * instance, from outside: nothing of the daemon changes for it but one timer read a group.
- */
-function groupCommits(store: Store): () => GroupCommits {
-  const seen: Array<{ ops: number; start: number; ms: number }> = [];
-  const commit = store.commit;
-  store.commit = async (ref, req) => {
-    const start = performance.now();
-    try {
-      return await commit.call(store, ref, req);
-    } finally {
-      seen.push({ ops: req.ops.length, start, ms: performance.now() - start });
-    }
-  };
-  const q = (xs: number[]) => ({
-    p50: round(percentile(xs, 50), 1),
-    p90: round(percentile(xs, 90), 1),
-    p99: round(percentile(xs, 99), 1),
-  });
-  return () => {
-    store.commit = commit;
-    const starts = seen.map((g) => g.start).sort((a, b) => a - b);
-    return {
-      groups: seen.length,
-      ops_p50: percentile(
-        seen.map((g) => g.ops),
-        50,
-      ),
-      commit_ms: q(seen.map((g) => g.ms)),
-      cycle_ms: q(starts.slice(1).map((t, i) => t - starts[i]!)),
-    };
-  };
-}
-
-const groupLine = (g: GroupCommits): string =>
-  `  group commits ${g.groups}, ${g.ops_p50} ops each (median); store.commit p50 / p90 / p99 ms ${g.commit_ms.p50} / ${g.commit_ms.p90} / ${g.commit_ms.p99}; one to the next ${g.cycle_ms.p50} / ${g.cycle_ms.p90} / ${g.cycle_ms.p99}`;
-
-/**
- * With ZZ_LOAD_PROF set, a CPU profile of this process (the daemon) from now until the
- * returned function is called, written there as <name>.cpuprofile; otherwise nothing.
- */
-async function profileWindow(name: string): Promise<() => Promise<void>> {
-  const dir = process.env.ZZ_LOAD_PROF;
-  if (!dir) return async () => {};
-  const heap = process.env.ZZ_LOAD_HEAP === '1';
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.setSamplingInterval', { interval: 200 });
-  await session.post('Profiler.start');
-  // Where the garbage comes from (GC was 5-8% of these profiles): allocations sampled every
-  // 32 KiB on average, kept or collected alike, as <name>.heapprofile.
-  if (heap) {
-    await session.post('HeapProfiler.enable');
-    await session.post('HeapProfiler.startSampling', {
-      samplingInterval: 32 * 1024,
-      includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
-    });
-  }
-  return async () => {
-    const { profile } = await session.post('Profiler.stop');
-    const sampled = heap ? (await session.post('HeapProfiler.stopSampling')).profile : null;
-    session.disconnect();
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
-    if (sampled) writeFileSync(join(dir, `${name}.heapprofile`), JSON.stringify(sampled));
-  };
-}
-
 async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[]) {
   const load1 = loadavg()[0]!;
   const stopProfile = await profileWindow('mixed');
   const stopGroups = groupCommits(s.store);
+  const kids0 = childrenCpuMs();
   const cpu0 = process.cpuUsage();
   const mixed = (await startClient({
     role: 'mixed',
@@ -355,6 +278,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     requests: REQUESTS,
   }).result) as MixedResult;
   const cpu = process.cpuUsage(cpu0);
+  const kidsMs = childrenCpuMs() - kids0;
   const groups = stopGroups();
   await stopProfile();
   const all = Object.values(mixed.lat).flat();
@@ -400,7 +324,9 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
   console.log(
     `  requests/s (goal ≥ 1000)  ${round(rps, 0)}   p50 / p99 ms (goal p99 < 100)  ${fmt(all)}`,
   );
-  console.log(`  daemon CPU ms per request  ${round(cpuPerRequest, 3)}`);
+  console.log(
+    `  daemon CPU ms per request  ${round(cpuPerRequest, 3)}   git maintenance CPU ms in the window  ${round(kidsMs, 0)}`,
+  );
   console.log(
     `  errors ${mixed.errors.length}${mixed.errors.length ? ` (first: ${mixed.errors[0]})` : ''}`,
   );
@@ -431,66 +357,11 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     p50_ms: round(percentile(all, 50), 2),
     p99_ms: round(percentile(all, 99), 2),
     cpu_ms_per_request: round(cpuPerRequest, 3),
+    git_children_cpu_ms: round(kidsMs, 0),
     errors: mixed.errors.length,
     acknowledged_missing: missing.length,
     group_commits: groups,
     per_tool: perTool,
-  };
-}
-
-/** A stretch of at least this long between two 1 ms ticks is a stall, and is taken apart. */
-const STALL_MS = 10;
-
-interface LoopCpu {
-  /** Process CPU ms between consecutive ticks. */
-  ticks: number[];
-  wallMs: number;
-  /** Stalls (ticks ≥ STALL_MS apart): their wall time, split where Linux tells. */
-  stalls: { n: number; ms: number; cpuMs: number; waitMs: number } | null;
-}
-
-/**
- * The daemon's CPU time (this process) between firings of a 1 ms timer, until the returned
- * function is called. Unlike the loop delay, it leaves out time the process spent waiting for
- * a core on a busy machine: a long synchronous stretch on the loop shows as a tick with that
- * much CPU. (Process CPU: the thread pool's and GC threads' CPU counts too.) On Linux, each
- * stall is also split by the main thread's schedstat into time on a CPU, time waiting for one
- * (runnable), and the rest: blocked in the kernel (a synchronous call waiting for the disk).
- */
-function loopCpu(): () => LoopCpu {
-  const ticks: number[] = [];
-  const t0 = performance.now();
-  const statFile = `/proc/${process.pid}/task/${process.pid}/schedstat`;
-  const sched = (): [number, number] | null => {
-    try {
-      const [cpu, wait] = readFileSync(statFile, 'utf8').split(' ').map(Number);
-      return [cpu! / 1e6, wait! / 1e6];
-    } catch {
-      return null;
-    }
-  };
-  const stalls: LoopCpu['stalls'] = sched() ? { n: 0, ms: 0, cpuMs: 0, waitMs: 0 } : null;
-  let last = process.cpuUsage();
-  let lastAt = performance.now();
-  let lastSched = sched();
-  const timer = setInterval(() => {
-    const now = process.cpuUsage();
-    const at = performance.now();
-    const nowSched = stalls ? sched() : null;
-    ticks.push((now.user - last.user + now.system - last.system) / 1000);
-    if (stalls && nowSched && lastSched && at - lastAt >= STALL_MS) {
-      stalls.n++;
-      stalls.ms += at - lastAt;
-      stalls.cpuMs += nowSched[0] - lastSched[0];
-      stalls.waitMs += nowSched[1] - lastSched[1];
-    }
-    last = now;
-    lastAt = at;
-    lastSched = nowSched;
-  }, 1);
-  return () => {
-    clearInterval(timer);
-    return { ticks, wallMs: performance.now() - t0, stalls };
   };
 }
 
@@ -510,6 +381,7 @@ async function stormPart(s: Setup) {
   const ticks = process.env.ZZ_LOAD_TICKS === '1' ? loopCpu() : null;
   const stopProfile = await profileWindow('storm');
   const stopGroups = groupCommits(s.store);
+  const kids0 = childrenCpuMs();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const storm = (await startClient({ ...reader, reads: STORM_READS }).result) as Record<
@@ -518,6 +390,7 @@ async function stormPart(s: Setup) {
   >;
   const cpuUsed = process.cpuUsage(cpu0);
   const windowMs = performance.now() - t0;
+  const kidsMs = childrenCpuMs() - kids0;
   const groups = stopGroups();
   loopDelay.disable();
   await stopProfile();
@@ -535,7 +408,7 @@ async function stormPart(s: Setup) {
     `\nReads under a ${STORM_WRITERS}-writer storm (${round(w.posts / (w.elapsedMs / 1000), 0)} posts/s during it), load average ${round(load2, 2)}`,
   );
   console.log(
-    `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}   daemon CPU ms per post  ${round(cpuPerPost, 2)}`,
+    `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}   daemon CPU ms per post  ${round(cpuPerPost, 2)}   git maintenance CPU ms  ${round(kidsMs, 0)}`,
   );
   console.log(groupLine(groups));
   const stalls = tick?.stalls;
@@ -562,6 +435,7 @@ async function stormPart(s: Setup) {
     storm_loop_delay_max_ms: round(loopMax, 2),
     ...(tick ? { storm_tick_cpu_p99_ms: round(percentile(tick.ticks, 99), 2) } : {}),
     storm_cpu_ms_per_post: round(cpuPerPost, 3),
+    storm_git_children_cpu_ms: round(kidsMs, 0),
     storm_group_commits: groups,
     ...(stalls ? { storm_stalls: stalls } : {}),
     lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),

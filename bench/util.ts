@@ -59,6 +59,11 @@ export async function benchDaemon(
   code: DaemonCode = { startDaemon, initRepo },
 ): Promise<BenchDaemon> {
   const fixture = makeRepo(prefix);
+  if (process.env.ZZ_BIG) {
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('git', ['fetch', '-q', process.env.ZZ_BIG, '+refs/heads/*:refs/remotes/big/*'], { cwd: fixture.dir });
+    execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: fixture.dir });
+  }
   const daemon = await code.startDaemon({
     cwd: fixture.dir,
     port: 0,

@@ -1,28 +1,29 @@
 import type { ZzRepo } from '../core/index.js';
-import { gcAuto } from '../git/index.js';
+import { gcAuto, repackGeometric } from '../git/index.js';
 
-// Background `git gc --auto` for every served repository, now and then: after every
-// `everyCommits` zz commits to it, and on a slow timer when it has had any since the last run.
-// One run per repository at a time; a failure is logged and retried on the next occasion.
-// Never blocks a request: writes go on while git packs beside them (git/ref-store.ts copes
-// with a concurrent pack-refs, and gc --auto never prunes fresh objects).
+// Background maintenance of every served repository: the packs zz's writes leave are rolled
+// up geometrically after every `everyPacks` of them (git/maintenance.ts repackGeometric: the
+// small packs are merged, the repository's own large pack is left alone), and `git gc --auto`
+// runs after every `everyCommits` zz commits and on a slow timer when the repository had any
+// since the last run. One run per repository at a time; a failure is logged and retried on
+// the next occasion. Never blocks a request: writes go on while git packs beside them
+// (git/ref-store.ts copes with a concurrent pack-refs, and neither run prunes fresh objects).
 
-/** git's default gc.autoPackLimit: gc --auto repacks when more packs than this are present. */
+/** git's default gc.autoPackLimit: gc --auto rewrites every pack when more than this are present. */
 const GIT_AUTO_PACK_LIMIT = 50;
 
 export interface MaintenanceOptions {
   /** Commits between runs (default 1,000: a few thousand loose objects). */
   everyCommits?: number;
   /**
-   * Packs written between runs (default 51: one past git's gc.autoPackLimit, the least that
-   * makes a run do something after the last one left one pack). A commit of many objects is one pack
-   * (git/pack-writer.ts), and every read searches each pack: gc --auto consolidates them once
-   * there are more than git's gc.autoPackLimit (50), and is a no-op below that — but not a
-   * free one: each run is a process spawned from the event loop (milliseconds of it) and a
-   * git start-up on a CPU the daemon shares. Under a 32-writer storm on a Lane of thousands of
-   * Asks every group commit leaves a pack for gc (past small-packs' merge size), and a run
-   * every 10 packs (the default before) was one or two spawns a second, all but one in five
-   * of them no-ops: ~160 ms of loop time in a 10 s storm profile (bench/load.ts).
+   * Packs written between roll-ups (default 51, one past git's gc.autoPackLimit: the packs
+   * stay below the count at which a gc --auto of the user's own would rewrite the whole
+   * repository). A commit of many objects is one pack (git/pack-writer.ts), and every read
+   * searches each pack. Each run is a process spawned from the event loop (milliseconds of
+   * it) and a git start-up on a CPU the daemon shares: under a 32-writer storm on a Lane of
+   * thousands of Asks every group commit leaves a pack (past small-packs' merge size), and a
+   * run every 10 packs (the default before) was one or two spawns a second, all but one in
+   * five of them no-ops: ~160 ms of loop time in a 10 s storm profile (bench/load.ts).
    */
   everyPacks?: number;
   /** At most this often otherwise, when a repository saw writes (default 10 minutes). */
@@ -50,18 +51,30 @@ export function startMaintenance(
   const since = new Map<string, number>();
   let closed = false;
 
-  const run = (repo: ZzRepo): void => {
+  // Two kinds of run, one at a time per repository. Packs past everyPacks are rolled up
+  // geometrically (repackGeometric: only the small ones are rewritten); commits past
+  // everyCommits and the timer run gc --auto (loose objects, refs, reflogs, and the pruning of
+  // what is unreachable and old), after a roll-up when one is due too, so that gc --auto does
+  // not find more than gc.autoPackLimit packs and rewrite the whole repository instead.
+  const run = (repo: ZzRepo, gc: boolean): void => {
     const gitdir = repo.git?.gitdir;
     if (closed || !gitdir || running.has(repo.key)) return;
-    since.set(repo.key, 0);
+    const rollUp = !gc || packsSince(repo) >= everyPacks;
     packsAt.set(repo.key, repo.git?.objects.packsWritten ?? 0);
-    // Merges of small packs delete nothing while this gc runs (gcAuto's smallPacks).
-    const p = gcAuto(gitdir, { smallPacks: repo.git?.objects.small })
-      .catch((e: unknown) => opts.log(`gc --auto ${repo.key}: ${(e as Error).message}`))
+    if (gc) since.set(repo.key, 0);
+    // Merges of small packs delete nothing while git runs (whileHeld in git/maintenance.ts).
+    const smallPacks = repo.git?.objects.small;
+    const p = (async () => {
+      // git < 2.32 has no geometric repack: gc --auto as before.
+      const fallback = rollUp && (await repackGeometric(gitdir, { smallPacks })) === 'unsupported';
+      if (gc || fallback) await gcAuto(gitdir, { smallPacks });
+    })()
+      .catch((e: unknown) => opts.log(`maintenance ${repo.key}: ${(e as Error).message}`))
       .finally(() => {
         running.delete(repo.key);
-        // Commits that arrived while git was packing count toward the next run.
-        if ((since.get(repo.key) ?? 0) >= everyCommits || packsSince(repo) >= everyPacks) run(repo);
+        // Commits and packs that arrived while git ran count toward the next run.
+        const gcDue = (since.get(repo.key) ?? 0) >= everyCommits;
+        if (gcDue || packsSince(repo) >= everyPacks) run(repo, gcDue);
       });
     running.set(repo.key, p);
   };
@@ -74,7 +87,7 @@ export function startMaintenance(
     soon.add(repo.key);
     setImmediate(() => {
       soon.delete(repo.key);
-      run(repo);
+      run(repo, (since.get(repo.key) ?? 0) >= everyCommits);
     });
   };
 
@@ -87,7 +100,7 @@ export function startMaintenance(
   );
   const timer = setInterval(
     () => {
-      for (const repo of repos.values()) if ((since.get(repo.key) ?? 0) > 0) run(repo);
+      for (const repo of repos.values()) if ((since.get(repo.key) ?? 0) > 0) run(repo, true);
     },
     opts.everyMs ?? 10 * 60_000,
   );

@@ -1,11 +1,28 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ZzRepo } from '../../src/core/index.js';
 
-// When the daemon's maintenance spawns `git gc --auto` (src/daemon/maintenance.ts): the policy,
-// with the spawn replaced by a counter (test/git/pack-writer.test.ts runs the real git).
+// When the daemon's maintenance rolls packs up or spawns `git gc --auto`
+// (src/daemon/maintenance.ts): the policy, with git replaced by counters
+// (test/git/maintenance.test.ts and test/git/pack-writer.test.ts run the real git).
 
-const gcAuto = vi.hoisted(() => vi.fn(async (_gitdir: string) => {}));
-vi.mock(import('../../src/git/index.js'), async (original) => ({ ...(await original()), gcAuto }));
+const calls = vi.hoisted(() => [] as string[]);
+const gcAuto = vi.hoisted(() =>
+  vi.fn(async (_gitdir: string, _opts?: unknown) => {
+    calls.push('gc');
+  }),
+);
+const geometric = vi.hoisted(() => ({ answer: 'done' as 'done' | 'off' | 'unsupported' }));
+const repackGeometric = vi.hoisted(() =>
+  vi.fn(async (_gitdir: string, _opts?: unknown) => {
+    calls.push('geometric');
+    return geometric.answer;
+  }),
+);
+vi.mock(import('../../src/git/index.js'), async (original) => ({
+  ...(await original()),
+  gcAuto,
+  repackGeometric,
+}));
 const { startMaintenance } = await import('../../src/daemon/maintenance.js');
 
 type Listener = () => void;
@@ -30,27 +47,69 @@ function fakeRepo() {
   return { repo: repo as unknown as ZzRepo, commit };
 }
 
-afterEach(() => gcAuto.mockClear());
+afterEach(() => {
+  gcAuto.mockClear();
+  repackGeometric.mockClear();
+  calls.length = 0;
+  geometric.answer = 'done';
+});
 
 describe('daemon maintenance', () => {
-  it('runs gc --auto once packs pass git’s gc.autoPackLimit (50), not before', async () => {
+  it('rolls packs up geometrically once they pass git’s gc.autoPackLimit (50), not before, and runs no gc --auto for them', async () => {
     const { repo, commit } = fakeRepo();
     const m = startMaintenance(new Map([[repo.key, repo]]), { log: () => {} });
     try {
-      // Below the limit gc --auto is a no-op that still costs a process spawn from the loop.
+      // Below the limit a run costs a process spawn from the loop for little.
       for (let i = 0; i < 50; i++) commit();
       await m.idle();
-      expect(gcAuto).toHaveBeenCalledTimes(0);
+      expect(calls).toEqual([]);
       commit();
       await m.idle();
-      expect(gcAuto).toHaveBeenCalledTimes(1);
+      // gc --auto past 50 packs would rewrite every object of the repository (repack -A -d).
+      expect(calls).toEqual(['geometric']);
       // Counted again from that run.
       for (let i = 0; i < 50; i++) commit();
       await m.idle();
-      expect(gcAuto).toHaveBeenCalledTimes(1);
+      expect(calls).toEqual(['geometric']);
       commit();
       await m.idle();
-      expect(gcAuto).toHaveBeenCalledTimes(2);
+      expect(calls).toEqual(['geometric', 'geometric']);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('runs gc --auto after everyCommits commits, after a roll-up when packs are due too', async () => {
+    const { repo, commit } = fakeRepo();
+    const m = startMaintenance(new Map([[repo.key, repo]]), { log: () => {}, everyCommits: 5 });
+    try {
+      for (let i = 0; i < 5; i++) commit(0); // commits that left no pack (small packs, merged)
+      await m.idle();
+      expect(calls).toEqual(['gc']);
+      calls.length = 0;
+      commit(60);
+      for (let i = 0; i < 4; i++) commit(0);
+      await m.idle();
+      // One run at the 5th commit: the packs first, so gc --auto finds few of them.
+      expect(calls).toEqual(['geometric', 'gc']);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('falls back to gc --auto where git has no geometric repack, and runs nothing more when auto gc is off', async () => {
+    const { repo, commit } = fakeRepo();
+    const m = startMaintenance(new Map([[repo.key, repo]]), { log: () => {} });
+    try {
+      geometric.answer = 'unsupported';
+      commit(51);
+      await m.idle();
+      expect(calls).toEqual(['geometric', 'gc']);
+      calls.length = 0;
+      geometric.answer = 'off';
+      commit(51);
+      await m.idle();
+      expect(calls).toEqual(['geometric']);
     } finally {
       await m.close();
     }
@@ -62,11 +121,11 @@ describe('daemon maintenance', () => {
     const m = startMaintenance(new Map([[repo.key, repo]]), { log: () => {} });
     try {
       commit(51);
-      expect(gcAuto).toHaveBeenCalledTimes(0);
+      expect(calls).toEqual([]);
       commit(); // a second commit before that turn schedules no second run
       await m.idle();
-      expect(gcAuto).toHaveBeenCalledTimes(1);
-      expect(gcAuto).toHaveBeenCalledWith('/nonexistent/.git', { smallPacks: undefined });
+      expect(calls).toEqual(['geometric']);
+      expect(repackGeometric).toHaveBeenCalledWith('/nonexistent/.git', { smallPacks: undefined });
     } finally {
       await m.close();
     }

@@ -12,7 +12,8 @@ import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
 // (so some writes fail and leave unreachable small packs), small packs are merged and deleted
 // in the background, and meanwhile `git gc --auto` (with limits low enough that it repacks
 // all the time), `git repack -a -d` (no -A: it drops what is unreachable when it reads the
-// refs) and `git pack-refs --all --prune` run in loops. Afterwards every commit that landed
+// refs), the daemon's geometric roll-up (`git repack -d -l --geometric=2`) and `git pack-refs
+// --all --prune` run in loops. Afterwards every commit that landed
 // and every ref's whole history must be readable. Bounded by writes, not time.
 
 const REFS = 4;
@@ -37,7 +38,7 @@ describe('git maintenance beside durable writers', () => {
     cleanup();
   });
 
-  it('gc --auto, repack -a -d and pack-refs in loops beside racing writers lose no commit that landed', async () => {
+  it('gc --auto, repack -a -d, a geometric roll-up and pack-refs in loops beside racing writers lose no commit that landed', async () => {
     const seed = testSeed('gc beside writers');
     const rnd = prng(seed);
     const made = makeRepo('zz-gc-beside-');
@@ -69,7 +70,7 @@ describe('git maintenance beside durable writers', () => {
       }
     };
     let writing = true;
-    const runs = { gc: 0, repack: 0, packRefs: 0 };
+    const runs = { gc: 0, repack: 0, geometric: 0, packRefs: 0 };
     // Spaced out (seeded pauses), so that merges also run and delete between git's runs.
     const loop = async (name: keyof typeof runs, args: string[], pauseMs: number) => {
       while (writing) {
@@ -82,6 +83,7 @@ describe('git maintenance beside durable writers', () => {
     const maintenance = [
       loop('gc', [...gc, 'gc', '--auto', '--quiet'], 200),
       loop('repack', ['repack', '-a', '-d', '-q'], 300),
+      loop('geometric', ['repack', '-d', '-l', '-q', '--geometric=2'], 150),
       loop('packRefs', ['pack-refs', '--all', '--prune'], 20),
     ];
     const writers: Array<Promise<void>> = [];
@@ -100,6 +102,7 @@ describe('git maintenance beside durable writers', () => {
     const ctx = `seed ${seed}, ${landed.length} landed, ${casFailures} CAS failures, runs ${JSON.stringify(runs)}`;
     expect(landed.length, ctx).toBeGreaterThan(0);
     expect(runs.repack + runs.gc, ctx).toBeGreaterThan(0);
+    expect(runs.geometric, ctx).toBeGreaterThan(0);
     const check = execFileSync('git', ['cat-file', '--batch-check'], {
       cwd: dir,
       input: landed.join('\n') + '\n',

@@ -1,0 +1,99 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { repackGeometric } from '../../src/git/index.js';
+import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
+
+// The daemon's roll-up of the packs zz's writes leave (git/maintenance.ts repackGeometric),
+// against real git: the small packs become one, the repository's own large pack is not
+// written again (gc --auto past 50 packs rewrites every object: `repack -A -d`), packs with a
+// .keep (zz's in-flight packs) stay as they are, and no object is lost.
+
+function git(dir: string, args: string[], input?: string): string {
+  return execFileSync('git', args, { cwd: dir, input, encoding: 'utf8' }).trim();
+}
+
+const packDir = (dir: string) => join(dir, '.git', 'objects', 'pack');
+const packs = (dir: string) =>
+  readdirSync(packDir(dir))
+    .filter((f) => f.endsWith('.pack'))
+    .sort();
+
+/**
+ * A repository with a history of 300 files in one large pack, then `small` packs of two new
+ * blobs each (as zz's group commits leave them), one of them kept, and one loose blob. Answers
+ * every object written after the history, the large pack's name and the kept pack's.
+ */
+function setUp(dir: string, small: number) {
+  for (let i = 0; i < 300; i++) writeFileSync(join(dir, `f${i}.txt`), `file ${i}\n`.repeat(20));
+  git(dir, ['add', '.']);
+  git(dir, ['commit', '-q', '-m', 'history']);
+  git(dir, ['repack', '-a', '-d', '-q']);
+  const [large] = packs(dir);
+  const blobs: string[] = [];
+  let kept = '';
+  for (let i = 0; i < small; i++) {
+    const pair = [`a ${i}\n`, `b ${i}\n`].map((text) =>
+      git(dir, ['hash-object', '-w', '--stdin'], text),
+    );
+    blobs.push(...pair);
+    const name = git(dir, ['pack-objects', '-q', join(packDir(dir), 'pack')], pair.join('\n'));
+    if (i === 3) {
+      kept = `pack-${name}.pack`;
+      writeFileSync(join(packDir(dir), `pack-${name}.keep`), 'in flight\n');
+    }
+  }
+  git(dir, ['prune-packed']);
+  blobs.push(git(dir, ['hash-object', '-w', '--stdin'], 'loose\n'));
+  return { blobs, large: large!, kept };
+}
+
+describe('geometric roll-up of small packs', () => {
+  let cleanup = () => {};
+  afterEach(() => cleanup());
+
+  it('merges the small packs into one, leaves the large pack and a kept pack alone, loses nothing', async () => {
+    const made = makeRepo('zz-geometric-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    const { blobs, large, kept } = setUp(dir, 52);
+    const largeIno = statSync(join(packDir(dir), large)).ino;
+    expect(packs(dir)).toHaveLength(1 + 52);
+
+    expect(await repackGeometric(join(dir, '.git'))).toBe('done');
+
+    const after = packs(dir);
+    // The large pack is the same file (not written again); the kept one is untouched; the
+    // other 51 and the loose blob are one new pack.
+    expect(after).toContain(large);
+    expect(statSync(join(packDir(dir), large)).ino).toBe(largeIno);
+    expect(after).toContain(kept);
+    expect(after).toHaveLength(3);
+    const check = git(dir, ['cat-file', '--batch-check'], blobs.join('\n') + '\n');
+    expect(check.split('\n').filter((l) => l.endsWith(' missing'))).toEqual([]);
+    expect(git(dir, ['count-objects', '-v'])).toMatch(/^count: 0$/m);
+    expect(fsckProblems(dir)).toEqual([]);
+  });
+
+  it('does nothing when the user turned automatic gc off', async () => {
+    const made = makeRepo('zz-geometric-off-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    setUp(dir, 6);
+    const before = packs(dir);
+    for (const [key, value] of [
+      ['gc.autoPackLimit', '0'],
+      ['gc.auto', '0'],
+    ]) {
+      git(dir, ['config', key!, value!]);
+      expect(await repackGeometric(join(dir, '.git'))).toBe('off');
+      expect(packs(dir)).toEqual(before);
+      git(dir, ['config', '--unset', key!]);
+    }
+    // Set to anything else, it runs.
+    git(dir, ['config', 'gc.autoPackLimit', '10']);
+    expect(await repackGeometric(join(dir, '.git'))).toBe('done');
+    expect(packs(dir).length).toBeLessThan(before.length);
+  });
+});

@@ -38,6 +38,8 @@ import type { Store } from '../src/store/index.js';
 // of each part only (mixed.cpuprofile, storm.cpuprofile: open in Chrome DevTools), without the
 // setup, pre-fill and idle reads a whole-process `node --cpu-prof` would mix in; with
 // ZZ_LOAD_HEAP=1 also a sampled allocation profile (<part>.heapprofile) of the same window.
+// ZZ_BENCH_HISTORY=<repository> fetches that repository's history into the bench repository first
+// (bench/util.ts), so that git's maintenance costs what it would in a real checkout.
 // ZZ_LOAD_TICKS=1 adds, during the storm, the daemon's CPU per 1 ms tick and the split of loop
 // stalls (schedstat). Off by default: that probe is a 1 ms timer reading /proc and cpuUsage on
 // the very loop it watches (~10% of the loop's time in a profile of the storm), which delayed

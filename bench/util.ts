@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { initRepo, type ZzRepo } from '../src/core/index.js';
 import { startDaemon, type Daemon } from '../src/daemon/index.js';
@@ -59,9 +60,14 @@ export async function benchDaemon(
   code: DaemonCode = { startDaemon, initRepo },
 ): Promise<BenchDaemon> {
   const fixture = makeRepo(prefix);
-  if (process.env.ZZ_BIG) {
-    const { execFileSync } = await import('node:child_process');
-    execFileSync('git', ['fetch', '-q', process.env.ZZ_BIG, '+refs/heads/*:refs/remotes/big/*'], { cwd: fixture.dir });
+  // ZZ_BENCH_HISTORY=<repository>: its branches fetched into the bench repository and packed,
+  // so that what git's maintenance costs there is what it costs in a real project's checkout
+  // (the bench's own repository is a few files: a full repack of it is nearly free).
+  const history = process.env.ZZ_BENCH_HISTORY;
+  if (history) {
+    execFileSync('git', ['fetch', '-q', '--', history, '+refs/heads/*:refs/remotes/history/*'], {
+      cwd: fixture.dir,
+    });
     execFileSync('git', ['repack', '-a', '-d', '-q'], { cwd: fixture.dir });
   }
   const daemon = await code.startDaemon({

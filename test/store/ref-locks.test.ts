@@ -57,6 +57,42 @@ describe('packed-refs under the lock', () => {
   });
 });
 
+describe('a ref in packed-refs only', () => {
+  it('is read without looking for its loose file each time, and from the loose file again once there is one', async () => {
+    const ref = 'refs/zz/lanes/packed-only';
+    const loose = join(gitdir, ...ref.split('/'));
+    sh(dir, 'update-ref', ref, c1);
+    sh(dir, 'pack-refs', '--all', '--prune');
+    expect(existsSync(loose)).toBe(false);
+    const store = new RefStore(gitdir, { fsync: false });
+    const reads = vi.spyOn(fs, 'readFileSync');
+    const readsOfLoose = () => reads.mock.calls.filter(([p]) => p === loose).length;
+    expect(await store.read(ref)).toBe(c1);
+    expect(readsOfLoose()).toBe(1); // the first read finds no loose file (it throws ENOENT)
+    for (let i = 0; i < 5; i++) expect(await store.read(ref)).toBe(c1);
+    expect(readsOfLoose()).toBe(1); // and the next ones do not try again to read it
+    // A native writer makes it loose: read from the loose file at once.
+    sh(dir, 'update-ref', ref, c2);
+    expect(existsSync(loose)).toBe(true);
+    expect(await store.read(ref)).toBe(c2);
+    // Packed again, with its new value.
+    sh(dir, 'pack-refs', '--all', '--prune');
+    expect(await store.read(ref)).toBe(c2);
+    expect(await store.read(ref)).toBe(c2);
+    // Under the lock too: the CAS sees the packed value.
+    await store.cas(ref, c2, c3);
+    expect(sh(dir, 'rev-parse', ref)).toBe(c3);
+    expect(await store.read(ref)).toBe(c3);
+  });
+
+  it('answers null for a ref that is nowhere, as often as asked', async () => {
+    const store = new RefStore(gitdir, { fsync: false });
+    for (let i = 0; i < 3; i++) expect(await store.read('refs/zz/lanes/nowhere')).toBeNull();
+    sh(dir, 'update-ref', 'refs/zz/lanes/nowhere', c1);
+    expect(await store.read('refs/zz/lanes/nowhere')).toBe(c1);
+  });
+});
+
 describe('a lock held by a live writer', () => {
   it('is never taken over: ref_locked, the lock kept, the ref unmoved', async () => {
     const ref = 'refs/zz/lanes/live';

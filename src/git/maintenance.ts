@@ -73,9 +73,9 @@ export async function repackGeometric(
 /**
  * What the repository's config says of the roll-up: 'off' when `gc.auto` or `gc.autoPackLimit`
  * is 0 or less (git's gc --auto does nothing then: need_to_gc, too_many_packs), 'unsupported'
- * when a promisor remote is configured (a partial clone: git 2.39, and later ones before a recent
- * fix, dies in the roll-up,
- * "cannot use internal rev list with --stdin-packs", every time), else null.
+ * when a promisor remote is configured (a partial clone: git 2.39, and later ones before a
+ * recent fix, dies in the roll-up every time, "cannot use internal rev list with
+ * --stdin-packs"), else null.
  */
 async function configSays(gitdir: string): Promise<'off' | 'unsupported' | null> {
   // Exit 1: no such key set, git's defaults hold (gc.auto 6,700, gc.autoPackLimit 50). Keys

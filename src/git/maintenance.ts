@@ -56,10 +56,25 @@ export async function repackGeometric(
   if (says) return says;
   try {
     await whileHeld(opts.smallPacks, () =>
-      runGit(['--git-dir', gitdir, 'repack', '-d', '-l', '-q', '--geometric=2'], {
-        cwd: gitdir,
-        timeoutMs: opts.timeoutMs ?? 10 * 60_000,
-      }),
+      // --no-write-bitmap-index: a user's repack.writeBitmaps (or pack.writeBitmaps) makes git
+      // die on any incremental repack ("Incremental repacks are incompatible with bitmap
+      // indexes"); a pack left alone keeps its bitmap, and a full gc of the user's writes one.
+      runGit(
+        [
+          '--git-dir',
+          gitdir,
+          'repack',
+          '-d',
+          '-l',
+          '-q',
+          '--geometric=2',
+          '--no-write-bitmap-index',
+        ],
+        {
+          cwd: gitdir,
+          timeoutMs: opts.timeoutMs ?? 10 * 60_000,
+        },
+      ),
     );
     return 'done';
   } catch (e) {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { initRepo, type ZzRepo } from '../src/core/index.js';
 import { startDaemon, type Daemon } from '../src/daemon/index.js';
 import { jsonClient, type JsonClient } from '../test/helpers/http-client.js';
@@ -63,8 +64,11 @@ export async function benchDaemon(
   // ZZ_BENCH_HISTORY=<repository>: its branches fetched into the bench repository and packed,
   // so that what git's maintenance costs there is what it costs in a real project's checkout
   // (the bench's own repository is a few files: a full repack of it is nearly free).
-  const history = process.env.ZZ_BENCH_HISTORY;
-  if (history) {
+  const named = process.env.ZZ_BENCH_HISTORY;
+  if (named) {
+    // A path is taken from where the bench was started (git runs in the fixture: `../x` would
+    // name a directory beside the fixture there); anything else (a URL) goes to git as given.
+    const history = existsSync(named) ? resolve(named) : named;
     execFileSync('git', ['fetch', '-q', '--', history, '+refs/heads/*:refs/remotes/history/*'], {
       cwd: fixture.dir,
     });

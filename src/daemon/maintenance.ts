@@ -54,19 +54,31 @@ export function startMaintenance(
   // Two kinds of run, one at a time per repository. Packs past everyPacks are rolled up
   // geometrically (repackGeometric: only the small ones are rewritten); commits past
   // everyCommits and the timer run gc --auto (loose objects, refs, reflogs, and the pruning of
-  // what is unreachable and old), after a roll-up when one is due too, so that gc --auto does
-  // not find more than gc.autoPackLimit packs and rewrite the whole repository instead.
+  // what is unreachable and old), after a roll-up whenever packs were written since the last
+  // run, so that gc --auto does not find more than gc.autoPackLimit packs and rewrite the
+  // whole repository instead: it counts every pack there (what earlier roll-ups left, too),
+  // so fewer than everyPacks new ones can be enough.
   const run = (repo: ZzRepo, gc: boolean): void => {
     const gitdir = repo.git?.gitdir;
     if (closed || !gitdir || running.has(repo.key)) return;
-    const rollUp = !gc || packsSince(repo) >= everyPacks;
+    const rollUp = !gc || packsSince(repo) > 0;
     packsAt.set(repo.key, repo.git?.objects.packsWritten ?? 0);
     if (gc) since.set(repo.key, 0);
     // Merges of small packs delete nothing while git runs (whileHeld in git/maintenance.ts).
     const smallPacks = repo.git?.objects.small;
     const p = (async () => {
-      // git < 2.32 has no geometric repack: gc --auto as before.
-      const fallback = rollUp && (await repackGeometric(gitdir, { smallPacks })) === 'unsupported';
+      // git < 2.32 has no geometric repack (and some fail it in a partial clone): gc --auto as
+      // before. So does a roll-up that failed (logged): packs would otherwise pile up, and a
+      // gc --auto due now would be skipped.
+      let fallback = false;
+      if (rollUp) {
+        try {
+          fallback = (await repackGeometric(gitdir, { smallPacks })) === 'unsupported';
+        } catch (e) {
+          opts.log(`maintenance ${repo.key}: roll-up: ${(e as Error).message}`);
+          fallback = true;
+        }
+      }
       if (gc || fallback) await gcAuto(gitdir, { smallPacks });
     })()
       .catch((e: unknown) => opts.log(`maintenance ${repo.key}: ${(e as Error).message}`))

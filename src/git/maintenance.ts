@@ -44,20 +44,37 @@ export async function gcAuto(
  * schedule (the daemon's maintenance) and the user's `git gc` still do that.
  *
  * Answers 'off', running nothing, when the user turned automatic gc off (`gc.auto` or
- * `gc.autoPackLimit` set to 0: gc --auto would do nothing either), and 'unsupported' when this
- * git has no `--geometric` (the caller falls back to gcAuto).
+ * `gc.autoPackLimit` set to 0 or less: gc --auto would do nothing either), and 'unsupported'
+ * when this git has no `--geometric` or the repository is a partial clone (configSays; the
+ * caller falls back to gcAuto).
  */
 export async function repackGeometric(
   gitdir: string,
   opts: { timeoutMs?: number; smallPacks?: SmallPacks } = {},
 ): Promise<'done' | 'off' | 'unsupported'> {
-  if (await autoGcOff(gitdir)) return 'off';
+  const says = await configSays(gitdir);
+  if (says) return says;
   try {
     await whileHeld(opts.smallPacks, () =>
-      runGit(['--git-dir', gitdir, 'repack', '-d', '-l', '-q', '--geometric=2'], {
-        cwd: gitdir,
-        timeoutMs: opts.timeoutMs ?? 10 * 60_000,
-      }),
+      // --no-write-bitmap-index: a user's repack.writeBitmaps (or pack.writeBitmaps) makes git
+      // die on any incremental repack ("Incremental repacks are incompatible with bitmap
+      // indexes"); a pack left alone keeps its bitmap, and a full gc of the user's writes one.
+      runGit(
+        [
+          '--git-dir',
+          gitdir,
+          'repack',
+          '-d',
+          '-l',
+          '-q',
+          '--geometric=2',
+          '--no-write-bitmap-index',
+        ],
+        {
+          cwd: gitdir,
+          timeoutMs: opts.timeoutMs ?? 10 * 60_000,
+        },
+      ),
     );
     return 'done';
   } catch (e) {
@@ -68,17 +85,44 @@ export async function repackGeometric(
   }
 }
 
-/** Whether `gc.auto` or `gc.autoPackLimit` is 0 in the repository's config (auto gc off). */
-async function autoGcOff(gitdir: string): Promise<boolean> {
-  // Exit 1: no such key set, git's defaults hold (gc.auto 6,700, gc.autoPackLimit 50).
+/**
+ * What the repository's config says of the roll-up: 'off' when `gc.auto` or `gc.autoPackLimit`
+ * is 0 or less (git's gc --auto does nothing then: need_to_gc, too_many_packs), 'unsupported'
+ * when a promisor remote is configured (a partial clone: git 2.39, and later ones before a
+ * recent fix, dies in the roll-up every time, "cannot use internal rev list with
+ * --stdin-packs"), else null.
+ */
+async function configSays(gitdir: string): Promise<'off' | 'unsupported' | null> {
+  // Exit 1: no such key set, git's defaults hold (gc.auto 6,700, gc.autoPackLimit 50). Keys
+  // come lowercased, in the order git reads them (system, global, local, worktree): the last
+  // value of a key is the one git uses, as for `git config --get`.
   const r = await runGit(
-    ['--git-dir', gitdir, 'config', '--get-regexp', '^gc\\.(auto|autopacklimit)$'],
+    [
+      '--git-dir',
+      gitdir,
+      'config',
+      '--get-regexp',
+      '^(gc\\.(auto|autopacklimit)|remote\\..+\\.promisor|extensions\\.partialclone)$',
+    ],
     { cwd: gitdir, okCodes: [1] },
   );
-  return r.stdout
-    .toString('utf8')
-    .split('\n')
-    .some((line) => /^\S+ 0+$/.test(line.trim()));
+  const last = new Map<string, string>();
+  for (const line of r.stdout.toString('utf8').split('\n')) {
+    if (!line) continue;
+    const sp = line.indexOf(' ');
+    // A key with no value (`[remote "o"] promisor`) comes without a space: true for a bool.
+    last.set(sp < 0 ? line : line.slice(0, sp), sp < 0 ? '' : line.slice(sp + 1).trim());
+  }
+  // git's integers: an optional sign, digits, and a unit (k, m, g); anything else fails git's
+  // own gc --auto and is left to it.
+  const atMostZero = (v: string | undefined) =>
+    v !== undefined && /^[-+]?\d+[kmg]?$/i.test(v) && Number.parseInt(v, 10) <= 0;
+  if (atMostZero(last.get('gc.auto')) || atMostZero(last.get('gc.autopacklimit'))) return 'off';
+  for (const [key, value] of last) {
+    if (key === 'extensions.partialclone' && value !== '') return 'unsupported';
+    if (key.endsWith('.promisor') && !/^(false|no|off|0)$/i.test(value)) return 'unsupported';
+  }
+  return null;
 }
 
 /** Runs `fn` while `smallPacks` deletes no pack (a pack deleted under git's pack-objects fails it). */

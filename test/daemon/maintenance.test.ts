@@ -11,10 +11,13 @@ const gcAuto = vi.hoisted(() =>
     calls.push('gc');
   }),
 );
-const geometric = vi.hoisted(() => ({ answer: 'done' as 'done' | 'off' | 'unsupported' }));
+const geometric = vi.hoisted(() => ({
+  answer: 'done' as 'done' | 'off' | 'unsupported' | Error,
+}));
 const repackGeometric = vi.hoisted(() =>
   vi.fn(async (_gitdir: string, _opts?: unknown) => {
     calls.push('geometric');
+    if (geometric.answer instanceof Error) throw geometric.answer;
     return geometric.answer;
   }),
 );
@@ -126,6 +129,47 @@ describe('daemon maintenance', () => {
       await m.idle();
       expect(calls).toEqual(['geometric']);
       expect(repackGeometric).toHaveBeenCalledWith('/nonexistent/.git', { smallPacks: undefined });
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('rolls up before every gc --auto that follows packs, not only past everyPacks of them', async () => {
+    // gc --auto counts every pack in the repository (not only the ones written since the last
+    // run): after a roll-up left two (the history's and the rolled one), 49 more are 51, and
+    // gc --auto answers that with repack -A -d, every object written again.
+    const { repo, commit } = fakeRepo();
+    const m = startMaintenance(new Map([[repo.key, repo]]), { log: () => {}, everyCommits: 5 });
+    try {
+      for (let i = 0; i < 4; i++) commit(0);
+      commit(49);
+      await m.idle();
+      expect(calls).toEqual(['geometric', 'gc']);
+    } finally {
+      await m.close();
+    }
+  });
+
+  it('a roll-up that fails is logged and gc --auto runs instead, also when gc --auto was due anyway', async () => {
+    // A partial clone's roll-up fails every time on some gits (git/maintenance.ts): packs
+    // would pile up unchecked, and a gc --auto due at the same run was skipped.
+    const { repo, commit } = fakeRepo();
+    const log: string[] = [];
+    const m = startMaintenance(new Map([[repo.key, repo]]), {
+      log: (l) => log.push(l),
+      everyCommits: 3,
+    });
+    try {
+      geometric.answer = new Error('git repack failed: fatal: boom');
+      commit(51);
+      await m.idle();
+      expect(calls).toEqual(['geometric', 'gc']);
+      calls.length = 0;
+      commit(0);
+      commit(51); // the 3rd commit: gc --auto due, and a roll-up
+      await m.idle();
+      expect(calls).toEqual(['geometric', 'gc']);
+      expect(log.join('\n')).toMatch(/boom/);
     } finally {
       await m.close();
     }

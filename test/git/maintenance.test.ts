@@ -96,4 +96,69 @@ describe('geometric roll-up of small packs', () => {
     expect(await repackGeometric(join(dir, '.git'))).toBe('done');
     expect(packs(dir).length).toBeLessThan(before.length);
   });
+
+  it('reads gc.auto as git does: a negative value is off too, and the last value set wins', async () => {
+    const made = makeRepo('zz-geometric-config-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    setUp(dir, 6);
+    const before = packs(dir);
+    // git's gc --auto does nothing at gc.auto ≤ 0 (need_to_gc), nor past gc.autoPackLimit ≤ 0.
+    for (const [key, value] of [
+      ['gc.auto', '-1'],
+      ['gc.autoPackLimit', '-1'],
+      ['gc.auto', '00'],
+    ]) {
+      git(dir, ['config', key!, value!]);
+      expect(await repackGeometric(join(dir, '.git')), `${key}=${value}`).toBe('off');
+      expect(packs(dir)).toEqual(before);
+      git(dir, ['config', '--unset', key!]);
+    }
+    // 0 then 100 (a global 0 overridden in the repository reads the same): git uses 100.
+    git(dir, ['config', '--add', 'gc.auto', '0']);
+    git(dir, ['config', '--add', 'gc.auto', '100']);
+    expect(await repackGeometric(join(dir, '.git'))).toBe('done');
+    expect(packs(dir).length).toBeLessThan(before.length);
+  });
+
+  it('answers unsupported in a partial clone (a promisor remote), where git 2.39 dies in the roll-up', async () => {
+    const made = makeRepo('zz-geometric-promisor-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    setUp(dir, 6);
+    const before = packs(dir);
+    // What `git clone --filter` sets; either one makes git's repack pass
+    // --exclude-promisor-objects, which pack-objects --stdin-packs refuses (git 2.39).
+    for (const config of [
+      ['remote.origin.promisor', 'true'],
+      ['extensions.partialClone', 'origin'],
+    ]) {
+      git(dir, ['config', 'remote.origin.url', dir]);
+      git(dir, ['config', config[0]!, config[1]!]);
+      expect(await repackGeometric(join(dir, '.git')), config[0]).toBe('unsupported');
+      expect(packs(dir)).toEqual(before);
+      git(dir, ['config', '--unset', config[0]!]);
+    }
+    git(dir, ['config', 'remote.origin.promisor', 'false']);
+    expect(await repackGeometric(join(dir, '.git'))).toBe('done');
+  });
+
+  it('rolls up where the user asked for bitmaps (repack.writeBitmaps), which git refuses for an incremental repack', async () => {
+    const made = makeRepo('zz-geometric-bitmaps-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    const { blobs, large } = setUp(dir, 6);
+    const before = packs(dir);
+    // git 2.39 dies: "Incremental repacks are incompatible with bitmap indexes"; every roll-up
+    // failed, and the packs piled up.
+    for (const key of ['repack.writeBitmaps', 'pack.writeBitmaps']) {
+      git(dir, ['config', key, 'true']);
+      expect(await repackGeometric(join(dir, '.git')), key).toBe('done');
+      git(dir, ['config', '--unset', key]);
+    }
+    expect(packs(dir).length).toBeLessThan(before.length);
+    expect(packs(dir)).toContain(large);
+    const check = git(dir, ['cat-file', '--batch-check'], blobs.join('\n') + '\n');
+    expect(check.split('\n').filter((l) => l.endsWith(' missing'))).toEqual([]);
+  });
 });

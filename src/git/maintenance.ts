@@ -12,6 +12,17 @@ import type { SmallPacks } from './small-packs.js';
 // gc --auto prunes only unreachable objects older than gc.pruneExpire (two weeks).
 
 /**
+ * How much nicer than the daemon its maintenance runs. A roll-up or gc competes for the
+ * machine's cores with the requests the daemon serves and with the agents calling it: under a
+ * 32-writer storm the git children took ~1 s of CPU in a 4 s window, and two thirds of the
+ * daemon's loop stalls of 10 ms or more were spent waiting for a core (bench/load,
+ * ZZ_LOAD_TICKS=1). Niced by 10, git gets about a tenth of a contended core against a
+ * process at the daemon's priority and all of an idle one; not 19, so that a gc on a machine
+ * kept busy for long still finishes (small packs are not deleted while it runs).
+ */
+const MAINTENANCE_NICE = 10;
+
+/**
  * Runs `git gc --auto --quiet` in the foreground (never detached: the caller waits for it).
  * With `smallPacks` (this process's writer of the repository), its merges delete no pack while
  * the gc runs: a pack deleted under gc's pack-objects fails the run (small-packs.ts,
@@ -25,6 +36,7 @@ export async function gcAuto(
     runGit(['--git-dir', gitdir, '-c', 'gc.autoDetach=false', 'gc', '--auto', '--quiet'], {
       cwd: gitdir,
       timeoutMs: opts.timeoutMs ?? 10 * 60_000,
+      nice: MAINTENANCE_NICE,
     }),
   );
 }
@@ -73,6 +85,7 @@ export async function repackGeometric(
         {
           cwd: gitdir,
           timeoutMs: opts.timeoutMs ?? 10 * 60_000,
+          nice: MAINTENANCE_NICE,
         },
       ),
     );

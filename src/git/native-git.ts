@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { realpathSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { ZzError } from '../errors.js';
 
 // Native git is spawned with an argument array, never through a shell. Git's own
@@ -14,6 +15,11 @@ export interface GitRunOptions {
   okCodes?: number[];
   maxBuffer?: number;
   timeoutMs?: number;
+  /**
+   * Runs git this much nicer than the daemon (os.setPriority, 1–19): for background work that
+   * must not take a core from the requests being served (git/maintenance.ts).
+   */
+  nice?: number;
 }
 
 export interface GitRunResult {
@@ -85,6 +91,13 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
       stdio: ['pipe', 'pipe', 'pipe'],
       timeout: opts.timeoutMs,
     });
+    if (opts.nice !== undefined && child.pid !== undefined) {
+      try {
+        setPriority(child.pid, Math.min(19, getPriority() + opts.nice));
+      } catch {
+        /* not allowed here (or gone already): it runs at the daemon's priority */
+      }
+    }
     const out: Buffer[] = [];
     let outLen = 0;
     let err = '';

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repackGeometric } from '../../src/git/index.js';
+import { repackGeometric, runGit } from '../../src/git/index.js';
 import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
 
 // The daemon's roll-up of the packs zz's writes leave (git/maintenance.ts repackGeometric),
@@ -160,5 +161,21 @@ describe('geometric roll-up of small packs', () => {
     expect(packs(dir)).toContain(large);
     const check = git(dir, ['cat-file', '--batch-check'], blobs.join('\n') + '\n');
     expect(check.split('\n').filter((l) => l.endsWith(' missing'))).toEqual([]);
+  });
+});
+
+describe('git run nicer than the daemon', () => {
+  let cleanup = () => {};
+  afterEach(() => cleanup());
+
+  it('takes the niceness asked for, and its own children inherit it', async () => {
+    const made = makeRepo('zz-nice-');
+    cleanup = made.cleanup;
+    // An alias that runs a shell: what it prints is the niceness git ran with when it forked
+    // (as repack forks pack-objects).
+    const r = await runGit(['-c', 'alias.niceness=!nice', 'niceness'], { cwd: made.dir, nice: 7 });
+    expect(Number(r.stdout.toString('utf8').trim())).toBe(Math.min(19, getPriority() + 7));
+    const plain = await runGit(['-c', 'alias.niceness=!nice', 'niceness'], { cwd: made.dir });
+    expect(Number(plain.stdout.toString('utf8').trim())).toBe(getPriority());
   });
 });

@@ -1,11 +1,12 @@
 import type { ZzRepo } from '../core/index.js';
-import { gcAuto, repackGeometric } from '../git/index.js';
+import { fullGcDue, gcAuto, gcFull, repackGeometric } from '../git/index.js';
 
 // Background maintenance of every served repository: the packs zz's writes leave are rolled
 // up geometrically after every `everyPacks` of them (git/maintenance.ts repackGeometric: the
 // small packs are merged, the repository's own large pack is left alone), and `git gc --auto`
 // runs after every `everyCommits` zz commits and on a slow timer when the repository had any
-// since the last run. One run per repository at a time; a failure is logged and retried on
+// since the last run; on that timer, once a day, a full gc instead prunes what is unreachable
+// and old (gcFull: the roll-ups leave gc --auto nothing to do, so nothing else would). One run per repository at a time; a failure is logged and retried on
 // the next occasion. Never blocks a request: writes go on while git packs beside them
 // (git/ref-store.ts copes with a concurrent pack-refs, and neither run prunes fresh objects).
 
@@ -28,6 +29,11 @@ export interface MaintenanceOptions {
   everyPacks?: number;
   /** At most this often otherwise, when a repository saw writes (default 10 minutes). */
   everyMs?: number;
+  /**
+   * A full gc (git/maintenance.ts gcFull: unreachable objects pruned) at most this often, on
+   * the timer, when a repository saw writes (default a day; kept on disk across restarts).
+   */
+  fullEveryMs?: number;
   log: (line: string) => void;
 }
 
@@ -44,6 +50,7 @@ export function startMaintenance(
 ): Maintenance {
   const everyCommits = opts.everyCommits ?? 1_000;
   const everyPacks = opts.everyPacks ?? GIT_AUTO_PACK_LIMIT + 1;
+  const fullEveryMs = opts.fullEveryMs ?? 24 * 60 * 60_000;
   const packsAt = new Map<string, number>();
   const packsSince = (repo: ZzRepo) =>
     (repo.git?.objects.packsWritten ?? 0) - (packsAt.get(repo.key) ?? 0);
@@ -58,15 +65,21 @@ export function startMaintenance(
   // run, so that gc --auto does not find more than gc.autoPackLimit packs and rewrite the
   // whole repository instead: it counts every pack there (what earlier roll-ups left, too),
   // so fewer than everyPacks new ones can be enough.
-  const run = (repo: ZzRepo, gc: boolean): void => {
+  // A full gc (the timer's, once a day) packs everything anew and prunes: neither a roll-up
+  // nor gc --auto is needed beside it.
+  const run = (repo: ZzRepo, gc: boolean, full = false): void => {
     const gitdir = repo.git?.gitdir;
     if (closed || !gitdir || running.has(repo.key)) return;
-    const rollUp = !gc || packsSince(repo) > 0;
+    const rollUp = !full && (!gc || packsSince(repo) > 0);
     packsAt.set(repo.key, repo.git?.objects.packsWritten ?? 0);
     if (gc) since.set(repo.key, 0);
     // Merges of small packs delete nothing while git runs (whileHeld in git/maintenance.ts).
     const smallPacks = repo.git?.objects.small;
     const p = (async () => {
+      if (full) {
+        await gcFull(gitdir, { smallPacks });
+        return;
+      }
       // git < 2.32 has no geometric repack (and some fail it in a partial clone): gc --auto as
       // before. So does a roll-up that failed (logged): packs would otherwise pile up, and a
       // gc --auto due now would be skipped.
@@ -112,7 +125,17 @@ export function startMaintenance(
   );
   const timer = setInterval(
     () => {
-      for (const repo of repos.values()) if ((since.get(repo.key) ?? 0) > 0) run(repo, true);
+      for (const repo of repos.values()) {
+        const gitdir = repo.git?.gitdir;
+        if (!gitdir || (since.get(repo.key) ?? 0) === 0 || running.has(repo.key)) continue;
+        let full = false;
+        try {
+          full = fullGcDue(gitdir, fullEveryMs);
+        } catch (e) {
+          opts.log(`maintenance ${repo.key}: ${(e as Error).message}`);
+        }
+        run(repo, true, full);
+      }
     },
     opts.everyMs ?? 10 * 60_000,
   );

@@ -1,3 +1,5 @@
+import { mkdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ZzError } from '../errors.js';
 import { runGit } from './native-git.js';
 import type { SmallPacks } from './small-packs.js';
@@ -52,8 +54,8 @@ export async function gcAuto(
  * packs of two objects, against 0.03 s this way, and a daemon under a writer storm reached
  * that limit every second or two (issue 17). Packs with a `.keep` (zz's in-flight packs,
  * small-packs.ts) are not rolled up; loose objects are, and are deleted only once their pack
- * is in place, as `git gc` does. Nothing unreachable is pruned here: gc --auto on its own
- * schedule (the daemon's maintenance) and the user's `git gc` still do that.
+ * is in place, as `git gc` does. Nothing unreachable is pruned here: gcFull, seldom, and the
+ * user's `git gc` do that.
  *
  * Answers 'off', running nothing, when the user turned automatic gc off (`gc.auto` or
  * `gc.autoPackLimit` set to 0 or less: gc --auto would do nothing either), and 'unsupported'
@@ -95,6 +97,60 @@ export async function repackGeometric(
     const d = e instanceof ZzError ? (e.details as { code?: number } | undefined) : undefined;
     if (d?.code === 129) return 'unsupported';
     throw e;
+  }
+}
+
+/**
+ * Runs a full `git gc --quiet`: every reachable object in one pack again, and what is
+ * unreachable and older than gc.pruneExpire (two weeks) pruned. The roll-ups keep the packs
+ * below gc.autoPackLimit and pack the loose objects, so gc --auto no longer finds work, and
+ * the unreachable objects zz leaves (a write that lost its compare-and-swap, a sync's pruned
+ * history) were copied from pack to pack for good. It costs what a gc of the whole repository
+ * costs, so the daemon runs it seldom (fullGcDue). Answers 'off', running nothing, when the
+ * user turned automatic gc off (configSays).
+ */
+export async function gcFull(
+  gitdir: string,
+  opts: { timeoutMs?: number; smallPacks?: SmallPacks } = {},
+): Promise<'done' | 'off'> {
+  if ((await configSays(gitdir)) === 'off') return 'off';
+  await whileHeld(opts.smallPacks, () =>
+    runGit(['--git-dir', gitdir, 'gc', '--quiet'], {
+      cwd: gitdir,
+      timeoutMs: opts.timeoutMs ?? 60 * 60_000,
+      nice: MAINTENANCE_NICE,
+    }),
+  );
+  markFullGc(gitdir);
+  return 'done';
+}
+
+/** When the last full gc ran: the time of this file (made the first time it is asked). */
+const fullGcMark = (gitdir: string) => join(gitdir, 'zz', 'last-full-gc');
+
+/**
+ * Whether a full gc is due: `everyMs` since the last one, kept on disk so that a daemon
+ * restarted more often than that still runs it. The first time zz asks in a repository the
+ * mark is made and nothing is due: a new daemon does not start with a gc of the whole
+ * repository.
+ */
+export function fullGcDue(gitdir: string, everyMs: number, now = Date.now()): boolean {
+  const at = statSync(fullGcMark(gitdir), { throwIfNoEntry: false })?.mtimeMs;
+  if (at === undefined) {
+    markFullGc(gitdir);
+    return false;
+  }
+  return now - at >= everyMs;
+}
+
+function markFullGc(gitdir: string): void {
+  const mark = fullGcMark(gitdir);
+  mkdirSync(dirname(mark), { recursive: true });
+  const now = new Date();
+  try {
+    utimesSync(mark, now, now);
+  } catch {
+    writeFileSync(mark, '');
   }
 }
 

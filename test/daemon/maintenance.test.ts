@@ -21,10 +21,20 @@ const repackGeometric = vi.hoisted(() =>
     return geometric.answer;
   }),
 );
+const gcFull = vi.hoisted(() =>
+  vi.fn(async (_gitdir: string, _opts?: unknown) => {
+    calls.push('full');
+    return 'done' as const;
+  }),
+);
+const fullDue = vi.hoisted(() => ({ answer: false }));
+const fullGcDue = vi.hoisted(() => vi.fn((_gitdir: string, _everyMs: number) => fullDue.answer));
 vi.mock(import('../../src/git/index.js'), async (original) => ({
   ...(await original()),
   gcAuto,
   repackGeometric,
+  gcFull,
+  fullGcDue,
 }));
 const { startMaintenance } = await import('../../src/daemon/maintenance.js');
 
@@ -54,6 +64,7 @@ afterEach(() => {
   gcAuto.mockClear();
   repackGeometric.mockClear();
   calls.length = 0;
+  fullDue.answer = false;
   geometric.answer = 'done';
 });
 
@@ -170,6 +181,28 @@ describe('daemon maintenance', () => {
       await m.idle();
       expect(calls).toEqual(['geometric', 'gc']);
       expect(log.join('\n')).toMatch(/boom/);
+    } finally {
+      await m.close();
+    }
+  });
+  it('runs a full gc on the timer instead of gc --auto once one is due, and only then', async () => {
+    const { repo, commit } = fakeRepo();
+    const m = startMaintenance(new Map([[repo.key, repo]]), {
+      log: () => {},
+      everyMs: 5,
+      fullEveryMs: 1234,
+    });
+    try {
+      commit(0);
+      await vi.waitFor(() => expect(calls).toContain('gc'));
+      expect(calls).not.toContain('full');
+      expect(fullGcDue).toHaveBeenCalledWith('/nonexistent/.git', 1234);
+      calls.length = 0;
+      fullDue.answer = true;
+      commit(3); // packs written: the full gc makes a roll-up and gc --auto needless
+      await vi.waitFor(() => expect(calls).toContain('full'));
+      await m.idle();
+      expect(calls).toEqual(['full']);
     } finally {
       await m.close();
     }

@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repackGeometric, runGit } from '../../src/git/index.js';
+import { fullGcDue, gcFull, repackGeometric, runGit } from '../../src/git/index.js';
 import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
 
 // The daemon's roll-up of the packs zz's writes leave (git/maintenance.ts repackGeometric),
@@ -177,5 +177,59 @@ describe('git run nicer than the daemon', () => {
     expect(Number(r.stdout.toString('utf8').trim())).toBe(Math.min(19, getPriority() + 7));
     const plain = await runGit(['-c', 'alias.niceness=!nice', 'niceness'], { cwd: made.dir });
     expect(Number(plain.stdout.toString('utf8').trim())).toBe(getPriority());
+  });
+});
+
+describe('the full gc, seldom', () => {
+  let cleanup = () => {};
+  afterEach(() => cleanup());
+
+  it('prunes an unreachable object older than two weeks, keeps a fresh one and what is reachable', async () => {
+    const made = makeRepo('zz-fullgc-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    const gitdir = join(dir, '.git');
+    const old = git(dir, ['hash-object', '-w', '--stdin'], 'unreachable, a month old\n');
+    const loose = (oid: string) => join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
+    const month = new Date(Date.now() - 30 * 24 * 3600_000);
+    utimesSync(loose(old), month, month);
+    // Rolled up first, as the daemon's roll-ups do: it is in a pack then, and gc --auto (too
+    // few packs, no loose objects) would leave it there for good.
+    expect(await repackGeometric(gitdir)).toBe('done');
+    const present = (oid: string) =>
+      git(dir, ['cat-file', '--batch-check'], oid + '\n').endsWith('missing') ? 'missing' : 'there';
+    expect(present(old)).toBe('there');
+    // The pack it went to is new: date it back as well (git prunes the unreachable objects of
+    // a pack by the pack's time).
+    for (const f of readdirSync(packDir(dir))) utimesSync(join(packDir(dir), f), month, month);
+    // Unreachable and just written (a write whose ref has not moved yet): kept.
+    const fresh = git(dir, ['hash-object', '-w', '--stdin'], 'unreachable, just written\n');
+    expect(await gcFull(gitdir)).toBe('done');
+    expect([present(old), present(fresh)]).toEqual(['missing', 'there']);
+    expect(git(dir, ['rev-parse', 'HEAD^{tree}'])).toMatch(/^[0-9a-f]{40}$/);
+    expect(fsckProblems(dir)).toEqual([]);
+  });
+
+  it('is due once a day, counted from a mark on disk that the first ask makes', () => {
+    const made = makeRepo('zz-fullgc-due-');
+    cleanup = made.cleanup;
+    const gitdir = join(made.dir, '.git');
+    const day = 24 * 3600_000;
+    expect(fullGcDue(gitdir, day)).toBe(false); // first ask: marked now, not due
+    expect(fullGcDue(gitdir, day)).toBe(false);
+    expect(fullGcDue(gitdir, day, Date.now() + day + 1000)).toBe(true);
+    const mark = join(gitdir, 'zz', 'last-full-gc');
+    const twoDays = new Date(Date.now() - 2 * day);
+    utimesSync(mark, twoDays, twoDays);
+    expect(fullGcDue(gitdir, day)).toBe(true);
+  });
+
+  it('does nothing when the user turned automatic gc off', async () => {
+    const made = makeRepo('zz-fullgc-off-');
+    cleanup = made.cleanup;
+    git(made.dir, ['config', 'gc.auto', '0']);
+    const before = packs(made.dir);
+    expect(await gcFull(join(made.dir, '.git'))).toBe('off');
+    expect(packs(made.dir)).toEqual(before);
   });
 });

@@ -58,7 +58,7 @@ export function startMaintenance(
   const since = new Map<string, number>();
   let closed = false;
 
-  // Two kinds of run, one at a time per repository. Packs past everyPacks are rolled up
+  // Three kinds of run, one at a time per repository. Packs past everyPacks are rolled up
   // geometrically (repackGeometric: only the small ones are rewritten); commits past
   // everyCommits and the timer run gc --auto (loose objects, refs, reflogs, and the pruning of
   // what is unreachable and old), after a roll-up whenever packs were written since the last

@@ -114,6 +114,9 @@ export async function gcFull(
   opts: { timeoutMs?: number; smallPacks?: SmallPacks } = {},
 ): Promise<'done' | 'off'> {
   if ((await configSays(gitdir)) === 'off') return 'off';
+  // Marked whatever the outcome: a gc that fails (a corrupt object, a full disk) is tried
+  // again the next day, not on every tick of the daemon's 10-minute timer.
+  markFullGc(gitdir);
   await whileHeld(opts.smallPacks, () =>
     runGit(['--git-dir', gitdir, 'gc', '--quiet'], {
       cwd: gitdir,
@@ -121,7 +124,6 @@ export async function gcFull(
       nice: MAINTENANCE_NICE,
     }),
   );
-  markFullGc(gitdir);
   return 'done';
 }
 

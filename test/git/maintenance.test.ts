@@ -224,6 +224,20 @@ describe('the full gc, seldom', () => {
     expect(fullGcDue(gitdir, day)).toBe(true);
   });
 
+  it('is not due again the next minute when it failed', async () => {
+    const made = makeRepo('zz-fullgc-fails-');
+    cleanup = made.cleanup;
+    const gitdir = join(made.dir, '.git');
+    const day = 24 * 3600_000;
+    expect(fullGcDue(gitdir, day)).toBe(false); // the mark is made
+    const twoDays = new Date(Date.now() - 2 * day);
+    utimesSync(join(gitdir, 'zz', 'last-full-gc'), twoDays, twoDays);
+    expect(fullGcDue(gitdir, day)).toBe(true);
+    git(made.dir, ['config', 'gc.pruneExpire', 'bogus']); // git gc dies on it
+    await expect(gcFull(gitdir)).rejects.toThrow(/pruneexpire/i);
+    expect(fullGcDue(gitdir, day)).toBe(false);
+  });
+
   it('does nothing when the user turned automatic gc off', async () => {
     const made = makeRepo('zz-fullgc-off-');
     cleanup = made.cleanup;

@@ -107,7 +107,7 @@ export async function repackGeometric(
  * the unreachable objects zz leaves (a write that lost its compare-and-swap, a sync's pruned
  * history) were copied from pack to pack for good. It costs what a gc of the whole repository
  * costs, so the daemon runs it seldom (fullGcDue). Answers 'off', running nothing, when the
- * user turned automatic gc off (configSays).
+ * user turned automatic gc off (configSays) or its mark cannot be set.
  */
 export async function gcFull(
   gitdir: string,
@@ -115,8 +115,15 @@ export async function gcFull(
 ): Promise<'done' | 'off'> {
   if ((await configSays(gitdir)) === 'off') return 'off';
   // Marked whatever the outcome: a gc that fails (a corrupt object, a full disk) is tried
-  // again the next day, not on every tick of the daemon's 10-minute timer.
-  markFullGc(gitdir);
+  // again the next day, not on every tick of the daemon's 10-minute timer. A mark that cannot
+  // be set (another user's file, chattr +i, a read-only mount) would leave it due on every
+  // tick: no full gc then ('off': the daemon runs gc --auto as before), rather than one every
+  // 10 minutes or, throwing here, no gc of any kind on the timer.
+  try {
+    markFullGc(gitdir);
+  } catch {
+    return 'off';
+  }
   await whileHeld(opts.smallPacks, () =>
     runGit(['--git-dir', gitdir, 'gc', '--quiet'], {
       cwd: gitdir,

@@ -113,7 +113,8 @@ export async function gcFull(
   gitdir: string,
   opts: { timeoutMs?: number; smallPacks?: SmallPacks } = {},
 ): Promise<'done' | 'off'> {
-  if ((await configSays(gitdir)) === 'off') return 'off';
+  const says = await configSays(gitdir);
+  if (says === 'off') return 'off';
   // Marked whatever the outcome: a gc that fails (a corrupt object, a full disk) is tried
   // again the next day, not on every tick of the daemon's 10-minute timer. A mark that cannot
   // be set (another user's file, chattr +i, a read-only mount) would leave it due on every
@@ -125,7 +126,12 @@ export async function gcFull(
     return 'off';
   }
   await whileHeld(opts.smallPacks, () =>
-    runGit(['--git-dir', gitdir, 'gc', '--quiet'], {
+    // Cruft packs (git ≥ 2.37; an older git ignores the key): the recent unreachable objects
+    // of the packs rewritten stay in one pack with their times, where without them git writes
+    // each out as a loose file until it expires (two weeks), undoing the roll-ups, and past
+    // gc.auto (6,700) every gc --auto rewrites the whole repository again. Not in a partial
+    // clone (configSays 'unsupported': its promisor packs), where git's default is kept.
+    runGit(['--git-dir', gitdir, ...(says === null ? CRUFT : []), 'gc', '--quiet'], {
       cwd: gitdir,
       timeoutMs: opts.timeoutMs ?? 60 * 60_000,
       nice: MAINTENANCE_NICE,
@@ -133,6 +139,8 @@ export async function gcFull(
   );
   return 'done';
 }
+
+const CRUFT = ['-c', 'gc.cruftPacks=true'];
 
 /** When the last full gc ran: the time of this file (made the first time it is asked). */
 const fullGcMark = (gitdir: string) => join(gitdir, 'zz', 'last-full-gc');

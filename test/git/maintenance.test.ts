@@ -210,6 +210,25 @@ describe('the full gc, seldom', () => {
     expect(fsckProblems(dir)).toEqual([]);
   });
 
+  it('leaves the recent unreachable objects of the packs it rewrites in a pack, not loosened one file each', async () => {
+    // What zz's roll-ups keep packed (a sync's pruned history, writes that lost a CAS): git
+    // 2.39's gc without cruft packs writes each one out as a loose file for two weeks (8,000
+    // of them: 8,000 files), and past gc.auto's 6,700 every gc --auto rewrites the repository.
+    const made = makeRepo('zz-fullgc-cruft-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    const gitdir = join(dir, '.git');
+    const blobs = Array.from({ length: 40 }, (_, i) =>
+      git(dir, ['hash-object', '-w', '--stdin'], `unreachable ${i}\n`),
+    );
+    expect(await repackGeometric(gitdir)).toBe('done');
+    expect(git(dir, ['count-objects', '-v'])).toMatch(/^count: 0$/m);
+    expect(await gcFull(gitdir)).toBe('done');
+    expect(git(dir, ['count-objects', '-v'])).toMatch(/^count: 0$/m);
+    const check = git(dir, ['cat-file', '--batch-check'], blobs.join('\n') + '\n');
+    expect(check.split('\n').filter((l) => l.endsWith(' missing'))).toEqual([]);
+  });
+
   it('is due once a day, counted from a mark on disk that the first ask makes', () => {
     const made = makeRepo('zz-fullgc-due-');
     cleanup = made.cleanup;

@@ -157,7 +157,9 @@ export function fullGcDue(gitdir: string, everyMs: number, now = Date.now()): bo
     markFullGc(gitdir);
     return false;
   }
-  return now - at >= everyMs;
+  // A mark more than a period ahead was made while the clock was wrong (a VM that booted with
+  // its clock ahead, then synced): due, rather than not before that date comes.
+  return now - at >= everyMs || at - now > everyMs;
 }
 
 function markFullGc(gitdir: string): void {

@@ -243,6 +243,22 @@ describe('the full gc, seldom', () => {
     expect(fullGcDue(gitdir, day)).toBe(true);
   });
 
+  it('is due when its mark is from the future (made while the clock was wrong), not years later', () => {
+    const made = makeRepo('zz-fullgc-future-');
+    cleanup = made.cleanup;
+    const gitdir = join(made.dir, '.git');
+    const day = 24 * 3600_000;
+    expect(fullGcDue(gitdir, day)).toBe(false); // the mark is made
+    const mark = join(gitdir, 'zz', 'last-full-gc');
+    const nextYear = new Date(Date.now() + 365 * day); // a VM booted with its clock ahead
+    utimesSync(mark, nextYear, nextYear);
+    expect(fullGcDue(gitdir, day)).toBe(true);
+    // Within a period ahead (clocks of a few seconds or hours apart): not due.
+    const soon = new Date(Date.now() + 3600_000);
+    utimesSync(mark, soon, soon);
+    expect(fullGcDue(gitdir, day)).toBe(false);
+  });
+
   it('is not due again the next minute when it failed', async () => {
     const made = makeRepo('zz-fullgc-fails-');
     cleanup = made.cleanup;

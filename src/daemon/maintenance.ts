@@ -76,10 +76,9 @@ export function startMaintenance(
     // Merges of small packs delete nothing while git runs (whileHeld in git/maintenance.ts).
     const smallPacks = repo.git?.objects.small;
     const p = (async () => {
-      if (full) {
-        await gcFull(gitdir, { smallPacks });
-        return;
-      }
+      // 'off' for gc.autoPackLimit ≤ 0 too, where gc --auto still packs loose objects past
+      // gc.auto: it runs as on any tick (the mark is not set, so this is asked every tick).
+      if (full && (await gcFull(gitdir, { smallPacks })) === 'done') return;
       // git < 2.32 has no geometric repack (and some fail it in a partial clone): gc --auto as
       // before. So does a roll-up that failed (logged): packs would otherwise pile up, and a
       // gc --auto due now would be skipped.

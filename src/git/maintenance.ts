@@ -107,18 +107,31 @@ export async function repackGeometric(
  * the unreachable objects zz leaves (a write that lost its compare-and-swap, a sync's pruned
  * history) were copied from pack to pack for good. It costs what a gc of the whole repository
  * costs, so the daemon runs it seldom (fullGcDue). Answers 'off', running nothing, when the
- * user turned automatic gc off (configSays).
+ * user turned automatic gc off (configSays) or its mark cannot be set.
  */
 export async function gcFull(
   gitdir: string,
   opts: { timeoutMs?: number; smallPacks?: SmallPacks } = {},
 ): Promise<'done' | 'off'> {
-  if ((await configSays(gitdir)) === 'off') return 'off';
+  const says = await configSays(gitdir);
+  if (says === 'off') return 'off';
   // Marked whatever the outcome: a gc that fails (a corrupt object, a full disk) is tried
-  // again the next day, not on every tick of the daemon's 10-minute timer.
-  markFullGc(gitdir);
+  // again the next day, not on every tick of the daemon's 10-minute timer. A mark that cannot
+  // be set (another user's file, chattr +i, a read-only mount) would leave it due on every
+  // tick: no full gc then ('off': the daemon runs gc --auto as before), rather than one every
+  // 10 minutes or, throwing here, no gc of any kind on the timer.
+  try {
+    markFullGc(gitdir);
+  } catch {
+    return 'off';
+  }
   await whileHeld(opts.smallPacks, () =>
-    runGit(['--git-dir', gitdir, 'gc', '--quiet'], {
+    // Cruft packs (git ≥ 2.37; an older git ignores the key): the recent unreachable objects
+    // of the packs rewritten stay in one pack with their times, where without them git writes
+    // each out as a loose file until it expires (two weeks), undoing the roll-ups, and past
+    // gc.auto (6,700) every gc --auto rewrites the whole repository again. Not in a partial
+    // clone (configSays 'unsupported': its promisor packs), where git's default is kept.
+    runGit(['--git-dir', gitdir, ...(says === null ? CRUFT : []), 'gc', '--quiet'], {
       cwd: gitdir,
       timeoutMs: opts.timeoutMs ?? 60 * 60_000,
       nice: MAINTENANCE_NICE,
@@ -126,6 +139,8 @@ export async function gcFull(
   );
   return 'done';
 }
+
+const CRUFT = ['-c', 'gc.cruftPacks=true'];
 
 /** When the last full gc ran: the time of this file (made the first time it is asked). */
 const fullGcMark = (gitdir: string) => join(gitdir, 'zz', 'last-full-gc');
@@ -142,7 +157,9 @@ export function fullGcDue(gitdir: string, everyMs: number, now = Date.now()): bo
     markFullGc(gitdir);
     return false;
   }
-  return now - at >= everyMs;
+  // A mark more than a period ahead was made while the clock was wrong (a VM that booted with
+  // its clock ahead, then synced): due, rather than not before that date comes.
+  return now - at >= everyMs || at - now > everyMs;
 }
 
 function markFullGc(gitdir: string): void {

@@ -21,10 +21,11 @@ const repackGeometric = vi.hoisted(() =>
     return geometric.answer;
   }),
 );
+const full = vi.hoisted(() => ({ answer: 'done' as 'done' | 'off' }));
 const gcFull = vi.hoisted(() =>
   vi.fn(async (_gitdir: string, _opts?: unknown) => {
     calls.push('full');
-    return 'done' as const;
+    return full.answer;
   }),
 );
 const fullDue = vi.hoisted(() => ({ answer: false }));
@@ -65,6 +66,7 @@ afterEach(() => {
   repackGeometric.mockClear();
   calls.length = 0;
   fullDue.answer = false;
+  full.answer = 'done';
   geometric.answer = 'done';
 });
 
@@ -203,6 +205,20 @@ describe('daemon maintenance', () => {
       await vi.waitFor(() => expect(calls).toContain('full'));
       await m.idle();
       expect(calls).toEqual(['full']);
+    } finally {
+      await m.close();
+    }
+  });
+  it('runs gc --auto on the timer when a due full gc answers off (gc.autoPackLimit 0: gc --auto still packs loose objects)', async () => {
+    const { repo, commit } = fakeRepo();
+    const m = startMaintenance(new Map([[repo.key, repo]]), { log: () => {}, everyMs: 5 });
+    try {
+      fullDue.answer = true; // stays due: an 'off' full gc sets no mark
+      full.answer = 'off';
+      commit(0);
+      await vi.waitFor(() => expect(calls).toContain('full'));
+      await m.idle();
+      expect(calls).toEqual(['full', 'gc']);
     } finally {
       await m.close();
     }

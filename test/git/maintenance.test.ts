@@ -210,6 +210,25 @@ describe('the full gc, seldom', () => {
     expect(fsckProblems(dir)).toEqual([]);
   });
 
+  it('leaves the recent unreachable objects of the packs it rewrites in a pack, not loosened one file each', async () => {
+    // What zz's roll-ups keep packed (a sync's pruned history, writes that lost a CAS): git
+    // 2.39's gc without cruft packs writes each one out as a loose file for two weeks (8,000
+    // of them: 8,000 files), and past gc.auto's 6,700 every gc --auto rewrites the repository.
+    const made = makeRepo('zz-fullgc-cruft-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    const gitdir = join(dir, '.git');
+    const blobs = Array.from({ length: 40 }, (_, i) =>
+      git(dir, ['hash-object', '-w', '--stdin'], `unreachable ${i}\n`),
+    );
+    expect(await repackGeometric(gitdir)).toBe('done');
+    expect(git(dir, ['count-objects', '-v'])).toMatch(/^count: 0$/m);
+    expect(await gcFull(gitdir)).toBe('done');
+    expect(git(dir, ['count-objects', '-v'])).toMatch(/^count: 0$/m);
+    const check = git(dir, ['cat-file', '--batch-check'], blobs.join('\n') + '\n');
+    expect(check.split('\n').filter((l) => l.endsWith(' missing'))).toEqual([]);
+  });
+
   it('is due once a day, counted from a mark on disk that the first ask makes', () => {
     const made = makeRepo('zz-fullgc-due-');
     cleanup = made.cleanup;
@@ -222,6 +241,22 @@ describe('the full gc, seldom', () => {
     const twoDays = new Date(Date.now() - 2 * day);
     utimesSync(mark, twoDays, twoDays);
     expect(fullGcDue(gitdir, day)).toBe(true);
+  });
+
+  it('is due when its mark is from the future (made while the clock was wrong), not years later', () => {
+    const made = makeRepo('zz-fullgc-future-');
+    cleanup = made.cleanup;
+    const gitdir = join(made.dir, '.git');
+    const day = 24 * 3600_000;
+    expect(fullGcDue(gitdir, day)).toBe(false); // the mark is made
+    const mark = join(gitdir, 'zz', 'last-full-gc');
+    const nextYear = new Date(Date.now() + 365 * day); // a VM booted with its clock ahead
+    utimesSync(mark, nextYear, nextYear);
+    expect(fullGcDue(gitdir, day)).toBe(true);
+    // Within a period ahead (clocks of a few seconds or hours apart): not due.
+    const soon = new Date(Date.now() + 3600_000);
+    utimesSync(mark, soon, soon);
+    expect(fullGcDue(gitdir, day)).toBe(false);
   });
 
   it('is not due again the next minute when it failed', async () => {

@@ -82,6 +82,20 @@ export function assertRevArg(value: string, what = 'ref'): string {
   return value;
 }
 
+/**
+ * The command git runs, for messages: the first argument after git's own options (`-c k=v`,
+ * `-C dir`, `--git-dir dir` and the like), so that a failure reads "git repack failed", not
+ * "git --git-dir failed".
+ */
+function subcommand(args: readonly string[]): string {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '-c' || a === '-C' || a === '--git-dir' || a === '--work-tree') i++;
+    else if (!a.startsWith('-')) return a;
+  }
+  return args[0] ?? '';
+}
+
 export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
   const maxBuffer = opts.maxBuffer ?? 256 * 1024 * 1024;
   return new Promise((resolve, reject) => {
@@ -118,14 +132,22 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
     child.on('close', (code, signal) => {
       const rc = code ?? 128;
       if (outLen > maxBuffer) {
-        reject(new ZzError('git_failed', `git ${args[0]} produced more than ${maxBuffer} bytes`));
+        reject(
+          new ZzError(
+            'git_failed',
+            `git ${subcommand(args)} produced more than ${maxBuffer} bytes`,
+          ),
+        );
         return;
       }
       if (rc !== 0 && !(opts.okCodes ?? []).includes(rc)) {
         const msg =
           err.trim().split('\n').slice(-3).join(' ') || `exit ${rc}${signal ? ` (${signal})` : ''}`;
         reject(
-          new ZzError('git_failed', `git ${args[0]} failed: ${msg}`, { code: rc, stderr: err }),
+          new ZzError('git_failed', `git ${subcommand(args)} failed: ${msg}`, {
+            code: rc,
+            stderr: err,
+          }),
         );
         return;
       }

@@ -282,3 +282,18 @@ describe('the full gc, seldom', () => {
     expect(packs(made.dir)).toEqual(before);
   });
 });
+
+describe('a git failure', () => {
+  it('names the command git ran, not the first of its options', async () => {
+    const made = makeRepo('zz-git-fails-');
+    try {
+      await expect(
+        runGit(['--git-dir', join(made.dir, '.git'), '-c', 'gc.pruneExpire=bogus', 'gc'], {
+          cwd: made.dir,
+        }),
+      ).rejects.toThrow(/^git gc failed: /);
+    } finally {
+      made.cleanup();
+    }
+  });
+});

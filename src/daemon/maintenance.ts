@@ -66,18 +66,20 @@ export function startMaintenance(
   // whole repository instead: it counts every pack there (what earlier roll-ups left, too),
   // so fewer than everyPacks new ones can be enough.
   // A full gc (the timer's, once a day) packs everything anew and prunes: neither a roll-up
-  // nor gc --auto is needed beside it.
+  // nor gc --auto is needed beside it. One that answers 'off' leaves the run as any other.
   const run = (repo: ZzRepo, gc: boolean, full = false): void => {
     const gitdir = repo.git?.gitdir;
     if (closed || !gitdir || running.has(repo.key)) return;
-    const rollUp = !full && (!gc || packsSince(repo) > 0);
+    const rollUp = !gc || packsSince(repo) > 0;
     packsAt.set(repo.key, repo.git?.objects.packsWritten ?? 0);
     if (gc) since.set(repo.key, 0);
     // Merges of small packs delete nothing while git runs (whileHeld in git/maintenance.ts).
     const smallPacks = repo.git?.objects.small;
     const p = (async () => {
       // 'off' for gc.autoPackLimit ≤ 0 too, where gc --auto still packs loose objects past
-      // gc.auto: it runs as on any tick (the mark is not set, so this is asked every tick).
+      // gc.auto, and for a mark that cannot be set, where gc --auto still counts packs: the
+      // run goes on as on any tick, roll-up first (the mark is not set, so this is asked
+      // every tick).
       if (full && (await gcFull(gitdir, { smallPacks })) === 'done') return;
       // git < 2.32 has no geometric repack (and some fail it in a partial clone): gc --auto as
       // before. So does a roll-up that failed (logged): packs would otherwise pile up, and a

@@ -223,4 +223,20 @@ describe('daemon maintenance', () => {
       await m.close();
     }
   });
+
+  it('rolls packs up before that gc --auto when packs were written (a mark that cannot be set: off, with gc --auto counting packs)', async () => {
+    const { repo, commit } = fakeRepo();
+    const m = startMaintenance(new Map([[repo.key, repo]]), { log: () => {}, everyMs: 5 });
+    try {
+      fullDue.answer = true;
+      full.answer = 'off';
+      commit(3);
+      await vi.waitFor(() => expect(calls).toContain('gc'));
+      await m.idle();
+      // Without the roll-up, gc --auto past 50 packs rewrites the whole repository.
+      expect(calls.slice(0, 3)).toEqual(['full', 'geometric', 'gc']);
+    } finally {
+      await m.close();
+    }
+  });
 });

@@ -73,7 +73,7 @@ export function startMaintenance(
     const rollUp = !gc || packsSince(repo) > 0;
     packsAt.set(repo.key, repo.git?.objects.packsWritten ?? 0);
     if (gc) since.set(repo.key, 0);
-    // Merges of small packs delete nothing while git runs (whileHeld in git/maintenance.ts).
+    // Merges of small packs delete nothing while git runs (maintain in git/maintenance.ts).
     const smallPacks = repo.git?.objects.small;
     const p = (async () => {
       // 'off' for gc.autoPackLimit ≤ 0 too, where gc --auto still packs loose objects past

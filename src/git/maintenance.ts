@@ -4,10 +4,11 @@ import { ZzError } from '../errors.js';
 import { runGit } from './native-git.js';
 import type { SmallPacks } from './small-packs.js';
 
-// Housekeeping of the user's repository. zz writes every op as loose objects; left alone a busy
-// daemon leaves tens of thousands of them (13,000 after one load test), and every git command
-// slows down. `git gc --auto` packs them only once git's own threshold is passed (gc.auto,
-// 6,700 loose objects by default) and is a no-op otherwise.
+// Housekeeping of the user's repository. zz's writes leave packs (one a group commit past 32
+// objects) and a few loose objects; left alone, every read searches more packs and every git
+// command slows down. Three runs, all through maintain(): a roll-up of the small packs
+// (repackGeometric), `git gc --auto` (gcAuto) and, seldom, a full gc that prunes (gcFull); the
+// daemon's maintenance says when.
 //
 // Hazard: never `--prune=now`. zz (and git) write an object before the ref that reaches it; an
 // immediate prune would delete objects a concurrent writer has written but not yet referenced.
@@ -34,13 +35,7 @@ export async function gcAuto(
   gitdir: string,
   opts: { timeoutMs?: number; smallPacks?: SmallPacks } = {},
 ): Promise<void> {
-  await whileHeld(opts.smallPacks, () =>
-    runGit(['--git-dir', gitdir, '-c', 'gc.autoDetach=false', 'gc', '--auto', '--quiet'], {
-      cwd: gitdir,
-      timeoutMs: opts.timeoutMs ?? 10 * 60_000,
-      nice: MAINTENANCE_NICE,
-    }),
-  );
+  await maintain(gitdir, ['-c', 'gc.autoDetach=false', 'gc', '--auto', '--quiet'], opts);
 }
 
 /**
@@ -69,27 +64,13 @@ export async function repackGeometric(
   const says = await configSays(gitdir);
   if (says) return says;
   try {
-    await whileHeld(opts.smallPacks, () =>
-      // --no-write-bitmap-index: a user's repack.writeBitmaps (or pack.writeBitmaps) makes git
-      // die on any incremental repack ("Incremental repacks are incompatible with bitmap
-      // indexes"); a pack left alone keeps its bitmap, and a full gc of the user's writes one.
-      runGit(
-        [
-          '--git-dir',
-          gitdir,
-          'repack',
-          '-d',
-          '-l',
-          '-q',
-          '--geometric=2',
-          '--no-write-bitmap-index',
-        ],
-        {
-          cwd: gitdir,
-          timeoutMs: opts.timeoutMs ?? 10 * 60_000,
-          nice: MAINTENANCE_NICE,
-        },
-      ),
+    // --no-write-bitmap-index: a user's repack.writeBitmaps (or pack.writeBitmaps) makes git
+    // die on any incremental repack ("Incremental repacks are incompatible with bitmap
+    // indexes"); a pack left alone keeps its bitmap, and a full gc of the user's writes one.
+    await maintain(
+      gitdir,
+      ['repack', '-d', '-l', '-q', '--geometric=2', '--no-write-bitmap-index'],
+      opts,
     );
     return 'done';
   } catch (e) {
@@ -125,18 +106,15 @@ export async function gcFull(
   } catch {
     return 'off';
   }
-  await whileHeld(opts.smallPacks, () =>
-    // Cruft packs (git ≥ 2.37; an older git ignores the key): the recent unreachable objects
-    // of the packs rewritten stay in one pack with their times, where without them git writes
-    // each out as a loose file until it expires (two weeks), undoing the roll-ups, and past
-    // gc.auto (6,700) every gc --auto rewrites the whole repository again. Not in a partial
-    // clone (configSays 'unsupported': its promisor packs), where git's default is kept.
-    runGit(['--git-dir', gitdir, ...(says === null ? CRUFT : []), 'gc', '--quiet'], {
-      cwd: gitdir,
-      timeoutMs: opts.timeoutMs ?? 60 * 60_000,
-      nice: MAINTENANCE_NICE,
-    }),
-  );
+  // Cruft packs (git ≥ 2.37; an older git ignores the key): the recent unreachable objects of
+  // the packs rewritten stay in one pack with their times, where without them git writes each
+  // out as a loose file until it expires (two weeks), undoing the roll-ups, and past gc.auto
+  // (6,700) every gc --auto rewrites the whole repository again. Not in a partial clone
+  // (configSays 'unsupported': its promisor packs), where git's default is kept.
+  await maintain(gitdir, [...(says === null ? CRUFT : []), 'gc', '--quiet'], {
+    ...opts,
+    timeoutMs: opts.timeoutMs ?? 60 * 60_000,
+  });
   return 'done';
 }
 
@@ -213,11 +191,24 @@ async function configSays(gitdir: string): Promise<'off' | 'unsupported' | null>
   return null;
 }
 
-/** Runs `fn` while `smallPacks` deletes no pack (a pack deleted under git's pack-objects fails it). */
-async function whileHeld<T>(smallPacks: SmallPacks | undefined, fn: () => Promise<T>): Promise<T> {
-  const release = smallPacks ? await smallPacks.holdDeletes() : () => {};
+/**
+ * One maintenance run of git on the repository: niced (MAINTENANCE_NICE), in the foreground,
+ * 10 minutes at most unless told, and with `smallPacks` (this process's writer) deleting no
+ * pack meanwhile: a pack deleted under git's pack-objects fails the run (small-packs.ts,
+ * holdDeletes).
+ */
+async function maintain(
+  gitdir: string,
+  args: readonly string[],
+  opts: { timeoutMs?: number; smallPacks?: SmallPacks },
+): Promise<void> {
+  const release = opts.smallPacks ? await opts.smallPacks.holdDeletes() : () => {};
   try {
-    return await fn();
+    await runGit(['--git-dir', gitdir, ...args], {
+      cwd: gitdir,
+      timeoutMs: opts.timeoutMs ?? 10 * 60_000,
+      nice: MAINTENANCE_NICE,
+    });
   } finally {
     release();
   }

@@ -16,7 +16,7 @@ export interface GitRunOptions {
   maxBuffer?: number;
   timeoutMs?: number;
   /**
-   * Runs git this much nicer than the daemon (os.setPriority, 1–19): for background work that
+   * Runs git this much nicer than the daemon (1–19): for background work that
    * must not take a core from the requests being served (git/maintenance.ts).
    */
   nice?: number;
@@ -96,16 +96,26 @@ function subcommand(args: readonly string[]): string {
   return args[0] ?? '';
 }
 
+const spawnOptions = (opts: GitRunOptions) => ({
+  cwd: opts.cwd,
+  env: gitEnv(opts.env),
+  stdio: ['pipe', 'pipe', 'pipe'] as ['pipe', 'pipe', 'pipe'],
+  timeout: opts.timeoutMs,
+});
+
 export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
   const maxBuffer = opts.maxBuffer ?? 256 * 1024 * 1024;
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args as string[], {
-      cwd: opts.cwd,
-      env: gitEnv(opts.env),
-      stdio: ['pipe', 'pipe', 'pipe'],
-      timeout: opts.timeoutMs,
-    });
-    if (opts.nice !== undefined && child.pid !== undefined) {
+    // Niced from its start by POSIX `nice`, which execs git in its place (same pid, so the
+    // timeout still kills git): renicing the child once spawn() returned raced git, which can
+    // fork its own children (a shell alias, pack-objects) before that call, and they kept the
+    // daemon's priority (seen in the test suite under load). Windows has no `nice`: there the
+    // child is reniced after the spawn, as well as it can be.
+    const niced = opts.nice !== undefined && process.platform !== 'win32';
+    const child = niced
+      ? spawn('nice', ['-n', String(opts.nice), 'git', ...args], spawnOptions(opts))
+      : spawn('git', args as string[], spawnOptions(opts));
+    if (opts.nice !== undefined && !niced && child.pid !== undefined) {
       try {
         setPriority(child.pid, Math.min(19, getPriority() + opts.nice));
       } catch {

@@ -366,7 +366,7 @@ export class ObjectWriter {
    * turn and written in the next, did no better for reads. A group's I/O stays off the loop.
    */
   isLarge(count: number, bytes: number): boolean {
-    return count > this.packMinObjects || (this.smallPacks && bytes > SMALL_PACK_MAX_BYTES);
+    return this.smallPacks ? bytes > SMALL_PACK_MAX_BYTES : count > this.packMinObjects;
   }
 
   blob(content: Buffer | string): Promise<string> {

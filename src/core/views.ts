@@ -253,7 +253,7 @@ export function rejectionsById(rejected: readonly RejectedOp[]): Map<string, Ent
  * HistoryList): never an array copied per log or per view.
  */
 export function historyView(
-  log: readonly LoggedOp[],
+  log: Seq<LoggedOp>,
   now: Date,
   rejected: readonly RejectedOp[] = [],
 ): Seq<HistoryEntry> {
@@ -273,7 +273,7 @@ export function historyView(
     for (let i = 0; i < n && j < log.length; i++) {
       const e = entries[i]!;
       if (e.revision === null) continue; // a derived ask_lease_expired entry
-      const r = why.get(log[j++]!.id);
+      const r = why.get(log.at(j++)!.id);
       if (r) marked.set(i, { ...e, rejected: r });
     }
   }
@@ -323,7 +323,7 @@ const viewCache = new WeakMap<
 
 type OpenLease = { holder: string; until: string; untilMs: number };
 type Derived = {
-  log: readonly LoggedOp[];
+  log: Seq<LoggedOp>;
   /**
    * The derived entries of `log` are entries[0, n). The array is shared with the Derived of
    * the logs this one extends and of the next log that extends it (append-only: see below).
@@ -347,13 +347,13 @@ type Derived = {
 // chain of its own arrays.
 const historyCache = new WeakMap<LoggedOp, Derived>();
 
-function derivedHistory(log: readonly LoggedOp[]): Derived {
-  const first = log[0];
+function derivedHistory(log: Seq<LoggedOp>): Derived {
+  const first = log.at(0);
   if (!first) return { log, entries: [], n: 0, sizes: [], open: new Map() };
   const prev = historyCache.get(first);
   if (prev?.log === log) return prev;
   const m = prev?.log.length ?? 0;
-  const extends_ = !!prev && m <= log.length && log[m - 1] === prev.log[m - 1];
+  const extends_ = !!prev && m <= log.length && log.at(m - 1) === prev.log.at(m - 1);
   let d: Derived;
   if (!extends_) d = { log, entries: [], n: 0, sizes: [], open: new Map() };
   else if (prev.n === prev.entries.length) {
@@ -389,7 +389,7 @@ function deriveInto(d: Derived, from: number): void {
     d.n++;
   };
   for (let i = from; i < log.length; i++) {
-    const op = log[i]!;
+    const op = log.at(i)!;
     const askId = opAskId(op);
     const l = askId === null ? undefined : open.get(askId);
     if (l) {

@@ -8,7 +8,8 @@ import { prng, testSeed } from '../helpers/seeded.js';
 
 // Snapshots handed to readers never change under them, though the newest one shares what it
 // holds with the next (issue 17): a Lane's maps share chunks of values (cow-map.ts), its derived
-// history is one append-only array whose views each keep their own length (views.ts). Here readers hold old snapshots while the
+// history is one append-only array whose views each keep their own length (views.ts), and the
+// op log is shared the same way (store/op-log.ts). Here readers hold old snapshots while the
 // Lane is written and read on; every held snapshot must read, after each step, exactly as it
 // did when it was taken, and as a derivation of its own that shares nothing.
 
@@ -16,7 +17,7 @@ const list = <T>(s: Seq<T>): T[] => Array.from({ length: s.length }, (_, i) => s
 
 /** The history of `log` derived afresh: a log whose first op is a copy shares no cache. */
 function freshHistory(snap: Snapshot<LaneState>, now: Date): HistoryEntry[] {
-  const log = [{ ...snap.log[0]! }, ...snap.log.slice(1)];
+  const log = [{ ...snap.log.at(0)! }, ...snap.log.slice(1)];
   return list(historyView(log, now, snap.state.rejected));
 }
 

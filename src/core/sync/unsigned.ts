@@ -106,7 +106,7 @@ const pageMemo = new WeakMap<Seq<object>, Map<string, { config: object; out: unk
  * the log's own answer to what markUnsigned would find in the commits.
  */
 export function foreignRevisions(
-  log: ReadonlyArray<{ revision: string; replica?: string | undefined }>,
+  log: Iterable<{ revision: string; replica?: string | undefined }>,
   local: string | undefined,
 ): Set<string> {
   const out = new Set<string>();

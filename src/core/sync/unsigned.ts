@@ -106,11 +106,15 @@ const pageMemo = new WeakMap<Seq<object>, Map<string, { config: object; out: unk
  * the log's own answer to what markUnsigned would find in the commits.
  */
 export function foreignRevisions(
-  log: Iterable<{ revision: string; replica?: string | undefined }>,
+  log: Seq<{ revision: string; replica?: string | undefined }>,
   local: string | undefined,
 ): Set<string> {
   const out = new Set<string>();
-  for (const op of log) if (op.replica === undefined || op.replica !== local) out.add(op.revision);
+  // By position, not for-of: an OpLog's iterator made a result object per op, per new log.
+  for (let i = 0; i < log.length; i++) {
+    const op = log.at(i)!;
+    if (op.replica === undefined || op.replica !== local) out.add(op.revision);
+  }
   return out;
 }
 

@@ -316,8 +316,10 @@ export async function askClaimNext(
       const scopeOk = new Map<string, boolean>();
       let best: AskDoc | null = null;
       // A linear scan of the draft (not the per-revision candidate cache): inside a group
-      // commit the draft already holds the claims decided ahead of this one.
-      for (const a of s.asks.values()) {
+      // commit the draft already holds the claims decided ahead of this one. By position: no
+      // iterator result per Ask (CowMap's values() is a generator over its chunks).
+      for (let i = 0; i < s.asks.size; i++) {
+        const a = s.asks.at(i)!;
         if (a.state === 'answered' || a.state === 'cancelled') continue;
         if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
         if (kinds && !kinds.has(a.kind)) continue;

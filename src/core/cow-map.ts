@@ -171,6 +171,7 @@ export class CowMap<K, V> implements ReadonlyMap<K, V> {
     return out;
   }
 
+  /** A generator (a result object per value): hot loops read by position with at(i). */
   *values(): MapIterator<V> {
     let i = 0;
     for (const c of this.#chunks) {

@@ -2,13 +2,29 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo } from '../helpers/temp-repo.js';
-import { ensureBuilt, killAll, privateEnv, serve, zz, type ZzResult } from './zz-process.js';
+import {
+  callHttp,
+  ensureBuilt,
+  killAll,
+  privateEnv,
+  serve,
+  zz,
+  type ZzResult,
+} from './zz-process.js';
 
 // Logins and agent tokens as a user meets them, with the built zz and a real daemon:
 // credentials per repository (13.3), named tokens that a second login or agent never revokes
 // (13.4), `ZZ_TOKEN=$(zz agent token NAME)` (13.5), local tools through a daemon (13.7), and
 // the fast path's missing-flag message (13.8). Each test spawns dozens of zz processes (0.3–1 s
-// each on a loaded machine), hence the longer timeouts.
+// each on a loaded machine), hence the longer timeouts. Whether the daemon still honours a
+// token is asked over HTTP (`honoured`) once the CLI has shown, with the same token, that it
+// sends ZZ_TOKEN to the daemon and maps a refusal to exit 3: the answer is the daemon's either
+// way, and each spawn cost more than the request.
+
+/** The status the daemon answers a token's repo_state with: 200 honoured, 401 refused. */
+async function honoured(url: string, key: string, token: string): Promise<number> {
+  return (await callHttp(url, key, 'repo_state', {}, token)).status;
+}
 
 beforeAll(ensureBuilt);
 afterEach(killAll);
@@ -89,7 +105,7 @@ describe('credentials per daemon', { timeout: 180_000 }, () => {
       daemon: dB.url,
       token_id: loginB.id,
     });
-    // A's token is no token in B.
+    // A's token is no token in B: the CLI refuses it (exit 3), as does B's daemon.
     expect((await zz(b, { ...env, ZZ_TOKEN: loginA.token }, ['lane', 'list'])).code).toBe(3);
 
     // One daemon for both (`zz serve --repo`): the stored logins still work, each in its own
@@ -103,8 +119,11 @@ describe('credentials per daemon', { timeout: 180_000 }, () => {
     expect(again).toMatchObject({ token: loginB.token, reused: true, server: both.url });
     expect((await ok(zz(b, env, ['lane', 'list']))).stdout).toMatch(/in-b/);
     expect((await ok(zz(a, env, ['lane', 'list']))).stdout).toMatch(/in-a/);
-    expect((await zz(b, { ...env, ZZ_TOKEN: loginA.token }, ['lane', 'list'])).code).toBe(3);
-    expect((await zz(a, { ...env, ZZ_TOKEN: loginB.token }, ['lane', 'list'])).code).toBe(3);
+    const [keyA, keyB] = both.repoKeys as [string, string];
+    expect(await honoured(both.url, keyB, loginB.token)).toBe(200);
+    expect(await honoured(both.url, keyB, loginA.token)).toBe(401);
+    expect(await honoured(both.url, keyA, loginB.token)).toBe(401);
+    expect(await honoured(both.url, keyA, loginA.token)).toBe(200);
   });
 });
 
@@ -113,15 +132,16 @@ describe('named tokens: nothing is revoked unless asked', { timeout: 180_000 }, 
     const env = privateEnv();
     const dir = repo('zz-id-tok-');
     await ok(zz(dir, env, ['init']));
-    await serve(dir, env);
+    const d = await serve(dir, env);
+    const status = (token: string) => honoured(d.url, d.repoKeys[0]!, token);
     const first = (await ok(zz(dir, env, ['login', '--json']))).json();
     const t1 = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--json']))).json().token;
     const asAgent = (token: string) => zz(dir, { ...env, ZZ_TOKEN: token }, ['repo', 'state']);
     expect((await asAgent(t1)).stdout).toContain('actor: owner@example.com[claude]');
     // Another `agent create claude` (a second shell): the first agent keeps working.
     const t2 = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--json']))).json().token;
-    expect((await asAgent(t1)).code).toBe(0);
-    expect((await asAgent(t2)).code).toBe(0);
+    expect(await status(t1)).toBe(200);
+    expect(await status(t2)).toBe(200);
     const list = (await ok(zz(dir, env, ['agent', 'list', '--json']))).json();
     expect(list.agents).toEqual([
       expect.objectContaining({ name: 'claude', tokens: 2, stored_here: true }),
@@ -129,25 +149,26 @@ describe('named tokens: nothing is revoked unless asked', { timeout: 180_000 }, 
     // A second login reuses the stored token; the first keeps working.
     const second = (await ok(zz(dir, env, ['login', '--json']))).json();
     expect(second).toMatchObject({ token: first.token, reused: true });
-    expect((await asAgent(first.token)).code).toBe(0);
+    expect(await status(first.token)).toBe(200);
     // A login by another machine user (another config home) mints its own; both work.
     const elsewhere = (await ok(zz(dir, privateEnv(), ['login', '--json']))).json();
     expect(elsewhere.token).not.toBe(first.token);
-    expect((await asAgent(first.token)).code).toBe(0);
-    expect((await asAgent(elsewhere.token)).code).toBe(0);
-    // --rotate replaces the agent's earlier tokens.
+    expect(await status(first.token)).toBe(200);
+    expect(await status(elsewhere.token)).toBe(200);
+    // --rotate replaces the agent's earlier tokens: the CLI with one of them exits 3.
     const t3 = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--rotate', '--json']))).json();
     expect(t3.revoked).toBe(2);
     expect((await asAgent(t1)).code).toBe(3);
-    expect((await asAgent(t2)).code).toBe(3);
-    expect((await asAgent(t3.token)).code).toBe(0);
+    expect(await status(t2)).toBe(401);
+    expect(await status(t3.token)).toBe(200);
     // revoke ends the rest; logout ends the login.
     expect((await ok(zz(dir, env, ['agent', 'revoke', 'claude']))).stdout).toBe(
       'Revoked 1 token(s) of owner@example.com[claude].\n',
     );
-    expect((await asAgent(t3.token)).code).toBe(3);
+    expect(await status(t3.token)).toBe(401);
     await ok(zz(dir, env, ['logout']));
-    expect((await asAgent(first.token)).code).toBe(3);
+    expect(await status(first.token)).toBe(401);
+    expect(await status(elsewhere.token)).toBe(200);
     const who = await zz(dir, env, ['whoami']);
     expect(who.code).toBe(3);
     expect(who.stderr).toMatch(/^zz: not logged in to .*; run `zz login`\n$/);

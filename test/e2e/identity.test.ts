@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo } from '../helpers/temp-repo.js';
 import {
   callHttp,
@@ -9,6 +9,7 @@ import {
   privateEnv,
   serve,
   zz,
+  type Served,
   type ZzResult,
 } from './zz-process.js';
 
@@ -27,12 +28,15 @@ async function honoured(url: string, key: string, token: string): Promise<number
 }
 
 beforeAll(ensureBuilt);
-afterEach(killAll);
 
+// The first three groups make checkouts, homes and daemons per test (what each asserts about
+// logins is the state it made); the last shares one initialised, served and logged-in
+// checkout among tests that each read or add only their own things.
 const cleanups: Array<() => void> = [];
-afterEach(() => {
+async function endOfTest(): Promise<void> {
+  await killAll();
   for (const c of cleanups.splice(0)) c();
-});
+}
 
 function repo(prefix: string) {
   const r = makeRepo(prefix);
@@ -47,6 +51,8 @@ async function ok(p: Promise<ZzResult>): Promise<ZzResult> {
 }
 
 describe('credentials per repository', () => {
+  afterEach(endOfTest);
+
   it("a login in a second repository never claims or overwrites the first repository's", async () => {
     const env = privateEnv();
     const a = repo('zz-id-a-');
@@ -80,6 +86,8 @@ describe('credentials per repository', () => {
 });
 
 describe('credentials per daemon', { timeout: 180_000 }, () => {
+  afterEach(endOfTest);
+
   it('two repositories with a daemon each keep their own logins; a daemon serving both honours each token only in its repository', async () => {
     const env = privateEnv();
     const a = repo('zz-id-two-a-');
@@ -128,6 +136,8 @@ describe('credentials per daemon', { timeout: 180_000 }, () => {
 });
 
 describe('named tokens: nothing is revoked unless asked', { timeout: 180_000 }, () => {
+  afterEach(endOfTest);
+
   it('a second agent create and a second login keep the running tokens; --rotate, revoke and logout end them', async () => {
     const env = privateEnv();
     const dir = repo('zz-id-tok-');
@@ -175,88 +185,88 @@ describe('named tokens: nothing is revoked unless asked', { timeout: 180_000 }, 
   });
 });
 
-describe('ZZ_TOKEN=$(zz agent token NAME)', () => {
-  it('prints exactly the token, or fails with one line naming the agent and creates nothing', async () => {
-    const env = privateEnv();
-    const dir = repo('zz-id-agent-');
+describe('one served checkout, logged in', () => {
+  let env: NodeJS.ProcessEnv;
+  let dir: string;
+  let d: Served;
+  beforeAll(async () => {
+    env = privateEnv();
+    const r = makeRepo('zz-id-shared-');
+    cleanups.push(r.cleanup);
+    dir = r.dir;
     await ok(zz(dir, env, ['init']));
-    await serve(dir, env);
+    d = await serve(dir, env);
     await ok(zz(dir, env, ['login']));
-    const created = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--json']))).json();
-    const t = await ok(zz(dir, env, ['agent', 'token', 'claude']));
-    expect(t.stdout).toBe(`${created.token}\n`);
-    expect(t.stderr).toBe('');
-    const ghost = await zz(dir, env, ['agent', 'token', 'ghost']);
-    expect(ghost.code).toBe(4);
-    expect(ghost.stdout).toBe('');
-    expect(ghost.stderr.trim().split('\n')).toHaveLength(1);
-    expect(ghost.stderr).toMatch(/no agent ghost \(owner@example\.com\[ghost\]\)/);
-    const list = (await ok(zz(dir, env, ['agent', 'list', '--json']))).json();
-    expect(list.agents.map((x: { name: string }) => x.name)).toEqual(['claude']);
-    expect(readFileSync(join(dir, '.git', 'zz', 'tokens.json'), 'utf8')).not.toContain('ghost');
+  }, 60_000);
+  afterAll(endOfTest);
+
+  describe('ZZ_TOKEN=$(zz agent token NAME)', () => {
+    it('prints exactly the token, or fails with one line naming the agent and creates nothing', async () => {
+      const created = (await ok(zz(dir, env, ['agent', 'create', 'claude', '--json']))).json();
+      const t = await ok(zz(dir, env, ['agent', 'token', 'claude']));
+      expect(t.stdout).toBe(`${created.token}\n`);
+      expect(t.stderr).toBe('');
+      const ghost = await zz(dir, env, ['agent', 'token', 'ghost']);
+      expect(ghost.code).toBe(4);
+      expect(ghost.stdout).toBe('');
+      expect(ghost.stderr.trim().split('\n')).toHaveLength(1);
+      expect(ghost.stderr).toMatch(/no agent ghost \(owner@example\.com\[ghost\]\)/);
+      const list = (await ok(zz(dir, env, ['agent', 'list', '--json']))).json();
+      expect(list.agents.map((x: { name: string }) => x.name)).toEqual(['claude']);
+      expect(readFileSync(join(dir, '.git', 'zz', 'tokens.json'), 'utf8')).not.toContain('ghost');
+    });
+
+    it('a token that is not one line is a local mistake, never a network failure', async () => {
+      // What `$(zz agent token NAME)` captured when it printed two lines. A stored login is
+      // there too: the CLI neither falls back to it nor asks the daemon.
+      const bad = await zz(dir, { ...env, ZZ_TOKEN: 'owner@example.com[x]\nzzt_abc' }, [
+        'lane',
+        'list',
+      ]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toBe(
+        'zz: ZZ_TOKEN is not a token: it holds a line break; set it to the token alone\n',
+      );
+      expect(bad.stderr).not.toMatch(/reach|network|daemon/);
+    });
   });
 
-  it('a token that is not one line is a local mistake, never a network failure', async () => {
-    const env = privateEnv();
-    const dir = repo('zz-id-bad-');
-    await ok(zz(dir, env, ['init']));
-    await serve(dir, env);
-    // What `$(zz agent token NAME)` captured when it printed two lines.
-    const bad = await zz(dir, { ...env, ZZ_TOKEN: 'owner@example.com[x]\nzzt_abc' }, [
-      'lane',
-      'list',
-    ]);
-    expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe(
-      'zz: ZZ_TOKEN is not a token: it holds a line break; set it to the token alone\n',
-    );
-    expect(bad.stderr).not.toMatch(/reach|network|daemon/);
-  });
-});
+  describe('through a running daemon', () => {
+    it('zz run in-sandbox runs here as the logged-in actor', async () => {
+      const logFrom = d.log().length;
+      const r = await ok(
+        zz(dir, env, [
+          'run',
+          'in-sandbox',
+          '--commit',
+          'main',
+          '--command',
+          'cat',
+          '--command',
+          'README.md',
+        ]),
+      );
+      expect(r.stdout).toContain('exit_code: 0');
+      expect(r.stdout).toContain('A demo repository.');
+      // The daemon was asked who the token is, and nothing else (the sandbox ran here).
+      const log = d.log().slice(logFrom);
+      expect(log).toMatch(/repo_state/);
+      expect(log).not.toMatch(/run_in_sandbox/);
+    });
 
-describe('through a running daemon', () => {
-  it('zz run in-sandbox runs here as the logged-in actor', async () => {
-    const env = privateEnv();
-    const dir = repo('zz-id-sandbox-');
-    await ok(zz(dir, env, ['init']));
-    const d = await serve(dir, env);
-    await ok(zz(dir, env, ['login']));
-    const r = await ok(
-      zz(dir, env, [
-        'run',
-        'in-sandbox',
-        '--commit',
-        'main',
-        '--command',
-        'cat',
-        '--command',
-        'README.md',
-      ]),
-    );
-    expect(r.stdout).toContain('exit_code: 0');
-    expect(r.stdout).toContain('A demo repository.');
-    // The daemon was asked who the token is, and nothing else (the sandbox ran here).
-    expect(d.log()).toMatch(/repo_state/);
-    expect(d.log()).not.toMatch(/run_in_sandbox/);
-  });
-
-  it('a missing flag is named by the CLI, and a search without a Ladder says how to build one, even when the daemon would answer', async () => {
-    const env = privateEnv();
-    const dir = repo('zz-id-flags-');
-    await ok(zz(dir, env, ['init']));
-    await serve(dir, env);
-    await ok(zz(dir, env, ['login']));
-    await ok(zz(dir, env, ['lane', 'propose', '--lane-id', 'x', '--title', 'X']));
-    const r = await zz(dir, env, ['ask', 'post', '--lane-id', 'x', '--title', 'T']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toBe('zz: missing required flag --kind\n');
-    // The fast path (a tool call straight to the daemon) also says how to build a Ladder.
-    const search = await ok(zz(dir, env, ['ladder', 'search', '--query', 'demo']));
-    expect(search.stderr).toBe(
-      'zz: this repository has no Ladder yet; build it with `zz ladder build`\n',
-    );
-    const v = await zz(dir, env, ['--version']);
-    expect(v.code).toBe(0);
-    expect(v.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+    it('a missing flag is named by the CLI, and a search without a Ladder says how to build one, even when the daemon would answer', async () => {
+      await ok(zz(dir, env, ['lane', 'propose', '--lane-id', 'x', '--title', 'X']));
+      const r = await zz(dir, env, ['ask', 'post', '--lane-id', 'x', '--title', 'T']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe('zz: missing required flag --kind\n');
+      // The fast path (a tool call straight to the daemon) also says how to build a Ladder.
+      const search = await ok(zz(dir, env, ['ladder', 'search', '--query', 'demo']));
+      expect(search.stderr).toBe(
+        'zz: this repository has no Ladder yet; build it with `zz ladder build`\n',
+      );
+      const v = await zz(dir, env, ['--version']);
+      expect(v.code).toBe(0);
+      expect(v.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+    });
   });
 });

@@ -1,30 +1,39 @@
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-// The slowest test files (wall time over four full runs on the shared 2-core machine),
-// slowest first. Two workers take files from one queue: a long file picked up last
-// leaves the other worker idle for most of its run. Vitest orders by the durations it cached on
-// an earlier run, and on a fresh clone (CI) by file size, which puts small slow files such as
-// the hook and sync-order tests near the end. A file missing here only runs in vitest's order.
+// The slowest test files (wall time of full runs on the shared 2-core machine, the last two on
+// 2 December 2026 under load), slowest first. Two workers take files from one queue: a long
+// file picked up last leaves the other worker idle for most of its run. Vitest orders by the
+// durations it cached on an earlier run, and on a fresh clone (CI) by file size, which puts
+// small slow files such as the hook and sync-order tests near the end. A file missing here
+// only runs in vitest's order.
 const SLOW_FIRST = [
   'test/e2e/identity.test.ts',
-  'test/web/views.test.ts',
   'test/e2e/zz.e2e.test.ts',
-  'test/web/dashboard.test.ts',
-  'test/git/pack-writer.test.ts',
   'test/work/cli.test.ts',
-  'test/git/history.test.ts',
+  'test/git/pack-writer.test.ts',
+  'test/web/dashboard.test.ts',
+  'test/web/views.test.ts',
   'test/e2e/hooks.test.ts',
   'test/store/crash.test.ts',
-  'test/store/interop.test.ts',
+  'test/git/history.test.ts',
   'test/sync/git-orders.test.ts',
   'test/core/properties.test.ts',
+  'test/daemon/daemon.test.ts',
   'test/git/sandbox.test.ts',
-  'test/e2e/cli-startup.test.ts',
-  'test/core/changesets.test.ts',
-  'test/core/token-store.test.ts',
+  'test/store/interop.test.ts',
   'test/e2e/fast-path.test.ts',
+  'test/search/ladder-index.test.ts',
+  'test/e2e/cli-startup.test.ts',
+  'test/sync/event-cursor.test.ts',
+  'test/sync/git-sync.test.ts',
+  'test/work/flows.test.ts',
   'test/hostile/temp-leaks.test.ts',
+  'test/store/crash-gc-attack.test.ts',
+  'test/core/changesets.test.ts',
+  'test/http/server.test.ts',
+  'test/mcp/mcp-command.test.ts',
+  'test/core/token-store.test.ts',
 ];
 
 class SlowFirstSequencer extends BaseSequencer {

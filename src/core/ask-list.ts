@@ -3,7 +3,7 @@ import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
 import { foreignOf, readLanesOrOne, type CorruptEntity } from './lanes.js';
-import { pageEnd } from './paging.js';
+import { pageEnd, type Seq } from './paging.js';
 import { markUnsignedPage } from './sync/unsigned.js';
 import { askView, historyView, leaseExpired, type AskView, type HistoryEntry } from './views.js';
 import type { ZzRepo } from './zz-repo.js';
@@ -107,13 +107,14 @@ export interface AskGetResult {
 // An Ask's own history entries, grouped once per history array (historyView serves the same
 // array until the Lane or a running lease changes): opening one Ask of a long Lane is then a
 // lookup, not a scan of every op, and its pages keep their sizes (paging.ts) between calls.
-const historyByAsk = new WeakMap<readonly HistoryEntry[], Map<string, HistoryEntry[]>>();
+const historyByAsk = new WeakMap<Seq<HistoryEntry>, Map<string, HistoryEntry[]>>();
 
-function historyOfAsk(full: readonly HistoryEntry[], askId: string): readonly HistoryEntry[] {
+function historyOfAsk(full: Seq<HistoryEntry>, askId: string): readonly HistoryEntry[] {
   let by = historyByAsk.get(full);
   if (!by) {
     by = new Map();
-    for (const e of full) {
+    for (let i = 0; i < full.length; i++) {
+      const e = full.at(i)!;
       if (e.ask_id === null) continue;
       const list = by.get(e.ask_id);
       if (list) list.push(e);

@@ -133,23 +133,28 @@ export interface ClaimableArgs {
 }
 
 // The sorted candidates (unanswered, by priority then age) depend only on the revision, so
-// they are computed once per revision, each with its lease end as a number (a query walks past
-// every live claim); scope, blocking and the clock are checked per call.
-type Candidate = { ask: AskDoc; leaseEndMs: number };
-const candidateCache = new WeakMap<LaneState, Candidate[]>();
+// they are computed once per revision, with their lease ends as numbers beside them (a query
+// walks past every live claim); scope, blocking and the clock are checked per call. Two flat
+// arrays, not an object per Ask: a new state's list lives until the next one, and under load
+// an object per open Ask per state was young garbage that survived scavenges (issue 17).
+type Candidates = { asks: AskDoc[]; leaseEnds: Float64Array };
+const candidateCache = new WeakMap<LaneState, Candidates>();
 
-function candidates(s: LaneState): Candidate[] {
+function candidates(s: LaneState): Candidates {
   let c = candidateCache.get(s);
   if (!c) {
-    c = s.asks
-      .valuesArray()
-      .filter((a) => a.state === 'open' || a.state === 'claimed')
-      .sort(
-        (x, y) =>
-          x.priority - y.priority ||
-          (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0),
-      )
-      .map((a) => ({ ask: a, leaseEndMs: leaseEndMs(a) }));
+    const asks: AskDoc[] = [];
+    s.asks.forEach((a) => {
+      if (a.state === 'open' || a.state === 'claimed') asks.push(a);
+    });
+    asks.sort(
+      (x, y) =>
+        x.priority - y.priority ||
+        (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0),
+    );
+    const leaseEnds = new Float64Array(asks.length);
+    for (let i = 0; i < asks.length; i++) leaseEnds[i] = leaseEndMs(asks[i]!);
+    c = { asks, leaseEnds };
     candidateCache.set(s, c);
   }
   return c;
@@ -173,9 +178,11 @@ export async function askQueryClaimable(
   const kinds = args.kinds ? new Set(args.kinds) : null;
   if (snap.lane.closed) return { asks: [], revision: snap.revision };
   const out: AskDoc[] = [];
-  for (const { ask: a, leaseEndMs } of candidates(snap.state)) {
+  const { asks, leaseEnds } = candidates(snap.state);
+  for (let i = 0; i < asks.length; i++) {
+    const a = asks[i]!;
     if (out.length >= limit) break;
-    if (leaseEndMs > nowMs) continue; // claimed, lease running
+    if (leaseEnds[i]! > nowMs) continue; // claimed, lease running
     if (kinds && !kinds.has(a.kind)) continue;
     if (
       !inScope(
@@ -309,8 +316,10 @@ export async function askClaimNext(
       const scopeOk = new Map<string, boolean>();
       let best: AskDoc | null = null;
       // A linear scan of the draft (not the per-revision candidate cache): inside a group
-      // commit the draft already holds the claims decided ahead of this one.
-      for (const a of s.asks.values()) {
+      // commit the draft already holds the claims decided ahead of this one. By position: no
+      // iterator result per Ask (CowMap's values() is a generator over its chunks).
+      for (let i = 0; i < s.asks.size; i++) {
+        const a = s.asks.at(i)!;
         if (a.state === 'answered' || a.state === 'cancelled') continue;
         if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
         if (kinds && !kinds.has(a.kind)) continue;

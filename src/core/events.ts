@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { cursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
-import { publicationOrder, type CommitRecord, type LoggedOp } from '../store/index.js';
+import { publicationOrder, type CommitRecord, type LoggedOp, type OpLog } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
 import { readLanes, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { historyEntry, rejectionsById, type EntryRejection, type HistoryEntry } from './views.js';
@@ -129,15 +129,15 @@ export const encodeCursor = (p: Positions): string => {
 
 type Op = { id: string; revision: string };
 
-/** Digests of log prefixes, per log array (logs only grow in place, so prefixes stay valid). */
-const digests = new WeakMap<readonly Op[], Map<number, string>>();
-function digest(log: readonly Op[], n: number): string {
+/** Digests of log prefixes, per log (a snapshot's log never changes: see store/op-log.ts). */
+const digests = new WeakMap<OpLog<Op>, Map<number, string>>();
+function digest(log: OpLog<Op>, n: number): string {
   let m = digests.get(log);
   if (!m) digests.set(log, (m = new Map()));
   let d = m.get(n);
   if (d === undefined) {
     const h = createHash('sha256');
-    for (let i = 0; i < n; i++) h.update(log[i]!.id).update('\n');
+    for (let i = 0; i < n; i++) h.update(log.at(i)!.id).update('\n');
     d = h.digest('hex').slice(0, 16);
     m.set(n, d);
   }
@@ -171,10 +171,10 @@ async function seenAt(repo: ZzRepo, laneId: string, revision: string, n: number)
 }
 
 function eventOf(
-  l: { id: string; log: ReadonlyArray<LoggedOp>; why: Map<string, EntryRejection> },
+  l: { id: string; log: OpLog<LoggedOp>; why: Map<string, EntryRejection> },
   i: number,
 ): LaneEvent {
-  const op = l.log[i]!;
+  const op = l.log.at(i)!;
   const r = l.why.get(op.id);
   return {
     lane_id: l.id,
@@ -243,7 +243,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
   const rolesAt = new Map<string, Promise<RoleSource | null>>();
   const lanes: Array<{
     id: string;
-    log: ReadonlyArray<LoggedOp>;
+    log: OpLog<LoggedOp>;
     revision: string | null;
     /** Indexes into log of the ops not yet seen, in log order. */
     fresh: number[];
@@ -277,7 +277,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
     const rebased = p !== undefined && typeof p !== 'number' && base === 0 && exclude.size > 0;
     const fresh: number[] = [];
     for (let i = base; i < log.length; i++) {
-      const op = log[i]!;
+      const op = log.at(i)!;
       if (!exclude.has(op.id)) fresh.push(i);
       else if (rebased && why.has(op.id)) {
         notices.push(rejectionNotice(id, snap.revision ?? op.revision, op, why.get(op.id)!));
@@ -295,7 +295,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
           laneRejectionsUnder(log.slice(0, seenUpTo), then).map((r) => r.op_id),
         );
         for (let i = 0; i < seenUpTo; i++) {
-          const op = log[i]!;
+          const op = log.at(i)!;
           if (!(i < base || exclude.has(op.id)) || !why.has(op.id) || before.has(op.id)) continue;
           notices.push(rejectionNotice(id, snap.revision ?? op.revision, op, why.get(op.id)!));
         }

@@ -64,24 +64,42 @@ export function jsonBytes(v: unknown): number {
   return Buffer.byteLength(JSON.stringify(v) ?? '', 'utf8');
 }
 
-// Running totals of item sizes per array, filled as far as pages have reached: the next page
-// of the same array (a state's Asks, a cached history view) is a binary search. Arrays given
+/**
+ * A read-only list by position: an array, or a view that shares its items with other views
+ * instead of copying them (a state's Asks read from its CowMap, a Lane's history: views.ts).
+ * A Seq given to pageEnd or knownTotals never changes afterwards.
+ */
+export interface Seq<T> {
+  readonly length: number;
+  at(i: number): T | undefined;
+}
+
+/** seq[start, end) as a new array (Array.prototype.slice for any Seq). */
+export function sliceOf<T>(seq: Seq<T>, start: number, end: number): T[] {
+  if (Array.isArray(seq)) return (seq as T[]).slice(start, end);
+  const out: T[] = [];
+  for (let i = Math.max(0, start); i < end && i < seq.length; i++) out.push(seq.at(i)!);
+  return out;
+}
+
+// Running totals of item sizes per list, filled as far as pages have reached: the next page
+// of the same list (a state's Asks, a cached history view) is a binary search. Lists given
 // to pageEnd are never changed afterwards.
 interface Sizing {
   /** totals[i] = bytes of items[0, i), as far as known. */
   totals: number[];
-  /** The size of items[i] (its owner may know it from an earlier array). */
+  /** The size of items[i] (its owner may know it from an earlier list). */
   size?: (i: number) => number;
 }
-const sizingOf = new WeakMap<readonly object[], Sizing>();
+const sizingOf = new WeakMap<Seq<object>, Sizing>();
 
 /**
- * What an array's owner already knows of its items' sizes: running totals from the start, and
- * a function answering the size of item i (for items it carried over from another array).
- * pageEnd starts from them. The array must never change afterwards.
+ * What a list's owner already knows of its items' sizes: running totals from the start, and
+ * a function answering the size of item i (for items it carried over from another list).
+ * pageEnd starts from them. The list must never change afterwards.
  */
 export function knownTotals(
-  items: readonly object[],
+  items: Seq<object>,
   totals: number[],
   size?: (i: number) => number,
 ): void {
@@ -93,7 +111,7 @@ export function knownTotals(
  * PAGE.maxBytes of JSON, so no response is ever built much larger than that in memory.
  */
 export function pageEnd<T extends object>(
-  items: readonly T[],
+  items: Seq<T>,
   start: number,
   limit: number | undefined,
   maxBytes: number = PAGE.maxBytes,
@@ -107,7 +125,7 @@ export function pageEnd<T extends object>(
   while (totals.length <= last) {
     const i = totals.length - 1;
     if (i > start && totals[i]! - totals[start]! > maxBytes) break;
-    totals.push(totals[i]! + (size ? size(i) : jsonBytes(items[i]!)));
+    totals.push(totals[i]! + (size ? size(i) : jsonBytes(items.at(i))));
   }
   const known = Math.min(last, totals.length - 1);
   // The first i in (start, known) with bytes of [start, i] over the cap ends the page at i.

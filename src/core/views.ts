@@ -3,7 +3,7 @@ import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LoggedOp, OpRecord } from '../store/index.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
 import { sealJson } from './json-text.js';
-import { jsonBytes, knownTotals } from './paging.js';
+import { jsonBytes, knownTotals, type Seq } from './paging.js';
 
 // What callers see: stored documents plus what is derived at read time (blocked, lease
 // expiry) — never stored, because it depends on other Asks and on the clock.
@@ -123,56 +123,42 @@ function sharedView(s: LaneState, a: AskDoc, now: Date): AskView {
   return v;
 }
 
-// A state's Asks as an array, with their views and JSON sizes by position, once per state:
-// lane_get of a long Lane reads the same state again and again. A write makes a new state
-// that differs from the last one read in a few Asks: what the two share by position is
-// carried over (the size; the view too when it depends on nothing but the document). Sizes
-// are measured as pages reach them (a page of 200 sizes 200 Asks, not the Lane).
-// Claimed Asks' views are never kept: they depend on the clock.
-type AskPage = { asks: readonly AskDoc[]; views: AskView[]; sizes: Array<number | undefined> };
-const pageOfState = new WeakMap<LaneState, AskPage>();
-/** The page of the last state read, by its Lane's document (shared by states until it changes). */
-const lastPage = new WeakMap<LaneDoc, AskPage>();
+// A state's Asks in the order they were posted, as a list read by position from the state's
+// own CowMap (never copied: a write makes a new state that differs from the last one read in a
+// few Asks, and a copy of the whole Lane per state was young garbage that lived as long as the
+// state and survived the scavenges of a writer storm, issue 17). What a page needs of an Ask is
+// kept by document, not by position: its JSON size (sizeOfDoc) and its view (sharedView), so
+// the next state finds them for every Ask it did not change. Sizes are measured as pages reach
+// them (a page of 200 sizes 200 Asks, not the Lane). One list per state, so that pageEnd's
+// running totals for it are kept between reads of that state.
+const askListOfState = new WeakMap<LaneState, Seq<AskDoc>>();
+const sizeOfDoc = new WeakMap<AskDoc, number>();
 
-function askPage(s: LaneState): AskPage {
-  const known = pageOfState.get(s);
-  if (known) return known;
-  const asks = s.asks.valuesArray();
-  const prev = s.lane ? lastPage.get(s.lane) : undefined;
-  // Preallocated: pages fill these from any offset, and V8 keeps a sparse array slow.
-  const views = new Array<AskView>(asks.length);
-  const sizes = new Array<number | undefined>(asks.length);
-  if (prev) {
-    const n = Math.min(asks.length, prev.asks.length);
-    for (let i = 0; i < n; i++) {
-      const a = asks[i]!;
-      if (prev.asks[i] !== a) continue;
-      sizes[i] = prev.sizes[i];
-      const v = prev.views[i];
-      if (v !== undefined && a.depends_on.length === 0) views[i] = v;
-    }
-  }
-  const page: AskPage = { asks, views, sizes };
-  knownTotals(asks, [0], (i) => (sizes[i] ??= jsonBytes(asks[i])));
-  pageOfState.set(s, page);
-  if (s.lane) lastPage.set(s.lane, page);
-  return page;
+function docBytes(a: AskDoc): number {
+  let n = sizeOfDoc.get(a);
+  if (n === undefined) sizeOfDoc.set(a, (n = jsonBytes(a)));
+  return n;
 }
 
-/** Every Ask of `s` in the order they were posted; the same array for the same state. */
-export function asksOf(s: LaneState): readonly AskDoc[] {
-  return askPage(s).asks;
+/** Every Ask of `s` in the order they were posted; the same list for the same state. */
+export function asksOf(s: LaneState): Seq<AskDoc> {
+  let list = askListOfState.get(s);
+  if (!list) {
+    const asks = s.asks;
+    const length = asks.size;
+    // A published state's maps never change (writes go to a fork): neither does this list.
+    list = { length, at: (i) => (i < length ? asks.at(i) : undefined) };
+    knownTotals(list, [0], (i) => docBytes(asks.at(i)!));
+    askListOfState.set(s, list);
+  }
+  return list;
 }
 
 /** askViews of asksOf(s)[start, end). */
 export function askPageViews(s: LaneState, start: number, end: number, now: Date): AskView[] {
-  const { asks, views } = askPage(s);
   const out: AskView[] = [];
-  for (let i = start; i < end && i < asks.length; i++) {
-    const a = asks[i]!;
-    // The views array is this state's: a view with dependencies is kept for it too.
-    if (a.state === 'claimed') out.push(askView(s, a, now));
-    else out.push((views[i] ??= sealJson(Object.freeze(askView(s, a, now)))));
+  for (let i = Math.max(0, start); i < end && i < s.asks.size; i++) {
+    out.push(sharedView(s, s.asks.at(i)!, now));
   }
   return out;
 }
@@ -263,55 +249,87 @@ export function rejectionsById(rejected: readonly RejectedOp[]): Map<string, Ent
 /**
  * The op log as callers read it. A lease that ran out is not an op (nothing wrote it), so an
  * `ask_lease_expired` entry is derived where a claim's lease passed before anything else
- * happened to that Ask.
+ * happened to that Ask. A list that shares its entries with the log's derived history (see
+ * HistoryList): never an array copied per log or per view.
  */
 export function historyView(
-  log: readonly LoggedOp[],
+  log: Seq<LoggedOp>,
   now: Date,
   rejected: readonly RejectedOp[] = [],
-): readonly HistoryEntry[] {
+): Seq<HistoryEntry> {
   const h = derivedHistory(log);
   // The view changes only when another running lease passes: until then (and unless the clock
-  // went back) the last one is served again, the same array.
+  // went back) the last one is served again, the same list.
   const t = now.getTime();
   const last = viewCache.get(h);
   if (last && last.rejected === rejected && last.from <= t && t < last.until) return last.out;
-  const out = h.entries.slice();
+  const { entries, sizes, n } = h;
+  let marked: Map<number, HistoryEntry> | null = null;
   if (rejected.length > 0) {
-    // Entries are cached per log; the marks are added to copies (few ops are ever refused).
+    // Entries are shared per log; the marks are added to copies (few ops are ever refused).
+    marked = new Map();
     const why = rejectionsById(rejected);
     let j = 0;
-    for (let i = 0; i < out.length && j < log.length; i++) {
-      const e = out[i]!;
+    for (let i = 0; i < n && j < log.length; i++) {
+      const e = entries[i]!;
       if (e.revision === null) continue; // a derived ask_lease_expired entry
-      const r = why.get(log[j++]!.id);
-      if (r) out[i] = { ...e, rejected: r };
+      const r = why.get(log.at(j++)!.id);
+      if (r) marked.set(i, { ...e, rejected: r });
     }
   }
+  const tail: HistoryEntry[] = [];
   let until = Infinity;
   for (const [askId, l] of h.open) {
-    if (l.untilMs <= t) out.push(expiredEntry(askId, l));
+    if (l.untilMs <= t) tail.push(expiredEntry(askId, l));
     else until = Math.min(until, l.untilMs);
   }
+  const out = new HistoryList(entries, n, marked, tail);
   viewCache.set(h, { rejected, from: t, until, out });
   // Sizes measured once per derived entry, as pages reach them; entries marked refused (copies)
   // and derived lease expiries are measured as they are.
-  const { entries, sizes } = h;
   knownTotals(out, [0], (i) =>
-    out[i] === entries[i] ? (sizes[i] ??= jsonBytes(entries[i])) : jsonBytes(out[i]),
+    i < n && !marked?.has(i) ? (sizes[i] ??= jsonBytes(entries[i])) : jsonBytes(out.at(i)),
   );
   return out;
 }
 
+/**
+ * A view of a log's history: the first `n` entries of a shared, append-only array (positions
+ * below n never change, see derivedHistory), with refused ops' entries replaced by marked
+ * copies, then the leases that have run out since the log's last op.
+ */
+class HistoryList implements Seq<HistoryEntry> {
+  readonly length: number;
+  constructor(
+    private readonly entries: readonly HistoryEntry[],
+    private readonly n: number,
+    private readonly marked: ReadonlyMap<number, HistoryEntry> | null,
+    private readonly tail: readonly HistoryEntry[],
+  ) {
+    this.length = n + tail.length;
+  }
+
+  at(i: number): HistoryEntry | undefined {
+    if (!(i >= 0 && i < this.length)) return undefined;
+    if (i >= this.n) return this.tail[i - this.n];
+    return this.marked?.get(i) ?? this.entries[i];
+  }
+}
+
 const viewCache = new WeakMap<
   Derived,
-  { rejected: readonly RejectedOp[]; from: number; until: number; out: readonly HistoryEntry[] }
+  { rejected: readonly RejectedOp[]; from: number; until: number; out: HistoryList }
 >();
 
 type OpenLease = { holder: string; until: string; untilMs: number };
 type Derived = {
-  log: readonly LoggedOp[];
+  log: Seq<LoggedOp>;
+  /**
+   * The derived entries of `log` are entries[0, n). The array is shared with the Derived of
+   * the logs this one extends and of the next log that extends it (append-only: see below).
+   */
   entries: HistoryEntry[];
+  n: number;
   /** JSON sizes of entries (see paging.ts), by position, measured as pages reach them. */
   sizes: Array<number | undefined>;
   open: Map<string, OpenLease>;
@@ -320,20 +338,32 @@ type Derived = {
 // A published log never changes, and the next one (after a commit) is the same ops plus new
 // ones: everything but the leases still running at its end is derived once per log, and a
 // log that extends the last one derived for its Lane (keyed by its first op) only derives the
-// new ops.
+// new ops, appending their entries to the same arrays (as CowMap shares its keys: cow-map.ts).
+// Copying them per log was young garbage the size of the whole history for every group commit
+// a reader saw, alive until the next one (issue 17).
+// Hazard: only the Derived whose n is the arrays' length (the newest) may append; positions
+// below any Derived's n are never written again, except sizes[i], a memo of entries[i] that
+// is the same in every Derived holding i. An older log derived again (a slow reader) starts a
+// chain of its own arrays.
 const historyCache = new WeakMap<LoggedOp, Derived>();
 
-function derivedHistory(log: readonly LoggedOp[]): Derived {
-  const first = log[0];
-  if (!first) return { log, entries: [], sizes: [], open: new Map() };
+function derivedHistory(log: Seq<LoggedOp>): Derived {
+  const first = log.at(0);
+  if (!first) return { log, entries: [], n: 0, sizes: [], open: new Map() };
   const prev = historyCache.get(first);
   if (prev?.log === log) return prev;
-  const n = prev?.log.length ?? 0;
-  const extends_ = !!prev && n <= log.length && log[n - 1] === prev.log[n - 1];
-  const d: Derived = extends_
-    ? { log, entries: prev.entries.slice(), sizes: prev.sizes.slice(), open: new Map(prev.open) }
-    : { log, entries: [], sizes: [], open: new Map() };
-  deriveInto(d, extends_ ? n : 0);
+  const m = prev?.log.length ?? 0;
+  const extends_ = !!prev && m <= log.length && log.at(m - 1) === prev.log.at(m - 1);
+  let d: Derived;
+  if (!extends_) d = { log, entries: [], n: 0, sizes: [], open: new Map() };
+  else if (prev.n === prev.entries.length) {
+    d = { log, entries: prev.entries, n: prev.n, sizes: prev.sizes, open: new Map(prev.open) };
+  } else {
+    // Another log already extended prev (two logs from one prefix): copy prev's part.
+    const entries = prev.entries.slice(0, prev.n);
+    d = { log, entries, n: prev.n, sizes: prev.sizes.slice(0, prev.n), open: new Map(prev.open) };
+  }
+  deriveInto(d, extends_ ? m : 0);
   historyCache.set(first, d);
   return d;
 }
@@ -356,9 +386,10 @@ function deriveInto(d: Derived, from: number): void {
   const push = (e: HistoryEntry): void => {
     out.push(e);
     sizes.push(undefined);
+    d.n++;
   };
   for (let i = from; i < log.length; i++) {
-    const op = log[i]!;
+    const op = log.at(i)!;
     const askId = opAskId(op);
     const l = askId === null ? undefined : open.get(askId);
     if (l) {

@@ -124,7 +124,7 @@ export class ZzRepo {
     try {
       read = await this.config.read();
       if (read.revision !== this.roleCache.revision) {
-        this.roleCache = { revision: read.revision, source: roleTimeline(read.log) };
+        this.roleCache = { revision: read.revision, source: roleTimeline(read.log.slice()) };
       }
     } catch (e) {
       // entity_corrupt on refs/zz/config is reported by the reads that need the config.

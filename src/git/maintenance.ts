@@ -62,7 +62,7 @@ export async function repackGeometric(
   opts: { timeoutMs?: number; smallPacks?: SmallPacks } = {},
 ): Promise<'done' | 'off' | 'unsupported'> {
   const says = await configSays(gitdir);
-  if (says) return says;
+  if (says === 'off' || says === 'unsupported') return says;
   try {
     // --no-write-bitmap-index: a user's repack.writeBitmaps (or pack.writeBitmaps) makes git
     // die on any incremental repack ("Incremental repacks are incompatible with bitmap
@@ -110,7 +110,8 @@ export async function gcFull(
   // the packs rewritten stay in one pack with their times, where without them git writes each
   // out as a loose file until it expires (two weeks), undoing the roll-ups, and past gc.auto
   // (6,700) every gc --auto rewrites the whole repository again. Not in a partial clone
-  // (configSays 'unsupported': its promisor packs), where git's default is kept.
+  // (configSays 'unsupported': its promisor packs), where git's default is kept, nor where the
+  // user set gc.cruftPacks ('chosen').
   await maintain(gitdir, [...(says === null ? CRUFT : []), 'gc', '--quiet'], {
     ...opts,
     timeoutMs: opts.timeoutMs ?? 60 * 60_000,
@@ -158,7 +159,7 @@ function markFullGc(gitdir: string): void {
  * recent fix, dies in the roll-up every time, "cannot use internal rev list with
  * --stdin-packs"), else null.
  */
-async function configSays(gitdir: string): Promise<'off' | 'unsupported' | null> {
+async function configSays(gitdir: string): Promise<'off' | 'unsupported' | 'chosen' | null> {
   // Exit 1: no such key set, git's defaults hold (gc.auto 6,700, gc.autoPackLimit 50). Keys
   // come lowercased, in the order git reads them (system, global, local, worktree): the last
   // value of a key is the one git uses, as for `git config --get`.
@@ -168,7 +169,7 @@ async function configSays(gitdir: string): Promise<'off' | 'unsupported' | null>
       gitdir,
       'config',
       '--get-regexp',
-      '^(gc\\.(auto|autopacklimit)|remote\\..+\\.promisor|extensions\\.partialclone)$',
+      '^(gc\\.(auto|autopacklimit|cruftpacks)|remote\\..+\\.promisor|extensions\\.partialclone)$',
     ],
     { cwd: gitdir, okCodes: [1] },
   );
@@ -188,7 +189,8 @@ async function configSays(gitdir: string): Promise<'off' | 'unsupported' | null>
     if (key === 'extensions.partialclone' && value !== '') return 'unsupported';
     if (key.endsWith('.promisor') && !/^(false|no|off|0)$/i.test(value)) return 'unsupported';
   }
-  return null;
+  // The user chose about cruft packs: the full gc takes their choice, not CRUFT's.
+  return last.has('gc.cruftpacks') ? 'chosen' : null;
 }
 
 /**

@@ -231,7 +231,9 @@ export class RefStore {
         throw new ZzError('git_failed', `${ref} holds an unreadable value`);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT' && code !== 'ENOTDIR') throw e;
+        // EISDIR: a directory of refs in its place (refs/zz/lanes/x/y makes no ref
+        // refs/zz/lanes/x loose): no loose ref, as git reads it; its packed value, if any.
+        if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EISDIR') throw e;
         if (this.packedOnly.size >= PACKED_ONLY_MAX) this.packedOnly.clear();
         this.packedOnly.add(ref);
       }
@@ -415,6 +417,16 @@ export class RefStore {
     }
     try {
       fs.renameSync(lock, path);
+    } catch (e) {
+      // A directory of refs where this ref's file would go (git: "there is a non-empty
+      // directory blocking reference"): the caller's to resolve, not an internal fault.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+      const ref = path.slice(this.refBase.length).split(sep).join('/');
+      throw new ZzError(
+        'conflict',
+        `${ref} cannot be written: refs named ${ref}/… are in its place (a ref cannot also be a directory of refs); delete them with git update-ref -d, or use another name`,
+      );
     } finally {
       if (hold) unlinkLater(hold);
     }

@@ -1,17 +1,24 @@
-import { promises as fsp, readFileSync } from 'node:fs';
+import { promises as fsp, readFileSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { fromSystemError, ZzError } from '../errors.js';
 
 // The one lock for local files shared by several zz processes (tokens.json, credentials.json):
 // an O_EXCL `<file>.lock` holding the owner's pid and, on Linux, that process's start time. A
-// lock whose owner is dead, or that has not been touched for `staleMs`, is taken over. Hold it
-// only around a read-modify-write; it is not a lock for refs (git/ref-store.ts has git's own).
+// lock whose owner is dead is taken over; so is one older than `staleMs` whose owner cannot be
+// told apart from a later process given its pid (no start time: not Linux). A holder known to
+// be alive (same pid, same start time) keeps its lock however long it takes: aging it out
+// let a second process in beside it, and one of their read-modify-writes was lost (tokens.json
+// lost 2 of 40 tokens created at once by processes on a loaded machine, holds past 4 s). A
+// holder that hangs makes waiters fail after their timeout with an error naming the lock.
+// Hold it only around a read-modify-write; it is not a lock for refs (git/ref-store.ts).
 //
 // Hazard: a pid alone does not name a process. With pid_max at 32,768 (containers, CI) and a
 // test suite spawning thousands of git processes, a dead holder's pid is reused within seconds;
 // the start time tells the new process from the holder. `staleMs` stays below the default
 // timeout so an abandoned lock is taken over before a waiter gives up even where no start
-// time can be read.
+// time can be read. A takeover removes the lock only if it is still the file judged stale
+// (same inode and time): two waiters that judged one dead holder's lock stale at once must
+// not have the slower remove the faster one's new lock.
 
 export interface FileLockOptions {
   /** How long to wait for a held lock before giving up (default 10 s). */
@@ -82,8 +89,9 @@ async function acquire(lockFile: string, opts: FileLockOptions): Promise<() => P
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw fromSystemError(e, lockFile);
     }
-    if (await isStale(lockFile, staleMs)) {
-      await fsp.rm(lockFile, { force: true });
+    const stale = await staleLock(lockFile, staleMs);
+    if (stale) {
+      await removeIfSame(lockFile, stale);
       continue;
     }
     if (Date.now() > deadline) {
@@ -97,19 +105,28 @@ async function acquire(lockFile: string, opts: FileLockOptions): Promise<() => P
   }
 }
 
-async function isStale(lockFile: string, staleMs: number): Promise<boolean> {
+/** The lock's stat when it is stale (see the header), else null. */
+async function staleLock(lockFile: string, staleMs: number): Promise<Stats | null> {
   try {
     const [st, text] = await Promise.all([fsp.stat(lockFile), fsp.readFile(lockFile, 'utf8')]);
     const [pidText, start] = text.trim().split(' ');
     const pid = Number(pidText);
     if (Number.isInteger(pid) && pid > 0) {
-      if (!isAlive(pid)) return true;
+      if (!isAlive(pid)) return st;
       // Alive, but is it the holder or a later process given the same pid?
       const now = start ? processStartTime(pid) : null;
-      if (now && now !== start) return true;
+      if (now) return now === start ? null : st;
     }
-    return Date.now() - st.mtimeMs > staleMs;
+    return Date.now() - st.mtimeMs > staleMs ? st : null;
   } catch {
-    return false;
+    return null;
+  }
+}
+
+/** Removes the lock if it is still the file `seen` (not a new one taken meanwhile). */
+async function removeIfSame(lockFile: string, seen: Stats): Promise<void> {
+  const st = await fsp.stat(lockFile).catch(() => null);
+  if (st && st.ino === seen.ino && st.dev === seen.dev && st.mtimeMs === seen.mtimeMs) {
+    await fsp.rm(lockFile, { force: true });
   }
 }

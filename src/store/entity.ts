@@ -3,6 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ZzError } from '../errors.js';
 import { RefCasError } from '../git/index.js';
 import { OP_FORMAT, type OpParse } from '../schema/ops.js';
+import { OpLog } from './op-log.js';
 import {
   commitLamports,
   hasMerges,
@@ -80,8 +81,11 @@ export interface MutationResult<R, Op extends OpRecord = OpRecord> {
 export interface Snapshot<S, Op extends OpRecord = OpRecord> {
   revision: string | null;
   state: S;
-  /** Every op, oldest first, each with the revision of the commit that holds it. */
-  log: ReadonlyArray<LoggedOp<Op>>;
+  /**
+   * Every op, oldest first, each with the revision of the commit that holds it. Shared with
+   * the next snapshot's log (op-log.ts), never changed.
+   */
+  log: OpLog<LoggedOp<Op>>;
 }
 
 export type LoggedOp<Op extends OpRecord = OpRecord> = Op & { revision: string };
@@ -209,12 +213,16 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         tail.every((c) => c.parents.length <= 1)
       ) {
         const draft = this.codec.clone(prev.state);
-        const log = prev.log.slice();
+        const more: Array<LoggedOp<Op>> = [];
         this.checkReadable(tail);
-        this.foldInto(draft, log, linear(tail));
+        this.foldInto(draft, more, linear(tail));
         const bad = this.codec.verify?.(draft, this.ref) ?? null;
         if (bad !== null) throw this.corrupt(bad, head);
-        this.snap = { revision: tail[tail.length - 1]!.revision, state: draft, log };
+        this.snap = {
+          revision: tail[tail.length - 1]!.revision,
+          state: draft,
+          log: prev.log.concat(more),
+        };
         return this.snap;
       }
     }
@@ -240,7 +248,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       this.snap = null;
       throw this.corrupt(bad, head);
     }
-    this.snap = { revision: tip, state: draft, log };
+    this.snap = { revision: tip, state: draft, log: new OpLog(log) };
     return this.snap;
   }
 
@@ -260,7 +268,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
   }
 
   private reset(): void {
-    this.snap = { revision: null, state: this.codec.empty(), log: [] };
+    this.snap = { revision: null, state: this.codec.empty(), log: new OpLog() };
     this.keys = new Map();
     this.lamport = 0;
   }
@@ -447,7 +455,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         const logged = ops.map((o) => ({ ...o, revision: revision! }));
         this.lamport = lamport;
         for (const o of logged) if (o.key !== undefined) this.keys.set(keyOf(o.actor, o.key), o);
-        this.snap = { revision, state: draft, log: [...snap.log, ...logged] };
+        this.snap = { revision, state: draft, log: snap.log.concat(logged) };
         this.commits++;
         this.onCommit?.(this.ref, revision, logged);
       }

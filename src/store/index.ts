@@ -4,6 +4,7 @@
 export * from './entity.js';
 export * from './git-store.js';
 export * from './memory-store.js';
+export * from './op-log.js';
 export * from './op-message.js';
 export * from './store.js';
 export * from './publication-order.js';

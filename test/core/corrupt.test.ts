@@ -107,3 +107,36 @@ describe('corrupt entities are reported by ref; everything else stays readable',
     await call(repo, ALICE, 'ask_post', { lane_id: 'victim1', kind: 'work', title: 'More' });
   });
 });
+
+// A ref under a Lane's name (refs/zz/lanes/x/y, made by hand or fetched) leaves a directory
+// where Lane x's ref file would be. Git reads x as absent and refuses to create it; zz too:
+// reads answer not_found and a write a 409 naming the refs in the way, never a 500 (EISDIR).
+describe('a directory of refs in the place of a Lane', () => {
+  it('reads as no Lane, a write is a conflict naming it, and the other Lanes are untouched', async () => {
+    const { repo, dir, cleanup } = await gitRepo();
+    try {
+      await call(repo, ALICE, 'lane_propose', { lane_id: 'ok1', title: 'Fine' });
+      const ok1 = sh(dir, 'rev-parse', laneRef('ok1'));
+      sh(dir, 'update-ref', `${laneRef('nest')}/inner`, ok1);
+      await rejects(call(repo, ALICE, 'lane_get', { lane_id: 'nest' }), 'not_found');
+      await rejects(
+        call(repo, ALICE, 'lane_propose', { lane_id: 'nest', title: 'Blocked' }),
+        'conflict',
+        /refs\/zz\/lanes\/nest cannot be written: refs named refs\/zz\/lanes\/nest\/… are in its place/,
+      );
+      expect(sh(dir, 'rev-parse', `${laneRef('nest')}/inner`)).toBe(ok1);
+      expect(sh(dir, 'for-each-ref', '--format=%(refname)', 'refs/zz/lanes/')).not.toMatch(
+        /lanes\/nest\n|lanes\/nest$|\.lock/,
+      );
+      const got = (await call(repo, ALICE, 'lane_get', { lane_id: 'ok1' })) as {
+        lane: { title: string };
+      };
+      expect(got.lane.title).toBe('Fine');
+      // Once the refs in the way are gone, the Lane can be made.
+      sh(dir, 'update-ref', '-d', `${laneRef('nest')}/inner`);
+      await call(repo, ALICE, 'lane_propose', { lane_id: 'nest', title: 'Now' });
+    } finally {
+      cleanup();
+    }
+  });
+});

@@ -4,14 +4,16 @@ import { prng, testSeed } from '../helpers/seeded.js';
 
 // CowMap's forks share an index: every version must still read as its own Map would, whatever
 // order versions are forked, changed and read in (a draft thrown away, a version forked twice,
-// an old version changed after its fork).
+// an old version changed after its fork). Values sit in chunks shared between forks until one
+// writes: the random test runs with chunks of 2 values (and of 1 and 4), so that chunks are
+// shared, split and appended to in every round.
 
 describe('CowMap', () => {
   it('every version reads like a Map copied at its fork, under random forks and writes', () => {
     const random = prng(testSeed('cow-map'));
     const pick = (n: number) => Math.floor(random() * n);
-    for (let round = 0; round < 40; round++) {
-      const cows: Array<CowMap<string, number>> = [new CowMap()];
+    for (let round = 0; round < 60; round++) {
+      const cows: Array<CowMap<string, number>> = [new CowMap(undefined, round % 3)];
       const models: Array<Map<string, number>> = [new Map()];
       const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
       for (let step = 0; step < 120; step++) {
@@ -32,6 +34,7 @@ describe('CowMap', () => {
             [...c.keys()],
             [...c.values()],
             c.valuesArray(),
+            Array.from({ length: c.size + 1 }, (_, p) => c.at(p) ?? null),
             c.size,
           ]);
           const want = JSON.stringify([
@@ -39,6 +42,7 @@ describe('CowMap', () => {
             [...m.keys()],
             [...m.values()],
             [...m.values()],
+            [...m.values(), null],
             m.size,
           ]);
           const gets = keys.map((k) => `${c.has(k)}${c.get(k)}`).join();

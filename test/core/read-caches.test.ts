@@ -39,7 +39,7 @@ describe('op parse cache', () => {
         const b = (await third.lane('feat').read()).log;
         expect(a.map((o) => o.op)).toEqual(['lane_propose', 'ask_post', 'ask_post', 'ask_post']);
         // The same typed op objects: neither JSON nor zod ran again for the second reader.
-        a.forEach((op, i) => expect(b[i]!.args).toBe(op.args));
+        a.forEach((op, i) => expect(b.at(i)!.args).toBe(op.args));
       } finally {
         again.close();
         third.close();

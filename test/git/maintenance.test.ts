@@ -229,6 +229,20 @@ describe('the full gc, seldom', () => {
     expect(check.split('\n').filter((l) => l.endsWith(' missing'))).toEqual([]);
   });
 
+  it("takes the user's own gc.cruftPacks: set false, the recent unreachable objects are loosened as they asked", async () => {
+    const made = makeRepo('zz-fullgc-nocruft-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    const gitdir = join(dir, '.git');
+    git(dir, ['config', 'gc.cruftPacks', 'false']);
+    for (let i = 0; i < 40; i++) git(dir, ['hash-object', '-w', '--stdin'], `unreachable ${i}\n`);
+    // The roll-up still runs (the key is no reason to stop it).
+    expect(await repackGeometric(gitdir)).toBe('done');
+    expect(git(dir, ['count-objects', '-v'])).toMatch(/^count: 0$/m);
+    expect(await gcFull(gitdir)).toBe('done');
+    expect(git(dir, ['count-objects', '-v'])).toMatch(/^count: 40$/m);
+  });
+
   it('is due once a day, counted from a mark on disk that the first ask makes', () => {
     const made = makeRepo('zz-fullgc-due-');
     cleanup = made.cleanup;

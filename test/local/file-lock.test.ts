@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -37,6 +37,35 @@ describe('withFileLock', () => {
       withFileLock(file, async () => 1, { timeoutMs: 200, staleMs: 60_000 }),
     ).rejects.toThrow(/is held by another process/);
     expect(readFileSync(`${file}.lock`, 'utf8')).toContain(String(process.pid));
+  });
+
+  it('never takes a lock from a holder known to be alive, however long it holds it', async () => {
+    // A holder past staleMs on a loaded machine: taken over by age, a second process got in
+    // beside it and one read-modify-write of tokens.json was lost.
+    const dir = tempDir('zz-lock-');
+    const file = join(dir, 'tokens.json');
+    const order: string[] = [];
+    let entered!: () => void;
+    const holding = new Promise<void>((r) => (entered = r));
+    let leave!: () => void;
+    const held = withFileLock(file, async () => {
+      order.push('first in');
+      entered();
+      await new Promise<void>((r) => (leave = r));
+      order.push('first out');
+    });
+    await holding;
+    const second = withFileLock(file, async () => void order.push('second in'), {
+      staleMs: 20,
+      timeoutMs: 30_000,
+    });
+    // The lock's age passes staleMs many times over before the first lets go.
+    while (Date.now() - statSync(`${file}.lock`).mtimeMs < 200) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    leave();
+    await Promise.all([held, second]);
+    expect(order).toEqual(['first in', 'first out', 'second in']);
   });
 
   it('serialises read-modify-writes in one process', async () => {

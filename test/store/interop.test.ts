@@ -141,6 +141,10 @@ describe('interop with native git and other zz processes', () => {
 
       // At least N writes, and on until the other side has had its share too: the native
       // writer has landed commits in between (10+) and gc has run to the end a few times.
+      // Past N, each zz write waits for the native writer's next ack (or 250 ms) before the
+      // next: flat out, zz landed a write every ~6 ms, the native writer (three git processes
+      // a try) lost ~25 CAS races in 26 for its 10 acks, and the test ran ~30 s. Paced, zz
+      // and native commits alternate on the ref, each zz write building on a native commit.
       const N = 300;
       const started = Date.now();
       const count = (lines: string[], prefix: string) =>
@@ -151,12 +155,19 @@ describe('interop with native git and other zz processes', () => {
           Date.now() - started > 30_000);
       const zzAcks = new Map<string, string>([['k-first', first.revision]]);
       let next = 0;
+      const nativeTurn = async () => {
+        const acks = count(native.lines, 'ack ');
+        const until = Date.now() + 250;
+        while (count(native.lines, 'ack ') === acks && Date.now() < until && !enough())
+          await new Promise((r) => setTimeout(r, 5));
+      };
       const worker = async () => {
         while (!enough()) {
           const key = `k-${next++}`;
           const r = await entity.mutate(put(key));
           expect(r.result).toBe(valueOf(key));
           zzAcks.set(key, r.revision);
+          if (next >= N) await nativeTurn();
         }
       };
       try {

@@ -13,7 +13,13 @@ import {
 } from '../../schema/rung.js';
 import { offsetCursor } from '../../schema/cursor.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
-import { Entity, type LoggedOp, type OpSpec, type Snapshot } from '../../store/index.js';
+import {
+  Entity,
+  type LoggedOp,
+  type OpLog,
+  type OpSpec,
+  type Snapshot,
+} from '../../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
 import { readLane, type WriteMeta, type WriteOpts } from '../lanes.js';
 import { writeOp } from '../write-op.js';
@@ -256,10 +262,10 @@ export type RungRevision = {
   generator: RungGenerator | null;
 };
 
-// Where each path was written, per op log (each snapshot has its own log array).
-const historyIndex = new WeakMap<readonly LoggedOp[], Map<string, number[]>>();
+// Where each path was written, per op log (each snapshot has its own log, never changed).
+const historyIndex = new WeakMap<OpLog<LoggedOp>, Map<string, number[]>>();
 
-function opsByPath(log: readonly LoggedOp[]): Map<string, number[]> {
+function opsByPath(log: OpLog<LoggedOp>): Map<string, number[]> {
   let m = historyIndex.get(log);
   if (!m) {
     m = new Map();
@@ -314,7 +320,9 @@ export async function ladderHistory(
   const start = args.cursor === undefined ? 0 : historyPages.decode(args.cursor);
   const limit = args.limit ?? 50;
   const newestFirst = [...at].reverse();
-  const page = newestFirst.slice(start, start + limit).map((i) => revisionOf(snap.log[i]!, path));
+  const page = newestFirst
+    .slice(start, start + limit)
+    .map((i) => revisionOf(snap.log.at(i)!, path));
   const end = start + limit;
   return {
     path,

@@ -1,4 +1,5 @@
 import { readCommit, verifyCommitBody } from '../../git/index.js';
+import { sliceOf, type Seq } from '../paging.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { isActorKey } from './authenticity.js';
 import { parseZzCommit } from './validate.js';
@@ -97,7 +98,7 @@ export async function markUnsigned<E extends Entry>(
 // Marked pages by the history array they were cut from (a Lane state's history view is cached
 // and never changes) and the config state they were judged against: a warm lane_get of a large
 // Lane answers its page without walking every entry again.
-const pageMemo = new WeakMap<readonly object[], Map<string, { config: object; out: unknown[] }>>();
+const pageMemo = new WeakMap<Seq<object>, Map<string, { config: object; out: unknown[] }>>();
 
 /**
  * The revisions of `log` holding an op this clone did not write (another replica's, or one that
@@ -105,18 +106,22 @@ const pageMemo = new WeakMap<readonly object[], Map<string, { config: object; ou
  * the log's own answer to what markUnsigned would find in the commits.
  */
 export function foreignRevisions(
-  log: ReadonlyArray<{ revision: string; replica?: string | undefined }>,
+  log: Seq<{ revision: string; replica?: string | undefined }>,
   local: string | undefined,
 ): Set<string> {
   const out = new Set<string>();
-  for (const op of log) if (op.replica === undefined || op.replica !== local) out.add(op.revision);
+  // By position, not for-of: an OpLog's iterator made a result object per op, per new log.
+  for (let i = 0; i < log.length; i++) {
+    const op = log.at(i)!;
+    if (op.replica === undefined || op.replica !== local) out.add(op.revision);
+  }
   return out;
 }
 
 /** markUnsigned of `full.slice(start, end)`, remembered while `full` and the config stay. */
 export async function markUnsignedPage<E extends Entry>(
   repo: ZzRepo,
-  full: readonly E[],
+  full: Seq<E>,
   start: number,
   end: number,
   /** foreignRevisions of the log `full` was derived from. */
@@ -128,7 +133,7 @@ export async function markUnsignedPage<E extends Entry>(
   const key = `${start}:${end}`;
   const hit = memo.get(key);
   if (hit && hit.config === config) return hit.out.slice() as E[];
-  const out = await markUnsigned(repo, full.slice(start, end), foreign);
+  const out = await markUnsigned(repo, sliceOf(full, start, end), foreign);
   if (memo.size >= 16) memo.clear();
   memo.set(key, { config, out });
   return out.slice();

@@ -38,8 +38,7 @@ const GROUP_FILES = 2 * PACK_MIN_OBJECTS;
  * the commit is a large pack (pack-writer's async path, written before the ref's lock).
  */
 function body(i: number, files: number): string {
-  const pad =
-    files > GROUP_FILES ? '.'.repeat(Math.ceil((2 * SYNC_WRITE_MAX) / files)) : '';
+  const pad = files > GROUP_FILES ? '.'.repeat(Math.ceil((2 * SYNC_WRITE_MAX) / files)) : '';
   return JSON.stringify({ w: String(i), pad });
 }
 

@@ -16,9 +16,9 @@ import { fromSystemError, ZzError } from '../errors.js';
 // test suite spawning thousands of git processes, a dead holder's pid is reused within seconds;
 // the start time tells the new process from the holder. `staleMs` stays below the default
 // timeout so an abandoned lock is taken over before a waiter gives up even where no start
-// time can be read. A takeover removes the lock only if it is still the file judged stale
-// (same inode and time): two waiters that judged one dead holder's lock stale at once must
-// not have the slower remove the faster one's new lock.
+// time can be read. A takeover removes the lock only under `<file>.lock.takeover`, judged
+// stale again there: two waiters that judged one dead holder's lock stale at once must not
+// have the slower remove the faster one's new lock (takeOver).
 
 export interface FileLockOptions {
   /** How long to wait for a held lock before giving up (default 10 s). */
@@ -89,11 +89,7 @@ async function acquire(lockFile: string, opts: FileLockOptions): Promise<() => P
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw fromSystemError(e, lockFile);
     }
-    const stale = await staleLock(lockFile, staleMs);
-    if (stale) {
-      await removeIfSame(lockFile, stale);
-      continue;
-    }
+    if (await takeOver(lockFile, staleMs)) continue;
     if (Date.now() > deadline) {
       throw new ZzError(
         'ref_locked',
@@ -123,10 +119,35 @@ async function staleLock(lockFile: string, staleMs: number): Promise<Stats | nul
   }
 }
 
-/** Removes the lock if it is still the file `seen` (not a new one taken meanwhile). */
-async function removeIfSame(lockFile: string, seen: Stats): Promise<void> {
-  const st = await fsp.stat(lockFile).catch(() => null);
-  if (st && st.ino === seen.ino && st.dev === seen.dev && st.mtimeMs === seen.mtimeMs) {
+/**
+ * Removes the lock when it is stale, holding `<lock>.takeover` (O_EXCL) meanwhile; true when
+ * it was removed (or the takeover should be tried again at once). A check of "still the same
+ * file" and the removal are two calls: two waiters that judged one dead holder's lock stale
+ * at once each checked it, the faster removed it and took its own, and the slower then
+ * removed that one and got in beside it. Only a takeover's holder removes a lock it did not
+ * take, so under it nothing replaces the lock between the judgement and the removal (a live
+ * holder's own lock is never judged stale where start times are known). A takeover lock
+ * left by a process that died in those few calls is removed past `staleMs`.
+ */
+async function takeOver(lockFile: string, staleMs: number): Promise<boolean> {
+  if (!(await staleLock(lockFile, staleMs))) return false;
+  const mutex = `${lockFile}.takeover`;
+  let fh;
+  try {
+    fh = await fsp.open(mutex, 'wx', 0o600);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw fromSystemError(e, mutex);
+    const st = await fsp.stat(mutex).catch(() => null);
+    if (st && Date.now() - st.mtimeMs > staleMs) await fsp.rm(mutex, { force: true });
+    return false;
+  }
+  try {
+    await fh.close();
+    // Judged again under the takeover: another waiter may have taken the lock over already.
+    if (!(await staleLock(lockFile, staleMs))) return false;
     await fsp.rm(lockFile, { force: true });
+    return true;
+  } finally {
+    await fsp.rm(mutex, { force: true });
   }
 }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, promises as fsp, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   processStartTime,
   settleBackground,
@@ -66,6 +66,74 @@ describe('withFileLock', () => {
     leave();
     await Promise.all([held, second]);
     expect(order).toEqual(['first in', 'first out', 'second in']);
+  });
+
+  it("two waiters taking over one dead holder's lock never both get in", async () => {
+    // Each judged the lock stale; the slower checked it was still that file, then (a turn
+    // later) removed it: by then the faster had removed it and made its own, and the slower
+    // removed that and got in beside it. The slower's check is held here until the faster is
+    // in; whatever the takeover does, no open of the lock may succeed while it is held.
+    const dir = tempDir('zz-lock-');
+    const file = join(dir, 'tokens.json');
+    const lock = `${file}.lock`;
+    const dead = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+    await new Promise((r) => dead.once('exit', r));
+    writeFileSync(lock, `${dead.pid} 1`);
+    const stat = fsp.stat.bind(fsp);
+    const open = fsp.open.bind(fsp);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let gated = false;
+    let held = false;
+    let gotInWhileHeld = false;
+    let opened: (() => void) | null = null;
+    const statSpy = vi.spyOn(fsp, 'stat').mockImplementation(async (...args) => {
+      const caller = new Error().stack ?? '';
+      const st = await stat(...(args as Parameters<typeof stat>));
+      // The takeover's "still the same file?" check of the first waiter to make it.
+      if (!gated && args[0] === lock && /removeIfSame/.test(caller)) {
+        gated = true;
+        await gate;
+      }
+      return st;
+    });
+    const openSpy = vi.spyOn(fsp, 'open').mockImplementation(async (...args) => {
+      try {
+        const fh = await open(...(args as Parameters<typeof open>));
+        if (args[0] === lock && held) gotInWhileHeld = true;
+        return fh;
+      } finally {
+        if (args[0] === lock && held) opened?.();
+      }
+    });
+    try {
+      let inside = 0;
+      let both = false;
+      let entered = false;
+      const enter = async (): Promise<void> => {
+        if (++inside > 1) both = true;
+        if (entered)
+          opened?.(); // in beside (or after) the first: it need wait no longer
+        else {
+          entered = true;
+          held = true;
+          // The other waiter's next try at the lock, once it is let go on.
+          const tried = new Promise<void>((r) => (opened = r));
+          release();
+          await tried;
+          held = false;
+        }
+        inside--;
+      };
+      const opts = { timeoutMs: 10_000, staleMs: 60_000 };
+      await Promise.all([withFileLock(file, enter, opts), withFileLock(file, enter, opts)]);
+      expect(gotInWhileHeld).toBe(false);
+      expect(both).toBe(false);
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      statSpy.mockRestore();
+      openSpy.mockRestore();
+    }
   });
 
   it('serialises read-modify-writes in one process', async () => {

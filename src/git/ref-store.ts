@@ -416,7 +416,17 @@ export class RefStore {
       }
     }
     try {
-      fs.renameSync(lock, path);
+      try {
+        fs.renameSync(lock, path);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'EISDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
+        // A directory in the ref's place that holds no ref (left by refs deleted, or made by
+        // hand) is removed and the ref written, as git's update-ref does; one holding refs is
+        // refused below.
+        if (!removeEmptyDirs(path)) throw e;
+        fs.renameSync(lock, path);
+      }
     } catch (e) {
       // A directory of refs where this ref's file would go (git: "there is a non-empty
       // directory blocking reference"): the caller's to resolve, not an internal fault.
@@ -606,5 +616,29 @@ export class RefStore {
         /* gone already */
       }
     }
+  }
+}
+
+/**
+ * Removes `dir` if it and every directory under it are empty (git's REMOVE_DIR_EMPTY_ONLY);
+ * false, leaving whatever holds a file, when one does or `dir` is not a directory.
+ */
+function removeEmptyDirs(dir: string): boolean {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return false;
+  }
+  let empty = true;
+  for (const e of entries) {
+    if (!e.isDirectory() || !removeEmptyDirs(join(dir, e.name))) empty = false;
+  }
+  if (!empty) return false;
+  try {
+    fs.rmdirSync(dir); // fails (ENOTEMPTY) if a ref was made in it meanwhile
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { laneRef, type ZzRepo } from '../../src/core/index.js';
 import { ALICE, BOB, call, gitRepo, OWNER, rejects } from '../helpers/core-fixture.js';
@@ -135,6 +137,24 @@ describe('a directory of refs in the place of a Lane', () => {
       // Once the refs in the way are gone, the Lane can be made.
       sh(dir, 'update-ref', '-d', `${laneRef('nest')}/inner`);
       await call(repo, ALICE, 'lane_propose', { lane_id: 'nest', title: 'Now' });
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('an empty directory left in its place is removed and the Lane written, as git does', async () => {
+    // git update-ref removes empty directories in a ref's way (only refs in them block it):
+    // zz refused the write with a 409 naming refs that are not there.
+    const { repo, dir, cleanup } = await gitRepo();
+    try {
+      mkdirSync(join(dir, '.git', 'refs', 'zz', 'lanes', 'hollow', 'deeper'), { recursive: true });
+      await call(repo, ALICE, 'lane_propose', { lane_id: 'hollow', title: 'Made' });
+      const got = (await call(repo, ALICE, 'lane_get', { lane_id: 'hollow' })) as {
+        lane: { title: string };
+      };
+      expect(got.lane.title).toBe('Made');
+      const refs = sh(dir, 'for-each-ref', '--format=%(refname)', 'refs/zz/lanes/').split('\n');
+      expect(refs.filter((r) => r.startsWith(laneRef('hollow')))).toEqual([laneRef('hollow')]);
     } finally {
       cleanup();
     }

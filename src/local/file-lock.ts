@@ -121,13 +121,14 @@ async function staleLock(lockFile: string, staleMs: number): Promise<Stats | nul
 
 /**
  * Removes the lock when it is stale, holding `<lock>.takeover` (O_EXCL) meanwhile; true when
- * it was removed (or the takeover should be tried again at once). A check of "still the same
+ * it was removed (the caller tries the lock again at once). A check of "still the same
  * file" and the removal are two calls: two waiters that judged one dead holder's lock stale
  * at once each checked it, the faster removed it and took its own, and the slower then
  * removed that one and got in beside it. Only a takeover's holder removes a lock it did not
  * take, so under it nothing replaces the lock between the judgement and the removal (a live
  * holder's own lock is never judged stale where start times are known). A takeover lock
- * left by a process that died in those few calls is removed past `staleMs`.
+ * left by a process that died in those few calls is removed past `staleMs` (hazard: by its
+ * age alone, so a takeover stopped that long (SIGSTOP) may meet another's when it resumes).
  */
 async function takeOver(lockFile: string, staleMs: number): Promise<boolean> {
   if (!(await staleLock(lockFile, staleMs))) return false;

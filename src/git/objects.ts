@@ -350,28 +350,29 @@ export class ObjectWriter {
   }
 
   /**
-   * Whether a batch of `count` objects of `bytes` (uncompressed) is written as a large pack, in
-   * pack-writer's async path and before the ref's lock is taken (a Ladder build, a large
-   * changeset or merge): past what a small pack writes with synchronous calls
-   * (SYNC_WRITE_MAX), or, without small packs, past packMinObjects. Everything else durable is
-   * a small pack (small-packs.ts: its bytes written with synchronous calls into blanks made
-   * ahead, its data syncs and its directory's fsync in the pool, 2 round trips where this path
-   * makes ~9: open, write, sync, close, two renames, the directory's open, sync and close,
-   * each waiting behind whatever the loop is doing). A group commit of more than
-   * packMinObjects objects (~60 objects, ~50 KiB under the 64-client load) is such a small
-   * pack, left for gc rather than merged (small-packs.ts TRACK_MAX_OBJECTS): git's geometric
-   * roll-up rewrites it in a niced child process, where a merge would do it on the loop.
-   *
-   * Measured (issue 17, alternating runs against main, 2 December 01:39-01:43, load 2-2.5):
-   * group commits of the 64-client load 26.9-30.7 → 16.3-19.9 ms at the median, 1,204-1,446
-   * → 1,383-1,466 requests/s, p99 107-149 → 110-133 ms; a 32-writer storm 842-985 →
-   * 1,097-1,385 posts/s with reads at 2.29-2.68× idle (1.83-2.38× before; goal ≤ 3×). Tried
-   * three times before on 1 December, with these packs merged on the loop and a Lane's
-   * whole-size copies made at every commit, it pushed the storm's reads to 2.4-4.3× idle; the
-   * merges are gone and the copies are shared now (CowMap's chunks, OpLog).
+   * Whether a batch of `count` objects of `bytes` (uncompressed) is written as a pack left for
+   * gc, in pack-writer's async path (a Ladder build, a large changeset, a writer storm's group
+   * commit), rather than as a small pack or loose objects: past packMinObjects objects, or past
+   * what a small pack writes with synchronous calls (SYNC_WRITE_MAX). Tried three ways and
+   * measured (issue 17, A/B pairs on a quiet machine): routing a group commit (~60 objects,
+   * ~50 KiB) by size alone makes it a small pack, its files written with synchronous calls into
+   * blanks, 2 pool round trips where this path makes ~9 (open, write, sync, close, renames,
+   * the directory's open, sync and close, each waiting behind whatever the loop is doing: 8.7
+   * of a group's 17.7 ms at the median under the 64-client load). It costs the daemon's
+   * thread less per post and the load's p99 dropped (84–105 ms against 97–110), but the
+   * writers of a 32-writer storm then post 25% faster and reads wait behind them: p99 2.5–3.4×
+   * idle for `lane_get`, 2.6–4.2× for `lane_list`, against 2.1–2.4× / 2.1–2.8× this way. The
+   * same with the ref's lock taken while the data syncs run, or with the pack encoded in one
+   * turn and written in the next, did no better for reads. A fourth try (2 December), with
+   * such packs left for gc instead of merged on the loop and a Lane's snapshots sharing their
+   * arrays (fewer, shorter scavenges): group commits 27-31 → 16-20 ms at the median, the
+   * storm 903-957 → 1,080-1,242 posts/s, but its reads' p50 doubled (1.4 → 2.8 ms) and their
+   * p99 went past 3× idle in 3 of 16 ratios (3.06-3.26×) where this way none of 8 did; the
+   * 64-client load's p99 was no better told apart (109-133 against 107-149 ms). A group's I/O
+   * stays off the loop.
    */
   isLarge(count: number, bytes: number): boolean {
-    return this.smallPacks ? bytes > SMALL_PACK_MAX_BYTES : count > this.packMinObjects;
+    return count > this.packMinObjects || (this.smallPacks && bytes > SMALL_PACK_MAX_BYTES);
   }
 
   blob(content: Buffer | string): Promise<string> {

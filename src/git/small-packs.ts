@@ -111,12 +111,6 @@ const LEVELS = 2;
 const MAX_WAITING = 4 * FAN_IN;
 /** A small pack bigger than this is not kept for merging (left for gc). */
 const TRACK_MAX_BYTES = 32 * 1024;
-/**
- * Nor one of more objects than this: a group commit's (objects.ts isLarge). Merging it would
- * rewrite its bytes once more on the event loop, where git's geometric roll-up (the daemon's
- * maintenance) rewrites them in a niced child process.
- */
-const TRACK_MAX_OBJECTS = 32;
 /** Packs up to this size are written with synchronous calls (larger: pack-writer's async path). */
 export const SYNC_WRITE_MAX = 256 * 1024;
 /** Blanks kept ready: a small pack takes two (its tmp .pack and .idx), and so does a merge. */
@@ -371,7 +365,7 @@ export class SmallPacks {
   }
 
   private track(enc: EncodedPack): void {
-    if (enc.bytes > TRACK_MAX_BYTES || enc.count > TRACK_MAX_OBJECTS) {
+    if (enc.bytes > TRACK_MAX_BYTES) {
       this.leftForGc++;
       return;
     }

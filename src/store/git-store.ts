@@ -523,7 +523,7 @@ class ObjectBatch {
     return o.oid;
   }
 
-  /** Written as a large pack, before the ref's lock is taken (ObjectWriter.isLarge). */
+  /** Written as a pack left for gc (ObjectWriter.isLarge). */
   get large(): boolean {
     return this.writer.isLarge(this.objects.length, this.bytes);
   }

@@ -28,17 +28,11 @@ import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 const REF = 'refs/zz/lanes/small';
 
 /**
- * A commit of this many files is a group commit's: more objects than PACK_MIN_OBJECTS, written
- * as a small pack (synchronous calls into blanks) but left for gc, not merged (ObjectWriter.isLarge).
- */
-const GROUP_FILES = 2 * PACK_MIN_OBJECTS;
-
-/**
- * File `i` of a commit of `files`: past GROUP_FILES files, padded past SYNC_WRITE_MAX so that
- * the commit is a large pack (pack-writer's async path, written before the ref's lock).
+ * File `i` of a commit of `files`: past PACK_MIN_OBJECTS files, padded so that the commit is a
+ * pack left for gc by count and by size alike (ObjectWriter.isLarge: either makes it large).
  */
 function body(i: number, files: number): string {
-  const pad = files > GROUP_FILES ? '.'.repeat(Math.ceil((2 * SYNC_WRITE_MAX) / files)) : '';
+  const pad = files > PACK_MIN_OBJECTS ? '.'.repeat(Math.ceil((2 * SYNC_WRITE_MAX) / files)) : '';
   return JSON.stringify({ w: String(i), pad });
 }
 
@@ -310,7 +304,6 @@ describe('small packs', () => {
   // Small (a Lane op) and large (a Ladder build, a big Lane commit: pack-writer's path).
   it.each([
     ['a small pack', 2],
-    ["a group commit's pack", GROUP_FILES],
     ['a large pack', 3 * PACK_MIN_OBJECTS],
   ])(
     'a git repack -a -d between %s landing and its ref moving drops nothing (the pack is .kept until then)',
@@ -369,7 +362,6 @@ describe('small packs', () => {
   // (no .keep, lock or token left) and merged with the rest; a large one is not written.
   it.each([
     ['a small pack', 2],
-    ["a group commit's pack", GROUP_FILES],
     ['a large pack', 3 * PACK_MIN_OBJECTS],
   ])(
     'a commit on a stale parent as %s: refused, nothing left held, the ref unmoved',
@@ -395,16 +387,13 @@ describe('small packs', () => {
       expect(after.filter((f) => f.endsWith('.keep') || f.startsWith('tmp_'))).toEqual([]);
       expect(readdirSync(join(gitdir, 'refs', 'zz', 'lanes'))).toEqual(['small']);
       expect(readdirSync(join(gitdir, 'zz', 'locks'))).toEqual([]);
-      // Small: one pack more, tracked for merging (not left for gc). A group commit's: one
-      // pack more, left for gc (released like any other). Large: nothing written.
+      // Small: one pack more, tracked for merging (not left for gc). Large: nothing written.
       const added = after.filter((f) => !before.includes(f));
-      const group = files > PACK_MIN_OBJECTS && files <= GROUP_FILES;
-      expect(added.length).toBe(files > GROUP_FILES ? 0 : 2);
-      expect(repo.objects.packsWritten).toBe(leftBefore + (group ? 1 : 0));
+      expect(added.length).toBe(files > PACK_MIN_OBJECTS ? 0 : 2);
+      expect(repo.objects.packsWritten).toBe(leftBefore);
       await commits(store, FAN_IN, 'after');
       await repo.objects.small.idle();
-      // The small one merged away; the group commit's left for gc, as it was written.
-      expect(packs(gitdir).filter((f) => added.includes(f))).toEqual(group ? added : []);
+      expect(packs(gitdir).filter((f) => added.includes(f))).toEqual([]); // merged away
       expect(missingObjects(made.dir, REF)).toEqual([]);
       expect(fsckProblems(made.dir)).toEqual([]);
     },
@@ -415,7 +404,6 @@ describe('small packs', () => {
   // before the .pack, in both write paths.
   it.each([
     ['a small pack', 2],
-    ["a group commit's pack", GROUP_FILES],
     ['a large pack', 3 * PACK_MIN_OBJECTS],
   ])(
     'a git repack -a -d the moment %s appears (no .idx yet) drops nothing: its .keep came first',

@@ -492,7 +492,7 @@ export class RefStore {
       this.reserved = null;
       if (!this.sweptTokens) {
         this.sweptTokens = true;
-        await this.sweepOrphanTokens();
+        await this.sweepOrphanTokens(this.refPath(ref));
       }
     }
     try {
@@ -605,13 +605,23 @@ export class RefStore {
 
   // Tokens left by processes killed before they linked, or after their lock became the ref,
   // link to nothing that matters; those of dead processes are removed. A token still linked
-  // elsewhere (nlink > 1) may be the proof for a stale lock and stays.
-  private async sweepOrphanTokens(): Promise<void> {
+  // elsewhere (nlink > 1) may be the proof for a stale lock and stays, unless that other name
+  // is `refFile`, the ref this process is about to write: a writer killed between renaming
+  // its lock over the ref and unlinking its token leaves the token as a second name of the
+  // ref's file, which proves nothing (removing it frees nothing either: the ref names the
+  // inode). Left, it waited for a later process's sweep once the ref had moved on (the sweep
+  // runs once a process), and a crash test saw it outlive the next writer.
+  private async sweepOrphanTokens(refFile: string): Promise<void> {
+    let ref: fs.Stats | undefined;
     for (const t of await this.tokens()) {
       if (!isDeadHere(t)) continue;
       try {
         const st = await fsp.stat(t.path);
-        if (st.nlink === 1) await fsp.unlink(t.path);
+        if (st.nlink > 1) {
+          ref ??= await fsp.stat(refFile).catch(() => undefined);
+          if (!ref || ref.ino !== st.ino || ref.dev !== st.dev) continue;
+        }
+        await fsp.unlink(t.path);
       } catch {
         /* gone already */
       }

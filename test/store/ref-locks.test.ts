@@ -1,4 +1,14 @@
-import fs, { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import fs, {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ZzError } from '../../src/errors.js';
@@ -124,6 +134,32 @@ describe('a lock held by a live writer', () => {
     } finally {
       w.child.kill('SIGKILL');
     }
+  });
+});
+
+describe("a dead writer's token left as a second name of the ref", () => {
+  it('is removed by the next process to write that ref; one linked to anything else stays', async () => {
+    // Killed between renaming its lock over the ref and unlinking its token: the token is a
+    // second name of the ref's file. The next writer's sweep (once a process) used to keep it
+    // (nlink 2) until some later process swept after the ref had moved on.
+    const ref = 'refs/zz/lanes/token-left';
+    sh(dir, 'update-ref', ref, c1);
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const host = encodeURIComponent(hostname());
+    const locks = join(gitdir, 'zz', 'locks');
+    mkdirSync(locks, { recursive: true });
+    const onRef = join(locks, `${host}.${dead}.aa01`);
+    linkSync(join(gitdir, ...ref.split('/')), onRef);
+    // Linked to something else (what a stale lock's proof looks like): stays.
+    const other = join(dir, 'other-name');
+    writeFileSync(other, '');
+    const onOther = join(locks, `${host}.${dead}.aa02`);
+    linkSync(other, onOther);
+    await new RefStore(gitdir, { fsync: false }).cas(ref, c1, c2);
+    expect(sh(dir, 'rev-parse', ref)).toBe(c2);
+    expect(existsSync(onRef)).toBe(false);
+    expect(existsSync(onOther)).toBe(true);
+    rmSync(onOther);
   });
 });
 

@@ -91,10 +91,16 @@ async function acquire(lockFile: string, opts: FileLockOptions): Promise<() => P
     }
     if (await takeOver(lockFile, staleMs)) continue;
     if (Date.now() > deadline) {
+      // Who holds it, so a person can look at that process (a zz stopped with Ctrl-Z, hung).
+      const holder = await fsp
+        .readFile(lockFile, 'utf8')
+        .then((t) => Number(t.trim().split(' ')[0]))
+        .catch(() => NaN);
+      const who = Number.isInteger(holder) && holder > 0 ? `process ${holder}` : 'another process';
       throw new ZzError(
         'ref_locked',
-        `${lockFile} is held by another process; remove it if no zz process is running`,
-        { path: lockFile },
+        `${lockFile} is held by ${who}; remove it if no zz process is running`,
+        { path: lockFile, ...(Number.isInteger(holder) && holder > 0 ? { pid: holder } : {}) },
       );
     }
     await new Promise((r) => setTimeout(r, Math.min(50, 2 + attempt * 3) * (0.5 + Math.random())));

@@ -35,7 +35,7 @@ describe('withFileLock', () => {
     writeFileSync(`${file}.lock`, `${process.pid} ${processStartTime(process.pid)}`);
     await expect(
       withFileLock(file, async () => 1, { timeoutMs: 200, staleMs: 60_000 }),
-    ).rejects.toThrow(/is held by another process/);
+    ).rejects.toThrow(new RegExp(`is held by process ${process.pid};`));
     expect(readFileSync(`${file}.lock`, 'utf8')).toContain(String(process.pid));
   });
 

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { join } from 'node:path';
 
 // The small file-system calls the write path shares (refs, objects, packs, blanks), in one
 // place. Each looks its `fs` function up at call time, never bound at import: the durability
@@ -50,4 +51,28 @@ export function unlinkLater(path: string): void {
  */
 export async function settleAll(calls: ReadonlyArray<Promise<unknown> | undefined>): Promise<void> {
   for (const r of await Promise.allSettled(calls)) if (r.status === 'rejected') throw r.reason;
+}
+
+/**
+ * Removes `dir` if it and every directory under it are empty (git's REMOVE_DIR_EMPTY_ONLY);
+ * false, leaving whatever holds a file, when one does or `dir` is not a directory.
+ */
+export function removeEmptyDirs(dir: string): boolean {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return false;
+  }
+  let empty = true;
+  for (const e of entries) {
+    if (!e.isDirectory() || !removeEmptyDirs(join(dir, e.name))) empty = false;
+  }
+  if (!empty) return false;
+  try {
+    fs.rmdirSync(dir); // fails (ENOTEMPTY) if a ref was made in it meanwhile
+    return true;
+  } catch {
+    return false;
+  }
 }

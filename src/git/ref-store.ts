@@ -12,11 +12,13 @@ import {
 import {
   closeQuietly,
   fdatasyncFd,
+  removeEmptyDirs,
   settleAll,
   unlinkIfThere,
   unlinkLater,
   unlinkQuietly,
 } from './fs-calls.js';
+import { PackedRefs } from './packed-refs.js';
 import { assertRefName, OID_RE } from './ref-names.js';
 
 // Refs move only by compare-and-swap under git's own lock protocol (lockfile.c):
@@ -61,11 +63,6 @@ export class RefCasError extends ZzError {
   }
 }
 
-interface PackedCache {
-  key: string;
-  refs: Map<string, string>;
-}
-
 export interface RefStoreOptions {
   lockTimeoutMs?: number;
   fsync?: boolean;
@@ -89,7 +86,7 @@ function looseExists(path: string): boolean {
 }
 
 export class RefStore {
-  private packed: PackedCache | null = null;
+  private readonly packed: PackedRefs;
   private readonly lockTimeoutMs: number;
   private readonly fsync: boolean;
   private linkable = true;
@@ -103,6 +100,7 @@ export class RefStore {
     opts: RefStoreOptions = {},
   ) {
     this.refBase = join(gitdir, sep);
+    this.packed = new PackedRefs(gitdir);
     this.lockDir = join(gitdir, 'zz', 'locks');
     this.blanks = blanksDir(gitdir);
     this.lockTimeoutMs = opts.lockTimeoutMs ?? 10_000;
@@ -160,44 +158,6 @@ export class RefStore {
     return this.refBase + (sep === '/' ? ref : ref.replaceAll('/', sep));
   }
 
-  // The parsed packed-refs is cached by the file's identity and mtime. That cache serves reads
-  // outside the lock only: git's own update-ref trusts a snapshot validated the same way, and
-  // loses updates when `git pack-refs` rewrites the file with a reused inode and the same size
-  // within the timestamp granularity (reproduced with git 2.39 on ext4). Under the lock we
-  // always read the file itself.
-  //
-  // Reads of refs are synchronous (see the header): an async open/stat/readdir waits in libuv's
-  // 4-thread pool behind the fsyncs of concurrent durable writes, and a `lane_list` under a
-  // writer storm then waited tens of ms for a few microseconds of work.
-  private packedRefs(fresh = false): Map<string, string> {
-    const file = join(this.gitdir, 'packed-refs');
-    let fd: number;
-    try {
-      fd = fs.openSync(file, 'r');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      this.packed = null;
-      return new Map();
-    }
-    try {
-      // Key and content from the same open file, so a concurrent rewrite cannot pair them up.
-      const st = fs.fstatSync(fd, { bigint: true });
-      const key = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
-      if (!fresh && this.packed?.key === key) return this.packed.refs;
-      const text = fs.readFileSync(fd, 'utf8');
-      const refs = new Map<string, string>();
-      for (const line of text.split('\n')) {
-        if (line.length < 42 || line[0] === '#' || line[0] === '^') continue;
-        const oid = line.slice(0, 40);
-        if (OID_RE.test(oid)) refs.set(line.slice(41), oid);
-      }
-      this.packed = { key, refs };
-      return refs;
-    } finally {
-      fs.closeSync(fd);
-    }
-  }
-
   /** Current value of a ref: the loose file, else packed-refs; null when absent. */
   read(ref: string): Promise<string | null> {
     try {
@@ -238,14 +198,14 @@ export class RefStore {
         this.packedOnly.add(ref);
       }
     }
-    return this.packedRefs(fresh).get(ref) ?? null;
+    return this.packed.read(fresh).get(ref) ?? null;
   }
 
   /** Every ref under a prefix (e.g. `refs/zz/lanes/`), loose and packed. */
   list(prefix: string): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     try {
-      for (const [r, oid] of this.packedRefs()) if (r.startsWith(prefix)) out.set(r, oid);
+      for (const [r, oid] of this.packed.read()) if (r.startsWith(prefix)) out.set(r, oid);
     } catch (e) {
       return Promise.reject(e as Error);
     }
@@ -626,29 +586,5 @@ export class RefStore {
         /* gone already */
       }
     }
-  }
-}
-
-/**
- * Removes `dir` if it and every directory under it are empty (git's REMOVE_DIR_EMPTY_ONLY);
- * false, leaving whatever holds a file, when one does or `dir` is not a directory.
- */
-function removeEmptyDirs(dir: string): boolean {
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return false;
-  }
-  let empty = true;
-  for (const e of entries) {
-    if (!e.isDirectory() || !removeEmptyDirs(join(dir, e.name))) empty = false;
-  }
-  if (!empty) return false;
-  try {
-    fs.rmdirSync(dir); // fails (ENOTEMPTY) if a ref was made in it meanwhile
-    return true;
-  } catch {
-    return false;
   }
 }

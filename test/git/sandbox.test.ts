@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runInSandbox, type SandboxOptions } from '../../src/git/sandbox.js';
+import { runInSandbox, type SandboxOptions, type SandboxResult } from '../../src/git/sandbox.js';
 import { namespaceLaunch } from '../../src/git/sandbox-ns.js';
 import { runGitSync } from '../helpers/gen-repo.js';
 import { zzErrorOf } from '../helpers/rejection.js';
@@ -241,13 +241,22 @@ describe('runInSandbox', () => {
     expectCleanedUp();
   });
 
+  // The timeout's SIGTERM can arrive before a loaded machine has run the script's `trap` (CI
+  // saw the shell die of that SIGTERM). Each script prints `pwd` after its trap, so a run that
+  // printed it had the trap in place: only such a run decides; one that did not is run again
+  // with a longer timeout.
+  async function runPastTrap(script: string): Promise<SandboxResult> {
+    for (const timeout_ms of [300, 1_000, 5_000, 20_000]) {
+      const r = await runInSandbox(base({ command: ['sh', '-c', script], timeout_ms }));
+      expect(r.timed_out).toBe(true);
+      if (r.stdout.split('\n')[0]) return r;
+      expectCleanedUp();
+    }
+    return expect.fail('the shell never ran its trap before the timeout, even given 20 s');
+  }
+
   it('lets a command that handles SIGTERM clean up on timeout', async () => {
-    const r = await runInSandbox(
-      base({
-        command: ['sh', '-c', 'trap "echo cleaned up; exit 3" TERM; pwd; sleep 100 & wait'],
-        timeout_ms: 300,
-      }),
-    );
+    const r = await runPastTrap('trap "echo cleaned up; exit 3" TERM; pwd; sleep 100 & wait');
     expect(r).toMatchObject({ timed_out: true, exit_code: 3, signal: null });
     expect(r.isolation).toBe('pid-namespace');
     expect(r.stdout.split('\n')[1]).toBe('cleaned up');
@@ -345,28 +354,9 @@ describe('runInSandbox', () => {
   }
 
   it('escalates to SIGKILL when the command ignores SIGTERM', async () => {
-    // The timeout's SIGTERM can arrive before a loaded machine has run `trap` (CI saw the
-    // shell die of that SIGTERM on Node 24). `pwd` runs after the trap, so a run that printed
-    // it had the trap in place: only such a run decides; one that did not is run again with a
-    // longer timeout.
-    for (const timeout_ms of [200, 1_000, 5_000, 20_000]) {
-      const r = await runInSandbox(
-        base({
-          command: ['sh', '-c', 'trap "" TERM; pwd; while :; do sleep 0.05; done'],
-          timeout_ms,
-        }),
-      );
-      expect(r.timed_out).toBe(true);
-      const cwd = r.stdout.split('\n')[0];
-      if (!cwd) {
-        expectCleanedUp();
-        continue;
-      }
-      expect(r.signal).toBe('SIGKILL');
-      expectCleanedUp(cwd);
-      return;
-    }
-    expect.fail('the shell never ran its trap before the timeout, even given 20 s');
+    const r = await runPastTrap('trap "" TERM; pwd; while :; do sleep 0.05; done');
+    expect(r.signal).toBe('SIGKILL');
+    expectCleanedUp(r.stdout.split('\n')[0]);
   });
 
   it('caps each output stream', async () => {

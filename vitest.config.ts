@@ -58,6 +58,11 @@ export default defineConfig({
     setupFiles: ['test/setup/cpu-usage.ts', 'test/setup/remove-temp-dirs.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // expect.poll waits for a fact (an event delivered, a page updated), never for time to
+    // pass; its default 1 s bound is shorter than a loaded CI machine (two passes and the
+    // checks on 2 cores) can stall a daemon, a child process or Chromium. It returns as soon
+    // as the fact holds, so a longer bound costs only a failing run.
+    expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
     // A 2-core machine: more workers only fight over the disk and fsync.
     maxWorkers: 2,

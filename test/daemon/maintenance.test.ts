@@ -41,6 +41,11 @@ const { startMaintenance } = await import('../../src/daemon/maintenance.js');
 
 type Listener = () => void;
 
+// The timer ticks every 5 ms, but a loaded CI machine (two test passes and the checks on 2
+// cores) can keep this worker off the CPU for longer than vi.waitFor's default 1 s. The wait
+// ends as soon as the call is seen: a long bound costs only a failing run.
+const WAIT = { timeout: 30_000 };
+
 /** Just what maintenance reads of a repository: its key, gitdir, packs written, commits. */
 function fakeRepo() {
   const listeners = new Set<Listener>();
@@ -196,13 +201,13 @@ describe('daemon maintenance', () => {
     });
     try {
       commit(0);
-      await vi.waitFor(() => expect(calls).toContain('gc'));
+      await vi.waitFor(() => expect(calls).toContain('gc'), WAIT);
       expect(calls).not.toContain('full');
       expect(fullGcDue).toHaveBeenCalledWith('/nonexistent/.git', 1234);
       calls.length = 0;
       fullDue.answer = true;
       commit(3); // packs written: the full gc makes a roll-up and gc --auto needless
-      await vi.waitFor(() => expect(calls).toContain('full'));
+      await vi.waitFor(() => expect(calls).toContain('full'), WAIT);
       await m.idle();
       expect(calls).toEqual(['full']);
     } finally {
@@ -216,7 +221,7 @@ describe('daemon maintenance', () => {
       fullDue.answer = true; // stays due: an 'off' full gc sets no mark
       full.answer = 'off';
       commit(0);
-      await vi.waitFor(() => expect(calls).toContain('full'));
+      await vi.waitFor(() => expect(calls).toContain('full'), WAIT);
       await m.idle();
       expect(calls).toEqual(['full', 'gc']);
     } finally {
@@ -231,7 +236,7 @@ describe('daemon maintenance', () => {
       fullDue.answer = true;
       full.answer = 'off';
       commit(3);
-      await vi.waitFor(() => expect(calls).toContain('gc'));
+      await vi.waitFor(() => expect(calls).toContain('gc'), WAIT);
       await m.idle();
       // Without the roll-up, gc --auto past 50 packs rewrites the whole repository.
       expect(calls.slice(0, 3)).toEqual(['full', 'geometric', 'gc']);

@@ -269,7 +269,8 @@ describe('a CAS whose objects fail while the lock syncs', () => {
     );
     // The lock's sync starts (after the first CAS's sweep of stale tokens), `durable` fails
     // beside it, and that failure is given a turn to be acted on before the sync ends.
-    await vi.waitFor(() => expect(finish).not.toBeNull());
+    // (vi.waitFor's default 1 s is less than a loaded machine can take to get there.)
+    await vi.waitFor(() => expect(finish).not.toBeNull(), { timeout: 30_000 });
     await new Promise((r) => setImmediate(r));
     finish!();
     expect(await outcome).toBe('objects failed');

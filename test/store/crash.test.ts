@@ -75,10 +75,11 @@ describe('crash safety (SIGKILL)', () => {
 
       const next = spawnWriter(dir, ref, `after-${point}`, ['--count', '5']);
       const { code } = await next.exited;
+      // The lock was proven stale, not waited out: a lock is never taken over by age, so one
+      // waited out ends the writer in ref_locked (exit 1) after the 10 s lock timeout. (Not a
+      // time limit on the writes: a loaded CI disk's fsyncs can stretch 5 writes past any.)
       expect(code, next.stderr()).toBe(0);
-      // Far below the 10 s lock timeout: the lock was proven stale, not waited out.
       expect(next.writeMs).not.toBeNull();
-      expect(next.writeMs!).toBeLessThan(5_000);
       expect(existsSync(lock)).toBe(false);
       expect(next.acks.size).toBe(5);
 

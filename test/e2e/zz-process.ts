@@ -134,7 +134,8 @@ export function serve(
     child.once('exit', (code, signal) => r({ code, signal })),
   );
   const log = () => err;
-  const waitForLog = async (re: RegExp, ms = 5_000): Promise<string> => {
+  // The bound only ends a failing run (a loaded CI machine can hold a log line for seconds).
+  const waitForLog = async (re: RegExp, ms = 30_000): Promise<string> => {
     const deadline = Date.now() + ms;
     for (;;) {
       const line = err.split('\n').find((l) => re.test(l));

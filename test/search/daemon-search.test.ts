@@ -49,11 +49,14 @@ async function search(query: string, extra: Record<string, unknown> = {}) {
   };
 }
 
-/** Polls ladder_search until `pred` holds (the watcher debounces; indexing is asynchronous). */
+/**
+ * Polls ladder_search until `pred` holds (the watcher debounces; indexing is asynchronous).
+ * The bound only ends a failing run: a loaded CI machine can take more than a few seconds.
+ */
 async function eventually(
   query: string,
   pred: (paths: string[]) => boolean,
-  ms = 5000,
+  ms = 30_000,
 ): Promise<string[]> {
   const until = Date.now() + ms;
   for (;;) {
@@ -119,7 +122,7 @@ describe('daemon search', () => {
     const persisted = () =>
       existsSync(join(cache, 'search')) &&
       readdirSync(join(cache, 'search')).some((f) => f.endsWith('.json'));
-    for (const until = Date.now() + 10_000; !persisted() && Date.now() < until;) {
+    for (const until = Date.now() + 30_000; !persisted() && Date.now() < until;) {
       await new Promise((res) => setTimeout(res, 50));
     }
     expect(persisted()).toBe(true);

@@ -45,8 +45,11 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** Resolves with the calls seen once `ms` passes with no new call, or `max` in all. */
-function collect(calls: string[], ms: number, max = 5000): Promise<string[]> {
+/**
+ * Resolves with the calls seen once `ms` passes with no new call, or `max` in all (a bound for
+ * a failing run: a loaded CI machine can take seconds to deliver the first event).
+ */
+function collect(calls: string[], ms: number, max = 30_000): Promise<string[]> {
   return new Promise((resolve) => {
     const started = Date.now();
     let last = calls.length;
@@ -65,7 +68,7 @@ function collect(calls: string[], ms: number, max = 5000): Promise<string[]> {
 }
 
 /** Waits (polling, bounded) until `what` holds: the positive event a negative check waits on. */
-async function until(what: () => boolean, label: string, ms = 10_000): Promise<void> {
+async function until(what: () => boolean, label: string, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!what()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);

@@ -149,15 +149,28 @@ describe('interop with native git and other zz processes', () => {
       const started = Date.now();
       const count = (lines: string[], prefix: string) =>
         lines.filter((l) => l.startsWith(prefix)).length;
-      const enough = () =>
-        next >= N &&
-        ((count(native.lines, 'ack ') >= 10 && count(gc.lines, 'ran') >= 3) ||
-          Date.now() - started > 30_000);
+      // Past 30 s (a loaded machine) a native ack and a whole gc run still suffice, and past
+      // 120 s nothing more is waited for (the assertions below then fail the run): a cap that
+      // applied before either had happened failed a slow run that was otherwise sound.
+      const enough = () => {
+        if (next < N) return false;
+        const acks = count(native.lines, 'ack ');
+        const gcRuns = count(gc.lines, 'ran');
+        const elapsed = Date.now() - started;
+        return (
+          (acks >= 10 && gcRuns >= 3) ||
+          (elapsed > 30_000 && acks >= 1 && gcRuns >= 1) ||
+          elapsed > 120_000
+        );
+      };
       const zzAcks = new Map<string, string>([['k-first', first.revision]]);
       let next = 0;
       const nativeTurn = async () => {
         const acks = count(native.lines, 'ack ');
-        const until = Date.now() + 250;
+        // Until its first ack the native writer gets longer turns: on a loaded machine its
+        // three git processes can take more than 250 ms, and every zz write meanwhile fails
+        // its CAS.
+        const until = Date.now() + (acks === 0 ? 5_000 : 250);
         while (count(native.lines, 'ack ') === acks && Date.now() < until && !enough())
           await new Promise((r) => setTimeout(r, 5));
       };
@@ -186,7 +199,7 @@ describe('interop with native git and other zz processes', () => {
       console.log(
         `interop: ${zzAcks.size} zz writes, ${nativeAcks.length} native writes (${nativeOut.filter((l) => l === 'busy').length} lost a CAS, ${nativeOut.filter((l) => l === 'error').length} failed in commit-tree), ${reads} native reads, ${ownReads} zz reads, pack-refs ${packOut.at(-1)}, gc ${gcOut.at(-1)}`,
       );
-      expect(nativeAcks.length).toBeGreaterThan(0); // 10+ unless the 30 s cap was hit
+      expect(nativeAcks.length).toBeGreaterThan(0); // 10+ unless the machine was slow
       expect(torn).toEqual([]);
       expect(reads).toBeGreaterThan(10);
       expect(ownMisses).toBe(0);

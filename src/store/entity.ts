@@ -335,7 +335,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
   }
 
   private async commitGroup(group: Array<Pending<S, Op>>): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0; ;) {
       let snap: Snapshot<S, Op>;
       try {
         snap = await this.read();
@@ -351,6 +351,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       const deferred: Array<Pending<S, Op>> = [];
       const keysInGroup = new Map<string, Op>();
       const summaries = new Map<Op, string>();
+      let poisoned: { p: Pending<S, Op>; e: unknown } | null = null;
       let lamport = this.lamport;
       const now = this.clock();
       for (const p of group) {
@@ -386,16 +387,19 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
           // The first op is the caller's; any further ones are follow-ups decided with it
           // (e.g. the review Ask a completed work Ask triggers) and land in the same commit.
           const specs = Array.isArray(decided) ? decided : [decided];
-          let primary: Op | null = null;
+          // Every op of the mutation is enveloped and parsed before any is applied: a follow-up
+          // refused after the caller's op was applied would leave that op in the draft and in
+          // the commit while its caller was told it failed.
+          const parsedOps: Op[] = [];
           for (const spec of specs) {
             const envelope: Envelope = {
               v: OP_FORMAT,
               id: newOpId(this.store.replica),
               ...(this.store.replica !== undefined ? { replica: this.store.replica } : {}),
               actor: m.actor,
-              lamport: ++lamport,
+              lamport: lamport + parsedOps.length + 1,
               time: now.toISOString(),
-              ...(primary === null && m.idempotencyKey !== undefined
+              ...(parsedOps.length === 0 && m.idempotencyKey !== undefined
                 ? { key: m.idempotencyKey, request_hash: requestHash(m) }
                 : {}),
             };
@@ -408,16 +412,27 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
               ...(spec.out === undefined ? {} : { out: spec.out }),
             });
             if (!parsed.ok) throw new ZzError('invalid_argument', parsed.error);
-            const op = parsed.op;
-            for (const path of this.codec.apply(draft, op)) changed.add(path);
+            parsedOps.push(parsed.op);
+            summaries.set(parsed.op, spec.summary);
+          }
+          let primary: Op | null = null;
+          for (const op of parsedOps) {
+            try {
+              for (const path of this.codec.apply(draft, op)) changed.add(path);
+            } catch (e) {
+              // The draft may hold part of this mutation: refuse it, decide the group again.
+              poisoned = { p, e };
+              break;
+            }
+            lamport++;
             ops.push(op);
-            summaries.set(op, spec.summary);
             if (primary === null) {
               primary = op;
               if (op.key !== undefined) keysInGroup.set(keyOf(op.actor, op.key), op);
               done.push({ p, op });
             }
           }
+          if (poisoned) break;
           if (primary === null) {
             // decide() found nothing to do (e.g. a racing init already did it): a no-op that
             // still answers, at the revision it was decided against.
@@ -426,6 +441,14 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         } catch (e) {
           failed.push({ p, e });
         }
+      }
+      if (poisoned) {
+        // codec.apply threw (a bug, not a refusal: decide() refuses): the draft is not a fold
+        // of whole mutations. Only this mutation fails; the rest are decided again on a clean
+        // draft.
+        poisoned.p.reject(poisoned.e);
+        group = group.filter((q) => q !== poisoned!.p);
+        continue;
       }
       let revision = snap.revision;
       if (ops.length > 0) {
@@ -446,7 +469,8 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         } catch (e) {
           if (e instanceof RefCasError && attempt < MAX_CAS_RETRIES) {
             // Another process moved the ref: re-decide everything against its state.
-            await new Promise((r) => setTimeout(r, Math.random() * 2 * (attempt + 1)));
+            attempt++;
+            await new Promise((r) => setTimeout(r, Math.random() * 2 * attempt));
             continue;
           }
           for (const p of group) p.reject(e);

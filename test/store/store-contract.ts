@@ -234,5 +234,49 @@ export function storeContract(
         cleanup();
       }
     });
+
+    // A mutation is all or nothing: decide() may return follow-up ops with the caller's, and
+    // when one of them is refused (parse) or codec.apply throws on it, none of the mutation's
+    // ops may reach the state or the ref, and the mutations queued with it still land.
+    for (const how of ['is refused by parse', 'makes apply throw'] as const) {
+      it(`entity: a mutation whose follow-up op ${how} records none of its ops`, async () => {
+        const { store, cleanup } = await make();
+        try {
+          const codec: typeof docCodec = {
+            ...docCodec,
+            parse: (op) =>
+              how === 'is refused by parse' && op.op === 'bad'
+                ? { ok: false, error: 'op "bad" is not an op' }
+                : { ok: true, op },
+            apply(draft, op) {
+              if (op.op === 'bad') throw new Error('apply cannot take "bad"');
+              return docCodec.apply(draft, op);
+            },
+          };
+          const e = new Entity(store, 'refs/zz/lanes/h', codec);
+          const both = {
+            ...put('a@x', 'x', '1'),
+            decide: () => [
+              { op: 'put', args: { path: 'x', value: '1' }, summary: 'put x' },
+              { op: 'bad', args: { path: 'z' }, summary: 'bad' },
+            ],
+          };
+          const [r0, r1, r2] = await Promise.allSettled([
+            e.mutate(put('a@x', 'w', '0')),
+            e.mutate(both),
+            e.mutate(put('a@x', 'y', '2')),
+          ]);
+          expect(r0.status).toBe('fulfilled');
+          expect(r1.status).toBe('rejected');
+          expect(r2.status).toBe('fulfilled');
+          for (const snap of [await e.read(), await new Entity(store, e.ref, codec).read()]) {
+            expect([...snap.state.keys()].sort()).toEqual(['w', 'y']);
+            expect(snap.log.map((o) => o.args.path)).toEqual(['w', 'y']);
+          }
+        } finally {
+          cleanup();
+        }
+      });
+    }
   });
 }

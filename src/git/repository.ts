@@ -174,7 +174,24 @@ export async function repoKeyOf(repo: {
   const folder = repo.workTree
     ? basename(repo.workTree)
     : basename(repo.gitdir.replace(/\/\.git$/, ''));
-  return normalizeRepoKey(`local/${folder.replace(/\.git$/, '')}`);
+  return normalizeRepoKey(`local/${keyPartOf(folder.replace(/\.git$/, ''))}`);
+}
+
+/**
+ * A folder name as a key part: "My Project" → "My-Project", "dépôt" → "depot". Names that are
+ * already valid come out unchanged (keys, tokens and daemon routes depend on them); before
+ * this, a checkout without a remote in a folder with a space failed every command with
+ * "invalid repo key".
+ */
+function keyPartOf(folder: string): string {
+  const part = folder
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[^A-Za-z0-9_]+/, '')
+    .slice(0, 100)
+    .replace(/\.lock$/, '-lock');
+  return part || 'repo';
 }
 
 export function repoKeyFromUrl(url: string): string | null {

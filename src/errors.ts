@@ -126,7 +126,8 @@ export function systemFault(e: unknown): { code: string; path: string | null } |
 
 /**
  * Names a machine fault: a full disk → `insufficient_storage`, a read-only file system or a
- * permission refusal → `read_only`, each with the path. Anything else is returned unchanged
+ * permission refusal → `read_only`, a file where a folder must be (or the reverse) →
+ * `precondition_failed`, each with the path. Anything else is returned unchanged
  * (a ZzError stays itself; a foreign error stays foreign, i.e. a bug).
  */
 export function fromSystemError(e: unknown, where?: string): unknown {
@@ -147,6 +148,18 @@ export function fromSystemError(e: unknown, where?: string): unknown {
     return new ZzError(
       'read_only',
       `${path} cannot be written (${fault.code}: ${why})`,
+      { path, errno: fault.code },
+      { cause: e },
+    );
+  }
+  if (fault.code === 'ENOTDIR' || fault.code === 'EISDIR') {
+    // A path that cannot be what it must be (XDG_CONFIG_HOME naming a file, say): the machine's
+    // setup, which the person can fix, not a bug in zz.
+    const what =
+      fault.code === 'ENOTDIR' ? 'a part of it is a file, not a folder' : 'it is a folder';
+    return new ZzError(
+      'precondition_failed',
+      `${path} cannot be used: ${what} (${fault.code}); check that path (and HOME, XDG_CONFIG_HOME)`,
       { path, errno: fault.code },
       { cause: e },
     );

@@ -3,7 +3,13 @@ import { request } from 'node:http';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { commonGitDirSync } from '../git/native-git.js';
 import { credentialsFile, daemonFile } from '../local/paths.js';
-import { NO_LADDER_HINT, mayLackLadder, print } from './format.js';
+import {
+  NO_LADDER_HINT,
+  NOT_INITIALISED_HINT,
+  mayLackInit,
+  mayLackLadder,
+  print,
+} from './format.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 
@@ -158,6 +164,12 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
       const url = `${server}/api/repos/${info.repo}/tools/ladder_read`;
       const read = await post(url, token, '{"path":"_repo","limit":1}').catch(() => null);
       if (read?.status === 404) io.stderr(NO_LADDER_HINT);
+    }
+    if (mayLackInit(tool.name, result)) {
+      const url = `${server}/api/repos/${info.repo}/tools/repo_state`;
+      const state = await post(url, token, '{}').catch(() => null);
+      const r = state?.body?.result as { initialised?: unknown } | undefined;
+      if (r?.initialised === false) io.stderr(NOT_INITIALISED_HINT);
     }
     return 0;
   }

@@ -176,3 +176,16 @@ export function mayLackLadder(
   if (tool === 'ladder_search') return Array.isArray(result.hits) && result.hits.length === 0;
   return tool === 'ladder_tree' && result.revision === null;
 }
+
+export const NOT_INITIALISED_HINT =
+  'zz: zz is not initialised in this checkout; run `zz init` (in a clone it adopts the zz state already on the remote)\n';
+
+/**
+ * An empty list of Lanes or Asks that may mean zz was never initialised here (a fresh clone of
+ * a repository whose state is on the remote): then the CLI says so rather than let "(none)"
+ * pass for the answer.
+ */
+export function mayLackInit(tool: string, result: Record<string, unknown>): boolean {
+  const list = tool === 'lane_list' ? result.lanes : tool === 'ask_list' ? result.asks : null;
+  return Array.isArray(list) && list.length === 0;
+}

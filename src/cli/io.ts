@@ -7,7 +7,11 @@ export interface CliIO {
   isTTY: boolean;
   /** Whether stderr is a terminal (progress bars); defaults to isTTY. */
   stderrIsTTY?: boolean;
-  /** Resolves when the process is asked to stop (SIGINT/SIGTERM); used by long-running commands. */
+  /**
+   * Resolves when the process is asked to stop (SIGINT/SIGTERM). Only long-running commands
+   * read it: reading it is what tells main.ts to let the command finish rather than exit at
+   * once on the first signal.
+   */
   stopSignal?: Promise<void>;
 }
 

@@ -1,15 +1,21 @@
 #!/usr/bin/env node
 // The zz binary: wires process IO and signals to run(), the testable command table.
 
+// A signal ends a command at once (exit 130 for SIGINT, 143 for SIGTERM, as if no handler
+// were installed), unless the command asked to stop gracefully by reading io.stopSignal
+// (serve, mcp, work, --follow): then the first signal resolves it and a second ends the
+// process anyway. Before, every command swallowed the first signal, so Ctrl-C did nothing
+// to a `zz ladder build` and `timeout 60 zz lane list` hung forever on a stopped daemon.
+let graceful = false;
 const stop = new Promise<void>((resolve) => {
   let stopping = false;
-  const onSignal = () => {
-    if (stopping) process.exit(130);
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping || !graceful) process.exit(signal === 'SIGINT' ? 130 : 143);
     stopping = true;
     resolve();
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
 });
 
 const io = {
@@ -19,7 +25,10 @@ const io = {
   cwd: process.cwd(),
   isTTY: !!process.stdout.isTTY,
   stderrIsTTY: !!process.stderr.isTTY,
-  stopSignal: stop,
+  get stopSignal() {
+    graceful = true;
+    return stop;
+  },
 };
 // Tool commands go straight to a running daemon when they can; everything else (and any
 // doubt) takes the full command table, loaded only then.

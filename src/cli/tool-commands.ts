@@ -3,7 +3,13 @@ import { ZzError, isZzError } from '../errors.js';
 import { ALL_TOOLS } from '../tools/registry.js';
 import type { ToolDef } from '../tools/define-tool.js';
 import { connect, type ToolClient } from './client.js';
-import { NO_LADDER_HINT, mayLackLadder, print } from './format.js';
+import {
+  NO_LADDER_HINT,
+  NOT_INITIALISED_HINT,
+  mayLackInit,
+  mayLackLadder,
+  print,
+} from './format.js';
 import { addFollowOption, followEvents } from './follow.js';
 import type { CliIO } from './io.js';
 import { argsFromOptions, commandPath, toolOptions } from './tool-options.js';
@@ -85,6 +91,7 @@ export async function callTool(
     }
     print(io, result, json, tool);
     if (mayLackLadder(tool, args, result)) await hintLadderBuild(io, client);
+    if (mayLackInit(tool, result)) await hintInit(io, client);
   } finally {
     client.close();
   }
@@ -97,6 +104,12 @@ async function hintLadderBuild(io: CliIO, client: ToolClient): Promise<void> {
     (e: unknown) => !(isZzError(e) && e.code === 'not_found'),
   );
   if (!built) io.stderr(NO_LADDER_HINT);
+}
+
+/** When zz was never initialised in this checkout, says how to start (or adopt the remote's). */
+async function hintInit(io: CliIO, client: ToolClient): Promise<void> {
+  const state = await client.call('repo_state', {}).catch(() => null);
+  if (state?.initialised === false) io.stderr(NOT_INITIALISED_HINT);
 }
 
 export type GroupExtension = { subs: string[]; add: (g: Argv, io: CliIO) => Argv };

@@ -35,6 +35,7 @@ export async function discoverRepository(
   cwd: string,
 ): Promise<{ workTree: string | null; gitdir: string; worktreeGitdir: string }> {
   let out: string;
+  let fields = 4;
   try {
     out = await git(
       [
@@ -49,6 +50,7 @@ export async function discoverRepository(
     );
   } catch {
     // --show-toplevel fails in a bare repository; ask again without it.
+    fields = 3;
     try {
       out = await git(
         [
@@ -66,7 +68,16 @@ export async function discoverRepository(
       throw new ZzError('not_a_repository', `not a git repository: ${cwd}`);
     }
   }
-  const [bare, common, dir, top] = out.split('\n');
+  const lines = out.split('\n');
+  // rev-parse prints one path a line: a line break inside a path cannot be told from the next
+  // field, and every path below would be wrong (realpath's ENOENT, before this check).
+  if (lines.length > fields) {
+    throw new ZzError(
+      'unsupported_repository',
+      `the path of this repository has a line break in it, which zz does not support; rename the folder (${JSON.stringify(resolve(cwd))})`,
+    );
+  }
+  const [bare, common, dir, top] = lines;
   if (!common || !dir) throw new ZzError('not_a_repository', `not a git repository: ${cwd}`);
   const abs = (p: string) => realpathSync(isAbsolute(p) ? p : resolve(cwd, p));
   const repo = {
@@ -163,7 +174,24 @@ export async function repoKeyOf(repo: {
   const folder = repo.workTree
     ? basename(repo.workTree)
     : basename(repo.gitdir.replace(/\/\.git$/, ''));
-  return normalizeRepoKey(`local/${folder.replace(/\.git$/, '')}`);
+  return normalizeRepoKey(`local/${keyPartOf(folder.replace(/\.git$/, ''))}`);
+}
+
+/**
+ * A folder name as a key part: "My Project" → "My-Project", "dépôt" → "depot". Names that are
+ * already valid come out unchanged (keys, tokens and daemon routes depend on them); before
+ * this, a checkout without a remote in a folder with a space failed every command with
+ * "invalid repo key".
+ */
+function keyPartOf(folder: string): string {
+  const part = folder
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^[^A-Za-z0-9_]+/, '')
+    .slice(0, 100)
+    .replace(/\.lock$/, '-lock');
+  return part || 'repo';
 }
 
 export function repoKeyFromUrl(url: string): string | null {

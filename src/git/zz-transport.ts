@@ -291,8 +291,21 @@ export function parsePushPorcelain(stdout: string, stderr: string, code: number)
   if (/permission|not allowed|denied/i.test(all) && !/cannot lock/i.test(all)) {
     return { kind: 'fatal', reason: 'permission', message: text };
   }
-  if (/hook declined|protected/i.test(all))
-    return { kind: 'fatal', reason: 'declined', message: text };
+  if (/hook declined|protected/i.test(all)) {
+    // The porcelain line says only "hook declined"; why is in the hook's "remote: …" lines.
+    const said = stderr
+      .split('\n')
+      .filter((l) => l.startsWith('remote: '))
+      .map((l) => l.slice('remote: '.length).trim())
+      .filter((l) => l !== '')
+      .join(' ')
+      .slice(0, 500);
+    return {
+      kind: 'fatal',
+      reason: 'declined',
+      message: said ? `${text}; the remote said: ${said}` : text,
+    };
+  }
   // The most specific cause first: with --atomic every other ref says "atomic push failed".
   const reason: RaceReason = /stale info/.test(all)
     ? 'stale_info'

@@ -159,7 +159,9 @@ export function createGitHub(opts: GitHubOptions): GitHubClient {
 
 /** A GitHub failure as a ZzError a person (or agent) can act on. The token never appears. */
 export function githubError(e: unknown, what: string, baseUrl: string): unknown {
-  if (!isHttpError(e)) {
+  // Octokit reports a connection that never got an answer (DNS, refused, reset) as status 500
+  // with no response: that is not GitHub answering 500, and is said as the network failure.
+  if (!isHttpError(e) || !e.response) {
     if (e instanceof ZzError) return e;
     const msg = e instanceof Error ? e.message : String(e);
     return new ZzError('unavailable', `could not reach GitHub at ${baseUrl} for ${what}: ${msg}`);

@@ -90,6 +90,13 @@ export async function listen(source: AppSource, opts: ListenOptions = {}): Promi
         `cannot listen on ${host}:${opts.port ?? DEFAULT_PORT} (${e.code})`,
       );
     }
+    // `--host` naming no address of this machine is the caller's mistake, not a bug.
+    if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' || e.code === 'EAI_NONAME') {
+      throw new ZzError(
+        'invalid_argument',
+        `cannot listen on ${host}: no such host (${e.code}); pass an address of this machine, e.g. --host 127.0.0.1`,
+      );
+    }
     throw e;
   });
   const port = (server.address() as AddressInfo).port;

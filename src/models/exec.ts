@@ -68,7 +68,8 @@ export function execTransport(
         if (why === 'cancelled' && req.signal?.aborted) return reject(req.signal.reason);
         if (why) return reject(new ZzError('unavailable', `${label}: ${why}`));
         if (code !== 0) {
-          const tail = err.trim() ? `: ${quote(err.trim().split('\n').slice(-3).join(' '))}` : '';
+          const gist = stderrGist(err);
+          const tail = gist ? `: ${quote(gist)}` : '';
           return reject(
             new ZzError('unavailable', `${label} exited ${code ?? signal}${tail}`, { code }),
           );
@@ -82,6 +83,24 @@ export function execTransport(
       child.stdin.end(JSON.stringify(request));
     });
   };
+}
+
+// An error line as runtimes print them: "TypeError: …", "Error [ERR_MODULE_NOT_FOUND]: …",
+// "ModuleNotFoundError: …", "error: …".
+const ERROR_LINE = /^(?:[\w$.]*(?:Error|Exception)|error|fatal)(?: \[[\w-]+\])?:/i;
+
+/**
+ * What a failed script's stderr says, in a line. An uncaught exception ends in noise after its
+ * error line (node: the stack, `}` and "Node.js v20…"), so the last error line is named when
+ * there is one (python's traceback ends with it anyway); otherwise its last three lines.
+ */
+function stderrGist(err: string): string {
+  const lines = err
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  for (let i = lines.length - 1; i >= 0; i--) if (ERROR_LINE.test(lines[i]!)) return lines[i]!;
+  return lines.slice(-3).join(' ');
 }
 
 /**

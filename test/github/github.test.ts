@@ -1,4 +1,6 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -197,6 +199,23 @@ describe('GitHub reads', () => {
     const e = await zzErrorOf(fetchIssues(client(), { owner: R.owner, repo: 'nope' }, {}));
     expect(e.code).toBe('not_found');
     expect(e.message).toMatch(/issues of octokit-fixture-org\/nope \(404\)/);
+  });
+
+  // Octokit reports a failed connection (no DNS, refused) as a RequestError with status 500:
+  // that is no answer from GitHub, and must not read as one.
+  it('says GitHub could not be reached when no answer came, not "GitHub answered 500"', async () => {
+    // A port that was just free: nothing listens there, so the connection is refused.
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((r) => probe.close(r));
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const closed = createGitHub({ token: TOKEN, baseUrl, secondMs: 5 });
+    const e = await zzErrorOf(fetchReleases(closed, R, { per_page: 11 }));
+    expect(e.code).toBe('unavailable');
+    expect(e.message).toContain(`could not reach GitHub at ${baseUrl} for releases of `);
+    expect(e.message).toMatch(/ECONNREFUSED|fetch failed/);
+    expect(e.message).not.toMatch(/answered/);
   });
 
   it('says plainly when the token is refused, without echoing it', async () => {

@@ -91,6 +91,16 @@ function main(req) {
     await expect(
       createModel(`exec:node '${fail}'`).chat({ system: 's', messages: [] }),
     ).rejects.toThrow(/exited 3: boom: no model here/);
+    // An uncaught exception: node prints the stack, then "Node.js v…"; the error line is what
+    // the message must name (it was "} Node.js v20.20.2" for a missing module).
+    const missing = join(dir, 'no-such-agent.mjs');
+    await expect(
+      createModel(`exec:node '${missing}'`).chat({ system: 's', messages: [] }),
+    ).rejects.toThrow(/exited 1: Error: Cannot find module '.*no-such-agent\.mjs'/);
+    const thrown = script('throws.mjs', `const o = null;\nconsole.log(o.answer);`);
+    await expect(
+      createModel(`exec:node '${thrown}'`).chat({ system: 's', messages: [] }),
+    ).rejects.toThrow(/exited 1: TypeError: Cannot read properties of null \(reading 'answer'\)$/);
     const prose = script('prose.mjs', `console.log('I think the answer is 42');`);
     await expect(
       createModel(`exec:node '${prose}'`).chat({ system: 's', messages: [] }),

@@ -147,6 +147,19 @@ describe('sync transport on real git', () => {
         1,
       ),
     ).toMatchObject({ kind: 'fatal', reason: 'declined' });
+    // The hook's own words (on stderr as "remote: …") are what says why, and what to do.
+    expect(
+      parsePushPorcelain(
+        line('!', 'refs/zz/a', '[remote rejected] (pre-receive hook declined)'),
+        "remote: only refs/heads/* may be pushed here\nremote: \nerror: failed to push some refs to '/r'\n",
+        1,
+      ),
+    ).toEqual({
+      kind: 'fatal',
+      reason: 'declined',
+      message:
+        'refs/zz/a: [remote rejected] (pre-receive hook declined); the remote said: only refs/heads/* may be pushed here',
+    });
     expect(
       parsePushPorcelain(
         '',

@@ -1,0 +1,97 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
+import { tempDir } from '../helpers/temp-dirs.js';
+import { ensureBuilt, killAll, privateEnv, spawnZz, zz } from './zz-process.js';
+
+// Ctrl-C and `kill`/`timeout` must end a command that is not built to run until stopped. The
+// CLI once turned every first SIGINT/SIGTERM into a stop request that only serve, mcp, work and
+// --follow listen to, so a `zz ladder build` ran on through Ctrl-C and `timeout 60 zz lane list`
+// against a stopped (Ctrl-Z'd) daemon never ended.
+
+beforeAll(() => ensureBuilt());
+const servers: Server[] = [];
+afterEach(async () => {
+  await killAll();
+  for (const s of servers.splice(0)) s.closeAllConnections();
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+});
+
+/** A "daemon" that takes requests and never answers: a stopped or hung `zz serve`. */
+async function hungDaemon(dir: string): Promise<{ requested: Promise<IncomingMessage> }> {
+  let seen!: (r: IncomingMessage) => void;
+  const requested = new Promise<IncomingMessage>((r) => (seen = r));
+  const server = createServer((req) => seen(req));
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  mkdirSync(join(dir, '.git', 'zz'), { recursive: true });
+  // Our own pid: alive, as a stopped daemon's is.
+  writeFileSync(
+    join(dir, '.git', 'zz', 'daemon.json'),
+    JSON.stringify({ pid: process.pid, url: `http://127.0.0.1:${port}`, repo: 'local/demo' }),
+  );
+  return { requested };
+}
+
+function exitOf(child: ReturnType<typeof spawnZz>) {
+  return new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.once('exit', (code, signal) => r({ code, signal })),
+  );
+}
+
+describe('signals end a command that is not long-running', () => {
+  it.each([
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const)('%s ends a call waiting on a hung daemon (exit %i)', async (sig, expected) => {
+    const { dir, cleanup } = makeRepo();
+    try {
+      const { requested } = await hungDaemon(dir);
+      const child = spawnZz(dir, privateEnv({ ZZ_TOKEN: 'zz_notarealtoken' }), ['lane', 'list']);
+      child.stdin.end();
+      const exited = exitOf(child);
+      await requested; // the CLI is past start-up and waits for the answer
+      child.kill(sig);
+      expect(await exited).toEqual({ code: expected, signal: null });
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('Ctrl-C ends a ladder build waiting on its model, and nothing is committed', async () => {
+    const { dir, cleanup } = makeRepo();
+    const tmp = tempDir('zz-signal-model-');
+    const started = join(tmp, 'started');
+    const script = join(tmp, 'hang.mjs');
+    // Says it has the request (its pid, so the test can end it), then never answers.
+    writeFileSync(
+      script,
+      `import { writeFileSync } from 'node:fs';\n` +
+        `writeFileSync(${JSON.stringify(started)}, String(process.pid));\n` +
+        `setInterval(() => {}, 1000);\n`,
+    );
+    try {
+      const env = privateEnv();
+      expect((await zz(dir, env, ['init'])).code).toBe(0);
+      const child = spawnZz(dir, env, ['ladder', 'build', '--model', `exec:node ${script}`]);
+      child.stdin.end();
+      const exited = exitOf(child);
+      await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
+      child.kill('SIGINT');
+      expect(await exited).toEqual({ code: 130, signal: null });
+      expect(sh(dir, 'for-each-ref', 'refs/zz/ladder')).toBe('');
+    } finally {
+      if (existsSync(started)) {
+        try {
+          process.kill(Number(readFileSync(started, 'utf8')), 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+      cleanup();
+    }
+  });
+});

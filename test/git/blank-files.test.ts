@@ -85,7 +85,9 @@ describe('blank files', () => {
     const d = dir();
     const blanks = new BlankFiles(d, { spare: 2, mode: 0o644, sameDeviceAs: shm });
     blanks.take();
-    await new Promise((r) => setTimeout(r, 50));
+    // The first blank's device check closes the BlankFiles for good; wait for that fact (a
+    // fixed wait could end before the creation and check nothing).
+    await expect.poll(() => (blanks as unknown as { closed: boolean }).closed).toBe(true);
     expect(blanks.take()).toBeNull();
     expect(readdirSync(d)).toEqual([]);
   });

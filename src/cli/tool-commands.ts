@@ -166,7 +166,8 @@ export function addToolCommands(
         );
       }
       if (ext) g = ext.add(g, io);
-      return g.demandCommand(1, `choose a ${group} command: ${subs.join(', ')}`);
+      const article = /^[aeiou]/.test(group) ? 'an' : 'a';
+      return g.demandCommand(1, `choose ${article} ${group} command: ${subs.join(', ')}`);
     });
   }
   return y;

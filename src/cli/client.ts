@@ -125,7 +125,12 @@ function withLocalTools(remote: ToolClient, cwd: string): ToolClient {
         return { repo: await ZzRepo.open(cwd, { key: remote.repoKey }), actor };
       })();
       const { repo, actor } = await local;
-      return runTool(def, args, { repo, caller: { actor }, local: true });
+      return runTool(def, args, {
+        repo,
+        caller: { actor },
+        local: true,
+        ...(o?.signal ? { signal: o.signal } : {}),
+      });
     },
     close() {
       remote.close();

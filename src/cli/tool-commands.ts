@@ -77,12 +77,22 @@ export async function callTool(
   opts: { laneFromAsk?: boolean } = {},
 ): Promise<void> {
   const client = await connect({ cwd: io.cwd, env: io.env });
+  // A local tool (run_in_sandbox) runs here, its command in a process group of its own that a
+  // terminal's Ctrl-C does not reach: a signal ends the run and removes its checkout before
+  // zz exits (reading stopSignal is what keeps main.ts from exiting at once).
+  const local = ALL_TOOLS.some((t) => t.name === tool && t.local) ? new AbortController() : null;
+  if (local) {
+    void io.stopSignal?.then(() =>
+      local.abort(new ZzError('unavailable', `${tool} was stopped by a signal`)),
+    );
+  }
   try {
     let result: Record<string, unknown>;
     try {
       result = await client.call(
         tool,
         opts.laneFromAsk ? await withLaneOfAsk(client, tool, args) : args,
+        local ? { signal: local.signal } : undefined,
       );
     } catch (e) {
       if (isZzError(e) && e.code === 'not_found' && tool.startsWith('ladder_'))

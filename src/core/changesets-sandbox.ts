@@ -23,6 +23,7 @@ export async function sandboxRun(
   repo: ZzRepo,
   callerIn: Caller | null,
   args: SandboxArgs,
+  signal?: AbortSignal,
 ): Promise<SandboxResult & { changeset_id: string | null }> {
   assertSelf(requireCaller(callerIn), args.actor, 'actor');
   if ((args.commit === undefined) === (args.changeset_id === undefined)) {
@@ -43,6 +44,7 @@ export async function sandboxRun(
     ...(args.timeout_ms === undefined ? {} : { timeout_ms: args.timeout_ms }),
     ...(args.max_output_bytes === undefined ? {} : { max_output_bytes: args.max_output_bytes }),
     ...(args.env === undefined ? {} : { env: args.env }),
+    ...(signal ? { signal } : {}),
   });
   return { ...r, changeset_id: args.changeset_id ?? null };
 }

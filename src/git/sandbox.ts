@@ -35,6 +35,11 @@ export interface SandboxOptions {
   env?: Record<string, string>;
   /** "process-group" forces the fallback (tests); default: a PID namespace when available. */
   isolation?: 'auto' | 'process-group';
+  /**
+   * Ends the run as a timeout does (SIGTERM, then SIGKILL), then rejects with its reason once
+   * the checkout is removed: the CLI's Ctrl-C, which the run's own process group never sees.
+   */
+  signal?: AbortSignal;
 }
 
 export interface SandboxResult {
@@ -172,6 +177,7 @@ function runCommand(
   err: Capture,
   runDir: string,
   isolation: Isolation,
+  signal?: AbortSignal,
 ): Promise<RunOutcome> {
   // Every process the command starts inherits this variable: how the sweep finds the ones
   // that left the process group (process-sweep.ts).
@@ -214,6 +220,7 @@ function runCommand(
       if (settled) return;
       settled = true;
       for (const t of timers) clearTimeout(t);
+      signal?.removeEventListener('abort', stop);
       // Nothing the command started outlives the answer (or the checkout it runs in).
       await swept;
       const m = mark();
@@ -242,15 +249,20 @@ function runCommand(
       // A spawn failure (ENOENT, EACCES) never exits; a failed kill is not fatal.
       if (child.pid === undefined) void finish(e);
     });
+    function stop(): void {
+      const m = mark();
+      if (!m) return;
+      signalRun(m, 'SIGTERM');
+      timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
+    }
     timers.push(
       setTimeout(() => {
         timedOut = true;
-        const m = mark();
-        if (!m) return;
-        signalRun(m, 'SIGTERM');
-        timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
+        stop();
       }, timeout),
     );
+    if (signal?.aborted) stop();
+    else signal?.addEventListener('abort', stop, { once: true });
     child.on('exit', (code, signal) => {
       exited = { code, signal };
       duration = performance.now() - started;
@@ -380,7 +392,17 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
         : 'process-group';
     let out = new Capture(cap);
     let err = new Capture(cap);
-    let r = await runCommand(opts.command, checkout, env, timeout, out, err, base, isolation);
+    let r = await runCommand(
+      opts.command,
+      checkout,
+      env,
+      timeout,
+      out,
+      err,
+      base,
+      isolation,
+      opts.signal,
+    );
     if (r.namespaceFailed) {
       // The probe passed but this namespace was refused (a user namespace limit reached under
       // load, a policy changed): the command never ran, so run it the fallback way, and drop
@@ -388,8 +410,20 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
       isolation = 'process-group';
       out = new Capture(cap);
       err = new Capture(cap);
-      r = await runCommand(opts.command, checkout, env, timeout, out, err, base, isolation);
+      r = await runCommand(
+        opts.command,
+        checkout,
+        env,
+        timeout,
+        out,
+        err,
+        base,
+        isolation,
+        opts.signal,
+      );
     }
+    // Ended by the caller: its reason, not a result (the finally below removes the checkout).
+    opts.signal?.throwIfAborted();
     if (r.spawnError) {
       throw new ZzError(
         'invalid_argument',

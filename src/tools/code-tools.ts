@@ -78,6 +78,6 @@ export const codeTools = [
       duration_ms: z.number(),
       isolation: z.enum(['pid-namespace', 'process-group']),
     }),
-    handler: (args, ctx) => sandboxRun(ctx.repo, ctx.caller, args),
+    handler: (args, ctx) => sandboxRun(ctx.repo, ctx.caller, args, ctx.signal),
   }),
 ];

@@ -1,5 +1,12 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -91,6 +98,59 @@ describe('signals end a command that is not long-running', () => {
           /* already gone */
         }
       }
+      cleanup();
+    }
+  });
+
+  // run_in_sandbox runs in-process, its command in a process group (or PID namespace) of its
+  // own, which a terminal's Ctrl-C does not reach: ended at once, zz left the command running
+  // and its checkout (a temp dir and a registered git worktree) behind.
+  it('Ctrl-C ends a sandboxed run: its command is ended and its checkout removed', async () => {
+    const { dir, cleanup } = makeRepo();
+    const tmp = tempDir('zz-signal-sandbox-');
+    const started = join(tmp, 'started');
+    const script = join(tmp, 'hang.mjs');
+    writeFileSync(
+      script,
+      `#!${process.execPath}\nimport { writeFileSync } from 'node:fs';\n` +
+        `writeFileSync(${JSON.stringify(started)}, process.cwd());\n` +
+        `setInterval(() => {}, 1000);\n`,
+    );
+    chmodSync(script, 0o755);
+    const running = () =>
+      readdirSync('/proc').filter((pid) => {
+        try {
+          return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(script);
+        } catch {
+          return false;
+        }
+      });
+    try {
+      const env = privateEnv();
+      expect((await zz(dir, env, ['init'])).code).toBe(0);
+      const child = spawnZz(dir, env, [
+        'run',
+        'in-sandbox',
+        '--commit',
+        'HEAD',
+        // Far past the test's own timeout: only the signal can end this run in time.
+        '--timeout-ms',
+        '1800000',
+        '--command',
+        script,
+      ]);
+      child.stdin.end();
+      const exited = exitOf(child);
+      await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
+      const checkout = readFileSync(started, 'utf8');
+      child.kill('SIGINT');
+      const { code } = await exited;
+      expect(code).not.toBe(0);
+      expect(running()).toEqual([]);
+      expect(existsSync(checkout)).toBe(false);
+      expect(sh(dir, 'worktree', 'list', '--porcelain')).not.toContain(checkout);
+    } finally {
+      for (const pid of running()) process.kill(Number(pid), 'SIGKILL');
       cleanup();
     }
   });

@@ -52,8 +52,10 @@ export function execTransport(
         if (outLen > MAX_STDOUT) kill('more than 32 MiB on stdout');
         else out.push(b);
       });
+      // Its last 16 KiB: a failure's error line comes at the end, after whatever it logged.
       child.stderr.on('data', (b: Buffer) => {
-        if (err.length < 16 * 1024) err += b.toString('utf8');
+        err += b.toString('utf8');
+        if (err.length > 32 * 1024) err = err.slice(-16 * 1024);
       });
       // A script that exits without reading stdin makes our write fail with EPIPE; the exit
       // status says what happened, so the write error itself is not the story.
@@ -68,7 +70,7 @@ export function execTransport(
         if (why === 'cancelled' && req.signal?.aborted) return reject(req.signal.reason);
         if (why) return reject(new ZzError('unavailable', `${label}: ${why}`));
         if (code !== 0) {
-          const gist = stderrGist(err);
+          const gist = stderrGist(err.slice(-16 * 1024));
           const tail = gist ? `: ${quote(gist)}` : '';
           return reject(
             new ZzError('unavailable', `${label} exited ${code ?? signal}${tail}`, { code }),

@@ -101,6 +101,14 @@ function main(req) {
     await expect(
       createModel(`exec:node '${thrown}'`).chat({ system: 's', messages: [] }),
     ).rejects.toThrow(/exited 1: TypeError: Cannot read properties of null \(reading 'answer'\)$/);
+    // A script that logged a lot first: what counts is how stderr ends, not how it began.
+    const chatty = script(
+      'chatty.mjs',
+      `for (let i = 0; i < 400; i++) console.error('Error: early retry ' + i + ' ' + 'x'.repeat(80));\nthrow new RangeError('the real failure');`,
+    );
+    await expect(
+      createModel(`exec:node '${chatty}'`).chat({ system: 's', messages: [] }),
+    ).rejects.toThrow(/exited 1: RangeError: the real failure$/);
     const prose = script('prose.mjs', `console.log('I think the answer is 42');`);
     await expect(
       createModel(`exec:node '${prose}'`).chat({ system: 's', messages: [] }),

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { ZzError } from '../errors.js';
 import { quote } from './http-call.js';
 import { parseArguments } from './json.js';
@@ -12,6 +12,22 @@ import type { ToolCall, Transport, WireRequest } from './types.js';
 // not transient the way a 503 is.
 
 const MAX_STDOUT = 32 * 1024 * 1024;
+
+// Model processes still running. A zz that exits (a signal ends a `zz ladder build` at once:
+// cli/main.ts) ends them first: `kill` or `timeout` reaches zz alone, not its process group
+// as a terminal's Ctrl-C does, and a model left running would work on for nobody until its
+// own end.
+const live = new Set<ChildProcess>();
+let endOnExit = false;
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once('close', () => live.delete(child));
+  if (endOnExit) return;
+  endOnExit = true;
+  process.once('exit', () => {
+    for (const c of live) c.kill('SIGTERM');
+  });
+}
 
 export function execTransport(
   command: string,
@@ -35,6 +51,7 @@ export function execTransport(
         stdio: ['pipe', 'pipe', 'pipe'],
         shell: false,
       });
+      track(child);
       const out: Buffer[] = [];
       let outLen = 0;
       let err = '';

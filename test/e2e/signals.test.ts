@@ -43,6 +43,15 @@ async function hungDaemon(dir: string): Promise<{ requested: Promise<IncomingMes
   return { requested };
 }
 
+/** Alive and not a zombie (an orphan is reaped by whoever adopted it, in its own time). */
+function isRunning(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 function exitOf(child: ReturnType<typeof spawnZz>) {
   return new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
     child.once('exit', (code, signal) => r({ code, signal })),
@@ -90,6 +99,10 @@ describe('signals end a command that is not long-running', () => {
       child.kill('SIGINT');
       expect(await exited).toEqual({ code: 130, signal: null });
       expect(sh(dir, 'for-each-ref', 'refs/zz/ladder')).toBe('');
+      // The signal reached zz alone (as `kill` or `timeout` would), not the model's process
+      // group as a terminal's Ctrl-C does: zz ended the model itself on its way out.
+      const model = Number(readFileSync(started, 'utf8'));
+      await expect.poll(() => isRunning(model), { timeout: 30_000 }).toBe(false);
     } finally {
       if (existsSync(started)) {
         try {

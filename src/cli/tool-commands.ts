@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import { ZzError, isZzError } from '../errors.js';
-import { ALL_TOOLS } from '../tools/registry.js';
+import { ALL_TOOLS, registry } from '../tools/registry.js';
 import type { ToolDef } from '../tools/define-tool.js';
 import { connect, type ToolClient } from './client.js';
 import {
@@ -80,7 +80,7 @@ export async function callTool(
   // A local tool (run_in_sandbox) runs here, its command in a process group of its own that a
   // terminal's Ctrl-C does not reach: a signal ends the run and removes its checkout before
   // zz exits (reading stopSignal is what keeps main.ts from exiting at once).
-  const local = ALL_TOOLS.some((t) => t.name === tool && t.local) ? new AbortController() : null;
+  const local = registry.get(tool)?.local ? new AbortController() : null;
   if (local) {
     void io.stopSignal?.then(() =>
       local.abort(new ZzError('unavailable', `${tool} was stopped by a signal`)),

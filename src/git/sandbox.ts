@@ -392,17 +392,9 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
         : 'process-group';
     let out = new Capture(cap);
     let err = new Capture(cap);
-    let r = await runCommand(
-      opts.command,
-      checkout,
-      env,
-      timeout,
-      out,
-      err,
-      base,
-      isolation,
-      opts.signal,
-    );
+    const run = () =>
+      runCommand(opts.command, checkout, env, timeout, out, err, base, isolation, opts.signal);
+    let r = await run();
     if (r.namespaceFailed) {
       // The probe passed but this namespace was refused (a user namespace limit reached under
       // load, a policy changed): the command never ran, so run it the fallback way, and drop
@@ -410,17 +402,7 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
       isolation = 'process-group';
       out = new Capture(cap);
       err = new Capture(cap);
-      r = await runCommand(
-        opts.command,
-        checkout,
-        env,
-        timeout,
-        out,
-        err,
-        base,
-        isolation,
-        opts.signal,
-      );
+      r = await run();
     }
     // Ended by the caller: its reason, not a result (the finally below removes the checkout).
     opts.signal?.throwIfAborted();

@@ -443,7 +443,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
               poisoned = { p, e };
               break;
             }
-            lamport++;
+            lamport = op.lamport;
             ops.push(op);
             if (primary === null) {
               primary = op;

@@ -104,7 +104,9 @@ function main(req) {
     // A script that logged a lot first: what counts is how stderr ends, not how it began.
     const chatty = script(
       'chatty.mjs',
-      `for (let i = 0; i < 400; i++) console.error('Error: early retry ' + i + ' ' + 'x'.repeat(80));\nthrow new RangeError('the real failure');`,
+      // fs.writeSync: console.error on a full pipe queues, and a process ended by an uncaught
+      // exception drops what is queued (seen on Node 24), taking the tail of stderr with it.
+      `import { writeSync } from 'node:fs';\nfor (let i = 0; i < 400; i++) writeSync(2, 'Error: early retry ' + i + ' ' + 'x'.repeat(80) + '\\n');\nthrow new RangeError('the real failure');`,
     );
     await expect(
       createModel(`exec:node '${chatty}'`).chat({ system: 's', messages: [] }),

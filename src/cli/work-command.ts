@@ -57,6 +57,11 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
     }
     case 'released':
       return { line: `${e.ask_id} released: ${clean(e.reason, 500)}`, status: null };
+    case 'backoff':
+      return {
+        line: `waiting ${(e.ms / 1000).toFixed(1)}s before the next claim (${e.failures} Ask${e.failures === 1 ? '' : 's'} given back in a row)`,
+        status: null,
+      };
     case 'error':
       return { line: `${e.ask_id ?? 'zz work'} error: ${clean(e.message, 500)}`, status: null };
     case 'done':

@@ -163,6 +163,44 @@ describe('zz work when an Ask goes wrong', () => {
     });
   });
 
+  it('backs off after each Ask it gave back, rather than taking the same one at full speed', async () => {
+    // A model that always fails (or an Ask it cannot do) made a long-running worker claim and
+    // release the same Ask back to back — 20 claims and 40 Lane commits in 15 s, a model call
+    // each — until someone stopped it.
+    const { lane, askId } = await laneWithWork();
+    const model = await openai(() => text('{not json'));
+    const stop = new AbortController();
+    const at: { type: string; t: number }[] = [];
+    const summary = await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      failureBackoffMs: 400,
+      onEvent: (e) => {
+        at.push({ type: e.type, t: performance.now() });
+        if (e.type === 'claimed' && at.filter((x) => x.type === 'claimed').length === 3) {
+          stop.abort();
+        }
+      },
+    });
+    expect(summary.asks).toBe(3);
+    const gaps: number[] = [];
+    for (let i = 0; i < at.length; i++) {
+      if (at[i]!.type !== 'released') continue;
+      const next = at.slice(i).find((x) => x.type === 'claimed');
+      if (next) gaps.push(next.t - at[i]!.t);
+    }
+    // 400 ms after the first, 800 ms after the second (doubling, reset by an answered Ask).
+    expect(gaps).toHaveLength(2);
+    expect(gaps[0]).toBeGreaterThanOrEqual(380);
+    expect(gaps[1]).toBeGreaterThanOrEqual(780);
+    expect(at.filter((x) => x.type === 'backoff')).toHaveLength(2);
+    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    expect(ask).toMatchObject({ state: 'open', holder: null });
+  });
+
   it('--once with nothing claimable says so and returns', async () => {
     s = await served();
     const lane = await demoLane(s);

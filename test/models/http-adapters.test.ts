@@ -176,6 +176,49 @@ describe('openai: adapter', () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  it('stops reading an answer at 32 MiB, not when the endpoint stops sending', async () => {
+    // A chunked body has no content-length to refuse up front; it was read whole before its
+    // size was checked, so an endpoint that never stops sending grew zz by GiBs until the
+    // call's timeout (1.3 GiB after 15 s on loopback), then the retries began again.
+    server = await fakeModelServer([
+      {
+        raw: (res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          const chunk = Buffer.alloc(1 << 20, 32);
+          const more = () => {
+            while (!res.destroyed && res.write(chunk));
+            if (!res.destroyed) res.once('drain', more);
+          };
+          more();
+        },
+      },
+    ]);
+    const started = Date.now();
+    const err = await openai(server, { timeoutMs: 60_000, maxRetries: 0 })
+      .chat({ system: 's', messages: [{ role: 'user', content: 'q' }] })
+      .catch((e: Error) => e);
+    expect(String((err as Error).message)).toMatch(/sent more than 32 MiB/);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }, 60_000);
+
+  it('says an answer was cut off, not that it could not connect', async () => {
+    server = await fakeModelServer([
+      {
+        raw: (res) => {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+          res.write('{"choices":[{"message":{"content":"');
+          setTimeout(() => res.destroy(), 50);
+        },
+      },
+    ]);
+    await expect(
+      openai(server, { maxRetries: 0 }).chat({
+        system: 's',
+        messages: [{ role: 'user', content: 'q' }],
+      }),
+    ).rejects.toThrow(/failed after 1 attempt: the answer was cut off/);
+  });
+
   it('keeps the API key out of error messages', async () => {
     server = await fakeModelServer([{ status: 401, body: { error: { message: 'bad key' } } }]);
     const err = await openai(server)

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createModel, retryAfterMs, type ToolSpec } from '../../src/models/index.js';
-import { fakeModelServer, loadTranscript, type FakeModelServer } from './fake-model-server.js';
+import {
+  fakeModelServer,
+  loadTranscript,
+  type FakeModelServer,
+  type FakeResponse,
+} from './fake-model-server.js';
 
 // The OpenAI-compatible and Anthropic adapters against fake endpoints on 127.0.0.1 replaying
 // recorded transcripts (fixtures/models/): wire shapes both ways, usage, structured output with
@@ -15,6 +20,13 @@ const readTool: ToolSpec = {
 };
 
 let server: FakeModelServer | null = null;
+/** A 200 whose body is exactly `text` (the fake server would send `{}` for a null body). */
+const literal = (text: string): FakeResponse => ({
+  raw: (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(text);
+  },
+});
 afterEach(async () => {
   await server?.close();
   server = null;
@@ -219,6 +231,30 @@ describe('openai: adapter', () => {
     ).rejects.toThrow(/failed after 1 attempt: the answer was cut off/);
   });
 
+  it('refuses an answer of the wrong shape clearly, and counts only numeric usage', async () => {
+    // The wire answer was cast, not checked: `null` made a TypeError ("internal error", exit 1,
+    // "a bug in zz"), and string token counts were concatenated into the usage line.
+    server = await fakeModelServer([
+      literal('null'),
+      { body: { choices: [{ message: { content: 5 } }] } },
+      { body: { choices: [{ message: { content: '', tool_calls: 'x' } }] } },
+      {
+        body: {
+          choices: [{ message: { content: 'ok' } }],
+          usage: { prompt_tokens: 'lots', completion_tokens: -5 },
+        },
+      },
+    ]);
+    const m = openai(server, { maxRetries: 0 });
+    const ask = () => m.chat({ system: 's', messages: [{ role: 'user', content: 'q' }] });
+    for (const why of [/answered without choices/, /content.*not a string/, /tool_calls.*array/]) {
+      const err = (await ask().catch((e: unknown) => e)) as { code?: string; message?: string };
+      expect(err.code, err.message).toBe('unavailable');
+      expect(err.message).toMatch(why);
+    }
+    expect((await ask()).usage).toMatchObject({ input_tokens: 0, output_tokens: 0 });
+  });
+
   it('keeps the API key out of error messages', async () => {
     server = await fakeModelServer([{ status: 401, body: { error: { message: 'bad key' } } }]);
     const err = await openai(server)
@@ -286,6 +322,15 @@ describe('anthropic: adapter', () => {
         ],
       },
     ]);
+  });
+
+  it('refuses a null answer clearly, not with a TypeError', async () => {
+    server = await fakeModelServer([literal('null')]);
+    const err = (await anthropic(server)
+      .chat({ system: 's', messages: [{ role: 'user', content: 'q' }] })
+      .catch((e: unknown) => e)) as { code?: string; message?: string };
+    expect(err.code, err.message).toBe('unavailable');
+    expect(err.message).toMatch(/without a content array/);
   });
 
   it('gets structured output through a forced answer tool', async () => {

@@ -174,7 +174,9 @@ export function workCommand(y: Argv, io: CliIO): Argv {
       const maxTurns = positiveInt(a['max-turns'], '--max-turns');
       const testRounds = positiveInt(a['test-rounds'], '--test-rounds');
       const testCmd =
-        a['test-cmd'] === undefined ? undefined : models.splitCommand(String(a['test-cmd']));
+        a['test-cmd'] === undefined
+          ? undefined
+          : models.splitCommand(String(a['test-cmd']), '--test-cmd');
       const emit = workReporter(io, !!a.json, !!a.once);
       const spec = await models.defaultModelSpec(a.model as string | undefined, io.cwd);
       const model = models.createModel(spec, {

@@ -7,20 +7,43 @@
 // process anyway. Before, every command swallowed the first signal, so Ctrl-C did nothing
 // to a `zz ladder build` and `timeout 60 zz lane list` hung forever on a stopped daemon.
 let graceful = false;
+let stopping = false;
+let requestStop = () => {};
 const stop = new Promise<void>((resolve) => {
-  let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping || !graceful) process.exit(signal === 'SIGINT' ? 130 : 143);
+  requestStop = () => {
     stopping = true;
     resolve();
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping || !graceful) process.exit(signal === 'SIGINT' ? 130 : 143);
+    requestStop();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 });
 
+// A reader that goes away (`zz work | head -1`, a dead `--json` consumer) is a stop, as
+// SIGPIPE is to other programs: the next write failed with EPIPE as an unhandled 'error' (a
+// Node stack, exit 1), and `zz work` died holding its Ask until the lease ran out. A graceful
+// command stops as on Ctrl-C (the worker releases what it holds), writing nothing more; any
+// other ends at once with 141 (128 + SIGPIPE), as a shell reports it.
+const closed = { stdout: false, stderr: false };
+for (const name of ['stdout', 'stderr'] as const) {
+  process[name].on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') throw e;
+    closed[name] = true;
+    if (!graceful) process.exit(141);
+    requestStop();
+  });
+}
+
 const io = {
-  stdout: (s: string) => process.stdout.write(s),
-  stderr: (s: string) => process.stderr.write(s),
+  stdout: (s: string) => {
+    if (!closed.stdout) process.stdout.write(s);
+  },
+  stderr: (s: string) => {
+    if (!closed.stderr) process.stderr.write(s);
+  },
   env: process.env,
   cwd: process.cwd(),
   isTTY: !!process.stdout.isTTY,

@@ -57,6 +57,11 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
     }
     case 'released':
       return { line: `${e.ask_id} released: ${clean(e.reason, 500)}`, status: null };
+    case 'backoff':
+      return {
+        line: `waiting ${(e.ms / 1000).toFixed(1)}s before the next claim (${e.failures} Ask${e.failures === 1 ? '' : 's'} given back in a row)`,
+        status: null,
+      };
     case 'error':
       return { line: `${e.ask_id ?? 'zz work'} error: ${clean(e.message, 500)}`, status: null };
     case 'done':
@@ -169,7 +174,9 @@ export function workCommand(y: Argv, io: CliIO): Argv {
       const maxTurns = positiveInt(a['max-turns'], '--max-turns');
       const testRounds = positiveInt(a['test-rounds'], '--test-rounds');
       const testCmd =
-        a['test-cmd'] === undefined ? undefined : models.splitCommand(String(a['test-cmd']));
+        a['test-cmd'] === undefined
+          ? undefined
+          : models.splitCommand(String(a['test-cmd']), '--test-cmd');
       const emit = workReporter(io, !!a.json, !!a.once);
       const spec = await models.defaultModelSpec(a.model as string | undefined, io.cwd);
       const model = models.createModel(spec, {

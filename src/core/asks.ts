@@ -3,7 +3,7 @@ import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { inScope, isCoordinator, requireCaller, scopeDenied, type Caller } from './access.js';
-import { changesetChanges } from './changesets-policy.js';
+import { assertChangesSomething, changesetChanges } from './changesets-policy.js';
 import { assertKnownKind, assertKnownKinds, kindRule } from './kinds.js';
 import { unexpectedOp, writeOp, type WriteContext } from './write-op.js';
 import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
@@ -496,6 +496,7 @@ export async function askAnswer(
         message: args.changeset.message,
         author: ctx.caller.actor,
       });
+      await assertChangesSomething(repo, args.changeset.base, changesetCommit);
     },
     decide: (s, ctx) => {
       const ask = check(s, ctx.meta.now, ctx);

@@ -224,9 +224,33 @@ export async function changesetChanges(
   }
   // The link rule, as checkChangeset applies it at landing. Like a commit, a changeset may
   // replace a file by a directory or a directory by a file (a reviewer sees it in the diff).
+  // A deletion names one entry of the base, as in a commit: on a directory the tree builder
+  // would drop the whole subtree from one line of a model's answer, and on a missing path the
+  // changeset would change nothing and still pass review and landing as work done.
   for (const [path, content] of changes) {
-    assertNoLink(path, content !== null, await trees.walk(tree, path), ' in the base commit');
+    const found = await trees.walk(tree, path);
+    assertNoLink(path, content !== null, found, ' in the base commit');
     if (content !== null) await assertFsckClean(path, 'file', content);
+    else if (!found.entry) throw badPath(path, 'it does not exist, so it cannot be deleted');
+    else if (found.entry.mode === '040000') {
+      throw badPath(path, 'it is a directory; delete the files in it one by one');
+    }
   }
   return changes;
+}
+
+/** A recorded changeset must change something: its commit's tree differs from its base's. */
+export async function assertChangesSomething(
+  repo: ZzRepo,
+  base: string,
+  commit: string,
+): Promise<void> {
+  if (!repo.git) return;
+  const trees = new TreeReader(repo.git);
+  if ((await trees.treeOfCommit(commit)) === (await trees.treeOfCommit(base))) {
+    throw new ZzError(
+      'invalid_argument',
+      'the changeset changes nothing: every file it writes already has that content at its base',
+    );
+  }
 }

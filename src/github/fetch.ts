@@ -107,31 +107,89 @@ async function call<T>(gh: GitHubClient, what: string, f: () => Promise<T>): Pro
   }
 }
 
-type Labels = ReadonlyArray<string | { name?: string | undefined }>;
-const labelNames = (labels: Labels) =>
-  labels.map((l) => (typeof l === 'string' ? l : (l.name ?? ''))).filter(Boolean);
+// What GitHub answers is untrusted input like anything from another machine (GITHUB_API_URL
+// may name any server): each item is checked here, once. A field of the wrong type falls back
+// to an empty value; an item without the key it is filed under (a positive integer number, a
+// login, a tag, a comment id) is left out, so one bad item neither stops a build with a
+// TypeError nor reaches a rung path.
+const text = z.string().catch('');
+const optText = z.string().nullable().catch(null);
+const login = z
+  .object({ login: z.string().min(1) })
+  .nullish()
+  .catch(null)
+  .transform((u) => u?.login ?? null);
+const count = z.number().int().nonnegative().catch(0);
 
-interface RawIssue {
-  number: number;
-  title: string;
-  state: string;
-  user?: { login: string } | null;
-  labels: Labels;
-  comments: number;
-  created_at: string;
-  updated_at: string;
-  closed_at: string | null;
-  body?: string | null;
-  html_url: string;
-  pull_request?: unknown;
+const rawIssue = z.object({
+  number: z.number().int().positive(),
+  title: text,
+  state: text,
+  user: login,
+  labels: z
+    .array(z.union([z.string(), z.object({ name: z.string().nullish() })]).catch(''))
+    .catch([])
+    .transform((ls) => ls.map((l) => (typeof l === 'string' ? l : (l.name ?? ''))).filter(Boolean)),
+  comments: count,
+  created_at: text,
+  updated_at: text,
+  closed_at: optText,
+  body: optText,
+  html_url: text,
+  pull_request: z.unknown().optional(),
+});
+type RawIssue = z.infer<typeof rawIssue>;
+
+const rawPull = rawIssue.extend({
+  draft: z.boolean().catch(false),
+  merged_at: optText,
+  head: z.object({ ref: text }).catch({ ref: '' }),
+  base: z.object({ ref: text }).catch({ ref: '' }),
+});
+
+const rawRelease = z.object({
+  tag_name: z.string().min(1),
+  name: optText,
+  draft: z.boolean().catch(false),
+  prerelease: z.boolean().catch(false),
+  author: login,
+  published_at: optText,
+  body: optText,
+  html_url: text,
+});
+
+const rawContributor = z.object({
+  login: z.string().min(1),
+  contributions: count,
+  type: text,
+  html_url: optText,
+});
+
+const rawComment = z.object({
+  id: z.number().int().nonnegative(),
+  user: login,
+  created_at: text,
+  updated_at: text,
+  body: optText,
+});
+
+/** The items of a list answer that have the shape zz reads (204 and non-arrays: none). */
+function itemsOf<T>(schema: z.ZodType<T>, data: unknown): T[] {
+  if (!Array.isArray(data)) return [];
+  const out: T[] = [];
+  for (const d of data) {
+    const r = schema.safeParse(d);
+    if (r.success) out.push(r.data);
+  }
+  return out;
 }
 
 const issueOut = (i: RawIssue): IssueOut => ({
   number: i.number,
   title: i.title,
   state: i.state,
-  author: i.user?.login ?? null,
-  labels: labelNames(i.labels),
+  author: i.user,
+  labels: i.labels,
   comments: i.comments,
   created_at: i.created_at,
   updated_at: i.updated_at,
@@ -158,7 +216,7 @@ export async function fetchIssues(
       page,
     }),
   );
-  const raw: RawIssue[] = res.data;
+  const raw = itemsOf(rawIssue, res.data);
   const issues = raw.filter((i) => i.pull_request === undefined);
   return {
     items: issues.map(issueOut),
@@ -185,7 +243,7 @@ export async function fetchPullRequests(
     }),
   );
   return {
-    items: res.data.map((p) => ({
+    items: itemsOf(rawPull, res.data).map((p) => ({
       ...issueOut({ ...p, comments: 0 }),
       draft: p.draft ?? false,
       merged_at: p.merged_at,
@@ -206,12 +264,12 @@ export async function fetchReleases(
     gh.octokit.rest.repos.listReleases({ ...r, per_page, page }),
   );
   return {
-    items: res.data.map((x) => ({
+    items: itemsOf(rawRelease, res.data).map((x) => ({
       tag: x.tag_name,
       name: x.name,
       draft: x.draft,
       prerelease: x.prerelease,
-      author: x.author?.login ?? null,
+      author: x.author,
       published_at: x.published_at,
       body: clip(x.body),
       url: x.html_url,
@@ -229,17 +287,14 @@ export async function fetchContributors(
   const res = await call(gh, `contributors of ${r.owner}/${r.repo}`, () =>
     gh.octokit.rest.repos.listContributors({ ...r, per_page, page }),
   );
-  // 204 (an empty repository) has no body.
-  const data = Array.isArray(res.data) ? res.data : [];
+  // 204 (an empty repository) has no body: no items.
   return {
-    items: data
-      .filter((c) => typeof c.login === 'string')
-      .map((c) => ({
-        login: c.login!,
-        contributions: c.contributions,
-        type: c.type,
-        url: c.html_url ?? null,
-      })),
+    items: itemsOf(rawContributor, res.data).map((c) => ({
+      login: c.login,
+      contributions: c.contributions,
+      type: c.type,
+      url: c.html_url,
+    })),
     next_cursor: nextCursor(res.headers, page),
   };
 }
@@ -261,9 +316,9 @@ export async function fetchThreadComments(
     }),
   );
   return {
-    items: res.data.map((c) => ({
+    items: itemsOf(rawComment, res.data).map((c) => ({
       id: c.id,
-      author: c.user?.login ?? null,
+      author: c.user,
       created_at: c.created_at,
       updated_at: c.updated_at,
       body: clip(c.body),

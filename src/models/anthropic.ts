@@ -1,5 +1,6 @@
 import { ZzError } from '../errors.js';
 import { postJson, type HttpCallOptions } from './http-call.js';
+import { isRecord, tokenCount } from './json.js';
 import type { ChatMessage, ToolCall, Transport, WireRequest } from './types.js';
 
 // Anthropic's Messages API. `ANTHROPIC_BASE_URL` is the host as the official SDK takes it
@@ -86,7 +87,7 @@ interface WireAnswer {
 }
 
 function fromWire(raw: unknown, label: string, structured: boolean) {
-  const a = raw as WireAnswer;
+  const a = (isRecord(raw) ? raw : {}) as WireAnswer;
   if (!Array.isArray(a.content)) {
     throw new ZzError('unavailable', `${label} answered without a content array`);
   }
@@ -103,8 +104,8 @@ function fromWire(raw: unknown, label: string, structured: boolean) {
     const input = b.input;
     const ok = input !== null && typeof input === 'object' && !Array.isArray(input);
     tool_calls.push({
-      id: b.id ?? `toolu_${tool_calls.length}`,
-      name: b.name ?? '',
+      id: typeof b.id === 'string' && b.id ? b.id : `toolu_${tool_calls.length}`,
+      name: typeof b.name === 'string' ? b.name : '',
       arguments: ok ? (input as Record<string, unknown>) : {},
       ...(ok ? {} : { parse_error: 'arguments must be a JSON object' }),
     });
@@ -113,6 +114,9 @@ function fromWire(raw: unknown, label: string, structured: boolean) {
     content,
     tool_calls,
     ...(object !== undefined ? { object } : {}),
-    usage: { input_tokens: a.usage?.input_tokens ?? 0, output_tokens: a.usage?.output_tokens ?? 0 },
+    usage: {
+      input_tokens: tokenCount(a.usage?.input_tokens),
+      output_tokens: tokenCount(a.usage?.output_tokens),
+    },
   };
 }

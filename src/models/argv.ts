@@ -5,8 +5,9 @@ import { ZzError } from '../errors.js';
  * separates, '…' is literal, "…" and backslash escape — and does nothing else: no variables,
  * globs, pipes or redirections. The result is spawned directly (never through a shell), so
  * `exec:./agent.sh | tee log` passes `|`, `tee` and `log` to the script as arguments.
+ * `what` names the command in errors (`zz work --test-cmd` splits its command here too).
  */
-export function splitCommand(command: string): string[] {
+export function splitCommand(command: string, what = 'exec: command'): string[] {
   const out: string[] = [];
   let cur = '';
   let inWord = false;
@@ -20,7 +21,7 @@ export function splitCommand(command: string): string[] {
     }
     if (ch === '\\') {
       const next = command[i + 1];
-      if (next === undefined) throw bad(command, 'ends with a backslash');
+      if (next === undefined) throw bad(what, command, 'ends with a backslash');
       // Inside "…" a backslash escapes only what the shell lets it escape.
       if (quote === '"' && !'"\\$`'.includes(next)) cur += ch;
       cur += next;
@@ -45,13 +46,13 @@ export function splitCommand(command: string): string[] {
       inWord = true;
     }
   }
-  if (quote) throw bad(command, `has an unterminated ${quote} quote`);
+  if (quote) throw bad(what, command, `has an unterminated ${quote} quote`);
   if (inWord) out.push(cur);
-  if (out.length === 0) throw bad(command, 'is empty');
-  if (out.some((a) => a.includes('\0'))) throw bad(command, 'contains a NUL byte');
+  if (out.length === 0) throw bad(what, command, 'is empty');
+  if (out.some((a) => a.includes('\0'))) throw bad(what, command, 'contains a NUL byte');
   return out;
 }
 
-function bad(command: string, why: string): ZzError {
-  return new ZzError('invalid_argument', `exec: command "${command.slice(0, 100)}" ${why}`);
+function bad(what: string, command: string, why: string): ZzError {
+  return new ZzError('invalid_argument', `${what} "${command.slice(0, 100)}" ${why}`);
 }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ZzError } from '../errors.js';
 import { quote } from './http-call.js';
-import { parseArguments } from './json.js';
+import { parseArguments, tokenCount } from './json.js';
 import { splitCommand } from './argv.js';
 import type { ToolCall, Transport, WireRequest } from './types.js';
 
@@ -167,14 +167,13 @@ function fromAnswer(text: string, label: string) {
       ...parseArguments(call.arguments),
     };
   });
-  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
   return {
     content: (ans.content as string | undefined) ?? '',
     tool_calls,
     ...(ans.object !== undefined ? { object: ans.object } : {}),
     usage: {
-      input_tokens: num(ans.usage?.input_tokens),
-      output_tokens: num(ans.usage?.output_tokens),
+      input_tokens: tokenCount(ans.usage?.input_tokens),
+      output_tokens: tokenCount(ans.usage?.output_tokens),
     },
   };
 }

@@ -46,6 +46,7 @@ export async function postJson(
     const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
     let failure: string;
     let wait: number | null = null;
+    let answering = false;
     try {
       const res = await fetch(url, {
         method: 'POST',
@@ -53,6 +54,7 @@ export async function postJson(
         body: payload,
         signal,
       });
+      answering = true;
       const text = await readBounded(res, opts.label);
       if (res.ok) {
         try {
@@ -77,7 +79,9 @@ export async function postJson(
       if (opts.signal?.aborted) throw opts.signal.reason ?? e;
       failure = timeout.aborted
         ? `no answer within ${opts.timeoutMs} ms`
-        : `could not connect: ${causeOf(e)}`;
+        : answering
+          ? `the answer was cut off: ${causeOf(e)}`
+          : `could not connect: ${causeOf(e)}`;
     }
     if (attempt >= opts.maxRetries) {
       throw new ZzError(
@@ -108,11 +112,20 @@ async function readBounded(res: Response, label: string): Promise<string> {
       `${label} sent a response of ${len} bytes; the limit is 32 MiB`,
     );
   }
-  const buf = Buffer.from(await res.arrayBuffer());
-  if (buf.length > MAX_RESPONSE_BYTES) {
-    throw new ZzError('unavailable', `${label} sent more than 32 MiB`);
+  // Chunk by chunk: a chunked body has no length to refuse up front, and one that never ends
+  // would otherwise be held whole (GiBs on loopback) until the call's timeout.
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (res.body) {
+    for await (const chunk of res.body) {
+      size += chunk.length;
+      // Leaving the loop (the throw) cancels the stream, which closes the connection.
+      if (size > MAX_RESPONSE_BYTES)
+        throw new ZzError('unavailable', `${label} sent more than 32 MiB`);
+      chunks.push(chunk);
+    }
   }
-  return buf.toString('utf8');
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The human part of an OpenAI/Anthropic error body, else the body itself. */

@@ -27,6 +27,14 @@ export function strictCompatible(schema: unknown): boolean {
   return Object.values(s).every(strictCompatible);
 }
 
+/** A token count from an endpoint's usage: a finite count, else nothing (0), never its text. */
+export const tokenCount = (v: unknown): number =>
+  typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.round(v) : 0;
+
+/** An endpoint's answer is untrusted JSON: an object, or nothing to read fields from. */
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
+
 /** Tool-call arguments as an object; a parse failure is kept for the loop to report. */
 export function parseArguments(raw: unknown): {
   arguments: Record<string, unknown>;

@@ -1,6 +1,6 @@
 import { ZzError } from '../errors.js';
 import { postJson, type HttpCallOptions } from './http-call.js';
-import { parseArguments, strictCompatible } from './json.js';
+import { isRecord, parseArguments, strictCompatible, tokenCount } from './json.js';
 import type { ChatMessage, ToolCall, Transport, WireRequest } from './types.js';
 
 // OpenAI-compatible chat completions: OpenAI itself, Ollama (`http://localhost:11434/v1`),
@@ -69,33 +69,38 @@ function toWire(m: ChatMessage): Record<string, unknown> {
   return { role: m.role, content: m.content };
 }
 
-interface WireAnswer {
-  choices?: {
-    message?: {
-      content?: string | null;
-      refusal?: string | null;
-      tool_calls?: { id?: string; function?: { name?: string; arguments?: unknown } }[];
-    };
-  }[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number };
-}
-
+// The answer is untrusted JSON: every field is checked before use, so a malformed one is a
+// clear `unavailable` naming the field, never a TypeError reported as a bug in zz.
 function fromWire(raw: unknown, label: string) {
-  const a = raw as WireAnswer;
-  const msg = a.choices?.[0]?.message;
-  if (!msg) throw new ZzError('unavailable', `${label} answered without choices[0].message`);
-  if (msg.refusal) throw new ZzError('unavailable', `${label} refused: ${msg.refusal}`);
-  const tool_calls: ToolCall[] = (msg.tool_calls ?? []).map((c, i) => ({
-    id: c.id || `call_${i}`,
-    name: c.function?.name ?? '',
-    ...parseArguments(c.function?.arguments),
-  }));
+  const bad = (what: string) => new ZzError('unavailable', `${label} answered ${what}`);
+  const choices = isRecord(raw) ? raw.choices : undefined;
+  const msg = Array.isArray(choices) && isRecord(choices[0]) ? choices[0].message : undefined;
+  if (!isRecord(msg)) throw bad('without choices[0].message');
+  if (typeof msg.refusal === 'string' && msg.refusal) {
+    throw new ZzError('unavailable', `${label} refused: ${msg.refusal}`);
+  }
+  if (msg.content != null && typeof msg.content !== 'string') {
+    throw bad('with a message content that is not a string');
+  }
+  if (msg.tool_calls != null && !Array.isArray(msg.tool_calls)) {
+    throw bad('with tool_calls that are not an array');
+  }
+  const tool_calls: ToolCall[] = ((msg.tool_calls ?? []) as unknown[]).map((c, i) => {
+    const call = isRecord(c) ? c : {};
+    const fn = isRecord(call.function) ? call.function : {};
+    return {
+      id: typeof call.id === 'string' && call.id ? call.id : `call_${i}`,
+      name: typeof fn.name === 'string' ? fn.name : '',
+      ...parseArguments(fn.arguments),
+    };
+  });
+  const usage = isRecord(raw) && isRecord(raw.usage) ? raw.usage : {};
   return {
     content: msg.content ?? '',
     tool_calls,
     usage: {
-      input_tokens: a.usage?.prompt_tokens ?? 0,
-      output_tokens: a.usage?.completion_tokens ?? 0,
+      input_tokens: tokenCount(usage.prompt_tokens),
+      output_tokens: tokenCount(usage.completion_tokens),
     },
   };
 }

@@ -137,6 +137,47 @@ export async function workFlow(ctx: FlowContext): Promise<FlowResult> {
   const messages: ChatMessage[] = [
     { role: 'user', content: `${askText(ctx.ask)}\n\n${context}`.trim() },
   ];
+  for (let refused = 0; ; refused++) {
+    const { change, failed, rounds } = await writeAndTest(ctx, base, messages);
+    if (failed) {
+      return answer(ctx, 'deny', {
+        result:
+          `Tests still fail after ${rounds} round${rounds > 1 ? 's' : ''} ` +
+          `(${failed.timed_out ? 'timed out' : `exit ${failed.exit_code}`}):\n${failed.output.slice(-4000)}`,
+      });
+    }
+    if (change.files.length === 0) return answer(ctx, 'complete', { result: change.message });
+    try {
+      return await answer(ctx, 'complete', {
+        result: change.message,
+        changeset: { base, message: change.message, files: change.files },
+      });
+    } catch (e) {
+      // The changeset policy (a path under .git/, through a symlink, a deletion of nothing, a
+      // change of nothing, too large) is the model's to fix, like invalid output: it sees the
+      // refusal once, then the Ask goes back with the reason.
+      if (refused > 0 || !isZzError(e) || !CHANGE_REFUSED.has(e.code)) throw e;
+      messages.push(
+        { role: 'assistant', content: JSON.stringify(change) },
+        {
+          role: 'user',
+          content:
+            `zz refused this change: ${e.message}\n\n` +
+            'Fix the change. Answer again with the complete set of files to change (all of them).',
+        },
+      );
+    }
+  }
+}
+
+const CHANGE_REFUSED = new Set(['invalid_argument', 'unsafe_content', 'payload_too_large']);
+
+/** The model's change, tested and fed back for up to testRounds rounds with a sandbox. */
+async function writeAndTest(
+  ctx: FlowContext,
+  base: string,
+  messages: ChatMessage[],
+): Promise<{ change: ChangeShape; failed: TestRun | null; rounds: number }> {
   const rounds = ctx.sandbox ? Math.max(1, ctx.testRounds) : 1;
   let change: ChangeShape | null = null;
   let lastTest: TestRun | null = null;
@@ -150,6 +191,7 @@ export async function workFlow(ctx: FlowContext): Promise<FlowResult> {
       signal: ctx.signal,
     });
     change = normaliseChange(r.object);
+    lastTest = null;
     if (change.files.length === 0 || !ctx.sandbox) break;
     ctx.step('test', `round ${round}`);
     lastTest = await ctx.sandbox.test(base, change.message, change.files, ctx.signal);
@@ -165,18 +207,7 @@ export async function workFlow(ctx: FlowContext): Promise<FlowResult> {
     );
   }
   if (!change) throw new ZzError('internal', 'the model gave no change');
-  if (lastTest && !lastTest.ok) {
-    return answer(ctx, 'deny', {
-      result:
-        `Tests still fail after ${rounds} round${rounds > 1 ? 's' : ''} ` +
-        `(${lastTest.timed_out ? 'timed out' : `exit ${lastTest.exit_code}`}):\n${lastTest.output.slice(-4000)}`,
-    });
-  }
-  if (change.files.length === 0) return answer(ctx, 'complete', { result: change.message });
-  return answer(ctx, 'complete', {
-    result: change.message,
-    changeset: { base, message: change.message, files: change.files },
-  });
+  return { change, failed: lastTest && !lastTest.ok ? lastTest : null, rounds };
 }
 
 /** Paths once each (the last one wins), without a leading ./ that git would not accept. */

@@ -1,7 +1,7 @@
 import { isZzError } from '../errors.js';
 import { BUILTIN_KINDS } from '../core/kinds.js';
 import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
-import { ALL_TOOLS, type ToolDef } from '../tools/index.js';
+import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
 import type { AskView } from './types.js';
 
@@ -30,6 +30,15 @@ const NEVER = new Set([
 ]);
 const COORDINATOR_ONLY = new Set(['commit_changeset', 'ladder_write_rung']);
 
+/**
+ * The admin toolset's writes (token_revoke, key_add, key_remove, repo_require_signatures) are
+ * for people too, like role_grant: the Ask a model reads is anyone's text (a member's post, a
+ * synced remote), and zz work often acts as an owner, who may revoke every token, register a
+ * signing key for any actor or quarantine every unsigned op. Its reads stay offered.
+ */
+const forPeople = (t: ToolDef): boolean =>
+  NEVER.has(t.name) || (t.toolset === 'admin' && isWrite(t));
+
 export type Scope = 'member' | 'maintainer' | 'coordinator';
 
 /** The scope of an Ask's kind: built-ins by the table, custom kinds by the Lane, else member. */
@@ -47,7 +56,7 @@ export async function scopeOf(ctx: FlowContext): Promise<Scope> {
 /** The tools offered for an Ask of this scope (a pure function of the scope: tested as such). */
 export function toolsFor(scope: Scope, all: readonly ToolDef[] = ALL_TOOLS): ToolSpec[] {
   return all
-    .filter((t) => !t.local && !NEVER.has(t.name))
+    .filter((t) => !t.local && !forPeople(t))
     .filter((t) => !COORDINATOR_ONLY.has(t.name) || scope === 'coordinator')
     .map((t) => {
       const schema = jsonSchemaOf(t.input, 'input');

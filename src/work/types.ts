@@ -64,6 +64,7 @@ export type WorkEvent =
       ms: number;
     }
   | { type: 'released'; ask_id: string; reason: string }
+  | { type: 'backoff'; ms: number; failures: number }
   | { type: 'error'; ask_id: string | null; message: string }
   | { type: 'done'; asks: number; answered: number; released: number; usage: Usage };
 
@@ -82,6 +83,11 @@ export interface WorkOptions {
   testRounds?: number;
   /** Lease asked for on claim and on each renewal; default 300 s, renewed every third. */
   leaseSeconds?: number;
+  /**
+   * Pause after an Ask is given back, doubled for each one given back in a row (up to 5 min)
+   * and reset by an answer; default 2 s. Not used with `once`.
+   */
+  failureBackoffMs?: number;
   /** How long one events long-poll waits before trying to claim again; default 30 s. */
   idleWaitMs?: number;
   signal?: AbortSignal;

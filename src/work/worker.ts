@@ -55,6 +55,7 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
   if (!opts.once) await watcher.init();
   let idle = false;
   let outage = 0;
+  let failedInARow = 0;
   while (!opts.signal?.aborted) {
     let ask: AskView | null;
     try {
@@ -87,12 +88,22 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
     idle = false;
     summary.asks++;
     const failure = await workOne(ask, opts, claims, emit);
-    if (!failure) summary.answered++;
-    else {
+    if (!failure) {
+      summary.answered++;
+      failedInARow = 0;
+    } else {
       summary.released++;
       summary.failure = { ask_id: ask.ask_id, ...failure };
     }
     if (opts.once) break;
+    if (failure && !opts.signal?.aborted) {
+      // The Ask given back is the next one claimable (same priority, oldest): without a pause
+      // a model that always fails, or an Ask it cannot do, is claimed and released back to
+      // back, a model call and two Lane commits each, for as long as the worker runs.
+      const ms = Math.min(MAX_BACKOFF_MS, (opts.failureBackoffMs ?? 2000) * 2 ** failedInARow++);
+      emit({ type: 'backoff', ms, failures: failedInARow });
+      await pause(ms, opts.signal);
+    }
   }
   summary.interrupted = !!opts.signal?.aborted;
   emit({
@@ -104,6 +115,8 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
   });
   return summary;
 }
+
+const MAX_BACKOFF_MS = 5 * 60_000;
 
 function pause(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

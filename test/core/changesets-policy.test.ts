@@ -56,6 +56,19 @@ describe('changeset path policy at ask_answer', () => {
     expect(env.changesetRefs().split('\n')).toHaveLength(1);
   });
 
+  it('refuses a deletion of a directory or of nothing, and a changeset that changes nothing', async () => {
+    // `content: null` deletes a file. On a directory the tree builder dropped the whole
+    // subtree (a model's one entry deleted every test); on a missing path, or with the base's
+    // own content, the "changeset" was empty and went through review and landing as done.
+    const env = await setup();
+    await rejects(env.answer('docs', null), 'invalid_argument', /"docs".*it is a directory/);
+    await rejects(env.answer('nope/never.md', null), 'invalid_argument', /does not exist/);
+    await rejects(env.answer('docs/a.md', 'a\n'), 'invalid_argument', /changes nothing/);
+    expect(env.changesetRefs()).toBe('');
+    await env.answer('docs/a.md', null);
+    expect(env.changesetRefs().split('\n')).toHaveLength(1);
+  });
+
   it('refuses long components, deep paths, control characters and bidi overrides', async () => {
     const env = await setup();
     const refused = [

@@ -168,3 +168,66 @@ describe('signals end a command that is not long-running', () => {
     }
   });
 });
+
+describe('a closed output pipe', () => {
+  it('ends zz work as a stop does: the Ask it holds is released, no stack is printed', async () => {
+    // `zz work | head -1`, or a `--json` consumer that dies: the next line was an EPIPE
+    // thrown as an unhandled 'error' event (exit 1 with a Node stack), and the Ask held at
+    // that moment stayed claimed until its lease ran out.
+    const { dir, cleanup } = makeRepo();
+    const tmp = tempDir('zz-epipe-');
+    const script = join(tmp, 'slow.mjs');
+    writeFileSync(
+      script,
+      `setTimeout(() => process.stdout.write(JSON.stringify({ object: { message: 'm', files: [] } })), 60_000);\n`,
+    );
+    try {
+      const env = privateEnv();
+      expect((await zz(dir, env, ['init'])).code).toBe(0);
+      expect((await zz(dir, env, ['lane', 'propose', '--lane-id', 'p', '--title', 'P'])).code).toBe(
+        0,
+      );
+      const posted = await zz(dir, env, [
+        'ask',
+        'post',
+        '--lane-id',
+        'p',
+        '--kind',
+        'work',
+        '--title',
+        'Hold me',
+        '--json',
+      ]);
+      const askId = (posted.json() as { ask: { ask_id: string } }).ask.ask_id;
+      const child = spawnZz(dir, env, [
+        'work',
+        '--lane',
+        'p',
+        '--model',
+        `exec:${process.execPath} ${script}`,
+      ]);
+      child.stdin.end();
+      let err = '';
+      child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+      const exited = exitOf(child);
+      let out = '';
+      await new Promise<void>((resolve) => {
+        child.stdout.on('data', (c: Buffer) => {
+          out += c.toString('utf8');
+          if (out.includes('claimed')) resolve();
+        });
+      });
+      child.stdout.destroy(); // the reader goes away while the Ask is held
+      const { code } = await exited;
+      expect(err).not.toMatch(/EPIPE|Unhandled|\n\s+at /);
+      expect(code).not.toBe(1);
+      const got = await zz(dir, env, ['ask', 'get', '--ask-id', askId, '--json']);
+      expect((got.json() as { ask: { state: string; holder: string | null } }).ask).toMatchObject({
+        state: 'open',
+        holder: null,
+      });
+    } finally {
+      cleanup();
+    }
+  }, 60_000);
+});

@@ -179,6 +179,49 @@ describe('GitHub reads', () => {
     expect(waits.map((w) => [w.kind, w.seconds])).toEqual([['secondary', 7]]);
   });
 
+  it('reads items of the wrong shape as far as they go, and leaves out those it cannot file', async () => {
+    // GITHUB_API_URL may name any server: its answers were cast, not checked, so `labels:
+    // null` stopped `zz ladder build --github` with a TypeError and a stack (exit 1).
+    const issue = (number: unknown, extra: Record<string, unknown> = {}) => ({
+      number,
+      title: `Issue ${String(number)}`,
+      state: 'open',
+      user: { login: 'alice' },
+      labels: [{ name: 'bug' }],
+      comments: 1,
+      created_at: '2024-01-01T00:00:00Z',
+      updated_at: '2024-01-02T00:00:00Z',
+      closed_at: null,
+      body: 'b',
+      html_url: 'u',
+      ...extra,
+    });
+    gh.next({
+      path: /\/issues$/,
+      status: 200,
+      body: [
+        issue(1, { labels: null, title: null, user: { login: 5 }, comments: 'x' }),
+        issue(-5),
+        issue(1.5),
+        issue('7/../x'),
+        null,
+        issue(2),
+      ],
+    });
+    const issues = await fetchIssues(client(), R, { per_page: 7 });
+    expect(issues.items.map((i) => i.number)).toEqual([1, 2]);
+    expect(issues.items[0]).toMatchObject({ labels: [], title: '', author: null, comments: 0 });
+    gh.next({
+      path: /\/contributors$/,
+      status: 200,
+      body: [{ login: null }, { login: 'bob', contributions: 'many' }, 'x'],
+    });
+    const people = await fetchContributors(client(), R, { per_page: 7 });
+    expect(people.items).toEqual([{ login: 'bob', contributions: 0, type: '', url: null }]);
+    gh.next({ path: /\/releases$/, status: 200, body: { not: 'a list' } });
+    expect((await fetchReleases(client(), R, { per_page: 7 })).items).toEqual([]);
+  });
+
   it('retries a 5xx and succeeds', async () => {
     gh.next({ path: /\/comments$/, status: 502, body: { message: 'Server Error' } });
     const before = gh.seen.length;

@@ -15,6 +15,8 @@ export interface FakeResponse {
   hang?: boolean;
   /** Answer only after this long (a slow model, for lease renewal). */
   delayMs?: number;
+  /** Write the response by hand (a body that never ends, one cut off mid-way). */
+  raw?: (res: ServerResponse) => void;
 }
 
 export interface RecordedRequest {
@@ -64,6 +66,12 @@ export async function fakeModelServer(
             : r;
       if (resp.hang) {
         hanging.add(res);
+        return;
+      }
+      if (resp.raw) {
+        hanging.add(res);
+        res.on('error', () => {});
+        resp.raw(res);
         return;
       }
       const send = () => {

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createModel, retryAfterMs, type ToolSpec } from '../../src/models/index.js';
-import { fakeModelServer, loadTranscript, type FakeModelServer } from './fake-model-server.js';
+import {
+  fakeModelServer,
+  loadTranscript,
+  type FakeModelServer,
+  type FakeResponse,
+} from './fake-model-server.js';
 
 // The OpenAI-compatible and Anthropic adapters against fake endpoints on 127.0.0.1 replaying
 // recorded transcripts (fixtures/models/): wire shapes both ways, usage, structured output with
@@ -15,6 +20,13 @@ const readTool: ToolSpec = {
 };
 
 let server: FakeModelServer | null = null;
+/** A 200 whose body is exactly `text` (the fake server would send `{}` for a null body). */
+const literal = (text: string): FakeResponse => ({
+  raw: (res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(text);
+  },
+});
 afterEach(async () => {
   await server?.close();
   server = null;
@@ -176,6 +188,73 @@ describe('openai: adapter', () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  it('stops reading an answer at 32 MiB, not when the endpoint stops sending', async () => {
+    // A chunked body has no content-length to refuse up front; it was read whole before its
+    // size was checked, so an endpoint that never stops sending grew zz by GiBs until the
+    // call's timeout (1.3 GiB after 15 s on loopback), then the retries began again.
+    server = await fakeModelServer([
+      {
+        raw: (res) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          const chunk = Buffer.alloc(1 << 20, 32);
+          const more = () => {
+            while (!res.destroyed && res.write(chunk));
+            if (!res.destroyed) res.once('drain', more);
+          };
+          more();
+        },
+      },
+    ]);
+    const started = Date.now();
+    const err = await openai(server, { timeoutMs: 60_000, maxRetries: 0 })
+      .chat({ system: 's', messages: [{ role: 'user', content: 'q' }] })
+      .catch((e: Error) => e);
+    expect(String((err as Error).message)).toMatch(/sent more than 32 MiB/);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  }, 60_000);
+
+  it('says an answer was cut off, not that it could not connect', async () => {
+    server = await fakeModelServer([
+      {
+        raw: (res) => {
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+          res.write('{"choices":[{"message":{"content":"');
+          setTimeout(() => res.destroy(), 50);
+        },
+      },
+    ]);
+    await expect(
+      openai(server, { maxRetries: 0 }).chat({
+        system: 's',
+        messages: [{ role: 'user', content: 'q' }],
+      }),
+    ).rejects.toThrow(/failed after 1 attempt: the answer was cut off/);
+  });
+
+  it('refuses an answer of the wrong shape clearly, and counts only numeric usage', async () => {
+    // The wire answer was cast, not checked: `null` made a TypeError ("internal error", exit 1,
+    // "a bug in zz"), and string token counts were concatenated into the usage line.
+    server = await fakeModelServer([
+      literal('null'),
+      { body: { choices: [{ message: { content: 5 } }] } },
+      { body: { choices: [{ message: { content: '', tool_calls: 'x' } }] } },
+      {
+        body: {
+          choices: [{ message: { content: 'ok' } }],
+          usage: { prompt_tokens: 'lots', completion_tokens: -5 },
+        },
+      },
+    ]);
+    const m = openai(server, { maxRetries: 0 });
+    const ask = () => m.chat({ system: 's', messages: [{ role: 'user', content: 'q' }] });
+    for (const why of [/answered without choices/, /content.*not a string/, /tool_calls.*array/]) {
+      const err = (await ask().catch((e: unknown) => e)) as { code?: string; message?: string };
+      expect(err.code, err.message).toBe('unavailable');
+      expect(err.message).toMatch(why);
+    }
+    expect((await ask()).usage).toMatchObject({ input_tokens: 0, output_tokens: 0 });
+  });
+
   it('keeps the API key out of error messages', async () => {
     server = await fakeModelServer([{ status: 401, body: { error: { message: 'bad key' } } }]);
     const err = await openai(server)
@@ -243,6 +322,15 @@ describe('anthropic: adapter', () => {
         ],
       },
     ]);
+  });
+
+  it('refuses a null answer clearly, not with a TypeError', async () => {
+    server = await fakeModelServer([literal('null')]);
+    const err = (await anthropic(server)
+      .chat({ system: 's', messages: [{ role: 'user', content: 'q' }] })
+      .catch((e: unknown) => e)) as { code?: string; message?: string };
+    expect(err.code, err.message).toBe('unavailable');
+    expect(err.message).toMatch(/without a content array/);
   });
 
   it('gets structured output through a forced answer tool', async () => {

@@ -315,6 +315,44 @@ describe('dashboard in Chromium', () => {
     expect(await page.locator('.hunk .add').first().textContent()).toContain('+');
   });
 
+  it('shows bidirectional controls in a diff and a body as marks, not as reordered text', async () => {
+    // Trojan Source: U+202E in a changeset's line made the reviewer's diff show code in an
+    // order other than the one that runs (`/* admin only */ if (isAdmin)` and the like).
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const rlo = '\u202e';
+    const line = `const access = "user${rlo} // admin only${'\u2066'}";`;
+    const ask = (
+      (await w.call(seeded.owner, 'ask_post', {
+        lane_id: 'web',
+        kind: 'work',
+        title: 'bidi',
+        body: `See ${rlo}gnp.exe`,
+      })) as { ask: { ask_id: string } }
+    ).ask.ask_id;
+    await w.call(seeded.agent, 'ask_claim', { lane_id: 'web', ask_id: ask });
+    await w.call(seeded.agent, 'ask_answer', {
+      lane_id: 'web',
+      ask_id: ask,
+      outcome: 'complete',
+      changeset: {
+        base: sh(w.dir, 'rev-parse', 'HEAD'),
+        message: 'access',
+        files: [{ path: 'src/access.js', content: `${line}\n` }],
+      },
+    });
+    const page = await signedIn(w, seeded.owner, `#/ask/web/${ask}`);
+    await page.locator('.hunk .add').first().waitFor();
+    const added = (await page.locator('.hunk .add').first().textContent())!;
+    expect(added).not.toContain(rlo);
+    expect(added).toContain('U+202E');
+    expect(added).toContain('U+2066');
+    expect(await page.locator('.diff-file .bidi-warning').count()).toBe(1);
+    const body = (await page.locator('pre.body').textContent())!;
+    expect(body).not.toContain(rlo);
+    expect(body).toContain('U+202E');
+  });
+
   it('shows the Ladder tree with stale markers, a rung with its anchor, and search', async () => {
     const w = await daemon();
     const repo = w.daemon.repos.get(w.key)!;

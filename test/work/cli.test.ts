@@ -406,6 +406,19 @@ process.stdout.write(review
     expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('open');
   }, 55_000);
 
+  it('names --test-cmd, not an exec: model, when the test command cannot be split', async () => {
+    const { env, lane } = await setup();
+    for (const [cmd, why] of [
+      ['', 'is empty'],
+      ["npm 'test", 'has an unterminated'],
+    ]) {
+      const r = await zz(s!.dir, env, ['work', '--lane', lane, '--once', '--test-cmd', cmd!]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`zz: --test-cmd "${cmd}" ${why}`);
+      expect(r.stderr).not.toContain('exec:');
+    }
+  });
+
   it('--test-cmd tests each change in a sandbox and feeds the failure back to the model', async () => {
     const { env, lane } = await setup();
     writeFileSync(

@@ -71,6 +71,17 @@ describe('the open tool loop', () => {
     expect(Object.keys(answerTool.input_schema.properties as object)).not.toContain('changeset');
   });
 
+  it('never offers the admin writes (tokens, signing keys, required signatures)', () => {
+    // The Ask's body is anyone's text, and zz work often runs as an owner: a model steered by
+    // it must not revoke tokens, register a signing key for any actor or quarantine a sync.
+    const admin = ['token_revoke', 'key_add', 'key_remove', 'repo_require_signatures'];
+    for (const scope of ['member', 'maintainer', 'coordinator'] as const) {
+      const names = toolsFor(scope).map((t) => t.name);
+      for (const tool of admin) expect(names).not.toContain(tool);
+      expect(names).toEqual(expect.arrayContaining(['repo_state', 'lane_close']));
+    }
+  });
+
   it('gives the model the tools its Ask allows and refuses the others', async () => {
     s = await served();
     const lane = await demoLane(s, { ask_kinds: { triage: 'member' } });

@@ -163,6 +163,87 @@ describe('zz work when an Ask goes wrong', () => {
     });
   });
 
+  it('shows the model a change zz refused, once, and answers with the one it fixes', async () => {
+    // A path the changeset policy refuses (.git/, "a//b", a deletion of nothing) was a
+    // release with the reason, the model never told: the same Ask failed the same way forever.
+    const { lane, askId } = await laneWithWork();
+    const model = await openai([
+      text(
+        JSON.stringify({ message: 'Add notes', files: [{ path: '.git/config', content: 'x' }] }),
+      ),
+      goodChange,
+    ]);
+    const summary = await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      once: true,
+    });
+    expect(summary).toMatchObject({ answered: 1, released: 0 });
+    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    expect(ask.answer).toMatchObject({ outcome: 'complete' });
+    expect(ask.answer!.changeset_id).toMatch(/^cs-/);
+    const retry = JSON.stringify(server!.requests[1]!.body.messages);
+    expect(retry).toMatch(/zz refused this change.*\.git/);
+    // A second refusal is not argued with: the Ask goes back with the reason.
+    const again = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Again' });
+    await server!.close();
+    const bad = text(JSON.stringify({ message: 'm', files: [{ path: 'a//b', content: 'x' }] }));
+    const m2 = await openai([bad, bad]);
+    const r2 = await runWorker({
+      call: s!.agent,
+      model: m2,
+      laneId: lane,
+      actor: AGENT,
+      kinds: ['work'],
+      once: true,
+    });
+    expect(r2.failure).toMatchObject({
+      ask_id: (again.ask as { ask_id: string }).ask_id,
+      code: 'invalid_argument',
+    });
+    expect(server!.requests).toHaveLength(2);
+  });
+
+  it('backs off after each Ask it gave back, rather than taking the same one at full speed', async () => {
+    // A model that always fails (or an Ask it cannot do) made a long-running worker claim and
+    // release the same Ask back to back — 20 claims and 40 Lane commits in 15 s, a model call
+    // each — until someone stopped it.
+    const { lane, askId } = await laneWithWork();
+    const model = await openai(() => text('{not json'));
+    const stop = new AbortController();
+    const at: { type: string; t: number }[] = [];
+    const summary = await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      failureBackoffMs: 400,
+      onEvent: (e) => {
+        at.push({ type: e.type, t: performance.now() });
+        if (e.type === 'claimed' && at.filter((x) => x.type === 'claimed').length === 3) {
+          stop.abort();
+        }
+      },
+    });
+    expect(summary.asks).toBe(3);
+    const gaps: number[] = [];
+    for (let i = 0; i < at.length; i++) {
+      if (at[i]!.type !== 'released') continue;
+      const next = at.slice(i).find((x) => x.type === 'claimed');
+      if (next) gaps.push(next.t - at[i]!.t);
+    }
+    // 400 ms after the first, 800 ms after the second (doubling, reset by an answered Ask).
+    expect(gaps).toHaveLength(2);
+    expect(gaps[0]).toBeGreaterThanOrEqual(380);
+    expect(gaps[1]).toBeGreaterThanOrEqual(780);
+    expect(at.filter((x) => x.type === 'backoff')).toHaveLength(2);
+    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    expect(ask).toMatchObject({ state: 'open', holder: null });
+  });
+
   it('--once with nothing claimable says so and returns', async () => {
     s = await served();
     const lane = await demoLane(s);

@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './api.js';
 import { askIdsOf, onCommit } from './live.js';
-import { ago, countdown, ErrorBox, html, useNow } from './ui.js';
+import { ago, countdown, ErrorBox, hasBidi, html, Plain, useNow } from './ui.js';
 
 /** Asks it blocks and history entries per request: a page, not the Lane. */
 export const DETAIL_PAGE = 100;
@@ -94,6 +94,13 @@ function Diff({ changesetId }) {
         html`<details open class="diff-file">
           <summary><code>${f.path}</code> <span class="muted">${f.status}</span></summary>
           ${f.binary && html`<p class="muted">binary file</p>`}
+          ${
+            f.hunks.some((hk) => hk.lines.some(hasBidi)) &&
+            html`<p class="bidi-warning" role="note">
+              This file has bidirectional control characters (marked ⟨U+…⟩): the code may run in an
+              order other than it reads.
+            </p>`
+          }
           ${f.hunks.map(
             (hk) =>
               html`<pre
@@ -102,7 +109,7 @@ function Diff({ changesetId }) {
 ${hk.lines.map(
                 (l) =>
                   html`<span class=${l[0] === '+' ? 'add' : l[0] === '-' ? 'del' : 'ctx'}
-                    >${l}
+                    ><${Plain} text=${l} />
                   </span>`,
               )}</pre>`,
           )}
@@ -182,7 +189,7 @@ export function AskView({ laneId, askId, me }) {
       html`<p><button type="button" onClick=${release}>Release my claim</button></p>`
     }
     <${ErrorBox} error=${actionError} />
-    ${ask.body && html`<pre class="body">${ask.body}</pre>`}
+    ${ask.body && html`<pre class="body"><${Plain} text=${ask.body} /></pre>`}
     ${
       Object.keys(ask.payload ?? {}).length > 0 &&
       html`<details open>

@@ -33,6 +33,24 @@ export function ago(iso, now = Date.now()) {
   return `${Math.floor(s / 86400)}d ago`;
 }
 
+// Bidirectional controls (embeddings, overrides, isolates) reorder the text after them on
+// screen: in a diff a reviewer would read code in an order other than the one that runs
+// ("Trojan Source"), in a body a name other than the file's. They are shown as marks instead.
+const BIDI = /[\u202a-\u202e\u2066-\u2069]/;
+const BIDI_SPLIT = /([\u202a-\u202e\u2066-\u2069])/;
+
+export const hasBidi = (text) => BIDI.test(text);
+
+/** Text with each bidirectional control replaced by a visible mark (e.g. ⟨U+202E⟩). */
+export function Plain({ text }) {
+  if (!BIDI.test(text)) return text;
+  return text.split(BIDI_SPLIT).map((part, i) => {
+    if (i % 2 === 0) return part;
+    const code = `U+${part.codePointAt(0).toString(16).toUpperCase()}`;
+    return html`<mark class="bidi" title="bidirectional control ${code}">⟨${code}⟩</mark>`;
+  });
+}
+
 export function ErrorBox({ error }) {
   if (!error) return null;
   return html`<p class="error" role="alert">${error.message ?? String(error)}</p>`;

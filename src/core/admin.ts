@@ -170,6 +170,12 @@ export type RepoStateResult = {
    * marked `unsigned` in lane_get history and lane_events).
    */
   signatures_required: boolean;
+  /**
+   * The root commits of the project's history that refs/zz/config records (`zz init`): sync
+   * refuses a remote whose config names only others. Empty: not recorded (an older config, or
+   * init in a shallow clone), and sync cannot tell projects apart.
+   */
+  project_roots: readonly string[];
   roles: { owner: boolean; coordinator_of: string[]; maintainer_of: string[] };
   lanes: Array<{
     lane_id: string;
@@ -208,6 +214,7 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
     visibility: config?.visibility ?? null,
     default_branch: await repo.defaultBranch(),
     signatures_required: snap.state.signed,
+    project_roots: snap.state.roots,
     roles: {
       owner: !!(config && actor && isOwner(config, actor)),
       coordinator_of:

@@ -77,6 +77,7 @@ describe('zz sync and another project', () => {
     expect((await zz(a.dir, envA, 'sync', '--json')).code).toBe(6);
     // repo_state says which remote and why.
     const state = JSON.parse((await zz(a.dir, envA, 'repo', 'state', '--json')).stdout);
+    expect(state.project_roots).toEqual([rootOf(a.dir)]);
     expect(state.sync_refused).toEqual([
       expect.objectContaining({
         remote: 'origin',

@@ -70,6 +70,9 @@ export function startAutoSync(
         const message = (e as Error).message;
         if (lastError.get(repo) !== message) log(`zz sync ${repo.key}: ${message}`);
         lastError.set(repo, message);
+        // The tracking refs this round's own fetch moved are no outside move to sync after:
+        // without this the watcher would start the same refused round again at once.
+        lastTracking.set(repo, await fingerprint(repo).catch(() => ''));
         opts.onError?.(repo, e as Error);
         return;
       }

@@ -150,6 +150,7 @@ export function hookCommand(y: Argv, io: CliIO): Argv {
           const r = await fastForwardFromRemotes(repo);
           const moved = r.adopted.length + r.fast_forwarded.length;
           if (moved) io.stderr(`zz: brought ${moved} zz ref(s) up to date\n`);
+          for (const x of r.refused) io.stderr(`zz: ${neutralize(x.message)}\n`);
           if (r.diverged.length)
             io.stderr(
               `zz: ${r.diverged.length} zz ref(s) diverged from the remote and need a merge: ${r.diverged.join(', ')}\n`,

@@ -59,7 +59,12 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
           type: 'string',
           describe: 'Remote to sync with (default: git config zz.remote, else origin)',
         })
-        .option('json', { type: 'boolean', describe: 'Print the report as JSON' }),
+        .option('json', { type: 'boolean', describe: 'Print the report as JSON' })
+        .option('allow-unrelated', {
+          type: 'boolean',
+          describe:
+            "Merge even when the remote's zz state names another project's root commits (as git merge --allow-unrelated-histories)",
+        }),
     async (a) => {
       const { ZzRepo } = await import('../core/index.js');
       const { syncRepo } = await import('../core/sync/index.js');
@@ -72,7 +77,11 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
             () => null,
           );
         const ownersBefore = await owners();
-        const report = await syncRepo(repo, a.remote === undefined ? undefined : String(a.remote));
+        const report = await syncRepo(
+          repo,
+          a.remote === undefined ? undefined : String(a.remote),
+          a['allow-unrelated'] === true ? { allowUnrelated: true } : {},
+        );
         if (a.json) io.stdout(JSON.stringify(report, null, 2) + '\n');
         if (report.offline !== null) {
           throw new ZzError(

@@ -1,6 +1,7 @@
 import { ZzError } from '../errors.js';
 import { isCoordinator, isMaintainer, isOwner, type Caller } from './access.js';
 import { laneList, type CorruptEntity, type WriteMeta, type WriteOpts } from './lanes.js';
+import { unrelatedRemotes } from './sync/run.js';
 import { writeOp } from './write-op.js';
 import type { ZzRepo } from './zz-repo.js';
 import type { ConfigDoc } from '../schema/config.js';
@@ -17,6 +18,8 @@ export type InitArgs = {
   owner_keys?: string[];
   /** Every op must be signed by a key of its actor (`zz init --signed`). */
   signed?: boolean;
+  /** The checkout's root commits (git historyRoots), when known: the project's identity. */
+  project_roots?: string[];
 };
 
 /**
@@ -26,8 +29,16 @@ export type InitArgs = {
 export async function initRepo(
   repo: ZzRepo,
   args: InitArgs,
-): Promise<{ config: ConfigDoc; created: boolean; lane_created: boolean }> {
+): Promise<{
+  config: ConfigDoc;
+  created: boolean;
+  lane_created: boolean;
+  /** What became of `project_roots` on a config that existed already. */
+  roots: 'added' | 'recorded' | 'not_owner' | null;
+}> {
   let created = false;
+  let roots: 'added' | 'recorded' | 'not_owner' | null = null;
+  const projectRoots = args.project_roots?.length ? args.project_roots : null;
   const snap = await repo.config.read();
   if (!snap.state.config) {
     await repo.config.mutate({
@@ -43,12 +54,15 @@ export async function initRepo(
             default_branch: args.default_branch,
             ...(args.owner_keys?.length ? { owner_keys: args.owner_keys } : {}),
             ...(args.signed ? { signed: true } : {}),
+            ...(projectRoots ? { project_roots: projectRoots } : {}),
           },
         };
       },
       result: () => null,
     });
     created = true;
+  } else if (projectRoots) {
+    roots = await addRoots(repo, args.owner, projectRoots);
   }
   const config = await repo.requireConfig();
   let laneCreated = false;
@@ -78,7 +92,38 @@ export async function initRepo(
     laneCreated = true;
   }
   const { revision: _r, ...doc } = config;
-  return { config: doc, created, lane_created: laneCreated };
+  return { config: doc, created, lane_created: laneCreated, roots };
+}
+
+/**
+ * A config made before zz recorded roots (or in a shallow clone) gets them from a later
+ * `zz init` of an owner: an owner-level op like the others, so sync takes it only signed by
+ * an owner's key, and no one else can give a repository an identity its syncs then enforce.
+ */
+async function addRoots(
+  repo: ZzRepo,
+  owner: string,
+  projectRoots: string[],
+): Promise<'added' | 'recorded' | 'not_owner'> {
+  const s = (await repo.config.read()).state;
+  if (s.roots.length > 0) return 'recorded';
+  if (!s.config?.owners.includes(owner)) return 'not_owner';
+  let added = false;
+  await repo.config.mutate({
+    actor: owner,
+    decide: (st) => {
+      // decide may run again after a lost race: only its last answer counts.
+      added = st.roots.length === 0 && !!st.config?.owners.includes(owner);
+      if (!added) return [];
+      return {
+        op: 'repo_add_roots',
+        summary: `repo_add_roots ${projectRoots.map((r) => r.slice(0, 12)).join(' ')}`,
+        args: { roots: projectRoots },
+      };
+    },
+    result: () => null,
+  });
+  return added ? 'added' : 'recorded';
 }
 
 export type RoleGrantArgs = WriteOpts & {
@@ -125,6 +170,12 @@ export type RepoStateResult = {
    * marked `unsigned` in lane_get history and lane_events).
    */
   signatures_required: boolean;
+  /**
+   * The root commits of the project's history that refs/zz/config records (`zz init`): sync
+   * refuses a remote whose config names only others. Empty: not recorded (an older config, or
+   * init in a shallow clone), and sync cannot tell projects apart.
+   */
+  project_roots: readonly string[];
   roles: { owner: boolean; coordinator_of: string[]; maintainer_of: string[] };
   lanes: Array<{
     lane_id: string;
@@ -134,6 +185,16 @@ export type RepoStateResult = {
   corrupt: CorruptEntity[];
   /** Values fetched from a remote that failed validation and were kept aside (zz sync). */
   quarantined: Array<{ remote: string; ref: string; commit: string }>;
+  /**
+   * Remotes whose zz state belongs to another project (their config names other root
+   * commits): sync refuses them until `zz sync <remote> --allow-unrelated`.
+   */
+  sync_refused: Array<{
+    remote: string;
+    local_roots: readonly string[];
+    remote_roots: readonly string[];
+    message: string;
+  }>;
 };
 
 /** Whether anonymous callers may read (visibility public); an uninitialised repo is private. */
@@ -153,6 +214,7 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
     visibility: config?.visibility ?? null,
     default_branch: await repo.defaultBranch(),
     signatures_required: snap.state.signed,
+    project_roots: snap.state.roots,
     roles: {
       owner: !!(config && actor && isOwner(config, actor)),
       coordinator_of:
@@ -167,5 +229,6 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
       const [remote = '', ...rest] = ref.slice('refs/zz-quarantine/'.length).split('/');
       return { remote, ref: `refs/zz/${rest.join('/')}`, commit };
     }),
+    sync_refused: config ? await unrelatedRemotes(repo) : [],
   };
 }

@@ -15,6 +15,12 @@ export interface ConfigState {
   keys: ReadonlyMap<string, readonly string[]>;
   /** Whether every op must be signed by a key of its actor (`zz init --signed`, or later). */
   signed: boolean;
+  /**
+   * The root commits of the project this zz state belongs to, sorted (empty: not recorded —
+   * a config made before zz recorded them, or in a shallow clone). Sync refuses a remote whose
+   * config names only other roots (sync/project-identity.ts).
+   */
+  roots: readonly string[];
 }
 
 /** Ops that only an owner's key may make count (sync verifies their signatures on import). */
@@ -25,6 +31,7 @@ export const OWNER_LEVEL_OPS: ReadonlySet<string> = new Set([
   'key_add',
   'key_remove',
   'repo_require_signatures',
+  'repo_add_roots',
 ]);
 
 export const CONFIG_FILE = 'config.json';
@@ -42,6 +49,7 @@ export function configOpAllowed(s: ConfigState, op: ConfigOp): boolean {
     case 'role_grant':
     case 'repo_set_visibility':
     case 'repo_require_signatures':
+    case 'repo_add_roots':
       return s.config !== null && s.config.owners.includes(op.actor);
     case 'key_add':
     case 'key_remove':
@@ -54,7 +62,19 @@ export function configOpAllowed(s: ConfigState, op: ConfigOp): boolean {
 }
 
 export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
-  if (!configOpAllowed(s, op)) return [];
+  if (!configOpAllowed(s, op)) {
+    // A second repo_init changes nothing, except that its roots join roots already recorded.
+    // Two configs meet this way when two clones each ran `zz init` (the same roots: no change)
+    // and when `zz sync --allow-unrelated` merged two projects' state: the merged config then
+    // names both projects' roots, so neither side's later syncs are refused again. Only ever
+    // widening, and only a config that records roots: an unsigned second init (it needs no
+    // owner's key, authenticity.ts) could otherwise give a config without roots an identity
+    // that makes every clone's sync refuse.
+    if (op.op === 'repo_init' && s.roots.length > 0 && op.args.project_roots) {
+      s.roots = unionRoots(s.roots, op.args.project_roots);
+    }
+    return [];
+  }
   switch (op.op) {
     case 'repo_init':
       s.config = {
@@ -68,7 +88,11 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
       };
       s.keys = new Map([[op.actor, op.args.owner_keys ?? []]]);
       s.signed = op.args.signed === true;
+      s.roots = unionRoots([], op.args.project_roots ?? []);
       return [CONFIG_FILE];
+    case 'repo_add_roots':
+      s.roots = unionRoots(s.roots, op.args.roots);
+      return [];
     case 'key_add': {
       const who = op.args.actor;
       const list = s.keys.get(who) ?? [];
@@ -104,10 +128,15 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
   }
 }
 
+/** Sorted, without repeats; a new array (states share theirs, so none is mutated). */
+function unionRoots(a: readonly string[], b: readonly string[]): readonly string[] {
+  return [...new Set([...a, ...b])].sort();
+}
+
 export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
-  empty: () => ({ config: null, keys: new Map(), signed: false }),
-  // keys is replaced, never mutated, so sharing it is safe.
-  clone: (s) => ({ config: s.config, keys: s.keys, signed: s.signed }),
+  empty: () => ({ config: null, keys: new Map(), signed: false, roots: [] }),
+  // keys and roots are replaced, never mutated, so sharing them is safe.
+  clone: (s) => ({ config: s.config, keys: s.keys, signed: s.signed, roots: s.roots }),
   parse: parseConfigOp,
   apply: applyConfigOp,
   file: (s, path) =>

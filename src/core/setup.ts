@@ -5,6 +5,7 @@ import {
   ensureZzRefspec,
   fetchZz,
   gitPath,
+  historyRoots,
   isAncestor,
   listRemotes,
   remoteTrackingPrefix,
@@ -12,7 +13,11 @@ import {
 import { normalizeKeyLine, type SshSigningKey } from '../git/index.js';
 import { repoLocalDir, writeFileAtomic } from '../local/index.js';
 import { initRepo } from './admin.js';
+import { MAX_PROJECT_ROOTS } from '../schema/config-ops.js';
 import { requireSignatures, signAs } from './sync/authenticity.js';
+import { GitSyncLocal } from './sync/git-ports.js';
+import { unrelatedMessage, unrelatedRemote } from './sync/project-identity.js';
+import { GitStore } from '../store/index.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // `zz init` and the fast-forward half of sync: bring remote zz state in, adopt it where we
@@ -42,6 +47,13 @@ export interface InitReport {
   created_repo_lane: boolean;
   /** `--signed` on a repository that did not require signatures: turned on (owners only). */
   signatures_turned_on: boolean;
+  /**
+   * The root commits of the checkout recorded as the project's identity (by a new config, or
+   * added to one that had none), or null when none was recorded by this run.
+   */
+  project_roots_recorded: string[] | null;
+  /** Remotes whose zz state belongs to another project: nothing of theirs was adopted. */
+  refused_remotes: string[];
   /** Whether refs/zz/config lists the signing key of the person running init; null: no key. */
   signing_key_registered: boolean | null;
   /** What the person should do next that init could not do for them. */
@@ -82,6 +94,8 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     hook_command_updated: false,
     created_repo_lane: false,
     signatures_turned_on: false,
+    project_roots_recorded: null,
+    refused_remotes: [],
     signing_key_registered: null,
     notes: [],
     nothing_changed: false,
@@ -95,18 +109,40 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
       report.fetch_failed.push({ remote, error: (e as Error).message });
     }
   }
-  report.adopted = (await fastForwardFromRemotes(repo)).adopted;
+  // The project's identity (DESIGN §7): the roots of the checkout's history, so that sync can
+  // tell this project's zz state from another's that a mistyped remote URL would bring.
+  const history = await historyRoots(g.gitdir, MAX_PROJECT_ROOTS);
+  const ff = await fastForwardFromRemotes(repo, history.roots);
+  report.adopted = ff.adopted;
+  for (const x of ff.refused) {
+    report.refused_remotes.push(x.remote);
+    report.notes.push(x.message);
+  }
   const branch = await repo.defaultBranch();
   if (opts.signingKey) signAs(repo, opts.owner, opts.signingKey);
   const r = await initRepo(repo, {
     ...(opts.signingKey ? { owner_keys: [opts.signingKey.publicKey] } : {}),
     ...(opts.signed ? { signed: true } : {}),
+    ...(history.roots ? { project_roots: history.roots } : {}),
     owner: opts.owner,
     visibility: opts.visibility,
     default_branch: branch,
   });
   report.created_config = r.created;
   report.created_repo_lane = r.lane_created;
+  if (history.roots && (r.created || r.roots === 'added')) {
+    report.project_roots_recorded = history.roots;
+  }
+  const roots = (await repo.config.read()).state.roots;
+  if (roots.length === 0) {
+    report.notes.push(
+      history.roots === null
+        ? `the project's root commits were not recorded (${history.reason === 'shallow' ? 'a shallow clone: run git fetch --unshallow, then zz init again' : 'no commit yet: commit, then run zz init again'}); until they are, zz sync cannot tell this project's zz state from another's`
+        : r.roots === 'not_owner'
+          ? "this repository's zz config does not record the project's root commits, and only an owner's zz init may add them; until then zz sync cannot tell this project's zz state from another's"
+          : "the project's root commits were not recorded",
+    );
+  }
   await reconcileSigning(repo, opts, report);
   await installHooks(g.workTree ?? g.gitdir, g.gitdir, opts.hookCommand, report);
   report.nothing_changed =
@@ -116,7 +152,8 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     report.refspecs_added.length === 0 &&
     report.hooks_installed.length === 0 &&
     !report.hook_command_updated &&
-    !report.signatures_turned_on;
+    !report.signatures_turned_on &&
+    report.project_roots_recorded === null;
   return report;
 }
 
@@ -154,15 +191,35 @@ async function reconcileSigning(repo: ZzRepo, opts: InitOptions, report: InitRep
 
 /**
  * Creates local refs/zz/* that exist only on a remote, and fast-forwards local ones that a
- * remote is strictly ahead of. Diverged refs are reported, never forced.
+ * remote is strictly ahead of. Diverged refs are reported, never forced. A remote whose zz
+ * state belongs to another project (sync/project-identity.ts) is left alone, and said: a
+ * `git pull` from a mistyped URL would otherwise adopt that project's Lanes here.
  */
 export async function fastForwardFromRemotes(
   repo: ZzRepo,
-): Promise<{ adopted: string[]; fast_forwarded: string[]; diverged: string[] }> {
+  /** The checkout's roots, judged against a remote's when there is no local config yet. */
+  checkoutRoots?: readonly string[] | null,
+): Promise<{
+  adopted: string[];
+  fast_forwarded: string[];
+  diverged: string[];
+  refused: Array<{ remote: string; message: string }>;
+}> {
   const g = repo.git;
-  const out = { adopted: [] as string[], fast_forwarded: [] as string[], diverged: [] as string[] };
+  const out = {
+    adopted: [] as string[],
+    fast_forwarded: [] as string[],
+    diverged: [] as string[],
+    refused: [] as Array<{ remote: string; message: string }>,
+  };
   if (!g) return out;
+  const local = repo.store instanceof GitStore ? new GitSyncLocal(g, repo.store) : null;
   for (const remote of await listRemotes(g.gitdir)) {
+    const unrelated = local && (await unrelatedRemote(local, remote, checkoutRoots));
+    if (unrelated) {
+      out.refused.push({ remote, message: unrelatedMessage(unrelated) });
+      continue;
+    }
     const prefix = remoteTrackingPrefix(remote);
     for (const [ref, oid] of await repo.store.listRefs(prefix)) {
       const local = 'refs/zz/' + ref.slice(prefix.length);

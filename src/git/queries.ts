@@ -320,3 +320,45 @@ export async function commitMessages(
   }
   return out;
 }
+
+/** Why the root commits of a checkout cannot be known, when they cannot. */
+export type HistoryRoots = { roots: string[] } | { roots: null; reason: 'no_commit' | 'shallow' };
+
+/**
+ * The root commits (no parents) of HEAD's history, sorted: what a project's history starts
+ * from, the same on every full clone of it. Past `limit` roots (histories merged from many
+ * projects), the `limit` smallest names: two clones holding the same roots keep the same
+ * ones, and one that gained a root since keeps all but one of the other's. Not known in a
+ * shallow clone (its boundary commits have their parents cut off and would pass for roots),
+ * nor before the first commit. Replacement refs are ignored: they are local edits of the
+ * view, not the history others hold. Walks the whole history: one call, made at init.
+ */
+export async function historyRoots(gitdir: string, limit: number): Promise<HistoryRoots> {
+  const base = ['--git-dir', gitdir];
+  const shallow = await runGit([...base, 'rev-parse', '--is-shallow-repository'], {
+    cwd: gitdir,
+  });
+  if (shallow.stdout.toString('utf8').trim() === 'true') return { roots: null, reason: 'shallow' };
+  const head = await runGit([...base, 'rev-parse', '--verify', '-q', 'HEAD^{commit}'], {
+    cwd: gitdir,
+    okCodes: [1, 128],
+  });
+  if (head.code !== 0) return { roots: null, reason: 'no_commit' };
+  const r = await runGit(
+    ['--no-replace-objects', ...base, 'rev-list', '--max-parents=0', 'HEAD', '--'],
+    { cwd: gitdir },
+  );
+  const roots = [
+    ...new Set(
+      r.stdout
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => OID_ANY.test(l)),
+    ),
+  ].sort();
+  if (roots.length === 0) return { roots: null, reason: 'no_commit' };
+  return { roots: roots.slice(0, limit) };
+}
+
+/** A SHA-1 or SHA-256 object name. */
+const OID_ANY = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;

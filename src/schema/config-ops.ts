@@ -14,6 +14,18 @@ const signingKey = z
   .max(8192)
   .regex(/^[a-z0-9@.-]+ [A-Za-z0-9+/=]+( [^\n]*)?$/, 'an OpenSSH public key line');
 
+/** The most root commits a config records of its project's history (git/queries.ts). */
+export const MAX_PROJECT_ROOTS = 16;
+/**
+ * Which project's history this zz state belongs to: root commits of the checkout `zz init`
+ * ran in (DESIGN §7). Sync refuses a remote whose config names only other roots. Bounded and
+ * strict: a config that arrives with anything else here does not parse and is quarantined.
+ */
+export const projectRoots = z
+  .array(z.string().regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/, 'a commit name (hex)'))
+  .min(1)
+  .max(MAX_PROJECT_ROOTS);
+
 export const repoInitOp = opSchema(
   'repo_init',
   {
@@ -25,9 +37,17 @@ export const repoInitOp = opSchema(
     owner_keys: z.array(signingKey).max(STORED_LIMITS.list).optional(),
     /** `zz init --signed`: every op must be signed by a key of its actor. */
     signed: z.boolean().optional(),
+    /** The project's root commits; absent when init could not know them (or predates them). */
+    project_roots: projectRoots.optional(),
   },
   noOut,
 );
+
+/**
+ * Records the project's root commits on a config that has none (made before zz recorded them,
+ * or in a shallow clone); owners only. Adds, never removes: what the config names only grows.
+ */
+export const repoAddRootsOp = opSchema('repo_add_roots', { roots: projectRoots }, noOut);
 
 export const roleGrantOp = opSchema(
   'role_grant',
@@ -57,6 +77,7 @@ export const configOp = z.discriminatedUnion('op', [
   keyAddOp,
   keyRemoveOp,
   repoRequireSignaturesOp,
+  repoAddRootsOp,
 ]);
 export type ConfigOp = z.infer<typeof configOp>;
 
@@ -67,6 +88,7 @@ export const CONFIG_OP_NAMES = [
   'key_add',
   'key_remove',
   'repo_require_signatures',
+  'repo_add_roots',
 ] as const satisfies ReadonlyArray<ConfigOp['op']>;
 
 export const parseConfigOp = opParser<ConfigOp>('config', configOp, CONFIG_OP_NAMES);

@@ -8,9 +8,11 @@ import { utf8Bytes } from './limits.js';
 //
 // `v` is the op format. Ops written before formats existed have none and read as format 1.
 // Adding an op kind or changing an op's meaning bumps OP_FORMAT: an op of a newer format that
-// this zz does not know is refused by name (upgrade), never guessed at.
+// this zz does not know is refused by name (upgrade), never guessed at. Format 2 added the
+// config op repo_add_roots (and repo_init's optional project_roots, which older readers pass
+// through): a zz of format 1 that fetches one quarantines the config, saying to upgrade.
 
-export const OP_FORMAT = 1;
+export const OP_FORMAT = 2;
 
 /**
  * Op ids: `<16 hex replica>-<32 hex random>` (128 random bits); older ops have 10 or 32 hex.

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
 
 // `zz init` is re-runnable (issue 12): a second run reports what it changed or "Nothing to
@@ -44,16 +45,20 @@ describe('zz init, run again', () => {
     const shared = mkdtempSync(join(tmpdir(), 'zz-remote-'));
     sh(shared, 'init', '-q', '--bare', '-b', 'main');
     const { dir, cleanup } = makeRepo();
-    const other = makeRepo('zz-other-');
+    // Someone else's clone of the same project (a checkout of another history would be
+    // another project, whose zz state sync and init refuse: project-identity.test.ts).
+    sh(dir, 'push', '-q', shared, 'main');
+    const other = tempDir('zz-other-');
+    sh(other, 'clone', '-q', shared, '.');
+    sh(other, 'config', 'user.email', 'owner@example.com');
     const env = cliEnv();
     try {
       // Someone else initialised zz on the shared remote (their Lane is there).
-      sh(other.dir, 'remote', 'add', 'origin', shared);
-      expect((await zz(other.dir, cliEnv(), 'init')).code).toBe(0);
+      expect((await zz(other, cliEnv(), 'init')).code).toBe(0);
       expect(
-        (await zz(other.dir, env, 'lane', 'propose', '--lane-id', 'web', '--title', 'W')).code,
+        (await zz(other, env, 'lane', 'propose', '--lane-id', 'web', '--title', 'W')).code,
       ).toBe(0);
-      expect((await zz(other.dir, cliEnv(), 'sync')).code).toBe(0);
+      expect((await zz(other, cliEnv(), 'sync')).code).toBe(0);
 
       expect((await zz(dir, env, 'init', '--no-fetch')).code).toBe(0);
       const own = await zz(dir, env, 'lane', 'propose', '--lane-id', 'mine', '--title', 'Mine');
@@ -87,7 +92,6 @@ describe('zz init, run again', () => {
       expect(third.json()).toMatchObject({ nothing_changed: true, signatures_turned_on: false });
     } finally {
       cleanup();
-      other.cleanup();
       rmSync(shared, { recursive: true, force: true });
     }
   });

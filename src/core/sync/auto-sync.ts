@@ -17,6 +17,8 @@ export interface AutoSyncOptions {
   log?: (line: string) => void;
   /** Each finished round (tests wait on it). */
   onReport?: (repo: ZzRepo, report: SyncReport) => void;
+  /** Each round that failed or was refused (tests wait on it). */
+  onError?: (repo: ZzRepo, error: Error) => void;
 }
 
 export interface AutoSync {
@@ -40,6 +42,7 @@ export function startAutoSync(
   const running = new Map<ZzRepo, Promise<void>>();
   const lastTracking = new Map<ZzRepo, string>();
   const lastOffline = new Map<ZzRepo, boolean>();
+  const lastError = new Map<ZzRepo, string>();
 
   const fingerprint = async (repo: ZzRepo): Promise<string> => {
     const refs = await repo.store.listRefs('refs/zz-remotes/');
@@ -61,9 +64,19 @@ export function startAutoSync(
       try {
         report = await syncRepo(repo);
       } catch (e) {
-        log(`zz sync ${repo.key}: ${(e as Error).message}`);
+        // A refusal (the remote holds another project's zz state, say) stands until a person
+        // acts, and each round meets it again: said once, and again only when it changes.
+        // Nothing was merged; repo_state shows it meanwhile (sync_refused).
+        const message = (e as Error).message;
+        if (lastError.get(repo) !== message) log(`zz sync ${repo.key}: ${message}`);
+        lastError.set(repo, message);
+        // The tracking refs this round's own fetch moved are no outside move to sync after:
+        // without this the watcher would start the same refused round again at once.
+        lastTracking.set(repo, await fingerprint(repo).catch(() => ''));
+        opts.onError?.(repo, e as Error);
         return;
       }
+      if (lastError.delete(repo)) log(`zz sync ${repo.key}: synced again`);
       const offline = report.offline !== null;
       if (offline !== (lastOffline.get(repo) ?? false)) {
         log(

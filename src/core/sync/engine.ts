@@ -4,6 +4,7 @@ import { publicationOrder } from '../../store/index.js';
 import type { RoleSource } from '../lane-state.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
+import { unrelatedError, unrelatedRemote } from './project-identity.js';
 import { laneRejectionsUnder, rolesOf } from './refusals.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
@@ -59,6 +60,11 @@ export interface SyncOptions {
    * quarantines the ref.
    */
   checker?: (local: SyncLocal, remote: string) => AuthChecker;
+  /**
+   * Merge with a remote whose config names another project's root commits (`zz sync
+   * --allow-unrelated`): refused otherwise, before anything moves (project-identity.ts).
+   */
+  allowUnrelated?: boolean;
 }
 
 export function defaultBackoff(attempt: number): Promise<void> {
@@ -106,6 +112,13 @@ export async function syncWith(
         return report;
       }
       throw e;
+    }
+    // Before any local ref moves (the fetch moved only refs/zz-remotes/<remote>/*, the
+    // remote's mirror) and before any push: is this the same project? Asked every round, as
+    // the remote may have changed since the last.
+    if (!opts.allowUnrelated) {
+      const unrelated = await unrelatedRemote(local, remote.name);
+      if (unrelated) throw unrelatedError(unrelated);
     }
     let pushes: PushUpdate[];
     try {

@@ -12,3 +12,4 @@ export * from './auto-sync.js';
 export * from './unsigned.js';
 export * from './refusals.js';
 export * from './related-check.js';
+export * from './project-identity.js';

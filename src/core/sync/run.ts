@@ -5,6 +5,7 @@ import type { ZzRepo } from '../zz-repo.js';
 import { authChecker } from './authenticity.js';
 import { syncWith, type SyncOptions, type SyncReport } from './engine.js';
 import { GitSyncLocal, GitSyncRemote } from './git-ports.js';
+import { unrelatedMessage, unrelatedRemote, type UnrelatedProject } from './project-identity.js';
 
 // `zz sync [REMOTE]` on a served repository: the authoritative remote (`git config zz.remote`,
 // default origin) is fetched from and pushed to; any other remote is fetch-only.
@@ -34,4 +35,28 @@ export async function syncRepo(
     ...opts,
     authoritative: name === main,
   });
+}
+
+/** A remote's tracking config: refs/zz-remotes/<remote>/config (remote names hold no "/"). */
+const TRACKING_CONFIG = /^refs\/zz-remotes\/([A-Za-z0-9][A-Za-z0-9._-]{0,99})\/config$/;
+
+/**
+ * The remotes whose fetched zz state belongs to another project (what `zz sync` refuses, and
+ * what a daemon's own syncing keeps meeting): repo_state lists them, so an agent or a person
+ * learns why nothing arrives from there. Read from the tracking refs, no git spawn.
+ */
+export async function unrelatedRemotes(
+  repo: ZzRepo,
+): Promise<Array<UnrelatedProject & { message: string }>> {
+  const g = repo.git;
+  if (!g || !(repo.store instanceof GitStore)) return [];
+  const local = new GitSyncLocal(g, repo.store);
+  const out: Array<UnrelatedProject & { message: string }> = [];
+  for (const ref of (await repo.store.listRefs('refs/zz-remotes/')).keys()) {
+    const remote = TRACKING_CONFIG.exec(ref)?.[1];
+    if (!remote) continue;
+    const u = await unrelatedRemote(local, remote).catch(() => null);
+    if (u) out.push({ ...u, message: unrelatedMessage(u) });
+  }
+  return out;
 }

@@ -61,7 +61,8 @@ export interface SandboxResult {
 }
 
 const TIMEOUT_DEFAULT = 120_000;
-const TIMEOUT_MAX = 1_800_000;
+/** The longest a run may be given (timeout_ms). */
+export const SANDBOX_TIMEOUT_MAX_MS = 1_800_000;
 const OUTPUT_DEFAULT = 64 * 1024;
 const OUTPUT_MAX = 16 * 1024 * 1024;
 /** The environment variable that marks every process of one run. */
@@ -100,7 +101,7 @@ function validate(opts: SandboxOptions): {
     }
     return v;
   };
-  const timeout = int(opts.timeout_ms, 'timeout_ms', 1, TIMEOUT_MAX, TIMEOUT_DEFAULT);
+  const timeout = int(opts.timeout_ms, 'timeout_ms', 1, SANDBOX_TIMEOUT_MAX_MS, TIMEOUT_DEFAULT);
   const cap = int(opts.max_output_bytes, 'max_output_bytes', 1, OUTPUT_MAX, OUTPUT_DEFAULT);
   const env: Record<string, string> = {};
   if (opts.env !== undefined && opts.env !== null) {

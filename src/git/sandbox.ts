@@ -272,12 +272,21 @@ function runCommand(
       const m = mark();
       if (m) swept = sweepRun(m);
       // One that could not be killed and still holds our pipes must not hold the answer.
+      // Hazard: a loop stalled past the grace right after the exit (a long synchronous task
+      // elsewhere in the daemon) would run this timer before the poll phase had read what
+      // the command wrote just before exiting, and destroying the pipes drops that output.
+      // Timers run before the poll phase; an immediate runs after it: so the pipes are
+      // destroyed only once one poll has read whatever is readable (and, at EOF, closed
+      // them and finished normally).
       timers.push(
         setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
-          reportPipe?.destroy();
-          void finish(null);
+          setImmediate(() => {
+            if (settled) return;
+            child.stdout.destroy();
+            child.stderr.destroy();
+            reportPipe?.destroy();
+            void finish(null);
+          });
         }, PIPE_GRACE_MS),
       );
     });

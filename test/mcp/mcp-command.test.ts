@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo } from '../helpers/temp-repo.js';
-import { connectStreams, textOf } from './helpers.js';
+import { connectStreams, initializeRequest, textOf } from './helpers.js';
 
 // `zz mcp` as a client starts it: a spawned process on stdio (from the sources, through tsx).
 
@@ -86,16 +86,7 @@ describe('zz mcp', { timeout: 60_000 }, () => {
     });
     const titles = ['first', 'second', 'third'];
     const messages = [
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-06-18',
-          capabilities: {},
-          clientInfo: { name: 'pipe', version: '0' },
-        },
-      },
+      initializeRequest(1),
       { jsonrpc: '2.0', method: 'notifications/initialized' },
       ...titles.map((title, i) =>
         call(2 + i, 'ask_post', { lane_id: '_repo', kind: 'work', title }),

@@ -30,6 +30,7 @@ import {
   connectHttp,
   connectInMemory,
   connectStreams,
+  initializeRequest,
   textOf,
   TOOL_LIST_SNAPSHOT,
   toolListSnapshot,
@@ -521,16 +522,7 @@ describe('stdio', () => {
       drainTimeoutMs: 300,
       onTransportError: (e) => errors.push(e.message),
     });
-    const init = {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-06-18',
-        capabilities: {},
-        clientInfo: { name: 't', version: '0' },
-      },
-    };
+    const init = initializeRequest(1);
     const hang = {
       jsonrpc: '2.0',
       id: 2,

@@ -8,17 +8,22 @@ import { makeRepo, sh } from '../helpers/temp-repo.js';
 // "refused: lane_propose … in lanes/_repo (lane_exists)", leaving them to find out when an
 // owner-only call is refused; it now says who owns the repository and what to ask for.
 
+/** Alice's repository pushed to a bare remote, and Bob's clone of it; neither ran zz init. */
+function twoClones() {
+  const remote = tempDir('zz-two-inits-remote-');
+  const { dir: alice, cleanup } = makeRepo();
+  sh(remote, 'init', '-q', '--bare', '-b', 'main');
+  sh(alice, 'remote', 'add', 'origin', remote);
+  sh(alice, 'push', '-q', 'origin', 'main');
+  const bob = tempDir('zz-two-inits-bob-');
+  sh(bob, 'clone', '-q', remote, '.');
+  sh(bob, 'config', 'user.email', 'bob@example.com');
+  return { alice, bob, env: cliEnv(), cleanup };
+}
+
 describe('zz sync after two independent zz inits', () => {
   it('tells the person who lost ownership, and no one else', async () => {
-    const remote = tempDir('zz-two-inits-remote-');
-    const { dir: alice, cleanup } = makeRepo();
-    sh(remote, 'init', '-q', '--bare', '-b', 'main');
-    sh(alice, 'remote', 'add', 'origin', remote);
-    sh(alice, 'push', '-q', 'origin', 'main');
-    const bob = tempDir('zz-two-inits-bob-');
-    sh(bob, 'clone', '-q', remote, '.');
-    sh(bob, 'config', 'user.email', 'bob@example.com');
-    const env = cliEnv();
+    const { alice, bob, env, cleanup } = twoClones();
     try {
       expect((await zz(alice, env, 'init')).code).toBe(0);
       expect((await zz(bob, env, 'init')).code).toBe(0);
@@ -46,15 +51,7 @@ describe('zz sync after two independent zz inits', () => {
   });
 
   it('names every owner the merge removed, not only the git identity (an agent acting by token)', async () => {
-    const remote = tempDir('zz-two-inits-remote-');
-    const { dir: alice, cleanup } = makeRepo();
-    sh(remote, 'init', '-q', '--bare', '-b', 'main');
-    sh(alice, 'remote', 'add', 'origin', remote);
-    sh(alice, 'push', '-q', 'origin', 'main');
-    const bob = tempDir('zz-two-inits-bob-');
-    sh(bob, 'clone', '-q', remote, '.');
-    sh(bob, 'config', 'user.email', 'bob@example.com');
-    const env = cliEnv();
+    const { alice, bob, env, cleanup } = twoClones();
     try {
       expect((await zz(alice, env, 'init')).code).toBe(0);
       // Alice's CI agent acts with a token of its own identity, made an owner before any sync.

@@ -85,7 +85,7 @@ async function exposureWarning(host: string, url: string): Promise<string | null
   if (isLoopback(host)) return null;
   const { address } = await lookup(host).catch(() => ({ address: host }));
   if (isLoopback(address)) return null;
-  return `${url} is reachable from other machines, and tokens travel to it over plain HTTP, unencrypted; to keep it on this machine, serve on loopback (leave out --host, or pass --host 127.0.0.1) and reach it from elsewhere through an SSH tunnel`;
+  return `${url} is reachable from other machines, and tokens travel to it over plain HTTP, unencrypted; to keep it on this machine, serve on loopback (leave out --host, or pass --host 127.0.0.1) and reach it from elsewhere through an SSH tunnel or a TLS proxy`;
 }
 
 /** Runs the daemon until io.stopSignal; resolves with the exit code. */

@@ -89,6 +89,7 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
       while (!isClosed && feed.readableLength + feed.writableLength > 0);
       const timeoutMs = opts.drainTimeoutMs ?? DRAIN_TIMEOUT_MS;
       const left = await inFlight.settled(timeoutMs);
+      if (isClosed) return;
       if (left > 0) {
         onError(
           new Error(
@@ -113,6 +114,7 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
   const theirs = transport.onclose;
   transport.onclose = () => {
     isClosed = true;
+    inFlight.abandon();
     theirs?.();
     resolveClosed();
   };
@@ -132,15 +134,21 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
  * protocol errors included. A request the client cancels gets no answer (the SDK drops it).
  */
 function trackRequests(transport: StdioServerTransport): {
+  /** Resolves with how many are still unanswered: 0, or when timeoutMs passed or the
+   * transport closed (nothing more can be answered then). */
   settled(timeoutMs: number): Promise<number>;
+  /** The transport closed: stop waiting. */
+  abandon(): void;
 } {
   const pending = new Set<RequestId>();
   let waiters: Array<() => void> = [];
-  const settle = (id: RequestId | undefined): void => {
-    if (id === undefined || !pending.delete(id) || pending.size > 0) return;
+  const release = (): void => {
     const ws = waiters;
     waiters = [];
     for (const w of ws) w();
+  };
+  const settle = (id: RequestId | undefined): void => {
+    if (id !== undefined && pending.delete(id) && pending.size === 0) release();
   };
   const theirMessage = transport.onmessage;
   // The transport has checked each message against the JSON-RPC schema already; the SDK's
@@ -167,9 +175,10 @@ function trackRequests(transport: StdioServerTransport): {
         const timer = setTimeout(() => resolve(pending.size), timeoutMs);
         waiters.push(() => {
           clearTimeout(timer);
-          resolve(0);
+          resolve(pending.size);
         });
       }),
+    abandon: release,
   };
 }
 

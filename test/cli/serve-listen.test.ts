@@ -54,7 +54,7 @@ describe('zz serve bound off loopback', { timeout: 60_000 }, () => {
     const { stdout, warnings } = await serveBriefly(env, '--host', '0.0.0.0');
     const port = /:(\d+)\n$/.exec(stdout)![1];
     expect(warnings).toEqual([
-      `zz: warning: http://0.0.0.0:${port} is reachable from other machines, and tokens travel to it over plain HTTP, unencrypted; to keep it on this machine, serve on loopback (leave out --host, or pass --host 127.0.0.1) and reach it from elsewhere through an SSH tunnel`,
+      `zz: warning: http://0.0.0.0:${port} is reachable from other machines, and tokens travel to it over plain HTTP, unencrypted; to keep it on this machine, serve on loopback (leave out --host, or pass --host 127.0.0.1) and reach it from elsewhere through an SSH tunnel or a TLS proxy`,
     ]);
   });
 

@@ -37,7 +37,7 @@ export function initCommand(y: Argv, io: CliIO): Argv {
           type: 'boolean',
           describe: 'Require every zz op to be signed by a key of its actor',
         })
-        .option('json', { type: 'boolean' }),
+        .option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
     async (a) => {
       const { ZzRepo, zzInit } = await import('../core/index.js');
       const repo = await ZzRepo.open(io.cwd);
@@ -301,6 +301,14 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
             'Also issues, pull requests, release notes and contributors from GitHub (GH_TOKEN, GITHUB_TOKEN or gh auth token)',
         }),
     async (a) => {
+      // A cap on model calls means nothing to an extractive build: refused rather than
+      // ignored, so that a forgotten --model is not mistaken for a capped model build.
+      if (a['max-files'] !== undefined && a.model === undefined) {
+        throw new ZzError(
+          'invalid_argument',
+          '--max-files caps the files a model summarises, so it needs --model (without it the build is extractive and makes no model calls)',
+        );
+      }
       // Runs in-process even when a daemon serves this checkout: the build moves
       // refs/zz/ladder by compare-and-swap and the daemon's ref watcher reindexes it.
       const { ZzRepo, ladderBuild } = await import('../core/index.js');

@@ -133,7 +133,7 @@ export function logoutCommand(y: Argv, io: CliIO): Argv {
   return y.command(
     'logout',
     "Revoke and forget this repository's stored login token (agents keep theirs)",
-    (c: Argv) => c.option('json', { type: 'boolean' }),
+    (c: Argv) => c.option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
     async (a) => {
       const { gitdir, key, tokens } = await here(io);
       const stored = (await readRepoCredentials(io.env, gitdir))?.login;
@@ -156,7 +156,7 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
   return y.command(
     'whoami',
     'The identity and daemon this checkout’s CLI acts as',
-    (c: Argv) => c.option('json', { type: 'boolean' }),
+    (c: Argv) => c.option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
     async (a) => {
       const { gitdir, key, tokens, daemon } = await here(io);
       let actor: string;
@@ -201,7 +201,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
         demandOption: true,
         describe: 'Agent name, e.g. claude',
       })
-      .option('json', { type: 'boolean' });
+      .option('json', { type: 'boolean', describe: 'Print the result as JSON' });
   const agent = async (a: { name?: unknown }) => {
     const name = agentName(a);
     const person = await gitUserEmail(io.cwd, io.env);
@@ -255,7 +255,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
       .command(
         'list',
         'Your agents in this repository, with how many live tokens each has',
-        (c: Argv) => c.option('json', { type: 'boolean' }),
+        (c: Argv) => c.option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
         async (a) => {
           const person = await gitUserEmail(io.cwd, io.env);
           const { tokens, gitdir } = await here(io);

@@ -90,10 +90,19 @@ export async function run(typedArgv: string[], io: CliIO): Promise<number> {
   y = y.command(
     'help [topic]',
     'Show help, or a topic: exit-codes',
-    (c: Argv) => c.positional('topic', { type: 'string', choices: ['exit-codes'] }),
+    // No `choices` on the positional: yargs' refusal of an unknown topic reads as a flag
+    // (`--topic must be one of …`), and `zz help lane` deserves a pointer to `zz lane --help`.
+    (c: Argv) => c.positional('topic', { type: 'string', describe: 'exit-codes' }),
     async (a) => {
-      if (a.topic === 'exit-codes') io.stdout(`Exit codes of zz:\n${exitCodesText()}\n`);
-      else io.stdout((await y.getHelp()) + '\n');
+      const topic = a.topic === undefined ? undefined : String(a.topic);
+      if (topic === 'exit-codes') io.stdout(`Exit codes of zz:\n${exitCodesText()}\n`);
+      else if (topic === undefined) io.stdout((await y.getHelp()) + '\n');
+      else {
+        throw new ZzError(
+          'invalid_argument',
+          `no help topic "${topic.slice(0, 60)}"; the topics are: exit-codes. A command's help: zz <command> --help (e.g. zz lane --help)`,
+        );
+      }
     },
   );
   y = addToolCommands(y, io, argvHasArgs, {

@@ -1,5 +1,7 @@
+import { lookup } from 'node:dns/promises';
 import { setFlagsFromString } from 'node:v8';
 import { knownError, ZzError } from '../errors.js';
+import { isLoopback } from '../http/host-check.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/paths.js';
 import type { CliIO } from './io.js';
 import { neutralize } from './terminal.js';
@@ -73,6 +75,19 @@ function boundYoungGeneration(): void {
   setFlagsFromString('--semi-space-growth-factor=1');
 }
 
+/**
+ * What to warn of when the daemon listens where other machines can reach it (null on
+ * loopback): its API and dashboard take bearer tokens and session cookies over plain HTTP.
+ * A name is judged by the address listen() bound, the first dns.lookup gives (a host name of
+ * this machine may well be 127.0.1.1).
+ */
+async function exposureWarning(host: string, url: string): Promise<string | null> {
+  if (isLoopback(host)) return null;
+  const { address } = await lookup(host).catch(() => ({ address: host }));
+  if (isLoopback(address)) return null;
+  return `${url} is reachable from other machines, and tokens travel to it over plain HTTP, unencrypted; to keep it on this machine, serve on loopback (leave out --host, or pass --host 127.0.0.1) and reach it from elsewhere through an SSH tunnel or a TLS proxy`;
+}
+
 /** Runs the daemon until io.stopSignal; resolves with the exit code. */
 export async function runServe(io: CliIO, args: ServeArgs): Promise<number> {
   // yargs reads `--port abc` as NaN: said plainly, not as node's RangeError from listen().
@@ -89,6 +104,8 @@ export async function runServe(io: CliIO, args: ServeArgs): Promise<number> {
     log: (line: string) => io.stderr(line + '\n'),
     signingEnv: io.env,
   });
+  const exposed = await exposureWarning(args.host, d.url);
+  if (exposed) io.stderr(`zz: warning: ${neutralize(exposed)}\n`);
   io.stdout(`zz serving ${[...d.repos.keys()].join(', ')} at ${d.url}\n`);
   await (io.stopSignal ?? new Promise<void>(() => {}));
   io.stderr('zz: stopping (finishing in-flight writes)\n');

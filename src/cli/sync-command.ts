@@ -67,16 +67,9 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
         }),
     async (a) => {
       const { ZzRepo } = await import('../core/index.js');
-      const { syncRepo } = await import('../core/sync/index.js');
-      const { gitUserEmail } = await import('../core/identity.js');
+      const { ownersLostNotices, syncRepo } = await import('../core/sync/index.js');
       const repo = await ZzRepo.open(io.cwd);
       try {
-        const owners = () =>
-          repo.config.read().then(
-            (s) => s.state.config?.owners ?? null,
-            () => null,
-          );
-        const ownersBefore = await owners();
         const report = await syncRepo(
           repo,
           a.remote === undefined ? undefined : String(a.remote),
@@ -90,16 +83,7 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
           );
         }
         if (!a.json) io.stdout(formatSyncReport(report));
-        // Losing ownership by a merge is otherwise silent: two clones that each ran `zz init`
-        // before either synced keep the first repo_init on the remote, and the other person
-        // learns it only when an owner-only call is refused.
-        const me = await gitUserEmail(io.cwd, io.env).catch(() => null);
-        const ownersAfter = await owners();
-        if (me && ownersBefore?.includes(me) && ownersAfter && !ownersAfter.includes(me)) {
-          io.stderr(
-            `zz: after this sync ${safe(me)} is no longer an owner of ${safe(repo.key)} (owners: ${ownersAfter.map(safe).join(', ')}; when two clones each ran \`zz init\`, the one that reached ${safe(report.remote)} first stands); an owner can run: zz role grant --grantee ${safe(me)} --role owner\n`,
-          );
-        }
+        for (const line of ownersLostNotices(repo.key, report)) io.stderr(`zz: ${safe(line)}\n`);
       } finally {
         repo.close();
       }

@@ -1,5 +1,7 @@
 import { ZzError } from '../errors.js';
 import { runInSandbox, type SandboxResult } from '../git/sandbox.js';
+
+export { SANDBOX_TIMEOUT_MAX_MS } from '../git/sandbox.js';
 import { assertSelf, requireCaller, type Caller } from './access.js';
 import { requireGit } from './changesets.js';
 import { CHANGESETS_PREFIX, type ZzRepo } from './zz-repo.js';

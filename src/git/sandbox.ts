@@ -61,7 +61,8 @@ export interface SandboxResult {
 }
 
 const TIMEOUT_DEFAULT = 120_000;
-const TIMEOUT_MAX = 1_800_000;
+/** The longest a run may be given (timeout_ms). */
+export const SANDBOX_TIMEOUT_MAX_MS = 1_800_000;
 const OUTPUT_DEFAULT = 64 * 1024;
 const OUTPUT_MAX = 16 * 1024 * 1024;
 /** The environment variable that marks every process of one run. */
@@ -100,7 +101,7 @@ function validate(opts: SandboxOptions): {
     }
     return v;
   };
-  const timeout = int(opts.timeout_ms, 'timeout_ms', 1, TIMEOUT_MAX, TIMEOUT_DEFAULT);
+  const timeout = int(opts.timeout_ms, 'timeout_ms', 1, SANDBOX_TIMEOUT_MAX_MS, TIMEOUT_DEFAULT);
   const cap = int(opts.max_output_bytes, 'max_output_bytes', 1, OUTPUT_MAX, OUTPUT_DEFAULT);
   const env: Record<string, string> = {};
   if (opts.env !== undefined && opts.env !== null) {
@@ -271,12 +272,21 @@ function runCommand(
       const m = mark();
       if (m) swept = sweepRun(m);
       // One that could not be killed and still holds our pipes must not hold the answer.
+      // Hazard: a loop stalled past the grace right after the exit (a long synchronous task
+      // elsewhere in the daemon) would run this timer before the poll phase had read what
+      // the command wrote just before exiting, and destroying the pipes drops that output.
+      // Timers run before the poll phase; an immediate runs after it: so the pipes are
+      // destroyed only once one poll has read whatever is readable (and, at EOF, closed
+      // them and finished normally).
       timers.push(
         setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
-          reportPipe?.destroy();
-          void finish(null);
+          setImmediate(() => {
+            if (settled) return;
+            child.stdout.destroy();
+            child.stderr.destroy();
+            reportPipe?.destroy();
+            void finish(null);
+          });
         }, PIPE_GRACE_MS),
       );
     });

@@ -17,6 +17,7 @@ function split(hostPort: string): { hostname: string; port: string } {
   return { hostname: h, port: '' };
 }
 
+/** Whether a host name or address literal names this machine's loopback interface. */
 export const isLoopback = (hostname: string): boolean =>
   hostname === 'localhost' || hostname === '::1' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 

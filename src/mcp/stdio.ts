@@ -1,10 +1,11 @@
-import type { Readable, Writable } from 'node:stream';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import {
   serveStdio as sdkServeStdio,
   StdioServerTransport,
 } from '@modelcontextprotocol/server/stdio';
-import { McpServer } from '@modelcontextprotocol/server';
+import { McpServer, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
 import type { ZzError } from '../errors.js';
+import { SANDBOX_TIMEOUT_MAX_MS } from '../git/sandbox.js';
 import {
   createMcpServer,
   SERVER_NAME,
@@ -21,7 +22,16 @@ export interface ServeStdioOptions extends CreateMcpServerOptions {
   stdout?: Writable;
   /** Problems on the wire (unparseable input, a broken pipe); default: a line on stderr. */
   onTransportError?: (error: Error) => void;
+  /** Once stdin has ended, how long the calls still running get to answer (default DRAIN_TIMEOUT_MS). */
+  drainTimeoutMs?: number;
 }
+
+/**
+ * Once stdin has ended, how long `zz mcp` waits for the calls still running before it gives
+ * up on them: the longest a tool may run (run_in_sandbox's largest timeout_ms, 30 minutes)
+ * plus a minute for its checkout, the kill grace and the clean-up.
+ */
+export const DRAIN_TIMEOUT_MS = SANDBOX_TIMEOUT_MAX_MS + 60_000;
 
 export interface StdioHandle {
   /** Closes the connection (the pinned server and the transport). */
@@ -31,7 +41,7 @@ export interface StdioHandle {
 }
 
 export function serveStdio(opts: ServeStdioOptions): StdioHandle {
-  const { stdin, stdout, onTransportError, ...serverOpts } = opts;
+  const { stdin, stdout, onTransportError, drainTimeoutMs, ...serverOpts } = opts;
   return serveWith(
     () =>
       createMcpServer({
@@ -42,7 +52,7 @@ export function serveStdio(opts: ServeStdioOptions): StdioHandle {
           ((e, tool) =>
             log(`${tool} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`)),
       }),
-    { stdin, stdout, onTransportError },
+    { stdin, stdout, onTransportError, drainTimeoutMs },
   );
 }
 
@@ -50,30 +60,138 @@ const log = (msg: string): void => {
   process.stderr.write(`zz mcp: ${msg}\n`);
 };
 
-function serveWith(
-  server: () => McpServer,
-  opts: Pick<ServeStdioOptions, 'stdin' | 'stdout' | 'onTransportError'>,
-): StdioHandle {
-  const transport = new StdioServerTransport(opts.stdin, opts.stdout);
-  const handle = sdkServeStdio(server, {
-    transport,
-    onerror: opts.onTransportError ?? ((e) => log(e.message)),
+type WireOptions = Pick<
+  ServeStdioOptions,
+  'stdin' | 'stdout' | 'onTransportError' | 'drainTimeoutMs'
+>;
+
+function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
+  const stdin = opts.stdin ?? process.stdin;
+  const stdout = opts.stdout ?? process.stdout;
+  const onError = opts.onTransportError ?? ((e: Error) => log(e.message));
+  // The SDK's transport closes as soon as its stdin ends, and closing aborts the calls still
+  // running, unanswered: `printf '…ask_post…' | zz mcp` would exit before the write was
+  // acknowledged (or made at all). So the transport reads a stream of ours, which ends only
+  // once every request read has been answered (or cancelled by the client), each answer
+  // written to stdout, or DRAIN_TIMEOUT_MS has passed.
+  const feed = new PassThrough();
+  stdin.pipe(feed, { end: false });
+  const transport = new StdioServerTransport(feed, stdout);
+  const handle = sdkServeStdio(server, { transport, onerror: onError });
+  const inFlight = trackRequests(transport);
+  let isClosed = false;
+  let ending: Promise<void> | null = null;
+  const endFeed = (): void => {
+    ending ??= (async () => {
+      // Whatever stdin gave has been written to the feed; let the feed hand it all to the
+      // transport (PassThrough delivers on later ticks) so that every request is counted.
+      do await new Promise<void>((r) => setImmediate(r));
+      while (!isClosed && feed.readableLength + feed.writableLength > 0);
+      const timeoutMs = opts.drainTimeoutMs ?? DRAIN_TIMEOUT_MS;
+      const left = await inFlight.settled(timeoutMs);
+      if (isClosed) return;
+      if (left > 0) {
+        onError(
+          new Error(
+            `stdin closed: gave up on ${left} call${left > 1 ? 's' : ''} still running after ${timeoutMs < 1000 ? `${timeoutMs} ms` : `${Math.round(timeoutMs / 1000)} s`}`,
+          ),
+        );
+      }
+      await flushed(stdout, timeoutMs);
+      stdin.unpipe(feed);
+      feed.end();
+    })();
+  };
+  stdin.once('end', endFeed);
+  stdin.once('close', endFeed);
+  stdin.once('error', (e: Error) => {
+    onError(e);
+    endFeed();
   });
   // serveStdio installs its own onclose on the transport before returning; chain ours after it.
   let resolveClosed!: () => void;
   const closed = new Promise<void>((r) => (resolveClosed = r));
   const theirs = transport.onclose;
   transport.onclose = () => {
+    isClosed = true;
+    inFlight.abandon();
     theirs?.();
     resolveClosed();
   };
   return {
     close: async () => {
+      stdin.unpipe(feed);
       await handle.close();
       resolveClosed();
     },
     closed,
   };
+}
+
+/**
+ * Counts the requests the transport has read and not yet answered. Hooks the transport
+ * itself (serveStdio has set its onmessage by now), so every answer counts, the entry's own
+ * protocol errors included. A request the client cancels gets no answer (the SDK drops it).
+ */
+function trackRequests(transport: StdioServerTransport): {
+  /** Resolves with how many are still unanswered: 0, or when timeoutMs passed or the
+   * transport closed (nothing more can be answered then). */
+  settled(timeoutMs: number): Promise<number>;
+  /** The transport closed: stop waiting. */
+  abandon(): void;
+} {
+  const pending = new Set<RequestId>();
+  let waiters: Array<() => void> = [];
+  const release = (): void => {
+    const ws = waiters;
+    waiters = [];
+    for (const w of ws) w();
+  };
+  const settle = (id: RequestId | undefined): void => {
+    if (id !== undefined && pending.delete(id) && pending.size === 0) release();
+  };
+  const theirMessage = transport.onmessage;
+  // The transport has checked each message against the JSON-RPC schema already; the SDK's
+  // isJSONRPC* guards would parse every (possibly megabytes long) message with zod again.
+  transport.onmessage = (message: JSONRPCMessage) => {
+    const m = message as { id?: RequestId; method?: string; params?: { requestId?: RequestId } };
+    if (m.method !== undefined && m.id !== undefined) pending.add(m.id);
+    else if (m.method === 'notifications/cancelled') settle(m.params?.requestId);
+    theirMessage?.(message);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = async (message: JSONRPCMessage) => {
+    try {
+      await send(message);
+    } finally {
+      const m = message as { id?: RequestId; method?: string };
+      if (m.method === undefined) settle(m.id);
+    }
+  };
+  return {
+    settled: (timeoutMs) =>
+      new Promise<number>((resolve) => {
+        if (pending.size === 0) return resolve(0);
+        const timer = setTimeout(() => resolve(pending.size), timeoutMs);
+        waiters.push(() => {
+          clearTimeout(timer);
+          resolve(pending.size);
+        });
+      }),
+    abandon: release,
+  };
+}
+
+/** Resolves once everything written to `out` so far has been handed to the OS (or it failed). */
+function flushed(out: Writable, timeoutMs: number): Promise<void> {
+  if (out.destroyed || out.writableEnded) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    out.write('', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 export const SETUP_ERROR_TOOL = 'zz_setup_error';
@@ -84,10 +202,7 @@ export const SETUP_ERROR_TOOL = 'zz_setup_error';
  * is wrong where a client and its model look — the server instructions, and one tool whose
  * description is the error and whose call returns it — while stderr gets the same line.
  */
-export function serveSetupError(
-  error: ZzError,
-  opts: Pick<ServeStdioOptions, 'stdin' | 'stdout' | 'onTransportError'> = {},
-): StdioHandle {
+export function serveSetupError(error: ZzError, opts: WireOptions = {}): StdioHandle {
   const text = `zz is not set up: ${error.message}. Fix it (e.g. start zz mcp in a git checkout, or pass --repo PATH) and restart this MCP server.`;
   return serveWith(() => {
     const server = new McpServer(

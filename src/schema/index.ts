@@ -5,6 +5,7 @@ export * from './changeset-ops.js';
 export * from './config-ops.js';
 export * from './config.js';
 export * from './ids.js';
+export * from './issue-text.js';
 export * from './ladder-ops.js';
 export * from './lane-ops.js';
 export * from './lane-op-parse.js';

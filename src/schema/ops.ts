@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { actor } from './ids.js';
+import { atPath, inUserTerms } from './issue-text.js';
 import { utf8Bytes } from './limits.js';
 
 // What every op record holds, whatever its entity (DESIGN §2): the envelope. Each entity's ops
@@ -143,7 +144,7 @@ export function opParser<Op extends OpRecord>(
             : `op ${raw.op} is not a ${entity} op`,
       };
     }
-    const r = union.safeParse(raw);
+    const r = union.safeParse(raw, { error: inUserTerms });
     if (r.success) return { ok: true, op: r.data };
     return { ok: false, error: `op ${raw.op} ${raw.id}: ${describeIssues(r.error)}` };
   }
@@ -153,7 +154,7 @@ export function opParser<Op extends OpRecord>(
 export function describeIssues(e: z.ZodError): string {
   return e.issues
     .slice(0, 5)
-    .map((i) => `${i.path.length ? i.path.join('.') : '(op)'}: ${i.message}`)
+    .map((i) => (i.path.length ? atPath(i.path, i.message) : `(op): ${i.message}`))
     .join('; ');
 }
 

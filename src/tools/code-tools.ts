@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { commitChangeset, sandboxRun } from '../core/index.js';
+import { commitChangeset, SANDBOX_TIMEOUT_MAX_MS, sandboxRun } from '../core/index.js';
 import { askId, changesetId, laneId, revision } from '../schema/ids.js';
 import { askOut, writeMetaOut } from '../schema/views.js';
 import { changesetInput } from './ask-tools.js';
@@ -55,7 +55,13 @@ export const codeTools = [
         .min(1)
         .max(1000)
         .describe('argv, run without a shell'),
-      timeout_ms: z.number().int().min(1).max(1_800_000).optional().describe('Default 120000'),
+      timeout_ms: z
+        .number()
+        .int()
+        .min(1)
+        .max(SANDBOX_TIMEOUT_MAX_MS)
+        .optional()
+        .describe('Default 120000'),
       max_output_bytes: z
         .number()
         .int()

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { ZzError } from '../errors.js';
+import { atPath, inUserTerms } from '../schema/issue-text.js';
 import type { ToolContext, ToolDef } from './define-tool.js';
 
 // The one path every call takes, whatever the transport: find, authorise, parse, run, check.
@@ -16,7 +17,7 @@ export function describeZodError(e: z.ZodError, raw?: object): string {
         const keys = i.keys.map((k) => (path ? `${path}.${k}` : k));
         return `unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}`;
       }
-      return path ? `${path}: ${i.message}` : i.message;
+      return atPath(i.path, i.message);
     })
     .join('; ');
 }
@@ -25,7 +26,7 @@ export function parseArgs<T extends z.ZodType>(schema: T, raw: unknown): z.infer
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ZzError('invalid_argument', 'arguments must be a JSON object');
   }
-  const r = schema.safeParse(raw);
+  const r = schema.safeParse(raw, { error: inUserTerms });
   if (!r.success)
     throw new ZzError('invalid_argument', describeZodError(r.error, raw), {
       issues: r.error.issues.slice(0, 20),

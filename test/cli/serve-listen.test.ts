@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { run } from '../../src/cli/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 
@@ -19,5 +20,49 @@ describe('zz serve --host that cannot be bound', () => {
       /^zz: cannot listen on no-such-host\.invalid: no such host \((?:ENOTFOUND|EAI_AGAIN)\); pass an address of this machine, e\.g\. --host 127\.0\.0\.1$/,
     );
     expect(r.stderr).not.toMatch(/internal|\n\s+at /);
+  });
+});
+
+/** Runs `zz serve ARGS` until it has said where it serves, then stops it as Ctrl-C does. */
+async function serveBriefly(env: NodeJS.ProcessEnv, ...args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  let ctrlC!: () => void;
+  const stopSignal = new Promise<void>((r) => (ctrlC = r));
+  const serving = run(['serve', '--port', '0', ...args], {
+    stdout: (s) => (stdout += s),
+    stderr: (s) => (stderr += s),
+    env,
+    cwd: dir,
+    isTTY: false,
+    stopSignal,
+  });
+  const deadline = Date.now() + 20_000;
+  while (!stdout.includes('zz serving') && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  ctrlC();
+  expect(await serving, stderr).toBe(0);
+  const warnings = stderr.split('\n').filter((l) => l.startsWith('zz: warning:'));
+  return { stdout, warnings };
+}
+
+describe('zz serve bound off loopback', { timeout: 60_000 }, () => {
+  it('warns once on stderr: reachable from other machines, plain HTTP, how to keep it local', async () => {
+    const env = cliEnv();
+    expect((await zz(dir, env, 'init')).code).toBe(0);
+    const { stdout, warnings } = await serveBriefly(env, '--host', '0.0.0.0');
+    const port = /:(\d+)\n$/.exec(stdout)![1];
+    expect(warnings).toEqual([
+      `zz: warning: http://0.0.0.0:${port} is reachable from other machines, and tokens travel to it over plain HTTP, unencrypted; to keep it on this machine, serve on loopback (leave out --host, or pass --host 127.0.0.1) and reach it from elsewhere through an SSH tunnel or a TLS proxy`,
+    ]);
+  });
+
+  it('says nothing of the kind on loopback', async () => {
+    const env = cliEnv();
+    expect((await zz(dir, env, 'init')).code).toBe(0);
+    for (const host of [[], ['--host', '127.0.0.1'], ['--host', 'localhost'], ['--host', '::1']]) {
+      expect((await serveBriefly(env, ...host)).warnings, host.join(' ')).toEqual([]);
+    }
   });
 });

@@ -174,4 +174,71 @@ describe('help, version, exit codes, completion', () => {
     const flags = await run('--get-yargs-completions', 'zz', 'lane', 'propose', '--');
     expect(flags.stdout.split('\n')).toEqual(expect.arrayContaining(['--title', '--lane-id']));
   });
+
+  it('zz help with an unknown topic names the topics, not a --topic flag', async () => {
+    const r = await run('help', 'nope');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'zz: no help topic "nope"; the topics are: exit-codes. A command\'s help: zz <command> --help (e.g. zz lane --help)\n',
+    );
+    expect((await run('help')).stdout).toMatch(/^Commands:/m);
+  });
+
+  it('ladder build --max-files without --model is refused, not ignored', async () => {
+    const r = await run('ladder', 'build', '--max-files', '3');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'zz: --max-files caps the files a model summarises, so it needs --model (without it the build is extractive and makes no model calls)\n',
+    );
+  });
+
+  it('every flag of the hand-written commands says what it does in --help', async () => {
+    const commands = [
+      ['init'],
+      ['serve'],
+      ['login'],
+      ['logout'],
+      ['whoami'],
+      ['agent', 'create'],
+      ['agent', 'token'],
+      ['agent', 'list'],
+      ['agent', 'revoke'],
+      ['mcp'],
+      ['dashboard'],
+      ['work'],
+      ['sync'],
+      ['ladder', 'build'],
+    ];
+    for (const c of commands) {
+      const h = await run(...c, '--help');
+      expect(h.code).toBe(0);
+      // A flag followed by nothing but its [type]: no description.
+      const bare = h.stdout.split('\n').filter((l) => /^\s+(?:-\w, )?--[\w-]+\s+\[\w+\]/.test(l));
+      expect(bare, `zz ${c.join(' ')} --help`).toEqual([]);
+    }
+  });
+});
+
+describe("refused arguments, in the caller's terms", () => {
+  it("says what is wrong with the value, not zod's check, and names the field once", async () => {
+    const post = ['ask', 'post', '--kind', 'work'];
+    const empty = await run(...post, '--lane-id', 'x', '--title', '');
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toBe('zz: title: must not be empty\n');
+    const badLane = await run(...post, '--lane-id', 'No Such', '--title', 'T');
+    expect(badLane.stderr).toBe(
+      'zz: lane_id must match [a-z0-9][a-z0-9._-]{0,62} (or be "_repo")\n',
+    );
+    const call = (args: object) => run('call', 'ask_list', '--args', JSON.stringify(args));
+    expect((await call({ state: ['nope'] })).stderr).toBe(
+      'zz: state.0: must be one of "open", "claimed", "answered", "cancelled"\n',
+    );
+    expect((await call({ limit: 0 })).stderr).toBe('zz: limit: must be at least 1\n');
+    expect((await call({ limit: 1.5 })).stderr).toBe(
+      'zz: limit: must be a whole number (got a fraction)\n',
+    );
+    expect((await call({ lane_id: 5 })).stderr).toBe(
+      'zz: lane_id: must be a string (got a number)\n',
+    );
+  });
 });

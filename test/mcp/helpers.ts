@@ -116,3 +116,17 @@ export function textOf(result: CallResult): string {
   const c = (result.content as Array<{ type: string; text?: string }> | undefined)?.[0];
   return c?.type === 'text' ? (c.text ?? '') : '';
 }
+
+/** A raw 2025-era `initialize` request, for tests that write JSON-RPC lines themselves. */
+export function initializeRequest(id = 1) {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: {
+      protocolVersion: '2025-06-18',
+      capabilities: {},
+      clientInfo: { name: 'zz-test', version: '0.0.0' },
+    },
+  };
+}

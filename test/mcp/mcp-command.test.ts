@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cliEnv } from '../helpers/cli-harness.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo } from '../helpers/temp-repo.js';
-import { connectStreams, textOf } from './helpers.js';
+import { connectStreams, initializeRequest, textOf } from './helpers.js';
 
 // `zz mcp` as a client starts it: a spawned process on stdio (from the sources, through tsx).
 
@@ -62,5 +62,48 @@ describe('zz mcp', { timeout: 60_000 }, () => {
     const state = await client.callTool({ name: 'repo_state', arguments: {} });
     expect(state.isError).toBeFalsy();
     expect((state.structuredContent as { actor: string }).actor).toBe('owner@example.com');
+  });
+
+  it('stdin closed at once: every request piped in is answered, writes made, before exit 0', async () => {
+    const r = makeRepo();
+    const env = { ...cliEnv(), ZZ_TOKEN: '' };
+    expect((await zz(r.dir, env, 'init')).code).toBe(0);
+    const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp'], {
+      cwd: r.dir,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+    const call = (id: number, name: string, args: Record<string, unknown>) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name, arguments: args },
+    });
+    const titles = ['first', 'second', 'third'];
+    const messages = [
+      initializeRequest(1),
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      ...titles.map((title, i) =>
+        call(2 + i, 'ask_post', { lane_id: '_repo', kind: 'work', title }),
+      ),
+      call(5, 'repo_state', {}),
+    ];
+    // One write and an immediate end: the client has said everything and hung up its side.
+    child.stdin.end(messages.map((m) => JSON.stringify(m) + '\n').join(''));
+    expect(await exited, stderr).toBe(0);
+    const answers = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: number; result?: { isError?: boolean } });
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5]);
+    for (const a of answers) expect(a.result?.isError, JSON.stringify(a)).toBeFalsy();
+    const listed = await zz(r.dir, env, 'ask', 'list', '--lane-id', '_repo', '--json');
+    const posted = (listed.json() as { asks: Array<{ title: string }> }).asks.map((a) => a.title);
+    expect(posted.sort()).toEqual([...titles].sort());
   });
 });

@@ -30,6 +30,7 @@ import {
   connectHttp,
   connectInMemory,
   connectStreams,
+  initializeRequest,
   textOf,
   TOOL_LIST_SNAPSHOT,
   toolListSnapshot,
@@ -495,5 +496,49 @@ describe('stdio', () => {
     expect(list.structuredContent).toEqual(await direct('lane_list', {}));
     await client.close();
     await handle.closed;
+  });
+
+  it('stdin ended with a call that never answers: gives up after drainTimeoutMs, says so, closes', async () => {
+    const stuck = defineTool({
+      name: 'hang',
+      summary: 'Never answers',
+      toolset: 'local',
+      local: true,
+      annotations: READ,
+      input: z.strictObject({}),
+      output: z.strictObject({}),
+      handler: () => new Promise<Record<string, never>>(() => {}),
+    });
+    const toServer = new PassThrough();
+    const fromServer = new PassThrough();
+    let out = '';
+    fromServer.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    const errors: string[] = [];
+    const handle = serveStdio({
+      registry: new Registry([stuck]),
+      context: () => ctxFor(OWNER, true),
+      stdin: toServer,
+      stdout: fromServer,
+      drainTimeoutMs: 300,
+      onTransportError: (e) => errors.push(e.message),
+    });
+    const init = initializeRequest(1);
+    const hang = {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'hang', arguments: {} },
+    };
+    const started = Date.now();
+    toServer.end(`${JSON.stringify(init)}\n${JSON.stringify(hang)}\n`);
+    await handle.closed;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(
+      out
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { id: number }).id),
+    ).toEqual([1]);
+    expect(errors).toEqual(['stdin closed: gave up on 1 call still running after 300 ms']);
   });
 });

@@ -1,8 +1,23 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { askClaim, askPost, lanePropose, type CommitEvent } from '../../src/core/index.js';
-import { startAutoSync, type AutoSync, type SyncReport } from '../../src/core/sync/index.js';
-import { ensureZzRefspec } from '../../src/git/index.js';
-import { sh } from '../helpers/temp-repo.js';
+import {
+  askClaim,
+  askPost,
+  initRepo,
+  lanePropose,
+  repoState,
+  roleGrant,
+  ZzRepo,
+  type CommitEvent,
+} from '../../src/core/index.js';
+import {
+  ownersLostNotices,
+  signAs,
+  startAutoSync,
+  type AutoSync,
+  type SyncReport,
+} from '../../src/core/sync/index.js';
+import { ensureZzRefspec, generateSigningKey } from '../../src/git/index.js';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
 // The daemon's own syncing: a plain `git fetch` that moves refs/zz-remotes/* is enough to
@@ -71,5 +86,75 @@ describe('auto sync', () => {
     expect(zzRefs(b.dir).get('refs/zz/lanes/web')).toBe(
       zzRefs(cluster.remote).get('refs/zz/lanes/web'),
     );
+  });
+
+  it('logs, as zz sync says it, every owner a round took away (two clones that each ran zz init)', async () => {
+    cluster = await makeCluster(1);
+    // A second clone initialised on its own before it ever synced: carol owns it, and has
+    // made her agent an owner too.
+    const { dir, cleanup } = makeRepo('zz-clone-carol-');
+    sh(dir, 'remote', 'add', 'origin', cluster.remote);
+    const carol = await ZzRepo.open(dir, { key: 'local/carol' });
+    try {
+      const { key } = generateSigningKey();
+      signAs(carol, 'carol@example.com', key);
+      await initRepo(carol, {
+        owner: 'carol@example.com',
+        default_branch: 'main',
+        owner_keys: [key.publicKey],
+      });
+      const agent = 'carol@example.com[ci]';
+      await roleGrant(carol, { actor: 'carol@example.com' }, { grantee: agent, role: 'owner' });
+      const lines: string[] = [];
+      const reports: SyncReport[] = [];
+      auto = startAutoSync(new Map([['carol', carol]]), {
+        intervalMs: 3_600_000,
+        log: (l) => lines.push(l),
+        onReport: (_r, rep) => reports.push(rep),
+      });
+      await auto.syncNow();
+      expect(reports[0]!.owners_lost).toEqual({
+        actors: ['carol@example.com', agent],
+        owners: ['owner@example.com'],
+        merged: true,
+      });
+      const notice = (who: string) =>
+        `zz sync local/carol: after this sync ${who} is no longer an owner of local/carol ` +
+        '(owners: owner@example.com; when two clones each ran `zz init`, the one that reached ' +
+        `origin first stands); an owner can run: zz role grant --grantee ${who} --role owner`;
+      expect(lines).toEqual([notice('carol@example.com'), notice(agent)]);
+      // What repo_state (and the dashboard, which reads it) shows her agent now.
+      expect((await repoState(carol, { actor: agent })).roles.owner).toBe(false);
+      // A round that changes nothing more says nothing more.
+      await auto.syncNow();
+      expect(lines).toHaveLength(2);
+    } finally {
+      await auto?.close();
+      auto = null;
+      carol.close();
+      cleanup();
+    }
+  });
+
+  it('reports an owner revoked on another clone as a revocation, once', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Cluster['clones'][0], Cluster['clones'][0]];
+    const owner = { actor: 'owner@example.com' };
+    await roleGrant(a.repo, owner, { grantee: 'dan@example.com', role: 'owner' });
+    await a.sync();
+    expect((await b.sync()).owners_lost).toBeNull();
+    await roleGrant(a.repo, owner, { grantee: 'dan@example.com', role: 'owner', revoke: true });
+    await a.sync();
+    const report = await b.sync();
+    expect(report.fast_forwarded).toContain('refs/zz/config');
+    expect(report.owners_lost).toEqual({
+      actors: ['dan@example.com'],
+      owners: ['owner@example.com'],
+      merged: false,
+    });
+    expect(ownersLostNotices('k', report)).toEqual([
+      'after this sync dan@example.com is no longer an owner of k (owners: owner@example.com; a revocation came from origin); an owner can run: zz role grant --grantee dan@example.com --role owner',
+    ]);
+    expect((await b.sync()).owners_lost).toBeNull();
   });
 });

@@ -2,7 +2,7 @@ import { listRemotes, authoritativeRemote } from '../../git/index.js';
 import type { LoggedOp } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
 import type { SyncReport } from './engine.js';
-import { syncRepo } from './run.js';
+import { ownersLostNotices, syncRepo } from './run.js';
 
 // The daemon syncing by itself (DESIGN §7): on a timer with jitter, and soon after
 // refs/zz-remotes/* move (a plain `git fetch` or `git pull` is enough to bring work in). After
@@ -86,6 +86,7 @@ export function startAutoSync(
         );
       }
       lastOffline.set(repo, offline);
+      for (const line of ownersLostNotices(repo.key, report)) log(`zz sync ${repo.key}: ${line}`);
       lastTracking.set(repo, await fingerprint(repo));
       announce(repo, report);
       opts.onReport?.(repo, report);

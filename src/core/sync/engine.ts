@@ -5,7 +5,7 @@ import type { RoleSource } from '../lane-state.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
-import { laneRejectionsUnder, rolesOf } from './refusals.js';
+import { laneRejectionsUnder, ownersOf, rolesOf } from './refusals.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 import { formatMergeMessage, parseZzCommit, validateIncoming } from './validate.js';
@@ -48,6 +48,13 @@ export interface SyncReport {
   attempts: number;
   /** Set when the remote could not be reached; local state is untouched. */
   offline: string | null;
+  /**
+   * Owners before this round that are not after it, set when there are any: `merged` when
+   * refs/zz/config diverged (two clones each ran `zz init`: the remote's repo_init stands),
+   * else a revocation fast-forwarded in. The person who lost ownership learns it otherwise
+   * only when an owner-only call is refused.
+   */
+  owners_lost: { actors: string[]; owners: string[]; merged: boolean } | null;
 }
 
 export interface SyncOptions {
@@ -88,6 +95,7 @@ function emptyReport(remote: string, authoritative: boolean): SyncReport {
     diverged: [],
     attempts: 0,
     offline: null,
+    owners_lost: null,
   };
 }
 
@@ -316,6 +324,18 @@ async function reconcile(
     }
     if (authoritative) pushes.push({ ref, expected: theirs, next: commit });
   }
+  const configBefore = locals.get(CONFIG_REF) ?? null;
+  if (configBefore !== null && configTip !== configBefore) {
+    const [before, after] = await Promise.all([
+      ownersAt(local, configBefore),
+      ownersAt(local, configTip),
+    ]);
+    const actors = before.filter((o) => !after.includes(o));
+    if (actors.length > 0) {
+      const merged = report.merged.some((m) => m.ref === CONFIG_REF);
+      report.owners_lost = { actors, owners: after, merged };
+    }
+  }
   await local.update(updates);
   return pushes;
 }
@@ -329,6 +349,14 @@ const LANES_REF_PREFIX = 'refs/zz/lanes/';
 async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource> {
   if (tip === null) return rolesOf([], null);
   return rolesOf(
+    (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF)),
+    tip,
+  );
+}
+
+async function ownersAt(local: SyncLocal, tip: string | null): Promise<string[]> {
+  if (tip === null) return [];
+  return ownersOf(
     (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF)),
     tip,
   );

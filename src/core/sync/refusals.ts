@@ -9,15 +9,27 @@ import type { ConfigOp } from '../../schema/index.js';
 // arrives later (by sync, or written here) can newly refuse ops already folded and shown as
 // accepted. Sync reports those of the ops it pushes; lane_events tells whoever saw them.
 
-/** The roles timeline of refs/zz/config at `tip`, from a history holding its ancestors. */
-export function rolesOf(history: readonly CommitRecord[], tip: string | null): RoleSource {
-  if (tip === null) return roleTimeline([]);
+/** refs/zz/config's ops at `tip` in publication order, from a history holding its ancestors. */
+function configOps(history: readonly CommitRecord[], tip: string | null): ConfigOp[] {
+  if (tip === null) return [];
   const ops: ConfigOp[] = [];
   for (const { op } of publicationOrder(history, tip)) {
     const p = configCodec.parse(op);
     if (p.ok) ops.push(p.op);
   }
-  return roleTimeline(ops);
+  return ops;
+}
+
+/** The roles timeline of refs/zz/config at `tip`, from a history holding its ancestors. */
+export function rolesOf(history: readonly CommitRecord[], tip: string | null): RoleSource {
+  return roleTimeline(configOps(history, tip));
+}
+
+/** The repository's owners at refs/zz/config `tip` (its guarded fold, as ZzRepo.config reads). */
+export function ownersOf(history: readonly CommitRecord[], tip: string | null): string[] {
+  const s = configCodec.empty();
+  for (const op of configOps(history, tip)) configCodec.apply(s, op);
+  return s.config?.owners ?? [];
 }
 
 /** The ops of a Lane's log (in fold order) that its fold refuses when judged under `roles`. */

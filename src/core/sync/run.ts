@@ -60,3 +60,21 @@ export async function unrelatedRemotes(
   }
   return out;
 }
+
+/**
+ * One line per owner this round removed (SyncReport.owners_lost), with who owns the
+ * repository now and how to get ownership back: `zz sync` prints them, the daemon's
+ * automatic sync logs them. Every owner lost is named, not only the git identity's: an agent
+ * acting through a token is an actor of its own, and the person syncing shares the repository.
+ */
+export function ownersLostNotices(repoKey: string, r: SyncReport): string[] {
+  const lost = r.owners_lost;
+  if (!lost) return [];
+  const why = lost.merged
+    ? `when two clones each ran \`zz init\`, the one that reached ${r.remote} first stands`
+    : `a revocation came from ${r.remote}`;
+  return lost.actors.map(
+    (a) =>
+      `after this sync ${a} is no longer an owner of ${repoKey} (owners: ${lost.owners.join(', ')}; ${why}); an owner can run: zz role grant --grantee ${a} --role owner`,
+  );
+}

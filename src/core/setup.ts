@@ -1,18 +1,14 @@
 import { promises as fsp, constants as fsc } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ZzError } from '../errors.js';
-import {
-  ensureZzRefspec,
-  fetchZz,
-  gitPath,
-  isAncestor,
-  listRemotes,
-  remoteTrackingPrefix,
-} from '../git/index.js';
+import { assertRemoteName, ensureZzRefspec, fetchZz, gitPath, listRemotes } from '../git/index.js';
 import { normalizeKeyLine, type SshSigningKey } from '../git/index.js';
 import { repoLocalDir, writeFileAtomic } from '../local/index.js';
 import { initRepo } from './admin.js';
-import { requireSignatures, signAs } from './sync/authenticity.js';
+import { GitStore } from '../store/index.js';
+import { authChecker, requireSignatures, signAs } from './sync/authenticity.js';
+import { importFetched, type SyncReport } from './sync/engine.js';
+import { GitSyncLocal } from './sync/git-ports.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // `zz init` and the fast-forward half of sync: bring remote zz state in, adopt it where we
@@ -22,6 +18,7 @@ export const HOOK_MARKER = '# zz-hook: installed by `zz init`';
 /** The hooks `zz init` installs: copies of the files in the package's hooks/ folder. */
 export const HOOKS = ['post-merge', 'post-rewrite'] as const;
 // hooks/ sits two levels above this file both in src/core/ and in dist/core/.
+const CONFIG_REF = 'refs/zz/config';
 const HOOKS_SOURCE = new URL('../../hooks/', import.meta.url);
 
 export interface InitReport {
@@ -44,6 +41,8 @@ export interface InitReport {
   signatures_turned_on: boolean;
   /** Whether refs/zz/config lists the signing key of the person running init; null: no key. */
   signing_key_registered: boolean | null;
+  /** What a remote holds that failed the checks of `zz sync`: kept under refs/zz-quarantine/. */
+  quarantined: Array<{ ref: string; commit: string; reason: string }>;
   /** What the person should do next that init could not do for them. */
   notes: string[];
   /** True when this run changed nothing at all (re-running `zz init` is safe). */
@@ -83,6 +82,7 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     created_repo_lane: false,
     signatures_turned_on: false,
     signing_key_registered: null,
+    quarantined: [],
     notes: [],
     nothing_changed: false,
   };
@@ -95,7 +95,17 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
       report.fetch_failed.push({ remote, error: (e as Error).message });
     }
   }
-  report.adopted = (await fastForwardFromRemotes(repo)).adopted;
+  const brought = await fastForwardFromRemotes(repo);
+  report.adopted = brought.adopted;
+  report.quarantined = brought.quarantined;
+  const badConfig = brought.quarantined.find((q) => q.ref === CONFIG_REF);
+  if (badConfig && !(await repo.config.read()).state.config) {
+    // A config of our own would start a second, competing history of owners and keys.
+    throw new ZzError(
+      'precondition_failed',
+      `refs/zz/config on the remote failed the checks zz sync makes (commit ${badConfig.commit.slice(0, 10)}: ${badConfig.reason}); it is kept under refs/zz-quarantine/ and zz made no config of its own: ask an owner to repair the remote's, then run zz init again`,
+    );
+  }
   const branch = await repo.defaultBranch();
   if (opts.signingKey) signAs(repo, opts.owner, opts.signingKey);
   const r = await initRepo(repo, {
@@ -154,35 +164,31 @@ async function reconcileSigning(repo: ZzRepo, opts: InitOptions, report: InitRep
 
 /**
  * Creates local refs/zz/* that exist only on a remote, and fast-forwards local ones that a
- * remote is strictly ahead of. Diverged refs are reported, never forced.
+ * remote is strictly ahead of, once what arrived passes the checks `zz sync` makes (its format,
+ * roles and signatures): a ref that fails them is quarantined, as sync would. Diverged refs are
+ * reported, never forced.
  */
-export async function fastForwardFromRemotes(
-  repo: ZzRepo,
-): Promise<{ adopted: string[]; fast_forwarded: string[]; diverged: string[] }> {
+export async function fastForwardFromRemotes(repo: ZzRepo): Promise<{
+  adopted: string[];
+  fast_forwarded: string[];
+  diverged: string[];
+  quarantined: SyncReport['quarantined'];
+}> {
   const g = repo.git;
-  const out = { adopted: [] as string[], fast_forwarded: [] as string[], diverged: [] as string[] };
-  if (!g) return out;
+  const out = {
+    adopted: [] as string[],
+    fast_forwarded: [] as string[],
+    diverged: [] as string[],
+    quarantined: [] as SyncReport['quarantined'],
+  };
+  if (!g || !(repo.store instanceof GitStore)) return out;
+  const local = new GitSyncLocal(g, repo.store);
   for (const remote of await listRemotes(g.gitdir)) {
-    const prefix = remoteTrackingPrefix(remote);
-    for (const [ref, oid] of await repo.store.listRefs(prefix)) {
-      const local = 'refs/zz/' + ref.slice(prefix.length);
-      const mine = await repo.store.head(local);
-      if (mine === oid) continue;
-      try {
-        if (mine === null) {
-          await repo.store.setRef(local, null, oid);
-          out.adopted.push(local);
-        } else if (await isAncestor(g.gitdir, mine, oid)) {
-          await repo.store.setRef(local, mine, oid);
-          out.fast_forwarded.push(local);
-        } else if (!(await isAncestor(g.gitdir, oid, mine))) {
-          out.diverged.push(local);
-        }
-      } catch (e) {
-        if (e instanceof ZzError && e.code === 'revision_mismatch') out.diverged.push(local);
-        else throw e;
-      }
-    }
+    const r = await importFetched(local, assertRemoteName(remote), { checker: authChecker });
+    out.adopted.push(...r.adopted);
+    out.fast_forwarded.push(...r.fast_forwarded);
+    out.diverged.push(...r.diverged);
+    out.quarantined.push(...r.quarantined);
   }
   return out;
 }

@@ -148,14 +148,51 @@ export async function syncWith(
   );
 }
 
-/** Plans and applies one round locally; returns what to push. */
+/**
+ * What was fetched into `refs/zz-remotes/<remote>/*` by someone else (`zz init`'s fetch, a
+ * `git pull` with zz's refspec, before the hooks run): validated and checked like a sync round,
+ * then adopted or fast-forwarded; a bad ref is quarantined, a diverged one left for `zz sync`.
+ * Nothing is merged, nothing pushed. Moving refs/zz/* to the fetched values unchecked made a
+ * forged owner grant that every sync quarantined an owner on each new clone and after each pull.
+ */
+export async function importFetched(
+  local: SyncLocal,
+  remoteName: string,
+  opts: Pick<SyncOptions, 'checker'> = {},
+): Promise<SyncReport> {
+  let lastRace = '';
+  for (let attempt = 1; attempt <= 4; attempt++) {
+    const report = emptyReport(remoteName, false);
+    report.attempts = attempt;
+    try {
+      await reconcile(local, remoteName, report, false, opts, 'import');
+      return report;
+    } catch (e) {
+      // The daemon moved a ref between our read and the transaction: read again.
+      if (!(e instanceof RefCasError)) throw e;
+      lastRace = e.message;
+    }
+  }
+  throw new ZzError(
+    'conflict',
+    `zz state from ${remoteName} kept racing local writes (${lastRace}); nothing was lost, run zz sync`,
+  );
+}
+
+/**
+ * Plans and applies one round locally; returns what to push. In `import` mode only what came
+ * from the remote moves local refs (adopted, fast-forwarded or quarantined): local-only work
+ * and diverged entities are left for a sync, which merges and pushes them.
+ */
 async function reconcile(
   local: SyncLocal,
   remoteName: string,
   report: SyncReport,
   authoritative: boolean,
-  opts: SyncOptions,
+  opts: Pick<SyncOptions, 'checker'>,
+  mode: 'sync' | 'import' = 'sync',
 ): Promise<PushUpdate[]> {
+  const importing = mode === 'import';
   const tPrefix = trackingPrefix(remoteName);
   const cPrefix = confirmedPrefix(remoteName);
   const qPrefix = quarantinePrefix(remoteName);
@@ -172,6 +209,8 @@ async function reconcile(
   // refs/zz/config sorts before every Lane: by the time a Lane merges, configTip is the value
   // this round leaves it at, and Lane ops are judged against those roles (lane-state.ts).
   let configTip = locals.get(CONFIG_REF) ?? null;
+  /** Set when this round quarantined the remote's config (it sorts before every entity). */
+  let configRefused = false;
   let roles: Promise<RoleSource> | null = null;
   let oldRoles: Promise<RoleSource> | null = null;
   const setTip = (ref: string, oid: string | null): void => {
@@ -214,6 +253,7 @@ async function reconcile(
       updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
     }
     if (mine === theirs) continue;
+    if (importing && theirs === null) continue;
     if (theirs === null) {
       // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
@@ -225,6 +265,7 @@ async function reconcile(
     // Only we moved (a few local commits on top of what the remote holds): push. A short walk
     // through cat-file says so without a spawn; past it, the full walk below decides.
     if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
+      if (importing) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs);
       continue;
@@ -236,6 +277,7 @@ async function reconcile(
     const fromTheirs = reachable(parentsOf, theirs);
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
     if (mine !== null && fromMine.has(theirs)) {
+      if (importing) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs, raw);
       continue;
@@ -252,7 +294,15 @@ async function reconcile(
     if (!bad && checker) {
       bad = await checker.check(ref, history, incomingSet);
     }
+    if (!bad && codec && configRefused && configTip === null) {
+      // With no config to judge them against, roles and signatures would pass unchecked.
+      bad = {
+        commit: theirs,
+        reason: 'refs/zz/config, which its ops are judged against, is quarantined',
+      };
+    }
     if (bad) {
+      if (ref === CONFIG_REF) configRefused = true;
       setTip(ref, mine);
       report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
       const q = quarantined.get(ref) ?? null;
@@ -273,7 +323,7 @@ async function reconcile(
       report.fast_forwarded.push(ref);
       continue;
     }
-    if (!codec) {
+    if (!codec || importing) {
       report.diverged.push(ref);
       continue;
     }

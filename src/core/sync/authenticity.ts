@@ -157,6 +157,24 @@ export async function signWithPersonKey(
   return line + (await unregisteredNote(repo, person, info.key.publicKey));
 }
 
+/**
+ * In-process writers (the CLI and `zz mcp` without a daemon): sign `person`'s commits and their
+ * agents' with the key the daemon would use, never making one (init does). Without it an
+ * owner's key add or grant run with no daemon was quarantined on every other machine.
+ */
+export async function signInProcess(
+  repo: ZzRepo,
+  person: string,
+  env = process.env,
+): Promise<boolean> {
+  const g = repo.git;
+  if (!g) return false;
+  const info = await findKey(person, env, g.workTree ?? g.gitdir, false);
+  if (!info) return false;
+  signAs(repo, person, info.key);
+  return true;
+}
+
 /** When the config is readable and does not list `publicKey` for `person`: what to run. */
 async function unregisteredNote(repo: ZzRepo, person: string, publicKey: string): Promise<string> {
   let state: ConfigState;

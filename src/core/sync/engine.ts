@@ -42,6 +42,13 @@ export interface SyncReport {
   /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
   rejected: Array<Rejection & { ref: string }>;
   quarantined: Array<{ ref: string; commit: string; reason: string }>;
+  /**
+   * Local refs not pushed because what they would bring fails the checks every other machine
+   * makes on import (an op not signed by a registered key where signatures are required, an
+   * owner-level op not signed by an owner's key): pushed, it would quarantine the remote's ref
+   * for the whole team. Kept here; pushed once it passes (its key registered, say).
+   */
+  held_back: Array<{ ref: string; commit: string; reason: string }>;
   /** Non-entity refs whose local and remote values differ and cannot be merged. */
   diverged: string[];
   attempts: number;
@@ -79,6 +86,7 @@ function emptyReport(remote: string, authoritative: boolean): SyncReport {
     claims_lost: [],
     rejected: [],
     quarantined: [],
+    held_back: [],
     diverged: [],
     attempts: 0,
     offline: null,
@@ -205,6 +213,25 @@ async function reconcile(
   const updates: RefUpdate[] = [];
   const pushes: PushUpdate[] = [];
   const checker = opts.checker?.(local, remoteName);
+  // What we would push is checked as the remote's next reader will check it (see held_back).
+  const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {
+    if (!authoritative || !checker || !syncCodecFor(ref)) return false;
+    const out = (await local.commits([mine], theirs === null ? [] : [theirs])).map((c) =>
+      parseZzCommit(c, ref),
+    );
+    const withOps = new Set(out.filter((c) => c.ops.length > 0).map((c) => c.revision));
+    if (withOps.size === 0) return false;
+    // The config's owner-level ops and a Lane's lane_add_related are judged against the whole
+    // log before them; signatures need only the outgoing commits.
+    const whole =
+      ref === CONFIG_REF || out.some((c) => c.ops.some((o) => o.op === 'lane_add_related'));
+    const history = whole
+      ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref))
+      : out;
+    const bad = await checker.check(ref, history, withOps);
+    if (bad) report.held_back.push({ ref, ...bad });
+    return bad !== null;
+  };
   const names = new Set([...locals.keys(), ...remotes.keys()]);
   // refs/zz/config sorts before every Lane: by the time a Lane merges, configTip is the value
   // this round leaves it at, and Lane ops are judged against those roles (lane-state.ts).
@@ -257,6 +284,7 @@ async function reconcile(
     if (theirs === null) {
       // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
+      if (await heldBack(ref, mine!, null)) continue;
       if (conf !== null) report.recreated.push(ref);
       pushes.push({ ref, expected: null, next: mine! });
       await refusedByNewRoles(ref, mine!, null);
@@ -265,7 +293,7 @@ async function reconcile(
     // Only we moved (a few local commits on top of what the remote holds): push. A short walk
     // through cat-file says so without a spawn; past it, the full walk below decides.
     if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
-      if (importing) continue;
+      if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs);
       continue;
@@ -277,7 +305,7 @@ async function reconcile(
     const fromTheirs = reachable(parentsOf, theirs);
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
     if (mine !== null && fromMine.has(theirs)) {
-      if (importing) continue;
+      if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs, raw);
       continue;
@@ -351,7 +379,9 @@ async function reconcile(
         });
       } else report.rejected.push({ ...r, ref });
     }
-    if (authoritative) pushes.push({ ref, expected: theirs, next: commit });
+    if (authoritative && !(await heldBack(ref, mine, theirs))) {
+      pushes.push({ ref, expected: theirs, next: commit });
+    }
   }
   await local.update(updates);
   return pushes;

@@ -18,6 +18,15 @@ const stop = new Promise<void>((resolve) => {
   process.on('SIGTERM', onSignal);
 });
 
+// A reader that stops early (`zz … | head`) closes the pipe: what is left is not wanted, which
+// is no failure of the command, and no stack trace.
+for (const s of [process.stdout, process.stderr]) {
+  s.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') throw e;
+    process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  });
+}
+
 const io = {
   stdout: (s: string) => process.stdout.write(s),
   stderr: (s: string) => process.stderr.write(s),
@@ -39,6 +48,15 @@ process.exitCode = code;
 // Background local writes (a token's last-use stamp) hold a lock file while they run: let them
 // finish, or the next zz process waits for a lock this one left behind.
 await (await import('../local/background.js')).settleBackground();
+// Into a pipe, output past what the pipe holds (64 KiB) is still queued in this process, and
+// process.exit drops it: `zz lane get --json | jq` got a cut answer and exit 0. Wait for both
+// streams to hand everything over (a write's callback runs after every write before it).
+const flushed = (s: NodeJS.WriteStream) =>
+  new Promise<void>((resolve) => {
+    if (s.writableLength === 0 || s.destroyed) return resolve();
+    s.write('', () => resolve());
+  });
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
 // Long-running commands (serve, mcp) return only when they are done, so a finished command
 // exits here: idle git readers and signal listeners must not keep it alive.
 setImmediate(() => process.exit(code));

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { askPost, lanePropose } from '../../src/core/index.js';
+import { askPost, lanePropose, roleGrant } from '../../src/core/index.js';
 import { keyAdd, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
@@ -8,7 +8,8 @@ import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 // `zz sync` does not push what every other machine would quarantine. A teammate whose key no
 // owner had registered, in a repository that requires signatures, used to push their ops: the
 // remote's Lane then failed every other machine's import, and from then on nobody, the owner
-// included, could push to that Lane again (their syncs said "pushed 0" and exited 0).
+// included, could push to that Lane again (their syncs said "pushed 0" and exited 0). Likewise
+// an owner revoked while offline: their owner-level op quarantined refs/zz/config for everyone.
 
 const OWNER = { actor: 'owner@example.com' };
 const BOB = { actor: 'bob@example.com' };
@@ -83,5 +84,40 @@ describe('a teammate whose key is not registered, signatures required', () => {
       }),
     ]);
     expect((await a.sync()).quarantined).toEqual([]);
+  });
+});
+
+describe('an owner revoked while offline', () => {
+  it('whose owner-level op arrives later: dropped by the fold, the config still shared', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Cluster['clones'][0], Cluster['clones'][0]];
+    const carol = { actor: 'carol@example.com' };
+    const carolKey = generateSigningKey().key;
+    await keyAdd(a.repo, OWNER, { actor: carol.actor, key: carolKey.publicKey });
+    await roleGrant(a.repo, OWNER, { grantee: carol.actor, role: 'owner' });
+    await a.sync();
+    await b.sync();
+    signAs(b.repo, carol.actor, carolKey);
+    // Revoked on a; meanwhile carol, offline on b, registers a key for dave as an owner would.
+    await roleGrant(a.repo, OWNER, { grantee: carol.actor, role: 'owner', revoke: true });
+    await a.sync();
+    await keyAdd(b.repo, carol, {
+      actor: 'dave@example.com',
+      key: generateSigningKey().key.publicKey,
+    });
+    // …and makes mallory an owner: her own key signs it, but she is no owner any more.
+    await roleGrant(b.repo, carol, { grantee: 'mallory@example.com', role: 'owner' });
+    expect((await b.sync()).pushed).toEqual(['refs/zz/config']);
+    const r = await a.sync();
+    expect(r.quarantined).toEqual([]);
+    expect(r.fast_forwarded).toEqual(['refs/zz/config']);
+    const config = (await a.repo.config.read()).state;
+    expect(config.config?.owners).toEqual([OWNER.actor]);
+    expect(config.keys.has('dave@example.com')).toBe(false);
+    // And the owner's next config op still reaches everyone.
+    await keyAdd(a.repo, OWNER, { actor: BOB.actor, key: generateSigningKey().key.publicKey });
+    expect((await a.sync()).pushed).toEqual(['refs/zz/config']);
+    expect((await b.sync()).quarantined).toEqual([]);
+    expect((await b.repo.config.read()).state.keys.has(BOB.actor)).toBe(true);
   });
 });

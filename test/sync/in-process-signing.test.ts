@@ -100,6 +100,6 @@ for (const signed of [false, true]) {
         .history;
       expect(history.filter((h) => h.unsigned)).toEqual([]);
       expect(JSON.stringify(seen.json())).toContain('from bob');
-    });
+    }, 180_000); // some twenty CLI runs, each a process's worth of work on a loaded machine
   });
 }

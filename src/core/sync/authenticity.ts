@@ -235,12 +235,11 @@ function ownerOpProblem(
     return 'repo_init is not signed by the key it registers';
   }
   if (isOwnerKey(s, signer)) return null;
-  if (
-    (op.op === 'key_add' || op.op === 'key_remove') &&
-    op.args.actor === op.actor &&
-    isActorKey(s, op.actor, signer)
-  )
-    return null;
+  // Signed by a key registered for its own actor, the op is authentic; whether that actor may
+  // make it is the guarded fold's question (configOpAllowed: an owner of the moment, or a key
+  // of one's own), which drops it otherwise. Quarantining it instead let an owner revoked
+  // while offline stop refs/zz/config from syncing for everyone once their op arrived.
+  if (isActorKey(s, op.actor, signer)) return null;
   return `${op.op} by ${op.actor} is not signed by an owner's key`;
 }
 

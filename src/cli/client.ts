@@ -55,6 +55,7 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
   ]);
   const repo = await ZzRepo.open(opts.cwd, { key: repoKey });
   let actor: string;
+  let person: string | null;
   if (opts.env.ZZ_TOKEN) {
     // A token names its actor even without a daemon: verify it against this machine's store.
     const { TokenStore } = await import('../core/token-store.js');
@@ -62,8 +63,15 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
     if (!who)
       throw new ZzError('unauthorized', 'ZZ_TOKEN is not a valid token for this repository');
     actor = who.actor;
+    person = await gitUserEmail(opts.cwd, opts.env).catch(() => null);
   } else {
     actor = await gitUserEmail(opts.cwd, opts.env);
+    person = actor;
+  }
+  // Signed as the daemon signs: the checkout's person and their agents, with the person's key.
+  if (person !== null) {
+    const { signInProcess } = await import('../core/sync/authenticity.js');
+    await signInProcess(repo, person, opts.env);
   }
   return {
     mode: 'in-process',

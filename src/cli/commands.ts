@@ -79,7 +79,12 @@ export function initCommand(y: Argv, io: CliIO): Argv {
         );
         if (signing.note) lines.push(`Not signing with git's key: ${signing.note}.`);
         if (report.created_repo_lane && !report.created_config) lines.push('Created lane _repo.');
-        if (report.signatures_turned_on) lines.push('Every zz op must now be signed.');
+        if (report.signatures_turned_on || (report.created_config && a.signed))
+          lines.push('Every zz op must now be signed.');
+        for (const q of report.quarantined)
+          lines.push(
+            `Quarantined ${q.ref.slice('refs/zz/'.length)} from a remote (commit ${q.commit.slice(0, 10)}: ${q.reason}); kept under refs/zz-quarantine/, not adopted.`,
+          );
         for (const h of report.hooks_installed) lines.push(`Installed hook ${h}.`);
         if (report.hook_command_updated && report.hooks_installed.length === 0)
           lines.push('Updated the zz the hooks run.');
@@ -151,6 +156,10 @@ export function hookCommand(y: Argv, io: CliIO): Argv {
           const moved = r.adopted.length + r.fast_forwarded.length;
           if (moved) io.stderr(`zz: brought ${moved} zz ref(s) up to date\n`);
           for (const x of r.refused) io.stderr(`zz: ${neutralize(x.message)}\n`);
+          for (const q of r.quarantined)
+            io.stderr(
+              `zz: quarantined ${neutralize(q.ref)} (commit ${q.commit.slice(0, 10)}: ${neutralize(q.reason)}); not brought in\n`,
+            );
           if (r.diverged.length)
             io.stderr(
               `zz: ${r.diverged.length} zz ref(s) diverged from the remote and need a merge: ${r.diverged.join(', ')}\n`,
@@ -316,6 +325,9 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
       const bar = !a.json && (io.stderrIsTTY ?? io.isTTY) ? progressBar(io) : null;
       try {
         const actor = await gitUserEmail(io.cwd, io.env);
+        // Signed as the daemon's writes are (a signed repository quarantines unsigned ones).
+        const { signInProcess } = await import('../core/sync/authenticity.js');
+        await signInProcess(repo, actor, io.env);
         const changesets = a.changesets as number | undefined;
         if (changesets !== undefined && (!Number.isInteger(changesets) || changesets < 0)) {
           throw new ZzError('invalid_argument', '--changesets must be a whole number ≥ 0');

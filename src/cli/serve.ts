@@ -101,7 +101,8 @@ export async function runServe(io: CliIO, args: ServeArgs): Promise<number> {
     port: args.port,
     host: args.host,
     repos: args.repos,
-    log: (line: string) => io.stderr(line + '\n'),
+    // Lines carry what other machines wrote (quarantine reasons name their actors).
+    log: (line: string) => io.stderr(neutralize(line) + '\n'),
     signingEnv: io.env,
   });
   const exposed = await exposureWarning(args.host, d.url);

@@ -43,6 +43,11 @@ export function formatSyncReport(r: SyncReport): string {
       `  quarantined ${short(q.ref)}: commit ${q.commit.slice(0, 10)} ${safe(q.reason)} (kept as refs/zz-quarantine/${safe(r.remote)}/${short(q.ref)})`,
     );
   }
+  for (const h of r.held_back) {
+    lines.push(
+      `  not pushed: ${short(h.ref)}: commit ${h.commit.slice(0, 10)} ${safe(h.reason)}; every other machine would quarantine it, so it stays here (\`zz key list\` shows the registered keys)`,
+    );
+  }
   for (const d of r.diverged)
     lines.push(`  left alone: ${short(d)} differs here and on the remote`);
   if (r.attempts > 1) lines.push(`  (${r.attempts} attempts: lost a race with another pusher)`);

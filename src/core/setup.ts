@@ -2,22 +2,22 @@ import { promises as fsp, constants as fsc } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ZzError } from '../errors.js';
 import {
+  assertRemoteName,
   ensureZzRefspec,
   fetchZz,
   gitPath,
   historyRoots,
-  isAncestor,
   listRemotes,
-  remoteTrackingPrefix,
 } from '../git/index.js';
 import { normalizeKeyLine, type SshSigningKey } from '../git/index.js';
 import { repoLocalDir, writeFileAtomic } from '../local/index.js';
 import { initRepo } from './admin.js';
 import { MAX_PROJECT_ROOTS } from '../schema/config-ops.js';
-import { requireSignatures, signAs } from './sync/authenticity.js';
+import { GitStore } from '../store/index.js';
+import { authChecker, requireSignatures, signAs } from './sync/authenticity.js';
+import { importFetched, type SyncReport } from './sync/engine.js';
 import { GitSyncLocal } from './sync/git-ports.js';
 import { unrelatedMessage, unrelatedRemote } from './sync/project-identity.js';
-import { GitStore } from '../store/index.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // `zz init` and the fast-forward half of sync: bring remote zz state in, adopt it where we
@@ -27,6 +27,7 @@ export const HOOK_MARKER = '# zz-hook: installed by `zz init`';
 /** The hooks `zz init` installs: copies of the files in the package's hooks/ folder. */
 export const HOOKS = ['post-merge', 'post-rewrite'] as const;
 // hooks/ sits two levels above this file both in src/core/ and in dist/core/.
+const CONFIG_REF = 'refs/zz/config';
 const HOOKS_SOURCE = new URL('../../hooks/', import.meta.url);
 
 export interface InitReport {
@@ -56,6 +57,8 @@ export interface InitReport {
   refused_remotes: string[];
   /** Whether refs/zz/config lists the signing key of the person running init; null: no key. */
   signing_key_registered: boolean | null;
+  /** What a remote holds that failed the checks of `zz sync`: kept under refs/zz-quarantine/. */
+  quarantined: Array<{ ref: string; commit: string; reason: string }>;
   /** What the person should do next that init could not do for them. */
   notes: string[];
   /** True when this run changed nothing at all (re-running `zz init` is safe). */
@@ -97,6 +100,7 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     project_roots_recorded: null,
     refused_remotes: [],
     signing_key_registered: null,
+    quarantined: [],
     notes: [],
     nothing_changed: false,
   };
@@ -112,11 +116,20 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
   // The project's identity (DESIGN §7): the roots of the checkout's history, so that sync can
   // tell this project's zz state from another's that a mistyped remote URL would bring.
   const history = await historyRoots(g.gitdir, MAX_PROJECT_ROOTS);
-  const ff = await fastForwardFromRemotes(repo, history.roots);
-  report.adopted = ff.adopted;
-  for (const x of ff.refused) {
+  const brought = await fastForwardFromRemotes(repo, history.roots);
+  report.adopted = brought.adopted;
+  report.quarantined = brought.quarantined;
+  for (const x of brought.refused) {
     report.refused_remotes.push(x.remote);
     report.notes.push(x.message);
+  }
+  const badConfig = brought.quarantined.find((q) => q.ref === CONFIG_REF);
+  if (badConfig && !(await repo.config.read()).state.config) {
+    // A config of our own would start a second, competing history of owners and keys.
+    throw new ZzError(
+      'precondition_failed',
+      `refs/zz/config on the remote failed the checks zz sync makes (commit ${badConfig.commit.slice(0, 10)}: ${badConfig.reason}); it is kept under refs/zz-quarantine/ and zz made no config of its own: ask an owner to repair the remote's, then run zz init again`,
+    );
   }
   const branch = await repo.defaultBranch();
   if (opts.signingKey) signAs(repo, opts.owner, opts.signingKey);
@@ -191,9 +204,11 @@ async function reconcileSigning(repo: ZzRepo, opts: InitOptions, report: InitRep
 
 /**
  * Creates local refs/zz/* that exist only on a remote, and fast-forwards local ones that a
- * remote is strictly ahead of. Diverged refs are reported, never forced. A remote whose zz
- * state belongs to another project (sync/project-identity.ts) is left alone, and said: a
- * `git pull` from a mistyped URL would otherwise adopt that project's Lanes here.
+ * remote is strictly ahead of, once what arrived passes the checks `zz sync` makes (its format,
+ * roles and signatures): a ref that fails them is quarantined, as sync would. Diverged refs are
+ * reported, never forced. A remote whose zz state belongs to another project
+ * (sync/project-identity.ts) is left alone, and said: a `git pull` from a mistyped URL would
+ * otherwise adopt that project's Lanes here.
  */
 export async function fastForwardFromRemotes(
   repo: ZzRepo,
@@ -203,6 +218,7 @@ export async function fastForwardFromRemotes(
   adopted: string[];
   fast_forwarded: string[];
   diverged: string[];
+  quarantined: SyncReport['quarantined'];
   refused: Array<{ remote: string; message: string }>;
 }> {
   const g = repo.git;
@@ -210,36 +226,22 @@ export async function fastForwardFromRemotes(
     adopted: [] as string[],
     fast_forwarded: [] as string[],
     diverged: [] as string[],
+    quarantined: [] as SyncReport['quarantined'],
     refused: [] as Array<{ remote: string; message: string }>,
   };
-  if (!g) return out;
-  const local = repo.store instanceof GitStore ? new GitSyncLocal(g, repo.store) : null;
+  if (!g || !(repo.store instanceof GitStore)) return out;
+  const local = new GitSyncLocal(g, repo.store);
   for (const remote of await listRemotes(g.gitdir)) {
-    const unrelated = local && (await unrelatedRemote(local, remote, checkoutRoots));
+    const unrelated = await unrelatedRemote(local, remote, checkoutRoots);
     if (unrelated) {
       out.refused.push({ remote, message: unrelatedMessage(unrelated) });
       continue;
     }
-    const prefix = remoteTrackingPrefix(remote);
-    for (const [ref, oid] of await repo.store.listRefs(prefix)) {
-      const local = 'refs/zz/' + ref.slice(prefix.length);
-      const mine = await repo.store.head(local);
-      if (mine === oid) continue;
-      try {
-        if (mine === null) {
-          await repo.store.setRef(local, null, oid);
-          out.adopted.push(local);
-        } else if (await isAncestor(g.gitdir, mine, oid)) {
-          await repo.store.setRef(local, mine, oid);
-          out.fast_forwarded.push(local);
-        } else if (!(await isAncestor(g.gitdir, oid, mine))) {
-          out.diverged.push(local);
-        }
-      } catch (e) {
-        if (e instanceof ZzError && e.code === 'revision_mismatch') out.diverged.push(local);
-        else throw e;
-      }
-    }
+    const r = await importFetched(local, assertRemoteName(remote), { checker: authChecker });
+    out.adopted.push(...r.adopted);
+    out.fast_forwarded.push(...r.fast_forwarded);
+    out.diverged.push(...r.diverged);
+    out.quarantined.push(...r.quarantined);
   }
   return out;
 }

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { askPost, lanePropose, repoState } from '../../src/core/index.js';
 import { keyAdd, requireSignatures, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
-import { zzRefs, makeCluster, type Cluster } from './git-cluster.js';
+import { pushRaw, zzRefs, makeCluster, type Cluster } from './git-cluster.js';
 import { sh } from '../helpers/temp-repo.js';
 
 // Imports are authorised and authentic (DESIGN §7), shown on real git: a member who forges
@@ -40,7 +40,10 @@ for (const signed of [false, true]) {
       signAs(b.repo, 'owner@example.com', generateSigningKey().key);
       await forgeGrant(b.repo, OWNER.actor);
       expect((await b.repo.requireConfig()).owners).toContain(MALLORY.actor); // her own clone
-      expect((await b.sync()).pushed).toEqual(['refs/zz/config']); // the remote takes anything
+      expect((await b.sync()).held_back).toEqual([
+        expect.objectContaining({ ref: 'refs/zz/config' }),
+      ]); // zz will not push it
+      pushRaw(b, 'refs/zz/config'); // the remote takes anything
       const r = await a.sync();
       expect(r.quarantined).toEqual([
         expect.objectContaining({
@@ -82,7 +85,7 @@ describe('a repo that requires signatures', () => {
     expect((await b.sync()).quarantined).toEqual([]);
     // An op by someone without a registered key, unsigned: quarantined on a.
     await askPost(b.repo, MALLORY, { lane_id: 'web', kind: 'work', title: 'unsigned' });
-    await b.sync();
+    pushRaw(b, 'refs/zz/lanes/web');
     const r = await a.sync();
     expect(r.quarantined).toEqual([
       expect.objectContaining({

@@ -157,4 +157,31 @@ describe('auto sync', () => {
     ]);
     expect((await b.sync()).owners_lost).toBeNull();
   });
+
+  it('says once in its log what it holds back or quarantines, not every round', async () => {
+    cluster = await makeCluster(2, { signed: true });
+    const [a, b] = cluster.clones as [Cluster['clones'][0], Cluster['clones'][0]];
+    await lanePropose(a.repo, { actor: 'owner@example.com' }, { lane_id: 'web', title: 'Web' });
+    await a.sync();
+    await b.sync();
+    // Bob's key is registered nowhere: his op would be quarantined everywhere.
+    signAs(b.repo, 'bob@example.com', generateSigningKey().key);
+    await askPost(
+      b.repo,
+      { actor: 'bob@example.com' },
+      { lane_id: 'web', kind: 'work', title: 'x' },
+    );
+    const lines: string[] = [];
+    auto = startAutoSync(new Map([['b', b.repo]]), {
+      intervalMs: 3_600_000,
+      log: (l) => lines.push(l),
+    });
+    await auto.syncNow();
+    await auto.syncNow();
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^zz sync local\/test: not pushing refs\/zz\/lanes\/web \(commit [0-9a-f]{10}: op ask_post by bob@example\.com .*requires signatures\)/,
+      ),
+    ]);
+  });
 });

@@ -79,3 +79,12 @@ export function zzRefs(dir: string): Map<string, string> {
       .map((l) => l.split(' ') as [string, string]),
   );
 }
+
+/**
+ * Pushes `ref` from a clone with plain git, as someone bypassing zz (or an older zz) would:
+ * `zz sync` itself holds back what other machines would quarantine, so the import checks are
+ * shown against what only such a push puts on the remote.
+ */
+export function pushRaw(clone: Clone, ref: string): void {
+  sh(clone.dir, 'push', '-q', 'origin', `${ref}:${ref}`);
+}

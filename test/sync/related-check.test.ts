@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { laneAddRelated, laneGet, lanePropose, type ZzRepo } from '../../src/core/index.js';
-import { makeCluster, type Clone, type Cluster } from './git-cluster.js';
+import { makeCluster, pushRaw, type Clone, type Cluster } from './git-cluster.js';
 
 // lane_add_related arriving by sync is role-checked like every other op (DESIGN §7): its actor
 // must have been a coordinator of the Lane or of the related Lane, or an owner. The daemon
@@ -44,9 +44,13 @@ describe('lane_add_related on import', () => {
     await expect(
       laneAddRelated(b.repo, MALLORY, { lane_id: 'web', related_lane_id: 'api' }),
     ).rejects.toMatchObject({ code: 'forbidden' });
-    // …so she writes the op by hand on her clone, and her sync pushes it (a remote takes anything).
+    // …so she writes the op by hand on her clone; her zz sync holds it back, so she pushes it
+    // with git (a remote takes anything).
     await forgeRelated(b.repo, MALLORY.actor, 'web', 'api');
-    expect((await b.sync()).pushed).toEqual(['refs/zz/lanes/web']);
+    expect((await b.sync()).held_back).toEqual([
+      expect.objectContaining({ ref: 'refs/zz/lanes/web' }),
+    ]);
+    pushRaw(b, 'refs/zz/lanes/web');
     const r = await a.sync();
     expect(r.quarantined).toEqual([
       expect.objectContaining({

@@ -157,6 +157,24 @@ export async function signWithPersonKey(
   return line + (await unregisteredNote(repo, person, info.key.publicKey));
 }
 
+/**
+ * In-process writers (the CLI and `zz mcp` without a daemon): sign `person`'s commits and their
+ * agents' with the key the daemon would use, never making one (init does). Without it an
+ * owner's key add or grant run with no daemon was quarantined on every other machine.
+ */
+export async function signInProcess(
+  repo: ZzRepo,
+  person: string,
+  env = process.env,
+): Promise<boolean> {
+  const g = repo.git;
+  if (!g) return false;
+  const info = await findKey(person, env, g.workTree ?? g.gitdir, false);
+  if (!info) return false;
+  signAs(repo, person, info.key);
+  return true;
+}
+
 /** When the config is readable and does not list `publicKey` for `person`: what to run. */
 async function unregisteredNote(repo: ZzRepo, person: string, publicKey: string): Promise<string> {
   let state: ConfigState;
@@ -217,12 +235,11 @@ function ownerOpProblem(
     return 'repo_init is not signed by the key it registers';
   }
   if (isOwnerKey(s, signer)) return null;
-  if (
-    (op.op === 'key_add' || op.op === 'key_remove') &&
-    op.args.actor === op.actor &&
-    isActorKey(s, op.actor, signer)
-  )
-    return null;
+  // Signed by a key registered for its own actor, the op is authentic; whether that actor may
+  // make it is the guarded fold's question (configOpAllowed: an owner of the moment, or a key
+  // of one's own), which drops it otherwise. Quarantining it instead let an owner revoked
+  // while offline stop refs/zz/config from syncing for everyone once their op arrived.
+  if (isActorKey(s, op.actor, signer)) return null;
   return `${op.op} by ${op.actor} is not signed by an owner's key`;
 }
 

@@ -43,6 +43,7 @@ export function startAutoSync(
   const lastTracking = new Map<ZzRepo, string>();
   const lastOffline = new Map<ZzRepo, boolean>();
   const lastError = new Map<ZzRepo, string>();
+  const lastProblems = new Map<ZzRepo, string>();
 
   const fingerprint = async (repo: ZzRepo): Promise<string> => {
     const refs = await repo.store.listRefs('refs/zz-remotes/');
@@ -87,6 +88,22 @@ export function startAutoSync(
       }
       lastOffline.set(repo, offline);
       for (const line of ownersLostNotices(repo.key, report)) log(`zz sync ${repo.key}: ${line}`);
+      // What was quarantined or held back is said once when it changes, not every minute:
+      // without a line the person behind the daemon never learns their work is not shared.
+      const problems = [
+        ...report.quarantined.map(
+          (q) =>
+            `zz sync ${repo.key}: quarantined ${q.ref} from ${report.remote} (commit ${q.commit.slice(0, 10)}: ${q.reason})`,
+        ),
+        ...report.held_back.map(
+          (h) =>
+            `zz sync ${repo.key}: not pushing ${h.ref} (commit ${h.commit.slice(0, 10)}: ${h.reason}); every other machine would quarantine it`,
+        ),
+      ];
+      if (!offline && problems.join('\n') !== (lastProblems.get(repo) ?? '')) {
+        for (const line of problems) log(line);
+        lastProblems.set(repo, problems.join('\n'));
+      }
       lastTracking.set(repo, await fingerprint(repo));
       announce(repo, report);
       opts.onReport?.(repo, report);

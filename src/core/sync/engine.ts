@@ -43,6 +43,13 @@ export interface SyncReport {
   /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
   rejected: Array<Rejection & { ref: string }>;
   quarantined: Array<{ ref: string; commit: string; reason: string }>;
+  /**
+   * Local refs not pushed because what they would bring fails the checks every other machine
+   * makes on import (an op not signed by a registered key where signatures are required, an
+   * owner-level op not signed by an owner's key): pushed, it would quarantine the remote's ref
+   * for the whole team. Kept here; pushed once it passes (its key registered, say).
+   */
+  held_back: Array<{ ref: string; commit: string; reason: string }>;
   /** Non-entity refs whose local and remote values differ and cannot be merged. */
   diverged: string[];
   attempts: number;
@@ -92,6 +99,7 @@ function emptyReport(remote: string, authoritative: boolean): SyncReport {
     claims_lost: [],
     rejected: [],
     quarantined: [],
+    held_back: [],
     diverged: [],
     attempts: 0,
     offline: null,
@@ -169,14 +177,51 @@ export async function syncWith(
   );
 }
 
-/** Plans and applies one round locally; returns what to push. */
+/**
+ * What was fetched into `refs/zz-remotes/<remote>/*` by someone else (`zz init`'s fetch, a
+ * `git pull` with zz's refspec, before the hooks run): validated and checked like a sync round,
+ * then adopted or fast-forwarded; a bad ref is quarantined, a diverged one left for `zz sync`.
+ * Nothing is merged, nothing pushed. Moving refs/zz/* to the fetched values unchecked made a
+ * forged owner grant that every sync quarantined an owner on each new clone and after each pull.
+ */
+export async function importFetched(
+  local: SyncLocal,
+  remoteName: string,
+  opts: Pick<SyncOptions, 'checker'> = {},
+): Promise<SyncReport> {
+  let lastRace = '';
+  for (let attempt = 1; attempt <= 4; attempt++) {
+    const report = emptyReport(remoteName, false);
+    report.attempts = attempt;
+    try {
+      await reconcile(local, remoteName, report, false, opts, 'import');
+      return report;
+    } catch (e) {
+      // The daemon moved a ref between our read and the transaction: read again.
+      if (!(e instanceof RefCasError)) throw e;
+      lastRace = e.message;
+    }
+  }
+  throw new ZzError(
+    'conflict',
+    `zz state from ${remoteName} kept racing local writes (${lastRace}); nothing was lost, run zz sync`,
+  );
+}
+
+/**
+ * Plans and applies one round locally; returns what to push. In `import` mode only what came
+ * from the remote moves local refs (adopted, fast-forwarded or quarantined): local-only work
+ * and diverged entities are left for a sync, which merges and pushes them.
+ */
 async function reconcile(
   local: SyncLocal,
   remoteName: string,
   report: SyncReport,
   authoritative: boolean,
-  opts: SyncOptions,
+  opts: Pick<SyncOptions, 'checker'>,
+  mode: 'sync' | 'import' = 'sync',
 ): Promise<PushUpdate[]> {
+  const importing = mode === 'import';
   const tPrefix = trackingPrefix(remoteName);
   const cPrefix = confirmedPrefix(remoteName);
   const qPrefix = quarantinePrefix(remoteName);
@@ -189,10 +234,31 @@ async function reconcile(
   const updates: RefUpdate[] = [];
   const pushes: PushUpdate[] = [];
   const checker = opts.checker?.(local, remoteName);
+  // What we would push is checked as the remote's next reader will check it (see held_back).
+  const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {
+    if (!authoritative || !checker || !syncCodecFor(ref)) return false;
+    const out = (await local.commits([mine], theirs === null ? [] : [theirs])).map((c) =>
+      parseZzCommit(c, ref),
+    );
+    const withOps = new Set(out.filter((c) => c.ops.length > 0).map((c) => c.revision));
+    if (withOps.size === 0) return false;
+    // The config's owner-level ops and a Lane's lane_add_related are judged against the whole
+    // log before them; signatures need only the outgoing commits.
+    const whole =
+      ref === CONFIG_REF || out.some((c) => c.ops.some((o) => o.op === 'lane_add_related'));
+    const history = whole
+      ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref))
+      : out;
+    const bad = await checker.check(ref, history, withOps);
+    if (bad) report.held_back.push({ ref, ...bad });
+    return bad !== null;
+  };
   const names = new Set([...locals.keys(), ...remotes.keys()]);
   // refs/zz/config sorts before every Lane: by the time a Lane merges, configTip is the value
   // this round leaves it at, and Lane ops are judged against those roles (lane-state.ts).
   let configTip = locals.get(CONFIG_REF) ?? null;
+  /** Set when this round quarantined the remote's config (it sorts before every entity). */
+  let configRefused = false;
   let roles: Promise<RoleSource> | null = null;
   let oldRoles: Promise<RoleSource> | null = null;
   const setTip = (ref: string, oid: string | null): void => {
@@ -235,9 +301,11 @@ async function reconcile(
       updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
     }
     if (mine === theirs) continue;
+    if (importing && theirs === null) continue;
     if (theirs === null) {
       // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
+      if (await heldBack(ref, mine!, null)) continue;
       if (conf !== null) report.recreated.push(ref);
       pushes.push({ ref, expected: null, next: mine! });
       await refusedByNewRoles(ref, mine!, null);
@@ -246,6 +314,7 @@ async function reconcile(
     // Only we moved (a few local commits on top of what the remote holds): push. A short walk
     // through cat-file says so without a spawn; past it, the full walk below decides.
     if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
+      if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs);
       continue;
@@ -257,6 +326,7 @@ async function reconcile(
     const fromTheirs = reachable(parentsOf, theirs);
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
     if (mine !== null && fromMine.has(theirs)) {
+      if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs, raw);
       continue;
@@ -273,7 +343,15 @@ async function reconcile(
     if (!bad && checker) {
       bad = await checker.check(ref, history, incomingSet);
     }
+    if (!bad && codec && configRefused && configTip === null) {
+      // With no config to judge them against, roles and signatures would pass unchecked.
+      bad = {
+        commit: theirs,
+        reason: 'refs/zz/config, which its ops are judged against, is quarantined',
+      };
+    }
     if (bad) {
+      if (ref === CONFIG_REF) configRefused = true;
       setTip(ref, mine);
       report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
       const q = quarantined.get(ref) ?? null;
@@ -294,7 +372,7 @@ async function reconcile(
       report.fast_forwarded.push(ref);
       continue;
     }
-    if (!codec) {
+    if (!codec || importing) {
       report.diverged.push(ref);
       continue;
     }
@@ -322,7 +400,9 @@ async function reconcile(
         });
       } else report.rejected.push({ ...r, ref });
     }
-    if (authoritative) pushes.push({ ref, expected: theirs, next: commit });
+    if (authoritative && !(await heldBack(ref, mine, theirs))) {
+      pushes.push({ ref, expected: theirs, next: commit });
+    }
   }
   const configBefore = locals.get(CONFIG_REF) ?? null;
   if (configBefore !== null && configTip !== configBefore) {

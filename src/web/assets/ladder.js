@@ -86,7 +86,7 @@ function Rung({ path }) {
       }
       <span>by ${r.author}</span>
     </p>
-    <p>${r.summary}</p>
+    <p><${Plain} text=${r.summary} /></p>
     ${r.detail && html`<pre class="body"><${Plain} text=${r.detail} /></pre>`}
   </article>`;
 }
@@ -132,7 +132,7 @@ function Search({ repo }) {
               }
               —
               <${Plain} text=${hit.title} />${hit.stale && html` <span class="stale">stale</span>`}
-              <div class="muted">${hit.summary}</div>
+              <div class="muted"><${Plain} text=${hit.summary} /></div>
               ${
                 hit.repo !== repo &&
                 hit.anchor &&

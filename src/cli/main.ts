@@ -26,12 +26,15 @@ const stop = new Promise<void>((resolve) => {
 // SIGPIPE is to other programs: the next write failed with EPIPE as an unhandled 'error' (a
 // Node stack, exit 1), and `zz work` died holding its Ask until the lease ran out. A graceful
 // command stops as on Ctrl-C (the worker releases what it holds), writing nothing more; any
-// other ends at once with 141 (128 + SIGPIPE), as a shell reports it.
+// other ends at once with 141 (128 + SIGPIPE), as a shell reports it. A closed stderr only
+// silences it: it carries diagnostics, not the output, and `zz mcp` (stdout is the protocol)
+// or `zz serve` must not stop because a client never read their log.
 const closed = { stdout: false, stderr: false };
 for (const name of ['stdout', 'stderr'] as const) {
   process[name].on('error', (e: NodeJS.ErrnoException) => {
     if (e.code !== 'EPIPE') throw e;
     closed[name] = true;
+    if (name === 'stderr') return;
     if (!graceful) process.exit(141);
     requestStop();
   });

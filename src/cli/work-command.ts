@@ -59,7 +59,7 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
       return { line: `${e.ask_id} released: ${clean(e.reason, 500)}`, status: null };
     case 'backoff':
       return {
-        line: `waiting ${(e.ms / 1000).toFixed(1)}s before the next claim (${e.failures} Ask${e.failures === 1 ? '' : 's'} given back in a row)`,
+        line: `${e.ask_id} waits ${(e.ms / 1000).toFixed(1)}s before it is claimed again (given back ${e.failures} time${e.failures === 1 ? '' : 's'}); other Asks go on`,
         status: null,
       };
     case 'error':

@@ -86,6 +86,40 @@ async function writeCached(file: string, c: CachedResponse): Promise<void> {
 
 const Client = Octokit.plugin(throttling, retry);
 
+const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * fetch with each answer's body read here, refused past 32 MiB as it arrives. Octokit reads a
+ * body whole before it parses it (and takes a body it could not read for an empty answer),
+ * and GITHUB_API_URL may name any server: one that never stops sending grew zz without bound.
+ * A refusal thrown here reaches githubError as the cause of Octokit's network error. (The
+ * models' HTTP calls have the same limit, in http-call.ts.)
+ */
+function boundedFetch(baseUrl: string): typeof fetch {
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    if (!res.body) return res;
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += chunk.length;
+      // Leaving the loop (the throw) cancels the stream, which closes the connection.
+      if (size > MAX_RESPONSE_BYTES) {
+        throw new ZzError('unavailable', `GitHub at ${baseUrl} sent more than 32 MiB`);
+      }
+      chunks.push(chunk);
+    }
+    const bounded = new Response(Buffer.concat(chunks), {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
+    // Octokit reports the answer's URL (after redirects); a new Response has none of its own.
+    Object.defineProperty(bounded, 'url', { value: res.url });
+    return bounded;
+  };
+}
+
 export function createGitHub(opts: GitHubOptions): GitHubClient {
   const baseUrl = (opts.baseUrl || 'https://api.github.com').replace(/\/+$/, '');
   const secondMs = opts.secondMs ?? 1000;
@@ -102,6 +136,7 @@ export function createGitHub(opts: GitHubOptions): GitHubClient {
     baseUrl,
     userAgent: USER_AGENT,
     log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+    request: { fetch: boundedFetch(baseUrl) },
     throttle: {
       onRateLimit: wait('primary'),
       onSecondaryRateLimit: wait('secondary'),
@@ -163,6 +198,8 @@ export function githubError(e: unknown, what: string, baseUrl: string): unknown 
   // with no response: that is not GitHub answering 500, and is said as the network failure.
   if (!isHttpError(e) || !e.response) {
     if (e instanceof ZzError) return e;
+    const cause = (e as { cause?: unknown }).cause;
+    if (cause instanceof ZzError) return new ZzError(cause.code, `${cause.message} (${what})`);
     const msg = e instanceof Error ? e.message : String(e);
     return new ZzError('unavailable', `could not reach GitHub at ${baseUrl} for ${what}: ${msg}`);
   }

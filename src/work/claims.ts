@@ -18,9 +18,14 @@ export class Claims {
     private readonly leaseSeconds: number,
   ) {}
 
-  async next(): Promise<AskView | null> {
+  /**
+   * Claims the next Ask, passing over those in `avoid` (Asks this worker gave back and waits
+   * to retry): ask_claim_next cannot pass over any, so while some wait the claim goes through
+   * the query, which lists them too, and the first other one is taken.
+   */
+  async next(avoid: ReadonlySet<string> = new Set()): Promise<AskView | null> {
     const kinds = this.kinds?.length ? { kinds: this.kinds } : {};
-    if (!this.claimNextMissing) {
+    if (!this.claimNextMissing && avoid.size === 0) {
       // A claim whose answer is lost in transit is taken again with the same key, which gives
       // back the same Ask instead of leaving it held by nobody until its lease runs out.
       const args = {
@@ -44,10 +49,11 @@ export class Claims {
     for (let round = 0; round < 5; round++) {
       const q = await this.call('ask_query_claimable', {
         lane_id: this.laneId,
-        limit: 20,
+        limit: Math.min(500, 20 + avoid.size),
         ...kinds,
       });
-      const asks = spread((q.asks as AskView[] | undefined) ?? []);
+      const listed = (q.asks as AskView[] | undefined) ?? [];
+      const asks = spread(listed.filter((a) => !avoid.has(a.ask_id)));
       if (asks.length === 0) return null;
       for (const a of asks) {
         try {

@@ -64,7 +64,8 @@ export type WorkEvent =
       ms: number;
     }
   | { type: 'released'; ask_id: string; reason: string }
-  | { type: 'backoff'; ms: number; failures: number }
+  /** An Ask given back waits `ms` before this worker claims it again (other work goes on). */
+  | { type: 'backoff'; ask_id: string; ms: number; failures: number }
   | { type: 'error'; ask_id: string | null; message: string }
   | { type: 'done'; asks: number; answered: number; released: number; usage: Usage };
 
@@ -84,8 +85,10 @@ export interface WorkOptions {
   /** Lease asked for on claim and on each renewal; default 300 s, renewed every third. */
   leaseSeconds?: number;
   /**
-   * Pause after an Ask is given back, doubled for each one given back in a row (up to 5 min)
-   * and reset by an answer; default 2 s. Not used with `once`.
+   * Pause after an Ask is given back, doubled for each one given back in a row (up to 30 s)
+   * and reset by an answer; the Ask itself is not claimed again for twice as long, doubled
+   * for each time it is given back (up to 5 min), while other Asks are. Default 2 s. Not used
+   * with `once`.
    */
   failureBackoffMs?: number;
   /** How long one events long-poll waits before trying to claim again; default 30 s. */

@@ -56,10 +56,11 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
   let idle = false;
   let outage = 0;
   let failedInARow = 0;
+  const waiting = new Waiting(opts.failureBackoffMs ?? 2000);
   while (!opts.signal?.aborted) {
     let ask: AskView | null;
     try {
-      ask = await claims.next();
+      ask = await claims.next(waiting.now());
       outage = 0;
     } catch (e) {
       // A daemon that restarts or is briefly unreachable is waited out (with backoff) by a
@@ -77,7 +78,8 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
       if (!idle) emit({ type: 'idle', lane_id: opts.laneId });
       idle = true;
       try {
-        await watcher.wait(opts.idleWaitMs ?? 30_000, opts.signal);
+        // An Ask given back is claimable again when its wait ends, which no event announces.
+        await watcher.wait(waiting.until(opts.idleWaitMs ?? 30_000), opts.signal);
       } catch (e) {
         if (!(isZzError(e) && e.code === 'unavailable')) throw e;
         emit({ type: 'error', ask_id: null, message: e.message });
@@ -97,12 +99,17 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
     }
     if (opts.once) break;
     if (failure && !opts.signal?.aborted) {
-      // The Ask given back is the next one claimable (same priority, oldest): without a pause
+      // The Ask given back is the next one claimable (same priority, oldest): without a wait
       // a model that always fails, or an Ask it cannot do, is claimed and released back to
-      // back, a model call and two Lane commits each, for as long as the worker runs.
-      const ms = Math.min(MAX_BACKOFF_MS, (opts.failureBackoffMs ?? 2000) * 2 ** failedInARow++);
-      emit({ type: 'backoff', ms, failures: failedInARow });
-      await pause(ms, opts.signal);
+      // back, a model call and two Lane commits each, for as long as the worker runs. So that
+      // Ask waits (twice the pause, doubling per give-back, up to 5 min) while other work is
+      // taken; the worker itself pauses only briefly (doubling per failure in a row, up to
+      // 30 s, for a model that fails every Ask): one pause of minutes for the whole worker
+      // left fresh work idle behind an Ask it could not do.
+      const { ms, failures } = waiting.gaveBack(ask.ask_id);
+      emit({ type: 'backoff', ask_id: ask.ask_id, ms, failures });
+      const base = opts.failureBackoffMs ?? 2000;
+      await pause(Math.min(MAX_PAUSE_MS, base * 2 ** failedInARow++), opts.signal);
     }
   }
   summary.interrupted = !!opts.signal?.aborted;
@@ -117,6 +124,36 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
 }
 
 const MAX_BACKOFF_MS = 5 * 60_000;
+const MAX_PAUSE_MS = 30_000;
+
+/** The Asks this worker gave back, each waiting before it is claimed again. */
+class Waiting {
+  private readonly asks = new Map<string, { until: number; failures: number }>();
+
+  constructor(private readonly baseMs: number) {}
+
+  /** Records one more give-back of the Ask: its wait doubles with each. */
+  gaveBack(askId: string): { ms: number; failures: number } {
+    const failures = (this.asks.get(askId)?.failures ?? 0) + 1;
+    const ms = Math.min(MAX_BACKOFF_MS, this.baseMs * 2 ** failures);
+    this.asks.set(askId, { until: Date.now() + ms, failures });
+    return { ms, failures };
+  }
+
+  /** The Asks still waiting now. */
+  now(): Set<string> {
+    const t = Date.now();
+    return new Set([...this.asks].filter(([, w]) => w.until > t).map(([id]) => id));
+  }
+
+  /** How long an idle wait may last: `max`, or less when a waiting Ask comes due sooner. */
+  until(max: number): number {
+    const t = Date.now();
+    let ms = max;
+    for (const w of this.asks.values()) if (w.until > t) ms = Math.min(ms, w.until - t);
+    return Math.max(1, ms);
+  }
+}
 
 function pause(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -231,3 +231,45 @@ describe('a closed output pipe', () => {
     }
   }, 60_000);
 });
+
+describe('a closed stderr', () => {
+  it('does not stop zz mcp: stdout is its channel, stderr only its log', async () => {
+    // A client that never reads zz mcp's stderr may close it; the first line logged there (a
+    // line it could not parse) stopped the server as a closed stdout does, and the client lost
+    // its tools for a log line nobody was reading.
+    const { dir, cleanup } = makeRepo();
+    try {
+      const env = privateEnv();
+      expect((await zz(dir, env, ['init'])).code).toBe(0);
+      const child = spawnZz(dir, env, ['mcp']);
+      child.stderr.destroy();
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+      let exited = false;
+      child.once('exit', () => (exited = true));
+      child.stdin.write('{"foo":1}\n'); // not JSON-RPC: a line on stderr
+      await new Promise((r) => setTimeout(r, 1500));
+      child.stdin.write(
+        `${JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-06-18',
+            capabilities: {},
+            clientInfo: { name: 'test', version: '1' },
+          },
+        })}\n`,
+      );
+      const deadline = Date.now() + 15_000;
+      while (!out.includes('"id":1') && !exited && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(exited).toBe(false);
+      expect(out).toContain('"serverInfo"');
+      child.stdin.end();
+    } finally {
+      cleanup();
+    }
+  }, 60_000);
+});

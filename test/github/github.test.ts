@@ -261,6 +261,39 @@ describe('GitHub reads', () => {
     expect(e.message).not.toMatch(/answered/);
   });
 
+  it('refuses an answer past 32 MiB as it arrives, instead of holding all of it', async () => {
+    // GITHUB_API_URL may name any server, and Octokit read a body whole before parsing it: an
+    // answer that never ends grew zz (a ladder build, a gh_fetch_* call) without bound.
+    const item = `{"tag_name":"v1","html_url":"u","body":"${'x'.repeat(60_000)}"},`;
+    const big = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      const chunk = item.repeat(Math.ceil((1 << 20) / item.length));
+      let sent = 0;
+      const more = () => {
+        while (sent < 40 << 20) {
+          sent += chunk.length;
+          if (!res.write(sent === chunk.length ? `[${chunk}` : chunk))
+            return res.once('drain', more);
+        }
+        res.end('{"tag_name":"last","html_url":"u"}]');
+      };
+      res.on('error', () => {});
+      more();
+    });
+    await new Promise<void>((r) => big.listen(0, '127.0.0.1', r));
+    try {
+      const baseUrl = `http://127.0.0.1:${(big.address() as AddressInfo).port}`;
+      const e = await zzErrorOf(
+        fetchReleases(createGitHub({ token: TOKEN, baseUrl, retries: 0 }), R, {}),
+      );
+      expect(e.code).toBe('unavailable');
+      expect(e.message).toMatch(/more than 32 MiB/);
+    } finally {
+      big.closeAllConnections();
+      await new Promise((r) => big.close(r));
+    }
+  });
+
   it('says plainly when the token is refused, without echoing it', async () => {
     const bad = 'ghp_' + 'b'.repeat(36);
     const e = await zzErrorOf(fetchIssues(client(bad), R, {}));

@@ -326,7 +326,7 @@ describe('dashboard in Chromium', () => {
       (await w.call(seeded.owner, 'ask_post', {
         lane_id: 'web',
         kind: 'work',
-        title: 'bidi',
+        title: `Rename ${rlo}gnp.exe`,
         body: `See ${rlo}gnp.exe`,
       })) as { ask: { ask_id: string } }
     ).ask.ask_id;
@@ -335,6 +335,7 @@ describe('dashboard in Chromium', () => {
       lane_id: 'web',
       ask_id: ask,
       outcome: 'complete',
+      result: `Done ${rlo}gnp.exe`,
       changeset: {
         base: sh(w.dir, 'rev-parse', 'HEAD'),
         message: 'access',
@@ -347,10 +348,25 @@ describe('dashboard in Chromium', () => {
     expect(added).not.toContain(rlo);
     expect(added).toContain('U+202E');
     expect(added).toContain('U+2066');
-    expect(await page.locator('.diff-file .bidi-warning').count()).toBe(1);
     const body = (await page.locator('pre.body').textContent())!;
     expect(body).not.toContain(rlo);
     expect(body).toContain('U+202E');
+    // Every other text of the Ask a reviewer reads: its title, its answer, its card.
+    for (const shown of [
+      await page.locator('section.ask h2').textContent(),
+      await page.locator('.panel.answer pre').textContent(),
+    ]) {
+      expect(shown).not.toContain(rlo);
+      expect(shown).toContain('U+202E');
+    }
+    expect(await page.locator('.diff-file .bidi-warning').count()).toBe(1);
+    const board = await signedIn(w, seeded.owner, '#/lane/web');
+    const cards = board.locator('.card-title', { hasText: 'Rename' });
+    await cards.first().waitFor();
+    for (const t of await cards.allTextContents()) {
+      expect(t).not.toContain(rlo);
+      expect(t).toContain('U+202E');
+    }
   });
 
   it('shows the Ladder tree with stale markers, a rung with its anchor, and search', async () => {

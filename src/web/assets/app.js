@@ -8,7 +8,7 @@ import { AskView } from './ask.js';
 import { Board } from './board.js';
 import { LadderView } from './ladder.js';
 import { connect, onCommit, onStatus } from './live.js';
-import { ErrorBox, html } from './ui.js';
+import { ErrorBox, html, Plain } from './ui.js';
 
 function parseRoute(hash) {
   const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
@@ -48,7 +48,7 @@ function LaneList({ lanes, current }) {
             href=${`#/lane/${l.lane_id}`}
             aria-current=${l.lane_id === current ? 'page' : undefined}
           >
-            <span class="lane-title">${l.title}</span>
+            <span class="lane-title"><${Plain} text=${l.title} /></span>
             <span class="counts">${l.counts.open}/${l.counts.claimed}/${l.counts.answered}</span>
           </a>
         </li>`,

@@ -51,7 +51,7 @@ function MoreButton({ next, label, onMore, busy }) {
 
 function AskLink({ a }) {
   return html`<a class="dep" href=${`#/ask/${a.lane_id ?? ''}/${a.ask_id}`}>
-    <code>${a.ask_id}</code> ${a.title ? html`<span>${a.title}</span>` : ''}
+    <code>${a.ask_id}</code> ${a.title ? html`<span><${Plain} text=${a.title} /></span>` : ''}
     <span class=${`state s-${a.state}`}>${a.state}${a.outcome ? ` (${a.outcome})` : ''}</span>
   </a>`;
 }
@@ -173,7 +173,7 @@ export function AskView({ laneId, askId, me }) {
   const changeset = ask.answer?.changeset_id ?? ask.payload?.changeset_id ?? null;
   return html`<section class="ask" aria-label=${`Ask ${askId}`}>
     <p><a href=${`#/lane/${laneId}`}>← ${laneId}</a></p>
-    <h2>${ask.title}</h2>
+    <h2><${Plain} text=${ask.title} /></h2>
     <p class="card-meta">
       <code>${ask.ask_id}</code>
       <span class=${`state s-${ask.state}`}>${ask.state}</span>
@@ -194,14 +194,14 @@ export function AskView({ laneId, askId, me }) {
       Object.keys(ask.payload ?? {}).length > 0 &&
       html`<details open>
         <summary>Payload</summary>
-        <pre class="payload">${JSON.stringify(ask.payload, null, 2)}</pre>
+        <pre class="payload"><${Plain} text=${JSON.stringify(ask.payload, null, 2)} /></pre>
       </details>`
     }
     ${
       ask.cancelled &&
       html`<div class="panel answer">
         <strong>cancelled</strong> by ${ask.cancelled.by}, ${ago(ask.cancelled.at, now)}
-        ${ask.cancelled.reason && html`<pre>${ask.cancelled.reason}</pre>`}
+        ${ask.cancelled.reason && html`<pre><${Plain} text=${ask.cancelled.reason} /></pre>`}
       </div>`
     }
     ${
@@ -209,7 +209,7 @@ export function AskView({ laneId, askId, me }) {
       html`<div class="panel answer">
         <strong>${ask.answer.outcome}</strong>
         ${` by ${ask.answer.answered_by}, ${ago(ask.answer.answered_at, now)}`}
-        ${ask.answer.result && html`<pre>${ask.answer.result}</pre>`}
+        ${ask.answer.result && html`<pre><${Plain} text=${ask.answer.result} /></pre>`}
       </div>`
     }
     <h3>Dependencies</h3>

@@ -4,7 +4,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { call, hasTool } from './api.js';
 import { askIdsOf, onCommit } from './live.js';
 import { byPriorityThenAge, columnOf, eachAskPage, leaseOver } from './lanes.js';
-import { countdown, ErrorBox, html, useNow, VirtualList } from './ui.js';
+import { countdown, ErrorBox, html, Plain, useNow, VirtualList } from './ui.js';
 
 const COLUMNS = ['open', 'claimed', 'answered'];
 const ROW = 78;
@@ -12,7 +12,7 @@ const ROW = 78;
 function Card({ ask, now }) {
   const blocked = ask.blocked_by?.filter((b) => b.state !== 'answered') ?? [];
   return html`<a class=${`card p${ask.priority}`} href=${`#/ask/${ask.lane_id}/${ask.ask_id}`}>
-    <span class="card-title">${ask.title}</span>
+    <span class="card-title"><${Plain} text=${ask.title} /></span>
     <span class="card-meta">
       <span class="prio" title="priority">P${ask.priority}</span>
       <span class="kind">${ask.kind}</span>
@@ -211,7 +211,7 @@ export function Board({ laneId, me, lanes }) {
 
   return html`<section class="board" aria-label=${`Lane ${laneId}`}>
     <header class="board-head">
-      <h2>${lane?.title ?? laneId} <small>${laneId}</small></h2>
+      <h2><${Plain} text=${lane?.title ?? laneId} /> <small>${laneId}</small></h2>
       ${
         summary &&
         html`<span class="counts"

@@ -3,7 +3,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { call } from './api.js';
 import { onCommit } from './live.js';
-import { ErrorBox, html } from './ui.js';
+import { ErrorBox, html, Plain } from './ui.js';
 
 function buildTree(rungs) {
   const root = { name: '', path: '', rung: null, children: new Map() };
@@ -75,7 +75,7 @@ function Rung({ path }) {
   if (!rung) return html`<p class="muted">Loading ${path}…</p>`;
   const r = rung.rung;
   return html`<article class="rung panel" aria-label=${`Rung ${path}`}>
-    <h3>${r.title} <small>${r.kind}</small></h3>
+    <h3><${Plain} text=${r.title} /> <small>${r.kind}</small></h3>
     <p class="card-meta">
       <code>${r.path}</code>
       ${r.anchor && html`<span>anchored at <code title=${r.anchor.commit}>${r.anchor.commit.slice(0, 12)}</code></span>`}
@@ -86,8 +86,8 @@ function Rung({ path }) {
       }
       <span>by ${r.author}</span>
     </p>
-    <p>${r.summary}</p>
-    ${r.detail && html`<pre class="body">${r.detail}</pre>`}
+    <p><${Plain} text=${r.summary} /></p>
+    ${r.detail && html`<pre class="body"><${Plain} text=${r.detail} /></pre>`}
   </article>`;
 }
 
@@ -130,8 +130,9 @@ function Search({ repo }) {
                   ? html`<a href=${`#/ladder/${encodeURIComponent(hit.path)}`}>${hit.path}</a>`
                   : html`<code>${hit.path}</code>`
               }
-              — ${hit.title}${hit.stale && html` <span class="stale">stale</span>`}
-              <div class="muted">${hit.summary}</div>
+              —
+              <${Plain} text=${hit.title} />${hit.stale && html` <span class="stale">stale</span>`}
+              <div class="muted"><${Plain} text=${hit.summary} /></div>
               ${
                 hit.repo !== repo &&
                 hit.anchor &&

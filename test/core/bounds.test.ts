@@ -16,7 +16,7 @@ describe('bounded fields', () => {
       await rejects(
         call(repo, ALICE, 'ask_post', { lane_id: 'l', kind: 'work', title: `t${i}`, payload }),
         'invalid_argument',
-        /payload: payload must be at most 64 KiB as JSON/,
+        /payload must be at most 64 KiB as JSON/,
       );
     }
     const got = await call(repo, BOB, 'lane_get', { lane_id: 'l' });
@@ -46,7 +46,7 @@ describe('bounded fields', () => {
     await rejects(
       call(repo, ALICE, 'ask_post', { lane_id: 'l', kind: 'work', title: 't', body }),
       'invalid_argument',
-      /body: body must be at most 64 KiB/,
+      /body must be at most 64 KiB/,
     );
     const { ask } = await call(repo, ALICE, 'ask_post', { lane_id: 'l', kind: 'work', title: 't' });
     await call(repo, BOB, 'ask_claim', { lane_id: 'l', ask_id: ask.ask_id });

@@ -16,9 +16,19 @@ afterEach(() => {
   for (const c of cleanups.splice(0)) c();
 });
 
-function machine(remote: string, email: string): { dir: string; env: NodeJS.ProcessEnv } {
+// `from`: a checkout whose history this one takes, so that both are clones of one project (zz
+// sync refuses a remote whose zz state names another project's root commits).
+function machine(
+  remote: string,
+  email: string,
+  from?: string,
+): { dir: string; env: NodeJS.ProcessEnv } {
   const { dir, cleanup } = makeRepo(`zz-${email.split('@')[0]}-`);
   cleanups.push(cleanup);
+  if (from) {
+    sh(dir, 'fetch', '-q', from, 'HEAD');
+    sh(dir, 'reset', '-q', '--hard', 'FETCH_HEAD');
+  }
   sh(dir, 'config', 'user.email', email);
   sh(dir, 'remote', 'add', 'origin', remote);
   return { dir, env: cliEnv() };
@@ -31,7 +41,7 @@ for (const signed of [false, true]) {
       cleanups.push(() => rmSync(remote, { recursive: true, force: true }));
       sh(remote, 'init', '-q', '--bare', '-b', 'main');
       const alice = machine(remote, 'alice@example.com');
-      const bob = machine(remote, 'bob@example.com');
+      const bob = machine(remote, 'bob@example.com', alice.dir);
       expect((await zz(alice.dir, alice.env, 'init', ...(signed ? ['--signed'] : []))).code).toBe(
         0,
       );

@@ -6,6 +6,7 @@ import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import { ZzError } from '../errors.js';
 import { writeFileAtomic } from '../local/index.js';
+import { readBodyBounded } from '../models/index.js';
 
 // The one place zz talks to GitHub: @octokit/rest with the throttling plugin (primary and
 // secondary rate limits waited out, the wait reported through onWait so a terminal can show a
@@ -86,30 +87,18 @@ async function writeCached(file: string, c: CachedResponse): Promise<void> {
 
 const Client = Octokit.plugin(throttling, retry);
 
-const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
-
 /**
- * fetch with each answer's body read here, refused past 32 MiB as it arrives. Octokit reads a
- * body whole before it parses it (and takes a body it could not read for an empty answer),
- * and GITHUB_API_URL may name any server: one that never stops sending grew zz without bound.
- * A refusal thrown here reaches githubError as the cause of Octokit's network error. (The
- * models' HTTP calls have the same limit, in http-call.ts.)
+ * fetch with each answer's body read here, refused past 32 MiB as it arrives (the models'
+ * reader, readBodyBounded). Octokit reads a body whole before it parses it (and takes a body
+ * it could not read for an empty answer), and GITHUB_API_URL may name any server: one that
+ * never stops sending grew zz without bound. A refusal thrown here reaches githubError as the
+ * cause of Octokit's network error.
  */
 function boundedFetch(baseUrl: string): typeof fetch {
   return async (input, init) => {
     const res = await fetch(input, init);
     if (!res.body) return res;
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      size += chunk.length;
-      // Leaving the loop (the throw) cancels the stream, which closes the connection.
-      if (size > MAX_RESPONSE_BYTES) {
-        throw new ZzError('unavailable', `GitHub at ${baseUrl} sent more than 32 MiB`);
-      }
-      chunks.push(chunk);
-    }
-    const bounded = new Response(Buffer.concat(chunks), {
+    const bounded = new Response(await readBodyBounded(res, `GitHub at ${baseUrl}`), {
       status: res.status,
       statusText: res.statusText,
       headers: res.headers,

@@ -104,6 +104,14 @@ export async function postJson(
 }
 
 async function readBounded(res: Response, label: string): Promise<string> {
+  return (await readBodyBounded(res, label)).toString('utf8');
+}
+
+/**
+ * An HTTP answer's body, refused past 32 MiB as it arrives (`label` names the sender in the
+ * error): the models' calls and GitHub's (github/client.ts) read through this one reader.
+ */
+export async function readBodyBounded(res: Response, label: string): Promise<Buffer> {
   const len = Number(res.headers.get('content-length') ?? 0);
   if (len > MAX_RESPONSE_BYTES) {
     await res.body?.cancel();
@@ -125,7 +133,7 @@ async function readBounded(res: Response, label: string): Promise<string> {
       chunks.push(chunk);
     }
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 /** The human part of an OpenAI/Anthropic error body, else the body itself. */

@@ -5,5 +5,5 @@ export * from './types.js';
 export { createModel, parseModelSpec, MODEL_PROVIDERS } from './create-model.js';
 export { defaultModelSpec } from './default-model.js';
 export { splitCommand } from './argv.js';
-export { retryAfterMs } from './http-call.js';
+export { readBodyBounded, retryAfterMs } from './http-call.js';
 export { jsonSchemaOf } from './json.js';

@@ -5,7 +5,7 @@ import {
 } from '@modelcontextprotocol/server/stdio';
 import { McpServer, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
 import type { ZzError } from '../errors.js';
-import { SANDBOX_TIMEOUT_MAX_MS } from '../git/sandbox.js';
+import { LONGEST_TOOL_MS } from '../tools/index.js';
 import {
   createMcpServer,
   SERVER_NAME,
@@ -31,7 +31,7 @@ export interface ServeStdioOptions extends CreateMcpServerOptions {
  * up on them: the longest a tool may run (run_in_sandbox's largest timeout_ms, 30 minutes)
  * plus a minute for its checkout, the kill grace and the clean-up.
  */
-export const DRAIN_TIMEOUT_MS = SANDBOX_TIMEOUT_MAX_MS + 60_000;
+export const DRAIN_TIMEOUT_MS = LONGEST_TOOL_MS + 60_000;
 
 export interface StdioHandle {
   /** Closes the connection (the pinned server and the transport). */

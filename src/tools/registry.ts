@@ -9,6 +9,7 @@ import { keyTools } from './key-tools.js';
 import { laneTools } from './lane-tools.js';
 import { tokenTools } from './token-tools.js';
 import type { z } from 'zod';
+import { SANDBOX_TIMEOUT_MAX_MS } from '../core/index.js';
 import type { ToolDef } from './define-tool.js';
 
 // Every tool zz serves, in the order they are listed to clients.
@@ -25,6 +26,9 @@ export const ALL_TOOLS: readonly ToolDef[] = [
 ];
 
 export const registry = new Registry(ALL_TOOLS);
+
+/** The longest any tool may run: run_in_sandbox's largest timeout_ms (30 minutes). */
+export const LONGEST_TOOL_MS = SANDBOX_TIMEOUT_MAX_MS;
 
 /** Every tool with its literal name and output schema, for callers that want typed results. */
 type AnyTool =

@@ -100,6 +100,10 @@ let procAvailable: boolean | null = null;
 
 /** The live processes that belong to the run (never this process itself). */
 export function markedProcesses(mark: SweepMark): number[] {
+  return markedInfos(mark).map((p) => p.pid);
+}
+
+function markedInfos(mark: SweepMark): ProcInfo[] {
   if (procAvailable === null) {
     try {
       readdirSync('/proc/self');
@@ -141,7 +145,7 @@ export function markedProcesses(mark: SweepMark): number[] {
       }
     }
   }
-  return [...found];
+  return all.filter((p) => found.has(p.pid));
 }
 
 function signalAll(mark: SweepMark, pids: number[], signal: NodeJS.Signals): void {
@@ -162,6 +166,23 @@ function signalAll(mark: SweepMark, pids: number[], signal: NodeJS.Signals): voi
 /** Sends `signal` to the run's group and every process of the run (once). */
 export function signalRun(mark: SweepMark, signal: NodeJS.Signals): void {
   signalAll(mark, markedProcesses(mark), signal);
+}
+
+/**
+ * Sends `signal` to every process of the run but its root (unshare) and the root's own
+ * children (the PID namespace's init), one by one: the group is not signalled, as it holds
+ * those two. Everything inside the namespace is a descendant of the init, so it is reached.
+ * The init, spared, sees its command die and reports how (sandbox-ns.ts).
+ */
+export function signalRunButInit(mark: SweepMark, signal: NodeJS.Signals): void {
+  for (const p of markedInfos(mark)) {
+    if (p.pid === mark.root || p.ppid === mark.root) continue;
+    try {
+      process.kill(p.pid, signal);
+    } catch {
+      /* gone already */
+    }
+  }
 }
 
 /**

@@ -7,7 +7,13 @@ import type { Readable } from 'node:stream';
 import { ZzError } from '../errors.js';
 import { KeyedQueue } from '../local/keyed-queue.js';
 import { assertRevArg, runGit } from './native-git.js';
-import { outputLinks, signalRun, sweepRun, type SweepMark } from './process-sweep.js';
+import {
+  outputLinks,
+  signalRun,
+  signalRunButInit,
+  sweepRun,
+  type SweepMark,
+} from './process-sweep.js';
 import {
   namespaceAvailable,
   namespaceLaunch,
@@ -254,7 +260,22 @@ function runCommand(
       const m = mark();
       if (!m) return;
       signalRun(m, 'SIGTERM');
-      timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
+      if (!ns) {
+        timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
+        return;
+      }
+      // Hazard: the namespace's init tells how the command ended. On a loaded machine a
+      // command that died of the SIGTERM at once may not have been reaped and reported by the
+      // init before the grace ends; SIGKILLing the init with the rest then loses the report
+      // and the run says SIGKILL (seen in CI). So the end of the grace kills everything but
+      // the init, which exits with its command and takes the namespace down; only an init
+      // still there a second grace later is killed too.
+      timers.push(
+        setTimeout(() => {
+          signalRunButInit(m, 'SIGKILL');
+          timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
+        }, KILL_GRACE_MS),
+      );
     }
     timers.push(
       setTimeout(() => {

@@ -253,6 +253,57 @@ describe('runInSandbox', () => {
     return expect.fail('the shell never ran its trap before the timeout, even given 20 s');
   }
 
+  // Seen in CI on a loaded machine: the command died of the SIGTERM at once, but the
+  // namespace's init had not yet reported it when the grace ended, and the SIGKILL that ended
+  // the init with the rest lost the report ("SIGKILL"). Here the init is stopped until the
+  // grace's SIGKILL has been sent (a sleep that ignores SIGTERM dies by it), then let go.
+  it("reports the command's own signal when the namespace init is slow to report it", async () => {
+    const script = `(trap "" TERM; exec sleep 181.${nonce}) & sleep 300.${nonce} & sleep 300`;
+    const run = runInSandbox(base({ command: ['sh', '-c', script], timeout_ms: 3_000 }));
+    const argvOf = (pid: string): string[] => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      } catch {
+        return [];
+      }
+    };
+    const find = (match: (argv: string[]) => boolean): number | undefined => {
+      const pid = readdirSync('/proc').find((n) => /^\d+$/.test(n) && match(argvOf(n)));
+      return pid === undefined ? undefined : Number(pid);
+    };
+    const poll = async <T>(f: () => T | undefined, what: string): Promise<T> => {
+      for (const until = Date.now() + 30_000; Date.now() < until;) {
+        const v = f();
+        if (v !== undefined) return v;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      return expect.fail(`never saw ${what}`);
+    };
+    const stubborn = await poll(
+      () => find((a) => a[0]?.endsWith('sleep') === true && a[1] === `181.${nonce}`),
+      'the TERM-ignoring sleep',
+    );
+    const init = await poll(
+      () => find((a) => a[0] === process.execPath && a.includes(script)),
+      'the init',
+    );
+    process.kill(init, 'SIGSTOP');
+    try {
+      await poll(() => (alive(stubborn) ? undefined : true), 'the grace end SIGKILL');
+    } finally {
+      try {
+        process.kill(init, 'SIGCONT');
+      } catch {
+        /* killed with the rest: the failure this test is about */
+      }
+    }
+    const r = await run;
+    expect(r).toMatchObject({ timed_out: true, exit_code: null, isolation: 'pid-namespace' });
+    expect(r.signal).toBe('SIGTERM');
+    expect(escapees()).toEqual([]);
+    expectCleanedUp();
+  });
+
   it('lets a command that handles SIGTERM clean up on timeout', async () => {
     const r = await runPastTrap('trap "echo cleaned up; exit 3" TERM; pwd; sleep 100 & wait');
     expect(r).toMatchObject({ timed_out: true, exit_code: 3, signal: null });

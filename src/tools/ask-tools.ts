@@ -96,7 +96,7 @@ export const askTools = [
     summary:
       'Take work: claims the highest-priority, oldest Ask you may claim in a Lane, in one call',
     description:
-      'This is THE way to take work. The server picks and claims in one commit, so agents never race each other for the same Ask (no query-then-claim). Returns {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key (and the same exclude) to get the same Ask back. Renew a lease with ask_claim.',
+      'This is THE way to take work. The server picks and claims in one commit, so agents never race each other for the same Ask (no query-then-claim). Returns {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key and exclude to get the same Ask back. Renew a lease with ask_claim.',
     toolset: 'asks',
     annotations: WRITE,
     input: z.strictObject({
@@ -109,9 +109,7 @@ export const askTools = [
           `at most ${LIMITS.claimExclude} Ask ids: pass over only the Asks you mean to retry later`,
         )
         .optional()
-        .describe(
-          `Pass over these Asks (e.g. ones you gave back and will retry later), at most ${LIMITS.claimExclude}; the order of the rest is unchanged`,
-        ),
+        .describe(`Asks to pass over (at most ${LIMITS.claimExclude})`),
       lease_seconds: z
         .number()
         .int()

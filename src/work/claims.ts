@@ -231,8 +231,9 @@ export class LaneWatcher {
     });
     if (!signal) return poll;
     let onAbort = () => {};
-    const aborted = new Promise<void>((resolve) => {
-      onAbort = resolve;
+    // Resolves with nothing (a listener given `resolve` itself would resolve with the Event).
+    const aborted = new Promise<null>((resolve) => {
+      onAbort = () => resolve(null);
       signal.addEventListener('abort', onAbort, { once: true });
     });
     // An aborted wait leaves its request to finish on its own; the worker is stopping anyway.

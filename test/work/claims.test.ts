@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { httpClient } from '../../src/cli/client.js';
 import { ZzError } from '../../src/errors.js';
 import { createModel } from '../../src/models/index.js';
-import { LaneWatcher } from '../../src/work/claims.js';
+import { Claims, LaneWatcher } from '../../src/work/claims.js';
 import { runWorker, type CallTool } from '../../src/work/index.js';
 import { cutProxy, type CutProxy } from '../helpers/cut-proxy.js';
 import {
@@ -10,7 +10,7 @@ import {
   type FakeModelServer,
   type FakeResponse,
 } from '../models/fake-model-server.js';
-import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
+import { AGENT, asksOf, demoLane, OWNER, served, type Served } from './harness.js';
 
 // Claims whose answers are lost in transit. A worker waiting on an Ask it gave back claims
 // other work with ask_claim_next and `exclude`, under an idempotency key kept until an answer
@@ -75,6 +75,7 @@ describe('a claim whose answer is lost', () => {
       const timer = setTimeout(() => stop.abort(), 60_000);
       const claimed: string[] = [];
       const errors: string[] = [];
+      let armed = false;
       await runWorker({
         call,
         model,
@@ -88,20 +89,15 @@ describe('a claim whose answer is lost', () => {
           if (e.type === 'error' && e.ask_id === null) errors.push(e.message);
           // Poison was given back and waits: the claims from now on pass over it.
           // (A prefix of ask_claim too: query-then-claim's claim would be cut the same way.)
-          if (e.type === 'backoff') proxy!.cut('/tools/ask_claim', count, at);
+          if (e.type === 'backoff' && !armed) {
+            armed = true;
+            proxy!.cut('/tools/ask_claim', count, at);
+          }
           if (e.type === 'answered') stop.abort();
         },
       });
       clearTimeout(timer);
       expect(proxy.cuts.get('/tools/ask_claim')).toBe(count);
-      expect(claimed).toEqual([poison.ask_id, wanted.ask_id]);
-      // Every claim after the give-back carried the one key and the one exclude.
-      const after = claimArgs.slice(1);
-      expect(after.length).toBe(count + 1);
-      for (const a of after) {
-        expect(a).toEqual({ ...after[0], exclude: [poison.ask_id] });
-        expect(a.idempotency_key).toBe(after[0]!.idempotency_key);
-      }
       if (at === 'start') expect(errors[0]).toMatch(/cannot reach the zz daemon/);
       // (The answer posted a changeset_review follow-up: not one of these.)
       const asks = (await asksOf(s, lane)).filter((a) => a.kind === 'work');
@@ -111,15 +107,51 @@ describe('a claim whose answer is lost', () => {
         [wanted.ask_id]: ['answered', AGENT],
         [spare.ask_id]: ['open', null],
       });
+      expect(claimed).toEqual([poison.ask_id, wanted.ask_id]);
       // One claim committed for Wanted (then the replay's renewal); none ever for Spare.
       const r = await s.owner('lane_get', { lane_id: lane, history_limit: 1000 });
       const claimsOf = (id: string) =>
         (r.history as History[]).filter((h) => h.op === 'ask_claim' && h.ask_id === id);
       expect(claimsOf(wanted.ask_id).length).toBe(2);
       expect(claimsOf(spare.ask_id)).toEqual([]);
+      // Every claim after the give-back carried the one key and the one exclude.
+      const after = claimArgs.slice(1);
+      expect(after.length).toBe(count + 1);
+      for (const a of after) {
+        expect(a).toEqual({ ...after[0], exclude: [poison.ask_id] });
+        expect(a.idempotency_key).toBe(after[0]!.idempotency_key);
+      }
     },
     90_000,
   );
+});
+
+describe('a replayed claim', () => {
+  it('is claimed again before it is worked: one that lapsed to someone else is not taken', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const post = async (title: string, priority: number) =>
+      (
+        (await s!.owner('ask_post', { lane_id: lane, kind: 'work', title, priority })).ask as {
+          ask_id: string;
+        }
+      ).ask_id;
+    const poison = await post('Poison', 0);
+    const wanted = await post('Wanted', 1);
+    const spare = await post('Spare', 2);
+    proxy = await cutProxy(s.daemon.url);
+    const viaProxy = httpClient(proxy.url, s.repoKey, s.agentToken);
+    const claims = new Claims((tool, args) => viaProxy.call(tool, args), lane, undefined, 1);
+    proxy.cut('/tools/ask_claim_next', 2);
+    await expect(claims.next(new Set([poison]))).rejects.toMatchObject({ code: 'unavailable' });
+    // Wanted was claimed for 1 s, the answer lost; the lease lapses and the owner takes it.
+    await new Promise((r) => setTimeout(r, 1500));
+    await s.owner('ask_claim', { lane_id: lane, ask_id: wanted });
+    const got = await claims.next(new Set([poison]));
+    expect(got).toMatchObject({ ask_id: spare, holder: AGENT });
+    const asks = await asksOf(s, lane);
+    expect(asks.find((a) => a.ask_id === wanted)).toMatchObject({ holder: OWNER });
+  });
 });
 
 describe('a daemon that predates exclude', () => {

@@ -126,6 +126,61 @@ describe('a claim whose answer is lost', () => {
   );
 });
 
+describe('the Asks a worker waits on', () => {
+  it('are no longer passed over once the Lane shows them cancelled', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const poison = (
+      (await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Poison' })).ask as {
+        ask_id: string;
+      }
+    ).ask_id;
+    server = await fakeModelServer((req) =>
+      JSON.stringify(req.body).includes('Poison') ? text('{not json') : goodChange,
+    );
+    const model = createModel('openai:m', {
+      env: { OPENAI_BASE_URL: `${server.url}/v1` },
+      maxRetries: 0,
+    });
+    const claimArgs: Record<string, unknown>[] = [];
+    const call: CallTool = (tool, args) => {
+      if (tool === 'ask_claim_next') claimArgs.push(args);
+      return s!.agent(tool, args);
+    };
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), 60_000);
+    let gaveBack = false;
+    let cancelledAt = -1;
+    let busy: Promise<void> | null = null;
+    await runWorker({
+      call,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      // Poison waits 10 s: the claims below come well inside it.
+      failureBackoffMs: 5000,
+      onEvent: (e) => {
+        if (e.type === 'backoff') gaveBack = true;
+        if (e.type === 'idle' && gaveBack && !busy) {
+          busy = (async () => {
+            cancelledAt = claimArgs.length;
+            await s!.owner('ask_cancel', { lane_id: lane, ask_id: poison, reason: 'not needed' });
+            await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Fresh' });
+          })();
+        }
+        if (e.type === 'answered') stop.abort();
+      },
+    });
+    clearTimeout(timer);
+    await busy;
+    // Before the cancel, Poison was passed over; the claim that took Fresh (after the events
+    // that showed the cancel, within Poison's wait) no longer names it.
+    expect(claimArgs[cancelledAt - 1]!.exclude).toEqual([poison]);
+    expect(claimArgs.at(-1)).not.toHaveProperty('exclude');
+  }, 90_000);
+});
+
 describe('a replayed claim', () => {
   it('is claimed again before it is worked: one that lapsed to someone else is not taken', async () => {
     s = await served();

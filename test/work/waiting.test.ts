@@ -68,10 +68,9 @@ describe('Waiting', () => {
     for (let i = 5000 - (MAX_WAITING - 2); i <= 5000; i++) expect(waiting.has(id(i))).toBe(true);
     // The one just given back stays even when its wait is the shortest of all.
     const v = new Waiting(2000, c.now, 3);
-    for (let i = 0; i < 5; i++) v.gaveBack(id(1));
-    v.gaveBack(id(2));
-    v.gaveBack(id(2));
-    v.gaveBack(id(3));
+    for (let i = 0; i < 5; i++) v.gaveBack(id(1)); // 64 s
+    for (let i = 0; i < 3; i++) v.gaveBack(id(2)); // 16 s
+    for (let i = 0; i < 2; i++) v.gaveBack(id(3)); // 8 s
     expect(v.now()).toEqual(new Set([id(1), id(2), id(3)]));
     v.gaveBack(id(4)); // shortest wait of all (4 s), yet kept: id(3), due soonest of the rest, goes
     expect(v.now()).toEqual(new Set([id(1), id(2), id(4)]));

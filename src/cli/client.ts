@@ -147,6 +147,20 @@ function withLocalTools(remote: ToolClient, cwd: string): ToolClient {
   };
 }
 
+/**
+ * fetch() and a body read reject with a TypeError both for the network and for a mistake made
+ * here; only one with a system cause (refused, reset, timed out, the other side closed) is
+ * about the network.
+ */
+function unreachable(e: unknown, server: string): ZzError | null {
+  const cause = (e as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  if (!cause || typeof cause.code !== 'string') return null;
+  return new ZzError(
+    'unavailable',
+    `cannot reach the zz daemon at ${server}: ${cause.code}${typeof cause.message === 'string' ? ` (${cause.message})` : ''}`,
+  );
+}
+
 export function httpClient(server: string, repoKey: string, token: string): ToolClient {
   return {
     mode: 'daemon',
@@ -162,23 +176,25 @@ export function httpClient(server: string, repoKey: string, token: string): Tool
           body: JSON.stringify(args),
         });
       } catch (e) {
-        // fetch() rejects with a TypeError for both; only one with a system cause (refused,
-        // reset, timed out) is about the network. Anything else is a mistake made here.
-        const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
-        if (cause && typeof cause.code === 'string') {
-          throw new ZzError(
-            'unavailable',
-            `cannot reach the zz daemon at ${server}: ${cause.code}${typeof cause.message === 'string' ? ` (${cause.message})` : ''}`,
-          );
-        }
-        throw new ZzError('invalid_argument', `cannot call ${server}: ${(e as Error).message}`);
+        throw (
+          unreachable(e, server) ??
+          new ZzError('invalid_argument', `cannot call ${server}: ${(e as Error).message}`)
+        );
       }
-      const body = (await res.json().catch(() => null)) as {
-        result?: unknown;
-        error?: string;
-        code?: string;
-        details?: unknown;
-      } | null;
+      // An answer cut off after its headers (a daemon restarting, a socket cut) was lost in
+      // transit like one never begun: `unavailable`, which callers retry (with the same
+      // idempotency key), not a 500 of the daemon's.
+      const text = await res.text().catch((e: unknown) => {
+        const lost = unreachable(e, server);
+        if (lost) throw lost;
+        return ''; // not JSON: answered below as before, by the status
+      });
+      let body: { result?: unknown; error?: string; code?: string; details?: unknown } | null;
+      try {
+        body = JSON.parse(text) as typeof body;
+      } catch {
+        body = null;
+      }
       if (res.ok && body && typeof body.result === 'object' && body.result !== null)
         return body.result as Record<string, unknown>;
       const code: ErrorCode =

@@ -279,6 +279,8 @@ export async function askClaim(
 export interface AskClaimNextArgs {
   lane_id: string;
   kinds?: string[];
+  /** Asks to pass over (a worker's Asks that wait to be retried); at most LIMITS.claimExclude. */
+  exclude?: string[];
   lease_seconds?: number;
   idempotency_key?: string;
   actor?: string;
@@ -293,7 +295,8 @@ function before(x: AskDoc, y: AskDoc): boolean {
 
 /**
  * Picks and claims the next Ask in one commit: the highest-priority, oldest Ask in the caller's
- * scope whose dependencies are resolved and whose lease is free or expired. Decided inside the
+ * scope whose dependencies are resolved and whose lease is free or expired, passing over the
+ * Asks in `exclude` (ids that name no Ask are simply not met). Decided inside the
  * Entity's queue against the state it will apply to, so a group commit of many callers (or a
  * CAS retry against another process) never hands one Ask to two of them. The op recorded is
  * an ordinary ask_claim: history, replay and sync see a claim like any other.
@@ -305,9 +308,25 @@ export async function askClaimNext(
 ): Promise<{ ask: AskView | null; revision: string | null; replayed: boolean }> {
   const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
   const kinds = args.kinds ? new Set(args.kinds) : null;
+  if ((args.exclude?.length ?? 0) > LIMITS.claimExclude) {
+    // The tool's schema refuses this first; a direct caller of core gets the same answer.
+    throw new ZzError(
+      'invalid_argument',
+      `exclude: at most ${LIMITS.claimExclude} Ask ids, got ${args.exclude!.length}`,
+    );
+  }
+  // As a set, sorted: a retry that lists the same Asks in another order is the same request
+  // (its idempotency key replays), and no exclude at all hashes as before exclude existed.
+  const exclude = [...new Set(args.exclude ?? [])].sort();
+  const skip = exclude.length > 0 ? new Set(exclude) : null;
   const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
     tool: 'ask_claim_next',
-    request: { lane_id: args.lane_id, kinds: args.kinds ?? null, lease_seconds: lease },
+    request: {
+      lane_id: args.lane_id,
+      kinds: args.kinds ?? null,
+      lease_seconds: lease,
+      ...(skip ? { exclude } : {}),
+    },
     decide: (s, { caller, config, meta }): LaneOpSpec[] => {
       const lane = laneOf(s, args.lane_id);
       assertKnownKinds(args.kinds, args.lane_id, lane.ask_kinds, config.ask_kinds);
@@ -323,6 +342,7 @@ export async function askClaimNext(
         if (a.state === 'answered' || a.state === 'cancelled') continue;
         if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
         if (kinds && !kinds.has(a.kind)) continue;
+        if (skip?.has(a.ask_id)) continue;
         if (best && !before(a, best)) continue;
         let ok = scopeOk.get(a.kind);
         if (ok === undefined) {

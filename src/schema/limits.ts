@@ -26,6 +26,12 @@ export const LIMITS = {
   askKinds: 100,
   /** A cancel or close reason, in characters. */
   reason: 2_000,
+  /**
+   * Ask ids one ask_claim_next may pass over (`exclude`): the Asks a worker gave back and waits
+   * to retry. Not stored, only hashed into the idempotency key's request; a worker keeps at most
+   * this many waiting (src/work/worker.ts), so its list always fits.
+   */
+  claimExclude: 100,
 } as const;
 
 /**

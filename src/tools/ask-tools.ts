@@ -96,12 +96,20 @@ export const askTools = [
     summary:
       'Take work: claims the highest-priority, oldest Ask you may claim in a Lane, in one call',
     description:
-      'This is THE way to take work. The server picks and claims in one commit, so agents never race each other for the same Ask (no query-then-claim). Returns {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key to get the same Ask back. Renew a lease with ask_claim.',
+      'This is THE way to take work. The server picks and claims in one commit, so agents never race each other for the same Ask (no query-then-claim). Returns {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key and exclude to get the same Ask back. Renew a lease with ask_claim.',
     toolset: 'asks',
     annotations: WRITE,
     input: z.strictObject({
       lane_id: laneId,
       kinds: z.array(askKind).max(50).optional().describe('Only Asks of these kinds'),
+      exclude: z
+        .array(askId)
+        .max(
+          LIMITS.claimExclude,
+          `at most ${LIMITS.claimExclude} Ask ids: pass over only the Asks you mean to retry later`,
+        )
+        .optional()
+        .describe(`Asks to pass over (at most ${LIMITS.claimExclude})`),
       lease_seconds: z
         .number()
         .int()

@@ -1,15 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import { isZzError, ZzError } from '../errors.js';
+import { LIMITS } from '../schema/limits.js';
 import type { AskView, CallTool } from './types.js';
 
 // Taking, keeping and giving back Asks. ask_claim_next picks and claims in one commit, so
-// concurrent workers never race; against a daemon that predates it, the worker falls back to
-// ask_query_claimable + ask_claim and simply moves on when another worker wins a claim (409).
+// concurrent workers never race, and passes over the Asks this worker gave back and waits to
+// retry (`exclude`). Every claim carries an idempotency key that is kept until an answer
+// arrives: a claim whose answer was lost (a daemon restart, a socket cut after the commit) is
+// asked again with the same key and the same arguments, and gets the same Ask back instead of
+// leaving it held by this worker, who does not know it, until its lease runs out.
+// Daemons that predate ask_claim_next (or its `exclude`) get query-then-claim, which has no
+// key: there a claim answer lost in transit still leaves the Ask held until its lease ends.
 
 const LOST_RACE = new Set(['already_claimed', 'conflict', 'dependency_unresolved', 'forbidden']);
 
 export class Claims {
   private claimNextMissing = false;
+  private excludeMissing = false;
+  /** The claim sent whose answer has not arrived: sent again, as it is, by the next claim. */
+  private pending: Record<string, unknown> | null = null;
 
   constructor(
     private readonly call: CallTool,
@@ -18,34 +27,78 @@ export class Claims {
     private readonly leaseSeconds: number,
   ) {}
 
-  /**
-   * Claims the next Ask, passing over those in `avoid` (Asks this worker gave back and waits
-   * to retry): ask_claim_next cannot pass over any, so while some wait the claim goes through
-   * the query, which lists them too, and the first other one is taken.
-   */
+  /** Claims the next Ask, passing over those in `avoid` (at most LIMITS.claimExclude). */
   async next(avoid: ReadonlySet<string> = new Set()): Promise<AskView | null> {
     const kinds = this.kinds?.length ? { kinds: this.kinds } : {};
-    if (!this.claimNextMissing && avoid.size === 0) {
-      // A claim whose answer is lost in transit is taken again with the same key, which gives
-      // back the same Ask instead of leaving it held by nobody until its lease runs out.
-      const args = {
+    if (!this.claimNextMissing && !(this.excludeMissing && avoid.size > 0)) {
+      try {
+        return await this.claimNext(avoid, kinds);
+      } catch (e) {
+        if (!isZzError(e)) throw e;
+        if (e.code === 'not_found' && /unknown tool/.test(e.message)) this.claimNextMissing = true;
+        else if (e.code === 'invalid_argument' && /unknown field "exclude"/.test(e.message))
+          this.excludeMissing = true;
+        else throw e;
+      }
+    }
+    return this.queryThenClaim(avoid, kinds);
+  }
+
+  private async claimNext(
+    avoid: ReadonlySet<string>,
+    kinds: { kinds?: string[] },
+  ): Promise<AskView | null> {
+    // A lost answer is asked again with the same key, once at once and then by every later
+    // claim until one is answered (the worker waits an outage out between them). The same
+    // arguments too: the key is bound to them, and the Asks waiting then are still waiting.
+    for (let fresh = 0; fresh < 2; fresh++) {
+      this.pending ??= {
         lane_id: this.laneId,
         lease_seconds: this.leaseSeconds,
         idempotency_key: `claim-${randomBytes(12).toString('hex')}`,
         ...kinds,
+        ...(avoid.size > 0 ? { exclude: [...avoid].slice(0, LIMITS.claimExclude) } : {}),
       };
+      const args = this.pending;
+      let r: Record<string, unknown>;
       try {
-        const r = await this.call('ask_claim_next', args).catch((e: unknown) => {
+        r = await this.call('ask_claim_next', args).catch((e: unknown) => {
           if (isZzError(e) && e.code === 'unavailable') return this.call('ask_claim_next', args);
           throw e;
         });
-        return (r.ask as AskView | null) ?? null;
       } catch (e) {
-        if (!(isZzError(e) && e.code === 'not_found' && /unknown tool/.test(e.message))) throw e;
-        this.claimNextMissing = true;
+        // Only a lost answer keeps the key; any answer, an error too, ends the request.
+        if (!(isZzError(e) && e.code === 'unavailable')) this.pending = null;
+        throw e;
+      }
+      const ask = (r.ask as AskView | null) ?? null;
+      if (!ask || r.replayed !== true) {
+        this.pending = null;
+        return ask;
+      }
+      // A replay answers with the Ask as it is now, and the claim may be minutes old: its
+      // lease may have run out and someone else taken (or answered) the Ask. Claiming it
+      // again renews the lease if it is still this worker's, and fails if it is not.
+      try {
+        const renewed = await this.renew(ask);
+        this.pending = null;
+        return renewed;
+      } catch (e) {
+        // Unreachable again: the next claim replays and renews once more.
+        if (isZzError(e) && e.code === 'unavailable') throw e;
+        this.pending = null;
+        if (!(isZzError(e) && LOST_RACE.has(e.code))) throw e;
+        // Gone to someone else: claim afresh, with a new key.
       }
     }
-    // Fallback: a few rounds of query-then-claim; each lost race just tries the next Ask.
+    return null;
+  }
+
+  /** Daemons without ask_claim_next: a few rounds of query-then-claim; a lost race tries the next. */
+  private async queryThenClaim(
+    avoid: ReadonlySet<string>,
+    kinds: { kinds?: string[] },
+  ): Promise<AskView | null> {
     for (let round = 0; round < 5; round++) {
       const q = await this.call('ask_query_claimable', {
         lane_id: this.laneId,
@@ -161,9 +214,12 @@ export class LaneWatcher {
     }
   }
 
-  /** Resolves when the Lane has new events, after waitMs, or when the signal aborts. */
-  async wait(waitMs: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return;
+  /**
+   * Resolves when the Lane has new events, after waitMs, or when the signal aborts, with the
+   * Asks the new events answered or cancelled (none when aborted).
+   */
+  async wait(waitMs: number, signal?: AbortSignal): Promise<string[]> {
+    if (signal?.aborted) return [];
     const poll = this.call('lane_events', {
       lane_id: this.laneId,
       wait_ms: waitMs,
@@ -171,19 +227,34 @@ export class LaneWatcher {
       ...(this.cursor ? { cursor: this.cursor } : {}),
     }).then((r) => {
       this.cursor = r.next_cursor as string;
+      return closedAsks((r.events as LaneEvent[] | undefined) ?? []);
     });
     if (!signal) return poll;
     let onAbort = () => {};
-    const aborted = new Promise<void>((resolve) => {
-      onAbort = resolve;
+    // Resolves with nothing (a listener given `resolve` itself would resolve with the Event).
+    const aborted = new Promise<null>((resolve) => {
+      onAbort = () => resolve(null);
       signal.addEventListener('abort', onAbort, { once: true });
     });
     // An aborted wait leaves its request to finish on its own; the worker is stopping anyway.
     poll.catch(() => {});
     try {
-      await Promise.race([poll, aborted]);
+      return (await Promise.race([poll, aborted])) ?? [];
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
   }
+}
+
+interface LaneEvent {
+  op: string;
+  ask_id: string | null;
+  rejected?: unknown;
+}
+
+/** Asks answered or cancelled by these events (an op a sync merge refused did neither). */
+function closedAsks(events: LaneEvent[]): string[] {
+  return events
+    .filter((e) => (e.op === 'ask_answer' || e.op === 'ask_cancel') && e.ask_id && !e.rejected)
+    .map((e) => e.ask_id!);
 }

@@ -8,8 +8,7 @@ import type { AskView } from './types.js';
 // Every kind without a code-driven flow: the model gets the Ask and the tools its scope allows
 // and drives the calls itself, for at most maxTurns model turns. This is the second permission
 // layer: the daemon enforces scopes on every call anyway, but a tool the model may not use is
-// never offered — commit_changeset and ladder_write_rung only while it works a
-// coordinator-scope Ask — and a call to a tool it was not offered is refused here.
+// never offered (see WRITES_OFFERED) and a call to a tool it was not offered is refused here.
 
 export const SYSTEM_PROMPT = `You are an agent working with zz, a coordination system for coding agents that keeps its state in a git repository.
 Work arrives as Asks in a Lane's queue. One Ask has been claimed for you; do it with the tools, then answer it with ask_answer: outcome "complete" with a result saying what you did, or "deny" with the reason you cannot.
@@ -18,26 +17,34 @@ Read the codebase through the Ladder (ladder_tree, ladder_search, ladder_read) a
 Ladder writes are left to the Lane's coordinator: if a rung is wrong or missing, post a ladder_update Ask saying what to change, unless ladder_write_rung is among your tools.
 When a call fails, read the error and fix the arguments; reuse an idempotency_key when retrying a write.`;
 
-/** Tools never offered: the loop claims and releases itself, and these are for people. */
-const NEVER = new Set([
-  'ask_claim',
-  'ask_claim_next',
-  'ask_release',
-  'lane_events',
-  'lane_grant',
-  'role_grant',
-  'ladder_reindex',
-]);
-const COORDINATOR_ONLY = new Set(['commit_changeset', 'ladder_write_rung']);
-
-/**
- * The admin toolset's writes (token_revoke, key_add, key_remove, repo_require_signatures) are
- * for people too, like role_grant: the Ask a model reads is anyone's text (a member's post, a
- * synced remote), and zz work often acts as an owner, who may revoke every token, register a
- * signing key for any actor or quarantine every unsigned op. Its reads stay offered.
+/*
+ * What the model is offered: every read, and of the writes only those that act on the Ask it
+ * holds or that DESIGN §9 gives it. An allowlist, not a list of exclusions, because the Ask a
+ * model reads is anyone's text (a member's post, a synced remote: prompt injection) while zz
+ * work often runs as an owner or a Lane's coordinator, whose token may do far more than the
+ * Ask needs; a write tool added to the registry later is not offered until it is named here.
+ * - ask_answer: answers the held Ask (runCall refuses any other ask_id);
+ * - ask_post, lane_propose: DESIGN §9 lets the model break work up into new Lanes and Asks;
+ *   they add work for others to take and change nothing that exists;
+ * - commit_changeset, ladder_write_rung: DESIGN §9 offers them only while the model works a
+ *   coordinator-scope Ask (COORDINATOR_ONLY).
+ * Not offered: ask_cancel and lane_close (an injected body would cancel other people's Asks or
+ * close the Lane for every worker: these are a coordinator's decisions, for people), ask_claim,
+ * ask_claim_next and ask_release (the loop claims, renews and gives back itself), lane_grant,
+ * role_grant and lane_add_related (who may do what, and how Lanes relate, are for people),
+ * ladder_reindex, and the admin writes (token_revoke, key_add, key_remove,
+ * repo_require_signatures: an owner's token may revoke every token, register a signing key for
+ * any actor or quarantine every unsigned op). Of the reads, only lane_events (a long-poll) is
+ * left out.
  */
-const forPeople = (t: ToolDef): boolean =>
-  NEVER.has(t.name) || (t.toolset === 'admin' && isWrite(t));
+const WRITES_OFFERED = new Set(['ask_answer', 'ask_post', 'lane_propose']);
+const COORDINATOR_ONLY = new Set(['commit_changeset', 'ladder_write_rung']);
+const READS_WITHHELD = new Set(['lane_events']);
+
+const offeredAt = (t: ToolDef, scope: Scope): boolean =>
+  isWrite(t)
+    ? WRITES_OFFERED.has(t.name) || (COORDINATOR_ONLY.has(t.name) && scope === 'coordinator')
+    : !READS_WITHHELD.has(t.name);
 
 export type Scope = 'member' | 'maintainer' | 'coordinator';
 
@@ -56,8 +63,7 @@ export async function scopeOf(ctx: FlowContext): Promise<Scope> {
 /** The tools offered for an Ask of this scope (a pure function of the scope: tested as such). */
 export function toolsFor(scope: Scope, all: readonly ToolDef[] = ALL_TOOLS): ToolSpec[] {
   return all
-    .filter((t) => !t.local && !forPeople(t))
-    .filter((t) => !COORDINATOR_ONLY.has(t.name) || scope === 'coordinator')
+    .filter((t) => !t.local && offeredAt(t, scope))
     .map((t) => {
       const schema = jsonSchemaOf(t.input, 'input');
       // Large payloads never travel as tool-call arguments: a changeset is written by the

@@ -9,6 +9,7 @@ import {
   type FlowResult,
 } from './flows.js';
 import { openLoop } from './open-loop.js';
+import { Waiting } from './waiting.js';
 import type { AskView, WorkEvent, WorkOptions } from './types.js';
 
 // The agent loop: claim the next Ask (ask_claim_next), work it with the flow its kind calls
@@ -79,7 +80,8 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
       idle = true;
       try {
         // An Ask given back is claimable again when its wait ends, which no event announces.
-        await watcher.wait(waiting.until(opts.idleWaitMs ?? 30_000), opts.signal);
+        // Asks the events show answered or cancelled will not come back: no longer waited on.
+        waiting.forget(await watcher.wait(waiting.until(opts.idleWaitMs ?? 30_000), opts.signal));
       } catch (e) {
         if (!(isZzError(e) && e.code === 'unavailable')) throw e;
         emit({ type: 'error', ask_id: null, message: e.message });
@@ -93,6 +95,7 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
     if (!failure) {
       summary.answered++;
       failedInARow = 0;
+      waiting.forget([ask.ask_id]);
     } else {
       summary.released++;
       summary.failure = { ask_id: ask.ask_id, ...failure };
@@ -123,37 +126,7 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
   return summary;
 }
 
-const MAX_BACKOFF_MS = 5 * 60_000;
 const MAX_PAUSE_MS = 30_000;
-
-/** The Asks this worker gave back, each waiting before it is claimed again. */
-class Waiting {
-  private readonly asks = new Map<string, { until: number; failures: number }>();
-
-  constructor(private readonly baseMs: number) {}
-
-  /** Records one more give-back of the Ask: its wait doubles with each. */
-  gaveBack(askId: string): { ms: number; failures: number } {
-    const failures = (this.asks.get(askId)?.failures ?? 0) + 1;
-    const ms = Math.min(MAX_BACKOFF_MS, this.baseMs * 2 ** failures);
-    this.asks.set(askId, { until: Date.now() + ms, failures });
-    return { ms, failures };
-  }
-
-  /** The Asks still waiting now. */
-  now(): Set<string> {
-    const t = Date.now();
-    return new Set([...this.asks].filter(([, w]) => w.until > t).map(([id]) => id));
-  }
-
-  /** How long an idle wait may last: `max`, or less when a waiting Ask comes due sooner. */
-  until(max: number): number {
-    const t = Date.now();
-    let ms = max;
-    for (const w of this.asks.values()) if (w.until > t) ms = Math.min(ms, w.until - t);
-    return Math.max(1, ms);
-  }
-}
 
 function pause(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ZzRepo } from '../../src/core/index.js';
+import { askClaimNext, ZzRepo } from '../../src/core/index.js';
+import { LIMITS } from '../../src/schema/limits.js';
 import { ALICE, BOB, call, gitRepo, memoryRepo, OWNER, rejects } from '../helpers/core-fixture.js';
 
 // ask_claim_next (issue 18): the server picks and claims in one commit.
@@ -73,6 +74,101 @@ describe('ask_claim_next', () => {
     expect(other.ask!.ask_id).not.toBe(first.ask!.ask_id);
     await rejects(call(repo, null, 'ask_claim_next', { lane_id: 'l' }), 'unauthorized');
     await rejects(call(repo, BOB, 'ask_claim_next', { lane_id: 'nope' }), 'not_found');
+  });
+
+  it('exclude passes over the Asks named and keeps the order of the rest', async () => {
+    const { repo, clock } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'l', title: 'L' });
+    const ids: string[] = [];
+    for (const [t, priority] of [
+      ['p0', 0],
+      ['p1-old', 1],
+      ['p1-new', 1],
+      ['p2', 2],
+    ] as const) {
+      clock.advance(1);
+      const r = await call(repo, ALICE, 'ask_post', {
+        lane_id: 'l',
+        kind: 'work',
+        title: t,
+        priority,
+      });
+      ids.push(r.ask.ask_id);
+    }
+    const [p0, p1old, p1new, p2] = ids as [string, string, string, string];
+    const next = async (exclude: string[]) =>
+      (await call(repo, BOB, 'ask_claim_next', { lane_id: 'l', exclude })).ask?.ask_id ?? null;
+    // An id that names no Ask is simply not met; the head is passed over, the next in order taken.
+    expect(await next([p0, 'ask-0000000000'])).toBe(p1old);
+    expect(await next([p0, p1old])).toBe(p1new);
+    // Every Ask left excluded: nothing is claimable for this call, though p0 and p2 are open.
+    expect(await next([p0, p2])).toBeNull();
+    expect(await next([])).toBe(p0);
+    expect(await next([])).toBe(p2);
+    expect(await next([])).toBeNull();
+  });
+
+  it('the same key and the same exclude replay the claim; another exclude is another request', async () => {
+    const { repo, clock } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'l', title: 'L' });
+    const ids: string[] = [];
+    for (const title of ['a', 'b', 'c']) {
+      clock.advance(1);
+      const r = await call(repo, ALICE, 'ask_post', { lane_id: 'l', kind: 'work', title });
+      ids.push(r.ask.ask_id);
+    }
+    const [a, b, c] = ids as [string, string, string];
+    const claim = (exclude: string[] | undefined, key: string) =>
+      call(repo, BOB, 'ask_claim_next', {
+        lane_id: 'l',
+        idempotency_key: key,
+        ...(exclude ? { exclude } : {}),
+      });
+    const first = await claim([a, c], 'k1');
+    expect(first.ask!.ask_id).toBe(b);
+    // Listed in another order, twice: the same set, so the same request.
+    const retry = await claim([c, a, c], 'k1');
+    expect(retry).toMatchObject({ replayed: true, ask: { ask_id: b, holder: BOB.actor } });
+    expect(retry.revision).toBe(first.revision);
+    await rejects(claim([a], 'k1'), 'idempotency_conflict');
+    await rejects(claim(undefined, 'k1'), 'idempotency_conflict');
+    // An empty exclude is no exclude: a key used without one replays with [] as well.
+    const plain = await claim(undefined, 'k2');
+    expect(plain.ask!.ask_id).toBe(a);
+    expect(await claim([], 'k2')).toMatchObject({ replayed: true, ask: { ask_id: a } });
+    // Only one claim each was recorded: the replays wrote nothing.
+    const lane = await call(repo, OWNER, 'lane_get', { lane_id: 'l' });
+    const claims = (lane.history as { op: string }[]).filter((h) => h.op === 'ask_claim');
+    expect(claims).toHaveLength(2);
+  });
+
+  it(`exclude holds at most ${LIMITS.claimExclude} Ask ids, each an ask id`, async () => {
+    const { repo } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'l', title: 'L' });
+    await call(repo, ALICE, 'ask_post', { lane_id: 'l', kind: 'work', title: 'a' });
+    const ids = (n: number) =>
+      Array.from({ length: n }, (_, i) => `ask-${i.toString(16).padStart(10, '0')}`);
+    const atBound = await call(repo, BOB, 'ask_claim_next', {
+      lane_id: 'l',
+      exclude: ids(LIMITS.claimExclude),
+    });
+    expect(atBound.ask!.title).toBe('a');
+    await rejects(
+      call(repo, BOB, 'ask_claim_next', { lane_id: 'l', exclude: ids(LIMITS.claimExclude + 1) }),
+      'invalid_argument',
+      /^exclude: at most 100 Ask ids: pass over only the Asks you mean to retry later$/,
+    );
+    await rejects(
+      call(repo, BOB, 'ask_claim_next', { lane_id: 'l', exclude: ['README.md'] }),
+      'invalid_argument',
+      /^exclude\.0: ask_id must look like ask-<10 hex>$/,
+    );
+    // Core refuses it too, for a caller that does not come through the tool's schema.
+    await rejects(
+      askClaimNext(repo, BOB, { lane_id: 'l', exclude: ids(LIMITS.claimExclude + 1) }),
+      'invalid_argument',
+      /exclude: at most 100 Ask ids, got 101/,
+    );
   });
 
   it('many parallel callers on two daemons of one git repo: each Ask claimed exactly once', async () => {

@@ -300,6 +300,27 @@ describe('zz work when an Ask goes wrong', () => {
     expect(events.map((e) => e.type)).toEqual(['start', 'idle', 'done']);
   });
 
+  it('stops cleanly on Ctrl-C while idle', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const stop = new AbortController();
+    const events: WorkEvent[] = [];
+    const summary = await runWorker({
+      call: s.agent,
+      model: createModel('exec:true'),
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      idleWaitMs: 55_000,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'idle') setTimeout(() => stop.abort(), 100);
+      },
+    });
+    expect(summary).toMatchObject({ asks: 0, interrupted: true });
+    expect(events.map((e) => e.type)).toEqual(['start', 'idle', 'done']);
+  }, 50_000);
+
   it('waits on the Lane events when idle and takes work as soon as it is posted', async () => {
     s = await served();
     const lane = await demoLane(s);

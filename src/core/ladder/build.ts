@@ -168,12 +168,16 @@ function plan(state: LadderState, w: PlanInputs): Plan {
   let pruned = 0;
   for (const [p, s] of state) {
     if (w.desired.has(p)) continue;
-    if (s.kind === 'file' || s.kind === 'directory' || w.obsolete.has(p)) remove.push(p);
-    else if (PRUNED_KINDS.has(s.kind) && s.anchor && w.dropped.has(s.anchor.commit)) {
+    const tagGone =
+      s.kind === 'release' &&
+      !outranks(s.generator, w.gen) &&
+      !w.tags.has(p.slice(RUNG_PATH_PREFIX.release.length));
+    if (s.kind === 'file' || s.kind === 'directory' || w.obsolete.has(p) || tagGone) {
+      remove.push(p);
+    } else if (PRUNED_KINDS.has(s.kind) && s.anchor && w.dropped.has(s.anchor.commit)) {
+      // Whoever wrote it: the commit it is about is gone from every ref.
       remove.push(p);
       pruned++;
-    } else if (s.kind === 'release' && !outranks(s.generator, w.gen)) {
-      if (!w.tags.has(p.slice(RUNG_PATH_PREFIX.release.length))) remove.push(p);
     }
   }
   return { upsert, remove, reanchored, unchanged, pruned };

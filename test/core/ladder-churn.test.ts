@@ -11,6 +11,7 @@ import {
   type LadderBuildOptions,
 } from '../../src/core/index.js';
 import type { Rung } from '../../src/schema/rung.js';
+import { zz, cliEnv } from '../helpers/cli-harness.js';
 import { OWNER } from '../helpers/core-fixture.js';
 import { addFixture, commitFile } from '../helpers/ladder-fixture.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -194,5 +195,26 @@ describe('ladder build: switching --model on and off', () => {
     } finally {
       failing = false;
     }
+  });
+
+  it('zz ladder build says what it kept for another generator, and --rebuild replaces it', async () => {
+    const env = {
+      ...cliEnv(),
+      OPENAI_BASE_URL: `${server.url}/v1`,
+      OPENAI_API_KEY: 'sk-test',
+      XDG_CACHE_HOME: cache,
+    };
+    const m = await zz(dir, env, 'ladder', 'build', '--model', 'openai:alpha');
+    expect(m.code, m.stderr).toBe(0);
+    const plain = await zz(dir, env, 'ladder', 'build');
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toMatch(
+      /is up to date at [0-9a-f]{12}: \d+ rungs unchanged \((\d+) written by another generator kept; --rebuild rewrites them\); nothing committed/,
+    );
+    const rb = await zz(dir, env, 'ladder', 'build', '--rebuild', '--json');
+    expect(rb.code, rb.stderr).toBe(0);
+    expect(rb.json()).toMatchObject({ committed: true, preserved: 0, pruned: 0 });
+    const again = await zz(dir, env, 'ladder', 'build');
+    expect(again.stdout).toMatch(/: \d+ rungs unchanged; nothing committed/);
   });
 });

@@ -292,19 +292,19 @@ function buildSummary(key: string, r: LadderBuildResult): string {
   const preserved = r.preserved
     ? ` (${r.preserved} written by another generator kept; --rebuild rewrites them)`
     : '';
-  const shallow =
-    r.prune_skipped === 'shallow'
-      ? ' Rungs of commits no branch holds were not looked for: this is a shallow clone.'
-      : '';
+  const skipped =
+    r.prune_skipped === undefined
+      ? ''
+      : ` Rungs of commits no branch holds were not looked for: ${r.prune_skipped === 'shallow' ? 'this is a shallow clone' : 'part of the history is missing here'}.`;
   if (!r.committed) {
-    return `Ladder of ${key} is up to date at ${r.head.slice(0, 12)}: ${r.unchanged} rungs unchanged${preserved}; nothing committed (${secs}s).${shallow}\n`;
+    return `Ladder of ${key} is up to date at ${r.head.slice(0, 12)}: ${r.unchanged} rungs unchanged${preserved}; nothing committed (${secs}s).${skipped}\n`;
   }
   return (
     `Ladder of ${key} built at ${r.head.slice(0, 12)}: ${r.written} rungs written` +
     (r.reanchored ? ` (${r.reanchored} re-anchored)` : '') +
     `, ${r.unchanged} unchanged${preserved}, ${r.removed} removed` +
     (r.pruned ? ` (${r.pruned} of commits no branch or tag holds any more)` : '') +
-    `; ${r.files} files in ${secs}s (revision ${r.revision?.slice(0, 12)}).${shallow}\n`
+    `; ${r.files} files in ${secs}s (revision ${r.revision?.slice(0, 12)}).${skipped}\n`
   );
 }
 

@@ -13,32 +13,36 @@ import { runGit } from './native-git.js';
 
 const OID_ANY = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
-export type DroppedCommits = { dropped: Set<string> } | { dropped: null; reason: 'shallow' };
+export type DroppedCommits =
+  | { dropped: Set<string> }
+  /** Not known: a shallow clone, or a history git could not walk (an ancestor missing). */
+  | { dropped: null; reason: 'shallow' | 'incomplete' };
 
 /**
  * Of `oids`, the commits this repository holds that no ref and no worktree's HEAD reaches.
- * Three git calls (shallow check, object check, one rev-list walk), whatever the count.
+ * No git call without candidates; else a shallow check and an object check side by side, then
+ * one rev-list walk, whatever the count.
  */
 export async function droppedCommits(
   gitdir: string,
   oids: Iterable<string>,
 ): Promise<DroppedCommits> {
-  // Replacement refs are ignored: they rewrite the view, not what the refs hold.
-  const base = ['--no-replace-objects', '--git-dir', gitdir];
-  const shallow = await runGit([...base, 'rev-parse', '--is-shallow-repository'], {
-    cwd: gitdir,
-  });
-  if (shallow.stdout.toString('utf8').trim() === 'true')
-    return { dropped: null, reason: 'shallow' };
   const want = [...new Set([...oids].filter((o) => OID_ANY.test(o)))];
   if (want.length === 0) return { dropped: new Set() };
-  // Which of them are commits held here. GIT_NO_LAZY_FETCH: a partial clone must not go to
-  // its promisor remote for a commit it lacks (a missing one is kept anyway).
-  const check = await runGit([...base, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], {
-    cwd: gitdir,
-    input: want.join('\n') + '\n',
-    env: { GIT_NO_LAZY_FETCH: '1' },
-  });
+  // Replacement refs are ignored: they rewrite the view, not what the refs hold.
+  const base = ['--no-replace-objects', '--git-dir', gitdir];
+  const [shallow, check] = await Promise.all([
+    runGit([...base, 'rev-parse', '--is-shallow-repository'], { cwd: gitdir }),
+    // Which of them are commits held here. GIT_NO_LAZY_FETCH: a partial clone must not go to
+    // its promisor remote for a commit it lacks (a missing one is kept anyway).
+    runGit([...base, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], {
+      cwd: gitdir,
+      input: want.join('\n') + '\n',
+      env: { GIT_NO_LAZY_FETCH: '1' },
+    }),
+  ]);
+  if (shallow.stdout.toString('utf8').trim() === 'true')
+    return { dropped: null, reason: 'shallow' };
   const held: string[] = [];
   for (const line of check.stdout.toString('utf8').split('\n')) {
     const [oid, type] = line.split(' ');
@@ -48,10 +52,14 @@ export async function droppedCommits(
   // Commits reachable from the held ones and from no ref: the walk stops where the histories
   // meet. A `--not` on the command line before --stdin does not negate what stdin gives (git's
   // documented rule; 2.39 already behaved so).
+  // A held commit whose history is not all here (an ancestor missing: a commit fetched alone)
+  // stops the walk: then nothing is known, and nothing pruned, rather than the build failing.
   const r = await runGit([...base, 'rev-list', '--not', '--all', '--stdin', '--'], {
     cwd: gitdir,
     input: held.join('\n') + '\n',
+    okCodes: [128],
   });
+  if (r.code !== 0) return { dropped: null, reason: 'incomplete' };
   const unreachable = new Set(r.stdout.toString('utf8').split('\n'));
   return { dropped: new Set(held.filter((o) => unreachable.has(o))) };
 }

@@ -79,8 +79,11 @@ export interface LadderBuildResult {
   removed: number;
   /** Of the removed, rungs anchored to commits no ref reaches any more (a rebase dropped them). */
   pruned: number;
-  /** Why rungs of dropped commits were not looked for: a shallow clone cannot tell. */
-  prune_skipped?: 'shallow';
+  /**
+   * Why rungs of dropped commits were not looked for: a shallow clone cannot tell, nor a
+   * history git cannot walk to its end (an ancestor missing).
+   */
+  prune_skipped?: 'shallow' | 'incomplete';
   /** Files (blobs and links) in the tree at head. */
   files: number;
   /** Blobs actually read and summarised (the rest were unchanged or reused by oid). */
@@ -228,8 +231,10 @@ export async function ladderBuild(
     lsTree(git.gitdir, head, { sizes: true }),
     entity.read(),
   ]);
-  const model = opts.model === undefined ? null : await modelFor(opts);
-  const reach = await droppedCommits(git.gitdir, anchorCommits(snap.state, head));
+  const [model, reach] = await Promise.all([
+    opts.model === undefined ? null : modelFor(opts),
+    droppedCommits(git.gitdir, anchorCommits(snap.state, head)),
+  ]);
   const ctx = new BuildContext({
     repoKey: repo.key,
     git,

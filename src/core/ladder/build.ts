@@ -18,10 +18,19 @@ import { extractiveSummarizer, type Summarizer } from './summarizer.js';
 //
 // Incremental by construction: each rung records an inputs_hash of exactly what produced it
 // (a file: its path and blob oid; a folder: its children's summaries, sizes and package.json;
-// plus the generator's version). A rung whose inputs did not change is not rewritten and its
-// blob is not even read. A folder whose inputs are unchanged but whose tree moved (a file body
-// changed without changing its summary) is only re-anchored, so `stale` stays meaningful.
-// Renamed or duplicated files reuse a summary by blob oid instead of re-reading the blob.
+// plus the version of the generator that wrote it). A rung whose inputs did not change is not
+// rewritten and its blob is not even read. A folder whose inputs are unchanged but whose tree
+// moved (a file body changed without changing its summary) is only re-anchored, so `stale`
+// stays meaningful. Renamed or duplicated files reuse a summary by blob oid.
+//
+// Whatever wrote a rung from unchanged inputs keeps it (BuildContext.keep, stands()): a plain
+// build never replaces a model's summary, a model build upgrades extractive text but leaves
+// another model's, and `rebuild` replaces all but a human's. So switching --model on and off
+// commits nothing (on pallets/itsdangerous it rewrote 63 of 112 rungs each way).
+//
+// Rungs about a commit no ref reaches any more (a rebase dropped it: git/reachability.ts) are
+// removed, and tree rungs standing on such a commit are re-anchored to head. A shallow clone,
+// a commit not held here, or a history with a hole prune nothing.
 //
 // The phases live beside this file (build-tree.ts, build-history.ts) and share a BuildContext
 // (build-context.ts); this module validates, runs them and commits what they decided.

@@ -4,6 +4,7 @@ import type { Argv } from 'yargs';
 import { knownError, ZzError } from '../errors.js';
 import { gitUserEmail } from '../core/identity.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/paths.js';
+import type { LadderBuildResult } from '../core/index.js';
 import type { CliIO } from './io.js';
 import { print } from './format.js';
 import { neutralize } from './terminal.js';
@@ -284,6 +285,29 @@ function progressBar(io: CliIO): {
   };
 }
 
+/** The line `zz ladder build` ends with: what was written, kept and removed, and why. */
+function buildSummary(key: string, r: LadderBuildResult): string {
+  const secs = (r.ms / 1000).toFixed(1);
+  // Rungs another generator wrote that this build left alone: said, with the way to replace them.
+  const preserved = r.preserved
+    ? ` (${r.preserved} written by another generator kept; --rebuild rewrites them)`
+    : '';
+  const skipped =
+    r.prune_skipped === undefined
+      ? ''
+      : ` Rungs of commits no branch holds were not looked for: ${r.prune_skipped === 'shallow' ? 'this is a shallow clone' : 'part of the history is missing here'}.`;
+  if (!r.committed) {
+    return `Ladder of ${key} is up to date at ${r.head.slice(0, 12)}: ${r.unchanged} rungs unchanged${preserved}; nothing committed (${secs}s).${skipped}\n`;
+  }
+  return (
+    `Ladder of ${key} built at ${r.head.slice(0, 12)}: ${r.written} rungs written` +
+    (r.reanchored ? ` (${r.reanchored} re-anchored)` : '') +
+    `, ${r.unchanged} unchanged${preserved}, ${r.removed} removed` +
+    (r.pruned ? ` (${r.pruned} of commits no branch or tag holds any more)` : '') +
+    `; ${r.files} files in ${secs}s (revision ${r.revision?.slice(0, 12)}).${skipped}\n`
+  );
+}
+
 export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
   return g.command(
     'build',
@@ -299,6 +323,11 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         .option('max-files', {
           type: 'number',
           describe: 'With --model: most files the model writes in this build',
+        })
+        .option('rebuild', {
+          type: 'boolean',
+          describe:
+            'Also rewrite rungs another generator wrote from unchanged files: with --model, those of another model; without, model-written ones go back to extractive text (a human-written rung always stands)',
         })
         .option('changesets', {
           type: 'number',
@@ -344,6 +373,7 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
           ...(a.github || a.model !== undefined ? { env: io.env } : {}),
           ...(a.github ? { github: true } : {}),
           ...(a['max-files'] === undefined ? {} : { maxFiles: a['max-files'] as number }),
+          ...(a.rebuild ? { rebuild: true } : {}),
           ...(bar ? { onProgress: bar.update } : {}),
         });
         bar?.clear();
@@ -358,14 +388,7 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
               '\n',
           );
         }
-        const secs = (result.ms / 1000).toFixed(1);
-        io.stdout(
-          result.committed
-            ? `Ladder of ${repo.key} built at ${result.head.slice(0, 12)}: ${result.written} rungs written` +
-                (result.reanchored ? ` (${result.reanchored} re-anchored)` : '') +
-                `, ${result.unchanged} unchanged, ${result.removed} removed; ${result.files} files in ${secs}s (revision ${result.revision?.slice(0, 12)}).\n`
-            : `Ladder of ${repo.key} is up to date at ${result.head.slice(0, 12)}: ${result.unchanged} rungs unchanged; nothing committed (${secs}s).\n`,
-        );
+        io.stdout(buildSummary(repo.key, result));
       } finally {
         bar?.clear();
         repo.close();

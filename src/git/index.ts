@@ -6,6 +6,7 @@ export * from './native-git.js';
 export * from './maintenance.js';
 export * from './objects.js';
 export * from './queries.js';
+export * from './reachability.js';
 export * from './tree-walk.js';
 export * from './ref-names.js';
 export * from './ref-store.js';

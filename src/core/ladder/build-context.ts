@@ -11,7 +11,7 @@ import { recordChecker } from './build-record.js';
 import type { Extract } from './extract.js';
 import { sha } from './ladder.js';
 import type { LadderState, RungRecord } from './ladder-state.js';
-import type { Summarizer } from './summarizer.js';
+import { extractiveSummarizer, type Summarizer } from './summarizer.js';
 
 // What every phase of `zz ladder build` shares: the head it anchors to, the Ladder as it was,
 // the summariser, and the rungs this build wants (desired). The phases (build-tree.ts,
@@ -30,6 +30,9 @@ export interface BuildProgress {
 
 const METHOD_RANK: Record<RungGenerator['method'], number> = { extractive: 0, model: 1, human: 2 };
 
+/** The extractive generator: what writes every rung a model does not (folders, history, GitHub). */
+export const EXTRACTIVE: RungGenerator = extractiveSummarizer.generator;
+
 /**
  * Whether a rung written another way stands against this build while its object is unchanged:
  * a human's over any build, a model's over an extractive one.
@@ -42,6 +45,30 @@ export function sameGenerator(a: RungGenerator, b: RungGenerator): boolean {
   return (
     a.method === b.method && a.version === b.version && (a.model ?? null) === (b.model ?? null)
   );
+}
+
+/**
+ * Whether a rung `written` by one generator, from the very inputs this build has, stands
+ * against a build whose writer for that kind is `writer` (DESIGN §6). What a user paid for is
+ * never lost to a cheaper build: a model's rung stands against an extractive build, another
+ * model's against this one. A better writer upgrades (a model build over extractive text), and
+ * so does a newer version of the same writer (extractor or prompt). `rebuild` rewrites all but
+ * a human's.
+ */
+export function stands(written: RungGenerator, writer: RungGenerator, rebuild: boolean): boolean {
+  if (sameGenerator(written, writer) || written.method === 'human') return true;
+  if (rebuild) return false;
+  const a = METHOD_RANK[written.method];
+  const b = METHOD_RANK[writer.method];
+  if (a !== b) return a > b;
+  // Same method, other version or model: another model stands (only --rebuild replaces it);
+  // an older extractor or prompt of the same model does not.
+  return written.method === 'model' && (written.model ?? null) !== (writer.model ?? null);
+}
+
+/** What an inputs_hash starts with: the build version and the generator that wrote the rung. */
+function genKey(g: RungGenerator): unknown[] {
+  return [BUILD_VERSION, g.method, g.model ?? null, g.version];
 }
 
 export function basename(p: string): string {
@@ -89,6 +116,10 @@ export interface BuildContextInit {
   summarizer: Summarizer;
   actor: string;
   onProgress?: ((p: BuildProgress) => void) | undefined;
+  /** Rewrite rungs another generator wrote from unchanged inputs (not a human's). */
+  rebuild?: boolean;
+  /** Commits no ref reaches any more (git/reachability.ts): rungs anchored there move or go. */
+  dropped?: ReadonlySet<string>;
 }
 
 export class BuildContext {
@@ -110,7 +141,10 @@ export class BuildContext {
   skipped = 0;
   /** Objects actually read and summarised. */
   summarized = 0;
-  private readonly genKey: unknown[];
+  /** Rungs kept from unchanged inputs although this build would write them another way. */
+  preserved = 0;
+  readonly rebuild: boolean;
+  readonly dropped: ReadonlySet<string>;
   /** rungDoc's verdict on a record of this build (build-record.ts). */
   private readonly fits: (rec: RungRecord) => boolean;
   private readonly onProgress: (p: BuildProgress) => void;
@@ -124,7 +158,8 @@ export class BuildContext {
     this.summarizer = init.summarizer;
     this.gen = init.summarizer.generator;
     this.actor = init.actor;
-    this.genKey = [BUILD_VERSION, this.gen.method, this.gen.model ?? null, this.gen.version];
+    this.rebuild = init.rebuild ?? false;
+    this.dropped = init.dropped ?? new Set();
     this.onProgress = init.onProgress ?? (() => {});
     this.fits = recordChecker({
       generator: this.gen,
@@ -137,13 +172,28 @@ export class BuildContext {
     this.onProgress(p);
   }
 
-  /** An inputs_hash: the generator and build version, then whatever the rung was made from. */
-  inputs(...parts: unknown[]): string {
-    return sha(this.genKey, ...parts);
+  /**
+   * An inputs_hash: the build version and the generator that wrote the rung, then whatever it
+   * was made from. The generator is the rung's own, not the build's: a folder an extractive
+   * writer summarised hashes the same under a model build and a plain one, so switching
+   * `--model` on and off does not rewrite it.
+   */
+  inputsBy(gen: RungGenerator, ...parts: unknown[]): string {
+    return sha(genKey(gen), ...parts);
+  }
+
+  /** The generator this build writes rungs of `kind` with (a model writes file prose only). */
+  writer(kind: RungKind): RungGenerator {
+    return this.summarizer.writerOf?.(kind) ?? this.gen;
   }
 
   anchorAt(oid: string): RungAnchor {
     return { commit: this.head, oid };
+  }
+
+  /** Whether a rung's anchor commit was dropped (no ref reaches it any more). */
+  deadAnchor(r: { anchor?: RungAnchor | undefined }): boolean {
+    return !!r.anchor && this.dropped.has(r.anchor.commit);
   }
 
   /** A previous rung as a record (its generator kept only when it is not this build's). */
@@ -156,24 +206,36 @@ export class BuildContext {
     };
   }
 
-  /** The previous rung when it may stand: same inputs, or a human/model rung on the same object. */
+  /**
+   * The previous rung when it may stand: made from these `parts` by a generator that stands
+   * against this build's writer (stands()), or a human's or better writer's rung on the same
+   * object. `anchorMoved` when its object moved, or its anchor commit was dropped by a rebase
+   * (the object is the same at head, so the rung is only re-anchored there).
+   */
   keep(
     path: string,
     kind: RungKind,
-    inputs: string,
+    parts: readonly unknown[],
     oid: string,
   ): { rung: Rung; anchorMoved: boolean } | null {
     const p = this.prev.get(path);
     if (!p || p.kind !== kind) return null;
     const sameObject = p.anchor?.oid === oid;
-    if (outranks(p.generator, this.gen)) return sameObject ? { rung: p, anchorMoved: false } : null;
-    if (p.inputs_hash !== inputs || !sameGenerator(p.generator, this.gen)) return null;
-    return { rung: p, anchorMoved: !sameObject };
+    // A human's rung is theirs: never re-anchored (that would make the build its author).
+    if (p.generator.method === 'human') return sameObject ? { rung: p, anchorMoved: false } : null;
+    const writer = this.writer(kind);
+    const sameInputs = p.inputs_hash === this.inputsBy(p.generator, ...parts);
+    const keep =
+      (sameInputs && stands(p.generator, writer, this.rebuild)) ||
+      (sameObject && !this.rebuild && outranks(p.generator, writer));
+    if (!keep) return null;
+    if (!sameGenerator(p.generator, writer)) this.preserved++;
+    return { rung: p, anchorMoved: !sameObject || this.deadAnchor(p) };
   }
 
   /** The kept rung (re-anchored when its object moved), or null when it must be rewritten. */
-  kept(path: string, kind: RungKind, inputs: string, oid: string): RungRecord | null {
-    const k = this.keep(path, kind, inputs, oid);
+  kept(path: string, kind: RungKind, parts: readonly unknown[], oid: string): RungRecord | null {
+    const k = this.keep(path, kind, parts, oid);
     if (!k) return null;
     return this.recordOf(k.rung, k.anchorMoved ? this.anchorAt(oid) : undefined);
   }
@@ -184,10 +246,12 @@ export class BuildContext {
     path: string,
     kind: RungKind,
     e: Extract,
-    inputs: string,
+    parts: readonly unknown[],
     anchor: RungAnchor | undefined,
     detail?: string,
   ): RungRecord | null {
+    // Hashed as the generator that wrote this text (a model build's fallback: extractive).
+    const inputs = this.inputsBy(e.generator ?? this.gen, ...parts);
     const t = tidy(e, basename(path) || path);
     const rec: RungRecord = {
       path,

@@ -11,7 +11,7 @@ import {
   type RepoRef,
 } from '../../github/index.js';
 import { RUNG_PATH_PREFIX } from '../../schema/rung.js';
-import type { BuildContext } from './build-context.js';
+import { EXTRACTIVE, type BuildContext } from './build-context.js';
 import { clip, firstSentences, plainInline } from './extract/text.js';
 import type { Extract } from './extract/types.js';
 import { rungPlacementProblem } from './ladder-state.js';
@@ -148,16 +148,16 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
   for (const i of issues) {
     const path = `${RUNG_PATH_PREFIX.issue}${i.number}`;
     const prev = ctx.prev.get(path);
-    const base = ctx.inputs('issue', i.number, i.updated_at, i.comments);
-    if (prev && prev.inputs_hash === ctx.inputs(base, true)) continue;
+    const base = ctx.inputsBy(EXTRACTIVE, 'issue', i.number, i.updated_at, i.comments);
+    if (prev && prev.inputs_hash === ctx.inputsBy(EXTRACTIVE, base, true)) continue;
     const thread = await readThread(i.number, i.comments);
-    const e = issueExtract(i, thread);
+    const e = { ...issueExtract(i, thread), generator: EXTRACTIVE };
     const detail = `Updated ${i.updated_at}\n${i.url}\n\n${i.body}\n\n${thread ? threadDetail(thread) : ''}`;
     const rec = ctx.makeRecord(
       path,
       'issue',
       e,
-      ctx.inputs(base, thread !== null || i.comments === 0),
+      [base, thread !== null || i.comments === 0],
       undefined,
       detail.slice(0, MAX_DETAIL),
     );
@@ -180,16 +180,16 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
     if (ctx.prev.has(`${RUNG_PATH_PREFIX.issue}${p.number}`))
       ctx.obsolete.add(`${RUNG_PATH_PREFIX.issue}${p.number}`);
     const prev = ctx.prev.get(path);
-    const base = ctx.inputs('pull_request', p.number, p.updated_at);
-    if (prev && prev.inputs_hash === ctx.inputs(base, true)) continue;
+    const base = ctx.inputsBy(EXTRACTIVE, 'pull_request', p.number, p.updated_at);
+    if (prev && prev.inputs_hash === ctx.inputsBy(EXTRACTIVE, base, true)) continue;
     const thread = await readThread(p.number, null);
-    const e = pullExtract(p, thread);
+    const e = { ...pullExtract(p, thread), generator: EXTRACTIVE };
     const detail = `Updated ${p.updated_at}\n${p.url}\n\n${p.body}\n\n${thread ? threadDetail(thread) : ''}`;
     const rec = ctx.makeRecord(
       path,
       'pull_request',
       e,
-      ctx.inputs(base, thread !== null),
+      [base, thread !== null],
       undefined,
       detail.slice(0, MAX_DETAIL),
     );
@@ -207,9 +207,9 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
     const rec = ctx.desired.get(path);
     if (!rec || rec.kind !== 'release' || rungPlacementProblem(path, 'release') !== null) continue;
     const notes = prose(rel.body, 300);
-    const inputs = ctx.inputs(rec.inputs_hash, 'github-release', rel.published_at, rel.body);
+    const parts = [rec.inputs_hash, 'github-release', rel.published_at, rel.body];
     const kept = ctx.prev.get(path);
-    if (kept && kept.inputs_hash === inputs) {
+    if (kept && kept.inputs_hash === ctx.inputsBy(EXTRACTIVE, ...parts)) {
       ctx.desired.set(path, ctx.recordOf(kept));
       continue;
     }
@@ -217,9 +217,10 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
       title: rel.name ? clip(rel.name, 200) : rec.title,
       summary: `${rec.summary.replace(/\s*Release notes:.*$/s, '')}${notes ? ` Release notes: ${notes}` : ''}`,
       symbols: rec.symbols ?? [],
+      generator: EXTRACTIVE,
     };
     const detail = `${rel.url}\n\n${rel.body}\n\n${rec.detail ?? ''}`.slice(0, MAX_DETAIL);
-    const enriched = ctx.makeRecord(path, 'release', e, inputs, rec.anchor, detail);
+    const enriched = ctx.makeRecord(path, 'release', e, parts, rec.anchor, detail);
     if (enriched) ctx.desired.set(path, enriched);
   }
   progress(3, 4, 'contributors');
@@ -257,19 +258,18 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
       o?.issues.length ? `Opened issues ${list(o.issues)}.` : null,
       o?.pulls.length ? `Opened pull requests ${list(o.pulls)}.` : null,
     ];
-    const inputs = ctx.inputs(
-      'contributor',
-      c.login,
-      c.contributions,
-      o?.issues ?? [],
-      o?.pulls ?? [],
-    );
+    const inputs = ['contributor', c.login, c.contributions, o?.issues ?? [], o?.pulls ?? []];
     const kept = ctx.prev.get(path);
-    if (kept && kept.inputs_hash === inputs) continue;
+    if (kept && kept.inputs_hash === ctx.inputsBy(EXTRACTIVE, ...inputs)) continue;
     const rec = ctx.makeRecord(
       path,
       'contributor',
-      { title: c.login, summary: parts.filter(Boolean).join(' '), symbols: [c.login] },
+      {
+        title: c.login,
+        summary: parts.filter(Boolean).join(' '),
+        symbols: [c.login],
+        generator: EXTRACTIVE,
+      },
       inputs,
       undefined,
       c.url ?? undefined,

@@ -17,7 +17,7 @@ export async function changesetRungs(ctx: BuildContext, limit: number): Promise<
   const missing: string[] = [];
   for (const c of shas) {
     const path = RUNG_PATH_PREFIX.changeset + c;
-    const k = ctx.keep(path, 'changeset', ctx.inputs('changeset', c), c);
+    const k = ctx.keep(path, 'changeset', ['changeset', c], c);
     if (k) ctx.desired.set(path, ctx.recordOf(k.rung));
     else missing.push(c);
   }
@@ -49,7 +49,7 @@ export async function changesetRungs(ctx: BuildContext, limit: number): Promise<
       path,
       'changeset',
       e,
-      ctx.inputs('changeset', c.oid),
+      ['changeset', c.oid],
       { commit: c.oid, oid: c.oid },
       detail.slice(0, MAX_DETAIL_CHARS),
     );
@@ -72,7 +72,7 @@ export async function releaseRungs(ctx: BuildContext, limit: number): Promise<Se
     const before = i > 0 ? all[i - 1]! : null;
     const path = RUNG_PATH_PREFIX.release + tag;
     if (rungPlacementProblem(path, 'release') !== null) continue;
-    const inputs = ctx.inputs('release', tag, commit, before?.tag ?? null, before?.commit ?? null);
+    const inputs = ['release', tag, commit, before?.tag ?? null, before?.commit ?? null];
     const k = ctx.keep(path, 'release', inputs, commit);
     if (k) {
       ctx.desired.set(path, ctx.recordOf(k.rung));

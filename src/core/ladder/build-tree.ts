@@ -1,7 +1,14 @@
 import { ZzError } from '../../errors.js';
 import type { GitObject, TreeItem } from '../../git/index.js';
 import { REPO_RUNG_PATH } from '../../schema/rung.js';
-import { basename, dirname, extractOf, sameGenerator, type BuildContext } from './build-context.js';
+import {
+  basename,
+  dirname,
+  EXTRACTIVE,
+  extractOf,
+  sameGenerator,
+  type BuildContext,
+} from './build-context.js';
 import {
   MAX_FILE_BYTES,
   skipReason,
@@ -10,9 +17,6 @@ import {
   type PackageInfo,
 } from './extract.js';
 import { rungPlacementProblem, type RungRecord } from './ladder-state.js';
-import { extractiveSummarizer } from './summarizer.js';
-
-const EXTRACTIVE = extractiveSummarizer.generator;
 
 // The tree phases of `zz ladder build`: every file at head (read through a window of parallel
 // blob reads, reusing summaries by blob oid for renames and copies), then every folder
@@ -136,8 +140,9 @@ export class TreePhase {
     this.seeded = true;
     const { ctx } = this;
     for (const r of ctx.prev.values()) {
-      if (r.kind !== 'file' || !r.anchor || !sameGenerator(r.generator, ctx.gen)) continue;
-      if (r.inputs_hash !== ctx.inputs('file', r.path, r.anchor.oid)) continue;
+      if (r.kind !== 'file' || !r.anchor || !sameGenerator(r.generator, ctx.writer('file')))
+        continue;
+      if (r.inputs_hash !== ctx.inputsBy(r.generator, 'file', r.path, r.anchor.oid)) continue;
       this.memo.set(reuseKey(r.path, r.anchor.oid), {
         ...extractOf(r),
         ...(r.detail === undefined ? {} : { detail: r.detail }),
@@ -150,7 +155,7 @@ export class TreePhase {
     let done = 0;
     const total = this.fileItems.length;
     const tick = () => ctx.progress({ phase: 'files', done: ++done, total });
-    const toRead: Array<{ item: TreeItem; child: Child; inputs: string }> = [];
+    const toRead: Array<{ item: TreeItem; child: Child; inputs: unknown[] }> = [];
     for (const it of this.fileItems) {
       const child = this.childOf.get(it.path)!;
       if (rungPlacementProblem(it.path, 'file') !== null) {
@@ -158,11 +163,11 @@ export class TreePhase {
         tick();
         continue;
       }
-      const inputs = ctx.inputs('file', it.path, it.oid);
-      const k = ctx.keep(it.path, 'file', inputs, it.oid);
-      if (k && !k.anchorMoved) {
-        child.record = ctx.recordOf(k.rung);
-        child.extract = extractOf(child.record);
+      const inputs = ['file', it.path, it.oid];
+      const kept = ctx.kept(it.path, 'file', inputs, it.oid);
+      if (kept) {
+        child.record = kept;
+        child.extract = extractOf(kept);
         tick();
         continue;
       }
@@ -323,13 +328,13 @@ export class TreePhase {
       list.find((c) => c.kind === 'file' && /^readme\.md$/i.test(c.name) && c.extract.summary) ??
       list.find((c) => c.kind === 'file' && README_RE.test(c.name) && c.extract.summary);
     const rungPath = f.kind === 'repo' ? REPO_RUNG_PATH : f.path;
-    const inputs = ctx.inputs(
+    const inputs = [
       f.kind,
       rungPath,
       f.kind === 'repo' ? ctx.repoKey : null,
       pkgChild?.item.oid ?? null,
       dirChildren.map((c) => [c.name, c.kind, c.title, c.summary, c.symbols ?? [], c.size ?? null]),
-    );
+    ];
     let rec = ctx.kept(rungPath, f.kind, inputs, f.oid);
     if (!rec) {
       const pkg = pkgChild ? await this.readPkg(pkgChild.item.oid) : null;
@@ -356,7 +361,7 @@ export class TreePhase {
     const { ctx } = this;
     for (const it of this.items) {
       if (it.type !== 'commit' || rungPlacementProblem(it.path, 'directory') !== null) continue;
-      const inputs = ctx.inputs('submodule', it.path, it.oid);
+      const inputs = ['submodule', it.path, it.oid];
       const rec =
         ctx.kept(it.path, 'directory', inputs, it.oid) ??
         ctx.makeRecord(

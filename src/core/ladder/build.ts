@@ -1,7 +1,7 @@
 import { ZzError } from '../../errors.js';
-import { lsTree } from '../../git/index.js';
+import { droppedCommits, lsTree } from '../../git/index.js';
 import { ACTOR_RE } from '../../schema/ids.js';
-import { RUNG_PATH_PREFIX, type RungGenerator } from '../../schema/rung.js';
+import { RUNG_PATH_PREFIX, type RungGenerator, type RungKind } from '../../schema/rung.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { BuildContext, outranks, sameGenerator, type BuildProgress } from './build-context.js';
 import { changesetRungs, releaseRungs } from './build-history.js';
@@ -18,10 +18,19 @@ import { extractiveSummarizer, type Summarizer } from './summarizer.js';
 //
 // Incremental by construction: each rung records an inputs_hash of exactly what produced it
 // (a file: its path and blob oid; a folder: its children's summaries, sizes and package.json;
-// plus the generator's version). A rung whose inputs did not change is not rewritten and its
-// blob is not even read. A folder whose inputs are unchanged but whose tree moved (a file body
-// changed without changing its summary) is only re-anchored, so `stale` stays meaningful.
-// Renamed or duplicated files reuse a summary by blob oid instead of re-reading the blob.
+// plus the version of the generator that wrote it). A rung whose inputs did not change is not
+// rewritten and its blob is not even read. A folder whose inputs are unchanged but whose tree
+// moved (a file body changed without changing its summary) is only re-anchored, so `stale`
+// stays meaningful. Renamed or duplicated files reuse a summary by blob oid.
+//
+// Whatever wrote a rung from unchanged inputs keeps it (BuildContext.keep, stands()): a plain
+// build never replaces a model's summary, a model build upgrades extractive text but leaves
+// another model's, and `rebuild` replaces all but a human's. So switching --model on and off
+// commits nothing (on pallets/itsdangerous it rewrote 63 of 112 rungs each way).
+//
+// Rungs about a commit no ref reaches any more (a rebase dropped it: git/reachability.ts) are
+// removed, and tree rungs standing on such a commit are re-anchored to head. A shallow clone,
+// a commit not held here, or a history with a hole prune nothing.
 //
 // The phases live beside this file (build-tree.ts, build-history.ts) and share a BuildContext
 // (build-context.ts); this module validates, runs them and commits what they decided.
@@ -45,6 +54,11 @@ export interface LadderBuildOptions {
   /** With `model`: most files the model writes in this build (the rest stay extractive). */
   maxFiles?: number;
   /**
+   * Rewrite rungs another generator made from unchanged inputs: with `model`, those of another
+   * model; without, model-written ones go back to extractive text. A human's rung stands.
+   */
+  rebuild?: boolean;
+  /**
    * Issues, pull requests, releases and contributors from GitHub as rungs too: `true` uses
    * GH_TOKEN/GITHUB_TOKEN/`gh auth token`, GITHUB_API_URL and the repository's GitHub name;
    * tests pass a client and repo.
@@ -66,7 +80,19 @@ export interface LadderBuildResult {
   /** Of those, rungs whose text was unchanged and only moved their anchor to this head. */
   reanchored: number;
   unchanged: number;
+  /**
+   * Of the unchanged, rungs another generator wrote that stand against this build (a model's
+   * against a plain build, another model's against `--model`): `rebuild` rewrites them.
+   */
+  preserved: number;
   removed: number;
+  /** Of the removed, rungs anchored to commits no ref reaches any more (a rebase dropped them). */
+  pruned: number;
+  /**
+   * Why rungs of dropped commits were not looked for: a shallow clone cannot tell, nor a
+   * history git cannot walk to its end (an ancestor missing).
+   */
+  prune_skipped?: 'shallow' | 'incomplete';
   /** Files (blobs and links) in the tree at head. */
   files: number;
   /** Blobs actually read and summarised (the rest were unchanged or reused by oid). */
@@ -97,48 +123,76 @@ interface Plan {
   remove: string[];
   reanchored: number;
   unchanged: number;
+  pruned: number;
 }
 
 /**
- * What the build must write against `state`: the desired rungs that differ from it, and the
- * tree rungs (and release rungs of deleted tags) it no longer has. Rungs of other kinds
- * (`_issues/…`, notes) are never removed by a tree build.
+ * Kinds whose rung is about its anchor commit: when no ref reaches that commit any more (a
+ * rebase or a deleted branch dropped it), the rung goes. A topic merely cites a commit and
+ * stays; tree rungs follow the tree at head (and are re-anchored there: BuildContext.keep).
  */
-function plan(
-  state: LadderState,
-  desired: ReadonlyMap<string, RungRecord>,
-  gen: RungGenerator,
-  tags: ReadonlySet<string>,
-  obsolete: ReadonlySet<string> = new Set(),
-): Plan {
+const PRUNED_KINDS: ReadonlySet<RungKind> = new Set(['changeset', 'release']);
+
+interface PlanInputs {
+  desired: ReadonlyMap<string, RungRecord>;
+  gen: RungGenerator;
+  tags: ReadonlySet<string>;
+  obsolete: ReadonlySet<string>;
+  dropped: ReadonlySet<string>;
+  rebuild: boolean;
+}
+
+/**
+ * What the build must write against `state`: the desired rungs that differ from it, the tree
+ * rungs (and release rungs of deleted tags) it no longer has, and the rungs of dropped commits.
+ * Rungs of other kinds (`_issues/…`, notes) are never removed by a tree build.
+ */
+function plan(state: LadderState, w: PlanInputs): Plan {
   const upsert: RungRecord[] = [];
   let reanchored = 0;
   let unchanged = 0;
-  for (const [p, rec] of desired) {
+  for (const [p, rec] of w.desired) {
     const s = state.get(p);
     const sameObject = !!s && s.kind === rec.kind && s.anchor?.oid === rec.anchor?.oid;
-    if (sameObject && s.inputs_hash === rec.inputs_hash) {
-      if (sameGenerator(s.generator, rec.generator ?? gen)) {
+    const recGen = rec.generator ?? w.gen;
+    // A dead anchor (its commit dropped) moves to head even when nothing else changed.
+    const anchorOk =
+      !s?.anchor || s.anchor.commit === rec.anchor?.commit || !w.dropped.has(s.anchor.commit);
+    if (sameObject && anchorOk && s.inputs_hash === rec.inputs_hash) {
+      if (sameGenerator(s.generator, recGen)) {
         unchanged++;
         continue;
       }
     }
-    if (sameObject && outranks(s.generator, gen)) {
-      unchanged++; // a human's (or a model's) rung on the very same object stands
+    // A rung written meanwhile by a human (or a better writer) on the very same object stands.
+    if (
+      sameObject &&
+      anchorOk &&
+      (s.generator.method === 'human' || (!w.rebuild && outranks(s.generator, recGen)))
+    ) {
+      unchanged++;
       continue;
     }
     if (s && s.kind === rec.kind && s.inputs_hash === rec.inputs_hash) reanchored++;
     upsert.push(rec);
   }
   const remove: string[] = [];
+  let pruned = 0;
   for (const [p, s] of state) {
-    if (desired.has(p)) continue;
-    if (s.kind === 'file' || s.kind === 'directory' || obsolete.has(p)) remove.push(p);
-    else if (s.kind === 'release' && !outranks(s.generator, gen)) {
-      if (!tags.has(p.slice(RUNG_PATH_PREFIX.release.length))) remove.push(p);
+    if (w.desired.has(p)) continue;
+    const tagGone =
+      s.kind === 'release' &&
+      !outranks(s.generator, w.gen) &&
+      !w.tags.has(p.slice(RUNG_PATH_PREFIX.release.length));
+    if (s.kind === 'file' || s.kind === 'directory' || w.obsolete.has(p) || tagGone) {
+      remove.push(p);
+    } else if (PRUNED_KINDS.has(s.kind) && s.anchor && w.dropped.has(s.anchor.commit)) {
+      // Whoever wrote it: the commit it is about is gone from every ref.
+      remove.push(p);
+      pruned++;
     }
   }
-  return { upsert, remove, reanchored, unchanged };
+  return { upsert, remove, reanchored, unchanged, pruned };
 }
 
 function checkOptions(repo: ZzRepo, opts: LadderBuildOptions) {
@@ -186,7 +240,10 @@ export async function ladderBuild(
     lsTree(git.gitdir, head, { sizes: true }),
     entity.read(),
   ]);
-  const model = opts.model === undefined ? null : await modelFor(opts);
+  const [model, reach] = await Promise.all([
+    opts.model === undefined ? null : modelFor(opts),
+    droppedCommits(git.gitdir, anchorCommits(snap.state, head)),
+  ]);
   const ctx = new BuildContext({
     repoKey: repo.key,
     git,
@@ -196,6 +253,8 @@ export async function ladderBuild(
     summarizer: model?.summarizer ?? opts.summarizer ?? extractiveSummarizer,
     actor: opts.actor,
     onProgress: opts.onProgress,
+    rebuild: opts.rebuild ?? false,
+    ...(reach.dropped ? { dropped: reach.dropped } : {}),
   });
 
   const tree = new TreePhase(ctx, items, root.tree);
@@ -213,9 +272,19 @@ export async function ladderBuild(
     files: tree.fileItems.length,
     summarized: ctx.summarized,
     skipped: ctx.skipped,
+    preserved: ctx.preserved,
+    ...(reach.dropped ? {} : { prune_skipped: reach.reason }),
     ...(model ? { model: model.report() } : {}),
     ms: Math.round(performance.now() - started),
   };
+}
+
+/** The anchor commits of a Ladder but `head` (which a ref reaches): the candidates to prune. */
+function anchorCommits(state: LadderState, head: string): Set<string> {
+  const out = new Set<string>();
+  for (const r of state.values())
+    if (r.anchor && r.anchor.commit !== head) out.add(r.anchor.commit);
+  return out;
 }
 
 /** The model summariser for `--model` (the models layer loads only then). */
@@ -275,7 +344,15 @@ async function commitPlan(
   tags: ReadonlySet<string>,
   snap: { revision: string | null; state: LadderState },
 ) {
-  let counts = plan(snap.state, ctx.desired, ctx.gen, tags, ctx.obsolete);
+  const w: PlanInputs = {
+    desired: ctx.desired,
+    gen: ctx.gen,
+    tags,
+    obsolete: ctx.obsolete,
+    dropped: ctx.dropped,
+    rebuild: ctx.rebuild,
+  };
+  let counts = plan(snap.state, w);
   const base = {
     revision: snap.revision,
     committed: false,
@@ -283,6 +360,7 @@ async function commitPlan(
     reanchored: 0,
     unchanged: counts.unchanged,
     removed: 0,
+    pruned: 0,
     rungs: snap.state.size,
   };
   if (counts.upsert.length === 0 && counts.remove.length === 0) return base;
@@ -294,7 +372,7 @@ async function commitPlan(
     // Decided again against the state the commit applies to: another writer may have landed
     // rungs since this build read the Ladder. Nothing left to write → no op, no commit.
     decide: (state) => {
-      counts = plan(state, ctx.desired, ctx.gen, tags, ctx.obsolete);
+      counts = plan(state, w);
       if (counts.upsert.length === 0 && counts.remove.length === 0) return [];
       const args: LadderBuildArgs = {
         branch: ctx.branch,
@@ -327,6 +405,7 @@ async function commitPlan(
     reanchored: counts.reanchored,
     unchanged: counts.unchanged,
     removed: counts.remove.length,
+    pruned: counts.pruned,
     rungs: r.result,
   };
 }

@@ -98,6 +98,7 @@ export function modelSummarizer(opts: ModelSummarizerOptions): ModelSummarizer {
 
   return {
     generator,
+    writerOf: (kind) => (kind === 'file' ? generator : extractive),
     stats,
     file,
     // Built from children's summaries: extractive, and said so.

@@ -1,4 +1,4 @@
-import type { RungGenerator } from '../../schema/rung.js';
+import type { RungGenerator, RungKind } from '../../schema/rung.js';
 import {
   EXTRACT_VERSION,
   summarizeChangeset,
@@ -19,6 +19,11 @@ import {
  */
 export interface Summarizer {
   readonly generator: RungGenerator;
+  /**
+   * The generator that writes rungs of `kind` when this one leaves them to another (a model
+   * writes file prose; folders and history stay extractive). Default: `generator`.
+   */
+  writerOf?(kind: RungKind): RungGenerator;
   file(path: string, content: Buffer): Extract | null | Promise<Extract | null>;
   directory(
     path: string,

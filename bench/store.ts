@@ -1,6 +1,6 @@
 import { spawn, execFileSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,8 +24,11 @@ import { importFromCheckout } from './checkout.js';
 //              packs, i.e. main's before issue 17's last round, in the same run.
 //  zz-seq-objects-unsynced  the same with objects not fsynced (the behaviour before: only the
 //              ref was, trusting ext4's ordered mode to flush the objects with it).
-//  zz-seq-nofsync  the same with the ref fsync off (git's default: core.fsync leaves out the
-//              `reference` component), to show what the fsync costs.
+//  zz-seq-nofsync  the same with every fsync off (objects' and the ref's; git's default:
+//              core.fsync leaves out the `reference` component), to show what the fsyncs cost.
+//              The same write path otherwise: small packs, as zz-seq (a repository opened
+//              without fsync writes loose objects; before 2 Dec this variant did, so its figure
+//              was 5 file creations a write on the event loop, not zz-seq less its syncs).
 //  zz-32       32 writers in flight on the same lane: group commit (zz-32-loose: loose
 //              objects; zz-32-objects-unsynced: objects not fsynced, as before).
 //  native-persistent  the fairest fast native pipeline we could build: long-lived
@@ -38,6 +41,13 @@ import { importFromCheckout } from './checkout.js';
 //
 // Each variant runs several rounds; we report the median ops/s (and the range). zz-seq and
 // zz-seq-loose (zz-32 and zz-32-loose) run round by round in turn, so load weighs on both alike.
+// Beside ops/s, the CPU each round used per op (cpu_ms_per_op): the process's (user + system,
+// every thread), the event loop's thread alone and the other threads' (libuv's pool: the
+// fsyncs, blank creations and unlinks; V8's: GC, JIT) from /proc/self/task/*/schedstat, where
+// there is one. On this project's shared 2-core machines throughput moves with the others'
+// load; CPU per op moves much less, so it is the figure to compare between variants. Work one
+// variant leaves running (a small-pack merge, an unlink in the pool) may be counted in the next
+// variant's round; the order alternates, so that weighs on each alike.
 //
 //  zz-seq-baseline, zz-32-baseline  with ZZ_BENCH_STORE_BASELINE=<dir>: the same, with the
 //              store of another checkout of zz (e.g. `git worktree add --detach /tmp/zz-old
@@ -106,6 +116,7 @@ const median = (xs: number[]) => {
 };
 const round1 = (x: number) => Math.round(x * 10) / 10;
 const round2 = (x: number) => Math.round(x * 100) / 100;
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
 interface Variant {
   name: string;
@@ -116,31 +127,78 @@ interface Variant {
   close(): Promise<void> | void;
 }
 
+/** CPU time (ns) of this process's threads so far: the event loop's, and all the others'. */
+function threadCpuNs(): { loop: number; others: number } | null {
+  let loop = 0;
+  let others = 0;
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      let ns: number;
+      try {
+        ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ', 1)[0]);
+      } catch {
+        continue; // a thread that ended meanwhile
+      }
+      if (tid === String(process.pid)) loop += ns;
+      else others += ns;
+    }
+  } catch {
+    return null; // no /proc (not Linux)
+  }
+  return { loop, others };
+}
+
+interface Measured {
+  ops_per_s: { median: number; min: number; max: number };
+  /** Per op, medians of the rounds: the process (all threads), its loop, its other threads. */
+  cpu_ms_per_op: { process: number; loop: number | null; other_threads: number | null };
+}
+
 /**
  * Measures variants round by round in turn (A B A B …), so that a shared machine's load,
  * which moves by the minute, weighs on each alike: a ratio between them is then fairer than
  * between runs a minute apart.
  */
-async function measureSideBySide(
-  vs: Variant[],
-): Promise<Array<{ median: number; min: number; max: number }>> {
+async function measureSideBySide(vs: Variant[]): Promise<Measured[]> {
   // Flush what the set-up wrote (1,000 asks): otherwise the first fsyncs pay for it.
   execFileSync('sync');
   for (const v of vs) await v.run(Math.min(20, v.writesPerRound)); // warm-up: JIT, caches, dirs
   const rates: number[][] = vs.map(() => []);
+  const cpu: number[][] = vs.map(() => []);
+  const loop: number[][] = vs.map(() => []);
+  const others: number[][] = vs.map(() => []);
   for (let r = 0; r < vs[0]!.rounds; r++) {
     for (let i = 0; i < vs.length; i++) {
       const v = vs[(i + r) % vs.length]!; // who goes first alternates too
+      const k = vs.indexOf(v);
+      const th0 = threadCpuNs();
+      const c0 = process.cpuUsage();
       const t0 = process.hrtime.bigint();
       await v.run(v.writesPerRound);
       const s = Number(process.hrtime.bigint() - t0) / 1e9;
-      rates[vs.indexOf(v)]!.push(v.writesPerRound / s);
+      const c = process.cpuUsage(c0);
+      const th1 = threadCpuNs();
+      const n = v.writesPerRound;
+      rates[k]!.push(n / s);
+      cpu[k]!.push((c.user + c.system) / 1000 / n);
+      if (th0 && th1) {
+        loop[k]!.push((th1.loop - th0.loop) / 1e6 / n);
+        others[k]!.push((th1.others - th0.others) / 1e6 / n);
+      }
     }
   }
-  return rates.map((rs) => ({
-    median: round1(median(rs)),
-    min: round1(Math.min(...rs)),
-    max: round1(Math.max(...rs)),
+  const ms = (xs: number[]) => (xs.length ? round3(median(xs)) : null);
+  return rates.map((rs, k) => ({
+    ops_per_s: {
+      median: round1(median(rs)),
+      min: round1(Math.min(...rs)),
+      max: round1(Math.max(...rs)),
+    },
+    cpu_ms_per_op: {
+      process: round3(median(cpu[k]!)),
+      loop: ms(loop[k]!),
+      other_threads: ms(others[k]!),
+    },
   }));
 }
 
@@ -185,6 +243,9 @@ async function zzVariant(
     ...(opts.fsyncObjects === undefined ? {} : { fsyncObjects: opts.fsyncObjects }),
   });
   if (opts.loose) repo.objects.smallPacks = false;
+  // Without fsync a repository writes loose objects (ObjectWriter.smallPacks); the variants
+  // without it keep zz-seq's path, so that they differ from it in the syncs alone.
+  else if (!opts.fsync) repo.objects.smallPacks = true;
   const store = new GitStore(repo);
   const ref = `refs/zz/lanes/${name}`;
   // The lane with 1,000 asks, created in one commit.
@@ -492,10 +553,10 @@ export async function benchStore(): Promise<Record<string, unknown>> {
     ];
     // ZZ_BENCH_STORE_ONLY=zz-seq,zz-32 runs a subset (e.g. under --cpu-prof).
     const only = process.env.ZZ_BENCH_STORE_ONLY?.split(',');
-    // Small packs beside loose objects (the write path before them) and the baseline's store,
-    // round by round.
+    // Small packs beside loose objects (the write path before them), the same path without
+    // fsync and the baseline's store, round by round.
     const groups = new Map([
-      ['zz-seq', ['zz-seq-loose', 'zz-seq-baseline']],
+      ['zz-seq', ['zz-seq-loose', 'zz-seq-nofsync', 'zz-seq-baseline']],
       ['zz-32', ['zz-32-loose', 'zz-32-baseline']],
     ]);
     const makers = new Map(variants);
@@ -515,7 +576,7 @@ export async function benchStore(): Promise<Record<string, unknown>> {
         const measured = await measureSideBySide(vs);
         vs.forEach((v, i) => {
           results[v.name] = {
-            ops_per_s: measured[i],
+            ...measured[i]!,
             writes_per_round: v.writesPerRound,
             rounds: v.rounds,
             ...(vs.length > 1
@@ -536,9 +597,16 @@ export async function benchStore(): Promise<Record<string, unknown>> {
     results.ratio_small_packs_vs_loose_32 = round1(ops('zz-32') / ops('zz-32-loose'));
     results.ratio_durable_objects_seq = round1(ops('zz-seq') / ops('zz-seq-objects-unsynced'));
     results.ratio_durable_objects_32 = round1(ops('zz-32') / ops('zz-32-objects-unsynced'));
+    // CPU per op (the process's, every thread), the figure that moves least with load.
+    const cpu = (k: string) =>
+      (results[k] as { cpu_ms_per_op: { process: number } } | undefined)?.cpu_ms_per_op.process ??
+      NaN;
+    results.cpu_ratio_zz_seq_vs_nofsync = round2(cpu('zz-seq') / cpu('zz-seq-nofsync'));
     if (baseline) {
       results.ratio_zz_seq_vs_baseline = round2(ops('zz-seq') / ops('zz-seq-baseline'));
       results.ratio_zz_32_vs_baseline = round2(ops('zz-32') / ops('zz-32-baseline'));
+      results.cpu_ratio_zz_seq_vs_baseline = round2(cpu('zz-seq') / cpu('zz-seq-baseline'));
+      results.cpu_ratio_zz_32_vs_baseline = round2(cpu('zz-32') / cpu('zz-32-baseline'));
     }
     results.goal_zz_seq_500_ops_s = ops('zz-seq') >= 500 ? 'met' : 'missed';
     results.load_average_at_end = loadavg().map((x) => Math.round(x * 100) / 100);

@@ -60,5 +60,6 @@ describe('lists in a checkout where zz was never initialised', () => {
     } finally {
       cleanup();
     }
-  });
+    // Fourteen zz processes, a daemon and a sync: past 60 s on a loaded 2-core CI machine.
+  }, 180_000);
 });

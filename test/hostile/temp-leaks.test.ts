@@ -27,5 +27,7 @@ describe('test files leave nothing in the temp dir', () => {
       .filter((n) => !/^tsx-\d+$/.test(n))
       .map((n) => join(tmp, n));
     expect(left).toEqual([]);
-  });
+    // spawnSync blocks the worker, so vitest's timeout cannot cut the child short: it could
+    // only fail a run that finished (76 s under CI load). The child's own bound is 180 s.
+  }, 200_000);
 });

@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-// The slowest test files (wall time of full runs on the shared 2-core machine, the last two on
-// 2 December 2026 under load), slowest first. Two workers take files from one queue: a long
+// The slowest test files (wall time of full runs on the shared 2-core machine on 2 December
+// 2026 under load, checked against each file's CPU seconds from ZZ_TEST_CPU the same day),
+// slowest first. Two workers take files from one queue: a long
 // file picked up last leaves the other worker idle for most of its run. Vitest orders by the
 // durations it cached on an earlier run, and on a fresh clone (CI) by file size, which puts
 // small slow files such as the hook and sync-order tests near the end. A file missing here
@@ -11,12 +12,12 @@ const SLOW_FIRST = [
   'test/e2e/identity.test.ts',
   'test/e2e/zz.e2e.test.ts',
   'test/work/cli.test.ts',
-  'test/git/pack-writer.test.ts',
-  'test/web/dashboard.test.ts',
   'test/web/views.test.ts',
   'test/e2e/hooks.test.ts',
-  'test/store/crash.test.ts',
   'test/git/history.test.ts',
+  'test/git/pack-writer.test.ts',
+  'test/web/dashboard.test.ts',
+  'test/store/crash.test.ts',
   'test/sync/git-orders.test.ts',
   'test/core/properties.test.ts',
   'test/daemon/daemon.test.ts',

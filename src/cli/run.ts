@@ -3,7 +3,6 @@ import yargs, { type Argv } from 'yargs';
 import { ZzError, knownError } from '../errors.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
-import { addToolCommands, callTool, readArgs } from './tool-commands.js';
 import { exitCodesEpilogue, exitCodesText, kebabFlags, rewriteParseFailure } from './usage.js';
 import { agentCommand, loginCommand, logoutCommand, whoamiCommand } from './identity-commands.js';
 import {
@@ -28,8 +27,34 @@ function version(): string {
   return pkg.version;
 }
 
+// Commands that are not tools and never reach the tool registry from their handlers (those
+// that need it import it themselves). Their command line is parsed without the tool commands:
+// loading the registry (every tool's zod schema, core) costs ~0.5 s of CPU, more than the
+// whole of `zz whoami`. Help, completion and anything unsure take the full table, so usage and
+// suggestions read as before; strict parsing of one of these commands needs only its own flags.
+const SETUP_COMMANDS = new Set([
+  'init',
+  'serve',
+  'login',
+  'logout',
+  'whoami',
+  'agent',
+  'hook',
+  'mcp',
+  'dashboard',
+  'work',
+  'sync',
+]);
+
+function needsToolTable(argv: string[]): boolean {
+  if (argv.some((a) => a === '--help' || a === '-h' || a === 'completion' || a === '--version'))
+    return true;
+  return !SETUP_COMMANDS.has(argv[0] ?? '');
+}
+
 export async function run(typedArgv: string[], io: CliIO): Promise<number> {
   const argv = kebabFlags(typedArgv);
+  const toolTable = needsToolTable(argv) ? await import('./tool-commands.js') : null;
   const argvHasArgs = argv.some((a) => /^--args(-file)?(=|$)/.test(a));
   let y = yargs(argv)
     .scriptName('zz')
@@ -71,22 +96,26 @@ export async function run(typedArgv: string[], io: CliIO): Promise<number> {
   y = dashboardCommand(y, io);
   y = workCommand(y, io);
   y = syncCommand(y, io);
-  y = y.command(
-    'call <tool>',
-    'Call any tool with JSON arguments and print the JSON result',
-    (c: Argv) =>
-      c
-        .positional('tool', { type: 'string', demandOption: true })
-        .option('args', { type: 'string', describe: 'Arguments as a JSON object' })
-        .option('args-file', {
-          type: 'string',
-          describe: 'Read the arguments from a file (- for stdin)',
-        }),
-    async (a) => {
-      const args = await readArgs(io, a as { args?: string; 'args-file'?: string });
-      await callTool(io, String(a.tool), args, true);
-    },
-  );
+  // `zz call` and the tool commands come with the tool table (needsToolTable above).
+  if (toolTable) {
+    const { callTool, readArgs } = toolTable;
+    y = y.command(
+      'call <tool>',
+      'Call any tool with JSON arguments and print the JSON result',
+      (c: Argv) =>
+        c
+          .positional('tool', { type: 'string', demandOption: true })
+          .option('args', { type: 'string', describe: 'Arguments as a JSON object' })
+          .option('args-file', {
+            type: 'string',
+            describe: 'Read the arguments from a file (- for stdin)',
+          }),
+      async (a) => {
+        const args = await readArgs(io, a as { args?: string; 'args-file'?: string });
+        await callTool(io, String(a.tool), args, true);
+      },
+    );
+  }
   y = y.command(
     'help [topic]',
     'Show help, or a topic: exit-codes',
@@ -105,9 +134,12 @@ export async function run(typedArgv: string[], io: CliIO): Promise<number> {
       }
     },
   );
-  y = addToolCommands(y, io, argvHasArgs, {
-    ladder: { subs: ['build'], add: ladderBuildCommand },
-  }).demandCommand(1, 'choose a command (zz --help lists them)');
+  if (toolTable) {
+    y = toolTable.addToolCommands(y, io, argvHasArgs, {
+      ladder: { subs: ['build'], add: ladderBuildCommand },
+    });
+  }
+  y = y.demandCommand(1, 'choose a command (zz --help lists them)');
   let helpShown = false;
   try {
     const out: string[] = [];

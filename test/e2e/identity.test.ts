@@ -50,7 +50,7 @@ async function ok(p: Promise<ZzResult>): Promise<ZzResult> {
   return r;
 }
 
-describe('credentials per repository', () => {
+describe('credentials per repository', { timeout: 180_000 }, () => {
   afterEach(endOfTest);
 
   it("a login in a second repository never claims or overwrites the first repository's", async () => {

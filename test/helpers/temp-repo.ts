@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from './temp-dirs.js';
 
@@ -18,9 +18,12 @@ export function sh(cwd: string, ...args: string[]): string {
 export function makeRepo(prefix = 'zz-test-'): { dir: string; cleanup: () => void } {
   const dir = tempDir(prefix);
   sh(dir, 'init', '-q', '-b', 'main');
-  sh(dir, 'config', 'user.email', 'owner@example.com');
-  sh(dir, 'config', 'user.name', 'Owner');
-  sh(dir, 'config', 'commit.gpgsign', 'false');
+  // What `git config user.email …` (and the two others) would write, in one append instead of
+  // three git processes: makeRepo runs hundreds of times a suite, ~30 ms of CPU per spawn.
+  appendFileSync(
+    join(dir, '.git', 'config'),
+    '[user]\n\temail = owner@example.com\n\tname = Owner\n[commit]\n\tgpgsign = false\n',
+  );
   writeFileSync(join(dir, 'README.md'), '# demo\n\nA demo repository.\n');
   sh(dir, 'add', '.');
   sh(dir, 'commit', '-q', '-m', 'initial');

@@ -40,9 +40,14 @@ async function readInfoFile(file: string): Promise<RawInfo | null> {
 
 // A live pid is not proof: after a reboot or in a container the pid of a dead daemon can
 // belong to another process. The daemon must also answer /healthz with that pid.
+// Hazard: the bound is for a daemon that is there but slow, since a dead port is refused at
+// once. 1.5 s was too short on a loaded machine (load average 16 on 2 cores): `zz login`
+// concluded there was no daemon beside a live one. A hung daemon costs a CLI call this long
+// before it works in-process instead.
+const HEALTH_TIMEOUT_MS = 5_000;
 async function answers(url: string, pid: number): Promise<boolean> {
   try {
-    const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1500) });
+    const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
     const body = (await res.json()) as { pid?: unknown };
     return res.ok && body.pid === pid;
   } catch {

@@ -47,7 +47,7 @@ async function serveBriefly(env: NodeJS.ProcessEnv, ...args: string[]) {
   return { stdout, warnings };
 }
 
-describe('zz serve bound off loopback', { timeout: 60_000 }, () => {
+describe('zz serve bound off loopback', { timeout: 150_000 }, () => {
   it('warns once on stderr: reachable from other machines, plain HTTP, how to keep it local', async () => {
     const env = cliEnv();
     expect((await zz(dir, env, 'init')).code).toBe(0);

@@ -197,7 +197,7 @@ describe('one served checkout, logged in', () => {
     await ok(zz(dir, env, ['init']));
     d = await serve(dir, env);
     await ok(zz(dir, env, ['login']));
-  }, 60_000);
+  }, 150_000);
   afterAll(endOfTest);
 
   describe('ZZ_TOKEN=$(zz agent token NAME)', () => {

@@ -273,5 +273,5 @@ describe('a closed stderr', () => {
     } finally {
       cleanup();
     }
-  }, 60_000);
+  }, 150_000);
 });

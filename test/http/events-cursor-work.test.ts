@@ -15,7 +15,7 @@ let http: JsonClient;
 beforeAll(async () => {
   d = await startTestDaemon({ prefix: 'zz-events-cursor-' });
   http = jsonClient(d.url, { token: await d.token('owner@example.com') });
-}, 60_000);
+}, 150_000);
 afterAll(async () => {
   http?.close();
   await d?.close();

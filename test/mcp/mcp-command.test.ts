@@ -35,7 +35,7 @@ async function zzMcp(cwd: string, args: string[] = []) {
   return { client, exited, stderr: () => stderr };
 }
 
-describe('zz mcp', { timeout: 60_000 }, () => {
+describe('zz mcp', { timeout: 150_000 }, () => {
   it('outside a repository completes the handshake and reports the setup error through MCP', async () => {
     const nowhere = tempDir('zz-not-a-repo-');
     const { client, exited, stderr } = await zzMcp(nowhere);

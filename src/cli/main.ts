@@ -67,12 +67,8 @@ process.exitCode = code;
 await (await import('../local/background.js')).settleBackground();
 // Into a pipe, output past what the pipe holds (64 KiB) is still queued in this process, and
 // process.exit drops it: `zz lane get --json | jq` got a cut answer and exit 0. Wait for both
-// streams to hand everything over (a write's callback runs after every write before it).
-const flushed = (s: NodeJS.WriteStream) =>
-  new Promise<void>((resolve) => {
-    if (s.writableLength === 0 || s.destroyed) return resolve();
-    s.write('', () => resolve());
-  });
+// streams to hand everything over.
+const { flushed } = await import('../local/flushed.js');
 await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
 // Long-running commands (serve, mcp) return only when they are done, so a finished command
 // exits here: idle git readers and signal listeners must not keep it alive.

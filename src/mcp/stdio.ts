@@ -5,6 +5,7 @@ import {
 } from '@modelcontextprotocol/server/stdio';
 import { McpServer, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
 import type { ZzError } from '../errors.js';
+import { flushed } from '../local/flushed.js';
 import { LONGEST_TOOL_MS } from '../tools/index.js';
 import {
   createMcpServer,
@@ -180,18 +181,6 @@ function trackRequests(transport: StdioServerTransport): {
       }),
     abandon: release,
   };
-}
-
-/** Resolves once everything written to `out` so far has been handed to the OS (or it failed). */
-function flushed(out: Writable, timeoutMs: number): Promise<void> {
-  if (out.destroyed || out.writableEnded) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, timeoutMs);
-    out.write('', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }
 
 export const SETUP_ERROR_TOOL = 'zz_setup_error';

@@ -6,6 +6,7 @@ import {
 import { McpServer, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
 import type { ZzError } from '../errors.js';
 import { flushed } from '../local/flushed.js';
+import { neutralize } from '../schema/control-chars.js';
 import { LONGEST_TOOL_MS } from '../tools/index.js';
 import {
   createMcpServer,
@@ -57,8 +58,9 @@ export function serveStdio(opts: ServeStdioOptions): StdioHandle {
   );
 }
 
+// The whole line neutralised: a tool's failure quotes what callers and other machines wrote.
 const log = (msg: string): void => {
-  process.stderr.write(`zz mcp: ${msg}\n`);
+  process.stderr.write(`${neutralize(`zz mcp: ${msg}`)}\n`);
 };
 
 type WireOptions = Pick<

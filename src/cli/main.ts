@@ -8,6 +8,9 @@
 // to a `zz ladder build` and `timeout 60 zz lane list` hung forever on a stopped daemon.
 let graceful = false;
 let stopping = false;
+// Said on stderr when a signal ends a command at once (io.setInterruptNote): exit 130 alone
+// left whoever pressed Ctrl-C during a `zz sync` guessing what state it left.
+let interruptNote = '';
 let requestStop = () => {};
 const stop = new Promise<void>((resolve) => {
   requestStop = () => {
@@ -15,7 +18,10 @@ const stop = new Promise<void>((resolve) => {
     resolve();
   };
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping || !graceful) process.exit(signal === 'SIGINT' ? 130 : 143);
+    if (stopping || !graceful) {
+      if (interruptNote && !closed.stderr) process.stderr.write(interruptNote);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
     requestStop();
   };
   process.on('SIGINT', onSignal);
@@ -51,6 +57,9 @@ const io = {
   cwd: process.cwd(),
   isTTY: !!process.stdout.isTTY,
   stderrIsTTY: !!process.stderr.isTTY,
+  setInterruptNote: (line: string) => {
+    interruptNote = line.endsWith('\n') ? line : `${line}\n`;
+  },
   get stopSignal() {
     graceful = true;
     return stop;

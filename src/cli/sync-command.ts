@@ -74,6 +74,12 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
       const { ZzRepo } = await import('../core/index.js');
       const { ownersLostNotices, syncRepo } = await import('../core/sync/index.js');
       const repo = await ZzRepo.open(io.cwd);
+      // Each ref moves in one step (an update-ref transaction after its objects are in), so
+      // an interrupted round leaves every ref as it was or as synced, never half-written;
+      // the next round finishes the job (tests: convergence and a clean fsck after Ctrl-C).
+      io.setInterruptNote?.(
+        'zz: sync interrupted; local zz state is intact (each ref is as it was or as synced), run zz sync again to finish',
+      );
       try {
         const report = await syncRepo(
           repo,

@@ -4,7 +4,13 @@ import { ZzError, knownError } from '../errors.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 import { addToolCommands, callTool, readArgs } from './tool-commands.js';
-import { exitCodesEpilogue, exitCodesText, kebabFlags, rewriteParseFailure } from './usage.js';
+import {
+  exitCodesEpilogue,
+  exitCodesText,
+  kebabFlags,
+  rewriteParseFailure,
+  stdinDashes,
+} from './usage.js';
 import { agentCommand, loginCommand, logoutCommand, whoamiCommand } from './identity-commands.js';
 import {
   initCommand,
@@ -29,7 +35,7 @@ function version(): string {
 }
 
 export async function run(typedArgv: string[], io: CliIO): Promise<number> {
-  const argv = kebabFlags(typedArgv);
+  const argv = stdinDashes(kebabFlags(typedArgv));
   const argvHasArgs = argv.some((a) => /^--args(-file)?(=|$)/.test(a));
   let y = yargs(argv)
     .scriptName('zz')

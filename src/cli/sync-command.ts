@@ -128,7 +128,8 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
           );
         }
         if (!a.json) io.stdout(formatSyncReport(report));
-        for (const line of ownersLostNotices(repo.key, report)) io.stderr(`zz: ${neutralize(line)}\n`);
+        for (const line of ownersLostNotices(repo.key, report))
+          io.stderr(`zz: ${neutralize(line)}\n`);
       } finally {
         repo.close();
       }

@@ -23,7 +23,8 @@ export async function readArgs(
   argv: { args?: string; 'args-file'?: string },
 ): Promise<Record<string, unknown>> {
   let text: string | undefined = argv.args;
-  if (argv['args-file'] !== undefined) text = await readInputFile(io, 'args-file', argv['args-file']);
+  if (argv['args-file'] !== undefined)
+    text = await readInputFile(io, 'args-file', argv['args-file']);
   if (text === undefined) return {};
   let v: unknown;
   try {

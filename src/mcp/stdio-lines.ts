@@ -66,7 +66,10 @@ export function lineGate(opts: LineGateOptions): (chunk: Buffer) => void {
 
 function takeLine(line: Buffer, opts: LineGateOptions): void {
   // A CR before the LF (Windows) and a UTF-8 BOM (some Windows tools) only frame the text.
-  const text = line.toString('utf8').replace(/\r$/, '').replace(/^\uFEFF/, '');
+  const text = line
+    .toString('utf8')
+    .replace(/\r$/, '')
+    .replace(/^\uFEFF/, '');
   if (text.trim() === '') return;
   let value: unknown;
   try {

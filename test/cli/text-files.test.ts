@@ -120,30 +120,14 @@ describe('--body-file and the other long-text files', { timeout: 60_000 }, () =>
   });
 
   it('gives a Lane description from a file, bounded in characters as the tool bounds it', async () => {
-    writeFileSync(join(files, 'desc.md'), 'é'.repeat(20_000)); // 40 000 bytes, 20 000 characters
-    const ok = await zz(
-      dir,
-      env,
-      'lane',
-      'propose',
-      '--title',
-      'Docs',
-      '--description-file',
-      join(files, 'desc.md'),
-      '--json',
-    );
+    const propose = (file: string, text: string) => {
+      writeFileSync(join(files, file), text);
+      const flags = ['--title', 'Docs', '--description-file', join(files, file)];
+      return zz(dir, env, 'lane', 'propose', ...flags);
+    };
+    const ok = await propose('desc.md', 'é'.repeat(20_000)); // 40 000 bytes, 20 000 characters
     expect(ok.code, ok.stderr).toBe(0);
-    writeFileSync(join(files, 'long.md'), 'é'.repeat(20_001));
-    const long = await zz(
-      dir,
-      env,
-      'lane',
-      'propose',
-      '--title',
-      'Docs',
-      '--description-file',
-      join(files, 'long.md'),
-    );
+    const long = await propose('long.md', 'é'.repeat(20_001));
     expect(long.code).toBe(2);
     expect(long.stderr).toMatch(
       /^zz: --description-file: .* holds more than 20000 characters, the most --description may be\n$/,

@@ -35,6 +35,20 @@ async function zzMcp(cwd: string, args: string[] = []) {
   return { client, exited, stderr: () => stderr };
 }
 
+/** `zz mcp` spoken to line by line (no client): what it wrote, once it has exited. */
+function rawMcp(cwd: string, env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp'], {
+    cwd,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const seen = { stdout: '', stderr: '' };
+  child.stdout.on('data', (c: Buffer) => (seen.stdout += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (seen.stderr += c.toString('utf8')));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  return { child, exited, out: () => seen };
+}
+
 describe('zz mcp', { timeout: 60_000 }, () => {
   it('outside a repository completes the handshake and reports the setup error through MCP', async () => {
     const nowhere = tempDir('zz-not-a-repo-');
@@ -68,16 +82,7 @@ describe('zz mcp', { timeout: 60_000 }, () => {
     const r = makeRepo();
     const env = { ...cliEnv(), ZZ_TOKEN: '' };
     expect((await zz(r.dir, env, 'init')).code).toBe(0);
-    const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp'], {
-      cwd: r.dir,
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+    const { child, exited, out } = rawMcp(r.dir, env);
     const call = (id: number, name: string, args: Record<string, unknown>) => ({
       jsonrpc: '2.0',
       id,
@@ -95,9 +100,9 @@ describe('zz mcp', { timeout: 60_000 }, () => {
     ];
     // One write and an immediate end: the client has said everything and hung up its side.
     child.stdin.end(messages.map((m) => JSON.stringify(m) + '\n').join(''));
-    expect(await exited, stderr).toBe(0);
-    const answers = stdout
-      .trim()
+    expect(await exited, out().stderr).toBe(0);
+    const answers = out()
+      .stdout.trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { id: number; result?: { isError?: boolean } });
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5]);
@@ -111,16 +116,7 @@ describe('zz mcp', { timeout: 60_000 }, () => {
     const r = makeRepo();
     const env = { ...cliEnv(), ZZ_TOKEN: '' };
     expect((await zz(r.dir, env, 'init')).code).toBe(0);
-    const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp'], {
-      cwd: r.dir,
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+    const { child, exited, out } = rawMcp(r.dir, env);
     const lines = [
       'not json',
       JSON.stringify(initializeRequest(1)),
@@ -139,9 +135,9 @@ describe('zz mcp', { timeout: 60_000 }, () => {
       }),
     ];
     child.stdin.end(lines.join('\n') + '\n');
-    expect(await exited, stderr).toBe(0);
-    const answers = stdout
-      .trim()
+    expect(await exited, out().stderr).toBe(0);
+    const answers = out()
+      .stdout.trim()
       .split('\n')
       .map(
         (l) =>
@@ -172,7 +168,7 @@ describe('zz mcp', { timeout: 60_000 }, () => {
     expect(answers.filter((a) => a.result).map((a) => a.id)).toEqual([1, 6]);
     expect(answers.find((a) => a.id === 6)!.result!.isError).toBeFalsy();
     // stderr: one short line per bad line, no zod dump.
-    expect(stderr.trim().split('\n')).toHaveLength(6);
-    expect(stderr.length).toBeLessThan(6 * 500);
+    expect(out().stderr.trim().split('\n')).toHaveLength(6);
+    expect(out().stderr.length).toBeLessThan(6 * 500);
   });
 });

@@ -1,54 +1,23 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { syncRepo } from '../../src/core/sync/index.js';
 import { UNSAFE_CLASS } from '../../src/schema/control-chars.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
-import { tempDir } from '../helpers/temp-dirs.js';
-import { makeRepo, sh } from '../helpers/temp-repo.js';
-import { launchChromium, OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+import { makeProject, sh } from '../helpers/temp-repo.js';
+import { OWNER, startWebDaemon, useDashboardBrowser } from './harness.js';
 
 // What the daemon's syncing will not bring in, where the dashboard shows the repository:
 // a remote holding another project's zz state (repo_state.sync_refused) and refs kept aside
 // (repo_state.quarantined). And every character the CLI neutralises is a mark here too.
 
-let browser: Browser;
-const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { cleanups, signedIn } = useDashboardBrowser();
 
-async function signedIn(w: WebDaemon, token: string, path = ''): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  cleanups.push(() => context.close());
-  const page = await context.newPage();
-  await page.goto(await w.loginUrl(token));
-  await page.locator('.top .me').waitFor();
-  if (path) await page.goto(`${w.url}/${path}`);
-  return page;
-}
-
-/** A zz project with a root commit of its own, initialised (its roots recorded) and pushed to
- * a bare remote. */
+/** A zz project with a root commit of its own, initialised (its roots recorded) and pushed. */
 async function project(label: string): Promise<{ dir: string; remote: string }> {
-  const remote = tempDir(`zz-${label}-remote-`);
-  sh(remote, 'init', '-q', '--bare', '-b', 'main');
-  const { dir } = makeRepo(`zz-${label}-`);
-  writeFileSync(join(dir, 'README.md'), `# ${label}\n`);
-  sh(dir, 'commit', '-q', '-a', '--amend', '-m', `${label}: first commit`);
-  sh(dir, 'remote', 'add', 'origin', remote);
-  sh(dir, 'push', '-q', 'origin', 'main');
+  const p = makeProject(label);
   const env = cliEnv();
-  expect((await zz(dir, env, 'init')).code).toBe(0);
-  expect((await zz(dir, env, 'sync')).code).toBe(0);
-  return { dir, remote };
+  expect((await zz(p.dir, env, 'init')).code).toBe(0);
+  expect((await zz(p.dir, env, 'sync')).code).toBe(0);
+  return p;
 }
 
 describe('dashboard: repository health', { timeout: 120_000 }, () => {

@@ -13,6 +13,12 @@ export interface CliIO {
    * once on the first signal.
    */
   stopSignal?: Promise<void>;
+  /**
+   * A line for main.ts to print on stderr should a signal end the command at once (it still
+   * exits 130/143): what the interruption left behind and what to do. Commands that do not
+   * read stopSignal set it; the last one set is printed.
+   */
+  setInterruptNote?: (line: string) => void;
 }
 
 export function useColor(io: CliIO): boolean {

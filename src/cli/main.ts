@@ -8,6 +8,9 @@
 // to a `zz ladder build` and `timeout 60 zz lane list` hung forever on a stopped daemon.
 let graceful = false;
 let stopping = false;
+// Said on stderr when a signal ends a command at once (io.setInterruptNote): exit 130 alone
+// left whoever pressed Ctrl-C during a `zz sync` guessing what state it left.
+let interruptNote = '';
 let requestStop = () => {};
 const stop = new Promise<void>((resolve) => {
   requestStop = () => {
@@ -15,7 +18,10 @@ const stop = new Promise<void>((resolve) => {
     resolve();
   };
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping || !graceful) process.exit(signal === 'SIGINT' ? 130 : 143);
+    if (stopping || !graceful) {
+      if (interruptNote && !closed.stderr) process.stderr.write(interruptNote);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
     requestStop();
   };
   process.on('SIGINT', onSignal);
@@ -51,6 +57,9 @@ const io = {
   cwd: process.cwd(),
   isTTY: !!process.stdout.isTTY,
   stderrIsTTY: !!process.stderr.isTTY,
+  setInterruptNote: (line: string) => {
+    interruptNote = line.endsWith('\n') ? line : `${line}\n`;
+  },
   get stopSignal() {
     graceful = true;
     return stop;
@@ -67,12 +76,8 @@ process.exitCode = code;
 await (await import('../local/background.js')).settleBackground();
 // Into a pipe, output past what the pipe holds (64 KiB) is still queued in this process, and
 // process.exit drops it: `zz lane get --json | jq` got a cut answer and exit 0. Wait for both
-// streams to hand everything over (a write's callback runs after every write before it).
-const flushed = (s: NodeJS.WriteStream) =>
-  new Promise<void>((resolve) => {
-    if (s.writableLength === 0 || s.destroyed) return resolve();
-    s.write('', () => resolve());
-  });
+// streams to hand everything over.
+const { flushed } = await import('../local/flushed.js');
 await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
 // Long-running commands (serve, mcp) return only when they are done, so a finished command
 // exits here: idle git readers and signal listeners must not keep it alive.

@@ -3,7 +3,13 @@ import yargs, { type Argv } from 'yargs';
 import { ZzError, knownError } from '../errors.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
-import { exitCodesEpilogue, exitCodesText, kebabFlags, rewriteParseFailure } from './usage.js';
+import {
+  exitCodesEpilogue,
+  exitCodesText,
+  kebabFlags,
+  rewriteParseFailure,
+  stdinDashes,
+} from './usage.js';
 import { agentCommand, loginCommand, logoutCommand, whoamiCommand } from './identity-commands.js';
 import {
   initCommand,
@@ -53,7 +59,7 @@ function needsToolTable(argv: string[]): boolean {
 }
 
 export async function run(typedArgv: string[], io: CliIO): Promise<number> {
-  const argv = kebabFlags(typedArgv);
+  const argv = stdinDashes(kebabFlags(typedArgv));
   const toolTable = needsToolTable(argv) ? await import('./tool-commands.js') : null;
   const argvHasArgs = argv.some((a) => /^--args(-file)?(=|$)/.test(a));
   let y = yargs(argv)

@@ -2,9 +2,9 @@ import { lookup } from 'node:dns/promises';
 import { setFlagsFromString } from 'node:v8';
 import { knownError, ZzError } from '../errors.js';
 import { isLoopback } from '../http/host-check.js';
-import { DEFAULT_HOST, DEFAULT_PORT } from '../local/paths.js';
+import { DEFAULT_HOST, DEFAULT_PORT, reposFile } from '../local/paths.js';
 import type { CliIO } from './io.js';
-import { neutralize } from './terminal.js';
+import { lineWriter } from './terminal.js';
 
 // `zz serve`: the daemon in the foreground. Both the command table (commands.ts) and the fast
 // path (fast-path.ts) run it through runServe(). The fast path takes a plain command line
@@ -95,21 +95,26 @@ export async function runServe(io: CliIO, args: ServeArgs): Promise<number> {
     throw new ZzError('invalid_argument', '--port must be a whole number from 0 to 65535');
   }
   boundYoungGeneration();
+  // Every line zz serve writes goes through these, neutralised whole: lines carry what other
+  // machines wrote (quarantine reasons name their actors, a stack quotes a request).
+  const log = lineWriter(io.stderr);
+  const say = lineWriter(io.stdout);
   const { startDaemon } = await import('../daemon/index.js');
   const d = await startDaemon({
     cwd: io.cwd,
     port: args.port,
     host: args.host,
     repos: args.repos,
-    // Lines carry what other machines wrote (quarantine reasons name their actors).
-    log: (line: string) => io.stderr(neutralize(line) + '\n'),
+    // The clones this machine lists, in the config home of the environment zz was given.
+    reposFile: reposFile(io.env),
+    log,
     signingEnv: io.env,
   });
   const exposed = await exposureWarning(args.host, d.url);
-  if (exposed) io.stderr(`zz: warning: ${neutralize(exposed)}\n`);
-  io.stdout(`zz serving ${[...d.repos.keys()].join(', ')} at ${d.url}\n`);
+  if (exposed) log(`zz: warning: ${exposed}`);
+  say(`zz serving ${[...d.repos.keys()].join(', ')} at ${d.url}`);
   await (io.stopSignal ?? new Promise<void>(() => {}));
-  io.stderr('zz: stopping (finishing in-flight writes)\n');
+  log('zz: stopping (finishing in-flight writes)');
   await d.close();
   return 0;
 }
@@ -124,14 +129,13 @@ export async function tryServe(rest: readonly string[], io: CliIO): Promise<numb
   try {
     return await runServe(io, args);
   } catch (e) {
+    const log = lineWriter(io.stderr);
     const err = knownError(e);
     if (err) {
-      io.stderr(`zz: ${neutralize(err.message)}\n`);
+      log(`zz: ${err.message}`);
       return err.exitCode;
     }
-    io.stderr(
-      `zz: internal error: ${neutralize((e as Error)?.stack ?? String(e), { multiline: true })}\n`,
-    );
+    log(`zz: internal error: ${(e as Error)?.stack ?? String(e)}`, { multiline: true });
     return 1;
   }
 }

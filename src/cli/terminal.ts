@@ -3,32 +3,26 @@
 // obeyed. ESC/CSI/OSC sequences could retitle or clear a viewer's terminal, rewrite what was
 // printed before (CR, backspace), ring the bell, or (bidi overrides such as U+202E) make text
 // read differently from what it is. Each one is replaced by a visible escape (`\x1b`,
-// `<U+202E>`). `--json` output escapes them as JSON (jsonText), the value stays exact.
+// `<U+202E>`); the set and neutralize() live in schema/control-chars.ts, which the daemon,
+// `zz mcp` and the dashboard share. `--json` output escapes them as JSON (jsonText), the value
+// stays exact.
 
-// Bidi embeddings, overrides, isolates and marks; the Unicode line/paragraph separators.
-const INVISIBLE = String.raw`\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069`;
-// C0 controls except TAB and LF, DEL, C1 controls, and the above.
-const UNSAFE = new RegExp(String.raw`[\x00-\x08\x0b-\x1f\x7f-\x9f${INVISIBLE}]`, 'g');
-// What JSON.stringify leaves raw of those (it escapes C0 itself).
-const JSON_UNSAFE = new RegExp(String.raw`[\x7f-\x9f${INVISIBLE}]`, 'g');
+import { INVISIBLE_CLASS, neutralize } from '../schema/control-chars.js';
 
-function visible(ch: string): string {
-  const c = ch.codePointAt(0)!;
-  return c <= 0xff
-    ? `\\x${c.toString(16).padStart(2, '0')}`
-    : `<U+${c.toString(16).toUpperCase()}>`;
-}
+export { neutralize };
+
+// What JSON.stringify leaves raw of the set (it escapes C0 itself).
+const JSON_UNSAFE = new RegExp(String.raw`[\x7f-\x9f${INVISIBLE_CLASS}]`, 'g');
 
 /**
- * Neutralises control characters for a terminal. `multiline` keeps LF (and CR directly before
- * an LF, which only ends a line) for values printed as blocks; otherwise LF and TAB are shown
- * as escapes too, so that one value stays on one line.
+ * One line for a terminal or a log, control characters neutralised in the whole line (not
+ * part by part, where a caller could forget the part that came from elsewhere): the one way
+ * a long-running command's lines (zz serve's log) are written.
  */
-export function neutralize(s: string, opts: { multiline?: boolean } = {}): string {
-  const out = s.replace(UNSAFE, (ch, at: number) =>
-    opts.multiline && ch === '\r' && s[at + 1] === '\n' ? ch : visible(ch),
-  );
-  return opts.multiline ? out : out.replace(/[\t\n]/g, (ch) => (ch === '\n' ? '\\n' : '\\t'));
+export function lineWriter(
+  write: (s: string) => void,
+): (line: string, opts?: { multiline?: boolean }) => void {
+  return (line, opts) => write(neutralize(line, opts) + '\n');
 }
 
 /**

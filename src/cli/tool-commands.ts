@@ -23,14 +23,8 @@ export async function readArgs(
   argv: { args?: string; 'args-file'?: string },
 ): Promise<Record<string, unknown>> {
   let text: string | undefined = argv.args;
-  if (argv['args-file'] !== undefined) {
-    const { readFile } = await import('node:fs/promises');
-    const { resolve } = await import('node:path');
-    text =
-      argv['args-file'] === '-'
-        ? await readStdin()
-        : await readFile(resolve(io.cwd, argv['args-file']), 'utf8');
-  }
+  if (argv['args-file'] !== undefined)
+    text = await readInputFile(io, 'args-file', argv['args-file']);
   if (text === undefined) return {};
   let v: unknown;
   try {
@@ -43,10 +37,66 @@ export async function readArgs(
   return v as Record<string, unknown>;
 }
 
-async function readStdin(): Promise<string> {
+/**
+ * The text of the file a `--…-file` flag names (`-`: stdin), as UTF-8. With `maxBytes`, reads
+ * no more than a chunk past it and throws `tooBig()` when there is more: a mistaken
+ * `--body-file /dev/zero` or a 2 GB log is refused, not read into memory first.
+ */
+async function readInputFile(
+  io: CliIO,
+  flag: string,
+  path: string,
+  maxBytes = Infinity,
+  tooBig?: () => ZzError,
+): Promise<string> {
+  const { createReadStream } = await import('node:fs');
+  const { resolve } = await import('node:path');
   const chunks: Buffer[] = [];
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  let size = 0;
+  try {
+    const from = path === '-' ? process.stdin : createReadStream(resolve(io.cwd, path));
+    for await (const c of from) {
+      chunks.push(c as Buffer);
+      size += (c as Buffer).length;
+      if (size > maxBytes) break;
+    }
+  } catch (e) {
+    const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    throw new ZzError('invalid_argument', `--${flag}: cannot read ${path.slice(0, 200)} (${why})`);
+  }
+  if (size > maxBytes && tooBig) throw tooBig();
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Fills `args` from the `--…-file` flags given (toolOptions' `file`), each refused past the
+ * bound the tool's schema sets on its field, in that bound's own unit.
+ */
+async function readTextFiles(
+  io: CliIO,
+  tool: ToolDef,
+  parsed: Record<string, unknown>,
+  args: Record<string, unknown>,
+): Promise<void> {
+  for (const o of toolOptions(tool)) {
+    const path = o.file && parsed[o.file.flag];
+    if (!o.file || typeof path !== 'string') continue;
+    const { flag, maxBytes, maxChars } = o.file;
+    // A UTF-16 code unit takes at most 3 bytes of UTF-8 (4 bytes are 2 units).
+    const limit = Math.min(maxBytes ?? Infinity, maxChars === undefined ? Infinity : 3 * maxChars);
+    const bound =
+      maxBytes !== undefined
+        ? `${maxBytes % 1024 === 0 ? `${maxBytes / 1024} KiB` : `${maxBytes} bytes`} of UTF-8`
+        : `${maxChars} characters`;
+    const tooBig = () =>
+      new ZzError(
+        'invalid_argument',
+        `--${flag}: ${path === '-' ? 'stdin' : path.slice(0, 200)} holds more than ${bound}, the most --${o.flag} may be`,
+      );
+    const text = await readInputFile(io, flag, path, limit, tooBig);
+    if (maxChars !== undefined && text.length > maxChars) throw tooBig();
+    args[o.key] = text;
+  }
 }
 
 /**
@@ -156,8 +206,18 @@ export function addToolCommands(
                 describe: optional ? 'Default: the Lane of --ask-id' : o.describe || undefined,
                 type: o.kind === 'json' ? 'string' : o.kind,
                 ...(o.choices ? { choices: o.choices } : {}),
-                ...(o.required && !optional && !argvHasArgs ? { demandOption: true } : {}),
+                ...(o.required && !optional && !argvHasArgs && !o.file
+                  ? { demandOption: true }
+                  : {}),
               });
+              if (o.file) {
+                c = c
+                  .option(o.file.flag, {
+                    type: 'string',
+                    describe: `Read --${o.flag} from a file (- for stdin)`,
+                  })
+                  .conflicts(o.flag, o.file.flag);
+              }
             }
             if (tool.name === 'lane_events') c = addFollowOption(c);
             return c
@@ -170,6 +230,7 @@ export function addToolCommands(
           async (argv) => {
             const base = await readArgs(io, argv as { args?: string });
             const args = argsFromOptions(tool, argv as Record<string, unknown>, base);
+            await readTextFiles(io, tool, argv as Record<string, unknown>, args);
             if (argv.follow) return followEvents(io, args, !!argv.json);
             await callTool(io, tool.name, args, !!argv.json, { laneFromAsk: true });
           },

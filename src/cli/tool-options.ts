@@ -1,12 +1,16 @@
 import { z } from 'zod';
 import { ZzError } from '../errors.js';
+import { LONG_TEXT } from '../schema/ops.js';
 import type { ToolDef } from '../tools/index.js';
 
 // Derives CLI options from a tool's zod input: strings, numbers, booleans and string arrays
 // become flags (kebab-case; run() reads a typed `--lane_id` as `--lane-id`, so help and
 // completion list each flag once); anything structured is passed as JSON text, except that a
 // field which also takes a string (`git_log --since 2025-01-01`) takes text that is not JSON
-// as that string. `--args` merges a JSON object underneath the flags.
+// as that string. `--args` merges a JSON object underneath the flags. A field the schema marks
+// as long text (schema/ops.ts LONG_TEXT: an Ask's body, an answer's result, a Lane's
+// description, a commit message) may also be given from a file, `--body-file PATH` (`-` for
+// stdin): a 1 MB `--body` fails in the shell (E2BIG) before zz sees it.
 
 export type OptionKind = 'string' | 'number' | 'boolean' | 'array' | 'json';
 
@@ -23,6 +27,8 @@ export interface ToolOption {
   min?: number;
   max?: number;
   int?: boolean;
+  /** A body-sized text field: its `--<flag>-file` and the bound the schema sets on it. */
+  file?: { flag: string; maxBytes?: number; maxChars?: number };
 }
 
 function unwrap(t: z.ZodType): { inner: z.ZodType; optional: boolean } {
@@ -50,8 +56,12 @@ export function toolOptions(tool: ToolDef): ToolOption[] {
     let choices: string[] | undefined;
     let text = false;
     let range: Pick<ToolOption, 'min' | 'max' | 'int'> = {};
-    if (inner instanceof z.ZodString) kind = 'string';
-    else if (inner instanceof z.ZodNumber) {
+    let file: ToolOption['file'];
+    if (inner instanceof z.ZodString) {
+      kind = 'string';
+      const long = LONG_TEXT.get(inner);
+      if (long) file = { flag: `${key.replace(/_/g, '-')}-file`, ...long };
+    } else if (inner instanceof z.ZodNumber) {
       kind = 'number';
       const n = inner as z.ZodNumber;
       range = {
@@ -91,6 +101,7 @@ export function toolOptions(tool: ToolDef): ToolOption[] {
         .join(' '),
       ...(choices ? { choices } : {}),
       ...range,
+      ...(file ? { file } : {}),
     });
   }
   return out;

@@ -77,6 +77,24 @@ export function kebabFlags(argv: readonly string[]): string[] {
   );
 }
 
+/**
+ * `--args-file -` and `--body-file -` (stdin) as `--…-file=-`: yargs reads a lone `-` after a
+ * flag as no value and a stray positional, so the spaced form was refused ("unknown argument
+ * -") while the documented spelling is the spaced one.
+ */
+export function stdinDashes(argv: readonly string[]): string[] {
+  const end = argv.indexOf('--');
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if ((end < 0 || i < end) && /^--[a-z0-9-]+-file$/.test(a) && argv[i + 1] === '-') {
+      out.push(`${a}=-`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 function distance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {

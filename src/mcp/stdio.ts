@@ -3,8 +3,15 @@ import {
   serveStdio as sdkServeStdio,
   StdioServerTransport,
 } from '@modelcontextprotocol/server/stdio';
-import { McpServer, type JSONRPCMessage, type RequestId } from '@modelcontextprotocol/server';
+import {
+  McpServer,
+  STDIO_DEFAULT_MAX_BUFFER_SIZE,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/server';
 import type { ZzError } from '../errors.js';
+import { flushed } from '../local/flushed.js';
+import { neutralize } from '../schema/control-chars.js';
 import { LONGEST_TOOL_MS } from '../tools/index.js';
 import {
   createMcpServer,
@@ -12,6 +19,7 @@ import {
   SERVER_VERSION,
   type CreateMcpServerOptions,
 } from './mcp-server.js';
+import { lineGate } from './stdio-lines.js';
 
 // `zz mcp`: the registry over stdio. stdout carries the protocol only; anything else we have to
 // say goes to stderr.
@@ -56,8 +64,9 @@ export function serveStdio(opts: ServeStdioOptions): StdioHandle {
   );
 }
 
+// The whole line neutralised: a tool's failure quotes what callers and other machines wrote.
 const log = (msg: string): void => {
-  process.stderr.write(`zz mcp: ${msg}\n`);
+  process.stderr.write(`${neutralize(`zz mcp: ${msg}`)}\n`);
 };
 
 type WireOptions = Pick<
@@ -71,22 +80,34 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
   const onError = opts.onTransportError ?? ((e: Error) => log(e.message));
   // The SDK's transport closes as soon as its stdin ends, and closing aborts the calls still
   // running, unanswered: `printf '…ask_post…' | zz mcp` would exit before the write was
-  // acknowledged (or made at all). So the transport reads a stream of ours, which ends only
-  // once every request read has been answered (or cancelled by the client), each answer
-  // written to stdout, or DRAIN_TIMEOUT_MS has passed.
+  // acknowledged (or made at all). So the transport listens to a stream of ours, which ends
+  // only once every request read has been answered (or cancelled by the client), each answer
+  // written to stdout, or DRAIN_TIMEOUT_MS has passed. Nothing is written to that stream: the
+  // lines of stdin are read by lineGate (stdio-lines.ts says why) and each message handed to
+  // the transport's onmessage as its own reader would.
   const feed = new PassThrough();
-  stdin.pipe(feed, { end: false });
   const transport = new StdioServerTransport(feed, stdout);
   const handle = sdkServeStdio(server, { transport, onerror: onError });
   const inFlight = trackRequests(transport);
   let isClosed = false;
+  const take = lineGate({
+    maxBytes: STDIO_DEFAULT_MAX_BUFFER_SIZE,
+    deliver: (message) => {
+      if (!isClosed) transport.onmessage?.(message);
+    },
+    refuse: (id, code, message) => {
+      if (isClosed) return;
+      stdout.write(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }) + '\n');
+      onError(new Error(`answered a bad line with ${code}: ${message}`));
+    },
+  });
+  const onData = (chunk: Buffer | string): void =>
+    take(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+  stdin.on('data', onData);
   let ending: Promise<void> | null = null;
   const endFeed = (): void => {
     ending ??= (async () => {
-      // Whatever stdin gave has been written to the feed; let the feed hand it all to the
-      // transport (PassThrough delivers on later ticks) so that every request is counted.
-      do await new Promise<void>((r) => setImmediate(r));
-      while (!isClosed && feed.readableLength + feed.writableLength > 0);
+      // Every line stdin gave has been read by now (lineGate takes each chunk as it comes).
       const timeoutMs = opts.drainTimeoutMs ?? DRAIN_TIMEOUT_MS;
       const left = await inFlight.settled(timeoutMs);
       if (isClosed) return;
@@ -98,7 +119,7 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
         );
       }
       await flushed(stdout, timeoutMs);
-      stdin.unpipe(feed);
+      stdin.off('data', onData);
       feed.end();
     })();
   };
@@ -120,7 +141,7 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
   };
   return {
     close: async () => {
-      stdin.unpipe(feed);
+      stdin.off('data', onData);
       await handle.close();
       resolveClosed();
     },
@@ -151,7 +172,7 @@ function trackRequests(transport: StdioServerTransport): {
     if (id !== undefined && pending.delete(id) && pending.size === 0) release();
   };
   const theirMessage = transport.onmessage;
-  // The transport has checked each message against the JSON-RPC schema already; the SDK's
+  // lineGate has checked each message against the JSON-RPC schema already; the SDK's
   // isJSONRPC* guards would parse every (possibly megabytes long) message with zod again.
   transport.onmessage = (message: JSONRPCMessage) => {
     const m = message as { id?: RequestId; method?: string; params?: { requestId?: RequestId } };
@@ -180,18 +201,6 @@ function trackRequests(transport: StdioServerTransport): {
       }),
     abandon: release,
   };
-}
-
-/** Resolves once everything written to `out` so far has been handed to the OS (or it failed). */
-function flushed(out: Writable, timeoutMs: number): Promise<void> {
-  if (out.destroyed || out.writableEnded) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, timeoutMs);
-    out.write('', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }
 
 export const SETUP_ERROR_TOOL = 'zz_setup_error';

@@ -158,9 +158,29 @@ export function describeIssues(e: z.ZodError): string {
     .join('; ');
 }
 
-/** A string of at most `max` UTF-8 bytes. */
-export const boundedText = (max: number, what = 'text') =>
-  z.string().refine((s) => utf8Bytes(s) <= max, `${what} must be at most ${kib(max)} of UTF-8`);
+/**
+ * Text a person writes at length (an Ask's body, an answer's result, a Lane's description, a
+ * commit message), with its bound: the CLI also takes these from a file (`--body-file PATH`)
+ * and reads no more of it than the bound allows. Kept here because a refine's bound cannot be
+ * read back from the schema. Mark a field with longText() (or boundedText, which does).
+ */
+export const LONG_TEXT = new WeakMap<z.ZodType, { maxBytes?: number; maxChars?: number }>();
+
+/** Marks a bounded string schema as long text (LONG_TEXT); apply it after .min/.max. */
+export function longText<T extends z.ZodString>(t: T): T {
+  if (t.maxLength === null) throw new Error('longText needs a bounded string');
+  LONG_TEXT.set(t, { maxChars: t.maxLength });
+  return t;
+}
+
+/** A string of at most `max` UTF-8 bytes; long text (LONG_TEXT). */
+export const boundedText = (max: number, what = 'text') => {
+  const t = z
+    .string()
+    .refine((s) => utf8Bytes(s) <= max, `${what} must be at most ${kib(max)} of UTF-8`);
+  LONG_TEXT.set(t, { maxBytes: max });
+  return t;
+};
 
 /** A JSON object of at most `max` UTF-8 bytes once serialised. */
 export const boundedJson = (max: number, what = 'value') =>

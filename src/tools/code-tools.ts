@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { commitChangeset, SANDBOX_TIMEOUT_MAX_MS, sandboxRun } from '../core/index.js';
 import { askId, changesetId, laneId, revision } from '../schema/ids.js';
+import { longText } from '../schema/ops.js';
 import { askOut, writeMetaOut } from '../schema/views.js';
 import { changesetInput } from './ask-tools.js';
 import { createArgs } from './common-args.js';
@@ -21,7 +22,7 @@ export const codeTools = [
       lane_id: laneId,
       ask_id: askId.describe('The submit_changeset or resolve_conflict Ask being worked'),
       changeset_id: changesetId.optional(),
-      message: z.string().min(1).max(20_000).optional(),
+      message: longText(z.string().min(1).max(20_000)).optional(),
       files: changesetInput.shape.files.optional(),
       expected_head: revision
         .optional()

@@ -12,6 +12,7 @@ import {
 import { actor, laneId, newLaneId } from '../schema/ids.js';
 import { askKind, scope } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
+import { longText } from '../schema/ops.js';
 import {
   askOut,
   corruptOut,
@@ -36,7 +37,7 @@ export const laneTools = [
     input: z.strictObject({
       lane_id: newLaneId.optional().describe('Slug for the new Lane; generated when omitted'),
       title: z.string().min(1).max(LIMITS.title),
-      description: z.string().max(LIMITS.description).optional(),
+      description: longText(z.string().max(LIMITS.description)).optional(),
       maintainers: z
         .array(actor)
         .max(100)

@@ -3,6 +3,7 @@ import { promises as fsp } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { INVISIBLE_CLASS, UNSAFE_CLASS } from '../schema/control-chars.js';
 
 // The dashboard's files. Our own (src/web/assets, copied next to the compiled module by the
 // build) and the vendored preact/htm ES modules, resolved from node_modules at start-up — they
@@ -10,6 +11,15 @@ import { fileURLToPath } from 'node:url';
 // browser finds `preact` by an import map in the page, allowed by a hash in the CSP.
 
 const ASSETS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'assets');
+
+// Modules the daemon writes from its own definitions, so that the page uses the same set as
+// the CLI rather than a copy kept by hand: the characters shown as marks, never as themselves.
+const GENERATED: Record<string, string> = {
+  'control-chars.js':
+    '// Served by the daemon from src/schema/control-chars.ts: the characters the CLI neutralises.\n' +
+    `export const UNSAFE_CLASS = ${JSON.stringify(UNSAFE_CLASS)};\n` +
+    `export const INVISIBLE_CLASS = ${JSON.stringify(INVISIBLE_CLASS)};\n`,
+};
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -91,6 +101,8 @@ export class Assets {
 
   /** The file for /assets/<rest>, or null when there is none (names are whitelisted). */
   async get(rest: string): Promise<Response | null> {
+    const generated = GENERATED[rest];
+    if (generated !== undefined) return asset(Buffer.from(generated, 'utf8'), '.js');
     let file: string | undefined;
     if (rest.startsWith('vendor/')) file = this.vendor[rest.slice('vendor/'.length)];
     else if (ASSET_NAME.test(rest)) file = join(ASSETS_DIR, rest);
@@ -105,15 +117,18 @@ export class Assets {
       }
       this.cache.set(file, body);
     }
-    const ext = file.slice(file.lastIndexOf('.'));
-    return new Response(new Uint8Array(body), {
-      status: 200,
-      headers: {
-        'content-type': TYPES[ext] ?? 'application/octet-stream',
-        // Revalidated on each load: the daemon may have been upgraded under the page.
-        'cache-control': 'no-cache',
-        ...SECURITY_HEADERS,
-      },
-    });
+    return asset(body, file.slice(file.lastIndexOf('.')));
   }
+}
+
+function asset(body: Buffer, ext: string): Response {
+  return new Response(new Uint8Array(body), {
+    status: 200,
+    headers: {
+      'content-type': TYPES[ext] ?? 'application/octet-stream',
+      // Revalidated on each load: the daemon may have been upgraded under the page.
+      'cache-control': 'no-cache',
+      ...SECURITY_HEADERS,
+    },
+  });
 }

@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
@@ -44,7 +46,7 @@ async function serveBriefly(env: NodeJS.ProcessEnv, ...args: string[]) {
   ctrlC();
   expect(await serving, stderr).toBe(0);
   const warnings = stderr.split('\n').filter((l) => l.startsWith('zz: warning:'));
-  return { stdout, warnings };
+  return { stdout, stderr, warnings };
 }
 
 describe('zz serve bound off loopback', { timeout: 150_000 }, () => {
@@ -64,5 +66,26 @@ describe('zz serve bound off loopback', { timeout: 150_000 }, () => {
     for (const host of [[], ['--host', '127.0.0.1'], ['--host', 'localhost'], ['--host', '::1']]) {
       expect((await serveBriefly(env, ...host)).warnings, host.join(' ')).toEqual([]);
     }
+  });
+});
+
+describe('zz serve log lines', { timeout: 60_000 }, () => {
+  it('are neutralised whole: a path naming terminal escapes and bidi marks is shown, not obeyed', async () => {
+    const env = cliEnv();
+    expect((await zz(dir, env, 'init')).code).toBe(0);
+    // Another clone this machine lists (repos.json): one that is gone is skipped, in a log line.
+    const hostile = '/nonexistent/\x1b]0;owned\x07\x1b[2J\u202egpj.exe\u2028next';
+    mkdirSync(join(env.XDG_CONFIG_HOME!, 'zz'), { recursive: true });
+    writeFileSync(
+      join(env.XDG_CONFIG_HOME!, 'zz', 'repos.json'),
+      JSON.stringify({ repos: [{ path: hostile }] }),
+    );
+    const { stdout, stderr } = await serveBriefly(env);
+    const skipped = stderr.split('\n').find((l) => l.startsWith('skipping '));
+    expect(skipped, stderr).toContain(
+      '/nonexistent/\\x1b]0;owned\\x07\\x1b[2J<U+202E>gpj.exe<U+2028>next',
+    );
+    // Nothing of the set reaches the terminal raw, in any line zz serve wrote.
+    expect(stdout + stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u202e]/);
   });
 });

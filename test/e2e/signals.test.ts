@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import {
   chmodSync,
@@ -9,7 +10,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { makeRepo, sh } from '../helpers/temp-repo.js';
+import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { ensureBuilt, killAll, privateEnv, spawnZz, zz } from './zz-process.js';
 
@@ -110,6 +111,58 @@ describe('signals end a command that is not long-running', () => {
         } catch {
           /* already gone */
         }
+      }
+      cleanup();
+    }
+  });
+
+  it('Ctrl-C during zz sync says it was interrupted, that local state is intact, and to rerun', async () => {
+    const { dir, cleanup } = makeRepo();
+    const tmp = tempDir('zz-signal-sync-');
+    const remote = join(tmp, 'remote.git');
+    const started = join(tmp, 'started');
+    const uploadPack = join(tmp, 'slow-upload-pack.sh');
+    // The remote's side of the fetch: says it has begun (its pid, to end it), then stalls.
+    writeFileSync(uploadPack, `#!/bin/sh\necho $$ > '${started}'\nexec sleep 120\n`);
+    chmodSync(uploadPack, 0o755);
+    try {
+      execFileSync('git', ['init', '-q', '--bare', remote]);
+      sh(dir, 'remote', 'add', 'origin', remote);
+      const env = privateEnv();
+      expect((await zz(dir, env, ['init', '--no-fetch'])).code).toBe(0);
+      expect(
+        (await zz(dir, env, ['lane', 'propose', '--title', 'Web', '--lane-id', 'web'])).code,
+      ).toBe(0);
+      sh(dir, 'config', 'remote.origin.uploadpack', uploadPack);
+      const child = spawnZz(dir, env, ['sync']);
+      child.stdin.end();
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const exited = exitOf(child);
+      await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
+      child.kill('SIGINT');
+      expect(await exited).toEqual({ code: 130, signal: null });
+      expect(stderr).toBe(
+        'zz: sync interrupted; local zz state is intact (each ref is as it was or as synced), run zz sync again to finish\n',
+      );
+      process.kill(Number(readFileSync(started, 'utf8')), 'SIGKILL');
+      // As it says: the next run finishes the job, and the repository is sound.
+      sh(dir, 'config', '--unset', 'remote.origin.uploadpack');
+      const again = await zz(dir, env, ['sync']);
+      expect(again.code, again.stderr).toBe(0);
+      expect(
+        execFileSync(
+          'git',
+          ['--git-dir', remote, 'for-each-ref', '--format=%(refname)', 'refs/zz/lanes/'],
+          { encoding: 'utf8' },
+        ),
+      ).toContain('refs/zz/lanes/web');
+      expect(fsckProblems(dir)).toEqual([]);
+    } finally {
+      try {
+        process.kill(Number(readFileSync(started, 'utf8')), 'SIGKILL');
+      } catch {
+        /* not started, or gone */
       }
       cleanup();
     }

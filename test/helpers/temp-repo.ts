@@ -30,6 +30,20 @@ export function makeRepo(prefix = 'zz-test-'): { dir: string; cleanup: () => voi
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** A checkout with a root commit of its own, its bare remote (main pushed), not yet zz's. */
+export function makeProject(label: string): { dir: string; remote: string } {
+  const remote = tempDir(`zz-${label}-remote-`);
+  sh(remote, 'init', '-q', '--bare', '-b', 'main');
+  const { dir } = makeRepo(`zz-${label}-`);
+  // makeRepo's commits made within one second are one and the same commit: make it this
+  // project's own.
+  writeFileSync(join(dir, 'README.md'), `# ${label}\n`);
+  sh(dir, 'commit', '-q', '-a', '--amend', '-m', `${label}: first commit`);
+  sh(dir, 'remote', 'add', 'origin', remote);
+  sh(dir, 'push', '-q', 'origin', 'main');
+  return { dir, remote };
+}
+
 export function fsck(dir: string): string {
   return execFileSync('git', ['fsck', '--full', '--strict', '--no-dangling'], {
     cwd: dir,

@@ -35,6 +35,20 @@ async function zzMcp(cwd: string, args: string[] = []) {
   return { client, exited, stderr: () => stderr };
 }
 
+/** `zz mcp` spoken to line by line (no client): what it wrote, once it has exited. */
+function rawMcp(cwd: string, env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp'], {
+    cwd,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const seen = { stdout: '', stderr: '' };
+  child.stdout.on('data', (c: Buffer) => (seen.stdout += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (seen.stderr += c.toString('utf8')));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  return { child, exited, out: () => seen };
+}
+
 describe('zz mcp', { timeout: 150_000 }, () => {
   it('outside a repository completes the handshake and reports the setup error through MCP', async () => {
     const nowhere = tempDir('zz-not-a-repo-');
@@ -68,16 +82,7 @@ describe('zz mcp', { timeout: 150_000 }, () => {
     const r = makeRepo();
     const env = { ...cliEnv(), ZZ_TOKEN: '' };
     expect((await zz(r.dir, env, 'init')).code).toBe(0);
-    const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp'], {
-      cwd: r.dir,
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+    const { child, exited, out } = rawMcp(r.dir, env);
     const call = (id: number, name: string, args: Record<string, unknown>) => ({
       jsonrpc: '2.0',
       id,
@@ -95,9 +100,9 @@ describe('zz mcp', { timeout: 150_000 }, () => {
     ];
     // One write and an immediate end: the client has said everything and hung up its side.
     child.stdin.end(messages.map((m) => JSON.stringify(m) + '\n').join(''));
-    expect(await exited, stderr).toBe(0);
-    const answers = stdout
-      .trim()
+    expect(await exited, out().stderr).toBe(0);
+    const answers = out()
+      .stdout.trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { id: number; result?: { isError?: boolean } });
     expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5]);
@@ -105,5 +110,65 @@ describe('zz mcp', { timeout: 150_000 }, () => {
     const listed = await zz(r.dir, env, 'ask', 'list', '--lane-id', '_repo', '--json');
     const posted = (listed.json() as { asks: Array<{ title: string }> }).asks.map((a) => a.title);
     expect(posted.sort()).toEqual([...titles].sort());
+  });
+
+  it('answers a bad line with a short JSON-RPC error naming its first problem, and serves on', async () => {
+    const r = makeRepo();
+    const env = { ...cliEnv(), ZZ_TOKEN: '' };
+    expect((await zz(r.dir, env, 'init')).code).toBe(0);
+    const { child, exited, out } = rawMcp(r.dir, env);
+    const lines = [
+      'not json',
+      JSON.stringify(initializeRequest(1)),
+      '{"jsonrpc":"2.0","id":2,"method":5}',
+      `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":"${'p'.repeat(100_000)}"}`,
+      '{"foo":1}',
+      '[{"jsonrpc":"2.0","id":4,"method":"ping"}]',
+      // Past the 10 MiB a line may hold: answered and skipped, not the end of the session.
+      `{"jsonrpc":"2.0","id":5,"method":"ping","params":{"x":"${'x'.repeat(11 << 20)}"}}`,
+      JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 6,
+        method: 'tools/call',
+        params: { name: 'repo_state', arguments: {} },
+      }),
+    ];
+    child.stdin.end(lines.join('\n') + '\n');
+    expect(await exited, out().stderr).toBe(0);
+    const answers = out()
+      .stdout.trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            id: number | null;
+            result?: { isError?: boolean };
+            error?: { code: number; message: string };
+          },
+      );
+    const errors = answers
+      .filter((a) => a.error)
+      .map((a) => [a.id, a.error!.code, a.error!.message]);
+    expect(errors).toEqual([
+      [null, -32700, `Parse error: Unexpected token 'o', "not json" is not valid JSON`],
+      [2, -32600, 'Invalid Request: method: expected string, received number'],
+      [3, -32600, 'Invalid Request: params: expected object, received string'],
+      [null, -32600, 'Invalid Request: jsonrpc: expected "2.0"'],
+      [
+        null,
+        -32600,
+        'Invalid Request: a batch (JSON array) is not supported; send one message per line',
+      ],
+      [null, -32600, `Invalid Request: a message longer than ${10 << 20} bytes; it was skipped`],
+    ]);
+    for (const a of answers.filter((x) => x.error))
+      expect(JSON.stringify(a).length).toBeLessThanOrEqual(500);
+    // The valid lines around them were served: the handshake and the call after them all.
+    expect(answers.filter((a) => a.result).map((a) => a.id)).toEqual([1, 6]);
+    expect(answers.find((a) => a.id === 6)!.result!.isError).toBeFalsy();
+    // stderr: one short line per bad line, no zod dump.
+    expect(out().stderr.trim().split('\n')).toHaveLength(6);
+    expect(out().stderr.length).toBeLessThan(6 * 500);
   });
 });

@@ -1,11 +1,9 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { initRepo, repoState, ZzRepo } from '../../src/core/index.js';
 import { startAutoSync, type AutoSync } from '../../src/core/sync/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
-import { makeRepo, sh } from '../helpers/temp-repo.js';
+import { makeProject, sh } from '../helpers/temp-repo.js';
 
 // `zz sync` must not merge another project's zz state (DESIGN §7). Singleton refs start from
 // one deterministic root, so two projects' configs merge as readily as two clones' of one
@@ -13,19 +11,7 @@ import { makeRepo, sh } from '../helpers/temp-repo.js';
 // a remote whose config names only other roots, before anything moves, unless
 // --allow-unrelated. All on real git: bare remotes, checkouts, the CLI in-process.
 
-/** A checkout with a root commit of its own, its bare remote (main pushed), not yet zz's. */
-function project(label: string): { dir: string; remote: string } {
-  const remote = tempDir(`zz-${label}-remote-`);
-  sh(remote, 'init', '-q', '--bare', '-b', 'main');
-  const { dir } = makeRepo(`zz-${label}-`);
-  // makeRepo's commits made within one second are one and the same commit: make it this
-  // project's own.
-  writeFileSync(join(dir, 'README.md'), `# ${label}\n`);
-  sh(dir, 'commit', '-q', '-a', '--amend', '-m', `${label}: first commit`);
-  sh(dir, 'remote', 'add', 'origin', remote);
-  sh(dir, 'push', '-q', 'origin', 'main');
-  return { dir, remote };
-}
+const project = makeProject;
 
 /** What a sync must leave as it was: zz's refs in a checkout, every ref of a bare remote. */
 const localRefs = (dir: string): string =>

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { lanePropose } from '../../src/core/index.js';
+import { askPost, lanePropose } from '../../src/core/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, type Cluster } from './git-cluster.js';
@@ -21,14 +21,46 @@ describe('zz sync (CLI)', () => {
     const r1 = await zz(a.dir, env, 'sync');
     expect(r1.stderr).toBe('');
     expect(r1.code).toBe(0);
-    expect(r1.stdout).toMatch(/^Synced with origin: fetched 0 ref\(s\), merged 0, pushed 1\.$/m);
+    expect(r1.stdout).toMatch(/^Synced with origin: fetched 0 ref\(s\), pushed 1\.$/m);
     const r2 = await zz(b.dir, env, 'sync', '--json');
     expect(r2.code).toBe(0);
     expect(r2.json()).toMatchObject({
       remote: 'origin',
       adopted: ['refs/zz/lanes/web'],
       pushed: [],
+      counts: { fetched: 1, new: 1, fast_forwarded: 0, merged: 0, pushed: 0, held_back: 0 },
     });
+
+    // Both post in the Lane; a pushes first, so b fetches the Lane and merges it, then pushes
+    // the merge: the summary says so (it said "fetched 0 ref(s)" for the ref it merged).
+    const owner = { actor: 'owner@example.com' };
+    const post = (title: string) => ({ lane_id: 'web', kind: 'work', title });
+    await askPost(a.repo, owner, post('from a'));
+    await askPost(b.repo, owner, post('from b'));
+    expect((await zz(a.dir, env, 'sync')).code).toBe(0);
+    const r5 = await zz(b.dir, env, 'sync');
+    expect(r5.code, r5.stderr).toBe(0);
+    expect(r5.stdout).toMatch(/^Synced with origin: fetched 1 ref\(s\) \(1 merged\), pushed 1\.$/m);
+    expect(r5.stdout).toMatch(/^ {2}merged lanes\/web \(1 local op\(s\) after the remote's\)/m);
+    // --json: the same counts beside the report's own lists, whose names stay.
+    await askPost(a.repo, owner, post('again from a'));
+    await askPost(b.repo, owner, post('again from b'));
+    expect((await zz(a.dir, env, 'sync')).code).toBe(0);
+    const r6 = await zz(b.dir, env, 'sync', '--json');
+    expect(r6.code, r6.stderr).toBe(0);
+    const j = r6.json() as { merged: unknown[]; pushed: string[]; counts: unknown };
+    expect(j.merged).toHaveLength(1);
+    expect(j.pushed).toEqual(['refs/zz/lanes/web']);
+    expect(j.counts).toEqual({
+      fetched: 1,
+      new: 0,
+      fast_forwarded: 0,
+      merged: 1,
+      pushed: 1,
+      held_back: 0,
+      quarantined: 0,
+    });
+
     sh(b.dir, 'remote', 'set-url', 'origin', cluster.remote + '-missing');
     const r3 = await zz(b.dir, env, 'sync');
     expect(r3.code).toBe(7);

@@ -61,8 +61,9 @@ describe('an Ask in the dashboard', () => {
       const calls: Array<{ tool: string; args: Record<string, unknown> }> = [];
       page.on('request', (r: Request) => {
         const m = /\/tools\/(\w+)$/.exec(new URL(r.url()).pathname);
-        // (lane_list: the page's header lists the Lanes once on load, whatever it shows.)
-        if (m && m[1] !== 'lane_list')
+        // (lane_list and repo_state: the page's shell lists the Lanes and reads the repository's
+        // health once on load, whatever it shows.)
+        if (m && m[1] !== 'lane_list' && m[1] !== 'repo_state')
           calls.push({ tool: m[1]!, args: JSON.parse(r.postData() ?? '{}') as never });
       });
       await page.goto(`${w.url}/#/ask/web/${hub}`);

@@ -1,4 +1,5 @@
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { DaemonOptions } from '../../src/daemon/index.js';
 import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
 
@@ -71,4 +72,38 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/**
+ * For a test file: Chromium launched once, and `signedIn` opening a fresh browser context (its
+ * own cookies) signed in with a one-time code; contexts, and whatever a test pushes onto
+ * `cleanups`, are closed after each test.
+ */
+export function useDashboardBrowser(): {
+  cleanups: Array<() => unknown>;
+  signedIn(w: WebDaemon, token: string, path?: string): Promise<Page>;
+} {
+  let browser: Browser | undefined;
+  const cleanups: Array<() => unknown> = [];
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return {
+    cleanups,
+    async signedIn(w, token, path = '') {
+      const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
+      cleanups.push(() => context.close());
+      const page = await context.newPage();
+      await page.goto(await w.loginUrl(token));
+      await page.locator('.top .me').waitFor();
+      if (path) await page.goto(`${w.url}/${path}`);
+      return page;
+    },
+  };
 }

@@ -6,6 +6,7 @@ import { call, endSession, getSession, redeemCode, setRepo } from './api.js';
 import { AgentsView } from './agents.js';
 import { AskView } from './ask.js';
 import { Board } from './board.js';
+import { RepoHealth } from './health.js';
 import { LadderView } from './ladder.js';
 import { connect, onCommit, onStatus } from './live.js';
 import { ErrorBox, html, Plain } from './ui.js';
@@ -59,14 +60,19 @@ function LaneList({ lanes, current }) {
 function Shell({ session }) {
   const route = useRoute();
   const [lanes, setLanes] = useState([]);
+  const [repoState, setRepoState] = useState(null);
   const [error, setError] = useState(null);
   useEffect(() => {
     let timer = null;
-    const refresh = () =>
-      call('lane_list').then(
+    const refresh = () => {
+      // The repository's health (refused remotes, quarantined refs) moves with syncs, which
+      // move Lanes too: read again with them.
+      call('repo_state').then(setRepoState, () => {});
+      return call('lane_list').then(
         (r) => (setLanes(r.lanes), setError(null)),
         (e) => setError(e),
       );
+    };
     refresh();
     const off = onCommit((c) => {
       if (!c.ref.startsWith('refs/zz/lanes/')) return;
@@ -129,6 +135,7 @@ function Shell({ session }) {
         </aside>`
       }
       <main>
+        <${RepoHealth} state=${repoState} />
         <${ErrorBox} error=${error} />
         ${main}
       </main>

@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './api.js';
 import { askIdsOf, onCommit } from './live.js';
-import { ago, countdown, ErrorBox, hasBidi, html, Plain, useNow } from './ui.js';
+import { ago, countdown, ErrorBox, hasInvisible, html, Plain, useNow } from './ui.js';
 
 /** Asks it blocks and history entries per request: a page, not the Lane. */
 export const DETAIL_PAGE = 100;
@@ -95,10 +95,10 @@ function Diff({ changesetId }) {
           <summary><code>${f.path}</code> <span class="muted">${f.status}</span></summary>
           ${f.binary && html`<p class="muted">binary file</p>`}
           ${
-            f.hunks.some((hk) => hk.lines.some(hasBidi)) &&
+            f.hunks.some((hk) => hk.lines.some(hasInvisible)) &&
             html`<p class="bidi-warning" role="note">
-              This file has bidirectional control characters (marked ⟨U+…⟩): the code may run in an
-              order other than it reads.
+              This file has invisible bidirectional or line-breaking characters (marked ⟨U+…⟩): the
+              code may run in an order other than it reads.
             </p>`
           }
           ${f.hunks.map(

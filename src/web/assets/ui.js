@@ -2,6 +2,7 @@
 import { h } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
+import { INVISIBLE_CLASS, UNSAFE_CLASS } from './control-chars.js';
 
 export const html = htm.bind(h);
 
@@ -33,21 +34,33 @@ export function ago(iso, now = Date.now()) {
   return `${Math.floor(s / 86400)}d ago`;
 }
 
-// Bidirectional controls (embeddings, overrides, isolates) reorder the text after them on
-// screen: in a diff a reviewer would read code in an order other than the one that runs
-// ("Trojan Source"), in a body a name other than the file's. They are shown as marks instead.
-const BIDI = /[\u202a-\u202e\u2066-\u2069]/;
-const BIDI_SPLIT = /([\u202a-\u202e\u2066-\u2069])/;
+// Characters shown as marks, never as themselves: the set the CLI neutralises, served by the
+// daemon from its one definition (control-chars.js is generated from
+// src/schema/control-chars.ts), less TAB and LF, which lay text out here. Bidirectional
+// controls reorder the text after them on screen: in a diff a reviewer would read code in an
+// order other than the one that runs ("Trojan Source"), in a body a name other than the
+// file's; bidi marks (U+200E/F, U+061C) shift it less visibly, U+2028/U+2029 break a line where
+// none shows, and control characters hide or garble what follows.
+const MARKED = new RegExp(`[${UNSAFE_CLASS}]`);
+const MARKED_SPLIT = new RegExp(`([${UNSAFE_CLASS}])`);
 
-export const hasBidi = (text) => BIDI.test(text);
+const INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`);
 
-/** Text with each bidirectional control replaced by a visible mark (e.g. ⟨U+202E⟩). */
+/** Whether text has bidi controls or marks, or line separators (a diff warns of them). */
+export const hasInvisible = (text) => INVISIBLE.test(text);
+
+/** Text with each such character replaced by a visible mark (e.g. ⟨U+202E⟩). */
 export function Plain({ text }) {
-  if (!BIDI.test(text)) return text;
-  return text.split(BIDI_SPLIT).map((part, i) => {
+  if (!MARKED.test(text)) return text;
+  const parts = text.split(MARKED_SPLIT);
+  return parts.map((part, i) => {
     if (i % 2 === 0) return part;
-    const code = `U+${part.codePointAt(0).toString(16).toUpperCase()}`;
-    return html`<mark class="bidi" title="bidirectional control ${code}">⟨${code}⟩</mark>`;
+    // A CR directly before an LF, or ending the text (a diff's line), only ends a line.
+    const next = parts[i + 1];
+    if (part === '\r' && (next.startsWith('\n') || (next === '' && i + 2 === parts.length)))
+      return part;
+    const code = `U+${part.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+    return html`<mark class="bidi" title="invisible or control character ${code}">⟨${code}⟩</mark>`;
   });
 }
 

@@ -1,0 +1,57 @@
+// The repository's health, from repo_state: what the daemon's syncing will not bring in. Each
+// is a plain warning with what to do; a person behind the dashboard never sees the daemon's
+// log, and without these a Lane not being shared looks like a quiet team.
+import { html, Plain } from './ui.js';
+
+// Spaces next to an element are written as strings: htm drops whitespace that runs into a
+// line break, and the sentences read "fromorigin" otherwise.
+function Refused({ r }) {
+  // The daemon's own message says why and what to do (check the URL, or --allow-unrelated).
+  return html`<p class="health-warning" role="alert">
+    <strong
+      >${'Sync with '}<code><${Plain} text=${r.remote} /></code>${' is refused. '}</strong
+    >
+    <${Plain} text=${r.message} />
+  </p>`;
+}
+
+function Quarantined({ remote, refs }) {
+  const n = refs.length;
+  const zzSync = html`<code>zz sync <${Plain} text=${remote} /></code>`;
+  return html`<div class="health-warning" role="alert">
+    <p>
+      <strong>
+        ${`${n} ref${n === 1 ? '' : 's'} from `}<code><${Plain} text=${remote} /></code>
+        ${' failed validation'}
+      </strong>
+      ${` and ${n === 1 ? 'is' : 'are'} kept aside, not merged (everything else syncs on). Run `}
+      ${zzSync}
+      ${" to see why; what a remote holds comes in once it passes (an unsigned op, say, once its author's key is registered with "}
+      <code>zz key add</code>).
+    </p>
+    <ul>
+      ${refs.map(
+        (q) =>
+          html`<li>
+            <code><${Plain} text=${q.ref} /></code> (commit ${q.commit.slice(0, 10)})
+          </li>`,
+      )}
+    </ul>
+  </div>`;
+}
+
+/** Nothing when all is well; otherwise one warning per refused remote and per remote with
+ * quarantined refs. */
+export function RepoHealth({ state }) {
+  if (!state) return null;
+  const refused = state.sync_refused ?? [];
+  const byRemote = new Map();
+  for (const q of state.quarantined ?? []) {
+    byRemote.set(q.remote, [...(byRemote.get(q.remote) ?? []), q]);
+  }
+  if (refused.length === 0 && byRemote.size === 0) return null;
+  return html`<section class="health" aria-label="Repository health">
+    ${refused.map((r) => html`<${Refused} r=${r} />`)}
+    ${[...byRemote].map(([remote, refs]) => html`<${Quarantined} remote=${remote} refs=${refs} />`)}
+  </section>`;
+}

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { syncRepo } from '../../src/core/sync/index.js';
+import { UNSAFE_CLASS } from '../../src/schema/control-chars.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
+import { makeProject, sh } from '../helpers/temp-repo.js';
+import { OWNER, startWebDaemon, useDashboardBrowser } from './harness.js';
+
+// What the daemon's syncing will not bring in, where the dashboard shows the repository:
+// a remote holding another project's zz state (repo_state.sync_refused) and refs kept aside
+// (repo_state.quarantined). And every character the CLI neutralises is a mark here too.
+
+const { cleanups, signedIn } = useDashboardBrowser();
+
+/** A zz project with a root commit of its own, initialised (its roots recorded) and pushed. */
+async function project(label: string): Promise<{ dir: string; remote: string }> {
+  const p = makeProject(label);
+  const env = cliEnv();
+  expect((await zz(p.dir, env, 'init')).code).toBe(0);
+  expect((await zz(p.dir, env, 'sync')).code).toBe(0);
+  return p;
+}
+
+describe('dashboard: repository health', { timeout: 120_000 }, () => {
+  it('warns of a refused remote and of quarantined refs, saying what to do; nothing when all is well', async () => {
+    const w = await startWebDaemon({ dir: (await project('alpha')).dir });
+    cleanups.push(() => w.close());
+    const token = await w.token(OWNER);
+    await w.call(token, 'lane_propose', { lane_id: 'web', title: 'Web' });
+    const page = await signedIn(w, token);
+    await page.locator('.lanes a').first().waitFor();
+    expect(await page.locator('.health').count()).toBe(0);
+
+    // A remote URL that names another project's repository: the sync is refused.
+    sh(w.dir, 'remote', 'add', 'beta', (await project('beta')).remote);
+    const repo = w.daemon.repos.get(w.key)!;
+    await expect(syncRepo(repo, 'beta')).rejects.toThrow(/refused to sync with beta/);
+    // A value fetched from a remote that failed validation, kept aside (as sync keeps it).
+    const head = sh(w.dir, 'rev-parse', 'HEAD');
+    sh(w.dir, 'update-ref', 'refs/zz-quarantine/origin/lanes/e\u202evil', head);
+
+    const again = await signedIn(w, token);
+    const refused = again.locator('.health-warning', { hasText: 'is refused' });
+    await refused.waitFor();
+    const text = (await refused.textContent())!.replace(/\s+/g, ' ');
+    expect(text).toContain(
+      'Sync with beta is refused. refused to sync with beta: its zz state belongs to another project',
+    );
+    expect(text).toContain('Nothing was merged or pushed');
+    expect(text).toContain('git remote get-url beta');
+    expect(text).toContain('zz sync beta --allow-unrelated');
+    const kept = (await again
+      .locator('.health-warning', { hasText: 'failed validation' })
+      .textContent())!.replace(/\s+/g, ' ');
+    expect(kept).toContain('1 ref from origin failed validation and is kept aside');
+    expect(kept).toContain('zz sync origin');
+    // The ref's name came from elsewhere: its bidi override is a mark, not reordered text.
+    expect(kept).toContain('refs/zz/lanes/e⟨U+202E⟩vil');
+    expect(kept).not.toContain('\u202e');
+  });
+
+  it('marks every character the CLI neutralises, from the one definition the daemon serves', async () => {
+    const w = await startWebDaemon();
+    cleanups.push(() => w.close());
+    const token = await w.token(OWNER);
+    const odd = [
+      '\u200e',
+      '\u200f',
+      '\u061c',
+      '\u2028',
+      '\u2029',
+      '\u202e',
+      '\u2066',
+      '\x1b',
+      '\x07',
+      '\x9b',
+      '\x7f',
+    ];
+    const title = `T${odd.join('x')}end`;
+    await w.call(token, 'lane_propose', { lane_id: 'odd', title });
+    const page = await signedIn(w, token);
+    const link = page.locator('.lanes .lane-title', { hasText: 'end' });
+    await link.waitFor();
+    const shown = (await link.textContent())!;
+    for (const ch of odd) {
+      expect(shown).not.toContain(ch);
+      expect(shown).toContain(
+        `⟨U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`,
+      );
+    }
+    // The set is served by the daemon from src/schema/control-chars.ts, not copied into the page.
+    const served = await page.evaluate(
+      "import('/assets/control-chars.js').then((m) => m.UNSAFE_CLASS)",
+    );
+    expect(served).toBe(UNSAFE_CLASS);
+  });
+});

@@ -56,7 +56,7 @@ export const laneTools = [
   defineTool({
     name: 'lane_get',
     summary:
-      'One Lane with its Asks and history, paged (100 of each by default; limit/offset or cursor; pages stop at about 4 MiB of JSON)',
+      'One Lane with its Asks and history, paged (100 of each by default; pages stop at about 4 MiB of JSON)',
     toolset: 'lanes',
     annotations: READ,
     input: z.strictObject({

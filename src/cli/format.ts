@@ -134,8 +134,10 @@ function render(o: Record<string, unknown>, st: Style, pad: string): string {
 
 /** Hints for paged results: which flag continues where this answer stopped. */
 function moreHints(o: Record<string, unknown>, st: Style): string {
+  const has = (k: string) => o[k] !== null && o[k] !== undefined;
+  // A cursor holds its place while others write (ask_list's does); its offset twin does not.
   const hints = Object.entries(MORE)
-    .filter(([k]) => o[k] !== null && o[k] !== undefined)
+    .filter(([k]) => has(k) && !(k === 'next_offset' && has('next_cursor')))
     .map(([k, flag]) => `${flag} ${neutralize(String(o[k]))}`);
   return hints.length ? dim(`(more: pass ${hints.join(' or ')} for the next page)`, st) + '\n' : '';
 }

@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { ZzError } from '../errors.js';
+import { cursorCodec } from '../schema/cursor.js';
 import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
@@ -22,7 +24,26 @@ export interface AskListArgs {
   kind?: string[];
   limit?: number;
   offset?: number;
+  /** next_cursor of the previous page: continues after its last Ask, whatever moved since. */
+  cursor?: string;
 }
+
+// Where a page of ask_list ended: the sort key of its last Ask. An offset walk of a filtered
+// list skips Asks when writes land between pages (a claim takes an Ask out of `state: open`
+// and every later one moves up a place) and repeats them when a higher-priority Ask is posted;
+// a key does neither: the next page is the Asks that sort after it, as they are now.
+type AskKey = [lane: string, priority: number, postedAt: string, askId: string];
+const askListCursor = cursorCodec(
+  'ask_list',
+  z.tuple([z.string().max(256), z.number().int(), z.string().max(64), z.string().max(256)]),
+  { maxLength: 2048 },
+);
+
+const cmp = (x: string | number, y: string | number): number => (x < y ? -1 : x > y ? 1 : 0);
+function compareKeys(x: AskKey, y: AskKey): number {
+  return cmp(x[0], y[0]) || cmp(x[1], y[1]) || cmp(x[2], y[2]) || cmp(x[3], y[3]);
+}
+const keyOf = (laneId: string, a: AskDoc): AskKey => [laneId, a.priority, a.posted_at, a.ask_id];
 
 /** The state a reader sees: a claim whose lease ran out is open again. */
 function shownState(a: AskDoc, now: Date): AskListState {
@@ -31,7 +52,7 @@ function shownState(a: AskDoc, now: Date): AskListState {
 
 /**
  * Asks across every readable Lane (or one), filtered, in a stable order (Lane, then priority,
- * then age), paged by offset/limit and cut at about PAGE.maxBytes of JSON. Across Lanes, a
+ * then age), paged by cursor (or offset)/limit and cut at about PAGE.maxBytes of JSON. Across Lanes, a
  * Lane that cannot be read is named in `corrupt` (as lane_list does), not left out silently;
  * asked for by name, it is an entity_corrupt error.
  */
@@ -42,21 +63,24 @@ export async function askList(
 ): Promise<{
   asks: AskView[];
   next_offset: number | null;
+  next_cursor: string | null;
   total: number;
   corrupt: CorruptEntity[];
 }> {
   const caller = requireCaller(callerIn);
+  if (args.offset !== undefined && args.cursor !== undefined) {
+    throw new ZzError('invalid_argument', 'give offset or cursor, not both', { field: 'cursor' });
+  }
+  const after = args.cursor === undefined ? null : askListCursor.decode(args.cursor, 'cursor');
   const now = repo.clock();
   const { lanes, corrupt } = await readLanesOrOne(repo, args.lane_id);
   const states = args.state ? new Set(args.state) : null;
   const kinds = args.kind ? new Set(args.kind) : null;
-  const hits: Array<{ s: (typeof lanes)[number]['snap']['state']; a: AskDoc }> = [];
-  for (const { snap } of [...lanes].sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))) {
+  const hits: Array<{ s: (typeof lanes)[number]['snap']['state']; a: AskDoc; lane: string }> = [];
+  for (const { id, snap } of [...lanes].sort((x, y) => cmp(x.id, y.id))) {
     const asks = [...snap.state.asks.values()].sort(
       (x, y) =>
-        x.priority - y.priority ||
-        (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0) ||
-        (x.ask_id < y.ask_id ? -1 : 1),
+        cmp(x.priority, y.priority) || cmp(x.posted_at, y.posted_at) || cmp(x.ask_id, y.ask_id),
     );
     for (const a of asks) {
       if (kinds && !kinds.has(a.kind)) continue;
@@ -65,10 +89,21 @@ export async function askList(
         const holds = a.holder === caller.actor && shownState(a, now) === 'claimed';
         if (a.posted_by !== caller.actor && !holds) continue;
       }
-      hits.push({ s: snap.state, a });
+      hits.push({ s: snap.state, a, lane: id });
     }
   }
-  const start = args.offset ?? 0;
+  // hits are in key order: the page starts at the first Ask after the cursor's.
+  let start = args.offset ?? 0;
+  if (after) {
+    let lo = 0;
+    let hi = hits.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareKeys(keyOf(hits[mid]!.lane, hits[mid]!.a), after) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    start = lo;
+  }
   const end = pageEnd(
     hits.map((h) => h.a),
     start,
@@ -77,6 +112,10 @@ export async function askList(
   return {
     asks: hits.slice(start, end).map(({ s, a }) => askView(s, a, now)),
     next_offset: end < hits.length ? end : null,
+    next_cursor:
+      end < hits.length && end > start
+        ? askListCursor.encode(keyOf(hits[end - 1]!.lane, hits[end - 1]!.a))
+        : null,
     total: hits.length,
     corrupt,
   };

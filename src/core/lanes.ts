@@ -4,6 +4,7 @@ import { ZzError } from '../errors.js';
 import type { Scope } from '../schema/lane.js';
 import { offsetCursor, type CursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
+import { PAGE } from '../schema/limits.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import { randomHex, type Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
@@ -144,8 +145,11 @@ function startOf(
 }
 
 /**
- * One Lane, its Asks and its history, each paged: `*_limit` items from `*_offset` (or the
- * matching cursor), cut short at about PAGE.maxBytes of JSON; `next_*_offset` continues.
+ * One Lane, its Asks and its history, each paged: `*_limit` items (default PAGE.defaultLimit)
+ * from `*_offset` (or the matching cursor), cut short at about PAGE.maxBytes of JSON;
+ * `next_*_offset` continues. Without a default, a plain lane_get of a 5,000-Ask Lane answered
+ * every Ask and history entry: 5 MB over HTTP, 14 MB as one MCP tool result (an agent's whole
+ * context), 10,000 lines from `zz lane get`.
  */
 export async function laneGet(
   repo: ZzRepo,
@@ -156,12 +160,12 @@ export async function laneGet(
   const now = repo.clock();
   const all = asksOf(snap.state);
   const aStart = startOf(args.asks_offset, args.asks_cursor, asksCursor, 'asks');
-  const aEnd = pageEnd(all, aStart, args.asks_limit);
+  const aEnd = pageEnd(all, aStart, args.asks_limit ?? PAGE.defaultLimit);
   const asks = askPageViews(snap.state, aStart, aEnd, now);
   const fullHistory =
     args.include_history === false ? [] : historyView(snap.log, now, snap.state.rejected);
   const hStart = startOf(args.history_offset, args.history_cursor, historyCursor, 'history');
-  const hEnd = pageEnd(fullHistory, hStart, args.history_limit);
+  const hEnd = pageEnd(fullHistory, hStart, args.history_limit ?? PAGE.defaultLimit);
   const nextAsks = aEnd < all.length ? aEnd : null;
   const nextHistory = hEnd < fullHistory.length ? hEnd : null;
   return {

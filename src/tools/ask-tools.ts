@@ -192,7 +192,7 @@ export const askTools = [
     name: 'ask_list',
     summary: 'Asks across Lanes (or in one), filtered by mine, state and kind; paged',
     description:
-      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_offset back as offset for the next page.',
+      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_cursor back as cursor for the next page (it continues after the last Ask shown, also while Asks are claimed or posted between pages; next_offset does not).',
     toolset: 'asks',
     annotations: READ,
     input: z.strictObject({
@@ -202,10 +202,12 @@ export const askTools = [
       kind: z.array(askKind).max(LIMITS.list).optional(),
       limit: z.number().int().min(1).max(1_000).optional().describe('Default 100'),
       offset: z.number().int().min(0).max(1_000_000_000).optional(),
+      cursor: z.string().max(2048).optional().describe('next_cursor of the previous page'),
     }),
     output: z.strictObject({
       asks: z.array(askOut),
       next_offset: z.number().nullable(),
+      next_cursor: z.string().nullable(),
       total: z.number().describe('How many Asks match, over all pages'),
       corrupt: z.array(corruptOut).describe('Lane refs that cannot be read (skipped), with why'),
     }),

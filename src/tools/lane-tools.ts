@@ -57,15 +57,15 @@ export const laneTools = [
   defineTool({
     name: 'lane_get',
     summary:
-      'One Lane with its Asks and history, paged (limit/offset; pages stop at about 4 MiB of JSON)',
+      'One Lane with its Asks and history, paged (100 of each by default; pages stop at about 4 MiB of JSON)',
     toolset: 'lanes',
     annotations: READ,
     input: z.strictObject({
       lane_id: laneIdArg,
-      asks_limit: z.number().int().min(1).max(100_000).optional(),
+      asks_limit: z.number().int().min(1).max(100_000).optional().describe('Default 100'),
       asks_offset: offset.optional().describe('First Ask to return (next_asks_offset)'),
       asks_cursor: cursor.optional(),
-      history_limit: z.number().int().min(1).max(100_000).optional(),
+      history_limit: z.number().int().min(1).max(100_000).optional().describe('Default 100'),
       history_offset: offset.optional().describe('First history entry (next_history_offset)'),
       history_cursor: cursor.optional(),
       include_history: z.boolean().optional().describe('false to skip history (default true)'),

@@ -143,3 +143,64 @@ describe('lane_close', () => {
     await call(repo, OWNER, 'lane_close', { lane_id: 'b' });
   });
 });
+
+describe('ask_list cursor while writes land', () => {
+  // Found at scale (5,200 Asks, 16 agents claiming): an offset walk of `state: open` never
+  // listed 195 Asks that stayed open throughout, and a walk while Asks were posted repeated 148.
+  it('lists every Ask that stays open exactly once, with claims and posts between pages', async () => {
+    const { repo, clock } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'a', title: 'A' });
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'b', title: 'B' });
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      clock.advance(1);
+      const r = await call(repo, ALICE, 'ask_post', {
+        lane_id: i % 2 ? 'b' : 'a',
+        kind: 'work',
+        title: `t${i}`,
+        priority: i % 3,
+      });
+      ids.push((r.ask as Ask).ask_id);
+    }
+    const laneOf = (id: string) => (ids.indexOf(id) % 2 === 1 ? 'b' : 'a'); // urgent ones: a
+    const seen: string[] = [];
+    const claimed = new Set<string>();
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const r = (await call(repo, BOB, 'ask_list', {
+        state: ['open'],
+        limit: 5,
+        ...(cursor ? { cursor } : {}),
+      })) as { asks: Ask[]; next_cursor: string | null };
+      seen.push(...r.asks.map((a) => a.ask_id));
+      cursor = r.next_cursor ?? undefined;
+      // Between pages: an agent claims two Asks already listed, and someone posts an urgent one.
+      for (const id of seen.filter((x) => !claimed.has(x)).slice(0, 2)) {
+        await call(repo, BOB, 'ask_claim', { lane_id: laneOf(id), ask_id: id });
+        claimed.add(id);
+      }
+      clock.advance(1);
+      await call(repo, ALICE, 'ask_post', {
+        lane_id: 'a',
+        kind: 'work',
+        title: 'urgent',
+        priority: 0,
+      });
+      pages++;
+    } while (cursor && pages < 100);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(ids.filter((id) => !seen.includes(id))).toEqual([]);
+    await rejects(
+      call(repo, BOB, 'ask_list', { cursor: 'garbage!' }),
+      'invalid_argument',
+      /cursor/,
+    );
+    const first = (await call(repo, BOB, 'ask_list', { limit: 1 })) as { next_cursor: string };
+    await rejects(
+      call(repo, BOB, 'ask_list', { cursor: first.next_cursor, offset: 1 }),
+      'invalid_argument',
+      /not both/,
+    );
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pageEnd } from '../../src/core/index.js';
-import { LIMITS } from '../../src/schema/index.js';
+import { LIMITS, PAGE } from '../../src/schema/index.js';
 import type { ToolOutput } from '../../src/tools/index.js';
 import { ALICE, BOB, call, memoryRepo, rejects } from '../helpers/core-fixture.js';
 
@@ -64,6 +64,31 @@ describe('bounded fields', () => {
 });
 
 describe('lane_get pages', () => {
+  // Found at scale: a plain lane_get of a 5,000-Ask Lane answered every Ask and history entry
+  // (5 MB over HTTP, 14 MB as one MCP tool result, 10,000 lines from `zz lane get`).
+  it('without limits answers the first PAGE.defaultLimit Asks and history entries, and says where to go on', async () => {
+    const { repo } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'l', title: 'L' });
+    for (let i = 0; i < PAGE.defaultLimit + 20; i++) {
+      await call(repo, ALICE, 'ask_post', { lane_id: 'l', kind: 'work', title: `t${i}` });
+    }
+    const first: ToolOutput<'lane_get'> = await call(repo, BOB, 'lane_get', { lane_id: 'l' });
+    expect(first.asks).toHaveLength(PAGE.defaultLimit);
+    expect(first.history).toHaveLength(PAGE.defaultLimit);
+    expect(first.next_asks_offset).toBe(PAGE.defaultLimit);
+    expect(first.next_history_offset).toBe(PAGE.defaultLimit);
+    const rest: ToolOutput<'lane_get'> = await call(repo, BOB, 'lane_get', {
+      lane_id: 'l',
+      asks_cursor: first.next_asks_cursor!,
+      history_cursor: first.next_history_cursor!,
+    });
+    expect(rest.asks.map((a: { title: string }) => a.title)).toEqual(
+      Array.from({ length: 20 }, (_, i) => `t${PAGE.defaultLimit + i}`),
+    );
+    expect(rest.history).toHaveLength(21);
+    expect(rest.next_asks_offset).toBeNull();
+  });
+
   it('Asks and history page by limit and offset; next_offset walks everything once', async () => {
     const { repo } = await memoryRepo();
     await call(repo, ALICE, 'lane_propose', { lane_id: 'l', title: 'L' });

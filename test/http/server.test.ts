@@ -444,6 +444,7 @@ describe('over a socket', () => {
     const lane = await client.post(toolPath('lane_get'), {
       lane_id: 'main-lane',
       include_history: false,
+      asks_limit: 1000,
     });
     const race = lane.json.result.asks.filter((a: { kind: string }) => a.kind === 'race');
     expect(race).toHaveLength(ASKS);

@@ -101,11 +101,14 @@ export class Assets {
 
   /** The file for /assets/<rest>, or null when there is none (names are whitelisted). */
   async get(rest: string): Promise<Response | null> {
-    const generated = GENERATED[rest];
-    if (generated !== undefined) return asset(Buffer.from(generated, 'utf8'), '.js');
+    // Own keys only: /assets/constructor or /assets/vendor/__proto__ must not find what every
+    // object inherits (it was an unauthenticated 500).
+    if (Object.hasOwn(GENERATED, rest)) return asset(Buffer.from(GENERATED[rest]!, 'utf8'), '.js');
     let file: string | undefined;
-    if (rest.startsWith('vendor/')) file = this.vendor[rest.slice('vendor/'.length)];
-    else if (ASSET_NAME.test(rest)) file = join(ASSETS_DIR, rest);
+    const vendorName = rest.startsWith('vendor/') ? rest.slice('vendor/'.length) : null;
+    if (vendorName !== null) {
+      file = Object.hasOwn(this.vendor, vendorName) ? this.vendor[vendorName] : undefined;
+    } else if (ASSET_NAME.test(rest)) file = join(ASSETS_DIR, rest);
     if (!file) return null;
     let body = this.cache.get(file);
     if (!body) {

@@ -237,6 +237,10 @@ describe('dashboard login', () => {
     }
     expect((await fetch(`${w.url}/assets/../package.json`)).status).toBe(404);
     expect((await fetch(`${w.url}/assets/vendor/x.mjs`)).status).toBe(404);
+    // Names every object inherits are not assets (they were a 500 from anyone).
+    for (const name of ['constructor', 'toString', '__proto__', 'vendor/constructor']) {
+      expect((await fetch(`${w.url}/assets/${name}`)).status, name).toBe(404);
+    }
   });
 
   it('`zz dashboard --json --no-open` prints a one-time URL for the token actor', async () => {

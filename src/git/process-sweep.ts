@@ -175,7 +175,13 @@ export function signalRun(mark: SweepMark, signal: NodeJS.Signals): void {
  * The init, spared, sees its command die and reports how (sandbox-ns.ts).
  */
 export function signalRunButInit(mark: SweepMark, signal: NodeJS.Signals): void {
-  for (const p of markedInfos(mark)) {
+  let infos: ProcInfo[];
+  try {
+    infos = markedInfos(mark);
+  } catch {
+    return; // /proc unreadable for now (EMFILE): the run's final SIGKILL is already armed
+  }
+  for (const p of infos) {
     if (p.pid === mark.root || p.ppid === mark.root) continue;
     try {
       process.kill(p.pid, signal);

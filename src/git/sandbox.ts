@@ -272,8 +272,9 @@ function runCommand(
       // still there a second grace later is killed too.
       timers.push(
         setTimeout(() => {
-          signalRunButInit(m, 'SIGKILL');
+          // Armed first: the last word must not depend on the scan below succeeding.
           timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
+          signalRunButInit(m, 'SIGKILL');
         }, KILL_GRACE_MS),
       );
     }

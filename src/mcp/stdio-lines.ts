@@ -26,12 +26,24 @@ export interface LineGateOptions {
   refuse: (id: RequestId | null, code: number, message: string) => void;
 }
 
-/** Returns the function that takes each chunk read from stdin. */
-export function lineGate(opts: LineGateOptions): (chunk: Buffer) => void {
+/**
+ * Returns the function that takes each chunk read from stdin, and `end`, called once stdin has
+ * ended: a last line without its newline (`printf '{…}' | zz mcp`) is still a line, as
+ * readline has it, not bytes dropped without an answer.
+ */
+export function lineGate(opts: LineGateOptions): {
+  take: (chunk: Buffer) => void;
+  end: () => void;
+} {
   let parts: Buffer[] = [];
   let size = 0;
   let skipping = false;
-  return (chunk) => {
+  const end = (): void => {
+    if (!skipping && size > 0) takeLine(Buffer.concat(parts, size), opts);
+    parts = [];
+    size = 0;
+  };
+  const take = (chunk: Buffer): void => {
     let start = 0;
     for (;;) {
       const nl = chunk.indexOf(0x0a, start);
@@ -62,6 +74,7 @@ export function lineGate(opts: LineGateOptions): (chunk: Buffer) => void {
       start = nl + 1;
     }
   };
+  return { take, end };
 }
 
 function takeLine(line: Buffer, opts: LineGateOptions): void {

@@ -90,7 +90,7 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
   const handle = sdkServeStdio(server, { transport, onerror: onError });
   const inFlight = trackRequests(transport);
   let isClosed = false;
-  const take = lineGate({
+  const gate = lineGate({
     maxBytes: STDIO_DEFAULT_MAX_BUFFER_SIZE,
     deliver: (message) => {
       if (!isClosed) transport.onmessage?.(message);
@@ -102,10 +102,11 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
     },
   });
   const onData = (chunk: Buffer | string): void =>
-    take(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+    gate.take(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
   stdin.on('data', onData);
   let ending: Promise<void> | null = null;
   const endFeed = (): void => {
+    if (!ending) gate.end();
     ending ??= (async () => {
       // Every line stdin gave has been read by now (lineGate takes each chunk as it comes).
       const timeoutMs = opts.drainTimeoutMs ?? DRAIN_TIMEOUT_MS;

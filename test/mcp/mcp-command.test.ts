@@ -99,7 +99,8 @@ describe('zz mcp', { timeout: 150_000 }, () => {
       call(5, 'repo_state', {}),
     ];
     // One write and an immediate end: the client has said everything and hung up its side.
-    child.stdin.end(messages.map((m) => JSON.stringify(m) + '\n').join(''));
+    // The last line has no newline (`printf '…' | zz mcp`): it is a line all the same.
+    child.stdin.end(messages.map((m) => JSON.stringify(m)).join('\n'));
     expect(await exited, out().stderr).toBe(0);
     const answers = out()
       .stdout.trim()

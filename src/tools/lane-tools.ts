@@ -57,7 +57,7 @@ export const laneTools = [
   defineTool({
     name: 'lane_get',
     summary:
-      'One Lane with its Asks and history, paged (100 of each by default; pages stop at about 4 MiB of JSON)',
+      'One Lane with its Asks and history, oldest first, 100 of each by default (≤ 4 MiB a page); ask_list finds open work',
     toolset: 'lanes',
     annotations: READ,
     input: z.strictObject({

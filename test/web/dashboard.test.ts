@@ -2,44 +2,22 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { ladderBuild } from '../../src/core/index.js';
 import { sh } from '../helpers/temp-repo.js';
-import { launchChromium, OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+import { OWNER, startWebDaemon, useDashboardBrowser, type WebDaemon } from './harness.js';
 import { AGENT, seedLane } from './seed.js';
 
 // The dashboard in a real browser (the system Chromium through playwright-core) against a
 // real daemon on 127.0.0.1. Waits are for what the page shows, never fixed sleeps.
 
-let browser: Browser;
-const cleanups: Array<() => unknown> = [];
-
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { cleanups, newContext, signedIn } = useDashboardBrowser();
 
 async function daemon(opts: Parameters<typeof startWebDaemon>[0] = {}): Promise<WebDaemon> {
   const w = await startWebDaemon(opts);
   cleanups.push(() => w.close());
   return w;
-}
-
-/** A fresh browser context (its own cookies) signed in with a one-time code. */
-async function signedIn(w: WebDaemon, token: string, path = ''): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  cleanups.push(() => context.close());
-  const page = await context.newPage();
-  await page.goto(await w.loginUrl(token));
-  await page.locator('.top .me').waitFor();
-  if (path) await page.goto(`${w.url}/${path}`);
-  return page;
 }
 
 const column = (page: Page, state: string) => page.locator(`.column[data-state="${state}"]`);
@@ -49,8 +27,7 @@ describe('dashboard in Chromium', () => {
     const w = await daemon();
     const token = await w.token(OWNER);
     const url = await w.loginUrl(token);
-    const context = await browser.newContext();
-    cleanups.push(() => context.close());
+    const context = await newContext();
     const page = await context.newPage();
     await page.goto(url);
     await expect.poll(() => page.locator('.top .me').textContent()).toBe(OWNER);
@@ -70,8 +47,7 @@ describe('dashboard in Chromium', () => {
     });
     expect(cookies[0]!.value).not.toContain(token);
     // The same link in another browser is refused: the code worked once.
-    const other = await browser.newContext();
-    cleanups.push(() => other.close());
+    const other = await newContext();
     const second = await other.newPage();
     await second.goto(url);
     await expect

@@ -1,4 +1,10 @@
-import { chromium, type Browser, type Page } from 'playwright-core';
+import {
+  chromium,
+  type Browser,
+  type BrowserContext,
+  type BrowserContextOptions,
+  type Page,
+} from 'playwright-core';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { DaemonOptions } from '../../src/daemon/index.js';
 import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
@@ -75,13 +81,20 @@ export async function launchChromium(): Promise<Browser> {
 }
 
 /**
- * For a test file: Chromium launched once, and `signedIn` opening a fresh browser context (its
- * own cookies) signed in with a one-time code; contexts, and whatever a test pushes onto
- * `cleanups`, are closed after each test.
+ * For a test file: Chromium launched once; `newContext` opening a fresh browser context (its
+ * own cookies) and `signedIn` one signed in with a one-time code, its page errors collected
+ * for the test to check; contexts, and whatever a test pushes onto `cleanups`, are closed after
+ * each test.
  */
 export function useDashboardBrowser(): {
   cleanups: Array<() => unknown>;
-  signedIn(w: WebDaemon, token: string, path?: string): Promise<Page>;
+  newContext(opts?: BrowserContextOptions): Promise<BrowserContext>;
+  signedIn(
+    w: WebDaemon,
+    token: string,
+    path?: string,
+    viewport?: { width: number; height: number },
+  ): Promise<Page & { errors: string[] }>;
 } {
   let browser: Browser | undefined;
   const cleanups: Array<() => unknown> = [];
@@ -94,12 +107,19 @@ export function useDashboardBrowser(): {
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
+  const newContext = async (opts?: BrowserContextOptions) => {
+    const context = await browser!.newContext(opts);
+    cleanups.push(() => context.close());
+    return context;
+  };
   return {
     cleanups,
-    async signedIn(w, token, path = '') {
-      const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
-      cleanups.push(() => context.close());
-      const page = await context.newPage();
+    newContext,
+    async signedIn(w, token, path = '', viewport = { width: 1280, height: 800 }) {
+      const context = await newContext({ viewport });
+      const page = (await context.newPage()) as Page & { errors: string[] };
+      page.errors = [];
+      page.on('pageerror', (e) => page.errors.push(String(e)));
       await page.goto(await w.loginUrl(token));
       await page.locator('.top .me').waitFor();
       if (path) await page.goto(`${w.url}/${path}`);

@@ -2,52 +2,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { askAnswer, askClaim, initRepo, ladderBuild, ZzRepo } from '../../src/core/index.js';
 import { syncRepo } from '../../src/core/sync/index.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
-import { launchChromium, OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+import { OWNER, startWebDaemon, useDashboardBrowser, type WebDaemon } from './harness.js';
 import { AGENT, seedLane } from './seed.js';
 
 // More of issue 16 in the system Chromium, each shaped like what a person would do: the
 // board with cancelled Asks and the Mine filter, refusals from sync on an Ask, search hits from
 // another repository, owner-only revoke, the keyboard alone, a 375 px window.
 
-let browser: Browser;
-const cleanups: Array<() => unknown> = [];
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const { cleanups, signedIn } = useDashboardBrowser();
 
 async function daemon(opts: Parameters<typeof startWebDaemon>[0] = {}): Promise<WebDaemon> {
   const w = await startWebDaemon(opts);
   cleanups.push(() => w.close());
   return w;
-}
-
-/** A signed-in page (its own cookies); page errors are collected for the test to check. */
-async function signedIn(
-  w: WebDaemon,
-  token: string,
-  path = '',
-  viewport = { width: 1280, height: 800 },
-): Promise<Page & { errors: string[] }> {
-  const context = await browser.newContext({ viewport });
-  cleanups.push(() => context.close());
-  const page = (await context.newPage()) as Page & { errors: string[] };
-  page.errors = [];
-  page.on('pageerror', (e) => page.errors.push(String(e)));
-  await page.goto(await w.loginUrl(token));
-  await page.locator('.top .me').waitFor();
-  if (path) await page.goto(`${w.url}/${path}`);
-  return page;
 }
 
 const column = (page: Page, state: string) => page.locator(`.column[data-state="${state}"]`);

@@ -46,6 +46,12 @@ export interface SandboxOptions {
    * the checkout is removed: the CLI's Ctrl-C, which the run's own process group never sees.
    */
   signal?: AbortSignal;
+  /**
+   * After the timeout's SIGTERM, how long the command gets to clean up before SIGKILL
+   * (default 2 s). Not part of the tool's schema: for callers that know their command is slow
+   * to clean up, and tests on a loaded machine, where 2 s of wall clock can be no CPU at all.
+   */
+  kill_grace_ms?: number;
 }
 
 export interface SandboxResult {
@@ -86,6 +92,7 @@ function invalid(field: string, message: string): ZzError {
 function validate(opts: SandboxOptions): {
   timeout: number;
   cap: number;
+  grace: number;
   env: Record<string, string>;
 } {
   const cmd: unknown = opts.command;
@@ -109,6 +116,7 @@ function validate(opts: SandboxOptions): {
   };
   const timeout = int(opts.timeout_ms, 'timeout_ms', 1, SANDBOX_TIMEOUT_MAX_MS, TIMEOUT_DEFAULT);
   const cap = int(opts.max_output_bytes, 'max_output_bytes', 1, OUTPUT_MAX, OUTPUT_DEFAULT);
+  const grace = int(opts.kill_grace_ms, 'kill_grace_ms', 1, 60_000, KILL_GRACE_MS);
   const env: Record<string, string> = {};
   if (opts.env !== undefined && opts.env !== null) {
     if (typeof opts.env !== 'object' || Array.isArray(opts.env)) {
@@ -122,7 +130,7 @@ function validate(opts: SandboxOptions): {
       env[k] = v;
     }
   }
-  return { timeout, cap, env };
+  return { timeout, cap, grace, env };
 }
 
 /** Keeps the first `cap` bytes of a stream and whether more came. */
@@ -180,6 +188,7 @@ function runCommand(
   cwd: string,
   env: Record<string, string>,
   timeout: number,
+  grace: number,
   out: Capture,
   err: Capture,
   runDir: string,
@@ -261,7 +270,7 @@ function runCommand(
       if (!m) return;
       signalRun(m, 'SIGTERM');
       if (!ns) {
-        timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
+        timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), grace));
         return;
       }
       // Hazard: the namespace's init tells how the command ended. On a loaded machine a
@@ -273,9 +282,9 @@ function runCommand(
       timers.push(
         setTimeout(() => {
           // Armed first: the last word must not depend on the scan below succeeding.
-          timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), KILL_GRACE_MS));
+          timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), grace));
           signalRunButInit(m, 'SIGKILL');
-        }, KILL_GRACE_MS),
+        }, grace),
       );
     }
     timers.push(
@@ -366,11 +375,11 @@ async function dropWorktreeEntry(gitdir: string, checkout: string): Promise<void
  * run's marker variable). The command runs in a PID namespace of its own where the host allows
  * (sandbox-ns.ts), so everything it started dies with it; else in its own process group, with
  * the sweep of process-sweep.ts for what left the group (`isolation` says which). On timeout
- * every process of the run gets SIGTERM, then SIGKILL two seconds later; when the command
+ * every process of the run gets SIGTERM, then SIGKILL two seconds (`kill_grace_ms`) later; when the command
  * exits, whatever it left running is killed before the answer is returned.
  */
 export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult> {
-  const { timeout, cap, env: extraEnv } = validate(opts);
+  const { timeout, cap, grace, env: extraEnv } = validate(opts);
   if (typeof opts.commit !== 'string') throw invalid('commit', 'commit must be a string');
   assertRevArg(opts.commit, 'commit');
   const gitCwd = opts.workTree ?? opts.gitdir;
@@ -425,7 +434,18 @@ export async function runInSandbox(opts: SandboxOptions): Promise<SandboxResult>
     let out = new Capture(cap);
     let err = new Capture(cap);
     const run = () =>
-      runCommand(opts.command, checkout, env, timeout, out, err, base, isolation, opts.signal);
+      runCommand(
+        opts.command,
+        checkout,
+        env,
+        timeout,
+        grace,
+        out,
+        err,
+        base,
+        isolation,
+        opts.signal,
+      );
     let r = await run();
     if (r.namespaceFailed) {
       // The probe passed but this namespace was refused (a user namespace limit reached under

@@ -201,9 +201,18 @@ export async function askQueryClaimable(
   const nowMs = now.getTime();
   const kinds = args.kinds ? new Set(args.kinds) : null;
   if (snap.lane.closed) return { asks: [], next_cursor: null, total: 0, revision: snap.revision };
-  const hits: AskDoc[] = [];
-  const scopeOk = new Map<string, boolean>();
+  const keyOf = (a: AskDoc) => askKeyOf(args.lane_id, a);
+  const limit = args.limit ?? CLAIMABLE_DEFAULT_LIMIT;
   const { asks, leaseEnds } = candidates(snap.state);
+  // The candidates are in key order: the page starts at the first one after the cursor's.
+  // One pass counts every claimable Ask (total) and those before the page, and keeps the
+  // page's: no list of every hit is built (a query is on the claim path, and a Lane may hold
+  // thousands of open Asks).
+  const from = after ? startAfter(asks, keyOf, after) : 0;
+  const page: AskDoc[] = [];
+  const scopeOk = new Map<string, boolean>();
+  let total = 0;
+  let before = 0;
   for (let i = 0; i < asks.length; i++) {
     const a = asks[i]!;
     if (leaseEnds[i]! > nowMs) continue; // claimed, lease running
@@ -216,16 +225,15 @@ export async function askQueryClaimable(
     }
     if (!ok) continue;
     if (a.depends_on.length > 0 && blockedBy(snap.state, a).length > 0) continue;
-    hits.push(a);
+    total++;
+    if (i < from) before++;
+    else if (page.length < limit) page.push(a);
   }
-  const keyOf = (a: AskDoc) => askKeyOf(args.lane_id, a);
-  // hits are in key order: the page starts at the first Ask after the cursor's.
-  const start = after ? startAfter(hits, keyOf, after) : 0;
-  const end = pageEnd(hits, start, args.limit ?? CLAIMABLE_DEFAULT_LIMIT);
+  const end = pageEnd(page, 0, limit);
   return {
-    asks: askViews(snap.state, hits.slice(start, end), now),
-    next_cursor: end < hits.length ? claimableCursor.encode(keyOf(hits[end - 1]!)) : null,
-    total: hits.length,
+    asks: askViews(snap.state, page.slice(0, end), now),
+    next_cursor: before + end < total ? claimableCursor.encode(keyOf(page[end - 1]!)) : null,
+    total,
     revision: snap.revision,
   };
 }

@@ -200,7 +200,7 @@ export const askTools = [
     name: 'ask_list',
     summary: 'Asks across Lanes (or in one), filtered by mine, state and kind; paged',
     description:
-      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_cursor back as cursor for the next page (it continues after the last Ask shown, also while Asks are claimed or posted between pages; next_offset does not).',
+      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_cursor back as cursor for the next page; it keeps its place while Asks are claimed or posted (next_offset does not).',
     toolset: 'asks',
     annotations: READ,
     input: z.strictObject({

@@ -52,7 +52,7 @@ const rungOut = z.looseObject({
 });
 
 const pathArg = rungPath.describe(
-  'Rung path: _repo, a folder (src), a file (src/index.ts), _releases/<tag>, _changesets/<sha>, …',
+  'Rung path: _repo, src, src/index.ts, _releases/<tag>, _changesets/<sha>, …',
 );
 
 function searchServices(ctx: ToolContext): SearchServices {

@@ -5,7 +5,7 @@ import { jsonClient, type HttpReply, type JsonClient } from '../helpers/http-cli
 import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
 import { newClient, textOf } from '../mcp/helpers.js';
 
-// ask_query_claimable pages by a keyset cursor over its order (priority, age, id), from its one
+// ask_query_claimable (and lane_list) page by a keyset cursor over its order (priority, age, id), from its one
 // definition, through every front end of a real daemon on 127.0.0.1: HTTP, MCP over Streamable
 // HTTP and the CLI (`zz ask query-claimable --cursor`). Before it, the tool answered at most
 // 500 Asks with no way on: a Lane with more claimable work could never be listed whole.
@@ -250,5 +250,57 @@ describe('ask_query_claimable paging', () => {
     const bad = await zz(t.dir, env, ...cmd, '--cursor', 'garbage!');
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/cursor is not a cursor this server issued/);
+  });
+});
+
+describe('lane_list paging', () => {
+  it('over HTTP: pages Lanes by id with Lanes proposed between pages, each once; a bad cursor is a 400', async () => {
+    const before = await as(tok.reader, 'lane_list', { limit: 1000 });
+    const names = Array.from({ length: 25 }, (_, i) => `p-${String(i * 2).padStart(3, '0')}`);
+    for (const lane_id of names) await as(tok.owner, 'lane_propose', { lane_id, title: lane_id });
+    const first = await as(tok.reader, 'lane_list', {});
+    expect(first.total).toBe(before.total + 25);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const r = await as(tok.reader, 'lane_list', { limit: 4, ...(cursor ? { cursor } : {}) });
+      seen.push(...r.lanes.map((l: { lane_id: string }) => l.lane_id));
+      cursor = r.next_cursor ?? undefined;
+      // A Lane proposed between pages sorts among the others (odd numbers, between two).
+      await as(tok.owner, 'lane_propose', {
+        lane_id: `p-${String(pages * 2 + 1).padStart(3, '0')}`,
+        title: 'between',
+      });
+      pages++;
+    } while (cursor && pages < 100);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(names.filter((n) => !seen.includes(n))).toEqual([]);
+    expect([...seen].sort()).toEqual(seen);
+    // The default page is bounded: 100 of more than 100.
+    for (let i = 0; i < 70; i += 10) {
+      await Promise.all(
+        Array.from({ length: 10 }, (_, j) =>
+          as(tok.owner, 'lane_propose', { lane_id: `z-${i + j}`, title: 'z' }),
+        ),
+      );
+    }
+    const all = await as(tok.reader, 'lane_list', { limit: 1000 });
+    expect(all.lanes.length).toBe(all.total);
+    expect(all.total).toBeGreaterThan(100);
+    const dflt = await as(tok.reader, 'lane_list', {});
+    expect(dflt.lanes).toHaveLength(100);
+    expect(dflt.next_cursor).toEqual(expect.any(String));
+    const b64 = (x: unknown) => Buffer.from(JSON.stringify(x)).toString('base64url');
+    for (const [c, why] of [
+      ['garbage!', /^cursor is not a cursor this server issued/],
+      [b64(['lane_list', 1, '../etc']), /^cursor is not a cursor this server issued/],
+      [dflt.next_cursor.replace(/^./, 'x'), /^cursor /],
+      [(await as(tok.reader, 'ask_list', { limit: 1 })).next_cursor, /another listing/],
+    ] as const) {
+      const r = await http.post(tool('lane_list'), { cursor: c }, tok.reader);
+      expect(r.status, r.text).toBe(400);
+      expect(r.json.error).toMatch(why);
+    }
   });
 });

@@ -33,7 +33,8 @@ afterAll(async () => {
 
 const tool = (name: string) => `/api/repos/${t.key}/tools/${name}`;
 
-async function ok(p: Promise<HttpReply>): Promise<Record<string, any>> {
+// A tool's result, as the JSON client types it (any): its shape is the tool's output schema.
+async function ok(p: Promise<HttpReply>): Promise<HttpReply['json']> {
   const r = await p;
   expect(r.status, r.text).toBe(200);
   return r.json.result;

@@ -2,7 +2,7 @@
 // cookie, then wiping the fragment), hash routes, the Lane list and the live-stream status.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, endSession, getSession, redeemCode, setRepo } from './api.js';
+import { call, callAll, endSession, getSession, redeemCode, setRepo } from './api.js';
 import { AgentsView } from './agents.js';
 import { AskView } from './ask.js';
 import { Board } from './board.js';
@@ -68,7 +68,7 @@ function Shell({ session }) {
       // The repository's health (refused remotes, quarantined refs) moves with syncs, which
       // move Lanes too: read again with them.
       call('repo_state').then(setRepoState, () => {});
-      return call('lane_list').then(
+      return callAll('lane_list', 'lanes').then(
         (r) => (setLanes(r.lanes), setError(null)),
         (e) => setError(e),
       );

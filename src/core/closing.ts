@@ -75,7 +75,7 @@ export async function laneClose(
           `only a coordinator of lane ${lane.lane_id} or an owner may close it`,
         );
       }
-      assertOpen(lane);
+      assertOpen(lane, 'it is closed already');
       return {
         op: 'lane_close',
         summary: `lane_close ${lane.lane_id} by ${caller.actor}`,

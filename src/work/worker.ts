@@ -230,7 +230,9 @@ async function workOne(
   };
   const ctx: FlowContext = {
     ask,
-    call: (tool, args) => {
+    // Async: a stopped step's call rejects rather than throws, so a flow that starts calls side
+    // by side (Promise.all of headCommit(call), call(…)) leaves no promise rejected unhandled.
+    call: async (tool, args) => {
       abort.signal.throwIfAborted();
       return opts.call(tool, args);
     },

@@ -114,7 +114,7 @@ describe('zz work leaves no claim held behind it', () => {
     expect(summary).toMatchObject({ asks: 1, released: 0 });
     expect(summary.failure).toMatchObject({ ask_id: askId, code: 'unavailable' });
     expect(summary.failure!.held).toMatch(/cannot reach the zz daemon/);
-    const held = (await asksOf(s!, lane)).find((a) => a.ask_id === askId) as {
+    const held = (await asksOf(s!, lane)).find((a) => a.ask_id === askId) as unknown as {
       state: string;
       holder: string | null;
       lease_expires_at: string;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ladderBuild, LADDER_REF, readLadder, ZzRepo } from '../../src/core/index.js';
 import { startLadderSync, type LadderSync } from '../../src/core/ladder/search-sync.js';
 import { LadderSearch } from '../../src/search/index.js';
-import { call, OWNER } from '../helpers/core-fixture.js';
+import { call, ladderUpdateClaim, OWNER } from '../helpers/core-fixture.js';
 import { addFixture, commitFile } from '../helpers/ladder-fixture.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -184,17 +184,11 @@ describe('ladder build after a rebase', () => {
     const s2 = commitFile(dir, 'src/side2.ts', 'export const s2 = 2;\n', 'Side work two');
     sh(dir, 'checkout', '-q', 'main');
     sh(dir, 'tag', 'v9-side', s1);
-    await call(repo, OWNER, 'lane_propose', { lane_id: 'notes', title: 'Notes' });
-    const ask = await call(repo, OWNER, 'ask_post', {
-      lane_id: 'notes',
-      kind: 'ladder_update',
-      title: 'Describe the side branch',
-    });
-    await call(repo, OWNER, 'ask_claim', { lane_id: 'notes', ask_id: ask.ask.ask_id });
+    const askId = await ladderUpdateClaim(repo, OWNER, 'notes', 'Describe the side branch');
     const words = 'Side work one, described by a person who was there.';
     await call(repo, OWNER, 'ladder_write_rung', {
       lane_id: 'notes',
-      ask_id: ask.ask.ask_id,
+      ask_id: askId,
       rungs: [
         { path: cs(s1), kind: 'changeset', title: 'Side one', summary: words, commit: s1 },
         { path: '_releases/v9-side', kind: 'release', title: 'v9', summary: words, commit: s1 },

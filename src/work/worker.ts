@@ -15,7 +15,9 @@ import type { AskView, WorkEvent, WorkOptions } from './types.js';
 // The agent loop: claim the next Ask (ask_claim_next), work it with the flow its kind calls
 // for, answer, repeat; when nothing is claimable, wait on the Lane's events. Whatever goes
 // wrong while an Ask is held — a model failure, invalid output after the repair round, a tool
-// error, Ctrl-C — the claim is released with the reason before the worker moves on or exits.
+// error, Ctrl-C — the claim is released with the reason before the worker moves on or exits;
+// a release the daemon cannot take is reported with the lease's end, never as released. On
+// every exit a claim sent whose answer was lost is settled (Claims.settle).
 
 const FLOWS: Record<string, (ctx: FlowContext) => Promise<FlowResult>> = {
   work: workFlow,

@@ -1,7 +1,8 @@
 import { ZzError } from '../errors.js';
 import { LIMITS } from '../schema/limits.js';
 import { isCoordinator, isOwner, type Caller } from './access.js';
-import { assertOpen, getAsk, laneOf } from './asks.js';
+import { getAsk, laneOf } from './asks.js';
+import { assertOpen } from './lane-closed.js';
 import type { LaneOpSpec } from './lane-state.js';
 import type { WriteMeta, WriteOpts } from './lanes.js';
 import { askView, laneView, type AskView, type LaneView } from './views.js';

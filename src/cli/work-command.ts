@@ -223,7 +223,12 @@ export function workCommand(y: Argv, io: CliIO): Argv {
         // exit code of the error behind it), not the 0 of "worked one Ask".
         else if (a.once && summary.failure) {
           const f = summary.failure;
-          throw new ZzError(f.code, `${f.ask_id} was not done and is released: ${f.reason}`);
+          throw new ZzError(
+            f.code,
+            f.held === null
+              ? `${f.ask_id} was not done and is released: ${f.reason}`
+              : `${f.ask_id} was not done (${f.reason}) and could not be released (${f.held}): it stays claimed by you until its lease runs out at ${f.lease_expires_at ?? 'its end'}; \`zz ask release --ask-id ${f.ask_id}\` gives it back`,
+          );
         }
       } finally {
         sandbox?.close();

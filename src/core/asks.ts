@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import type { AskDoc, LaneDoc } from '../schema/lane.js';
+import type { AskDoc } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { inScope, isCoordinator, requireCaller, scopeDenied, type Caller } from './access.js';
 import { askKeyCursor, askKeyOf, compareAsks, startAfter } from './ask-order.js';
@@ -9,6 +9,7 @@ import { assertKnownKind, assertKnownKinds, kindRule } from './kinds.js';
 import { unexpectedOp, writeOp, type WriteContext } from './write-op.js';
 import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
+import { assertClaimOnClosed, assertOpen } from './lane-closed.js';
 import { readLane, type WriteMeta, type WriteOpts } from './lanes.js';
 import { pageEnd } from './paging.js';
 import {
@@ -36,17 +37,6 @@ export function getAsk(s: LaneState, laneId: string, askId: string): AskDoc {
   const a = s.asks.get(askId);
   if (!a) throw new ZzError('not_found', `ask ${askId} does not exist in lane ${laneId}`);
   return a;
-}
-
-/** A closed Lane takes no new Asks and hands none out; work already claimed may finish. */
-export function assertOpen(lane: LaneDoc): void {
-  if (lane.closed) {
-    throw new ZzError(
-      'conflict',
-      `lane ${lane.lane_id} was closed by ${lane.closed.by} at ${lane.closed.at}`,
-      { closed: lane.closed },
-    );
-  }
 }
 
 export function assertNotCancelled(ask: AskDoc): void {
@@ -263,7 +253,7 @@ export async function askClaim(
         );
       }
       assertNotCancelled(ask);
-      assertOpen(lane);
+      assertClaimOnClosed(lane, ask, caller.actor, meta.now, 'claim');
       const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
       if (!inScope(rule.scope, lane, config, caller.actor))
         throw scopeDenied(rule.scope, lane, `claim ${ask.kind} asks`);
@@ -496,6 +486,8 @@ export async function askAnswer(
     const rule = kindRule(ask.kind, lane.ask_kinds, config.ask_kinds);
     if (!inScope(rule.scope, lane, config, caller.actor))
       throw scopeDenied(rule.scope, lane, `answer ${ask.kind} asks`);
+    // Before assertLiveClaim, whose "claim it again" a closed Lane would refuse.
+    assertClaimOnClosed(lane, ask, caller.actor, now, 'answer');
     assertLiveClaim(ask, caller.actor, now, 'answer');
     if (!rule.outcomes.includes(args.outcome)) {
       throw new ZzError(

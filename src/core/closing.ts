@@ -1,7 +1,8 @@
 import { ZzError } from '../errors.js';
 import { LIMITS } from '../schema/limits.js';
 import { isCoordinator, isOwner, type Caller } from './access.js';
-import { assertOpen, getAsk, laneOf } from './asks.js';
+import { getAsk, laneOf } from './asks.js';
+import { assertOpen } from './lane-closed.js';
 import type { LaneOpSpec } from './lane-state.js';
 import type { WriteMeta, WriteOpts } from './lanes.js';
 import { askView, laneView, type AskView, type LaneView } from './views.js';
@@ -75,7 +76,7 @@ export async function laneClose(
           `only a coordinator of lane ${lane.lane_id} or an owner may close it`,
         );
       }
-      assertOpen(lane);
+      assertOpen(lane, 'it is closed already');
       return {
         op: 'lane_close',
         summary: `lane_close ${lane.lane_id} by ${caller.actor}`,

@@ -155,16 +155,84 @@ export class Claims {
   }
 
   /**
+   * Gives the Ask back as the worker stops work on it, and answers whether it is still held:
+   * null once it is not (released now, or no longer this worker's: answered meanwhile, its
+   * lease lapsed to another), else why it may still be held until its lease runs out. A lost
+   * answer (`unavailable`) is tried again twice, a second apart: a release that did land then
+   * answers "not claimed", which is the same news. `lost`: the step already learnt the claim
+   * went to someone else; then nothing is sent, since a worker with a coordinator's token
+   * would release that someone's claim (coordinators may release any claim).
+   */
+  async giveBack(ask: AskView, reason: string, lost = false): Promise<string | null> {
+    if (lost) return null;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.release(ask, reason);
+        return null;
+      } catch (e) {
+        if (!isZzError(e)) throw e;
+        if (e.code === 'conflict' && /is not claimed/.test(e.message)) return null;
+        if (e.code === 'forbidden' && /is held by/.test(e.message)) return null;
+        if (e.code !== 'unavailable' || attempt >= 2) return e.message;
+        await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+      }
+    }
+  }
+
+  /**
+   * Before the worker exits: a claim it sent whose answer never came (`pending`) may have
+   * landed and left an Ask held by this worker, which knows nothing of it, until its lease
+   * runs out. Asked once more with the same key and arguments, the daemon answers with the
+   * Ask it claimed then (or, if the first never landed, claims one now): renewed to prove it
+   * is still this worker's, then released. Answers what became of it; `unknown` when the daemon
+   * still cannot be reached (the caller says so, with the lease). Daemons without
+   * ask_claim_next (query-then-claim, no key) cannot be asked: nothing to settle there.
+   */
+  async settle(
+    reason: string,
+  ): Promise<{ released: AskView } | { unknown: string; lease_seconds: number } | null> {
+    const args = this.pending;
+    if (!args) return null;
+    let ask: AskView | null;
+    try {
+      ask = ((await this.call('ask_claim_next', args)).ask as AskView | null) ?? null;
+    } catch (e) {
+      if (isZzError(e) && e.code === 'unavailable')
+        return { unknown: e.message, lease_seconds: this.leaseSeconds };
+      this.pending = null;
+      if (isZzError(e)) return null; // refused: the key's request claimed nothing
+      throw e;
+    }
+    this.pending = null;
+    if (!ask) return null;
+    try {
+      await this.renew(ask);
+    } catch (e) {
+      // Answered, cancelled or held by someone else by now: not this worker's to give back.
+      if (isZzError(e) && LOST_RACE.has(e.code)) return null;
+      if (isZzError(e) && e.code === 'unavailable')
+        return { unknown: e.message, lease_seconds: this.leaseSeconds };
+      throw e;
+    }
+    const why = await this.giveBack(ask, reason);
+    return why === null ? { released: ask } : { unknown: why, lease_seconds: this.leaseSeconds };
+  }
+
+  /**
    * Renews the lease every third of its length while a step runs. A renewal that fails
    * because someone else now holds the Ask (our lease lapsed) aborts the step; a transient
    * failure is tried again at the next tick.
    */
-  keep(ask: AskView, onLost: (why: Error) => void): { stop(): void } {
+  keep(
+    ask: AskView,
+    onLost: (why: Error) => void,
+    onRenewed?: (renewed: AskView) => void,
+  ): { stop(): void } {
     let timer: NodeJS.Timeout | null = null;
     let stopped = false;
     const tick = async () => {
       try {
-        await this.renew(ask);
+        onRenewed?.(await this.renew(ask));
       } catch (e) {
         if (isZzError(e) && LOST_RACE.has(e.code)) {
           onLost(new ZzError('conflict', `lost the claim on ${ask.ask_id}: ${e.message}`));

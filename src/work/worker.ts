@@ -15,7 +15,9 @@ import type { AskView, WorkEvent, WorkOptions } from './types.js';
 // The agent loop: claim the next Ask (ask_claim_next), work it with the flow its kind calls
 // for, answer, repeat; when nothing is claimable, wait on the Lane's events. Whatever goes
 // wrong while an Ask is held — a model failure, invalid output after the repair round, a tool
-// error, Ctrl-C — the claim is released with the reason before the worker moves on or exits.
+// error, Ctrl-C — the claim is released with the reason before the worker moves on or exits;
+// a release the daemon cannot take is reported with the lease's end, never as released. On
+// every exit a claim sent whose answer was lost is settled (Claims.settle).
 
 const FLOWS: Record<string, (ctx: FlowContext) => Promise<FlowResult>> = {
   work: workFlow,
@@ -30,8 +32,17 @@ export interface WorkSummary {
   released: number;
   /** True when it stopped because of the signal (Ctrl-C), not because it ran out of work. */
   interrupted: boolean;
-  /** Why the last Ask given back was given back (`zz work --once` exits with it). */
-  failure: { ask_id: string; code: ErrorCode; reason: string } | null;
+  /**
+   * Why the last Ask given back was given back (`zz work --once` exits with it); `held` when
+   * it could not be released (why), so it stays claimed until `lease_expires_at`.
+   */
+  failure: {
+    ask_id: string;
+    code: ErrorCode;
+    reason: string;
+    held: string | null;
+    lease_expires_at: string | null;
+  } | null;
 }
 
 export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
@@ -53,6 +64,46 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
     model: opts.model.spec,
     kinds: opts.kinds?.length ? opts.kinds : null,
   });
+  try {
+    await loop(opts, claims, watcher, summary, emit);
+  } finally {
+    // Every way out — --once, Ctrl-C, an error thrown out of the loop — first settles a claim
+    // sent whose answer never came, so no Ask stays held by a worker that is gone.
+    const settled = await claims
+      .settle('zz work stopped before it could work this Ask')
+      .catch((e: unknown) => ({ unknown: (e as Error).message, lease_seconds: leaseSeconds }));
+    if (settled && 'released' in settled) {
+      emit({
+        type: 'released',
+        ask_id: settled.released.ask_id,
+        reason: 'claimed by a claim whose answer was lost; given back as zz work stops',
+      });
+    } else if (settled) {
+      emit({
+        type: 'error',
+        ask_id: null,
+        message: `a claim sent to the daemon got no answer and could not be checked (${settled.unknown}); if it landed, an Ask in lane ${opts.laneId} stays claimed by ${opts.actor ?? 'this worker'} until its lease runs out (at most ${settled.lease_seconds} s): \`zz ask list --mine\` shows it, \`zz ask release\` gives it back`,
+      });
+    }
+  }
+  summary.interrupted = !!opts.signal?.aborted;
+  emit({
+    type: 'done',
+    asks: summary.asks,
+    answered: summary.answered,
+    released: summary.released,
+    usage: opts.model.usage(),
+  });
+  return summary;
+}
+
+async function loop(
+  opts: WorkOptions,
+  claims: Claims,
+  watcher: LaneWatcher,
+  summary: WorkSummary,
+  emit: (e: WorkEvent) => void,
+): Promise<void> {
   if (!opts.once) await watcher.init();
   let idle = false;
   let outage = 0;
@@ -97,7 +148,7 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
       failedInARow = 0;
       waiting.forget([ask.ask_id]);
     } else {
-      summary.released++;
+      if (failure.held === null) summary.released++;
       summary.failure = { ask_id: ask.ask_id, ...failure };
     }
     if (opts.once) break;
@@ -115,15 +166,6 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
       await pause(Math.min(MAX_PAUSE_MS, base * 2 ** failedInARow++), opts.signal);
     }
   }
-  summary.interrupted = !!opts.signal?.aborted;
-  emit({
-    type: 'done',
-    asks: summary.asks,
-    answered: summary.answered,
-    released: summary.released,
-    usage: opts.model.usage(),
-  });
-  return summary;
 }
 
 const MAX_PAUSE_MS = 30_000;
@@ -145,7 +187,12 @@ async function workOne(
   opts: WorkOptions,
   claims: Claims,
   emit: (e: WorkEvent) => void,
-): Promise<{ code: ErrorCode; reason: string } | null> {
+): Promise<{
+  code: ErrorCode;
+  reason: string;
+  held: string | null;
+  lease_expires_at: string | null;
+} | null> {
   const started = Date.now();
   emit({
     type: 'claimed',
@@ -157,10 +204,37 @@ async function workOne(
   const abort = new AbortController();
   const onStop = () => abort.abort(new Error('interrupted'));
   opts.signal?.addEventListener('abort', onStop, { once: true });
-  const lease = claims.keep(ask, (why) => abort.abort(why));
+  // Ctrl-C while the claim was in flight: the event has fired already; give it straight back.
+  if (opts.signal?.aborted) onStop();
+  let lost = false;
+  let leaseEnds = ask.lease_expires_at;
+  const lease = claims.keep(
+    ask,
+    (why) => {
+      lost = true;
+      abort.abort(why);
+    },
+    (renewed) => (leaseEnds = renewed.lease_expires_at),
+  );
+  const giveBack = async (reason: string) => {
+    const held = await claims.giveBack(ask, reason, lost);
+    if (held === null) {
+      if (!lost) emit({ type: 'released', ask_id: ask.ask_id, reason });
+    } else {
+      // The claim stays until its lease runs out (DESIGN §9 wants it released: say why not).
+      emit({
+        type: 'error',
+        ask_id: ask.ask_id,
+        message: `could not release: ${held}; it stays claimed until its lease runs out at ${leaseEnds ?? 'its end'}`,
+      });
+    }
+    return { held, lease_expires_at: held === null ? null : leaseEnds };
+  };
   const ctx: FlowContext = {
     ask,
-    call: (tool, args) => {
+    // Async: a stopped step's call rejects rather than throws, so a flow that starts calls side
+    // by side (Promise.all of headCommit(call), call(…)) leaves no promise rejected unhandled.
+    call: async (tool, args) => {
       abort.signal.throwIfAborted();
       return opts.call(tool, args);
     },
@@ -180,8 +254,7 @@ async function workOne(
         );
     if (!result) {
       const reason = `no answer after ${opts.maxTurns ?? 20} turns`;
-      await giveBack(ask, reason, claims, emit);
-      return { code: 'unavailable', reason };
+      return { code: 'unavailable', reason, ...(await giveBack(reason)) };
     }
     emit({
       type: 'answered',
@@ -199,31 +272,12 @@ async function workOne(
         ? e.message
         : `internal error: ${(e as Error)?.message ?? String(e)}`;
     emit({ type: 'error', ask_id: ask.ask_id, message: reason });
-    await giveBack(ask, reason, claims, emit);
+    const back = await giveBack(reason);
     // A lost lease aborts with a ZzError of its own; what aborted the step is the cause.
     const cause: unknown = abort.signal.aborted ? abort.signal.reason : e;
-    return { code: isZzError(cause) ? cause.code : 'internal', reason };
+    return { code: isZzError(cause) ? cause.code : 'internal', reason, ...back };
   } finally {
     lease.stop();
     opts.signal?.removeEventListener('abort', onStop);
-  }
-}
-
-async function giveBack(
-  ask: AskView,
-  reason: string,
-  claims: Claims,
-  emit: (e: WorkEvent) => void,
-): Promise<void> {
-  try {
-    await claims.release(ask, reason);
-    emit({ type: 'released', ask_id: ask.ask_id, reason });
-  } catch (e) {
-    // The Ask may have been answered after all, or the lease lapsed to someone else.
-    emit({
-      type: 'error',
-      ask_id: ask.ask_id,
-      message: `could not release: ${(e as Error).message}; the lease will expire`,
-    });
   }
 }

@@ -144,6 +144,82 @@ describe('lane_close', () => {
   });
 });
 
+describe('a claim on a closed Lane', () => {
+  // Closing stops new work, not work in hand: the holder of a live claim renews, answers or
+  // releases it; nobody takes a new claim, and a lease that ran out is not taken again.
+  it('renews, answers and releases a live claim; refuses new and lapsed ones, saying why', async () => {
+    const { repo, clock, a1, a2 } = await twoLanes();
+    const a3 = (await call(repo, ALICE, 'ask_post', { lane_id: 'a', kind: 'work', title: 'a3' }))
+      .ask as Ask;
+    for (const a of [a1, a2, a3])
+      await call(repo, BOB, 'ask_claim', { lane_id: 'a', ask_id: a.ask_id, lease_seconds: 60 });
+    await call(repo, ALICE, 'lane_close', { lane_id: 'a', reason: 'shipped' });
+    const closed =
+      /lane a was closed by .* \(shipped\): it hands out no new claims, so ask ask-\w+ cannot be (claimed|answered); take work from an open Lane/;
+
+    clock.advance(30);
+    const renewed = await call(repo, BOB, 'ask_claim', {
+      lane_id: 'a',
+      ask_id: a1.ask_id,
+      lease_seconds: 60,
+    });
+    expect(renewed.renewed).toBe(true);
+    expect(Date.parse(renewed.ask.lease_expires_at!)).toBe(clock.now().getTime() + 60_000);
+    // Another actor can neither take nor answer it, nor anything else on the Lane.
+    const e = await rejects(
+      call(repo, ALICE, 'ask_claim', { lane_id: 'a', ask_id: a1.ask_id }),
+      'conflict',
+      closed,
+    );
+    expect(e.details).toMatchObject({ lane_closed: true, closed: { reason: 'shipped' } });
+    await rejects(
+      call(repo, ALICE, 'ask_answer', { lane_id: 'a', ask_id: a1.ask_id, outcome: 'deny' }),
+      'forbidden',
+      /held by/,
+    );
+    await call(repo, BOB, 'ask_release', { lane_id: 'a', ask_id: a2.ask_id, reason: 'lane shut' });
+    await rejects(
+      call(repo, BOB, 'ask_claim', { lane_id: 'a', ask_id: a2.ask_id }),
+      'conflict',
+      closed,
+    );
+    await rejects(
+      call(repo, BOB, 'ask_answer', { lane_id: 'a', ask_id: a2.ask_id, outcome: 'deny' }),
+      'conflict',
+      closed,
+    );
+
+    // a3's lease (not renewed) runs out: BOB can no longer renew nor answer it.
+    clock.advance(45);
+    for (const [tool, args] of [
+      ['ask_claim', {}],
+      ['ask_answer', { outcome: 'complete', result: 'late' }],
+    ] as const) {
+      await rejects(
+        call(repo, BOB, tool, { lane_id: 'a', ask_id: a3.ask_id, ...args }),
+        'conflict',
+        new RegExp(
+          `your lease on ask ${a3.ask_id} ran out at .* a closed Lane hands out no new claims, so you can no longer ${tool === 'ask_claim' ? 'claim' : 'answer'} it; stop work on it`,
+        ),
+      );
+    }
+    // a1, renewed, is still BOB's to answer.
+    const done = await call(repo, BOB, 'ask_answer', {
+      lane_id: 'a',
+      ask_id: a1.ask_id,
+      outcome: 'complete',
+      result: 'finished after the close',
+    });
+    expect(done.ask.state).toBe('answered');
+    const states = (await call(repo, BOB, 'lane_get', { lane_id: 'a' })).asks as Ask[];
+    expect(Object.fromEntries(states.map((a) => [a.title, a.state]))).toEqual({
+      a1: 'answered',
+      a2: 'open',
+      a3: 'open', // a lapsed lease shows open, and a closed Lane hands it to nobody
+    });
+  });
+});
+
 describe('ask_list cursor while writes land', () => {
   // Found at scale (5,200 Asks, 16 agents claiming): an offset walk of `state: open` never
   // listed 195 Asks that stayed open throughout, and a walk while Asks were posted repeated 148.

@@ -12,7 +12,7 @@ import {
 } from '../../src/core/index.js';
 import type { Rung } from '../../src/schema/rung.js';
 import { zz, cliEnv } from '../helpers/cli-harness.js';
-import { ALICE, call, OWNER } from '../helpers/core-fixture.js';
+import { ALICE, call, ladderUpdateClaim, OWNER } from '../helpers/core-fixture.js';
 import { addFixture, commitFile } from '../helpers/ladder-fixture.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
 import { fakeModelServer, type RecordedRequest } from '../models/fake-model-server.js';
@@ -219,17 +219,11 @@ describe('ladder build: switching --model on and off', () => {
   });
 
   it('--rebuild, with a model or without, never replaces a human’s rung', async () => {
-    await call(repo, ALICE, 'lane_propose', { lane_id: 'docs', title: 'Documentation' });
-    const ask = await call(repo, ALICE, 'ask_post', {
-      lane_id: 'docs',
-      kind: 'ladder_update',
-      title: 'Describe retry.ts',
-    });
-    await call(repo, ALICE, 'ask_claim', { lane_id: 'docs', ask_id: ask.ask.ask_id });
+    const askId = await ladderUpdateClaim(repo, ALICE, 'docs', 'Describe retry.ts');
     const words = 'Retries failed runs with a doubling delay; written by a person.';
     await call(repo, ALICE, 'ladder_write_rung', {
       lane_id: 'docs',
-      ask_id: ask.ask.ask_id,
+      ask_id: askId,
       rungs: [
         {
           path: 'src/retry.ts',

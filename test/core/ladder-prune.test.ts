@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ladderBuild, LADDER_REF, readLadder, ZzRepo } from '../../src/core/index.js';
 import { startLadderSync, type LadderSync } from '../../src/core/ladder/search-sync.js';
 import { LadderSearch } from '../../src/search/index.js';
-import { OWNER } from '../helpers/core-fixture.js';
+import { call, ladderUpdateClaim, OWNER } from '../helpers/core-fixture.js';
 import { addFixture, commitFile } from '../helpers/ladder-fixture.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -12,7 +12,8 @@ import { makeRepo, sh } from '../helpers/temp-repo.js';
 // release rungs anchored to commits no ref reaches any more, re-anchors the tree rungs that
 // stood on them, and the search index forgets them. Never what a branch, a tag, a
 // remote-tracking ref or a worktree's HEAD still holds; never in a shallow clone (commits
-// beyond its boundary look unreachable); never a commit this clone has not fetched yet.
+// beyond its boundary look unreachable); never a commit this clone has not fetched yet; never
+// a rung a person wrote (one clone's reachability is no reason to delete their words everywhere).
 // Real repositories, a real `git rebase`, a real bare remote, a real persisted search index.
 
 const KEY = 'acme/tern';
@@ -172,5 +173,46 @@ describe('ladder build after a rebase', () => {
     } finally {
       c.close();
     }
+  });
+
+  it('never prunes a rung a person wrote; a generated one of the same dropped branch goes', async () => {
+    // A branch this clone had, with a tag: a person describes its first commit and the tag's
+    // release; an agent's model writes up the second. Then branch and tag go (here: deleted;
+    // on a real team, a fetch --prune of a branch someone deleted upstream).
+    sh(dir, 'checkout', '-q', '-b', 'side');
+    const s1 = commitFile(dir, 'src/side1.ts', 'export const s1 = 1;\n', 'Side work one');
+    const s2 = commitFile(dir, 'src/side2.ts', 'export const s2 = 2;\n', 'Side work two');
+    sh(dir, 'checkout', '-q', 'main');
+    sh(dir, 'tag', 'v9-side', s1);
+    const askId = await ladderUpdateClaim(repo, OWNER, 'notes', 'Describe the side branch');
+    const words = 'Side work one, described by a person who was there.';
+    await call(repo, OWNER, 'ladder_write_rung', {
+      lane_id: 'notes',
+      ask_id: askId,
+      rungs: [
+        { path: cs(s1), kind: 'changeset', title: 'Side one', summary: words, commit: s1 },
+        { path: '_releases/v9-side', kind: 'release', title: 'v9', summary: words, commit: s1 },
+        {
+          path: cs(s2),
+          kind: 'changeset',
+          title: 'Side two',
+          summary: 'Side work two, as a model put it.',
+          commit: s2,
+          generator: { method: 'model', model: 'alpha' },
+        },
+      ],
+    });
+    sh(dir, 'tag', '-d', 'v9-side');
+    sh(dir, 'branch', '-D', 'side');
+
+    const r = await build();
+    expect(r.pruned).toBe(1); // the model's rung: pruning did run here
+    const { state } = await readLadder(repo);
+    expect(state.has(cs(s2))).toBe(false);
+    for (const p of [cs(s1), '_releases/v9-side']) {
+      expect(state.get(p)?.summary).toBe(words);
+      expect(state.get(p)?.generator.method).toBe('human');
+    }
+    expect((await build()).committed).toBe(false);
   });
 });

@@ -61,6 +61,26 @@ export function call<N extends ToolName>(
   >;
 }
 
+/**
+ * A Lane `laneId` proposed by `caller` with a ladder_update Ask it has claimed: what
+ * ladder_write_rung must cite. Answers the Ask's id.
+ */
+export async function ladderUpdateClaim(
+  repo: ZzRepo,
+  caller: Caller,
+  laneId: string,
+  title: string,
+): Promise<string> {
+  await call(repo, caller, 'lane_propose', { lane_id: laneId, title });
+  const ask = await call(repo, caller, 'ask_post', {
+    lane_id: laneId,
+    kind: 'ladder_update',
+    title,
+  });
+  await call(repo, caller, 'ask_claim', { lane_id: laneId, ask_id: ask.ask.ask_id });
+  return ask.ask.ask_id;
+}
+
 /** Awaits a call that must fail with a ZzError of `code` (and a message matching `msg`). */
 export async function rejects(p: Promise<unknown>, code: string, msg?: RegExp): Promise<ZzError> {
   const e = await zzErrorOf(p);

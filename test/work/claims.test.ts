@@ -3,14 +3,28 @@ import { httpClient } from '../../src/cli/client.js';
 import { ZzError } from '../../src/errors.js';
 import { createModel } from '../../src/models/index.js';
 import { Claims, LaneWatcher } from '../../src/work/claims.js';
-import { runWorker, type CallTool } from '../../src/work/index.js';
+import {
+  runWorker,
+  type CallTool,
+  type WorkEvent,
+  type WorkOptions,
+} from '../../src/work/index.js';
 import { cutProxy, type CutProxy } from '../helpers/cut-proxy.js';
 import {
   fakeModelServer,
   type FakeModelServer,
   type FakeResponse,
 } from '../models/fake-model-server.js';
-import { AGENT, asksOf, demoLane, OWNER, served, type Served } from './harness.js';
+import {
+  AGENT,
+  asksOf,
+  demoLane,
+  goodChange,
+  OWNER,
+  served,
+  text,
+  type Served,
+} from './harness.js';
 
 // Claims whose answers are lost in transit. A worker waiting on an Ask it gave back claims
 // other work with ask_claim_next and `exclude`, under an idempotency key kept until an answer
@@ -28,13 +42,6 @@ afterEach(async () => {
   await s?.cleanup();
   s = null;
 });
-
-const text = (content: string): FakeResponse => ({
-  body: { choices: [{ message: { content } }], usage: { prompt_tokens: 1, completion_tokens: 1 } },
-});
-const goodChange = text(
-  JSON.stringify({ message: 'Add notes', files: [{ path: 'NOTES.md', content: 'notes\n' }] }),
-);
 
 type History = { op: string; ask_id: string | null; actor: string };
 
@@ -290,5 +297,139 @@ describe('LaneWatcher', () => {
     await s.owner('ask_cancel', { lane_id: lane, ask_id: b, reason: 'not needed' });
     await s.owner('ask_claim', { lane_id: lane, ask_id: c });
     expect(await watcher.wait(10_000)).toEqual([a, b]);
+  });
+});
+
+async function setup(responder: (i: number) => FakeResponse) {
+  s = await served();
+  const lane = await demoLane(s);
+  const r = await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+  server = await fakeModelServer((_req, i) => responder(i));
+  const model = createModel('openai:m', {
+    env: { OPENAI_BASE_URL: `${server.url}/v1` },
+    maxRetries: 0,
+  });
+  proxy = await cutProxy(s.daemon.url);
+  const viaProxy = httpClient(proxy.url, s.repoKey, s.agentToken);
+  const call: CallTool = (tool, args) => viaProxy.call(tool, args);
+  const askId = (r.ask as { ask_id: string }).ask_id;
+  const events: WorkEvent[] = [];
+  /** The agent's worker through the proxy, --once unless told otherwise; events recorded. */
+  const work = (o: Partial<WorkOptions> = {}) =>
+    runWorker({
+      call,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      once: true,
+      ...o,
+      onEvent: (e) => {
+        events.push(e);
+        o.onEvent?.(e);
+      },
+    });
+  /** The Ask as the owner sees it now. */
+  const now = async () =>
+    (await asksOf(s!, lane)).find((a) => a.ask_id === askId) as unknown as {
+      state: string;
+      holder: string | null;
+      lease_expires_at: string;
+    };
+  return { lane, askId, call, events, work, now };
+}
+
+async function opsOn(lane: string, askId: string) {
+  const r = await s!.owner('lane_get', { lane_id: lane, history_limit: 1000 });
+  return (r.history as History[]).filter((h) => h.ask_id === askId);
+}
+
+// No claim outlives the worker that lost track of it (DESIGN §9: "a crash, Ctrl-C or a failed
+// answer releases the claim"), through a proxy that cuts answers in transit or goes away.
+describe('zz work leaves no claim held behind it', () => {
+  it('--once: a claim whose answer was lost is found by its key and given back on exit', async () => {
+    const { lane, askId, events, work, now } = await setup(() => goodChange);
+    // The claim and its immediate retry both land but their answers are cut: --once gives up.
+    proxy!.cut('/tools/ask_claim_next', 2, 'start');
+    await expect(work()).rejects.toMatchObject({ code: 'unavailable' });
+    expect(proxy!.cuts.get('/tools/ask_claim_next')).toBe(2);
+    expect(await now()).toMatchObject({ state: 'open', holder: null });
+    // The claim, the renewal that proved it still ours, the release; never worked.
+    expect((await opsOn(lane, askId)).map((h) => [h.op, h.actor])).toEqual([
+      ['ask_post', OWNER],
+      ['ask_claim', AGENT],
+      ['ask_claim', AGENT],
+      ['ask_release', AGENT],
+    ]);
+    expect(events.find((e) => e.type === 'released')).toMatchObject({ ask_id: askId });
+    expect(server!.requests).toEqual([]);
+  });
+
+  it('--once: says the claim stays, and until when, when the daemon is gone for the release', async () => {
+    const { askId, events, work, now } = await setup(() => {
+      // The model fails; by the time the worker gives the Ask back, the daemon is unreachable.
+      void proxy!.close();
+      return { status: 500, body: { error: { message: 'overloaded' } }, delayMs: 300 };
+    });
+    const summary = await work();
+    expect(summary).toMatchObject({ asks: 1, released: 0 });
+    expect(summary.failure).toMatchObject({ ask_id: askId, code: 'unavailable' });
+    expect(summary.failure!.held).toMatch(/cannot reach the zz daemon/);
+    const held = await now();
+    expect(held).toMatchObject({ state: 'claimed', holder: AGENT });
+    expect(summary.failure!.lease_expires_at).toBe(held.lease_expires_at);
+    expect(events.some((e) => e.type === 'released')).toBe(false);
+    expect(
+      events.find((e) => e.type === 'error' && /could not release/.test(e.message)),
+    ).toMatchObject({
+      ask_id: askId,
+      message: expect.stringContaining(
+        `stays claimed until its lease runs out at ${held.lease_expires_at}`,
+      ),
+    });
+  });
+
+  it('Ctrl-C while the claim is in flight: the Ask is given back, not worked', async () => {
+    const { call, events, work, now } = await setup(() => goodChange);
+    const stop = new AbortController();
+    const summary = await work({
+      once: false,
+      signal: stop.signal,
+      call: (tool, args) => {
+        if (tool === 'ask_claim_next') stop.abort();
+        return call(tool, args);
+      },
+    });
+    expect(summary).toMatchObject({ asks: 1, answered: 0, released: 1, interrupted: true });
+    expect(await now()).toMatchObject({ state: 'open', holder: null });
+    expect(events.find((e) => e.type === 'released')).toMatchObject({ reason: 'interrupted' });
+  });
+
+  it('a claim lost to another is not "given back": a coordinator token must not release theirs', async () => {
+    // The agent coordinates the Lane, so the daemon would let it release anyone's claim.
+    const { lane, askId, work, now } = await setup(() => ({ hang: true }));
+    // Meanwhile a person takes the Ask over: the worker's next renewal finds it theirs. (A
+    // renewal landing between their two calls re-takes it; then they try again.)
+    const takeOver = async () => {
+      for (let i = 0; i < 20; i++) {
+        try {
+          await s!.owner('ask_release', { lane_id: lane, ask_id: askId, reason: 'mine' });
+          await s!.owner('ask_claim', { lane_id: lane, ask_id: askId });
+          return;
+        } catch {
+          /* the worker renewed in between */
+        }
+      }
+    };
+    const summary = await work({
+      leaseSeconds: 3,
+      onEvent: (e) => {
+        if (e.type === 'step' && e.step === 'model') void takeOver();
+      },
+    });
+    expect(summary.failure).toMatchObject({ ask_id: askId, held: null });
+    expect(summary.failure!.reason).toMatch(/lost the claim/);
+    expect(await now()).toMatchObject({ state: 'claimed', holder: OWNER });
+    const releases = (await opsOn(lane, askId)).filter((h) => h.op === 'ask_release');
+    expect(releases.every((h) => h.actor === OWNER)).toBe(true);
   });
 });

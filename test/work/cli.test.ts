@@ -172,6 +172,30 @@ describe('zz work (the binary)', () => {
     expect(release?.args.reason).toBe('exec:node exited 3: no GPU here');
   });
 
+  it('--once says plainly when the Ask could not be given back, and until when it stays held', async () => {
+    const { env, lane } = await setup();
+    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    // The model fails, and by the time zz work gives the Ask back its daemon has stopped.
+    model = await fakeModelServer(() => {
+      void s!.daemon.close();
+      return { status: 500, body: { error: { message: 'overloaded' } }, delayMs: 500 };
+    });
+    env.OPENAI_BASE_URL = `${model.url}/v1`;
+    const r = await zz(s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
+      timeoutMs: 50_000,
+    });
+    expect(r.code).toBe(7);
+    expect(r.stdout).not.toMatch(new RegExp(`^${askId} released`, 'm'));
+    expect(r.stdout).toMatch(/^done: 1 ask \(0 answered, 0 released\)/m);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^zz: ${askId} was not done \\(.*overloaded.*\\) and could not be released \\(cannot reach the zz daemon.*\\): it stays claimed by you until its lease runs out at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z; \`zz ask release --ask-id ${askId}\` gives it back$`,
+        'm',
+      ),
+    );
+  }, 55_000);
+
   it('--max-turns bounds the open loop: that many model calls, then the Ask is released', async () => {
     const { env } = await setup();
     await s!.owner('lane_propose', {

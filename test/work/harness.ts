@@ -2,6 +2,7 @@ import type { Daemon } from '../../src/daemon/index.js';
 import { httpClient } from '../../src/cli/client.js';
 import type { CallTool } from '../../src/work/index.js';
 import { startTestDaemon } from '../helpers/test-daemon.js';
+import type { FakeResponse } from '../models/fake-model-server.js';
 
 // A real checkout served by a real daemon on 127.0.0.1 (port 0), with an owner and an agent
 // identity, each with a token; tool calls go over HTTP exactly as `zz work` makes them.
@@ -60,3 +61,13 @@ export async function asksOf(s: Served, laneId: string): Promise<AskState[]> {
   const r = await s.owner('lane_get', { lane_id: laneId });
   return r.asks as AskState[];
 }
+
+/** An OpenAI-style chat reply whose text is `content`, for the fake model server. */
+export const text = (content: string): FakeResponse => ({
+  body: { choices: [{ message: { content } }], usage: { prompt_tokens: 1, completion_tokens: 1 } },
+});
+
+/** A `work` flow's valid change: NOTES.md saying "notes". */
+export const goodChange = text(
+  JSON.stringify({ message: 'Add notes', files: [{ path: 'NOTES.md', content: 'notes\n' }] }),
+);

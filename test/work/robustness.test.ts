@@ -10,7 +10,7 @@ import {
   type FakeModelServer,
   type FakeResponse,
 } from '../models/fake-model-server.js';
-import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
+import { AGENT, asksOf, demoLane, goodChange, served, text, type Served } from './harness.js';
 
 // What happens when things go wrong while an Ask is held: the claim always goes back, with the
 // reason; a slow step keeps its lease; an idle worker waits on the Lane's events.
@@ -25,13 +25,6 @@ afterEach(async () => {
   s = null;
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-
-const text = (content: string): FakeResponse => ({
-  body: { choices: [{ message: { content } }], usage: { prompt_tokens: 1, completion_tokens: 1 } },
-});
-const goodChange = text(
-  JSON.stringify({ message: 'Add notes', files: [{ path: 'NOTES.md', content: 'notes\n' }] }),
-);
 
 async function laneWithWork(): Promise<{ lane: string; askId: string }> {
   s = await served();

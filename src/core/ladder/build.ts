@@ -1,7 +1,12 @@
 import { ZzError } from '../../errors.js';
 import { droppedCommits, lsTree } from '../../git/index.js';
 import { ACTOR_RE } from '../../schema/ids.js';
-import { RUNG_PATH_PREFIX, type RungGenerator, type RungKind } from '../../schema/rung.js';
+import {
+  RUNG_PATH_PREFIX,
+  type Rung,
+  type RungGenerator,
+  type RungKind,
+} from '../../schema/rung.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { BuildContext, outranks, sameGenerator, type BuildProgress } from './build-context.js';
 import { changesetRungs, releaseRungs } from './build-history.js';
@@ -128,10 +133,18 @@ interface Plan {
 
 /**
  * Kinds whose rung is about its anchor commit: when no ref reaches that commit any more (a
- * rebase or a deleted branch dropped it), the rung goes. A topic merely cites a commit and
- * stays; tree rungs follow the tree at head (and are re-anchored there: BuildContext.keep).
+ * rebase or a deleted branch dropped it), a generated rung goes. A topic merely cites a commit
+ * and stays; tree rungs follow the tree at head (and are re-anchored there: BuildContext.keep).
+ * A human's rung is never pruned (prunable()): reachability is one clone's view (a branch it
+ * fetched and later pruned, a commit it saw only in FETCH_HEAD), the removal is an op that sync
+ * carries to every clone, and unlike generated text a person's words cannot be built again.
  */
 const PRUNED_KINDS: ReadonlySet<RungKind> = new Set(['changeset', 'release']);
+
+/** Whether a build may remove this rung when its anchor commit is dropped (PRUNED_KINDS). */
+function prunable(r: Rung): boolean {
+  return PRUNED_KINDS.has(r.kind) && r.generator.method !== 'human';
+}
 
 interface PlanInputs {
   desired: ReadonlyMap<string, RungRecord>;
@@ -186,8 +199,8 @@ function plan(state: LadderState, w: PlanInputs): Plan {
       !w.tags.has(p.slice(RUNG_PATH_PREFIX.release.length));
     if (s.kind === 'file' || s.kind === 'directory' || w.obsolete.has(p) || tagGone) {
       remove.push(p);
-    } else if (PRUNED_KINDS.has(s.kind) && s.anchor && w.dropped.has(s.anchor.commit)) {
-      // Whoever wrote it: the commit it is about is gone from every ref.
+    } else if (prunable(s) && s.anchor && w.dropped.has(s.anchor.commit)) {
+      // A generated rung whose commit is gone from every ref of this clone.
       remove.push(p);
       pruned++;
     }

@@ -1,0 +1,61 @@
+import { ZzError } from '../errors.js';
+import type { AskDoc, LaneDoc } from '../schema/lane.js';
+import { holdsLiveClaim, leaseExpired } from './views.js';
+
+// Closing a Lane stops new work, not work in hand (DESIGN is silent; decided here, README
+// "Closing a Lane"). A person who closes a Lane while an agent is mid-task does not want that
+// work thrown away behind the agent's back, and can stop it outright with ask_cancel or, as
+// coordinator, ask_release. So on a closed Lane:
+// - no Ask is posted, and no claim is handed out: ask_post and ask_claim of an Ask the caller
+//   does not hold refuse (conflict, `lane_closed` in details); ask_claim_next finds nothing;
+// - a claim whose lease still runs stays its holder's: re-claiming renews it (a long task keeps
+//   going), ask_answer answers it (follow-ups are recorded, but like every Ask of the Lane
+//   handed to nobody) and ask_release gives it back;
+// - a lease that ran out is not taken again, not even by its last holder: the lease is the
+//   claim, and a lapsed one is a new claim. Renewing and answering then refuse and say so.
+// The guarded fold of sync (lane-guards.ts) does not yet refuse claims on a closed Lane.
+
+/** The refusal of a closed Lane: who closed it and why, then `detail` (what to do instead). */
+function laneClosed(lane: LaneDoc, detail: string): ZzError {
+  const c = lane.closed!;
+  const why = c.reason ? ` (${c.reason})` : '';
+  return new ZzError(
+    'conflict',
+    `lane ${lane.lane_id} was closed by ${c.by} at ${c.at}${why}: ${detail}`,
+    { closed: c, lane_closed: true },
+  );
+}
+
+/** A closed Lane takes no new Asks. */
+export function assertOpen(
+  lane: LaneDoc,
+  detail = 'it takes no new Asks; post in an open Lane (lane_list) or propose one (lane_propose)',
+): void {
+  if (lane.closed) throw laneClosed(lane, detail);
+}
+
+/**
+ * A closed Lane hands out no claim but renews a live one (see above): refuses `actor` unless it
+ * holds `ask` with its lease running at `now`. An answer to an Ask another holds live is left
+ * to assertLiveClaim (it names the holder).
+ */
+export function assertClaimOnClosed(
+  lane: LaneDoc,
+  ask: AskDoc,
+  actor: string,
+  now: Date,
+  what: 'claim' | 'answer',
+): void {
+  if (!lane.closed || holdsLiveClaim(ask, actor, now)) return;
+  if (ask.state === 'claimed' && ask.holder === actor) {
+    throw laneClosed(
+      lane,
+      `your lease on ask ${ask.ask_id} ran out at ${ask.lease_expires_at} and a closed Lane hands out no new claims, so you can no longer ${what} it; stop work on it`,
+    );
+  }
+  if (what === 'answer' && ask.state === 'claimed' && !leaseExpired(ask, now)) return;
+  throw laneClosed(
+    lane,
+    `it hands out no new claims, so ask ${ask.ask_id} cannot be ${what === 'claim' ? 'claimed' : 'answered'}; take work from an open Lane (lane_list, ask_list) instead`,
+  );
+}

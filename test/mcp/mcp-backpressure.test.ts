@@ -1,0 +1,133 @@
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cliEnv } from '../helpers/cli-env.js';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { initializeRequest, spawnZzMcp } from './helpers.js';
+
+// A client that writes to `zz mcp` and does not read its stdout: zz must stop reading (the
+// client's writes back up in the pipe) rather than queue every answer in memory, and once the
+// client reads, every line has its answer. Before, 60,000 bad lines grew zz by ~100 MB.
+
+const children: ChildProcessWithoutNullStreams[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+});
+
+/** Resident memory of a process, in bytes (Linux). */
+const rss = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+
+/** A spawned `zz mcp` whose stdout is read only once read() is called. */
+function unreadMcp() {
+  const r = makeRepo();
+  const child = spawnZzMcp(r.dir, { ...cliEnv(), ZZ_TOKEN: '' });
+  children.push(child);
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  const send = (messages: unknown[]) =>
+    child.stdin.write(messages.map((m) => JSON.stringify(m) + '\n').join(''));
+  /** The next `n` lines of stdout, read while paused afterwards. */
+  const lines = (n: number) =>
+    new Promise<string[]>((resolve) => {
+      const got: string[] = [];
+      let rest = '';
+      const onData = (c: Buffer) => {
+        const parts = (rest + c.toString('utf8')).split('\n');
+        rest = parts.pop()!;
+        got.push(...parts);
+        if (got.length >= n) {
+          child.stdout.off('data', onData);
+          child.stdout.pause();
+          if (rest) child.stdout.unshift(Buffer.from(rest, 'utf8'));
+          resolve(got);
+        }
+      };
+      child.stdout.on('data', onData);
+      child.stdout.resume();
+    });
+  return { child, exited, send, lines, stderr: () => stderr };
+}
+
+/**
+ * Waits until zz has stopped taking what the client writes (the bytes still queued on the
+ * client's side unchanged for 3 s), or has taken all of it. Returns what is still queued.
+ */
+async function untilStalled(child: ChildProcessWithoutNullStreams): Promise<number> {
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const queued = child.stdin.writableLength;
+    if (queued !== last) [last, since] = [queued, Date.now()];
+    else if (Date.now() - since >= 3000) return queued;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('zz mcp with a client that does not read', { timeout: 180_000 }, () => {
+  it('bad lines: zz stops reading while stdout is full, memory stays bounded, then every line is answered in order', async () => {
+    const mcp = unreadMcp();
+    mcp.send([initializeRequest(1)]);
+    expect((await mcp.lines(1))[0]).toMatch(/"result".*"id":1}$/);
+    const before = rss(mcp.child.pid!);
+    // Short bad lines each get a ~130-byte answer: 60,000 of them would be 7.7 MB of answers
+    // (and ~100 MB of queued writes) if zz took them all.
+    const n = 60_000;
+    const input = Array.from({ length: n }, (_, i) => `x${i}\n`).join('');
+    mcp.child.stdin.write(input);
+    const queued = await untilStalled(mcp.child);
+    const grown = rss(mcp.child.pid!) - before;
+    // zz took what the pipes and its read buffer hold (a few hundred KiB at most), no more.
+    expect(queued, 'zz read all of stdin without anyone reading its answers').toBeGreaterThan(
+      input.length / 3,
+    );
+    expect(grown).toBeLessThan(25 << 20);
+    mcp.child.stdin.end();
+    const answers = await mcp.lines(n);
+    expect(await mcp.exited, mcp.stderr().slice(-2000)).toBe(0);
+    expect(answers).toHaveLength(n);
+    answers.forEach((line, i) => {
+      const a = JSON.parse(line) as { id: null; error: { code: number; message: string } };
+      expect(a.id).toBeNull();
+      expect(a.error.code).toBe(-32700);
+      // V8 quotes the text it could not parse: the answers come in the order of the lines.
+      if (!a.error.message.includes(`"x${i}"`)) expect(a.error.message).toContain(`"x${i}"`);
+    });
+  });
+
+  it('tool answers (the SDK transport) are held to the same bound: requests wait while answers queue', async () => {
+    const mcp = unreadMcp();
+    mcp.send([
+      initializeRequest(1),
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    ]);
+    const first = await mcp.lines(2);
+    // The whole tool list, ~50 KB a copy: 1,500 requests for it would queue 75 MB. Each is
+    // padded (_meta is free-form) so that they fill more than the pipe and zz's read buffer.
+    const listSize = first[1]!.length;
+    expect(listSize).toBeGreaterThan(20_000);
+    const before = rss(mcp.child.pid!);
+    const n = 1500;
+    const ids = Array.from({ length: n }, (_, i) => 3 + i);
+    const pad = 'p'.repeat(300);
+    mcp.send(
+      ids.map((id) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: { _meta: { pad } } })),
+    );
+    const queued = await untilStalled(mcp.child);
+    const grown = rss(mcp.child.pid!) - before;
+    expect(queued, 'zz read every request without anyone reading its answers').toBeGreaterThan(
+      100_000,
+    );
+    // At most MAX_IN_FLIGHT (64) answers queued, ~3 MB, and the heap that made them.
+    expect(grown).toBeLessThan(40 << 20);
+    mcp.child.stdin.end();
+    const answers = (await mcp.lines(n)).map(
+      (l) => JSON.parse(l) as { id: number; result?: { tools: unknown[] } },
+    );
+    expect(await mcp.exited, mcp.stderr().slice(-2000)).toBe(0);
+    expect(answers.map((a) => a.id).sort((a, b) => a - b)).toEqual(ids);
+    for (const a of answers) expect(a.result?.tools.length).toBeGreaterThan(10);
+  });
+});

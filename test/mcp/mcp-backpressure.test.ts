@@ -26,8 +26,13 @@ function unreadMcp() {
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  /** Writes `text` in 4 KiB pieces: what is queued on this side then shows what zz took. */
+  const write = (text: string) => {
+    const b = Buffer.from(text, 'utf8');
+    for (let i = 0; i < b.length; i += 4096) child.stdin.write(b.subarray(i, i + 4096));
+  };
   const send = (messages: unknown[]) =>
-    child.stdin.write(messages.map((m) => JSON.stringify(m) + '\n').join(''));
+    write(messages.map((m) => JSON.stringify(m) + '\n').join(''));
   /** The next `n` lines of stdout, read while paused afterwards. */
   const lines = (n: number) =>
     new Promise<string[]>((resolve) => {
@@ -47,7 +52,7 @@ function unreadMcp() {
       child.stdout.on('data', onData);
       child.stdout.resume();
     });
-  return { child, exited, send, lines, stderr: () => stderr };
+  return { child, exited, write, send, lines, stderr: () => stderr };
 }
 
 /**
@@ -75,7 +80,7 @@ describe('zz mcp with a client that does not read', { timeout: 180_000 }, () => 
     // (and ~100 MB of queued writes) if zz took them all.
     const n = 60_000;
     const input = Array.from({ length: n }, (_, i) => `x${i}\n`).join('');
-    mcp.child.stdin.write(input);
+    mcp.write(input);
     const queued = await untilStalled(mcp.child);
     const grown = rss(mcp.child.pid!) - before;
     // zz took what the pipes and its read buffer hold (a few hundred KiB at most), no more.

@@ -55,16 +55,22 @@ function unreadMcp() {
   return { child, exited, write, send, lines, stderr: () => stderr };
 }
 
+/** Whether a process is asleep (waiting on I/O), not running or waiting for a CPU (Linux). */
+const asleep = (pid: number): boolean =>
+  /^\d+ \(.*\) S /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+
 /**
- * Waits until zz has stopped taking what the client writes (the bytes still queued on the
- * client's side unchanged for 3 s), or has taken all of it. Returns what is still queued.
+ * Waits until zz has stopped taking what the client writes: for 3 s the bytes still queued on
+ * the client's side unchanged and zz asleep at every look (a zz starved of CPU on a loaded
+ * machine is not asleep, and is not taken for one that stopped reading). Returns what is still
+ * queued (0 once zz has taken everything).
  */
 async function untilStalled(child: ChildProcessWithoutNullStreams): Promise<number> {
   let last = -1;
   let since = Date.now();
   for (;;) {
     const queued = child.stdin.writableLength;
-    if (queued !== last) [last, since] = [queued, Date.now()];
+    if (queued !== last || !asleep(child.pid!)) [last, since] = [queued, Date.now()];
     else if (Date.now() - since >= 3000) return queued;
     await new Promise((r) => setTimeout(r, 200));
   }

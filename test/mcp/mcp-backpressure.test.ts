@@ -115,30 +115,27 @@ describe('zz mcp with a client that does not read', { timeout: 180_000 }, () => 
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
     ]);
     const first = await mcp.lines(2);
-    // The whole tool list, ~50 KB a copy: 1,500 requests for it would queue 75 MB. Each is
-    // padded (_meta is free-form) so that they fill more than the pipe and zz's read buffer.
+    // The whole tool list, ~50 KB a copy: 4,000 requests for it (200 KB) would queue 200 MB;
+    // one 64 KiB read of them alone, 60 MB.
     const listSize = first[1]!.length;
     expect(listSize).toBeGreaterThan(20_000);
     const before = rss(mcp.child.pid!);
-    const n = 1500;
+    const n = 4000;
     const ids = Array.from({ length: n }, (_, i) => 3 + i);
-    const pad = 'p'.repeat(300);
-    mcp.send(
-      ids.map((id) => ({ jsonrpc: '2.0', id, method: 'tools/list', params: { _meta: { pad } } })),
-    );
+    mcp.send(ids.map((id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })));
     const queued = await untilStalled(mcp.child);
     const grown = rss(mcp.child.pid!) - before;
-    expect(queued, 'zz read every request without anyone reading its answers').toBeGreaterThan(
-      100_000,
-    );
+    expect(queued, 'zz read every request without anyone reading its answers').toBeGreaterThan(0);
     // At most MAX_IN_FLIGHT (64) answers queued, ~3 MB, and the heap that made them.
     expect(grown).toBeLessThan(40 << 20);
     mcp.child.stdin.end();
-    const answers = (await mcp.lines(n)).map(
-      (l) => JSON.parse(l) as { id: number; result?: { tools: unknown[] } },
-    );
+    // 200 MB of answers: each checked by its ends, not parsed.
+    const answers = (await mcp.lines(n)).map((l) => ({
+      id: Number(/"id":(\d+)\}$/.exec(l)?.[1]),
+      tools: l.startsWith('{"result":{"tools":[') && l.length > listSize - 10,
+    }));
     expect(await mcp.exited, mcp.stderr().slice(-2000)).toBe(0);
     expect(answers.map((a) => a.id).sort((a, b) => a - b)).toEqual(ids);
-    for (const a of answers) expect(a.result?.tools.length).toBeGreaterThan(10);
+    expect(answers.filter((a) => !a.tools)).toEqual([]);
   });
 });

@@ -122,7 +122,10 @@ describe('zz mcp with a client that does not read', { timeout: 180_000 }, () => 
     const before = rss(mcp.child.pid!);
     const n = 4000;
     const ids = Array.from({ length: n }, (_, i) => 3 + i);
-    mcp.send(ids.map((id) => ({ jsonrpc: '2.0', id, method: 'tools/list' })));
+    // In one write, so that zz reads them 64 KiB (~1,300 requests) at a time.
+    mcp.child.stdin.write(
+      ids.map((id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list' }) + '\n').join(''),
+    );
     const queued = await untilStalled(mcp.child);
     const grown = rss(mcp.child.pid!) - before;
     expect(queued, 'zz read every request without anyone reading its answers').toBeGreaterThan(0);

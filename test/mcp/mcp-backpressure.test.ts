@@ -126,11 +126,12 @@ describe('zz mcp with a client that does not read', { timeout: 180_000 }, () => 
     mcp.child.stdin.write(
       ids.map((id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list' }) + '\n').join(''),
     );
-    const queued = await untilStalled(mcp.child);
+    await untilStalled(mcp.child);
     const grown = rss(mcp.child.pid!) - before;
-    expect(queued, 'zz read every request without anyone reading its answers').toBeGreaterThan(0);
-    // At most MAX_IN_FLIGHT (64) answers queued, ~3 MB, and the heap that made them.
-    expect(grown).toBeLessThan(40 << 20);
+    // 200 KB of requests fit in the pipe and zz's read buffer: what is queued here says nothing.
+    // At most MAX_IN_FLIGHT (64) answers queued, ~3 MB, and the heap that made them (~16 MB
+    // in all; ~150 MB without the bound).
+    expect(grown).toBeLessThan(50 << 20);
     mcp.child.stdin.end();
     // 200 MB of answers: each checked by its ends, not parsed.
     const answers = (await mcp.lines(n)).map((l) => ({

@@ -7,7 +7,7 @@ import { initializeRequest, spawnZzMcp } from './helpers.js';
 
 // A client that writes to `zz mcp` and does not read its stdout: zz must stop reading (the
 // client's writes back up in the pipe) rather than queue every answer in memory, and once the
-// client reads, every line has its answer. Before, 60,000 bad lines grew zz by ~100 MB.
+// client reads, every line has its answer. Before, 60,000 bad lines grew zz by ~50 MB.
 
 const children: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
@@ -83,7 +83,7 @@ describe('zz mcp with a client that does not read', { timeout: 180_000 }, () => 
     expect((await mcp.lines(1))[0]).toMatch(/"result".*"id":1}$/);
     const before = rss(mcp.child.pid!);
     // Short bad lines each get a ~130-byte answer: 60,000 of them would be 7.7 MB of answers
-    // (and ~100 MB of queued writes) if zz took them all.
+    // (~50 MB of queued writes) if zz took them all.
     const n = 60_000;
     const input = Array.from({ length: n }, (_, i) => `x${i}\n`).join('');
     mcp.write(input);

@@ -2,7 +2,6 @@ import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
 import { knownError, ZzError } from '../errors.js';
-import { gitUserEmail } from '../core/identity.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/paths.js';
 import type { LadderBuildResult } from '../core/index.js';
 import type { CliIO } from './io.js';
@@ -40,7 +39,10 @@ export function initCommand(y: Argv, io: CliIO): Argv {
         })
         .option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
     async (a) => {
-      const { ZzRepo, zzInit } = await import('../core/index.js');
+      const [{ ZzRepo, zzInit }, { gitUserEmail }] = await Promise.all([
+        import('../core/index.js'),
+        import('../core/identity.js'),
+      ]);
       const repo = await ZzRepo.open(io.cwd);
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
@@ -196,12 +198,14 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
           describe: 'The checkout to serve (default: the current directory)',
         }),
     async (a) => {
-      const [{ ZzRepo }, { registry, runTool }, mcp, { connect }] = await Promise.all([
-        import('../core/index.js'),
-        import('../tools/index.js'),
-        import('../mcp/index.js'),
-        import('./client.js'),
-      ]);
+      const [{ ZzRepo }, { gitUserEmail }, { registry, runTool }, mcp, { connect }] =
+        await Promise.all([
+          import('../core/index.js'),
+          import('../core/identity.js'),
+          import('../tools/index.js'),
+          import('../mcp/index.js'),
+          import('./client.js'),
+        ]);
       const cwd = a.repo ? resolvePath(io.cwd, String(a.repo)) : io.cwd;
       // Calls go to the checkout's daemon when one runs (acting as ZZ_TOKEN or the stored
       // login), else in-process as the local git identity. Local tools always run here.
@@ -349,7 +353,10 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
       }
       // Runs in-process even when a daemon serves this checkout: the build moves
       // refs/zz/ladder by compare-and-swap and the daemon's ref watcher reindexes it.
-      const { ZzRepo, ladderBuild } = await import('../core/index.js');
+      const [{ ZzRepo, ladderBuild }, { gitUserEmail }] = await Promise.all([
+        import('../core/index.js'),
+        import('../core/identity.js'),
+      ]);
       const repo = await ZzRepo.open(io.cwd);
       const bar = !a.json && (io.stderrIsTTY ?? io.isTTY) ? progressBar(io) : null;
       try {

@@ -1,8 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
-import { locateRepository } from '../core/identity.js';
-import { normalizeServer, readRepoCredentials } from './credentials.js';
 import { print } from './format.js';
 import type { CliIO } from './io.js';
 
@@ -56,6 +54,11 @@ export function dashboardCommand(y: Argv, io: CliIO): Argv {
           describe: 'Open the URL in a browser (--no-open to only print it)',
         }),
     async (a) => {
+      // Loaded here, not with the command table (`zz --help` must not load git/ and zod).
+      const [{ locateRepository }, { normalizeServer, readRepoCredentials }] = await Promise.all([
+        import('../core/identity.js'),
+        import('./credentials.js'),
+      ]);
       const found = await locateRepository(io.cwd);
       const { readDaemonInfo } = await import('../daemon/daemon-file.js');
       const info = await readDaemonInfo(found.gitdir);

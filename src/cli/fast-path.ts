@@ -12,6 +12,7 @@ import {
 } from './format.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
+import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 
 // `zz serve` without yargs (serve.ts). And `zz lane list` through a running daemon without
 // loading zod, yargs or the registry: the tool commands' flags come from
@@ -20,33 +21,6 @@ import type { CliIO } from './io.js';
 // handles it, so this path never decides an error on its own except the daemon's own answer.
 // It asks git/ for the common dir directly (commonGitDirSync, one spawn) rather than through
 // core: loading core here would cost more than the call it saves.
-
-interface ManifestOption {
-  key: string;
-  flag: string;
-  kind: 'string' | 'number' | 'boolean' | 'array' | 'json';
-  required?: boolean;
-  choices?: string[];
-  min?: number;
-  max?: number;
-  int?: boolean;
-}
-
-interface ManifestTool {
-  name: string;
-  group: string;
-  sub: string;
-  options: ManifestOption[];
-}
-
-function loadManifest(): ManifestTool[] | null {
-  try {
-    const raw = readFileSync(new URL('./tool-manifest.json', import.meta.url), 'utf8');
-    return (JSON.parse(raw) as { tools: ManifestTool[] }).tools;
-  } catch {
-    return null;
-  }
-}
 
 function parseFlags(
   tool: ManifestTool,
@@ -117,9 +91,10 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
   // The daemon, started without yargs or the command table (serve.ts says why).
   if (argv[0] === 'serve') return (await import('./serve.js')).tryServe(argv.slice(1), io);
   if (argv.length < 2) return null;
-  const tools = loadManifest();
+  const tools = readToolManifest();
+  // A local tool (run_in_sandbox) runs in this process, never in the daemon's.
   const tool = tools?.find((t) => t.group === argv[0] && t.sub === argv[1]);
-  if (!tool) return null;
+  if (!tool || tool.local) return null;
   const parsed = parseFlags(tool, argv.slice(2));
   if (!parsed) return null;
   const gitdir = commonGitDirSync(io.cwd);

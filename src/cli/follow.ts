@@ -1,5 +1,4 @@
 import type { Argv } from 'yargs';
-import { connect } from './client.js';
 import { jsonText, neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 
@@ -27,6 +26,8 @@ export async function followEvents(
   args: Record<string, unknown>,
   json: boolean,
 ): Promise<void> {
+  // Loaded here, not with the command table (`zz lane --help` must not load zod and git).
+  const { connect } = await import('./client.js');
   const client = await connect({ cwd: io.cwd, env: io.env });
   const abort = new AbortController();
   let stopped = false;

@@ -1,9 +1,6 @@
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
-import { gitUserEmail, locateRepository } from '../core/identity.js';
 import { credentialsFile } from '../local/paths.js';
-import { checkTokenText } from './client.js';
-import { normalizeServer, readRepoCredentials, updateRepoCredentials } from './credentials.js';
 import { print } from './format.js';
 import type { CliIO } from './io.js';
 import { neutralize } from './terminal.js';
@@ -15,10 +12,24 @@ import { neutralize } from './terminal.js';
 // revokes another token: a running agent keeps working until its token is revoked by name
 // (`zz agent revoke`, `zz logout`, `--rotate`).
 
+/**
+ * What the handlers use, loaded when one runs: the command table (`zz --help`) must not pull
+ * in git/ and zod with it (test/e2e/cli-startup.test.ts).
+ */
+async function deps() {
+  const [identity, client, credentials] = await Promise.all([
+    import('../core/identity.js'),
+    import('./client.js'),
+    import('./credentials.js'),
+  ]);
+  return { ...identity, ...client, ...credentials };
+}
+
 const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const LOGIN = 'login';
 
 async function here(io: CliIO) {
+  const { locateRepository, normalizeServer } = await deps();
   const found = await locateRepository(io.cwd);
   const [{ TokenStore }, { readDaemonInfo }] = await Promise.all([
     import('../core/token-store.js'),
@@ -85,6 +96,8 @@ export function loginCommand(y: Argv, io: CliIO): Argv {
         })
         .option('json', { type: 'boolean', describe: 'Print {actor, token, server, repo, id}' }),
     async (a) => {
+      const { gitUserEmail, normalizeServer, readRepoCredentials, updateRepoCredentials } =
+        await deps();
       const actor = await gitUserEmail(io.cwd, io.env);
       const { gitdir, key, tokens, daemon } = await here(io);
       const server = a.server === undefined ? daemon : normalizeServer(String(a.server));
@@ -135,6 +148,7 @@ export function logoutCommand(y: Argv, io: CliIO): Argv {
     "Revoke and forget this repository's stored login token (agents keep theirs)",
     (c: Argv) => c.option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
     async (a) => {
+      const { readRepoCredentials, updateRepoCredentials } = await deps();
       const { gitdir, key, tokens } = await here(io);
       const stored = (await readRepoCredentials(io.env, gitdir))?.login;
       const revoked = stored ? await tokens.revoke({ id: stored.id }) : 0;
@@ -158,6 +172,7 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
     'The identity and daemon this checkout’s CLI acts as',
     (c: Argv) => c.option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
     async (a) => {
+      const { checkTokenText, gitUserEmail, readRepoCredentials } = await deps();
       const { gitdir, key, tokens, daemon } = await here(io);
       let actor: string;
       let via: string;
@@ -204,7 +219,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
       .option('json', { type: 'boolean', describe: 'Print the result as JSON' });
   const agent = async (a: { name?: unknown }) => {
     const name = agentName(a);
-    const person = await gitUserEmail(io.cwd, io.env);
+    const person = await (await deps()).gitUserEmail(io.cwd, io.env);
     return { name, actor: `${person}[${name}]`, ...(await here(io)) };
   };
   return y.command('agent', 'Agent identities you[NAME] and their tokens', (g: Argv) =>
@@ -218,6 +233,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
             describe: "Revoke the agent's earlier tokens",
           }),
         async (a) => {
+          const { updateRepoCredentials } = await deps();
           const { name, actor, tokens, gitdir, key } = await agent(a);
           const t = await tokens.create(actor, name, { rotate: !!a.rotate });
           await updateRepoCredentials(io.env, gitdir, key, (e) => {
@@ -236,6 +252,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
         "Print the agent's stored token, exactly (fails if there is none; never creates one)",
         named,
         async (a) => {
+          const { readRepoCredentials } = await deps();
           const { name, actor, tokens, gitdir, key } = await agent(a);
           const stored = (await readRepoCredentials(io.env, gitdir))?.agents[name];
           if (!stored)
@@ -257,6 +274,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
         'Your agents in this repository, with how many live tokens each has',
         (c: Argv) => c.option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
         async (a) => {
+          const { gitUserEmail, readRepoCredentials } = await deps();
           const person = await gitUserEmail(io.cwd, io.env);
           const { tokens, gitdir } = await here(io);
           const stored = (await readRepoCredentials(io.env, gitdir))?.agents ?? {};
@@ -293,6 +311,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
         'Revoke every token of agent you[NAME] at once and forget the stored one',
         named,
         async (a) => {
+          const { readRepoCredentials, updateRepoCredentials } = await deps();
           const { name, actor, tokens, gitdir, key } = await agent(a);
           const revoked = await tokens.revoke(actor);
           const had = !!(await readRepoCredentials(io.env, gitdir))?.agents[name];

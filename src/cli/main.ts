@@ -65,10 +65,14 @@ const io = {
     return stop;
   },
 };
-// Tool commands go straight to a running daemon when they can; everything else (and any
-// doubt) takes the full command table, loaded only then.
+// `zz --version` alone answers from package.json, as yargs would word it. Tool commands go
+// straight to a running daemon when they can; everything else (and any doubt) takes the full
+// command table, loaded only then.
 const argv = process.argv.slice(2);
-const fast = await (await import('./fast-path.js')).tryFastPath(argv, io);
+const fast =
+  argv.length === 1 && argv[0] === '--version'
+    ? (io.stdout(`${(await import('./version.js')).version()}\n`), 0)
+    : await (await import('./fast-path.js')).tryFastPath(argv, io);
 const code = fast ?? (await (await import('./run.js')).run(argv, io));
 process.exitCode = code;
 // Background local writes (a token's last-use stamp) hold a lock file while they run: let them

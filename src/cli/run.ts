@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
 import { ZzError, knownError } from '../errors.js';
 import { neutralize } from './terminal.js';
@@ -21,46 +20,18 @@ import {
 import { dashboardCommand } from './dashboard-command.js';
 import { workCommand } from './work-command.js';
 import { syncCommand } from './sync-command.js';
+import { addToolCommands } from './tool-commands.js';
+import { loadToolManifest } from './tool-manifest.js';
+import { version } from './version.js';
 
 // The command table and the error boundary: every failure becomes one line on stderr and an
 // exit code from the error table; nothing else in the CLI decides exit codes.
 
-function version(): string {
-  // package.json sits two levels above this file both in src/cli/ and in dist/cli/.
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
-}
-
-// Commands that are not tools and never reach the tool registry from their handlers (those
-// that need it import it themselves). Their command line is parsed without the tool commands:
-// loading the registry (every tool's zod schema, core) costs ~0.5 s of CPU, more than the
-// whole of `zz whoami`. Help, completion and anything unsure take the full table, so usage and
-// suggestions read as before; strict parsing of one of these commands needs only its own flags.
-const SETUP_COMMANDS = new Set([
-  'init',
-  'serve',
-  'login',
-  'logout',
-  'whoami',
-  'agent',
-  'hook',
-  'mcp',
-  'dashboard',
-  'work',
-  'sync',
-]);
-
-function needsToolTable(argv: string[]): boolean {
-  if (argv.some((a) => a === '--help' || a === '-h' || a === 'completion' || a === '--version'))
-    return true;
-  return !SETUP_COMMANDS.has(argv[0] ?? '');
-}
-
 export async function run(typedArgv: string[], io: CliIO): Promise<number> {
   const argv = stdinDashes(kebabFlags(typedArgv));
-  const toolTable = needsToolTable(argv) ? await import('./tool-commands.js') : null;
+  // The tool commands come from the manifest, not the registry (tool-manifest.ts says why):
+  // every command line gets the whole table, so usage and suggestions read the same for all.
+  const manifest = await loadToolManifest();
   const argvHasArgs = argv.some((a) => /^--args(-file)?(=|$)/.test(a));
   let y = yargs(argv)
     .scriptName('zz')
@@ -102,26 +73,24 @@ export async function run(typedArgv: string[], io: CliIO): Promise<number> {
   y = dashboardCommand(y, io);
   y = workCommand(y, io);
   y = syncCommand(y, io);
-  // `zz call` and the tool commands come with the tool table (needsToolTable above).
-  if (toolTable) {
-    const { callTool, readArgs } = toolTable;
-    y = y.command(
-      'call <tool>',
-      'Call any tool with JSON arguments and print the JSON result',
-      (c: Argv) =>
-        c
-          .positional('tool', { type: 'string', demandOption: true })
-          .option('args', { type: 'string', describe: 'Arguments as a JSON object' })
-          .option('args-file', {
-            type: 'string',
-            describe: 'Read the arguments from a file (- for stdin)',
-          }),
-      async (a) => {
-        const args = await readArgs(io, a as { args?: string; 'args-file'?: string });
-        await callTool(io, String(a.tool), args, true);
-      },
-    );
-  }
+  y = y.command(
+    'call <tool>',
+    'Call any tool with JSON arguments and print the JSON result',
+    (c: Argv) =>
+      c
+        .positional('tool', { type: 'string', demandOption: true })
+        .option('args', { type: 'string', describe: 'Arguments as a JSON object' })
+        .option('args-file', {
+          type: 'string',
+          describe: 'Read the arguments from a file (- for stdin)',
+        }),
+    async (a) => {
+      const { callTool, readArgs } = await import('./tool-calls.js');
+      const args = await readArgs(io, a as { args?: string; 'args-file'?: string });
+      const local = manifest.find((t) => t.name === String(a.tool))?.local;
+      await callTool(io, String(a.tool), args, true, { local: !!local });
+    },
+  );
   y = y.command(
     'help [topic]',
     'Show help, or a topic: exit-codes',
@@ -140,11 +109,9 @@ export async function run(typedArgv: string[], io: CliIO): Promise<number> {
       }
     },
   );
-  if (toolTable) {
-    y = toolTable.addToolCommands(y, io, argvHasArgs, {
-      ladder: { subs: ['build'], add: ladderBuildCommand },
-    });
-  }
+  y = addToolCommands(y, io, manifest, argvHasArgs, {
+    ladder: { subs: ['build'], add: ladderBuildCommand },
+  });
   y = y.demandCommand(1, 'choose a command (zz --help lists them)');
   let helpShown = false;
   try {

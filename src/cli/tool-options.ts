@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { ZzError } from '../errors.js';
 import { LONG_TEXT } from '../schema/ops.js';
 import type { ToolDef } from '../tools/index.js';
+import type { OptionKind, ToolOption } from './tool-args.js';
 
 // Derives CLI options from a tool's zod input: strings, numbers, booleans and string arrays
 // become flags (kebab-case; run() reads a typed `--lane_id` as `--lane-id`, so help and
@@ -11,25 +11,6 @@ import type { ToolDef } from '../tools/index.js';
 // as long text (schema/ops.ts LONG_TEXT: an Ask's body, an answer's result, a Lane's
 // description, a commit message) may also be given from a file, `--body-file PATH` (`-` for
 // stdin): a 1 MB `--body` fails in the shell (E2BIG) before zz sees it.
-
-export type OptionKind = 'string' | 'number' | 'boolean' | 'array' | 'json';
-
-export interface ToolOption {
-  key: string;
-  flag: string;
-  kind: OptionKind;
-  required: boolean;
-  /** A `json` field that also accepts a string: text that is not JSON is passed as is. */
-  text?: boolean;
-  describe: string;
-  choices?: string[];
-  /** Numbers: the bounds the schema sets, and whether it wants a whole number. */
-  min?: number;
-  max?: number;
-  int?: boolean;
-  /** A body-sized text field: its `--<flag>-file` and the bound the schema sets on it. */
-  file?: { flag: string; maxBytes?: number; maxChars?: number };
-}
 
 function unwrap(t: z.ZodType): { inner: z.ZodType; optional: boolean } {
   let cur = t;
@@ -105,56 +86,4 @@ export function toolOptions(tool: ToolDef): ToolOption[] {
     });
   }
   return out;
-}
-
-export function argsFromOptions(
-  tool: ToolDef,
-  parsed: Record<string, unknown>,
-  base: Record<string, unknown> = {},
-): Record<string, unknown> {
-  const args: Record<string, unknown> = { ...base };
-  for (const o of toolOptions(tool)) {
-    const v = parsed[o.flag] ?? parsed[o.key];
-    if (v === undefined) continue;
-    if (o.kind === 'json') {
-      try {
-        args[o.key] = typeof v === 'string' ? JSON.parse(v) : v;
-      } catch {
-        if (!o.text) throw new ZzError('invalid_argument', `--${o.flag} must be JSON`);
-        args[o.key] = v;
-      }
-    } else if (o.kind === 'number') {
-      args[o.key] = checkNumber(o, v);
-    } else if (o.kind === 'array') {
-      args[o.key] = (Array.isArray(v) ? v : [v]).map(String);
-    } else {
-      args[o.key] = v;
-    }
-  }
-  return args;
-}
-
-/** A number flag as the schema wants it, or an error that says what it must be. */
-function checkNumber(o: ToolOption, v: unknown): number {
-  const n = typeof v === 'number' ? v : Number.NaN;
-  const ok =
-    Number.isFinite(n) &&
-    (!o.int || Number.isInteger(n)) &&
-    (o.min === undefined || n >= o.min) &&
-    (o.max === undefined || n <= o.max);
-  if (ok) return n;
-  const what = o.int ? 'a whole number' : 'a number';
-  const range =
-    o.min !== undefined && o.max !== undefined && o.max - o.min <= 1000
-      ? ` from ${o.min} to ${o.max}`
-      : o.min !== undefined
-        ? ` ≥ ${o.min}`
-        : '';
-  throw new ZzError('invalid_argument', `--${o.flag} must be ${what}${range}`);
-}
-
-/** `lane_propose` → ['lane', 'propose']; `ask_query_claimable` → ['ask', 'query-claimable']. */
-export function commandPath(toolName: string): [string, string] {
-  const i = toolName.indexOf('_');
-  return [toolName.slice(0, i), toolName.slice(i + 1).replace(/_/g, '-')];
 }

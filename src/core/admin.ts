@@ -1,6 +1,6 @@
 import { ZzError } from '../errors.js';
 import { isCoordinator, isMaintainer, isOwner, type Caller } from './access.js';
-import { laneList, type CorruptEntity, type WriteMeta, type WriteOpts } from './lanes.js';
+import { laneSummaries, type CorruptEntity, type WriteMeta, type WriteOpts } from './lanes.js';
 import { repoHealth, type RepoHealth } from './health.js';
 import { writeOp } from './write-op.js';
 import type { ZzRepo } from './zz-repo.js';
@@ -194,7 +194,7 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
   const snap = await repo.config.read();
   const config = snap.state.config;
   const actor = caller?.actor ?? null;
-  const { lanes, corrupt } = config ? await laneList(repo) : { lanes: [], corrupt: [] };
+  const { lanes, corrupt } = config ? await laneSummaries(repo) : { lanes: [], corrupt: [] };
   return {
     repo: repo.key,
     actor,

@@ -1,9 +1,8 @@
-import { z } from 'zod';
 import { ZzError } from '../errors.js';
-import { cursorCodec } from '../schema/cursor.js';
 import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
+import { askKeyCursor, askKeyOf, compareAsks, startAfter } from './ask-order.js';
 import { foreignOf, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { pageEnd, type Seq } from './paging.js';
 import { markUnsignedPage } from './sync/unsigned.js';
@@ -28,22 +27,10 @@ export interface AskListArgs {
   cursor?: string;
 }
 
-// Where a page of ask_list ended: the sort key of its last Ask. An offset walk of a filtered
-// list skips Asks when writes land between pages (a claim takes an Ask out of `state: open`
-// and every later one moves up a place) and repeats them when a higher-priority Ask is posted;
-// a key does neither: the next page is the Asks that sort after it, as they are now.
-type AskKey = [lane: string, priority: number, postedAt: string, askId: string];
-const askListCursor = cursorCodec(
-  'ask_list',
-  z.tuple([z.string().max(256), z.number().int(), z.string().max(64), z.string().max(256)]),
-  { maxLength: 2048 },
-);
+// Where a page of ask_list ended: the key of its last Ask (ask-order.ts says why a key).
+const askListCursor = askKeyCursor('ask_list');
 
-const cmp = (x: string | number, y: string | number): number => (x < y ? -1 : x > y ? 1 : 0);
-function compareKeys(x: AskKey, y: AskKey): number {
-  return cmp(x[0], y[0]) || cmp(x[1], y[1]) || cmp(x[2], y[2]) || cmp(x[3], y[3]);
-}
-const keyOf = (laneId: string, a: AskDoc): AskKey => [laneId, a.priority, a.posted_at, a.ask_id];
+const cmp = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0);
 
 /** The state a reader sees: a claim whose lease ran out is open again. */
 function shownState(a: AskDoc, now: Date): AskListState {
@@ -78,10 +65,7 @@ export async function askList(
   const kinds = args.kind ? new Set(args.kind) : null;
   const hits: Array<{ s: (typeof lanes)[number]['snap']['state']; a: AskDoc; lane: string }> = [];
   for (const { id, snap } of [...lanes].sort((x, y) => cmp(x.id, y.id))) {
-    const asks = [...snap.state.asks.values()].sort(
-      (x, y) =>
-        cmp(x.priority, y.priority) || cmp(x.posted_at, y.posted_at) || cmp(x.ask_id, y.ask_id),
-    );
+    const asks = [...snap.state.asks.values()].sort(compareAsks);
     for (const a of asks) {
       if (kinds && !kinds.has(a.kind)) continue;
       if (states && !states.has(shownState(a, now))) continue;
@@ -93,17 +77,7 @@ export async function askList(
     }
   }
   // hits are in key order: the page starts at the first Ask after the cursor's.
-  let start = args.offset ?? 0;
-  if (after) {
-    let lo = 0;
-    let hi = hits.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (compareKeys(keyOf(hits[mid]!.lane, hits[mid]!.a), after) <= 0) lo = mid + 1;
-      else hi = mid;
-    }
-    start = lo;
-  }
+  const start = after ? startAfter(hits, (h) => askKeyOf(h.lane, h.a), after) : (args.offset ?? 0);
   const end = pageEnd(
     hits.map((h) => h.a),
     start,
@@ -114,7 +88,7 @@ export async function askList(
     next_offset: end < hits.length ? end : null,
     next_cursor:
       end < hits.length && end > start
-        ? askListCursor.encode(keyOf(hits[end - 1]!.lane, hits[end - 1]!.a))
+        ? askListCursor.encode(askKeyOf(hits[end - 1]!.lane, hits[end - 1]!.a))
         : null,
     total: hits.length,
     corrupt,

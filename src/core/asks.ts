@@ -3,12 +3,14 @@ import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { inScope, isCoordinator, requireCaller, scopeDenied, type Caller } from './access.js';
+import { askKeyCursor, askKeyOf, compareAsks, startAfter } from './ask-order.js';
 import { assertChangesSomething, changesetChanges } from './changesets-policy.js';
 import { assertKnownKind, assertKnownKinds, kindRule } from './kinds.js';
 import { unexpectedOp, writeOp, type WriteContext } from './write-op.js';
 import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { readLane, type WriteMeta, type WriteOpts } from './lanes.js';
+import { pageEnd } from './paging.js';
 import {
   leaseEndMs,
   askView,
@@ -130,9 +132,15 @@ export interface ClaimableArgs {
   lane_id: string;
   kinds?: string[];
   limit?: number;
+  /** next_cursor of the previous page: continues after its last Ask, whatever moved since. */
+  cursor?: string;
 }
 
-// The sorted candidates (unanswered, by priority then age) depend only on the revision, so
+/** Where a page of ask_query_claimable ended (ask-order.ts); bound to the Lane it lists. */
+const claimableCursor = askKeyCursor('ask_query_claimable');
+export const CLAIMABLE_DEFAULT_LIMIT = 50;
+
+// The sorted candidates (unanswered, by priority, age and id) depend only on the revision, so
 // they are computed once per revision, with their lease ends as numbers beside them (a query
 // walks past every live claim); scope, blocking and the clock are checked per call. Two flat
 // arrays, not an object per Ask: a new state's list lives until the next one, and under load
@@ -147,11 +155,7 @@ function candidates(s: LaneState): Candidates {
     s.asks.forEach((a) => {
       if (a.state === 'open' || a.state === 'claimed') asks.push(a);
     });
-    asks.sort(
-      (x, y) =>
-        x.priority - y.priority ||
-        (x.posted_at < y.posted_at ? -1 : x.posted_at > y.posted_at ? 1 : 0),
-    );
+    asks.sort(compareAsks);
     const leaseEnds = new Float64Array(asks.length);
     for (let i = 0; i < asks.length; i++) leaseEnds[i] = leaseEndMs(asks[i]!);
     c = { asks, leaseEnds };
@@ -160,12 +164,33 @@ function candidates(s: LaneState): Candidates {
   return c;
 }
 
+/**
+ * The Asks of a Lane the caller may claim now, in claim order (the order ask_claim_next takes
+ * them in), a page at a time: `total` counts them all, `next_cursor` continues after the last
+ * one shown. Every candidate is looked at for the total; that is a walk of the per-revision
+ * list with a scope check per kind, not per Ask.
+ */
 export async function askQueryClaimable(
   repo: ZzRepo,
   callerIn: Caller | null,
   args: ClaimableArgs,
-): Promise<{ asks: AskView[]; revision: string | null }> {
+): Promise<{
+  asks: AskView[];
+  next_cursor: string | null;
+  total: number;
+  revision: string | null;
+}> {
   const caller = requireCaller(callerIn);
+  const after = args.cursor === undefined ? null : claimableCursor.decode(args.cursor, 'cursor');
+  // A cursor carries its Lane: continued in another Lane its key would place the page at a
+  // meaningless spot and silently skip that Lane's first Asks.
+  if (after && after[0] !== args.lane_id) {
+    throw new ZzError(
+      'invalid_argument',
+      `cursor is from a listing of another Lane, not of ${args.lane_id}; start again without it`,
+      { field: 'cursor' },
+    );
+  }
   // Reading the Lane reads refs/zz/config first: use that read, not a second one.
   const read = await repo.lane(args.lane_id).read();
   const config = repo.configSeenByLanes();
@@ -174,29 +199,43 @@ export async function askQueryClaimable(
   assertKnownKinds(args.kinds, args.lane_id, snap.lane.ask_kinds, config.ask_kinds);
   const now = repo.clock();
   const nowMs = now.getTime();
-  const limit = args.limit ?? 50;
   const kinds = args.kinds ? new Set(args.kinds) : null;
-  if (snap.lane.closed) return { asks: [], revision: snap.revision };
-  const out: AskDoc[] = [];
+  if (snap.lane.closed) return { asks: [], next_cursor: null, total: 0, revision: snap.revision };
+  const keyOf = (a: AskDoc) => askKeyOf(args.lane_id, a);
+  const limit = args.limit ?? CLAIMABLE_DEFAULT_LIMIT;
   const { asks, leaseEnds } = candidates(snap.state);
+  // The candidates are in key order: the page starts at the first one after the cursor's.
+  // One pass counts every claimable Ask (total) and those before the page, and keeps the
+  // page's: no list of every hit is built (a query is on the claim path, and a Lane may hold
+  // thousands of open Asks).
+  const from = after ? startAfter(asks, keyOf, after) : 0;
+  const page: AskDoc[] = [];
+  const scopeOk = new Map<string, boolean>();
+  let total = 0;
+  let before = 0;
   for (let i = 0; i < asks.length; i++) {
     const a = asks[i]!;
-    if (out.length >= limit) break;
     if (leaseEnds[i]! > nowMs) continue; // claimed, lease running
     if (kinds && !kinds.has(a.kind)) continue;
-    if (
-      !inScope(
-        kindRule(a.kind, snap.lane.ask_kinds, config.ask_kinds).scope,
-        snap.lane,
-        config,
-        caller.actor,
-      )
-    )
-      continue;
+    let ok = scopeOk.get(a.kind);
+    if (ok === undefined) {
+      const rule = kindRule(a.kind, snap.lane.ask_kinds, config.ask_kinds);
+      ok = inScope(rule.scope, snap.lane, config, caller.actor);
+      scopeOk.set(a.kind, ok);
+    }
+    if (!ok) continue;
     if (a.depends_on.length > 0 && blockedBy(snap.state, a).length > 0) continue;
-    out.push(a);
+    total++;
+    if (i < from) before++;
+    else if (page.length < limit) page.push(a);
   }
-  return { asks: askViews(snap.state, out, now), revision: snap.revision };
+  const end = pageEnd(page, 0, limit);
+  return {
+    asks: askViews(snap.state, page.slice(0, end), now),
+    next_cursor: before + end < total ? claimableCursor.encode(keyOf(page[end - 1]!)) : null,
+    total,
+    revision: snap.revision,
+  };
 }
 
 export interface AskClaimArgs extends WriteOpts {
@@ -286,13 +325,6 @@ export interface AskClaimNextArgs {
   actor?: string;
 }
 
-/** Orders claimable Asks: highest priority (lowest number) first, then oldest, then by id. */
-function before(x: AskDoc, y: AskDoc): boolean {
-  if (x.priority !== y.priority) return x.priority < y.priority;
-  if (x.posted_at !== y.posted_at) return x.posted_at < y.posted_at;
-  return x.ask_id < y.ask_id;
-}
-
 /**
  * Picks and claims the next Ask in one commit: the highest-priority, oldest Ask in the caller's
  * scope whose dependencies are resolved and whose lease is free or expired, passing over the
@@ -343,7 +375,7 @@ export async function askClaimNext(
         if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
         if (kinds && !kinds.has(a.kind)) continue;
         if (skip?.has(a.ask_id)) continue;
-        if (best && !before(a, best)) continue;
+        if (best && compareAsks(a, best) >= 0) continue;
         let ok = scopeOk.get(a.kind);
         if (ok === undefined) {
           ok = inScope(

@@ -2,7 +2,7 @@ import { foreignRevisions, markUnsignedPage } from './sync/unsigned.js';
 import { createHash } from 'node:crypto';
 import { ZzError } from '../errors.js';
 import type { Scope } from '../schema/lane.js';
-import { offsetCursor, type CursorCodec } from '../schema/cursor.js';
+import { cursorCodec, offsetCursor, type CursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
 import { PAGE } from '../schema/limits.js';
 import type { LaneOp } from '../schema/lane-ops.js';
@@ -314,16 +314,52 @@ export async function readLanesOrOne(
   return { lanes: [{ id: laneId, snap: await readLane(repo, laneId) }], corrupt: [] };
 }
 
-export async function laneList(
+/** Every Lane with its counts, by id: repo_state's discovery list (lane_list pages it). */
+export async function laneSummaries(
   repo: ZzRepo,
 ): Promise<{ lanes: LaneSummary[]; corrupt: CorruptEntity[] }> {
   const now = repo.clock();
   const { lanes, corrupt } = await readLanes(repo);
   return {
-    lanes: lanes.map(({ snap }) => ({
-      ...laneView(snap.state.lane!, snap.revision),
-      counts: laneCounts(snap.state, now),
-    })),
+    lanes: lanes
+      .sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))
+      .map(({ snap }) => ({
+        ...laneView(snap.state.lane!, snap.revision),
+        counts: laneCounts(snap.state, now),
+      })),
+    corrupt,
+  };
+}
+
+export interface LaneListArgs {
+  limit?: number;
+  /** next_cursor of the previous page: the Lanes whose id sorts after its last one. */
+  cursor?: string;
+}
+
+// Where a page of lane_list ended: its last Lane's id. A Lane proposed between pages lands
+// where its id sorts; none is skipped or repeated, as an offset would when one is added.
+const laneListCursor = cursorCodec('lane_list', laneId);
+
+/** A page of Lanes by id (PAGE.defaultLimit by default), `total` counting them all. */
+export async function laneList(
+  repo: ZzRepo,
+  args: LaneListArgs = {},
+): Promise<{
+  lanes: LaneSummary[];
+  next_cursor: string | null;
+  total: number;
+  corrupt: CorruptEntity[];
+}> {
+  const after = args.cursor === undefined ? null : laneListCursor.decode(args.cursor, 'cursor');
+  const { lanes, corrupt } = await laneSummaries(repo);
+  let start = 0;
+  if (after !== null) while (start < lanes.length && lanes[start]!.lane_id <= after) start++;
+  const end = pageEnd(lanes, start, args.limit ?? PAGE.defaultLimit);
+  return {
+    lanes: lanes.slice(start, end),
+    next_cursor: end < lanes.length ? laneListCursor.encode(lanes[end - 1]!.lane_id) : null,
+    total: lanes.length,
     corrupt,
   };
 }

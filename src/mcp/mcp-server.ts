@@ -214,7 +214,7 @@ export function errorText(err: ZzError, tool: string): string {
 
 // ---- tool specs ---------------------------------------------------------------------------
 
-export const IDEMPOTENCY_SENTENCE = 'Reuse the same idempotency_key when you retry.';
+export const IDEMPOTENCY_SENTENCE = 'Reuse the idempotency_key when retrying.';
 
 type JsonSchema = Record<string, unknown>;
 

@@ -32,6 +32,11 @@ export const LIMITS = {
    * this many waiting (src/work/worker.ts), so its list always fits.
    */
   claimExclude: 100,
+  /**
+   * Signing keys one actor may have allowed (key_add refuses the next): key_list answers each
+   * actor's keys whole, and an actor may add its own.
+   */
+  keysPerActor: 100,
 } as const;
 
 /**

@@ -80,15 +80,23 @@ export const askTools = [
   defineTool({
     name: 'ask_query_claimable',
     summary:
-      'Asks in a Lane you may claim now: open, unblocked, in your scope; by priority then age',
+      'Asks in a Lane you may claim now: open, unblocked, in your scope; by priority then age; paged',
+    description:
+      'Pass next_cursor back as cursor for the next page; it keeps its place while Asks are claimed or posted.',
     toolset: 'asks',
     annotations: READ,
     input: z.strictObject({
       lane_id: laneId,
       kinds: z.array(askKind).max(50).optional(),
-      limit: z.number().int().min(1).max(500).optional(),
+      limit: z.number().int().min(1).max(500).optional().describe('Default 50'),
+      cursor: z.string().max(2048).optional().describe('next_cursor of the previous page'),
     }),
-    output: z.strictObject({ asks: z.array(askOut), revision: z.string().nullable() }),
+    output: z.strictObject({
+      asks: z.array(askOut),
+      next_cursor: z.string().nullable(),
+      total: z.number().describe('How many Asks you may claim, over all pages'),
+      revision: z.string().nullable(),
+    }),
     handler: (args, ctx) => askQueryClaimable(ctx.repo, ctx.caller, args),
   }),
   defineTool({
@@ -96,7 +104,7 @@ export const askTools = [
     summary:
       'Take work: claims the highest-priority, oldest Ask you may claim in a Lane, in one call',
     description:
-      'This is THE way to take work. The server picks and claims in one commit, so agents never race each other for the same Ask (no query-then-claim). Returns {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key and exclude to get the same Ask back. Renew a lease with ask_claim.',
+      'THE way to take work: the server picks and claims in one commit, so agents never race for an Ask (no query-then-claim). {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key and exclude to get the same Ask back; renew a lease with ask_claim.',
     toolset: 'asks',
     annotations: WRITE,
     input: z.strictObject({
@@ -192,7 +200,7 @@ export const askTools = [
     name: 'ask_list',
     summary: 'Asks across Lanes (or in one), filtered by mine, state and kind; paged',
     description:
-      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_cursor back as cursor for the next page (it continues after the last Ask shown, also while Asks are claimed or posted between pages; next_offset does not).',
+      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_cursor back as cursor for the next page; it keeps its place while Asks are claimed or posted (next_offset does not).',
     toolset: 'asks',
     annotations: READ,
     input: z.strictObject({

@@ -3,7 +3,7 @@ import { actor, idempotencyKey, revision } from '../schema/ids.js';
 // Arguments every write tool takes, with descriptions models read.
 
 export const writeArgs = {
-  actor: actor.optional().describe("Who is acting; must equal the token's actor when given"),
+  actor: actor.optional().describe("Who acts; must be the token's actor if given"),
   idempotency_key: idempotencyKey
     .optional()
     .describe(
@@ -11,9 +11,7 @@ export const writeArgs = {
     ),
   expected_revision: revision
     .optional()
-    .describe(
-      'Fail with a conflict unless the entity is still at this revision (from a previous read)',
-    ),
+    .describe('Conflict unless the entity is still at this revision (from a read)'),
 };
 
 export const createArgs = {

@@ -52,7 +52,7 @@ const rungOut = z.looseObject({
 });
 
 const pathArg = rungPath.describe(
-  'Rung path: _repo, a folder (src), a file (src/index.ts), _releases/<tag>, _changesets/<sha>, …',
+  'Rung path: _repo, src, src/index.ts, _releases/<tag>, _changesets/<sha>, …',
 );
 
 function searchServices(ctx: ToolContext): SearchServices {
@@ -210,7 +210,7 @@ export const ladderTools = [
     name: 'ladder_write_rung',
     summary: 'Write Ladder rungs, as a coordinator working a claimed Ask of the cited Lane',
     description:
-      "Repo, directory, file, release and changeset rungs must cite the commit they describe; the rung is anchored to the path's object at that commit. Reuse idempotency_key when retrying.",
+      "Repo, directory, file, release and changeset rungs must cite the commit they describe; the rung is anchored to the path's object at that commit.",
     toolset: 'ladder',
     annotations: WRITE,
     input: z.strictObject({

@@ -24,7 +24,7 @@ import {
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
 
-const laneIdArg = laneId.describe('The Lane, e.g. "_repo" or "auth-rework"');
+const laneIdArg = laneId.describe('e.g. "_repo" or "auth-rework"');
 const cursor = z.string().max(4096);
 const offset = z.number().int().min(0).max(1_000_000_000);
 
@@ -86,16 +86,21 @@ export const laneTools = [
   }),
   defineTool({
     name: 'lane_list',
-    summary: 'Every Lane in the repository with counts of open, claimed and answered Asks',
+    summary: 'Lanes by id with counts of open, claimed and answered Asks; paged',
     toolset: 'lanes',
     publicRead: true,
     annotations: READ,
-    input: z.strictObject({}),
+    input: z.strictObject({
+      limit: z.number().int().min(1).max(1_000).optional().describe('Default 100'),
+      cursor: z.string().max(256).optional().describe('next_cursor of the previous page'),
+    }),
     output: z.strictObject({
       lanes: z.array(laneOut.extend({ counts: countsOut })),
+      next_cursor: z.string().nullable(),
+      total: z.number().describe('How many Lanes, over all pages'),
       corrupt: z.array(corruptOut).describe('Lane refs that cannot be read, with why'),
     }),
-    handler: (_args, ctx) => laneList(ctx.repo),
+    handler: (args, ctx) => laneList(ctx.repo, args),
   }),
   defineTool({
     name: 'lane_add_related',

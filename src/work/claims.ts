@@ -94,7 +94,13 @@ export class Claims {
     return null;
   }
 
-  /** Daemons without ask_claim_next: a few rounds of query-then-claim; a lost race tries the next. */
+  /**
+   * Daemons without ask_claim_next: a few rounds of query-then-claim; a lost race tries the next.
+   * The first page is enough and no cursor is sent: the page holds 20 more Asks than this
+   * worker passes over (at most LIMITS.claimExclude), so when any is claimable one not in
+   * `avoid` is on it; the daemons this serves predate ask_query_claimable's cursor (and its
+   * 4 MiB page cut, which could end a page of large Asks before that).
+   */
   private async queryThenClaim(
     avoid: ReadonlySet<string>,
     kinds: { kinds?: string[] },

@@ -204,3 +204,39 @@ describe('ask_list cursor while writes land', () => {
     );
   });
 });
+
+describe('ask_query_claimable cursor', () => {
+  // A frozen clock: every Ask is posted in the same millisecond at the same priority, so only
+  // the id orders them. A page that ends between two of them must neither skip nor repeat one.
+  it('pages Asks of one time and priority by id, with claims between pages, once each', async () => {
+    const { repo } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'a', title: 'A' });
+    const ids: string[] = [];
+    for (let i = 0; i < 23; i++) {
+      ids.push(
+        (
+          (await call(repo, ALICE, 'ask_post', { lane_id: 'a', kind: 'work', title: `t${i}` }))
+            .ask as Ask
+        ).ask_id,
+      );
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const r = await call(repo, BOB, 'ask_query_claimable', {
+        lane_id: 'a',
+        limit: 5,
+        ...(cursor ? { cursor } : {}),
+      });
+      if (pages === 0) expect(r.total).toBe(23);
+      seen.push(...r.asks.map((a) => a.ask_id));
+      cursor = r.next_cursor ?? undefined;
+      // ALICE claims the first Ask listed that she has not: the rest move up a place.
+      const mine = seen[pages];
+      if (mine) await call(repo, ALICE, 'ask_claim', { lane_id: 'a', ask_id: mine });
+      pages++;
+    } while (cursor && pages < 50);
+    expect(seen).toEqual([...ids].sort());
+  });
+});

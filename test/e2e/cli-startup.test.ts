@@ -67,7 +67,7 @@ async function loaded(cwd: string, env: NodeJS.ProcessEnv, args: string[]): Prom
 
 function packagesIn(log: string): string[] {
   const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
-  expect(urls.some((u) => u.endsWith('/dist/cli/fast-path.js'))).toBe(true); // the hook saw main.js's imports
+  expect(urls.some((u) => u.endsWith('/dist/cli/main.js'))).toBe(true); // the hook saw the entry
   const names = urls.flatMap((u) => {
     const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u);
     if (m) return [m[1]!];
@@ -78,6 +78,31 @@ function packagesIn(log: string): string[] {
 }
 
 describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => {
+  it('--version loads no package and help loads neither zod nor the tool registry', async () => {
+    // Agents run `zz --version` and `zz … --help` to find their way: the tool registry (zod,
+    // core, git) cost ~0.6 s of CPU there. The command table comes from the manifest
+    // (src/cli/tool-manifest.ts) and each handler loads what it uses.
+    const r = makeRepo('zz-startup-help-');
+    cleanups.push(r.cleanup);
+    const env = privateEnv();
+    const version = await loaded(r.dir, env, ['--version']);
+    expect(version, 'zz --version loads only dist/cli and dist/local').toEqual(
+      ['dist/cli', 'dist/local'].filter((d) => version.includes(d)),
+    );
+    const lean = ['zod', 'dist/tools', 'dist/core', 'dist/store', 'dist/search', ...HEAVY];
+    const helps = [['--help'], ['lane', '--help'], ['lane', 'list', '--help'], ['work', '--help']];
+    for (const args of helps) {
+      const pkgs = await loaded(r.dir, env, args);
+      expect(pkgs, `zz ${args.join(' ')} takes the command table`).toContain('yargs');
+      for (const heavy of lean) {
+        expect(
+          pkgs.filter((p) => p.startsWith(heavy)),
+          `zz ${args.join(' ')} must not load ${heavy}`,
+        ).toEqual([]);
+      }
+    }
+  });
+
   it('loads no heavy package for --help or lane list, in-process or through a daemon', async () => {
     const r = makeRepo('zz-startup-');
     cleanups.push(r.cleanup);

@@ -6,6 +6,7 @@ import { initRepo, ZzRepo } from '../../src/core/index.js';
 import { personKeyInfo, signWithPersonKey } from '../../src/core/sync/index.js';
 import { startDaemon } from '../../src/daemon/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
+import { LIMITS } from '../../src/schema/limits.js';
 import { appFixture, type AppFixture } from '../helpers/app-fixture.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
@@ -64,6 +65,30 @@ describe('key tools over HTTP', () => {
     // What is written is a config op an import checks like any other owner-level op.
     const log = sh(fx.dir, 'log', '--format=%B', 'refs/zz/config');
     expect(log).toMatch(/Zz-Op: key_remove/);
+  });
+
+  it(`an actor has at most ${LIMITS.keysPerActor} allowed keys: key_list answers them whole`, async () => {
+    const actor = 'many@example.com';
+    const keys = Array.from(
+      { length: LIMITS.keysPerActor + 1 },
+      () => generateSigningKey().key.publicKey,
+    );
+    for (let i = 0; i < LIMITS.keysPerActor; i += 20) {
+      const batch = keys.slice(i, Math.min(i + 20, LIMITS.keysPerActor));
+      for (const r of await Promise.all(batch.map((key) => tool('key_add', { actor, key })))) {
+        expect(r.status).toBe(200);
+      }
+    }
+    const past = await tool('key_add', { actor, key: keys[LIMITS.keysPerActor]! });
+    expect(past.status).toBe(412);
+    expect(past.json.error).toMatch(/already has 100 allowed signing keys; remove one first/);
+    // Adding one already held is still a no-op, not a refusal.
+    expect((await tool('key_add', { actor, key: keys[0]! })).status).toBe(200);
+    const listed = await tool('key_list', { actor });
+    expect(listed.json.keys[0].keys).toHaveLength(LIMITS.keysPerActor);
+    // After a removal there is room for one more.
+    expect((await tool('key_remove', { actor, key: keys[0]! })).status).toBe(200);
+    expect((await tool('key_add', { actor, key: keys[LIMITS.keysPerActor]! })).status).toBe(200);
   });
 
   it('only an owner turns required signatures on (and off)', async () => {

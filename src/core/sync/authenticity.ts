@@ -11,6 +11,7 @@ import {
   type SshSigningKey,
 } from '../../git/index.js';
 import { ZzError } from '../../errors.js';
+import { LIMITS } from '../../schema/limits.js';
 import { configDir, createFileExclusive } from '../../local/index.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
 import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
@@ -394,7 +395,14 @@ export async function keyAdd(
     request: { actor: args.actor, key },
     decide: (s) => {
       assertMayChangeKeys(s.config!, caller.actor, args.actor, 'register');
-      if ((s.keys.get(args.actor) ?? []).includes(key)) return [];
+      const held = s.keys.get(args.actor) ?? [];
+      if (held.includes(key)) return [];
+      if (held.length >= LIMITS.keysPerActor) {
+        throw new ZzError(
+          'precondition_failed',
+          `${args.actor} already has ${LIMITS.keysPerActor} allowed signing keys; remove one first (key_remove)`,
+        );
+      }
       return {
         op: 'key_add' as const,
         summary: `key_add for ${args.actor}`,

@@ -39,6 +39,20 @@ export async function call(tool, args = {}) {
   return body.result;
 }
 
+/**
+ * Every item of a paged list tool (`key` names its list), read a page of 1,000 at a time by
+ * next_cursor: the sidebar shows every Lane, while one answer holds at most a page.
+ */
+export async function callAll(tool, key, args = {}) {
+  let r = await call(tool, { ...args, limit: 1000 });
+  const items = [...r[key]];
+  while (r.next_cursor) {
+    r = await call(tool, { ...args, limit: 1000, cursor: r.next_cursor });
+    items.push(...r[key]);
+  }
+  return { ...r, [key]: items };
+}
+
 export const getSession = () => send('/auth/session');
 export const redeemCode = (code) => postJson('/auth/session', { code });
 export const endSession = () => send('/auth/session', { method: 'DELETE' });

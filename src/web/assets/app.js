@@ -2,7 +2,7 @@
 // cookie, then wiping the fragment), hash routes, the Lane list and the live-stream status.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, endSession, getSession, redeemCode, setRepo } from './api.js';
+import { call, callAll, endSession, getSession, redeemCode, setRepo } from './api.js';
 import { AgentsView } from './agents.js';
 import { AskView } from './ask.js';
 import { Board } from './board.js';
@@ -66,7 +66,7 @@ function Shell({ session }) {
     let timer = null;
     let healthTimer = null;
     const refreshLanes = () =>
-      call('lane_list').then(
+      callAll('lane_list', 'lanes').then(
         (r) => (setLanes(r.lanes), setError(null)),
         (e) => setError(e),
       );

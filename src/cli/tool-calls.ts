@@ -1,0 +1,162 @@
+import { ZzError, isZzError } from '../errors.js';
+import { connect, type ToolClient } from './client.js';
+import {
+  NO_LADDER_HINT,
+  NOT_INITIALISED_HINT,
+  mayLackInit,
+  mayLackLadder,
+  print,
+} from './format.js';
+import type { CliIO } from './io.js';
+import { LANE_FROM_ASK, type ToolOption } from './tool-args.js';
+
+// Running a tool command once its command line is parsed (tool-commands.ts): its arguments
+// from flags, files and `--args`, then the call, through the daemon or in-process. Loaded by
+// the command's handler, not with the command table: connecting pulls in zod and git.
+
+export async function readArgs(
+  io: CliIO,
+  argv: { args?: string; 'args-file'?: string },
+): Promise<Record<string, unknown>> {
+  let text: string | undefined = argv.args;
+  if (argv['args-file'] !== undefined)
+    text = await readInputFile(io, 'args-file', argv['args-file']);
+  if (text === undefined) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new ZzError('invalid_argument', `--args is not valid JSON: ${(e as Error).message}`);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v))
+    throw new ZzError('invalid_argument', '--args must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+/**
+ * The text of the file a `--…-file` flag names (`-`: stdin), as UTF-8. With `maxBytes`, reads
+ * no more than a chunk past it and throws `tooBig()` when there is more: a mistaken
+ * `--body-file /dev/zero` or a 2 GB log is refused, not read into memory first.
+ */
+async function readInputFile(
+  io: CliIO,
+  flag: string,
+  path: string,
+  maxBytes = Infinity,
+  tooBig?: () => ZzError,
+): Promise<string> {
+  const { createReadStream } = await import('node:fs');
+  const { resolve } = await import('node:path');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    const from = path === '-' ? process.stdin : createReadStream(resolve(io.cwd, path));
+    for await (const c of from) {
+      chunks.push(c as Buffer);
+      size += (c as Buffer).length;
+      if (size > maxBytes) break;
+    }
+  } catch (e) {
+    const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    throw new ZzError('invalid_argument', `--${flag}: cannot read ${path.slice(0, 200)} (${why})`);
+  }
+  if (size > maxBytes && tooBig) throw tooBig();
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Fills `args` from the `--…-file` flags given (toolOptions' `file`), each refused past the
+ * bound the tool's schema sets on its field, in that bound's own unit.
+ */
+export async function readTextFiles(
+  io: CliIO,
+  options: readonly ToolOption[],
+  parsed: Record<string, unknown>,
+  args: Record<string, unknown>,
+): Promise<void> {
+  for (const o of options) {
+    const path = o.file && parsed[o.file.flag];
+    if (!o.file || typeof path !== 'string') continue;
+    const { flag, maxBytes, maxChars } = o.file;
+    // A UTF-16 code unit takes at most 3 bytes of UTF-8 (4 bytes are 2 units).
+    const limit = Math.min(maxBytes ?? Infinity, maxChars === undefined ? Infinity : 3 * maxChars);
+    const bound =
+      maxBytes !== undefined
+        ? `${maxBytes % 1024 === 0 ? `${maxBytes / 1024} KiB` : `${maxBytes} bytes`} of UTF-8`
+        : `${maxChars} characters`;
+    const tooBig = () =>
+      new ZzError(
+        'invalid_argument',
+        `--${flag}: ${path === '-' ? 'stdin' : path.slice(0, 200)} holds more than ${bound}, the most --${o.flag} may be`,
+      );
+    const text = await readInputFile(io, flag, path, limit, tooBig);
+    if (maxChars !== undefined && text.length > maxChars) throw tooBig();
+    args[o.key] = text;
+  }
+}
+
+async function withLaneOfAsk(
+  client: ToolClient,
+  tool: string,
+  args: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  if (!LANE_FROM_ASK.has(tool) || args.lane_id !== undefined || typeof args.ask_id !== 'string')
+    return args;
+  const got = (await client.call('ask_get', { ask_id: args.ask_id })) as {
+    ask: { lane_id: string };
+  };
+  return { ...args, lane_id: got.ask.lane_id };
+}
+
+export async function callTool(
+  io: CliIO,
+  tool: string,
+  args: Record<string, unknown>,
+  json: boolean,
+  opts: { laneFromAsk?: boolean; local?: boolean } = {},
+): Promise<void> {
+  const client = await connect({ cwd: io.cwd, env: io.env });
+  // A local tool (run_in_sandbox) runs here, its command in a process group of its own that a
+  // terminal's Ctrl-C does not reach: a signal ends the run and removes its checkout before
+  // zz exits (reading stopSignal is what keeps main.ts from exiting at once).
+  const local = opts.local ? new AbortController() : null;
+  if (local) {
+    void io.stopSignal?.then(() =>
+      local.abort(new ZzError('unavailable', `${tool} was stopped by a signal`)),
+    );
+  }
+  try {
+    let result: Record<string, unknown>;
+    try {
+      result = await client.call(
+        tool,
+        opts.laneFromAsk ? await withLaneOfAsk(client, tool, args) : args,
+        local ? { signal: local.signal } : undefined,
+      );
+    } catch (e) {
+      if (isZzError(e) && e.code === 'not_found' && tool.startsWith('ladder_'))
+        await hintLadderBuild(io, client);
+      throw e;
+    }
+    print(io, result, json, tool);
+    if (mayLackLadder(tool, args, result)) await hintLadderBuild(io, client);
+    if (mayLackInit(tool, result)) await hintInit(io, client);
+  } finally {
+    client.close();
+  }
+}
+
+/** When this repository has no Ladder yet (no `_repo` rung), says how to build one. */
+async function hintLadderBuild(io: CliIO, client: ToolClient): Promise<void> {
+  const built = await client.call('ladder_read', { path: '_repo', limit: 1 }).then(
+    () => true,
+    (e: unknown) => !(isZzError(e) && e.code === 'not_found'),
+  );
+  if (!built) io.stderr(NO_LADDER_HINT);
+}
+
+/** When zz was never initialised in this checkout, says how to start (or adopt the remote's). */
+async function hintInit(io: CliIO, client: ToolClient): Promise<void> {
+  const state = await client.call('repo_state', {}).catch(() => null);
+  if (state?.initialised === false) io.stderr(NOT_INITIALISED_HINT);
+}

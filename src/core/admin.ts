@@ -1,7 +1,7 @@
 import { ZzError } from '../errors.js';
 import { isCoordinator, isMaintainer, isOwner, type Caller } from './access.js';
 import { laneSummaries, type CorruptEntity, type WriteMeta, type WriteOpts } from './lanes.js';
-import { unrelatedRemotes } from './sync/run.js';
+import { repoHealth, type RepoHealth } from './health.js';
 import { writeOp } from './write-op.js';
 import type { ZzRepo } from './zz-repo.js';
 import type { ConfigDoc } from '../schema/config.js';
@@ -183,19 +183,7 @@ export type RepoStateResult = {
     counts: { open: number; claimed: number; answered: number; total: number };
   }>;
   corrupt: CorruptEntity[];
-  /** Values fetched from a remote that failed validation and were kept aside (zz sync). */
-  quarantined: Array<{ remote: string; ref: string; commit: string }>;
-  /**
-   * Remotes whose zz state belongs to another project (their config names other root
-   * commits): sync refuses them until `zz sync <remote> --allow-unrelated`.
-   */
-  sync_refused: Array<{
-    remote: string;
-    local_roots: readonly string[];
-    remote_roots: readonly string[];
-    message: string;
-  }>;
-};
+} & RepoHealth;
 
 /** Whether anonymous callers may read (visibility public); an uninitialised repo is private. */
 export async function isPublicRepo(repo: ZzRepo): Promise<boolean> {
@@ -225,10 +213,6 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
     },
     lanes: lanes.map((l) => ({ lane_id: l.lane_id, title: l.title, counts: l.counts })),
     corrupt,
-    quarantined: [...(await repo.store.listRefs('refs/zz-quarantine/'))].map(([ref, commit]) => {
-      const [remote = '', ...rest] = ref.slice('refs/zz-quarantine/'.length).split('/');
-      return { remote, ref: `refs/zz/${rest.join('/')}`, commit };
-    }),
-    sync_refused: config ? await unrelatedRemotes(repo) : [],
+    ...(await repoHealth(repo, !!config)),
   };
 }

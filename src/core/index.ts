@@ -3,6 +3,7 @@
 // and builds no git command line (git/ does).
 export * from './access.js';
 export * from './admin.js';
+export * from './health.js';
 export * from './ask-list.js';
 export * from './asks.js';
 export * from './closing.js';

@@ -9,12 +9,15 @@ import {
   type Caller,
   type CommitEvent,
   type ZzRepo,
+  watchHealth,
 } from '../core/index.js';
 import { ZzError } from '../errors.js';
 
 // Server-sent events of commits on refs/zz/*. Each Lane event carries as its id the same
 // cursor `lane_events` takes (ops seen per Lane), so a client that reconnects with
-// Last-Event-ID (or ?cursor=) first receives what it missed, then the live stream.
+// Last-Event-ID (or ?cursor=) first receives what it missed, then the live stream. A `health`
+// event (no id, data `{}`) says repo_state's health (quarantined, sync_refused) changed: read
+// it again. It has no commit of its own to follow (core/health.ts).
 
 export interface EventStreamOptions {
   cursor: string | null;
@@ -122,17 +125,20 @@ export function openEventStream(
     });
   };
 
+  /** Sends in line with the pulls, after the same check. */
+  const inLine = (f: () => void): void => {
+    chain = chain
+      .then(async () => {
+        if (await authorized()) f();
+      })
+      .catch((err: unknown) => {
+        opts.onError(err);
+        close();
+      });
+  };
   const off = repo.onCommit((e) => {
     if (laneOf(e.ref) === null) {
-      // In line with the pulls, after the same check.
-      chain = chain
-        .then(async () => {
-          if (await authorized()) send(e);
-        })
-        .catch((err: unknown) => {
-          opts.onError(err);
-          close();
-        });
+      inLine(() => send(e));
       // A config change can refuse Lane ops already sent: lane_events says which (core/events.ts).
       if (e.ref === CONFIG_REF) schedule();
       return;
@@ -141,6 +147,7 @@ export function openEventStream(
     // notice (lane_events re-bases the cursor and reports seen ops the merge refused).
     schedule();
   });
+  const offHealth = watchHealth(repo, () => inLine(() => write('event: health\ndata: {}\n\n')));
   const heartbeat = setInterval(() => write(': ping\n\n'), opts.heartbeatMs);
   heartbeat.unref();
 
@@ -148,6 +155,7 @@ export function openEventStream(
     if (closed) return;
     closed = true;
     off();
+    offHealth();
     clearInterval(heartbeat);
     opts.onClose?.();
     try {

@@ -24,32 +24,65 @@ export interface LineGateOptions {
   deliver: (message: JSONRPCMessage) => void;
   /** Answers a bad line with this error object, and tells the log. */
   refuse: (id: RequestId | null, code: number, message: string) => void;
+  /**
+   * True while no line may be taken: the answers written have not drained. The gate then keeps
+   * the rest of what it was given until pump(); the caller stops reading meanwhile.
+   */
+  full: () => boolean;
+  /** False while this message must wait (too many calls running); pump() offers it again. */
+  admit: (message: JSONRPCMessage) => boolean;
+}
+
+export interface LineGate {
+  /** Takes a chunk read from stdin; false when some of it is held (stop reading until pump()). */
+  take: (chunk: Buffer) => boolean;
+  /** Takes what is held, as far as full() and admit() allow; true once nothing is held. */
+  pump: () => boolean;
+  /**
+   * stdin has ended. Resolves once every line held has been taken, the last one without its
+   * newline included (`printf '{…}' | zz mcp`: a line, as readline has it, not bytes dropped
+   * without an answer).
+   */
+  end: () => Promise<void>;
 }
 
 /**
- * Returns the function that takes each chunk read from stdin, and `end`, called once stdin has
- * ended: a last line without its newline (`printf '{…}' | zz mcp`) is still a line, as
- * readline has it, not bytes dropped without an answer.
+ * Frames chunks of stdin into lines, each answered or delivered in order. A client that writes
+ * and never reads would otherwise have every answer queued in this process, without bound: the
+ * gate takes no line while full(), and a request admit() refuses waits for pump(), so what is
+ * queued is one pipe buffer of answers plus those of the calls admitted.
  */
-export function lineGate(opts: LineGateOptions): {
-  take: (chunk: Buffer) => void;
-  end: () => void;
-} {
+export function lineGate(opts: LineGateOptions): LineGate {
   let parts: Buffer[] = [];
   let size = 0;
   let skipping = false;
-  const end = (): void => {
-    if (!skipping && size > 0) takeLine(Buffer.concat(parts, size), opts);
-    parts = [];
-    size = 0;
+  // What take() was given and has not framed yet: held[0] from offset on, then the rest.
+  const held: Buffer[] = [];
+  let offset = 0;
+  let waiting: JSONRPCMessage | null = null;
+  let ended = false;
+  let finished!: () => void;
+  const done = new Promise<void>((resolve) => (finished = resolve));
+  const takeLine = (line: Buffer): void => {
+    const message = parseLine(line, opts);
+    if (!message) return;
+    if (opts.admit(message)) opts.deliver(message);
+    else waiting = message;
   };
-  const take = (chunk: Buffer): void => {
-    let start = 0;
-    for (;;) {
-      const nl = chunk.indexOf(0x0a, start);
+  const pump = (): boolean => {
+    if (waiting) {
+      if (!opts.admit(waiting)) return false;
+      const message = waiting;
+      waiting = null;
+      opts.deliver(message);
+    }
+    while (held.length > 0) {
+      if (waiting || opts.full()) return false;
+      const chunk = held[0]!;
+      const nl = chunk.indexOf(0x0a, offset);
       const end = nl < 0 ? chunk.length : nl;
       if (!skipping) {
-        if (size + end - start > opts.maxBytes) {
+        if (size + end - offset > opts.maxBytes) {
           skipping = true;
           parts = [];
           size = 0;
@@ -59,58 +92,88 @@ export function lineGate(opts: LineGateOptions): {
             `Invalid Request: a message longer than ${opts.maxBytes} bytes; it was skipped`,
           );
         } else {
-          parts.push(chunk.subarray(start, end));
-          size += end - start;
+          parts.push(chunk.subarray(offset, end));
+          size += end - offset;
         }
       }
-      if (nl < 0) return;
+      if (nl < 0) {
+        held.shift();
+        offset = 0;
+        continue;
+      }
+      offset = nl + 1;
       if (!skipping) {
         const line = Buffer.concat(parts, size);
         parts = [];
         size = 0;
-        takeLine(line, opts);
+        takeLine(line);
       }
       skipping = false;
-      start = nl + 1;
     }
+    if (!ended) return true;
+    if (!skipping && size > 0) {
+      if (opts.full()) return false;
+      const last = Buffer.concat(parts, size);
+      parts = [];
+      size = 0;
+      takeLine(last);
+      if (waiting) return false;
+    }
+    finished();
+    return true;
   };
-  return { take, end };
+  return {
+    take: (chunk) => {
+      if (chunk.length > 0) held.push(chunk);
+      return pump();
+    },
+    pump,
+    end: () => {
+      ended = true;
+      pump();
+      return done;
+    },
+  };
 }
 
-function takeLine(line: Buffer, opts: LineGateOptions): void {
+/** The message a line holds, or null once refuse() has answered it (or it is blank). */
+function parseLine(line: Buffer, opts: LineGateOptions): JSONRPCMessage | null {
   // A CR before the LF (Windows) and a UTF-8 BOM (some Windows tools) only frame the text.
   const text = line
     .toString('utf8')
     .replace(/\r$/, '')
     .replace(/^\uFEFF/, '');
-  if (text.trim() === '') return;
+  if (text.trim() === '') return null;
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (e) {
-    return opts.refuse(null, PARSE_ERROR, bounded(`Parse error: ${(e as Error).message}`));
+    opts.refuse(null, PARSE_ERROR, bounded(`Parse error: ${(e as Error).message}`));
+    return null;
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return opts.refuse(
+    opts.refuse(
       null,
       INVALID_REQUEST,
       Array.isArray(value)
         ? 'Invalid Request: a batch (JSON array) is not supported; send one message per line'
         : 'Invalid Request: a message must be a JSON object',
     );
+    return null;
   }
   let message: JSONRPCMessage;
   try {
     message = parseJSONRPCMessage(value);
   } catch (e) {
     const id = (value as { id?: unknown }).id;
-    return opts.refuse(
+    opts.refuse(
       typeof id === 'string' || typeof id === 'number' ? id : null,
       INVALID_REQUEST,
       bounded(`Invalid Request: ${firstProblem(e)}`),
     );
+    return null;
   }
-  opts.deliver(message);
+  return message;
 }
 
 interface Issue {

@@ -90,6 +90,12 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
   const handle = sdkServeStdio(server, { transport, onerror: onError });
   const inFlight = trackRequests(transport);
   let isClosed = false;
+  // Backpressure: a client that writes and does not read (or reads slower than it writes)
+  // would have every answer queued here, memory growing without bound — the SDK's send() waits
+  // for 'drain' before it resolves (stdio.mjs: `this._stdout.once("drain", onDrain)`) but
+  // nothing stops its reader, nor ours. So no line is taken while stdout has not drained, and
+  // no request while MAX_IN_FLIGHT are unanswered (their answers are written whenever they
+  // come); stdin is paused meanwhile, and the client's writes block on the full pipe.
   const gate = lineGate({
     maxBytes: STDIO_DEFAULT_MAX_BUFFER_SIZE,
     deliver: (message) => {
@@ -100,17 +106,40 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
       stdout.write(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }) + '\n');
       onError(new Error(`answered a bad line with ${code}: ${message}`));
     },
+    full: () => stdout.writableNeedDrain,
+    admit: (message) => !isRequest(message) || inFlight.count() < MAX_IN_FLIGHT,
   });
-  const onData = (chunk: Buffer | string): void =>
-    gate.take(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
-  stdin.on('data', onData);
+  // Each unanswered call waits on 'drain' in the SDK's send(), with an 'error' listener.
+  stdout.setMaxListeners(Math.max(stdout.getMaxListeners(), 2 * MAX_IN_FLIGHT + 10));
   let ending: Promise<void> | null = null;
+  let reading = true;
+  const onData = (chunk: Buffer | string): void => {
+    if (!gate.take(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk)) {
+      reading = false;
+      stdin.pause();
+    }
+  };
+  // Called on 'drain' and when a call is answered; deferred, as an answer settles inside send().
+  const unblock = (): void => {
+    setImmediate(() => {
+      if (isClosed || !gate.pump() || reading || ending) return;
+      reading = true;
+      stdin.resume();
+    });
+  };
+  inFlight.onSettle(unblock);
+  stdout.on('drain', unblock);
+  stdin.on('data', onData);
   const endFeed = (): void => {
-    if (!ending) gate.end();
     ending ??= (async () => {
-      // Every line stdin gave has been read by now (lineGate takes each chunk as it comes).
       const timeoutMs = opts.drainTimeoutMs ?? DRAIN_TIMEOUT_MS;
-      const left = await inFlight.settled(timeoutMs);
+      const deadline = Date.now() + timeoutMs;
+      // Every line stdin gave is taken, those held back while stdout was full included, then
+      // every call they made is waited for.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([gate.end(), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+      clearTimeout(timer);
+      const left = await inFlight.settled(Math.max(0, deadline - Date.now()));
       if (isClosed) return;
       if (left > 0) {
         onError(
@@ -119,8 +148,9 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
           ),
         );
       }
-      await flushed(stdout, timeoutMs);
+      await flushed(stdout, Math.max(0, deadline - Date.now()));
       stdin.off('data', onData);
+      stdout.off('drain', unblock);
       feed.end();
     })();
   };
@@ -143,6 +173,7 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
   return {
     close: async () => {
       stdin.off('data', onData);
+      stdout.off('drain', unblock);
       await handle.close();
       resolveClosed();
     },
@@ -151,34 +182,63 @@ function serveWith(server: () => McpServer, opts: WireOptions): StdioHandle {
 }
 
 /**
+ * Most requests taken and not yet answered: past it, the next request waits in lineGate (and
+ * stdin with it) until one is answered, so what can be queued for a client that does not read is
+ * bounded. Notifications (a cancellation) are still taken while stdout drains.
+ */
+export const MAX_IN_FLIGHT = 64;
+
+const isRequest = (message: JSONRPCMessage): boolean =>
+  'method' in message && 'id' in message && message.id !== undefined;
+
+/**
  * Counts the requests the transport has read and not yet answered. Hooks the transport
  * itself (serveStdio has set its onmessage by now), so every answer counts, the entry's own
  * protocol errors included. A request the client cancels gets no answer (the SDK drops it).
+ * An answer counts once the SDK's send() has resolved: once stdout took it without filling,
+ * or drained.
  */
 function trackRequests(transport: StdioServerTransport): {
+  /** Requests read and not yet answered. */
+  count(): number;
+  /** Calls `listener` whenever one is answered or cancelled. */
+  onSettle(listener: () => void): void;
   /** Resolves with how many are still unanswered: 0, or when timeoutMs passed or the
    * transport closed (nothing more can be answered then). */
   settled(timeoutMs: number): Promise<number>;
   /** The transport closed: stop waiting. */
   abandon(): void;
 } {
-  const pending = new Set<RequestId>();
+  // Per id, how many are unanswered: a client may reuse an id, and each such request still
+  // gets its answer (and takes its place in the bound).
+  const pending = new Map<RequestId, number>();
+  let total = 0;
   let waiters: Array<() => void> = [];
+  const listeners: Array<() => void> = [];
   const release = (): void => {
     const ws = waiters;
     waiters = [];
     for (const w of ws) w();
   };
-  const settle = (id: RequestId | undefined): void => {
-    if (id !== undefined && pending.delete(id) && pending.size === 0) release();
+  const settle = (id: RequestId | undefined, all: boolean): void => {
+    const n = id === undefined ? undefined : pending.get(id);
+    if (n === undefined) return;
+    const gone = all ? n : 1;
+    if (n === gone) pending.delete(id!);
+    else pending.set(id!, n - gone);
+    total -= gone;
+    if (total === 0) release();
+    for (const l of listeners) l();
   };
   const theirMessage = transport.onmessage;
   // lineGate has checked each message against the JSON-RPC schema already; the SDK's
   // isJSONRPC* guards would parse every (possibly megabytes long) message with zod again.
   transport.onmessage = (message: JSONRPCMessage) => {
     const m = message as { id?: RequestId; method?: string; params?: { requestId?: RequestId } };
-    if (m.method !== undefined && m.id !== undefined) pending.add(m.id);
-    else if (m.method === 'notifications/cancelled') settle(m.params?.requestId);
+    if (isRequest(message)) {
+      pending.set(m.id!, (pending.get(m.id!) ?? 0) + 1);
+      total++;
+    } else if (m.method === 'notifications/cancelled') settle(m.params?.requestId, true);
     theirMessage?.(message);
   };
   const send = transport.send.bind(transport);
@@ -187,17 +247,19 @@ function trackRequests(transport: StdioServerTransport): {
       await send(message);
     } finally {
       const m = message as { id?: RequestId; method?: string };
-      if (m.method === undefined) settle(m.id);
+      if (m.method === undefined) settle(m.id, false);
     }
   };
   return {
+    count: () => total,
+    onSettle: (listener) => listeners.push(listener),
     settled: (timeoutMs) =>
       new Promise<number>((resolve) => {
-        if (pending.size === 0) return resolve(0);
-        const timer = setTimeout(() => resolve(pending.size), timeoutMs);
+        if (total === 0) return resolve(0);
+        const timer = setTimeout(() => resolve(total), timeoutMs);
         waiters.push(() => {
           clearTimeout(timer);
-          resolve(pending.size);
+          resolve(total);
         });
       }),
     abandon: release,

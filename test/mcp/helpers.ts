@@ -1,5 +1,7 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   Client,
   InMemoryTransport,
@@ -129,4 +131,20 @@ export function initializeRequest(id = 1) {
       clientInfo: { name: 'zz-test', version: '0.0.0' },
     },
   };
+}
+
+const MAIN = join(process.cwd(), 'src/cli/main.ts');
+const TSX = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
+
+/** `zz mcp` as a client starts it: a spawned process on stdio (from the sources, through tsx). */
+export function spawnZzMcp(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  args: string[] = [],
+): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ['--import', TSX, MAIN, 'mcp', ...args], {
+    cwd,
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 }

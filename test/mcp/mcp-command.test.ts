@@ -1,17 +1,12 @@
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo } from '../helpers/temp-repo.js';
-import { connectStreams, initializeRequest, textOf } from './helpers.js';
+import { connectStreams, initializeRequest, spawnZzMcp, textOf } from './helpers.js';
 
 // `zz mcp` as a client starts it: a spawned process on stdio (from the sources, through tsx).
 
-const MAIN = join(process.cwd(), 'src/cli/main.ts');
-const TSX = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
 const open: Array<{ client: Client; exited: Promise<number | null> }> = [];
 
 afterEach(async () => {
@@ -22,11 +17,7 @@ afterEach(async () => {
 });
 
 async function zzMcp(cwd: string, args: string[] = []) {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp', ...args], {
-    cwd,
-    env: { ...cliEnv(), ZZ_TOKEN: '' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawnZzMcp(cwd, { ...cliEnv(), ZZ_TOKEN: '' }, args);
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -37,11 +28,7 @@ async function zzMcp(cwd: string, args: string[] = []) {
 
 /** `zz mcp` spoken to line by line (no client): what it wrote, once it has exited. */
 function rawMcp(cwd: string, env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, 'mcp'], {
-    cwd,
-    env,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawnZzMcp(cwd, env);
   const seen = { stdout: '', stderr: '' };
   child.stdout.on('data', (c: Buffer) => (seen.stdout += c.toString('utf8')));
   child.stderr.on('data', (c: Buffer) => (seen.stderr += c.toString('utf8')));

@@ -58,6 +58,43 @@ describe('dashboard: repository health', { timeout: 120_000 }, () => {
     expect(kept).not.toContain('\u202e');
   });
 
+  it('an open dashboard shows a warning as it appears, with no Lane written, and drops it once cleared', async () => {
+    // No automatic sync: the warnings come from what this test does, and from nothing else.
+    const w = await startWebDaemon({ dir: (await project('gamma')).dir, daemon: { sync: false } });
+    cleanups.push(() => w.close());
+    const token = await w.token(OWNER);
+    await w.call(token, 'lane_propose', { lane_id: 'web', title: 'Web' });
+    const page = await signedIn(w, token);
+    await page.locator('.lanes a').first().waitFor();
+    // The event stream is open: what follows reaches the page through it, not its first reads.
+    await page.locator('.live-live').waitFor();
+    expect(await page.locator('.health').count()).toBe(0);
+    const zzRefs = () => sh(w.dir, 'for-each-ref', 'refs/zz/');
+    const before = zzRefs();
+
+    // A refused sync, as the daemon's automatic one meets it.
+    sh(w.dir, 'remote', 'add', 'delta', (await project('delta')).remote);
+    const repo = w.daemon.repos.get(w.key)!;
+    await expect(syncRepo(repo, 'delta')).rejects.toThrow(/refused to sync with delta/);
+    const refused = page.locator('.health-warning', { hasText: 'is refused' });
+    await refused.waitFor();
+    // A ref kept aside by another process (git itself here).
+    sh(w.dir, 'update-ref', 'refs/zz-quarantine/origin/lanes/web', sh(w.dir, 'rev-parse', 'HEAD'));
+    const kept = page.locator('.health-warning', { hasText: 'failed validation' });
+    await kept.waitFor();
+    // Neither came with a commit on refs/zz/*.
+    expect(zzRefs()).toBe(before);
+
+    // Cleared (by hand here; a sync that passes validation drops the ref): the warnings go.
+    sh(w.dir, 'update-ref', '-d', 'refs/zz-quarantine/origin/lanes/web');
+    await kept.waitFor({ state: 'detached' });
+    await expect(refused.count()).resolves.toBe(1);
+    sh(w.dir, 'update-ref', '-d', 'refs/zz-remotes/delta/config');
+    await page.locator('.health').waitFor({ state: 'detached' });
+    expect(zzRefs()).toBe(before);
+    expect(page.errors).toEqual([]);
+  });
+
   it('marks every character the CLI neutralises, from the one definition the daemon serves', async () => {
     const w = await startWebDaemon();
     cleanups.push(() => w.close());

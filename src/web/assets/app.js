@@ -8,7 +8,7 @@ import { AskView } from './ask.js';
 import { Board } from './board.js';
 import { RepoHealth } from './health.js';
 import { LadderView } from './ladder.js';
-import { connect, onCommit, onStatus } from './live.js';
+import { connect, onCommit, onHealth, onStatus } from './live.js';
 import { ErrorBox, html, Plain } from './ui.js';
 
 function parseRoute(hash) {
@@ -64,25 +64,40 @@ function Shell({ session }) {
   const [error, setError] = useState(null);
   useEffect(() => {
     let timer = null;
-    const refresh = () => {
-      // The repository's health (refused remotes, quarantined refs) moves with syncs, which
-      // move Lanes too: read again with them.
-      call('repo_state').then(setRepoState, () => {});
-      return callAll('lane_list', 'lanes').then(
+    let healthTimer = null;
+    const refreshLanes = () =>
+      callAll('lane_list', 'lanes').then(
         (r) => (setLanes(r.lanes), setError(null)),
         (e) => setError(e),
       );
+    // The repository's health (refused remotes, quarantined refs) changes without a Lane
+    // commit (a refused sync, a ref kept aside): the daemon says so with a health event.
+    // Only the latest read is shown: an earlier one answered late must not bring back a warning.
+    let healthReads = 0;
+    const refreshHealth = () => {
+      const n = ++healthReads;
+      call('repo_state').then(
+        (s) => n === healthReads && setRepoState(s),
+        () => {},
+      );
     };
-    refresh();
+    refreshLanes();
+    refreshHealth();
     const off = onCommit((c) => {
       if (!c.ref.startsWith('refs/zz/lanes/')) return;
       clearTimeout(timer);
-      timer = setTimeout(refresh, 150);
+      timer = setTimeout(refreshLanes, 150);
     });
-    // After a reconnect (not the first connect) counts may have moved while we were away.
+    const offHealth = onHealth(() => {
+      clearTimeout(healthTimer);
+      healthTimer = setTimeout(refreshHealth, 150);
+    });
+    // Once the stream is live, health events follow from it: read the health again, as it may
+    // have changed before (and after a reconnect Lane counts may have moved while we were away).
     let wasLive = false;
     const offStatus = onStatus((s) => {
-      if (s === 'live' && wasLive) refresh();
+      if (s === 'live') refreshHealth();
+      if (s === 'live' && wasLive) refreshLanes();
       if (s === 'live') wasLive = true;
       if (s === 'signed out')
         setError({
@@ -90,7 +105,7 @@ function Shell({ session }) {
             'Signed out: this dashboard session has ended (its tokens were revoked or it expired); run `zz dashboard` to sign in again.',
         });
     });
-    return () => (off(), offStatus(), clearTimeout(timer));
+    return () => (off(), offHealth(), offStatus(), clearTimeout(timer), clearTimeout(healthTimer));
   }, []);
   const laneId =
     route.view === 'lane' || route.view === 'ask'

@@ -5,6 +5,7 @@
 // (the daemon closes a revoked caller's stream), which the status then says.
 
 const listeners = new Set();
+const healthListeners = new Set();
 const statusListeners = new Set();
 let source = null;
 let lastId = null;
@@ -34,6 +35,10 @@ export function connect(repoKey) {
     }
     for (const f of listeners) f(data);
   });
+  // The repository's health (repo_state.quarantined, sync_refused) changed: no commit says so.
+  es.addEventListener('health', () => {
+    for (const f of healthListeners) f();
+  });
   es.addEventListener('error', () => {
     if (es !== source) return;
     if (es.readyState === EventSource.CLOSED) {
@@ -54,6 +59,12 @@ export function connect(repoKey) {
 export function onCommit(f) {
   listeners.add(f);
   return () => listeners.delete(f);
+}
+
+/** Calls f() whenever the daemon says repo_state's health changed; returns the unsubscribe. */
+export function onHealth(f) {
+  healthListeners.add(f);
+  return () => healthListeners.delete(f);
 }
 
 export function onStatus(f) {

@@ -1,0 +1,145 @@
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cliEnv } from '../helpers/cli-env.js';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { initializeRequest, spawnZzMcp } from './helpers.js';
+
+// A client that writes to `zz mcp` and does not read its stdout: zz must stop reading (the
+// client's writes back up in the pipe) rather than queue every answer in memory, and once the
+// client reads, every line has its answer. Before, 60,000 bad lines grew zz by ~50 MB.
+
+const children: ChildProcessWithoutNullStreams[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+});
+
+/** Resident memory of a process, in bytes (Linux). */
+const rss = (pid: number): number =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+
+/** A spawned `zz mcp` whose stdout is read only once read() is called. */
+function unreadMcp() {
+  const r = makeRepo();
+  const child = spawnZzMcp(r.dir, { ...cliEnv(), ZZ_TOKEN: '' });
+  children.push(child);
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  /** Writes `text` in 4 KiB pieces: what is queued on this side then shows what zz took. */
+  const write = (text: string) => {
+    const b = Buffer.from(text, 'utf8');
+    for (let i = 0; i < b.length; i += 4096) child.stdin.write(b.subarray(i, i + 4096));
+  };
+  const send = (messages: unknown[]) =>
+    write(messages.map((m) => JSON.stringify(m) + '\n').join(''));
+  /** The next `n` lines of stdout, read while paused afterwards. */
+  const lines = (n: number) =>
+    new Promise<string[]>((resolve) => {
+      const got: string[] = [];
+      let rest = '';
+      const onData = (c: Buffer) => {
+        const parts = (rest + c.toString('utf8')).split('\n');
+        rest = parts.pop()!;
+        got.push(...parts);
+        if (got.length >= n) {
+          child.stdout.off('data', onData);
+          child.stdout.pause();
+          if (rest) child.stdout.unshift(Buffer.from(rest, 'utf8'));
+          resolve(got);
+        }
+      };
+      child.stdout.on('data', onData);
+      child.stdout.resume();
+    });
+  return { child, exited, write, send, lines, stderr: () => stderr };
+}
+
+/** Whether a process is asleep (waiting on I/O), not running or waiting for a CPU (Linux). */
+const asleep = (pid: number): boolean =>
+  /^\d+ \(.*\) S /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+
+/**
+ * Waits until zz has stopped taking what the client writes: for 3 s the bytes still queued on
+ * the client's side unchanged and zz asleep at every look (a zz starved of CPU on a loaded
+ * machine is not asleep, and is not taken for one that stopped reading). Returns what is still
+ * queued (0 once zz has taken everything).
+ */
+async function untilStalled(child: ChildProcessWithoutNullStreams): Promise<number> {
+  let last = -1;
+  let since = Date.now();
+  for (;;) {
+    const queued = child.stdin.writableLength;
+    if (queued !== last || !asleep(child.pid!)) [last, since] = [queued, Date.now()];
+    else if (Date.now() - since >= 3000) return queued;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('zz mcp with a client that does not read', { timeout: 180_000 }, () => {
+  it('bad lines: zz stops reading while stdout is full, memory stays bounded, then every line is answered in order', async () => {
+    const mcp = unreadMcp();
+    mcp.send([initializeRequest(1)]);
+    expect((await mcp.lines(1))[0]).toMatch(/"result".*"id":1}$/);
+    const before = rss(mcp.child.pid!);
+    // Short bad lines each get a ~130-byte answer: 60,000 of them would be 7.7 MB of answers
+    // (~50 MB of queued writes) if zz took them all.
+    const n = 60_000;
+    const input = Array.from({ length: n }, (_, i) => `x${i}\n`).join('');
+    mcp.write(input);
+    const queued = await untilStalled(mcp.child);
+    const grown = rss(mcp.child.pid!) - before;
+    // zz took what the pipes and its read buffer hold (a few hundred KiB at most), no more.
+    expect(queued, 'zz read all of stdin without anyone reading its answers').toBeGreaterThan(
+      input.length / 3,
+    );
+    expect(grown).toBeLessThan(25 << 20);
+    mcp.child.stdin.end();
+    const answers = await mcp.lines(n);
+    expect(await mcp.exited, mcp.stderr().slice(-2000)).toBe(0);
+    expect(answers).toHaveLength(n);
+    answers.forEach((line, i) => {
+      const a = JSON.parse(line) as { id: null; error: { code: number; message: string } };
+      expect(a.id).toBeNull();
+      expect(a.error.code).toBe(-32700);
+      // V8 quotes the text it could not parse: the answers come in the order of the lines.
+      if (!a.error.message.includes(`"x${i}"`)) expect(a.error.message).toContain(`"x${i}"`);
+    });
+  });
+
+  it('tool answers (the SDK transport) are held to the same bound: requests wait while answers queue', async () => {
+    const mcp = unreadMcp();
+    mcp.send([
+      initializeRequest(1),
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    ]);
+    const first = await mcp.lines(2);
+    // The whole tool list, ~50 KB a copy: 4,000 requests for it (200 KB) would queue 200 MB;
+    // one 64 KiB read of them alone, 60 MB.
+    const listSize = first[1]!.length;
+    expect(listSize).toBeGreaterThan(20_000);
+    const before = rss(mcp.child.pid!);
+    const n = 4000;
+    const ids = Array.from({ length: n }, (_, i) => 3 + i);
+    // In one write, so that zz reads them 64 KiB (~1,300 requests) at a time.
+    mcp.child.stdin.write(
+      ids.map((id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list' }) + '\n').join(''),
+    );
+    await untilStalled(mcp.child);
+    const grown = rss(mcp.child.pid!) - before;
+    // 200 KB of requests fit in the pipe and zz's read buffer: what is queued here says nothing.
+    // At most MAX_IN_FLIGHT (64) answers queued, ~3 MB, and the heap that made them (~16 MB
+    // in all; ~150 MB without the bound).
+    expect(grown).toBeLessThan(50 << 20);
+    mcp.child.stdin.end();
+    // 200 MB of answers: each checked by its ends, not parsed.
+    const answers = (await mcp.lines(n)).map((l) => ({
+      id: Number(/"id":(\d+)\}$/.exec(l)?.[1]),
+      tools: l.startsWith('{"result":{"tools":[') && l.length > listSize - 10,
+    }));
+    expect(await mcp.exited, mcp.stderr().slice(-2000)).toBe(0);
+    expect(answers.map((a) => a.id).sort((a, b) => a - b)).toEqual(ids);
+    expect(answers.filter((a) => !a.tools)).toEqual([]);
+  });
+});

@@ -157,26 +157,32 @@ export class Claims {
   /**
    * Gives the Ask back as the worker stops work on it, and answers whether it is still held:
    * null once it is not (released now, or no longer this worker's: answered meanwhile, its
-   * lease lapsed to another), else why it may still be held until its lease runs out. A lost
-   * answer (`unavailable`) is tried again twice, a second apart: a release that did land then
-   * answers "not claimed", which is the same news. `lost`: the step already learnt the claim
-   * went to someone else; then nothing is sent, since a worker with a coordinator's token
-   * would release that someone's claim (coordinators may release any claim).
+   * lease lapsed to another), else why it may still be held until its lease runs out.
+   * `lost`: the step already learnt the claim went to someone else; then nothing is sent.
+   * Hazard: a coordinator's token may release any claim, so a release sent for an Ask that
+   * is no longer this worker's ends someone else's claim. A lease can lapse unseen (a laptop
+   * asleep past it, renewals failing as `unavailable`) and the Ask go to another worker; so
+   * the claim is renewed first, which only its holder can do (found in review).
    */
   async giveBack(ask: AskView, reason: string, lost = false): Promise<string | null> {
     if (lost) return null;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.release(ask, reason);
-        return null;
-      } catch (e) {
-        if (!isZzError(e)) throw e;
-        if (e.code === 'conflict' && /is not claimed/.test(e.message)) return null;
-        if (e.code === 'forbidden' && /is held by/.test(e.message)) return null;
-        if (e.code !== 'unavailable' || attempt >= 2) return e.message;
-        await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
-      }
-    }
+    const ours = await retried(() => this.renew(ask), (e) => LOST_RACE.has(e.code));
+    if (ours !== 'done') return ours === 'gone' ? null : ours;
+    return this.releaseHeld(ask, reason);
+  }
+
+  /**
+   * Releases an Ask this worker has just proved it holds. A lost answer (`unavailable`) is
+   * tried again twice: a release that did land then answers "not claimed", the same news.
+   */
+  private async releaseHeld(ask: AskView, reason: string): Promise<string | null> {
+    const r = await retried(
+      () => this.release(ask, reason),
+      (e) =>
+        (e.code === 'conflict' && /is not claimed/.test(e.message)) ||
+        (e.code === 'forbidden' && /is held by/.test(e.message)),
+    );
+    return r === 'done' || r === 'gone' ? null : r;
   }
 
   /**
@@ -214,7 +220,7 @@ export class Claims {
         return { unknown: e.message, lease_seconds: this.leaseSeconds };
       throw e;
     }
-    const why = await this.giveBack(ask, reason);
+    const why = await this.releaseHeld(ask, reason);
     return why === null ? { released: ask } : { unknown: why, lease_seconds: this.leaseSeconds };
   }
 
@@ -331,4 +337,26 @@ function closedAsks(events: LaneEvent[]): string[] {
   return events
     .filter((e) => (e.op === 'ask_answer' || e.op === 'ask_cancel') && e.ask_id && !e.rejected)
     .map((e) => e.ask_id!);
+}
+
+/**
+ * Runs `call`, trying again twice, half a second then a second later, while the daemon
+ * answers `unavailable`. 'done' when it succeeded, 'gone' when it failed as `gone` says (the
+ * Ask is no longer this worker's), else the last error's message.
+ */
+async function retried(
+  call: () => Promise<unknown>,
+  gone: (e: ZzError) => boolean,
+): Promise<'done' | 'gone' | string> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await call();
+      return 'done';
+    } catch (e) {
+      if (!isZzError(e)) throw e;
+      if (gone(e)) return 'gone';
+      if (e.code !== 'unavailable' || attempt >= 2) return e.message;
+      await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+    }
+  }
 }

@@ -216,6 +216,38 @@ describe('a replayed claim', () => {
   });
 });
 
+describe('giving an Ask back', () => {
+  it("releases nothing once the lease lapsed unseen and the Ask went to another (a coordinator's token could)", async () => {
+    s = await served();
+    const lane = await demoLane(s); // the agent coordinates: the daemon lets it release anyone's
+    await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Slow' });
+    const claims = new Claims((tool, args) => s!.agent(tool, args), lane, undefined, 1);
+    const ask = await claims.next();
+    expect(ask).toMatchObject({ holder: AGENT });
+    // Asleep past the lease: no renewal saw it lapse, and the owner took the Ask.
+    await new Promise((r) => setTimeout(r, 1500));
+    await s.owner('ask_claim', { lane_id: lane, ask_id: ask!.ask_id });
+    expect(await claims.giveBack(ask!, 'the step failed')).toBeNull();
+    const asks = await asksOf(s, lane);
+    expect(asks.find((a) => a.ask_id === ask!.ask_id)).toMatchObject({
+      state: 'claimed',
+      holder: OWNER,
+    });
+    expect((await opsOn(lane, ask!.ask_id)).filter((h) => h.op === 'ask_release')).toEqual([]);
+  });
+
+  it('releases an Ask it still holds', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Quick' });
+    const claims = new Claims((tool, args) => s!.agent(tool, args), lane, undefined, 60);
+    const ask = await claims.next();
+    expect(await claims.giveBack(ask!, 'stopping')).toBeNull();
+    const asks = await asksOf(s, lane);
+    expect(asks.find((a) => a.ask_id === ask!.ask_id)).toMatchObject({ holder: null });
+  });
+});
+
 describe('a daemon that predates exclude', () => {
   it('still takes other work while an Ask waits (query then claim, without a key)', async () => {
     s = await served();

@@ -36,15 +36,15 @@ export function assertOpen(
 
 /**
  * A closed Lane hands out no claim but renews a live one (see above): refuses `actor` unless it
- * holds `ask` with its lease running at `now`. An answer to an Ask another holds live is left
- * to assertLiveClaim (it names the holder).
+ * holds `ask` with its lease running at `now`. An answer to (or rungs citing) an Ask another
+ * holds live is left to assertLiveClaim (it names the holder).
  */
 export function assertClaimOnClosed(
   lane: LaneDoc,
   ask: AskDoc,
   actor: string,
   now: Date,
-  what: 'claim' | 'answer',
+  what: 'claim' | 'answer' | 'write rungs for',
 ): void {
   if (!lane.closed || holdsLiveClaim(ask, actor, now)) return;
   if (ask.state === 'claimed' && ask.holder === actor) {
@@ -53,9 +53,10 @@ export function assertClaimOnClosed(
       `your lease on ask ${ask.ask_id} ran out at ${ask.lease_expires_at} and a closed Lane hands out no new claims, so you can no longer ${what} it; stop work on it`,
     );
   }
-  if (what === 'answer' && ask.state === 'claimed' && !leaseExpired(ask, now)) return;
+  if (what !== 'claim' && ask.state === 'claimed' && !leaseExpired(ask, now)) return;
+  const cannot = { claim: 'be claimed', answer: 'be answered', 'write rungs for': 'be cited' };
   throw laneClosed(
     lane,
-    `it hands out no new claims, so ask ${ask.ask_id} cannot be ${what === 'claim' ? 'claimed' : 'answered'}; take work from an open Lane (lane_list, ask_list) instead`,
+    `it hands out no new claims, so ask ${ask.ask_id} cannot ${cannot[what]}; take work from an open Lane (lane_list, ask_list) instead`,
   );
 }

@@ -220,6 +220,29 @@ describe('a claim on a closed Lane', () => {
   });
 });
 
+describe('rungs citing an Ask on a closed Lane', () => {
+  it('say the lapsed claim can no longer be worked, not "claim it again" (which the Lane refuses)', async () => {
+    const { repo, clock } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'r', title: 'R' });
+    const ask = (await call(repo, ALICE, 'ask_post', { lane_id: 'r', kind: 'work', title: 'up' }))
+      .ask as Ask;
+    await call(repo, ALICE, 'ask_claim', { lane_id: 'r', ask_id: ask.ask_id, lease_seconds: 60 });
+    await call(repo, ALICE, 'lane_close', { lane_id: 'r', reason: 'done' });
+    clock.advance(90);
+    await rejects(
+      call(repo, ALICE, 'ladder_write_rung', {
+        lane_id: 'r',
+        ask_id: ask.ask_id,
+        rungs: [{ path: 'src', kind: 'directory', title: 'src', summary: 'The sources.' }],
+      }),
+      'conflict',
+      new RegExp(
+        `your lease on ask ${ask.ask_id} ran out at .* a closed Lane hands out no new claims, so you can no longer write rungs for it; stop work on it`,
+      ),
+    );
+  });
+});
+
 describe('ask_list cursor while writes land', () => {
   // Found at scale (5,200 Asks, 16 agents claiming): an offset walk of `state: open` never
   // listed 195 Asks that stayed open throughout, and a walk while Asks were posted repeated 148.

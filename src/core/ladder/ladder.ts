@@ -21,6 +21,7 @@ import {
   type Snapshot,
 } from '../../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
+import { assertClaimOnClosed } from '../lane-closed.js';
 import { readLane, type WriteMeta, type WriteOpts } from '../lanes.js';
 import { writeOp } from '../write-op.js';
 import { assertLiveClaim } from '../views.js';
@@ -457,6 +458,8 @@ export async function ladderWriteRung(
         `ask ${args.ask_id} is already answered; cite an Ask you are working`,
       );
     }
+    // Before assertLiveClaim, whose "claim it again" a closed Lane would refuse.
+    assertClaimOnClosed(lane.lane, ask, caller.actor, repo.clock(), 'write rungs for');
     assertLiveClaim(ask, caller.actor, repo.clock(), 'write rungs for', 'conflict');
     const seen = new Set<string>();
     for (const [i, r] of args.rungs.entries()) {

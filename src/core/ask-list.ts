@@ -2,7 +2,7 @@ import { ZzError } from '../errors.js';
 import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
-import { askKeyCursor, askKeyOf, compareAsks, startAfter } from './ask-order.js';
+import { askKeyCursor, askKeyOf, cmp, compareAsks, startAfter } from './ask-order.js';
 import { foreignOf, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { pageEnd, type Seq } from './paging.js';
 import { markUnsignedPage } from './sync/unsigned.js';
@@ -29,8 +29,6 @@ export interface AskListArgs {
 
 // Where a page of ask_list ended: the key of its last Ask (ask-order.ts says why a key).
 const askListCursor = askKeyCursor('ask_list');
-
-const cmp = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0);
 
 /** The state a reader sees: a claim whose lease ran out is open again. */
 function shownState(a: AskDoc, now: Date): AskListState {

@@ -10,7 +10,8 @@ import type { AskDoc } from '../schema/lane.js';
 // ties: Asks posted in the same millisecond would otherwise have no stable order, and a page
 // ending between two of them would skip or repeat the other.
 
-const cmp = (x: string | number, y: string | number): number => (x < y ? -1 : x > y ? 1 : 0);
+/** Code-unit order (not localeCompare: ids and timestamps sort the same on every machine). */
+export const cmp = (x: string | number, y: string | number): number => (x < y ? -1 : x > y ? 1 : 0);
 
 /** Highest priority (lowest number) first, then oldest, then by id. */
 export function compareAsks(x: AskDoc, y: AskDoc): number {

@@ -20,6 +20,7 @@ import {
   type LaneView,
 } from './views.js';
 import type { LaneOpSpec } from './lane-state.js';
+import { cmp } from './ask-order.js';
 import { pageEnd } from './paging.js';
 import { writeOp, type WriteMeta, type WriteOpts } from './write-op.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
@@ -318,17 +319,21 @@ export async function readLanesOrOne(
 export async function laneSummaries(
   repo: ZzRepo,
 ): Promise<{ lanes: LaneSummary[]; corrupt: CorruptEntity[] }> {
+  const { lanes, corrupt } = await readLanesById(repo);
   const now = repo.clock();
+  return { lanes: lanes.map((l) => laneSummary(l.snap, now)), corrupt };
+}
+
+async function readLanesById(repo: ZzRepo) {
   const { lanes, corrupt } = await readLanes(repo);
-  return {
-    lanes: lanes
-      .sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0))
-      .map(({ snap }) => ({
-        ...laneView(snap.state.lane!, snap.revision),
-        counts: laneCounts(snap.state, now),
-      })),
-    corrupt,
-  };
+  return { lanes: lanes.sort((x, y) => cmp(x.id, y.id)), corrupt };
+}
+
+function laneSummary(
+  snap: Awaited<ReturnType<typeof readLanes>>['lanes'][number]['snap'],
+  now: Date,
+): LaneSummary {
+  return { ...laneView(snap.state.lane!, snap.revision), counts: laneCounts(snap.state, now) };
 }
 
 export interface LaneListArgs {
@@ -352,13 +357,18 @@ export async function laneList(
   corrupt: CorruptEntity[];
 }> {
   const after = args.cursor === undefined ? null : laneListCursor.decode(args.cursor, 'cursor');
-  const { lanes, corrupt } = await laneSummaries(repo);
+  const { lanes, corrupt } = await readLanesById(repo);
   let start = 0;
-  if (after !== null) while (start < lanes.length && lanes[start]!.lane_id <= after) start++;
-  const end = pageEnd(lanes, start, args.limit ?? PAGE.defaultLimit);
+  if (after !== null) while (start < lanes.length && lanes[start]!.id <= after) start++;
+  // Counts only for the Lanes this page can hold: each walks its Lane's Asks, and a reader
+  // paging through N Lanes would otherwise count all N on every page (found in review).
+  const now = repo.clock();
+  const limit = args.limit ?? PAGE.defaultLimit;
+  const page = lanes.slice(start, start + limit).map((l) => laneSummary(l.snap, now));
+  const end = pageEnd(page, 0, limit);
   return {
-    lanes: lanes.slice(start, end),
-    next_cursor: end < lanes.length ? laneListCursor.encode(lanes[end - 1]!.lane_id) : null,
+    lanes: page.slice(0, end),
+    next_cursor: start + end < lanes.length ? laneListCursor.encode(page[end - 1]!.lane_id) : null,
     total: lanes.length,
     corrupt,
   };

@@ -1,4 +1,4 @@
-import { unrelatedRemotes } from './sync/run.js';
+import { TRACKING_CONFIG, unrelatedRemotes } from './sync/run.js';
 import { CONFIG_REF, type ZzRepo } from './zz-repo.js';
 
 // The repository's health: what syncing will not bring in (repo_state.quarantined and
@@ -36,8 +36,8 @@ export async function repoHealth(repo: ZzRepo, initialised: boolean): Promise<Re
 }
 
 /**
- * What health is made of, cheaply: the refs kept aside, the remotes' tracking refs (whose
- * configs decide sync_refused) and refs/zz/config (the local roots). Health is worked out
+ * What health is made of, cheaply: the refs kept aside, the remotes' tracking configs (which
+ * decide sync_refused) and refs/zz/config (the local roots). Health is worked out
  * again only when this moved.
  */
 async function healthRefs(repo: ZzRepo): Promise<string> {
@@ -46,7 +46,9 @@ async function healthRefs(repo: ZzRepo): Promise<string> {
     repo.store.listRefs('refs/zz-remotes/'),
     repo.store.head(CONFIG_REF),
   ]);
-  return JSON.stringify([[...quarantined].sort(), [...tracking].sort(), config]);
+  // Only the remotes' configs: every sync moves their Lane refs, which say nothing of health.
+  const configs = [...tracking].filter(([ref]) => TRACKING_CONFIG.test(ref)).sort();
+  return JSON.stringify([[...quarantined].sort(), configs, config]);
 }
 
 /** How often a watched repository's health refs are read (a few ref listings, no git process). */

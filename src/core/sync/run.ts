@@ -38,7 +38,7 @@ export async function syncRepo(
 }
 
 /** A remote's tracking config: refs/zz-remotes/<remote>/config (remote names hold no "/"). */
-const TRACKING_CONFIG = /^refs\/zz-remotes\/([A-Za-z0-9][A-Za-z0-9._-]{0,99})\/config$/;
+export const TRACKING_CONFIG = /^refs\/zz-remotes\/([A-Za-z0-9][A-Za-z0-9._-]{0,99})\/config$/;
 
 /**
  * The remotes whose fetched zz state belongs to another project (what `zz sync` refuses, and

@@ -65,11 +65,15 @@ function Shell({ session }) {
   useEffect(() => {
     let timer = null;
     let healthTimer = null;
-    const refreshLanes = () =>
+    // A read of many pages can answer after a newer one: only the latest read is shown.
+    let laneReads = 0;
+    const refreshLanes = () => {
+      const n = ++laneReads;
       callAll('lane_list', 'lanes').then(
-        (r) => (setLanes(r.lanes), setError(null)),
-        (e) => setError(e),
+        (r) => n === laneReads && (setLanes(r.lanes), setError(null)),
+        (e) => n === laneReads && setError(e),
       );
+    };
     // The repository's health (refused remotes, quarantined refs) changes without a Lane
     // commit (a refused sync, a ref kept aside): the daemon says so with a health event.
     // Only the latest read is shown: an earlier one answered late must not bring back a warning.

@@ -34,7 +34,8 @@ export const LIMITS = {
   claimExclude: 100,
   /**
    * Signing keys one actor may have allowed (key_add refuses the next): key_list answers each
-   * actor's keys whole, and an actor may add its own.
+   * actor's keys whole, and an actor may add its own. Hazard: only the local key_add is held
+   * to it; key_add ops arriving by sync (another clone, an older zz) are not refused past it.
    */
   keysPerActor: 100,
 } as const;

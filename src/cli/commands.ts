@@ -248,7 +248,8 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
           tool.local || client.mode === 'in-process'
             ? runTool(tool, args, ctx)
             : client.call(tool.name, args as Record<string, unknown>),
-        onError: (e, tool) => io.stderr(`zz mcp: ${tool}: ${(e as Error)?.stack ?? String(e)}\n`),
+        // No onError: serveStdio's default logs a failed call through its bounded stderr log
+        // (a client that never reads stderr must not grow zz), neutralised.
       });
       await Promise.race([handle.closed, io.stopSignal ?? new Promise<void>(() => {})]);
       await handle.close();

@@ -12,6 +12,10 @@ let stopping = false;
 // left whoever pressed Ctrl-C during a `zz sync` guessing what state it left.
 let interruptNote = '';
 let requestStop = () => {};
+// The signal that asked a graceful command to stop, if one did: its exit status is given should
+// the output it left be cut (below).
+let stoppedBy: NodeJS.Signals | null = null;
+const signalStatus = (signal: NodeJS.Signals): number => (signal === 'SIGINT' ? 130 : 143);
 const stop = new Promise<void>((resolve) => {
   requestStop = () => {
     stopping = true;
@@ -20,8 +24,9 @@ const stop = new Promise<void>((resolve) => {
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping || !graceful) {
       if (interruptNote && !closed.stderr) process.stderr.write(interruptNote);
-      process.exit(signal === 'SIGINT' ? 130 : 143);
+      process.exit(signalStatus(signal));
     }
+    stoppedBy = signal;
     requestStop();
   };
   process.on('SIGINT', onSignal);
@@ -45,6 +50,15 @@ for (const name of ['stdout', 'stderr'] as const) {
     requestStop();
   });
 }
+
+/**
+ * How long a command stopped by a signal (or a closed stdout) waits for its output to drain
+ * before exiting. A reader that is reading takes a pipe's 64 KiB in milliseconds, so this only
+ * ever runs out on one that is not; 5 s stays under the grace a supervisor gives before its
+ * SIGKILL (docker stop: 10 s), so zz exits itself with its status and its stderr note rather
+ * than being killed mid-write.
+ */
+const STOP_FLUSH_MS = 5000;
 
 const io = {
   stdout: (s: string) => {
@@ -81,8 +95,20 @@ await (await import('../local/background.js')).settleBackground();
 // Into a pipe, output past what the pipe holds (64 KiB) is still queued in this process, and
 // process.exit drops it: `zz lane get --json | jq` got a cut answer and exit 0. Wait for both
 // streams to hand everything over.
+// Once a signal has asked to stop (before this wait or during it) the wait is bounded
+// (STOP_FLUSH_MS): a `zz mcp` whose client never reads stdout waited forever on the first
+// SIGTERM, with answers nobody would take. What is still queued then is dropped, and the exit
+// status is the signal's: the stop was not clean.
 const { flushed } = await import('../local/flushed.js');
-await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+const drained = (out: NodeJS.WriteStream): Promise<void> =>
+  Promise.race([flushed(out), stop.then(() => flushed(out, STOP_FLUSH_MS))]);
+await Promise.all([drained(process.stdout), drained(process.stderr)]);
+const cut = stoppedBy !== null && !process.stdout.destroyed && process.stdout.writableLength > 0;
+if (cut && !closed.stderr && !process.stderr.writableNeedDrain) {
+  process.stderr.write(
+    `zz: stdout was not read for ${STOP_FLUSH_MS / 1000} s after ${stoppedBy}; ${process.stdout.writableLength} bytes of output were dropped\n`,
+  );
+}
 // Long-running commands (serve, mcp) return only when they are done, so a finished command
 // exits here: idle git readers and signal listeners must not keep it alive.
-setImmediate(() => process.exit(code));
+setImmediate(() => process.exit(cut ? signalStatus(stoppedBy!) : code));

@@ -11,7 +11,6 @@ import {
 } from '@modelcontextprotocol/server';
 import type { ZzError } from '../errors.js';
 import { flushed } from '../local/flushed.js';
-import { neutralize } from '../schema/control-chars.js';
 import { LONGEST_TOOL_MS } from '../tools/index.js';
 import {
   createMcpServer,
@@ -19,6 +18,7 @@ import {
   SERVER_VERSION,
   type CreateMcpServerOptions,
 } from './mcp-server.js';
+import { droppingLog } from './stderr-log.js';
 import { lineGate } from './stdio-lines.js';
 
 // `zz mcp`: the registry over stdio. stdout carries the protocol only; anything else we have to
@@ -64,10 +64,10 @@ export function serveStdio(opts: ServeStdioOptions): StdioHandle {
   );
 }
 
-// The whole line neutralised: a tool's failure quotes what callers and other machines wrote.
-const log = (msg: string): void => {
-  process.stderr.write(`${neutralize(`zz mcp: ${msg}`)}\n`);
-};
+// One line on stderr, neutralised, dropped (and counted) while stderr is not being read
+// (stderr-log.ts). Made on first use: process.stderr is not touched at import.
+let stderrLog: ((msg: string) => void) | undefined;
+const log = (msg: string): void => (stderrLog ??= droppingLog(process.stderr, 'zz mcp: '))(msg);
 
 type WireOptions = Pick<
   ServeStdioOptions,

@@ -166,7 +166,10 @@ export class Claims {
    */
   async giveBack(ask: AskView, reason: string, lost = false): Promise<string | null> {
     if (lost) return null;
-    const ours = await retried(() => this.renew(ask), (e) => LOST_RACE.has(e.code));
+    const ours = await retried(
+      () => this.renew(ask),
+      (e) => LOST_RACE.has(e.code),
+    );
     if (ours !== 'done') return ours === 'gone' ? null : ours;
     return this.releaseHeld(ask, reason);
   }

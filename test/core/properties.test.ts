@@ -67,6 +67,8 @@ interface MAsk {
   lane: string;
   kind: string;
   priority: number;
+  /** The model clock when it was posted: Asks of one millisecond sort by id. */
+  posted: number;
   deps: string[];
   state: 'open' | 'claimed' | 'answered';
   holder: string | null;
@@ -173,17 +175,25 @@ class Model {
   }
 
   claimable(l: MLane, a: string): string[] {
-    return l.asks
-      .map((id) => this.asks.get(id)!)
-      .filter(
-        (k) =>
-          k.state !== 'answered' &&
-          !(k.state === 'claimed' && !this.expired(k)) &&
-          this.inScope(l, k.kind, a) &&
-          !this.blocked(k),
-      )
-      .sort((x, y) => x.priority - y.priority) // stable: equal priorities stay in post order
-      .map((k) => k.id);
+    return (
+      l.asks
+        .map((id) => this.asks.get(id)!)
+        .filter(
+          (k) =>
+            k.state !== 'answered' &&
+            !(k.state === 'claimed' && !this.expired(k)) &&
+            this.inScope(l, k.kind, a) &&
+            !this.blocked(k),
+        )
+        // By priority, then age, then id (Asks posted in one millisecond have no other order).
+        .sort(
+          (x, y) =>
+            x.priority - y.priority ||
+            x.posted - y.posted ||
+            (x.id < y.id ? -1 : x.id > y.id ? 1 : 0),
+        )
+        .map((k) => k.id)
+    );
   }
 }
 
@@ -564,6 +574,7 @@ class Runner {
             lane: laneId,
             kind,
             priority: a.priority ?? 2,
+            posted: m.now(),
             deps: [...new Set(deps)],
             state: 'open',
             holder: null,
@@ -734,6 +745,7 @@ class Runner {
               lane: laneId,
               kind: f.kind,
               priority: k.priority,
+              posted: m.now(),
               deps: [],
               state: 'open',
               holder: null,

@@ -101,8 +101,9 @@ describe('zz work on a closed Lane', () => {
       model: createModel('exec:false'),
       laneId: lane,
       actor: AGENT,
-      // Ten minutes: only the Lane's events can end this wait within the test's time.
-      idleWaitMs: 600_000,
+      // The longest lane_events wait, past the test's timeout: only the Lane's events can end
+      // this wait in time.
+      idleWaitMs: 60_000,
       onEvent: (e) => {
         events.push(e);
         if (e.type === 'idle') idle();
@@ -117,7 +118,7 @@ describe('zz work on a closed Lane', () => {
       closed: { by: OWNER, at, reason: 'paused' },
     });
     expect(events.map((e) => e.type)).toEqual(['start', 'idle', 'closed', 'done']);
-  }, 60_000);
+  }, 45_000);
 
   it('closed while it works an Ask: it answers that Ask, then stops without taking the next', async () => {
     s = await served();
@@ -148,7 +149,7 @@ describe('zz work on a closed Lane', () => {
       }),
       laneId: lane,
       actor: AGENT,
-      idleWaitMs: 600_000,
+      idleWaitMs: 60_000, // past the test's timeout, as above
       onEvent: (e) => events.push(e),
     });
     expect(model.requests).toHaveLength(1);
@@ -174,5 +175,5 @@ describe('zz work on a closed Lane', () => {
       answer: { outcome: 'complete' },
     });
     expect(asks.find((a) => a.ask_id === second)).toMatchObject({ state: 'open', holder: null });
-  }, 60_000);
+  }, 45_000);
 });

@@ -37,6 +37,12 @@ export const ERROR_CODES = {
   /** The disk (or the user's quota) is full. */
   insufficient_storage: { status: 507, exit: 7, mcp: 'shown' },
   git_failed: { status: 500, exit: 8, mcp: 'internal' },
+  /**
+   * `zz work` stopped because its Lane is closed (no new work; lane-closed.ts). Only the CLI
+   * throws it, for an exit status of its own: the daemon's refusals on a closed Lane stay
+   * `conflict` with `lane_closed` in their details, as clients already read them.
+   */
+  lane_closed: { status: 409, exit: 9, mcp: 'shown' },
   internal: { status: 500, exit: 1, mcp: 'internal' },
 } as const satisfies Record<
   string,

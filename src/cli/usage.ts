@@ -15,6 +15,7 @@ const EXIT_MEANING: Record<number, string> = {
   6: 'not a usable repository, or a precondition failed',
   7: 'unavailable: daemon unreachable, disk full or read-only',
   8: 'git failed',
+  9: 'the Lane is closed: it hands out no new work (zz work)',
 };
 
 export interface ExitCodeRow {

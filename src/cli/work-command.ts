@@ -64,6 +64,9 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
       };
     case 'error':
       return { line: `${e.ask_id ?? 'zz work'} error: ${clean(e.message, 500)}`, status: null };
+    case 'closed':
+      // Said once, as the command's error (stderr, exit 9) after the done line: see below.
+      return { line: null, status: null };
     case 'done':
       return {
         line:
@@ -219,6 +222,15 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           onEvent: emit,
         });
         if (summary.interrupted) io.stderr('zz work: stopped\n');
+        // A closed Lane is not "nothing to do": a script or supervisor must not start the
+        // worker again (exit 9, lane_closed), and a person must learn who closed it and why.
+        else if (summary.closed) {
+          const c = summary.closed;
+          throw new ZzError(
+            'lane_closed',
+            `lane ${clean(String(a.lane))} was closed by ${clean(c.by)} at ${clean(c.at)}${c.reason ? ` (${clean(c.reason, 500)})` : ''}: it hands out no new work, so zz work stopped`,
+          );
+        }
         // --once is for scripts: an Ask taken and given back is a failure they must see (the
         // exit code of the error behind it), not the 0 of "worked one Ask".
         else if (a.once && summary.failure) {

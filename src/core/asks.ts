@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import type { AskDoc } from '../schema/lane.js';
+import type { AskDoc, Closure } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { inScope, isCoordinator, requireCaller, scopeDenied, type Caller } from './access.js';
 import { askKeyCursor, askKeyOf, compareAsks, startAfter } from './ask-order.js';
@@ -327,7 +327,12 @@ export async function askClaimNext(
   repo: ZzRepo,
   callerIn: Caller | null,
   args: AskClaimNextArgs,
-): Promise<{ ask: AskView | null; revision: string | null; replayed: boolean }> {
+): Promise<{
+  ask: AskView | null;
+  lane_closed?: Closure;
+  revision: string | null;
+  replayed: boolean;
+}> {
   const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
   const kinds = args.kinds ? new Set(args.kinds) : null;
   if ((args.exclude?.length ?? 0) > LIMITS.claimExclude) {
@@ -398,13 +403,19 @@ export async function askClaimNext(
       ];
     },
     result: (s, op) => {
-      if (op === null) return null;
+      if (op === null) return { ask: null, closed: s.lane?.closed ?? null };
       if (op.op !== 'ask_claim') throw unexpectedOp(op, 'ask_claim');
-      return askView(s, s.asks.get(op.args.ask_id)!, repo.clock());
+      return { ask: askView(s, s.asks.get(op.args.ask_id)!, repo.clock()), closed: null };
     },
   });
-  // Nothing claimable: {ask: null} at the revision that was looked at.
-  return { ask: r.result, revision: r.revision, replayed: r.replayed };
+  // Nothing claimable: {ask: null} at the revision that was looked at; on a closed Lane, who
+  // closed it too, so that a worker waiting for work stops instead of waiting forever.
+  return {
+    ask: r.result.ask,
+    ...(r.result.closed ? { lane_closed: r.result.closed } : {}),
+    revision: r.revision,
+    replayed: r.replayed,
+  };
 }
 
 export interface AskReleaseArgs extends WriteOpts {

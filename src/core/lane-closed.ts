@@ -7,7 +7,8 @@ import { holdsLiveClaim, leaseExpired } from './views.js';
 // work thrown away behind the agent's back, and can stop it outright with ask_cancel or, as
 // coordinator, ask_release. So on a closed Lane:
 // - no Ask is posted, and no claim is handed out: ask_post and ask_claim of an Ask the caller
-//   does not hold refuse (conflict, `lane_closed` in details); ask_claim_next finds nothing;
+//   does not hold refuse (conflict, `lane_closed` in details); ask_claim_next finds nothing
+//   and answers who closed the Lane (`lane_closed`: zz work stops on it rather than wait);
 // - a claim whose lease still runs stays its holder's: re-claiming renews it (a long task keeps
 //   going), ask_answer answers it (follow-ups are recorded, but like every Ask of the Lane
 //   handed to nobody) and ask_release gives it back;

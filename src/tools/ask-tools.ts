@@ -15,7 +15,7 @@ import { actor, askId, laneId } from '../schema/ids.js';
 import { askKind } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { boundedJson, boundedText } from '../schema/ops.js';
-import { askOut, corruptOut, historyOut, writeMetaOut } from '../schema/views.js';
+import { askOut, corruptOut, historyOut, laneOut, writeMetaOut } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
 
@@ -129,6 +129,7 @@ export const askTools = [
     }),
     output: z.strictObject({
       ask: askOut.nullable().describe('The Ask now claimed by you, or null when none is claimable'),
+      lane_closed: laneOut.shape.closed.describe('Set when the Lane is closed: no more work'),
       revision: z.string().nullable(),
       replayed: writeMetaOut.replayed,
     }),

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isZzError, ZzError } from '../errors.js';
 import { LIMITS } from '../schema/limits.js';
-import type { AskView, CallTool } from './types.js';
+import type { AskView, CallTool, LaneClosure } from './types.js';
 
 // Taking, keeping and giving back Asks. ask_claim_next picks and claims in one commit, so
 // concurrent workers never race, and passes over the Asks this worker gave back and waits to
@@ -19,6 +19,12 @@ export class Claims {
   private excludeMissing = false;
   /** The claim sent whose answer has not arrived: sent again, as it is, by the next claim. */
   private pending: Record<string, unknown> | null = null;
+  /**
+   * Set when ask_claim_next finds nothing because the Lane is closed (lane_closed), and never
+   * cleared: nothing reopens a Lane. Daemons that predate the field, and query-then-claim,
+   * leave it null: the worker then waits as on an open Lane with nothing to do.
+   */
+  closed: LaneClosure | null = null;
 
   constructor(
     private readonly call: CallTool,
@@ -72,6 +78,7 @@ export class Claims {
         throw e;
       }
       const ask = (r.ask as AskView | null) ?? null;
+      if (!ask) this.closed = closure(r.lane_closed);
       if (!ask || r.replayed !== true) {
         this.pending = null;
         return ask;
@@ -258,6 +265,14 @@ export class Claims {
       },
     };
   }
+}
+
+/** The daemon's `lane_closed`, checked: it is the daemon's answer, but shown to a person. */
+function closure(v: unknown): LaneClosure | null {
+  if (!v || typeof v !== 'object') return null;
+  const { by, at, reason } = v as Record<string, unknown>;
+  if (typeof by !== 'string' || typeof at !== 'string') return null;
+  return { by, at, reason: typeof reason === 'string' ? reason : '' };
 }
 
 /**

@@ -42,6 +42,13 @@ export interface Sandbox {
   close(): void;
 }
 
+/** Who closed a Lane, when, and why ('' when no reason was given): ask_claim_next's `lane_closed`. */
+export interface LaneClosure {
+  by: string;
+  at: string;
+  reason: string;
+}
+
 export type WorkEvent =
   | { type: 'start'; lane_id: string; actor: string | null; model: string; kinds: string[] | null }
   | { type: 'idle'; lane_id: string }
@@ -67,6 +74,8 @@ export type WorkEvent =
   /** An Ask given back waits `ms` before this worker claims it again (other work goes on). */
   | { type: 'backoff'; ask_id: string; ms: number; failures: number }
   | { type: 'error'; ask_id: string | null; message: string }
+  /** The Lane is closed: it hands out no new work, so the worker stops (after the Ask in hand). */
+  | ({ type: 'closed'; lane_id: string } & LaneClosure)
   | { type: 'done'; asks: number; answered: number; released: number; usage: Usage };
 
 export interface WorkOptions {

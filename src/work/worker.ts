@@ -10,7 +10,7 @@ import {
 } from './flows.js';
 import { openLoop } from './open-loop.js';
 import { Waiting } from './waiting.js';
-import type { AskView, WorkEvent, WorkOptions } from './types.js';
+import type { AskView, LaneClosure, WorkEvent, WorkOptions } from './types.js';
 
 // The agent loop: claim the next Ask (ask_claim_next), work it with the flow its kind calls
 // for, answer, repeat; when nothing is claimable, wait on the Lane's events. Whatever goes
@@ -18,6 +18,10 @@ import type { AskView, WorkEvent, WorkOptions } from './types.js';
 // error, Ctrl-C — the claim is released with the reason before the worker moves on or exits;
 // a release the daemon cannot take is reported with the lease's end, never as released. On
 // every exit a claim sent whose answer was lost is settled (Claims.settle).
+// A closed Lane hands out no new work but lets a holder finish (lane-closed.ts): the worker
+// learns it from ask_claim_next, whose empty answer then says who closed it, and stops — at
+// once when it starts on a closed Lane, after the Ask in hand when the Lane closes meanwhile
+// (its answer still lands), and when the Lane's events wake an idle wait.
 
 const FLOWS: Record<string, (ctx: FlowContext) => Promise<FlowResult>> = {
   work: workFlow,
@@ -32,6 +36,8 @@ export interface WorkSummary {
   released: number;
   /** True when it stopped because of the signal (Ctrl-C), not because it ran out of work. */
   interrupted: boolean;
+  /** Set when it stopped because the Lane is closed: who closed it, when, why. */
+  closed: LaneClosure | null;
   /**
    * Why the last Ask given back was given back (`zz work --once` exits with it); `held` when
    * it could not be released (why), so it stays claimed until `lease_expires_at`.
@@ -55,6 +61,7 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
     answered: 0,
     released: 0,
     interrupted: false,
+    closed: null,
     failure: null,
   };
   emit({
@@ -121,6 +128,11 @@ async function loop(
       emit({ type: 'error', ask_id: null, message: e.message });
       await pause(Math.min(30_000, 1000 * 2 ** outage++), opts.signal);
       continue;
+    }
+    if (!ask && claims.closed) {
+      summary.closed = claims.closed;
+      emit({ type: 'closed', lane_id: opts.laneId, ...claims.closed });
+      break;
     }
     if (!ask) {
       if (opts.once) {

@@ -98,7 +98,10 @@ describe('ask_cancel', () => {
     const claimable = await call(repo, BOB, 'ask_query_claimable', { lane_id: 'a' });
     expect(titles(claimable)).toEqual(['a1']);
     expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask!.title).toBe('a1');
-    expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask).toBeNull();
+    // Nothing claimable on an open Lane says nothing of a closure.
+    const none = await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' });
+    expect(none.ask).toBeNull();
+    expect(none).not.toHaveProperty('lane_closed');
     // Recorded as an op; counted apart.
     const lane = await call(repo, BOB, 'lane_get', { lane_id: 'a' });
     expect(lane.history.map((h: { op: string }) => h.op)).toContain('ask_cancel');
@@ -123,7 +126,11 @@ describe('lane_close', () => {
       /closed/,
     );
     await rejects(call(repo, BOB, 'ask_claim', { lane_id: 'a', ask_id: a2.ask_id }), 'conflict');
-    expect((await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).ask).toBeNull();
+    // Nothing to claim, and the answer says why: who closed the Lane, when, why (zz work stops).
+    expect(await call(repo, BOB, 'ask_claim_next', { lane_id: 'a' })).toMatchObject({
+      ask: null,
+      lane_closed: closed.lane.closed,
+    });
     expect((await call(repo, BOB, 'ask_query_claimable', { lane_id: 'a' })).asks).toEqual([]);
     await call(repo, BOB, 'ask_answer', {
       lane_id: 'a',

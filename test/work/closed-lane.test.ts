@@ -1,0 +1,179 @@
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createModel } from '../../src/models/index.js';
+import { runWorker, type WorkEvent } from '../../src/work/index.js';
+import { ensureBuilt, killAll, privateEnv, spawnZz, zz } from '../e2e/zz-process.js';
+import { fakeModelServer, type FakeModelServer } from '../models/fake-model-server.js';
+import { AGENT, OWNER, asksOf, demoLane, goodChange, served, type Served } from './harness.js';
+
+// `zz work` on a closed Lane, which keeps work in hand but hands out none (lane-closed.ts):
+// the worker stops instead of waiting for work that cannot come — at once when it starts on
+// one, promptly when the Lane closes while it waits, and after answering the Ask in hand when
+// the Lane closes while it works — saying who closed the Lane, when and why, with exit 9.
+
+let s: Served | null = null;
+let model: FakeModelServer | null = null;
+beforeAll(() => ensureBuilt());
+afterEach(async () => {
+  await killAll();
+  await model?.close();
+  model = null;
+  await s?.cleanup();
+  s = null;
+});
+
+const post = async (lane: string, title: string): Promise<string> =>
+  ((await s!.owner('ask_post', { lane_id: lane, kind: 'work', title })).ask as { ask_id: string })
+    .ask_id;
+
+const closeLane = async (lane: string, reason: string): Promise<string> =>
+  ((await s!.owner('lane_close', { lane_id: lane, reason })).lane as { closed: { at: string } })
+    .closed.at;
+
+const stopped = (lane: string, at: string, reason: string) =>
+  `zz: lane ${lane} was closed by ${OWNER} at ${at} (${reason}): it hands out no new work, so zz work stopped\n`;
+
+describe('zz work on a closed Lane', () => {
+  it('started on a closed Lane, stops at once (--once too) with who, when, why and exit 9', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    // Posted before the close: still open, but no longer handed out.
+    const left = await post(lane, 'Left over');
+    const at = await closeLane(lane, 'sprint over');
+    model = await fakeModelServer([]); // no model call is expected: any would fail
+    const env = privateEnv({ ZZ_TOKEN: s.agentToken, OPENAI_BASE_URL: `${model.url}/v1` });
+    for (const once of [[], ['--once']]) {
+      // A worker that waited instead would be killed at the timeout: code null, not 9.
+      const r = await zz(s.dir, env, ['work', '--lane', lane, '--model', 'openai:m', ...once], {
+        timeoutMs: 40_000,
+      });
+      expect(r.stderr).toBe(stopped(lane, at, 'sprint over'));
+      expect(r.code).toBe(9);
+      const lines = r.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(/^zz work: lane demo as /);
+      expect(lines.slice(1)).toEqual([
+        'done: 0 asks (0 answered, 0 released); model usage 0 tokens in, 0 out, 0 calls',
+      ]);
+    }
+    expect(model.requests).toHaveLength(0);
+    expect((await asksOf(s, lane)).find((a) => a.ask_id === left)).toMatchObject({
+      state: 'open',
+      holder: null,
+    });
+  }, 100_000);
+
+  it('closed while it waits for work: the Lane event wakes it and it stops (exit 9)', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    model = await fakeModelServer([]);
+    const env = privateEnv({ ZZ_TOKEN: s.agentToken, OPENAI_BASE_URL: `${model.url}/v1` });
+    const child = spawnZz(s.dir, env, ['work', '--lane', lane, '--json', '--model', 'openai:m']);
+    child.stdin.end();
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString('utf8');
+        if (out.includes('"type":"idle"')) resolve();
+      });
+    });
+    const at = await closeLane(lane, 'merged upstream');
+    const code = await exited;
+    expect(err).toBe(stopped(lane, at, 'merged upstream'));
+    expect(code).toBe(9);
+    const events = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(events.map((e) => e.type)).toEqual(['start', 'idle', 'closed', 'done']);
+    expect(events[2]).toMatchObject({ lane_id: lane, by: OWNER, at, reason: 'merged upstream' });
+  }, 100_000);
+
+  it('stops promptly: woken by the close, not by the end of its idle wait', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const events: WorkEvent[] = [];
+    let idle!: () => void;
+    const waiting = new Promise<void>((resolve) => (idle = resolve));
+    const run = runWorker({
+      call: s.agent,
+      model: createModel('exec:false'),
+      laneId: lane,
+      actor: AGENT,
+      // The longest lane_events wait, past the test's timeout: only the Lane's events can end
+      // this wait in time.
+      idleWaitMs: 60_000,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'idle') idle();
+      },
+    });
+    await waiting;
+    const at = await closeLane(lane, 'paused');
+    const summary = await run;
+    expect(summary).toMatchObject({
+      asks: 0,
+      interrupted: false,
+      closed: { by: OWNER, at, reason: 'paused' },
+    });
+    expect(events.map((e) => e.type)).toEqual(['start', 'idle', 'closed', 'done']);
+  }, 45_000);
+
+  it('closed while it works an Ask: it answers that Ask, then stops without taking the next', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    const first = await post(lane, 'Write NOTES.md');
+    const second = await post(lane, 'Never handed out');
+    let at = '';
+    // The Lane closes while the model thinks about the first Ask; then the model answers.
+    model = await fakeModelServer((_req, i) =>
+      i > 0
+        ? { status: 500, body: { error: { message: 'only one Ask was expected' } } }
+        : {
+            raw: (res) => {
+              void closeLane(lane, 'scope cut').then((t) => {
+                at = t;
+                res.writeHead(200, { 'content-type': 'application/json' });
+                res.end(JSON.stringify(goodChange.body));
+              });
+            },
+          },
+    );
+    const events: WorkEvent[] = [];
+    const summary = await runWorker({
+      call: s.agent,
+      model: createModel('openai:m', {
+        env: { OPENAI_BASE_URL: `${model.url}/v1` },
+        maxRetries: 0,
+      }),
+      laneId: lane,
+      actor: AGENT,
+      idleWaitMs: 60_000, // past the test's timeout, as above
+      onEvent: (e) => events.push(e),
+    });
+    expect(model.requests).toHaveLength(1);
+    expect(summary).toMatchObject({
+      asks: 1,
+      answered: 1,
+      released: 0,
+      failure: null,
+      closed: { by: OWNER, at, reason: 'scope cut' },
+    });
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => t !== 'step')).toEqual([
+      'start',
+      'claimed',
+      'answered',
+      'closed',
+      'done',
+    ]);
+    const asks = await asksOf(s, lane);
+    expect(asks.find((a) => a.ask_id === first)).toMatchObject({
+      state: 'answered',
+      holder: AGENT,
+      answer: { outcome: 'complete' },
+    });
+    expect(asks.find((a) => a.ask_id === second)).toMatchObject({ state: 'open', holder: null });
+  }, 45_000);
+});

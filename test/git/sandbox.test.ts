@@ -308,12 +308,16 @@ describe('runInSandbox', () => {
   });
 
   it('lets a command that handles SIGTERM clean up on timeout', async () => {
-    // Seen in CI at load 15-20: the shell got no CPU within the default 2 s grace and died of
-    // its SIGKILL. What this checks is that the trap runs and its status is reported, so the
-    // grace is generous; a run that SIGKILLed at once, or lost the status, still fails.
-    const r = await runPastTrap('trap "echo cleaned up; exit 3" TERM; pwd; sleep 100 & wait', {
-      kill_grace_ms: 30_000,
-    });
+    // Seen twice in CI at load 15-20 (Node 24 pass), even with a 30 s grace: the shell never
+    // ran its trap and died of the SIGKILL. With `sleep 100 & wait`, a SIGTERM landing while
+    // the shell forks the sleep can miss the sleep (not yet a process) and leave dash in
+    // `wait` for 100 s with the trap pending. A loop of short foreground sleeps has no such
+    // window: the shell runs its trap when the sleep in hand ends (killed, or within 0.1 s).
+    // A run that SIGKILLed at once, or lost the status, still fails.
+    const r = await runPastTrap(
+      'trap "echo cleaned up; exit 3" TERM; pwd; while :; do sleep 0.1; done',
+      { kill_grace_ms: 10_000 },
+    );
     expect(r).toMatchObject({ timed_out: true, exit_code: 3, signal: null });
     expect(r.isolation).toBe('pid-namespace');
     expect(r.stdout.split('\n')[1]).toBe('cleaned up');

@@ -14,6 +14,12 @@ import type { AskView, CallTool, LaneClosure } from './types.js';
 
 const LOST_RACE = new Set(['already_claimed', 'conflict', 'dependency_unresolved', 'forbidden']);
 
+/** What giving an Ask back did (Claims.giveBack). */
+export interface GivenBack {
+  released: boolean;
+  held: string | null;
+}
+
 export class Claims {
   private claimNextMissing = false;
   private excludeMissing = false;
@@ -162,23 +168,25 @@ export class Claims {
   }
 
   /**
-   * Gives the Ask back as the worker stops work on it, and answers whether it is still held:
-   * null once it is not (released now, or no longer this worker's: answered meanwhile, its
-   * lease lapsed to another), else why it may still be held until its lease runs out.
+   * Gives the Ask back as the worker stops work on it: `released` when this call released it;
+   * `held`, why it may still be held by this worker until its lease runs out; neither when it
+   * was no longer this worker's (answered meanwhile, its lease lapsed to another).
    * `lost`: the step already learnt the claim went to someone else; then nothing is sent.
    * Hazard: a coordinator's token may release any claim, so a release sent for an Ask that
    * is no longer this worker's ends someone else's claim. A lease can lapse unseen (a laptop
    * asleep past it, renewals failing as `unavailable`) and the Ask go to another worker; so
    * the claim is renewed first, which only its holder can do (found in review).
    */
-  async giveBack(ask: AskView, reason: string, lost = false): Promise<string | null> {
-    if (lost) return null;
+  async giveBack(ask: AskView, reason: string, lost = false): Promise<GivenBack> {
+    if (lost) return { released: false, held: null };
     const ours = await retried(
       () => this.renew(ask),
       (e) => LOST_RACE.has(e.code),
     );
-    if (ours !== 'done') return ours === 'gone' ? null : ours;
-    return this.releaseHeld(ask, reason);
+    if (ours === 'gone') return { released: false, held: null };
+    if (ours !== 'done') return { released: false, held: ours };
+    const held = await this.releaseHeld(ask, reason);
+    return { released: held === null, held };
   }
 
   /**

@@ -40,13 +40,15 @@ export interface WorkSummary {
   closed: LaneClosure | null;
   /**
    * Why the last Ask given back was given back (`zz work --once` exits with it); `held` when
-   * it could not be released (why), so it stays claimed until `lease_expires_at`.
+   * it could not be released (why), so it stays claimed until `lease_expires_at`; `taken`
+   * when it was no longer this worker's to give back (its lease lapsed to someone else).
    */
   failure: {
     ask_id: string;
     code: ErrorCode;
     reason: string;
     held: string | null;
+    taken: boolean;
     lease_expires_at: string | null;
   } | null;
 }
@@ -160,7 +162,7 @@ async function loop(
       failedInARow = 0;
       waiting.forget([ask.ask_id]);
     } else {
-      if (failure.held === null) summary.released++;
+      if (failure.held === null && !failure.taken) summary.released++;
       summary.failure = { ask_id: ask.ask_id, ...failure };
     }
     if (opts.once) break;
@@ -203,6 +205,7 @@ async function workOne(
   code: ErrorCode;
   reason: string;
   held: string | null;
+  taken: boolean;
   lease_expires_at: string | null;
 } | null> {
   const started = Date.now();
@@ -229,10 +232,9 @@ async function workOne(
     (renewed) => (leaseEnds = renewed.lease_expires_at),
   );
   const giveBack = async (reason: string) => {
-    const held = await claims.giveBack(ask, reason, lost);
-    if (held === null) {
-      if (!lost) emit({ type: 'released', ask_id: ask.ask_id, reason });
-    } else {
+    const { released, held } = await claims.giveBack(ask, reason, lost);
+    if (released) emit({ type: 'released', ask_id: ask.ask_id, reason });
+    else if (held !== null) {
       // The claim stays until its lease runs out (DESIGN §9 wants it released: say why not).
       emit({
         type: 'error',
@@ -240,7 +242,11 @@ async function workOne(
         message: `could not release: ${held}; it stays claimed until its lease runs out at ${leaseEnds ?? 'its end'}`,
       });
     }
-    return { held, lease_expires_at: held === null ? null : leaseEnds };
+    return {
+      held,
+      taken: !released && held === null,
+      lease_expires_at: held === null ? null : leaseEnds,
+    };
   };
   const ctx: FlowContext = {
     ask,

@@ -227,7 +227,7 @@ describe('giving an Ask back', () => {
     // Asleep past the lease: no renewal saw it lapse, and the owner took the Ask.
     await new Promise((r) => setTimeout(r, 1500));
     await s.owner('ask_claim', { lane_id: lane, ask_id: ask!.ask_id });
-    expect(await claims.giveBack(ask!, 'the step failed')).toBeNull();
+    expect(await claims.giveBack(ask!, 'the step failed')).toEqual({ released: false, held: null });
     const asks = await asksOf(s, lane);
     expect(asks.find((a) => a.ask_id === ask!.ask_id)).toMatchObject({
       state: 'claimed',
@@ -242,7 +242,7 @@ describe('giving an Ask back', () => {
     await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Quick' });
     const claims = new Claims((tool, args) => s!.agent(tool, args), lane, undefined, 60);
     const ask = await claims.next();
-    expect(await claims.giveBack(ask!, 'stopping')).toBeNull();
+    expect(await claims.giveBack(ask!, 'stopping')).toEqual({ released: true, held: null });
     const asks = await asksOf(s, lane);
     expect(asks.find((a) => a.ask_id === ask!.ask_id)).toMatchObject({ holder: null });
   });
@@ -458,7 +458,8 @@ describe('zz work leaves no claim held behind it', () => {
         if (e.type === 'step' && e.step === 'model') void takeOver();
       },
     });
-    expect(summary.failure).toMatchObject({ ask_id: askId, held: null });
+    expect(summary.failure).toMatchObject({ ask_id: askId, held: null, taken: true });
+    expect(summary.released).toBe(0);
     expect(summary.failure!.reason).toMatch(/lost the claim/);
     expect(await now()).toMatchObject({ state: 'claimed', holder: OWNER });
     const releases = (await opsOn(lane, askId)).filter((h) => h.op === 'ask_release');

@@ -5,6 +5,7 @@ export * from './access.js';
 export * from './admin.js';
 export * from './health.js';
 export * from './ask-list.js';
+export * from './ask-claimable.js';
 export * from './asks.js';
 export * from './closing.js';
 export * from './changesets.js';

@@ -81,6 +81,13 @@ const OUTPUT_MAX = 16 * 1024 * 1024;
 const MARK_VAR = 'ZZ_SANDBOX_RUN';
 /** After SIGTERM, how long the process group gets before SIGKILL. */
 const KILL_GRACE_MS = 2_000;
+/**
+ * After the grace's SIGKILL of everything else, how long the namespace's init (ours, harmless,
+ * alone in an empty namespace) still gets to report how the command ended before it is
+ * SIGKILLed too. At least the grace: CI at load 15-20 saw an init not scheduled within a 2 s
+ * second grace, and the run said SIGKILL for a command that died of the SIGTERM at once.
+ */
+const INIT_REPORT_MS = 10_000;
 /** After the command exits, how long to wait for descendants holding its pipes. */
 const PIPE_GRACE_MS = 1_000;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -278,11 +285,11 @@ function runCommand(
       // init before the grace ends; SIGKILLing the init with the rest then loses the report
       // and the run says SIGKILL (seen in CI). So the end of the grace kills everything but
       // the init, which exits with its command and takes the namespace down; only an init
-      // still there a second grace later is killed too.
+      // still there INIT_REPORT_MS later is killed too.
       timers.push(
         setTimeout(() => {
           // Armed first: the last word must not depend on the scan below succeeding.
-          timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), grace));
+          timers.push(setTimeout(() => signalRun(m, 'SIGKILL'), Math.max(grace, INIT_REPORT_MS)));
           signalRunButInit(m, 'SIGKILL');
         }, grace),
       );

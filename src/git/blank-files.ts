@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { hostname } from 'node:os';
 import { join, sep } from 'node:path';
-import { isAlive } from '../local/file-lock.js';
+import { isAlive, processStartTime, processState } from '../local/file-lock.js';
 import { closeQuietly, unlinkQuietly } from './fs-calls.js';
 
 // Empty files created ahead of the write that needs them ("blanks"), held open, and handed
@@ -59,10 +59,20 @@ const HOST_NAME = encodeURIComponent(HOST);
 // Names end in hex: random per process, then a counter.
 const NAME_PREFIX = randomBytes(4).toString('hex');
 let nameCounter = 0;
+// Hazard: a pid alone does not name a process. With pid_max at 32,768 (containers, CI) and a
+// machine spawning thousands of git processes, a killed writer's pid is soon another
+// process's: its lock then looked held by a live process, and the next writer waited out the
+// lock timeout and failed with ref_locked (a crash test at CI load). So a name carries its
+// process's start time too (`s<ticks since boot>`, Linux), and a process with that pid but
+// another start time is not the owner. Names without one (not Linux, or an older zz) are
+// judged by pid alone; an older zz cannot parse these names and leaves them be (it never
+// removed what it could not read).
+const SELF_START = processStartTime(process.pid);
+const SELF_TAG = SELF_START === null ? '' : `s${SELF_START}.`;
 
-/** A fresh file name that says who made it: `<host>.<pid>.<hex>` (lock tokens, blanks). */
+/** A fresh file name that says who made it: `<host>.<pid>.s<start>.<hex>` (lock tokens, blanks). */
 export function ownedName(): string {
-  return `${HOST_NAME}.${process.pid}.${NAME_PREFIX}${(nameCounter++).toString(16)}`;
+  return `${HOST_NAME}.${process.pid}.${SELF_TAG}${NAME_PREFIX}${(nameCounter++).toString(16)}`;
 }
 
 /** The directory of blanks (and other files a zz process makes for itself) of a repository. */
@@ -71,19 +81,29 @@ export function blanksDir(gitdir: string): string {
 }
 
 /** Who made a file named by ownedName() (with a `.old` or `.owner` kind); null for any other. */
-export function parseOwnedName(name: string): { host: string; pid: number } | null {
-  const m = /^(.+)\.(\d+)\.[0-9a-f]+(?:\.(?:old|owner))?$/.exec(name);
+export function parseOwnedName(
+  name: string,
+): { host: string; pid: number; start: string | null } | null {
+  const m = /^(.+)\.(\d+)\.(?:s(\d+)\.)?[0-9a-f]+(?:\.(?:old|owner))?$/.exec(name);
   if (!m) return null;
   try {
-    return { host: decodeURIComponent(m[1]!), pid: Number(m[2]) };
+    return { host: decodeURIComponent(m[1]!), pid: Number(m[2]), start: m[3] ?? null };
   } catch {
     return null;
   }
 }
 
-/** Made by another process on this host that is gone. */
-export function isDeadHere(owner: { host: string; pid: number }): boolean {
-  return owner.host === HOST && owner.pid !== process.pid && !isAlive(owner.pid);
+/**
+ * Made by another process on this host that is gone: no process has its pid, the one that has
+ * it started at another time (the pid was reused), or it is a zombie (killed, not yet reaped by
+ * its parent: it can hold nothing any more).
+ */
+export function isDeadHere(owner: { host: string; pid: number; start?: string | null }): boolean {
+  if (owner.host !== HOST || owner.pid === process.pid) return false;
+  if (!isAlive(owner.pid)) return true;
+  const now = processState(owner.pid);
+  if (now === null) return false; // unreadable (EPERM, no /proc): alive as far as we know
+  return now.zombie || (owner.start != null && now.start !== owner.start);
 }
 
 /** A blank creation is in flight somewhere in this process; who else wants one. */

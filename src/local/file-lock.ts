@@ -29,16 +29,26 @@ export interface FileLockOptions {
   mkdir?: boolean;
 }
 
-/** The start time of a process in clock ticks since boot (Linux), or null where unknown. */
-export function processStartTime(pid: number): string | null {
+/**
+ * A process's start time (clock ticks since boot) and whether it is a zombie (dead, not yet
+ * reaped by its parent), from /proc/<pid>/stat (Linux); null where unreadable.
+ */
+export function processState(pid: number): { start: string; zombie: boolean } | null {
+  let stat: string;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 2 (comm) may hold spaces and parentheses: count fields after its last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19] ?? null; // field 22 of the whole line
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return null;
   }
+  // Field 2 (comm) may hold spaces and parentheses: count fields after its last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const start = fields[19]; // field 22 of the whole line
+  return start === undefined ? null : { start, zombie: fields[0] === 'Z' };
+}
+
+/** The start time of a process in clock ticks since boot (Linux), or null where unknown. */
+export function processStartTime(pid: number): string | null {
+  return processState(pid)?.start ?? null;
 }
 
 const selfStamp = (): string => {

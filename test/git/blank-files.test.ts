@@ -1,4 +1,11 @@
-import fs, { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import fs, {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -47,6 +54,8 @@ describe('blank files', () => {
     expect(parseOwnedName(b.path.slice(d.length + 1))).toEqual({
       host: hostname(),
       pid: process.pid,
+      // The start time too: a later process given this pid is not the maker.
+      start: readFileSync(`/proc/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19],
     });
     // Taken means gone from the spares: the next take is another file, and the refill
     // brings the spares back to two (plus the one taken, still there).
@@ -276,7 +285,14 @@ describe('blank files', () => {
       const dead = ['', '.old', '.owner'].map((k) =>
         ownedName().replace(`.${process.pid}.`, '.4999999.').concat(k),
       );
-      const live = ownedName().replace(`.${process.pid}.`, `.${process.ppid}.`);
+      // The parent's pid with its own start time: a live process's (a name with our start
+      // time and its pid would be a reused pid, and go).
+      const ppidStart = readFileSync(`/proc/${process.ppid}/stat`, 'utf8')
+        .split(') ')[1]!
+        .split(' ')[19]!;
+      const live = ownedName()
+        .replace(`.${process.pid}.`, `.${process.ppid}.`)
+        .replace(/\.s\d+\./, `.s${ppidStart}.`);
       const other = 'not-ours.txt';
       for (const n of [...dead, live, other]) writeFileSync(join(blanks, n), '');
       fs.linkSync(join(blanks, other), join(blanks, dead[1]!.replace('.4999999.', '.4999998.')));

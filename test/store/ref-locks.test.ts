@@ -7,7 +7,7 @@ import fs, {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -133,6 +133,84 @@ describe('a lock held by a live writer', () => {
       expect(existsSync(lock)).toBe(false);
     } finally {
       w.child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('a lock whose token names a pid that is not its owner any more', () => {
+  // A killed writer's pid is soon another process's where pid_max is 32,768 and git runs by
+  // the thousand (CI): the token's start time tells them apart, so the lock is recovered at
+  // once instead of failing writers with ref_locked until that other process exits. A
+  // zombie (killed, not reaped) holds nothing either. Checked red: with the start time and
+  // the zombie state ignored, every case below but the last failed with ref_locked.
+  const host = encodeURIComponent(hostname());
+  const startOf = (pid: number) =>
+    readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]!;
+
+  async function lockedBy(name: string, ref: string): Promise<unknown> {
+    const locks = join(gitdir, 'zz', 'locks');
+    mkdirSync(locks, { recursive: true });
+    const token = join(locks, name);
+    writeFileSync(token, '');
+    const lock = join(gitdir, ...ref.split('/')) + '.lock';
+    mkdirSync(join(lock, '..'), { recursive: true });
+    linkSync(token, lock);
+    const store = new RefStore(gitdir, { lockTimeoutMs: 300 });
+    try {
+      return await store.cas(ref, null, c1).then(
+        () => null,
+        (x: unknown) => x,
+      );
+    } finally {
+      rmSync(lock, { force: true });
+      rmSync(token, { force: true });
+    }
+  }
+
+  it('is recovered when a live process has the pid but started at another time', async () => {
+    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      const pid = other.pid!;
+      const wrong = String(Number(startOf(pid)) + 1);
+      expect(await lockedBy(`${host}.${pid}.s${wrong}.aa01`, 'refs/zz/lanes/reused')).toBeNull();
+      expect(sh(dir, 'rev-parse', 'refs/zz/lanes/reused')).toBe(c1);
+    } finally {
+      other.kill('SIGKILL');
+    }
+  });
+
+  it('is recovered when its owner is a zombie', async () => {
+    // sh starts a short sleep in the background and becomes a long one, which never reaps it.
+    const parent = spawn('sh', ['-c', 'sleep 0.3 & echo $!; exec sleep 30'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    try {
+      const pid = Number(await new Promise<string>((r) => parent.stdout.once('data', r)));
+      const state = () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0];
+      const start = startOf(pid); // read while it runs: a zombie keeps it
+      for (let i = 0; state() !== 'Z' && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(state()).toBe('Z');
+      const name = `${host}.${pid}.s${start}.aa02`;
+      expect(await lockedBy(name, 'refs/zz/lanes/zombie')).toBeNull();
+      expect(sh(dir, 'rev-parse', 'refs/zz/lanes/zombie')).toBe(c1);
+    } finally {
+      parent.kill('SIGKILL');
+    }
+  });
+
+  it('is kept when the live process with the pid is its owner, or the name has no start time', async () => {
+    const owner = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      const pid = owner.pid!;
+      for (const [name, ref] of [
+        [`${host}.${pid}.s${startOf(pid)}.aa03`, 'refs/zz/lanes/owned'],
+        [`${host}.${pid}.aa04`, 'refs/zz/lanes/legacy'],
+      ] as const) {
+        const e = await lockedBy(name, ref);
+        expect((e as ZzError).code).toBe('ref_locked');
+      }
+    } finally {
+      owner.kill('SIGKILL');
     }
   });
 });

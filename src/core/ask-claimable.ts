@@ -3,6 +3,7 @@ import type { AskDoc } from '../schema/lane.js';
 import { inScope, requireCaller, type Caller } from './access.js';
 import { askKeyCursor, askKeyOf, compareAsks, startAfter } from './ask-order.js';
 import { assertKnownKinds, kindRule } from './kinds.js';
+import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState } from './lane-state.js';
 import { pageEnd } from './paging.js';
 import { askViews, blockedBy, leaseEndMs, type AskView } from './views.js';
@@ -83,7 +84,8 @@ export async function askQueryClaimable(
   const now = repo.clock();
   const nowMs = now.getTime();
   const kinds = args.kinds ? new Set(args.kinds) : null;
-  if (snap.lane.closed) return { asks: [], next_cursor: null, total: 0, revision: snap.revision };
+  // A closed Lane hands out only the follow-ups of work in hand (lane-closed.ts).
+  const inHandOnly = !!snap.lane.closed;
   const keyOf = (a: AskDoc) => askKeyOf(args.lane_id, a);
   const limit = args.limit ?? CLAIMABLE_DEFAULT_LIMIT;
   const { asks, leaseEnds } = candidates(snap.state);
@@ -100,6 +102,7 @@ export async function askQueryClaimable(
     const a = asks[i]!;
     if (leaseEnds[i]! > nowMs) continue; // claimed, lease running
     if (kinds && !kinds.has(a.kind)) continue;
+    if (inHandOnly && !finishesWorkInHand(a)) continue;
     let ok = scopeOk.get(a.kind);
     if (ok === undefined) {
       const rule = kindRule(a.kind, snap.lane.ask_kinds, config.ask_kinds);

@@ -9,7 +9,7 @@ import { assertKnownKind, assertKnownKinds, kindRule } from './kinds.js';
 import { unexpectedOp, writeOp, type WriteContext } from './write-op.js';
 import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
-import { assertClaimOnClosed, assertOpen } from './lane-closed.js';
+import { assertClaimOnClosed, assertOpen, finishesWorkInHand } from './lane-closed.js';
 import { readLane, type WriteMeta, type WriteOpts } from './lanes.js';
 import {
   leaseEndMs,
@@ -245,7 +245,8 @@ export async function askClaimNext(
     decide: (s, { caller, config, meta }): LaneOpSpec[] => {
       const lane = laneOf(s, args.lane_id);
       assertKnownKinds(args.kinds, args.lane_id, lane.ask_kinds, config.ask_kinds);
-      if (lane.closed) return [];
+      // A closed Lane hands out only the follow-ups of work in hand (lane-closed.ts).
+      const inHandOnly = !!lane.closed;
       const nowMs = meta.now.getTime();
       const scopeOk = new Map<string, boolean>();
       let best: AskDoc | null = null;
@@ -258,6 +259,7 @@ export async function askClaimNext(
         if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
         if (kinds && !kinds.has(a.kind)) continue;
         if (skip?.has(a.ask_id)) continue;
+        if (inHandOnly && !finishesWorkInHand(a)) continue;
         if (best && compareAsks(a, best) >= 0) continue;
         let ok = scopeOk.get(a.kind);
         if (ok === undefined) {

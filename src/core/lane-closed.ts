@@ -1,5 +1,6 @@
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
+import { SERVER_ACTOR } from './follow-ups.js';
 import { holdsLiveClaim, leaseExpired } from './views.js';
 
 // Closing a Lane stops new work, not work in hand (DESIGN is silent; decided here, README
@@ -10,10 +11,15 @@ import { holdsLiveClaim, leaseExpired } from './views.js';
 //   does not hold refuse (conflict, `lane_closed` in details); ask_claim_next finds nothing
 //   and answers who closed the Lane (`lane_closed`: zz work stops on it rather than wait);
 // - a claim whose lease still runs stays its holder's: re-claiming renews it (a long task keeps
-//   going), ask_answer answers it (follow-ups are recorded, but like every Ask of the Lane
-//   handed to nobody) and ask_release gives it back;
+//   going), ask_answer answers it and ask_release gives it back;
 // - a lease that ran out is not taken again, not even by its last holder: the lease is the
-//   claim, and a lapsed one is a new claim. Renewing and answering then refuse and say so.
+//   claim, and a lapsed one is a new claim. Renewing and answering then refuse and say so;
+// - the workflow's follow-ups of work in hand (what the server posts by itself with an origin:
+//   the review of a finished changeset, its submission, the rework a denied review sends back,
+//   the resolve_conflict of a landing) are claimed as on an open Lane, by ask_claim and
+//   ask_claim_next, and listed by ask_query_claimable. Refused, they stranded finished work:
+//   the answer was taken, its changeset could be neither reviewed nor landed, and nothing
+//   reopens a Lane. To drop such work, cancel its Ask.
 // The guarded fold of sync (lane-guards.ts) does not yet refuse claims on a closed Lane.
 
 /** The refusal of a closed Lane: who closed it and why, then `detail` (what to do instead). */
@@ -25,6 +31,15 @@ function laneClosed(lane: LaneDoc, detail: string): ZzError {
     `lane ${lane.lane_id} was closed by ${c.by} at ${c.at}${why}: ${detail}`,
     { closed: c, lane_closed: true },
   );
+}
+
+/**
+ * An Ask the workflow posted to finish work already in hand (see above): claimable on a closed
+ * Lane. Only the server posts with SERVER_ACTOR; the fold re-derives its follow-ups and refuses
+ * one it did not derive (lane-guards.ts, follow_up_not_derived).
+ */
+export function finishesWorkInHand(ask: AskDoc): boolean {
+  return ask.posted_by === SERVER_ACTOR && ask.origin !== null;
 }
 
 /** A closed Lane takes no new Asks. */
@@ -47,7 +62,7 @@ export function assertClaimOnClosed(
   now: Date,
   what: 'claim' | 'answer' | 'write rungs for',
 ): void {
-  if (!lane.closed || holdsLiveClaim(ask, actor, now)) return;
+  if (!lane.closed || holdsLiveClaim(ask, actor, now) || finishesWorkInHand(ask)) return;
   if (ask.state === 'claimed' && ask.holder === actor) {
     throw laneClosed(
       lane,

@@ -3,7 +3,16 @@ import { createModel } from '../../src/models/index.js';
 import { runWorker, type WorkEvent } from '../../src/work/index.js';
 import { ensureBuilt, killAll, privateEnv, spawnZz, zz } from '../e2e/zz-process.js';
 import { fakeModelServer, type FakeModelServer } from '../models/fake-model-server.js';
-import { AGENT, OWNER, asksOf, demoLane, goodChange, served, type Served } from './harness.js';
+import {
+  AGENT,
+  OWNER,
+  asksOf,
+  demoLane,
+  goodChange,
+  served,
+  text,
+  type Served,
+} from './harness.js';
 
 // `zz work` on a closed Lane, which keeps work in hand but hands out none (lane-closed.ts):
 // the worker stops instead of waiting for work that cannot come — at once when it starts on
@@ -120,25 +129,32 @@ describe('zz work on a closed Lane', () => {
     expect(events.map((e) => e.type)).toEqual(['start', 'idle', 'closed', 'done']);
   }, 45_000);
 
-  it('closed while it works an Ask: it answers that Ask, then stops without taking the next', async () => {
+  it('closed while it works an Ask: it finishes that work, review and landing included, then stops without taking new work', async () => {
     s = await served();
     const lane = await demoLane(s);
     const first = await post(lane, 'Write NOTES.md');
     const second = await post(lane, 'Never handed out');
     let at = '';
     // The Lane closes while the model thinks about the first Ask; then the model answers.
+    // The Ask in hand's review is work in hand too (lane-closed.ts): the model grants it, and
+    // the submission lands without a model.
     model = await fakeModelServer((_req, i) =>
-      i > 0
-        ? { status: 500, body: { error: { message: 'only one Ask was expected' } } }
-        : {
-            raw: (res) => {
-              void closeLane(lane, 'scope cut').then((t) => {
-                at = t;
-                res.writeHead(200, { 'content-type': 'application/json' });
-                res.end(JSON.stringify(goodChange.body));
-              });
+      i === 1
+        ? text(JSON.stringify({ decision: 'grant', reasons: ['fine'] }))
+        : i > 1
+          ? {
+              status: 500,
+              body: { error: { message: 'only the work and its review were expected' } },
+            }
+          : {
+              raw: (res) => {
+                void closeLane(lane, 'scope cut').then((t) => {
+                  at = t;
+                  res.writeHead(200, { 'content-type': 'application/json' });
+                  res.end(JSON.stringify(goodChange.body));
+                });
+              },
             },
-          },
     );
     const events: WorkEvent[] = [];
     const summary = await runWorker({
@@ -152,10 +168,10 @@ describe('zz work on a closed Lane', () => {
       idleWaitMs: 60_000, // past the test's timeout, as above
       onEvent: (e) => events.push(e),
     });
-    expect(model.requests).toHaveLength(1);
+    expect(model.requests).toHaveLength(2);
     expect(summary).toMatchObject({
-      asks: 1,
-      answered: 1,
+      asks: 3,
+      answered: 3,
       released: 0,
       failure: null,
       closed: { by: OWNER, at, reason: 'scope cut' },
@@ -165,15 +181,28 @@ describe('zz work on a closed Lane', () => {
       'start',
       'claimed',
       'answered',
+      'claimed',
+      'answered',
+      'claimed',
+      'answered',
       'closed',
       'done',
     ]);
     const asks = await asksOf(s, lane);
-    expect(asks.find((a) => a.ask_id === first)).toMatchObject({
+    const work = asks.find((a) => a.ask_id === first)!;
+    expect(work).toMatchObject({
       state: 'answered',
       holder: AGENT,
       answer: { outcome: 'complete' },
     });
+    // Its review and submission were worked too, and the change is on main.
+    const landing = asks.filter((a) => a.payload.work_ask_id === first);
+    expect(landing.map((a) => [a.kind, a.state, a.answer?.outcome])).toEqual([
+      ['changeset_review', 'answered', 'grant'],
+      ['submit_changeset', 'answered', 'complete'],
+    ]);
+    expect(landing[1]!.answer!.result).toMatch(/^committed [0-9a-f]{40} to main$/);
+    // New work was never handed out.
     expect(asks.find((a) => a.ask_id === second)).toMatchObject({ state: 'open', holder: null });
   }, 45_000);
 });

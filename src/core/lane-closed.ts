@@ -14,7 +14,13 @@ import { holdsLiveClaim, leaseExpired } from './views.js';
 //   handed to nobody) and ask_release gives it back;
 // - a lease that ran out is not taken again, not even by its last holder: the lease is the
 //   claim, and a lapsed one is a new claim. Renewing and answering then refuse and say so.
-// The guarded fold of sync (lane-guards.ts) does not yet refuse claims on a closed Lane.
+// The guarded fold (lane-guards.ts) holds ops from other replicas to the same rule, in fold
+// order: a claim, a post or an answer that lands after the close and is not the live holder's
+// is refused (`lane_closed`, a lost claim's maker told as for claim_lost) on every replica. One
+// published before the close stands: that was work in hand. Nothing reopens a Lane; were a
+// reopen op added, the guard reads the Lane as it stands at each op, so it would just work.
+// Not held to it: ladder_write_rung ops from other replicas (the Ladder's fold has no guards;
+// ladder-state.ts).
 
 /** The refusal of a closed Lane: who closed it and why, then `detail` (what to do instead). */
 function laneClosed(lane: LaneDoc, detail: string): ZzError {

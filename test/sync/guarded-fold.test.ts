@@ -160,8 +160,16 @@ describe('guarded fold', () => {
       grant('o@x', 'coordinator', true), // the last coordinator
       ...many,
       grant('m0@x', 'maintainer'), // already one: no growth, no refusal
+      ...Array.from({ length: LIMITS.list + 1 }, (_, i) =>
+        op('o@x', { op: 'lane_add_related', args: { lane_id: 'l', related_lane_id: `r${i}` } }),
+      ),
     ]);
-    expect(s.rejected.map((r) => r.reason)).toEqual(['last_coordinator', 'list_full']);
+    expect(s.rejected.map((r) => [r.op, r.reason])).toEqual([
+      ['lane_grant', 'last_coordinator'],
+      ['lane_grant', 'list_full'],
+      ['lane_add_related', 'list_full'],
+    ]);
+    expect(s.lane!.related_lanes).toHaveLength(LIMITS.list);
     expect(s.lane!.coordinators).toEqual(['o@x']);
     expect(s.lane!.maintainers).toHaveLength(LIMITS.list);
     const repo = fold([

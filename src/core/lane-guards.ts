@@ -114,7 +114,8 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       if (!lane) return null;
       const list = op.args.role === 'maintainer' ? lane.maintainers : lane.coordinators;
       const has = list.includes(op.args.grantee);
-      if (!op.args.revoke) return !has && list.length >= LIMITS.list ? { reason: 'list_full' } : null;
+      if (!op.args.revoke)
+        return !has && list.length >= LIMITS.list ? { reason: 'list_full' } : null;
       // Two coordinators each revoking the other on their own replica: the second revoke in
       // fold order would leave the Lane with nobody to run it (the daemon refuses it alike).
       const last = op.args.role === 'coordinator' && has && list.length === 1;

@@ -45,6 +45,8 @@ export interface ConfigRejection {
   op: ConfigOp['op'];
   actor: string;
   reason: 'not_owner' | 'last_owner' | 'keys_per_actor';
+  /** For key_add and key_remove: whose key. */
+  subject?: string;
 }
 
 /**
@@ -90,7 +92,9 @@ export function configRefusal(s: ConfigState, op: ConfigOp): ConfigRejection['re
 export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
   const refused = configRefusal(s, op);
   if (refused !== null) {
-    s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, reason: refused }];
+    const subject = op.op === 'key_add' || op.op === 'key_remove' ? { subject: op.args.actor } : {};
+    const r: ConfigRejection = { op_id: op.id, op: op.op, actor: op.actor, reason: refused };
+    s.rejected = [...s.rejected, { ...r, ...subject }];
     return [];
   }
   if (op.op === 'repo_init' && s.config !== null) {

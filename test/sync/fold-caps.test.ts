@@ -191,10 +191,11 @@ describe('the config fold, by sync', () => {
     expect(zzRefs(a.dir)).toEqual(zzRefs(b.dir));
     for (const c of [a, b]) {
       const seen = await cold(c, async (repo) => ({
-        keys: (await keyList(repo, { actor: BOB.actor })).keys[0]!.keys,
+        ...(await keyList(repo, { actor: BOB.actor })).keys[0]!,
         rejected: (await repo.config.read()).state.rejected,
       }));
       expect(seen.keys).toHaveLength(LIMITS.keysPerActor);
+      expect(seen.refused).toBe(extra);
       expect(seen.keys).not.toContain(keys[keys.length - 1]);
       expect(seen.rejected.map((r) => r.op_id)).toEqual(refusedHere.map((r) => r.op_id));
       // The config still reads, and the owner can still remove a key and add another.

@@ -61,7 +61,9 @@ export const STORED_LIMITS = {
   path: LIMITS.path,
   changesetFiles: LIMITS.changesetFiles,
   list: 10 * LIMITS.list,
-  askKinds: LIMITS.askKinds,
+  // Bounded on read only since the change that bounded lane_propose's input (which took any
+  // number before): looser, so a Lane an older zz stored with a few more still reads.
+  askKinds: 10 * LIMITS.askKinds,
   reason: LIMITS.reason,
 } as const;
 

@@ -62,8 +62,12 @@ export function formatSyncReport(r: SyncReport): string {
     lines.push(`  ${short(ref)} was missing on ${neutralize(r.remote)} and has been pushed back`);
   }
   for (const c of r.claims_lost) {
+    const to =
+      c.reason === 'lane_closed'
+        ? `refused: the Lane was closed first (by ${neutralize(c.closed_by ?? '?')}) and hands out no new claims`
+        : `lost to ${neutralize(c.winner ?? 'an earlier answer')}`;
     lines.push(
-      `  claim lost: ${neutralize(c.ask_id ?? '?')} in ${short(c.ref)} — ${neutralize(c.loser)} lost to ${neutralize(c.winner ?? 'an earlier answer')}`,
+      `  claim lost: ${neutralize(c.ask_id ?? '?')} in ${short(c.ref)} — ${neutralize(c.loser)} ${to}`,
     );
   }
   for (const x of r.rejected) {

@@ -1,6 +1,7 @@
 import { normalizeKeyLine } from '../git/index.js';
 import type { ConfigDoc } from '../schema/config.js';
 import { FORMAT_VERSION } from '../schema/config.js';
+import { LIMITS } from '../schema/limits.js';
 import { parseConfigOp, type ConfigOp } from '../schema/config-ops.js';
 import type { EntityCodec } from '../store/index.js';
 
@@ -21,6 +22,8 @@ export interface ConfigState {
    * config names only other roots (sync/project-identity.ts).
    */
   roots: readonly string[];
+  /** Ops the guarded fold refused, in fold order: the same list on every replica. */
+  rejected: readonly ConfigRejection[];
 }
 
 /** Ops that only an owner's key may make count (sync verifies their signatures on import). */
@@ -36,33 +39,65 @@ export const OWNER_LEVEL_OPS: ReadonlySet<string> = new Set([
 
 export const CONFIG_FILE = 'config.json';
 
+/** A config op the guarded fold refused: it stays in the log and changes nothing. */
+export interface ConfigRejection {
+  op_id: string;
+  op: ConfigOp['op'];
+  actor: string;
+  reason: 'not_owner' | 'last_owner' | 'keys_per_actor';
+  /** For key_add and key_remove: whose key. */
+  subject?: string;
+}
+
 /**
  * Owner-level ops re-checked against the roles as they stood at that point of the log (the
  * guarded apply of DESIGN §7): whatever arrives by merge, a second `repo_init` changes nothing
  * and only an owner of the moment grants, revokes or changes visibility. The daemon refuses the
- * same up front, so its own ops always pass.
+ * same up front, so its own ops always pass. Why an op is refused, or null; `repo_init` on a
+ * config that exists is a quiet no-op (two clones each ran `zz init`), not a refusal.
  */
-export function configOpAllowed(s: ConfigState, op: ConfigOp): boolean {
+export function configRefusal(s: ConfigState, op: ConfigOp): ConfigRejection['reason'] | null {
   switch (op.op) {
     case 'repo_init':
-      return s.config === null;
-    case 'role_grant':
+      return null;
+    case 'role_grant': {
+      if (!s.config?.owners.includes(op.actor)) return 'not_owner';
+      // Two owners each revoking the other offline would leave nobody who can ever grant
+      // again; the second revoke in fold order is refused, as the daemon refuses it.
+      const rest = s.config.owners.filter((o) => o !== op.args.grantee);
+      return op.args.revoke && rest.length === 0 ? 'last_owner' : null;
+    }
     case 'repo_set_visibility':
     case 'repo_require_signatures':
     case 'repo_add_roots':
-      return s.config !== null && s.config.owners.includes(op.actor);
-    case 'key_add':
+      return s.config?.owners.includes(op.actor) ? null : 'not_owner';
     case 'key_remove':
+    case 'key_add': {
       // An owner registers anyone's key; an actor may add its own (sync then demands the
       // commit be signed by a key an owner registered for it, or by an owner's).
-      return (
-        s.config !== null && (s.config.owners.includes(op.actor) || op.args.actor === op.actor)
-      );
+      const may =
+        s.config !== null && (s.config.owners.includes(op.actor) || op.args.actor === op.actor);
+      if (!may) return 'not_owner';
+      if (op.op === 'key_remove') return null;
+      // LIMITS.keysPerActor holds for key_adds from anywhere (key_add refuses it locally):
+      // an actor may add its own keys, and key_list answers each actor's keys whole.
+      const held = s.keys.get(op.args.actor) ?? [];
+      return !held.includes(op.args.key) && held.length >= LIMITS.keysPerActor
+        ? 'keys_per_actor'
+        : null;
+    }
   }
 }
 
 export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
-  if (!configOpAllowed(s, op)) {
+  const refused = configRefusal(s, op);
+  if (refused !== null) {
+    const subject = op.op === 'key_add' || op.op === 'key_remove' ? { subject: op.args.actor } : {};
+    const r: ConfigRejection = { op_id: op.id, op: op.op, actor: op.actor, reason: refused };
+    s.rejected = [...s.rejected, { ...r, ...subject }];
+    return [];
+  }
+  if (op.op === 'repo_init' && s.config !== null) {
     // A second repo_init changes nothing, except that its roots join roots already recorded.
     // Two configs meet this way when two clones each ran `zz init` (the same roots: no change)
     // and when `zz sync --allow-unrelated` merged two projects' state: the merged config then
@@ -70,7 +105,7 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
     // widening, and only a config that records roots: an unsigned second init (it needs no
     // owner's key, authenticity.ts) could otherwise give a config without roots an identity
     // that makes every clone's sync refuse.
-    if (op.op === 'repo_init' && s.roots.length > 0 && op.args.project_roots) {
+    if (s.roots.length > 0 && op.args.project_roots) {
       s.roots = unionRoots(s.roots, op.args.project_roots);
     }
     return [];
@@ -134,9 +169,15 @@ function unionRoots(a: readonly string[], b: readonly string[]): readonly string
 }
 
 export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
-  empty: () => ({ config: null, keys: new Map(), signed: false, roots: [] }),
-  // keys and roots are replaced, never mutated, so sharing them is safe.
-  clone: (s) => ({ config: s.config, keys: s.keys, signed: s.signed, roots: s.roots }),
+  empty: () => ({ config: null, keys: new Map(), signed: false, roots: [], rejected: [] }),
+  // keys, roots and rejected are replaced, never mutated, so sharing them is safe.
+  clone: (s) => ({
+    config: s.config,
+    keys: s.keys,
+    signed: s.signed,
+    roots: s.roots,
+    rejected: s.rejected,
+  }),
   parse: parseConfigOp,
   apply: applyConfigOp,
   file: (s, path) =>

@@ -9,6 +9,7 @@ import { readLanes, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { historyEntry, rejectionsById, type EntryRejection, type HistoryEntry } from './views.js';
 import { CONFIG_REF, laneRef, type ZzRepo } from './zz-repo.js';
 import type { LaneState, RoleSource } from './lane-state.js';
+import { isLostClaim } from './lane-guards.js';
 import type { Snapshot } from '../store/index.js';
 import { laneRejectionsUnder, rolesOf } from './sync/refusals.js';
 
@@ -214,13 +215,19 @@ function rejectionNotice(
   return {
     lane_id: laneId,
     revision,
-    op: r.reason === 'claim_lost' ? 'claim_lost' : 'op_rejected',
+    op: isLostClaim({ op: op.op, reason: r.reason }) ? 'claim_lost' : 'op_rejected',
     actor: op.actor,
     time: op.time,
     lamport: op.lamport,
     ask_id: r.ask_id ?? null,
     // The same arguments as the claim_lost notice auto-sync emits.
-    args: { ask_id: r.ask_id ?? null, winner: r.winner ?? null, claim_op_id: op.id },
+    args: {
+      ask_id: r.ask_id ?? null,
+      winner: r.winner ?? null,
+      claim_op_id: op.id,
+      ...(r.reason === 'claim_lost' ? {} : { reason: r.reason }),
+      ...(r.closed_by === undefined ? {} : { closed_by: r.closed_by }),
+    },
     out: null,
     rejected: r,
   };

@@ -20,7 +20,13 @@ import { holdsLiveClaim, leaseExpired } from './views.js';
 //   ask_claim_next, and listed by ask_query_claimable. Refused, they stranded finished work:
 //   the answer was taken, its changeset could be neither reviewed nor landed, and nothing
 //   reopens a Lane. To drop such work, cancel its Ask.
-// The guarded fold of sync (lane-guards.ts) does not yet refuse claims on a closed Lane.
+// The guarded fold (lane-guards.ts) holds ops from other replicas to the same rule, in fold
+// order: a claim, a post or an answer that lands after the close and is not the live holder's
+// (nor of a follow-up of work in hand) is refused (`lane_closed`, a lost claim's maker told as
+// for claim_lost) on every replica. One published before the close stands: that was work in
+// hand. Nothing reopens a Lane; were a reopen op added, the guard reads the Lane as it stands
+// at each op, so it would just work. Not held to it: ladder_write_rung ops from other
+// replicas (the Ladder's fold has no guards; ladder-state.ts).
 
 /** The refusal of a closed Lane: who closed it and why, then `detail` (what to do instead). */
 function laneClosed(lane: LaneDoc, detail: string): ZzError {

@@ -2,8 +2,10 @@ import { createHash } from 'node:crypto';
 import type { ConfigDoc } from '../schema/config.js';
 import type { LaneDoc } from '../schema/lane.js';
 import type { LaneOp } from '../schema/lane-ops.js';
+import { LIMITS } from '../schema/limits.js';
 import { FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
 import { kindRule, WORKFLOW_KINDS } from './kinds.js';
+import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
 import { leaseEndMs } from './views.js';
 
@@ -52,6 +54,10 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
           return { reason: 'follow_up_not_derived', ask_id: id };
         }
       }
+      // A closed Lane takes no new Asks (lane-closed.ts); the server's own records (a
+      // follow-up of an answer to work in hand, a commit's resolve_conflict) it still takes,
+      // as the daemon does.
+      if (s.lane?.closed && !(o && op.args.posted_by === SERVER_ACTOR)) return closed(s, id);
       return null;
     }
     case 'ask_claim': {
@@ -59,9 +65,21 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       if (!ask) return null;
       if (ask.state === 'answered') return { reason: 'ask_answered', ask_id: ask.ask_id };
       if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
-      if (ask.state !== 'claimed' || ask.holder === op.actor) return null;
       // The lease is judged at the time the claim recorded, not at fold time.
-      if (leaseEndMs(ask) <= Date.parse(op.time)) return null;
+      const lapsed = leaseEndMs(ask) <= Date.parse(op.time);
+      // A closed Lane renews a live claim and hands out no other (lane-closed.ts), whichever
+      // replica the claim was made on: in fold order, a claim after the close loses, even one
+      // made offline before it (published after it, it was never work in hand for anyone).
+      // The workflow's follow-ups of work in hand are claimed as on an open Lane.
+      if (
+        s.lane?.closed &&
+        !finishesWorkInHand(ask) &&
+        (ask.state !== 'claimed' || ask.holder !== op.actor || lapsed)
+      ) {
+        return closed(s, ask.ask_id);
+      }
+      if (ask.state !== 'claimed' || ask.holder === op.actor) return null;
+      if (lapsed) return null;
       return { reason: 'claim_lost', ask_id: ask.ask_id, winner: ask.holder };
     }
     case 'ask_release': {
@@ -85,11 +103,33 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       if (ask.holder !== op.actor) {
         return { reason: 'not_holder', ask_id: ask.ask_id, winner: ask.holder };
       }
+      // On a closed Lane only a live claim is answered: a lapsed lease is not the holder's
+      // any more, and the closed Lane hands out no new one (lane-closed.ts).
+      if (s.lane?.closed && !finishesWorkInHand(ask) && leaseEndMs(ask) <= Date.parse(op.time)) {
+        return closed(s, ask.ask_id);
+      }
       return null;
     }
-    case 'lane_add_related':
-    case 'lane_grant':
+    case 'lane_add_related': {
+      const lane = s.lane;
+      if (!lane || lane.related_lanes.includes(op.args.related_lane_id)) return null;
+      return lane.related_lanes.length >= LIMITS.list ? { reason: 'list_full' } : null;
+    }
+    case 'lane_grant': {
+      const lane = s.lane;
+      if (!lane) return null;
+      const list = op.args.role === 'maintainer' ? lane.maintainers : lane.coordinators;
+      const has = list.includes(op.args.grantee);
+      if (!op.args.revoke)
+        return !has && list.length >= LIMITS.list ? { reason: 'list_full' } : null;
+      // Two coordinators each revoking the other on their own replica: the second revoke in
+      // fold order would leave the Lane with nobody to run it (the daemon refuses it alike).
+      const last = op.args.role === 'coordinator' && has && list.length === 1;
+      return last && lane.lane_id !== '_repo' ? { reason: 'last_coordinator' } : null;
+    }
     case 'lane_close':
+      // Lane _repo always exists open (DESIGN §1); the daemon refuses to close it.
+      return s.lane?.lane_id === '_repo' ? { reason: 'lane_unclosable' } : null;
     case 'ask_cancel':
     case 'commit_changeset':
       return null;
@@ -170,6 +210,16 @@ export function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
     case 'lane_add_related':
       return null;
   }
+}
+
+/** The refusal of an op a closed Lane does not take: who closed it. */
+function closed(s: LaneState, askId: string): Refusal {
+  return { reason: 'lane_closed', ask_id: askId, closed_by: s.lane?.closed?.by ?? null };
+}
+
+/** A refused claim its maker must hear of (the loser's `claim_lost` event, sync's report). */
+export function isLostClaim(r: { op: string; reason: string }): boolean {
+  return r.op === 'ask_claim' && (r.reason === 'claim_lost' || r.reason === 'lane_closed');
 }
 
 /**

@@ -63,10 +63,16 @@ export interface RejectedOp {
     | 'follow_up_of_refused_answer'
     | 'lane_exists'
     | 'scope_denied'
-    | 'follow_up_not_derived';
+    | 'follow_up_not_derived'
+    | 'lane_closed'
+    | 'lane_unclosable'
+    | 'last_coordinator'
+    | 'list_full';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;
+  /** For lane_closed: who closed the Lane before this op (in fold order). */
+  closed_by?: string | null;
   /** For conflicting_answer: the resolve_conflict Ask raised for the coordinator. */
   resolve_ask_id?: string;
   /** For scope_denied: the role the op needed and its actor did not hold at that point. */

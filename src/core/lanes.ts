@@ -4,7 +4,7 @@ import { ZzError } from '../errors.js';
 import type { Scope } from '../schema/lane.js';
 import { cursorCodec, offsetCursor, type CursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
-import { PAGE } from '../schema/limits.js';
+import { LIMITS, PAGE } from '../schema/limits.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import { randomHex, type Snapshot } from '../store/index.js';
 import { assertSelf, isCoordinator, isOwner, requireCaller, type Caller } from './access.js';
@@ -409,6 +409,13 @@ export async function laneAddRelated(
           `only coordinators of ${args.lane_id} or ${args.related_lane_id} may relate them`,
         );
       }
+      const rel = s.lane.related_lanes;
+      if (!rel.includes(args.related_lane_id) && rel.length >= LIMITS.list) {
+        throw new ZzError(
+          'precondition_failed',
+          `lane ${args.lane_id} already names ${LIMITS.list} related lanes`,
+        );
+      }
       return {
         op: 'lane_add_related',
         summary: `lane_add_related ${args.lane_id} → ${args.related_lane_id}`,
@@ -451,6 +458,13 @@ export async function laneGrant(
             'conflict',
             `cannot revoke the last coordinator of lane ${args.lane_id}`,
           );
+      }
+      const list = args.role === 'maintainer' ? s.lane.maintainers : s.lane.coordinators;
+      if (!revoke && !list.includes(args.grantee) && list.length >= LIMITS.list) {
+        throw new ZzError(
+          'precondition_failed',
+          `lane ${args.lane_id} already has ${LIMITS.list} ${args.role}s; revoke one first`,
+        );
       }
       return {
         op: 'lane_grant',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { actor } from './ids.js';
-import { askKind, scope } from './lane.js';
-import { STORED_LIMITS } from './limits.js';
+import { askKinds } from './lane.js';
+import { LIMITS, STORED_LIMITS } from './limits.js';
 import { noOut, opParser, opSchema } from './ops.js';
 
 // The ops of refs/zz/config.
@@ -32,9 +32,12 @@ export const repoInitOp = opSchema(
     owners: z.array(actor).min(1).max(STORED_LIMITS.list),
     visibility: visibility.optional(),
     default_branch: z.string().min(1).max(255),
-    ask_kinds: z.record(askKind, scope).optional(),
-    /** The first owner's allowed signing keys (`ssh-ed25519 …`), DESIGN §7. */
-    owner_keys: z.array(signingKey).max(STORED_LIMITS.list).optional(),
+    ask_kinds: askKinds(STORED_LIMITS.askKinds).optional(),
+    /**
+     * The first owner's allowed signing keys (`ssh-ed25519 …`), DESIGN §7. zz init writes one;
+     * no more than key_add would let the actor hold.
+     */
+    owner_keys: z.array(signingKey).max(LIMITS.keysPerActor).optional(),
     /** `zz init --signed`: every op must be signed by a key of its actor. */
     signed: z.boolean().optional(),
     /** The project's root commits; absent when init could not know them (or predates them). */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CHANGESET_OP_NAMES, commitChangesetOp } from './changeset-ops.js';
 import { actor, askId, changesetId, laneId } from './ids.js';
-import { askKind, outcome, scope } from './lane.js';
+import { askKind, askKinds, outcome } from './lane.js';
 import { STORED_LIMITS } from './limits.js';
 import { boundedJson, boundedText, noOut, opSchema } from './ops.js';
 
@@ -20,7 +20,7 @@ export const laneProposeOp = opSchema(
     coordinators: list(actor).optional(),
     maintainers: list(actor).optional(),
     related_lanes: list(laneId).optional(),
-    ask_kinds: z.record(askKind, scope).optional(),
+    ask_kinds: askKinds(STORED_LIMITS.askKinds).optional(),
   },
   noOut,
 );

@@ -10,6 +10,12 @@ export type Scope = z.infer<typeof scope>;
 export const ASK_KIND_RE = /^[a-z][a-z0-9_]{0,47}$/;
 export const askKind = z.string().regex(ASK_KIND_RE, 'kind must be snake_case, 1-48 characters');
 
+/** Custom Ask kinds with their scopes (a Lane's, the repo's), at most `max` of them. */
+export const askKinds = (max: number) =>
+  z
+    .record(askKind, scope)
+    .refine((r) => Object.keys(r).length <= max, `at most ${max} custom Ask kinds`);
+
 export const OUTCOMES = ['complete', 'deny', 'grant'] as const;
 export const outcome = z.enum(OUTCOMES);
 export type Outcome = z.infer<typeof outcome>;

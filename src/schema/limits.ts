@@ -20,9 +20,13 @@ export const LIMITS = {
   path: 4096,
   /** Files in one changeset. */
   changesetFiles: 2_000,
-  /** depends_on, maintainers, related_lanes, kinds filters. */
+  /**
+   * depends_on, maintainers, related_lanes, kinds filters; a Lane's coordinators and
+   * maintainers and its related_lanes as lane_grant and lane_add_related grow them, which
+   * refuse the next both locally and in the guarded fold (lane-guards.ts), from anywhere.
+   */
   list: 100,
-  /** Custom Ask kinds on a Lane or the repo. */
+  /** Custom Ask kinds on a Lane or the repo (lane_propose's input; the op schemas, stored). */
   askKinds: 100,
   /** A cancel or close reason, in characters. */
   reason: 2_000,
@@ -34,8 +38,10 @@ export const LIMITS = {
   claimExclude: 100,
   /**
    * Signing keys one actor may have allowed (key_add refuses the next): key_list answers each
-   * actor's keys whole, and an actor may add its own. Hazard: only the local key_add is held
-   * to it; key_add ops arriving by sync (another clone, an older zz) are not refused past it.
+   * actor's keys whole, and an actor may add its own. Held in the config's guarded fold too
+   * (config-state.ts): a key_add from anywhere (another clone, an older zz) past it changes
+   * nothing and is listed as refused (`keys_per_actor`), alike on every replica. Hazard: a
+   * page of key_list is up to 500 actors × this many keys of up to 8 KiB each.
    */
   keysPerActor: 100,
 } as const;
@@ -55,7 +61,9 @@ export const STORED_LIMITS = {
   path: LIMITS.path,
   changesetFiles: LIMITS.changesetFiles,
   list: 10 * LIMITS.list,
-  askKinds: LIMITS.askKinds,
+  // Bounded on read only since the change that bounded lane_propose's input (which took any
+  // number before): looser, so a Lane an older zz stored with a few more still reads.
+  askKinds: 10 * LIMITS.askKinds,
   reason: LIMITS.reason,
 } as const;
 

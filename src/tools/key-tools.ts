@@ -29,7 +29,17 @@ export const keyTools = [
     output: z.strictObject({
       signatures_required: z.boolean(),
       keys: z.array(
-        z.strictObject({ actor: z.string(), keys: z.array(z.string()), owner: z.boolean() }),
+        z.strictObject({
+          actor: z.string(),
+          keys: z.array(z.string()),
+          owner: z.boolean(),
+          refused: z
+            .number()
+            .optional()
+            .describe(
+              'key_adds for this actor refused past the per-actor limit (made elsewhere, by sync)',
+            ),
+        }),
       ),
       next_offset: z.number().nullable(),
     }),

@@ -10,7 +10,7 @@ import {
   lanePropose,
 } from '../core/index.js';
 import { actor, laneId, newLaneId } from '../schema/ids.js';
-import { askKind, scope } from '../schema/lane.js';
+import { askKinds } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
 import { longText } from '../schema/ops.js';
 import {
@@ -44,8 +44,7 @@ export const laneTools = [
         .optional()
         .describe('Who may review changesets; defaults to the proposer'),
       related_lanes: z.array(laneId).max(100).optional(),
-      ask_kinds: z
-        .record(askKind, scope)
+      ask_kinds: askKinds(LIMITS.askKinds)
         .optional()
         .describe('Custom ask kinds and who may claim them'),
       from: actor.optional(),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pageEnd } from '../../src/core/index.js';
-import { LIMITS, PAGE } from '../../src/schema/index.js';
+import { laneCodec } from '../../src/core/lane-state.js';
+import { LIMITS, PAGE, STORED_LIMITS } from '../../src/schema/index.js';
 import type { ToolOutput } from '../../src/tools/index.js';
 import { ALICE, BOB, call, memoryRepo, rejects } from '../helpers/core-fixture.js';
 
@@ -60,6 +61,63 @@ describe('bounded fields', () => {
       'invalid_argument',
       /result/,
     );
+  });
+});
+
+describe('bounded lists and kinds', () => {
+  it('a Lane takes at most LIMITS.askKinds custom kinds, in the tool and in a stored op', async () => {
+    const { repo } = await memoryRepo();
+    const kinds = (n: number) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'member']));
+    await rejects(
+      call(repo, ALICE, 'lane_propose', {
+        lane_id: 'l',
+        title: 'L',
+        ask_kinds: kinds(LIMITS.askKinds + 1),
+      }),
+      'invalid_argument',
+      /ask_kinds/,
+    );
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'l', title: 'L', ask_kinds: kinds(3) });
+    const raw = (n: number) =>
+      laneCodec.parse({
+        id: 'op-1',
+        op: 'lane_propose',
+        actor: ALICE.actor,
+        lamport: 1,
+        time: new Date(0).toISOString(),
+        args: { lane_id: 'l', title: 'L', ask_kinds: kinds(n) },
+      }).ok;
+    expect(raw(STORED_LIMITS.askKinds)).toBe(true);
+    expect(raw(STORED_LIMITS.askKinds + 1)).toBe(false);
+  });
+
+  it('lane_grant and lane_add_related refuse to grow a list past LIMITS.list', async () => {
+    const { repo } = await memoryRepo();
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'l', title: 'L', maintainers: [] });
+    for (let i = 0; i < LIMITS.list; i++) {
+      await call(repo, ALICE, 'lane_grant', {
+        lane_id: 'l',
+        grantee: `m${i}@example.com`,
+        role: 'maintainer',
+      });
+      await call(repo, ALICE, 'lane_propose', { lane_id: `r${i}`, title: 'R' });
+      await call(repo, ALICE, 'lane_add_related', { lane_id: 'l', related_lane_id: `r${i}` });
+    }
+    await rejects(
+      call(repo, ALICE, 'lane_grant', { lane_id: 'l', grantee: BOB.actor, role: 'maintainer' }),
+      'precondition_failed',
+      /already has 100 maintainers/,
+    );
+    await call(repo, ALICE, 'lane_propose', { lane_id: 'extra', title: 'R' });
+    await rejects(
+      call(repo, ALICE, 'lane_add_related', { lane_id: 'l', related_lane_id: 'extra' }),
+      'precondition_failed',
+      /100 related lanes/,
+    );
+    const { lane } = await call(repo, BOB, 'lane_get', { lane_id: 'l' });
+    expect(lane.maintainers).toHaveLength(LIMITS.list);
+    expect(lane.related_lanes).toHaveLength(LIMITS.list);
   });
 });
 

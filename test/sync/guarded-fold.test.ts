@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
 import type { OpRecord } from '../../src/store/index.js';
+import { LIMITS } from '../../src/schema/limits.js';
 import { parsedLaneOp } from '../helpers/core-fixture.js';
 
 // The guarded apply (DESIGN §7) on logs a merge can produce: ops that each replica's daemon
@@ -103,5 +104,79 @@ describe('guarded fold', () => {
       ['not_holder', 'b@x', 'a@x'],
       ['not_holder', 'b@x', 'a@x'],
     ]);
+  });
+
+  it('a closed Lane renews and answers a live claim only; no new claim, no new Ask', () => {
+    const at = (actor: string, spec: Parameters<typeof op>[1], secs: number) =>
+      op(actor, spec, secs);
+    const answerAt = (secs: number) =>
+      at(
+        'a@x',
+        { op: 'ask_answer', args: { lane_id: 'l', ask_id: ASK, outcome: 'complete', result: 'r' } },
+        secs,
+      );
+    const { s } = fold([
+      ...base(),
+      claim('a@x', 10), // lease to 70
+      at('o@x', { op: 'lane_close', args: { lane_id: 'l' } }, 20),
+      claim('a@x', 30), // the live holder renews: lease to 90
+      claim('b@x', 40), // a new claim: refused
+      at(
+        'o@x',
+        {
+          op: 'ask_post',
+          args: { lane_id: 'l', kind: 'work', title: 'y' },
+          out: { ask_id: 'ask-00000000cc' },
+        },
+        41,
+      ),
+      answerAt(95), // the lease ran out at 90: not the holder's any more
+      answerAt(50),
+    ]);
+    expect(s.rejected.map((r) => [r.op, r.actor, r.reason, r.closed_by])).toEqual([
+      ['ask_claim', 'b@x', 'lane_closed', 'o@x'],
+      ['ask_post', 'o@x', 'lane_closed', 'o@x'],
+      ['ask_answer', 'a@x', 'lane_closed', 'o@x'],
+    ]);
+    expect(s.asks.get(ASK)).toMatchObject({ state: 'answered', holder: 'a@x' });
+    expect(s.asks.has('ask-00000000cc')).toBe(false);
+    // A lapsed lease is not handed out again, not even to its last holder.
+    const lapsed = fold([
+      ...base(),
+      claim('a@x', 10),
+      at('o@x', { op: 'lane_close', args: { lane_id: 'l' } }, 20),
+      claim('a@x', 80),
+    ]).s;
+    expect(lapsed.rejected.map((r) => [r.actor, r.reason])).toEqual([['a@x', 'lane_closed']]);
+    expect(lapsed.asks.get(ASK)!.lease_expires_at).toBe(new Date(T0 + 70_000).toISOString());
+  });
+
+  it('lists stay within LIMITS.list, a Lane keeps a coordinator, _repo stays open', () => {
+    const grant = (who: string, role: 'coordinator' | 'maintainer', revoke = false) =>
+      op('o@x', { op: 'lane_grant', args: { lane_id: 'l', grantee: who, role, revoke } });
+    const many = Array.from({ length: LIMITS.list + 1 }, (_, i) => grant(`m${i}@x`, 'maintainer'));
+    const { s } = fold([
+      base()[0]!,
+      grant('o@x', 'coordinator', true), // the last coordinator
+      ...many,
+      grant('m0@x', 'maintainer'), // already one: no growth, no refusal
+      ...Array.from({ length: LIMITS.list + 1 }, (_, i) =>
+        op('o@x', { op: 'lane_add_related', args: { lane_id: 'l', related_lane_id: `r${i}` } }),
+      ),
+    ]);
+    expect(s.rejected.map((r) => [r.op, r.reason])).toEqual([
+      ['lane_grant', 'last_coordinator'],
+      ['lane_grant', 'list_full'],
+      ['lane_add_related', 'list_full'],
+    ]);
+    expect(s.lane!.related_lanes).toHaveLength(LIMITS.list);
+    expect(s.lane!.coordinators).toEqual(['o@x']);
+    expect(s.lane!.maintainers).toHaveLength(LIMITS.list);
+    const repo = fold([
+      op('o@x', { op: 'lane_propose', args: { lane_id: '_repo', title: 'R' } }),
+      op('o@x', { op: 'lane_close', args: { lane_id: '_repo' } }),
+    ]).s;
+    expect(repo.rejected.map((r) => r.reason)).toEqual(['lane_unclosable']);
+    expect(repo.lane!.closed).toBeUndefined();
   });
 });

@@ -446,11 +446,18 @@ export async function keyList(
   args: { actor?: string; limit?: number; offset?: number },
 ): Promise<{
   signatures_required: boolean;
-  keys: Array<{ actor: string; keys: string[]; owner: boolean }>;
+  keys: Array<{ actor: string; keys: string[]; owner: boolean; refused?: number }>;
   next_offset: number | null;
 }> {
   await repo.requireConfig();
   const s = (await repo.config.read()).state;
+  // key_adds past LIMITS.keysPerActor (from another clone, an older zz): refused by the fold.
+  const refused = new Map<string, number>();
+  for (const r of s.rejected) {
+    if (r.reason === 'keys_per_actor' && r.subject !== undefined) {
+      refused.set(r.subject, (refused.get(r.subject) ?? 0) + 1);
+    }
+  }
   const all = [...s.keys.entries()]
     .filter(([a, ks]) => ks.length > 0 && (args.actor === undefined || a === args.actor))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -462,6 +469,7 @@ export async function keyList(
       actor,
       keys: [...ks],
       owner: s.config!.owners.includes(actor),
+      ...(refused.has(actor) ? { refused: refused.get(actor)! } : {}),
     })),
     next_offset: to < all.length ? to : null,
   };

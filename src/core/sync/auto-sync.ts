@@ -7,7 +7,8 @@ import { ownersLostNotices, syncRepo } from './run.js';
 // The daemon syncing by itself (DESIGN §7): on a timer with jitter, and soon after
 // refs/zz-remotes/* move (a plain `git fetch` or `git pull` is enough to bring work in). After
 // a round that changed refs, listeners wake (long-polls, the events stream); a claim this
-// replica lost reaches its agent as a `claim_lost` event on the stream, with the winner.
+// replica lost reaches its agent as a `claim_lost` event on the stream, with the winner (or,
+// `reason: lane_closed`, who closed the Lane before the claim arrived).
 
 export interface AutoSyncOptions {
   /** Mean time between syncs; each wait is drawn from [0.5, 1.5] × this. */
@@ -173,7 +174,13 @@ function announce(repo: ZzRepo, r: SyncReport): void {
         actor: c.loser,
         lamport: 0,
         time,
-        args: { ask_id: c.ask_id, winner: c.winner, claim_op_id: c.op_id },
+        args: {
+          ask_id: c.ask_id,
+          winner: c.winner,
+          claim_op_id: c.op_id,
+          reason: c.reason,
+          ...(c.closed_by === undefined ? {} : { closed_by: c.closed_by }),
+        },
         revision: m.commit,
       }));
     repo.emitFor(m.ref, m.commit, lost);

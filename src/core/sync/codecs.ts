@@ -1,5 +1,5 @@
 import type { EntityCodec } from '../../store/index.js';
-import { configCodec } from '../config-state.js';
+import { configCodec, type ConfigState } from '../config-state.js';
 import { ladderCodec } from '../ladder/ladder-state.js';
 import { laneCodec, type LaneState, type RejectedOp, type RoleSource } from '../lane-state.js';
 
@@ -21,12 +21,17 @@ const lanes: SyncCodec<LaneState> = {
   rejections: (s) => s.rejected,
 };
 
+const config: SyncCodec<ConfigState> = {
+  codec: configCodec,
+  rejections: (s) => s.rejected,
+};
+
 /**
  * `roles`: the repository's roles over time as the merge will leave refs/zz/config, so a Lane
  * merge refuses what every replica's fold refuses (scopes as they stood, lane-state.ts).
  */
 export function syncCodecFor(ref: string, roles?: RoleSource): SyncCodec<unknown> | null {
-  if (ref === 'refs/zz/config') return { codec: configCodec } as SyncCodec<unknown>;
+  if (ref === 'refs/zz/config') return config as SyncCodec<unknown>;
   if (ref === 'refs/zz/ladder') return { codec: ladderCodec } as SyncCodec<unknown>;
   if (ref.startsWith('refs/zz/lanes/')) {
     if (!roles) return lanes as SyncCodec<unknown>;

@@ -2,6 +2,7 @@ import { ZzError } from '../../errors.js';
 import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '../../git/index.js';
 import { publicationOrder } from '../../store/index.js';
 import type { RoleSource } from '../lane-state.js';
+import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
@@ -26,6 +27,9 @@ export interface ClaimLost {
   loser: string;
   winner: string | null;
   op_id: string;
+  /** claim_lost: another held the Ask; lane_closed: the Lane was closed first (by closed_by). */
+  reason: 'claim_lost' | 'lane_closed';
+  closed_by?: string | null;
 }
 
 export interface SyncReport {
@@ -390,13 +394,15 @@ async function reconcile(
     updates.push({ ref, old: mine, new: commit });
     report.merged.push({ ref, commit, local_ops: plan.localOps.length });
     for (const r of plan.rejected) {
-      if (r.reason === 'claim_lost') {
+      if (isLostClaim(r)) {
         report.claims_lost.push({
           ref,
           ask_id: r.ask_id ?? null,
           loser: r.actor,
           winner: r.winner ?? null,
           op_id: r.op_id,
+          reason: r.reason === 'lane_closed' ? 'lane_closed' : 'claim_lost',
+          ...(r.reason === 'lane_closed' ? { closed_by: r.closed_by ?? null } : {}),
         });
       } else report.rejected.push({ ...r, ref });
     }

@@ -252,6 +252,8 @@ export function AskView({ laneId, askId, me }) {
 /** Why the fold refused an op that arrived by sync (DESIGN §7): the loser sees the winner. */
 function refusal(r) {
   if (r.reason === 'claim_lost') return `claim lost to ${r.winner ?? 'another holder'}`;
+  if (r.reason === 'lane_closed')
+    return `refused: the lane was closed first by ${r.closed_by ?? 'a coordinator'}`;
   if (r.reason === 'conflicting_answer')
     return `conflicting answer: sent to ${r.resolve_ask_id ?? 'a resolve_conflict Ask'}`;
   return `refused: ${String(r.reason).replace(/_/g, ' ')}${r.winner ? ` (held by ${r.winner})` : ''}`;

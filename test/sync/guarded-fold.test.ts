@@ -151,6 +151,62 @@ describe('guarded fold', () => {
     expect(lapsed.asks.get(ASK)!.lease_expires_at).toBe(new Date(T0 + 70_000).toISOString());
   });
 
+  it("a closed Lane still hands out the workflow's follow-ups of work in hand, from anywhere", () => {
+    // The review a finished changeset asks for is work in hand (lane-closed.ts): refused, the
+    // changeset could never be reviewed or landed. Checked red with finishesWorkInHand false.
+    const review = 'ask-00000000bb';
+    const other = 'ask-00000000cc';
+    const { s } = fold([
+      ...base(),
+      op('o@x', {
+        op: 'ask_post',
+        args: { lane_id: 'l', kind: 'work', title: 'new work' },
+        out: { ask_id: other },
+      }),
+      op('o@x', {
+        op: 'lane_grant',
+        args: { lane_id: 'l', grantee: 'b@x', role: 'maintainer' },
+      }),
+      claim('a@x', 10),
+      // The answer with a changeset: the fold derives its review (DESIGN §7).
+      op('a@x', {
+        op: 'ask_answer',
+        args: {
+          lane_id: 'l',
+          ask_id: ASK,
+          outcome: 'complete',
+          changeset: { base: 'a'.repeat(40), message: 'x', paths: ['x.txt'] },
+        },
+        out: { follow_ups: [review], changeset_id: 'cs-00000000aa' },
+      }),
+      op('o@x', { op: 'lane_close', args: { lane_id: 'l' } }, 20),
+      op(
+        'b@x',
+        {
+          op: 'ask_claim',
+          args: { lane_id: 'l', ask_id: review, lease_seconds: 60 },
+          out: { lease_expires_at: new Date(T0 + 90_000).toISOString() },
+        },
+        30,
+      ),
+      op(
+        'b@x',
+        {
+          op: 'ask_claim',
+          args: { lane_id: 'l', ask_id: other, lease_seconds: 60 },
+          out: { lease_expires_at: new Date(T0 + 90_000).toISOString() },
+        },
+        31,
+      ),
+      op('b@x', { op: 'ask_answer', args: { lane_id: 'l', ask_id: review, outcome: 'grant' } }, 40),
+    ]);
+    expect(s.rejected.map((r) => [r.op, r.actor, r.reason, r.ask_id])).toEqual([
+      ['ask_claim', 'b@x', 'lane_closed', other],
+    ]);
+    expect(s.asks.get(review)).toMatchObject({ state: 'answered', holder: 'b@x' });
+    expect(s.asks.get(other)).toMatchObject({ state: 'open', holder: null });
+  });
+
   it('lists stay within LIMITS.list, a Lane keeps a coordinator, _repo stays open', () => {
     const grant = (who: string, role: 'coordinator' | 'maintainer', revoke = false) =>
       op('o@x', { op: 'lane_grant', args: { lane_id: 'l', grantee: who, role, revoke } });

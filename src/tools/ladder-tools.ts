@@ -101,15 +101,19 @@ export const ladderTools = [
   }),
   defineTool({
     name: 'ladder_tree',
-    summary: 'The Ladder in tree order: each rung with path, kind, title, summary, anchor, stale',
-    description: `Whole if it fits ${PAGE.maxBytes / 2 ** 20} MiB, else paged: pass next_cursor back as cursor.`,
+    summary: `The Ladder in tree order, paged past ${PAGE.maxBytes / 2 ** 20} MiB: path, kind, title, summary, anchor, stale`,
+    description: 'A cursor holds its place while rungs are written.',
     toolset: 'ladder',
     publicRead: true,
     annotations: READ,
     input: z.strictObject({
       under: rungPath.optional().describe('Only this rung and those below it, e.g. src'),
       limit: z.number().int().min(1).optional().describe('Default: all that fit'),
-      cursor: z.string().max(LADDER_TREE_CURSOR_MAX).optional(),
+      cursor: z
+        .string()
+        .max(LADDER_TREE_CURSOR_MAX)
+        .optional()
+        .describe('next_cursor of the previous page'),
     }),
     output: z.strictObject({
       rungs: z.array(

@@ -225,7 +225,9 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
   const actor = caller?.actor ?? null;
   const { page, lanes } = config ? await laneListFirst(repo) : { page: NO_LANES, lanes: [] };
   const coordinatorOf = firstOf(
-    config && actor ? lanes.filter((l) => isCoordinator(l, config, actor)).map((l) => l.lane_id) : [],
+    config && actor
+      ? lanes.filter((l) => isCoordinator(l, config, actor)).map((l) => l.lane_id)
+      : [],
     PAGE.defaultLimit,
   );
   const maintainerOf = firstOf(

@@ -185,7 +185,9 @@ export async function askGet(
       : ` that can be read; ${corrupt.length} lane ref(s) cannot be: ${corrupt
           .slice(0, 5)
           .map((c) => c.ref)
-          .join(', ')}${corrupt.length > 5 ? ', …' : ''} (lane_list names the first ${PAGE.maxListedProblems})`;
+          .join(
+            ', ',
+          )}${corrupt.length > 5 ? ', …' : ''} (lane_list names the first ${PAGE.maxListedProblems})`;
   throw new ZzError(
     'not_found',
     args.lane_id

@@ -38,6 +38,7 @@ export async function followEvents(
   let cursor = args.cursor as string | undefined;
   // Lanes that cannot be read are skipped by lane_events, which names them: said once each.
   const told = new Set<string>();
+  let toldMore = 0;
   try {
     if (!json) io.stdout('TIME  LANE_ID  OP  ACTOR  ASK_ID\n');
     while (!stopped) {
@@ -58,6 +59,12 @@ export async function followEvents(
         io.stderr(
           `zz: skipped ${neutralize(c.ref)}, which cannot be read: ${neutralize(c.error)}\n`,
         );
+      }
+      // Past the first 50, lane_events only counts them: say so once per new count.
+      const more = typeof r.corrupt_more === 'number' ? r.corrupt_more : 0;
+      if (more > 0 && more !== toldMore) {
+        toldMore = more;
+        io.stderr(`zz: skipped ${more} more lane ref(s) that cannot be read\n`);
       }
       for (const e of (r.events as Array<Record<string, unknown>> | undefined) ?? []) {
         io.stdout(json ? jsonText(e, 0) + '\n' : line(e) + '\n');

@@ -139,7 +139,15 @@ function moreHints(o: Record<string, unknown>, st: Style): string {
   const hints = Object.entries(MORE)
     .filter(([k]) => has(k) && !(k === 'next_offset' && has('next_cursor')))
     .map(([k, flag]) => `${flag} ${neutralize(String(o[k]))}`);
-  return hints.length ? dim(`(more: pass ${hints.join(' or ')} for the next page)`, st) + '\n' : '';
+  // repo_state lists the first page of Lanes; its cursor continues in `zz lane list`.
+  const lanes = has('lanes_next_cursor')
+    ? dim(`(more Lanes: zz lane list --cursor ${neutralize(String(o.lanes_next_cursor))})`, st) +
+      '\n'
+    : '';
+  return (
+    (hints.length ? dim(`(more: pass ${hints.join(' or ')} for the next page)`, st) + '\n' : '') +
+    lanes
+  );
 }
 
 export function formatResult(result: unknown, st: Style): string {

@@ -1,6 +1,14 @@
 import { ZzError } from '../errors.js';
 import { isCoordinator, isMaintainer, isOwner, type Caller } from './access.js';
-import { laneSummaries, type CorruptEntity, type WriteMeta, type WriteOpts } from './lanes.js';
+import {
+  laneListFirst,
+  type CorruptEntity,
+  type LaneListPage,
+  type WriteMeta,
+  type WriteOpts,
+} from './lanes.js';
+import { firstOf } from './paging.js';
+import { PAGE } from '../schema/limits.js';
 import { repoHealth, type RepoHealth } from './health.js';
 import { writeOp } from './write-op.js';
 import type { ZzRepo } from './zz-repo.js';
@@ -176,13 +184,34 @@ export type RepoStateResult = {
    * init in a shallow clone), and sync cannot tell projects apart.
    */
   project_roots: readonly string[];
-  roles: { owner: boolean; coordinator_of: string[]; maintainer_of: string[] };
+  /**
+   * The caller's roles; the Lanes it coordinates or maintains are named up to
+   * PAGE.defaultLimit each (by id), the rest counted (`*_more`): lane_list has every Lane's
+   * coordinators and maintainers.
+   */
+  roles: {
+    owner: boolean;
+    coordinator_of: string[];
+    coordinator_of_more: number;
+    maintainer_of: string[];
+    maintainer_of_more: number;
+  };
+  /**
+   * The first page of lane_list (PAGE.defaultLimit Lanes by id, with counts): repo_state is
+   * discovery, and one answer listing every Lane grew without bound.
+   */
   lanes: Array<{
     lane_id: string;
     title: string;
     counts: { open: number; claimed: number; answered: number; total: number };
   }>;
+  /** How many Lanes there are. */
+  lanes_total: number;
+  /** A lane_list cursor for the Lanes after `lanes`; null when `lanes` holds them all. */
+  lanes_next_cursor: string | null;
+  /** The first PAGE.maxListedProblems Lane refs that cannot be read; corrupt_more counts the rest. */
   corrupt: CorruptEntity[];
+  corrupt_more: number;
 } & RepoHealth;
 
 /** Whether anonymous callers may read (visibility public); an uninitialised repo is private. */
@@ -194,7 +223,17 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
   const snap = await repo.config.read();
   const config = snap.state.config;
   const actor = caller?.actor ?? null;
-  const { lanes, corrupt } = config ? await laneSummaries(repo) : { lanes: [], corrupt: [] };
+  const { page, lanes } = config ? await laneListFirst(repo) : { page: NO_LANES, lanes: [] };
+  const coordinatorOf = firstOf(
+    config && actor
+      ? lanes.filter((l) => isCoordinator(l, config, actor)).map((l) => l.lane_id)
+      : [],
+    PAGE.defaultLimit,
+  );
+  const maintainerOf = firstOf(
+    actor ? lanes.filter((l) => isMaintainer(l, actor)).map((l) => l.lane_id) : [],
+    PAGE.defaultLimit,
+  );
   return {
     repo: repo.key,
     actor,
@@ -205,14 +244,24 @@ export async function repoState(repo: ZzRepo, caller: Caller | null): Promise<Re
     project_roots: snap.state.roots,
     roles: {
       owner: !!(config && actor && isOwner(config, actor)),
-      coordinator_of:
-        config && actor
-          ? lanes.filter((l) => isCoordinator(l, config, actor)).map((l) => l.lane_id)
-          : [],
-      maintainer_of: actor ? lanes.filter((l) => isMaintainer(l, actor)).map((l) => l.lane_id) : [],
+      coordinator_of: coordinatorOf.shown,
+      coordinator_of_more: coordinatorOf.more,
+      maintainer_of: maintainerOf.shown,
+      maintainer_of_more: maintainerOf.more,
     },
-    lanes: lanes.map((l) => ({ lane_id: l.lane_id, title: l.title, counts: l.counts })),
-    corrupt,
+    lanes: page.lanes.map((l) => ({ lane_id: l.lane_id, title: l.title, counts: l.counts })),
+    lanes_total: page.total,
+    lanes_next_cursor: page.next_cursor,
+    corrupt: page.corrupt,
+    corrupt_more: page.corrupt_more,
     ...(await repoHealth(repo, !!config)),
   };
 }
+
+const NO_LANES: LaneListPage = {
+  lanes: [],
+  next_cursor: null,
+  total: 0,
+  corrupt: [],
+  corrupt_more: 0,
+};

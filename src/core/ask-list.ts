@@ -3,7 +3,7 @@ import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
 import { askKeyCursor, askKeyOf, cmp, compareAsks, startAfter } from './ask-order.js';
-import { foreignOf, readLanesOrOne, type CorruptEntity } from './lanes.js';
+import { foreignOf, listedCorrupt, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { pageEnd, type Seq } from './paging.js';
 import { markUnsignedPage } from './sync/unsigned.js';
 import { askView, historyView, leaseExpired, type AskView, type HistoryEntry } from './views.js';
@@ -51,6 +51,7 @@ export async function askList(
   next_cursor: string | null;
   total: number;
   corrupt: CorruptEntity[];
+  corrupt_more: number;
 }> {
   const caller = requireCaller(callerIn);
   if (args.offset !== undefined && args.cursor !== undefined) {
@@ -89,7 +90,7 @@ export async function askList(
         ? askListCursor.encode(askKeyOf(hits[end - 1]!.lane, hits[end - 1]!.a))
         : null,
     total: hits.length,
-    corrupt,
+    ...listedCorrupt(corrupt),
   };
 }
 
@@ -184,7 +185,9 @@ export async function askGet(
       : ` that can be read; ${corrupt.length} lane ref(s) cannot be: ${corrupt
           .slice(0, 5)
           .map((c) => c.ref)
-          .join(', ')}${corrupt.length > 5 ? ', …' : ''} (lane_list names them all)`;
+          .join(
+            ', ',
+          )}${corrupt.length > 5 ? ', …' : ''} (lane_list names the first ${PAGE.maxListedProblems})`;
   throw new ZzError(
     'not_found',
     args.lane_id

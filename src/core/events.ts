@@ -5,7 +5,7 @@ import { cursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
 import { publicationOrder, type CommitRecord, type LoggedOp, type OpLog } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
-import { readLanes, readLanesOrOne, type CorruptEntity } from './lanes.js';
+import { listedCorrupt, readLanes, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { historyEntry, rejectionsById, type EntryRejection, type HistoryEntry } from './views.js';
 import { CONFIG_REF, laneRef, type ZzRepo } from './zz-repo.js';
 import type { LaneState, RoleSource } from './lane-state.js';
@@ -350,7 +350,12 @@ export async function laneEvents(
   callerIn: Caller | null,
   args: LaneEventsArgs,
   signal?: AbortSignal,
-): Promise<{ events: LaneEvent[]; next_cursor: string; corrupt: CorruptEntity[] }> {
+): Promise<{
+  events: LaneEvent[];
+  next_cursor: string;
+  corrupt: CorruptEntity[];
+  corrupt_more: number;
+}> {
   requireCaller(callerIn);
   const pos = decodeCursor(args.cursor);
   const limit = args.limit ?? 500;
@@ -361,7 +366,7 @@ export async function laneEvents(
       return {
         events: await markUnsigned(repo, events),
         next_cursor: encodeCursor(next),
-        corrupt,
+        ...listedCorrupt(corrupt),
       };
     }
     await new Promise<void>((resolve) => {

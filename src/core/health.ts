@@ -1,3 +1,5 @@
+import { cmp } from './ask-order.js';
+import { firstOf } from './paging.js';
 import { TRACKING_CONFIG, unrelatedRemotes } from './sync/run.js';
 import { CONFIG_REF, type ZzRepo } from './zz-repo.js';
 
@@ -9,8 +11,13 @@ import { CONFIG_REF, type ZzRepo } from './zz-repo.js';
 // changes.
 
 export type RepoHealth = {
-  /** Values fetched from a remote that failed validation and were kept aside (zz sync). */
+  /**
+   * Values fetched from a remote that failed validation and were kept aside (zz sync): the
+   * first PAGE.maxListedProblems by quarantine ref (a hostile remote can bring any number).
+   */
   quarantined: Array<{ remote: string; ref: string; commit: string }>;
+  /** How many more are kept aside. */
+  quarantined_more: number;
   /**
    * Remotes whose zz state belongs to another project (their config names other root
    * commits): sync refuses them until `zz sync <remote> --allow-unrelated`.
@@ -26,11 +33,14 @@ export type RepoHealth = {
 const QUARANTINE_PREFIX = 'refs/zz-quarantine/';
 
 export async function repoHealth(repo: ZzRepo, initialised: boolean): Promise<RepoHealth> {
+  const kept = [...(await repo.store.listRefs(QUARANTINE_PREFIX))].sort(([x], [y]) => cmp(x, y));
+  const { shown, more } = firstOf(kept);
   return {
-    quarantined: [...(await repo.store.listRefs(QUARANTINE_PREFIX))].map(([ref, commit]) => {
+    quarantined: shown.map(([ref, commit]) => {
       const [remote = '', ...rest] = ref.slice(QUARANTINE_PREFIX.length).split('/');
       return { remote, ref: `refs/zz/${rest.join('/')}`, commit };
     }),
+    quarantined_more: more,
     sync_refused: initialised ? await unrelatedRemotes(repo) : [],
   };
 }

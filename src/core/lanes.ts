@@ -1,7 +1,7 @@
 import { foreignRevisions, markUnsignedPage } from './sync/unsigned.js';
 import { createHash } from 'node:crypto';
 import { ZzError } from '../errors.js';
-import type { Scope } from '../schema/lane.js';
+import type { LaneDoc, Scope } from '../schema/lane.js';
 import { cursorCodec, offsetCursor, type CursorCodec } from '../schema/cursor.js';
 import { laneId } from '../schema/ids.js';
 import { LIMITS, PAGE } from '../schema/limits.js';
@@ -21,7 +21,7 @@ import {
 } from './views.js';
 import type { LaneOpSpec } from './lane-state.js';
 import { cmp } from './ask-order.js';
-import { pageEnd } from './paging.js';
+import { firstOf, pageEnd } from './paging.js';
 import { writeOp, type WriteMeta, type WriteOpts } from './write-op.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
 
@@ -268,6 +268,18 @@ function countAtMost(xs: Float64Array, t: number): number {
 export type CorruptEntity = { ref: string; error: string };
 
 /**
+ * What an answer says of unreadable Lane refs: the first PAGE.maxListedProblems (readLanes
+ * sorts them by ref) and how many more.
+ */
+export function listedCorrupt(corrupt: readonly CorruptEntity[]): {
+  corrupt: CorruptEntity[];
+  corrupt_more: number;
+} {
+  const { shown, more } = firstOf(corrupt);
+  return { corrupt: shown, corrupt_more: more };
+}
+
+/**
  * Every Lane that can be read, and every ref under refs/zz/lanes/ that cannot (a malformed op,
  * a ref at a blob, a Lane copied under another name, a name that is not a lane id). One bad
  * Lane never hides the others; other failures (I/O) still throw.
@@ -300,6 +312,7 @@ export async function readLanes(repo: ZzRepo): Promise<{
       throw r.reason;
     }
   });
+  // By ref (laneIds sorts): answers name the first PAGE.maxListedProblems, the same each time.
   return { lanes, corrupt };
 }
 
@@ -315,24 +328,16 @@ export async function readLanesOrOne(
   return { lanes: [{ id: laneId, snap: await readLane(repo, laneId) }], corrupt: [] };
 }
 
-/** Every Lane with its counts, by id: repo_state's discovery list (lane_list pages it). */
-export async function laneSummaries(
-  repo: ZzRepo,
-): Promise<{ lanes: LaneSummary[]; corrupt: CorruptEntity[] }> {
-  const { lanes, corrupt } = await readLanesById(repo);
-  const now = repo.clock();
-  return { lanes: lanes.map((l) => laneSummary(l.snap, now)), corrupt };
+export type LanesRead = Awaited<ReturnType<typeof readLanes>>;
+
+function readLanesById(repo: ZzRepo): Promise<LanesRead> {
+  return readLanes(repo).then(({ lanes, corrupt }) => ({
+    lanes: lanes.sort((x, y) => cmp(x.id, y.id)),
+    corrupt,
+  }));
 }
 
-async function readLanesById(repo: ZzRepo) {
-  const { lanes, corrupt } = await readLanes(repo);
-  return { lanes: lanes.sort((x, y) => cmp(x.id, y.id)), corrupt };
-}
-
-function laneSummary(
-  snap: Awaited<ReturnType<typeof readLanes>>['lanes'][number]['snap'],
-  now: Date,
-): LaneSummary {
+function laneSummary(snap: LanesRead['lanes'][number]['snap'], now: Date): LaneSummary {
   return { ...laneView(snap.state.lane!, snap.revision), counts: laneCounts(snap.state, now) };
 }
 
@@ -342,35 +347,58 @@ export interface LaneListArgs {
   cursor?: string;
 }
 
+export type LaneListPage = {
+  lanes: LaneSummary[];
+  next_cursor: string | null;
+  total: number;
+  /** The first PAGE.maxListedProblems Lane refs that cannot be read, by ref. */
+  corrupt: CorruptEntity[];
+  /** How many more cannot be read. */
+  corrupt_more: number;
+};
+
 // Where a page of lane_list ended: its last Lane's id. A Lane proposed between pages lands
 // where its id sorts; none is skipped or repeated, as an offset would when one is added.
 const laneListCursor = cursorCodec('lane_list', laneId);
 
 /** A page of Lanes by id (PAGE.defaultLimit by default), `total` counting them all. */
-export async function laneList(
-  repo: ZzRepo,
-  args: LaneListArgs = {},
-): Promise<{
-  lanes: LaneSummary[];
-  next_cursor: string | null;
-  total: number;
-  corrupt: CorruptEntity[];
-}> {
+export async function laneList(repo: ZzRepo, args: LaneListArgs = {}): Promise<LaneListPage> {
   const after = args.cursor === undefined ? null : laneListCursor.decode(args.cursor, 'cursor');
-  const { lanes, corrupt } = await readLanesById(repo);
+  return lanePage(repo, await readLanesById(repo), after, args.limit);
+}
+
+/**
+ * The first page of lane_list over Lanes already read (by id), and every Lane's doc: what
+ * repo_state answers with (its roles need all the Lanes, its list only a page of them).
+ */
+export async function laneListFirst(
+  repo: ZzRepo,
+): Promise<{ page: LaneListPage; lanes: LaneDoc[] }> {
+  const read = await readLanesById(repo);
+  return {
+    page: lanePage(repo, read, null, undefined),
+    lanes: read.lanes.map((l) => l.snap.state.lane!),
+  };
+}
+
+function lanePage(
+  repo: ZzRepo,
+  { lanes, corrupt }: LanesRead,
+  after: string | null,
+  limit: number = PAGE.defaultLimit,
+): LaneListPage {
   let start = 0;
   if (after !== null) while (start < lanes.length && lanes[start]!.id <= after) start++;
   // Counts only for the Lanes this page can hold: each walks its Lane's Asks, and a reader
   // paging through N Lanes would otherwise count all N on every page (found in review).
   const now = repo.clock();
-  const limit = args.limit ?? PAGE.defaultLimit;
   const page = lanes.slice(start, start + limit).map((l) => laneSummary(l.snap, now));
   const end = pageEnd(page, 0, limit);
   return {
     lanes: page.slice(0, end),
     next_cursor: start + end < lanes.length ? laneListCursor.encode(page[end - 1]!.lane_id) : null,
     total: lanes.length,
-    corrupt,
+    ...listedCorrupt(corrupt),
   };
 }
 

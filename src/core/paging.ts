@@ -140,3 +140,15 @@ export function pageEnd<T extends object>(
   }
   return lo;
 }
+
+/**
+ * The first `max` items (PAGE.maxListedProblems by default) and how many more there are: for
+ * lists an answer names only a few of, such as refs that cannot be read, where the count of
+ * the rest is what matters.
+ */
+export function firstOf<T>(
+  items: readonly T[],
+  max: number = PAGE.maxListedProblems,
+): { shown: T[]; more: number } {
+  return { shown: items.slice(0, max), more: Math.max(0, items.length - max) };
+}

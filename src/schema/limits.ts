@@ -67,12 +67,22 @@ export const STORED_LIMITS = {
   reason: LIMITS.reason,
 } as const;
 
-/** lane_get pages: default and largest page, and the most one page of Asks or history may hold. */
+/** Pages of lists: default and largest page, and the most one page may hold. */
 export const PAGE = {
   defaultLimit: 100,
   maxLimit: 1_000,
-  /** A page stops early once its Asks or history entries reach about this many bytes of JSON. */
+  /**
+   * A page stops early once its items (Asks, history entries, rungs of ladder_tree) reach about
+   * this many bytes of JSON.
+   */
   maxBytes: 4 * 1024 * 1024,
+  /**
+   * Most entries of a list of problems an answer names (unreadable Lane refs, quarantined refs),
+   * the rest only counted (`corrupt_more`, `quarantined_more`): a remote that brings 100,000 bad
+   * refs must not make every lane_list page megabytes long. 50 say what is wrong; fixing them
+   * shows the next.
+   */
+  maxListedProblems: 50,
 } as const;
 
 export const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');

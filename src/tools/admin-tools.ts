@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { repoState, roleGrant } from '../core/index.js';
 import { actor } from '../schema/ids.js';
+import { PAGE } from '../schema/limits.js';
 import { corruptOut, writeMetaOut } from '../schema/views.js';
 import { writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
@@ -8,8 +9,8 @@ import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
 export const adminTools = [
   defineTool({
     name: 'repo_state',
-    summary:
-      'Discovery: the repository, your actor and roles, what you can call, Lanes with counts',
+    summary: `Discovery: the repository, your actor and roles, the first ${PAGE.defaultLimit} Lanes with counts`,
+    description: 'lanes_next_cursor is a lane_list cursor for the rest.',
     toolset: 'admin',
     annotations: READ,
     input: z.strictObject({}),
@@ -21,8 +22,10 @@ export const adminTools = [
       default_branch: z.string(),
       roles: z.looseObject({
         owner: z.boolean(),
-        coordinator_of: z.array(z.string()),
-        maintainer_of: z.array(z.string()),
+        coordinator_of: z.array(z.string()).describe(`The first ${PAGE.defaultLimit}, by id`),
+        coordinator_of_more: z.number(),
+        maintainer_of: z.array(z.string()).describe(`The first ${PAGE.defaultLimit}, by id`),
+        maintainer_of_more: z.number(),
       }),
       lanes: z.array(
         z.looseObject({
@@ -31,9 +34,15 @@ export const adminTools = [
           counts: z.record(z.string(), z.number()),
         }),
       ),
+      lanes_total: z.number().describe('How many Lanes there are'),
+      lanes_next_cursor: z
+        .string()
+        .nullable()
+        .describe('Pass to lane_list as cursor for the Lanes after these'),
       corrupt: z
         .array(corruptOut)
         .describe('Entities that cannot be read, by ref; everything else reads normally'),
+      corrupt_more: z.number().describe('How many more cannot be read'),
       repos: z.array(z.string()),
     }),
     handler: async (_args, ctx: ToolContext) => ({

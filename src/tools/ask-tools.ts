@@ -201,7 +201,7 @@ export const askTools = [
     name: 'ask_list',
     summary: 'Asks across Lanes (or in one), filtered by mine, state and kind; paged',
     description:
-      'mine: Asks you posted or hold. state: open (incl. expired claims), claimed, answered, cancelled. Pass next_cursor back as cursor for the next page; it keeps its place while Asks are claimed or posted (next_offset does not).',
+      'state: open (incl. expired claims), claimed, answered, cancelled. Pass next_cursor back as cursor for the next page; it keeps its place while Asks are claimed or posted (next_offset does not).',
     toolset: 'asks',
     annotations: READ,
     input: z.strictObject({
@@ -219,6 +219,7 @@ export const askTools = [
       next_cursor: z.string().nullable(),
       total: z.number().describe('How many Asks match, over all pages'),
       corrupt: z.array(corruptOut).describe('Lane refs that cannot be read (skipped), with why'),
+      corrupt_more: z.number().describe('How many more cannot be read'),
     }),
     handler: (args, ctx) => askList(ctx.repo, ctx.caller, args),
   }),
@@ -228,7 +229,7 @@ export const askTools = [
     toolset: 'asks',
     annotations: READ,
     description:
-      'include_dependents and include_history add a page of the Asks that depend on it and of its history (limit items each; pass next_*_offset back as dependents_offset / history_offset for more).',
+      'Each include_* adds a page of limit items; pass next_*_offset back as *_offset for more.',
     input: z.strictObject({
       ask_id: askId,
       lane_id: laneId.optional(),

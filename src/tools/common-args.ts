@@ -1,17 +1,16 @@
 import { actor, idempotencyKey, revision } from '../schema/ids.js';
 
-// Arguments every write tool takes, with descriptions models read.
+// Arguments every write tool takes, with descriptions models read. They repeat in every write
+// tool of the MCP tool list (test/mcp/mcp.test.ts keeps it under 48 KiB): every word counts.
 
 export const writeArgs = {
-  actor: actor.optional().describe("Who acts; must be the token's actor if given"),
+  actor: actor.optional().describe("Must be your token's actor if given"),
   idempotency_key: idempotencyKey
     .optional()
-    .describe(
-      'Reuse the same key when you retry this call: a repeat returns the original result instead of acting twice',
-    ),
+    .describe('The same key on a retry returns the first result instead of acting twice'),
   expected_revision: revision
     .optional()
-    .describe('Conflict unless the entity is still at this revision (from a read)'),
+    .describe('409 unless still at this revision (from a read)'),
 };
 
 export const createArgs = {

@@ -6,11 +6,13 @@ import {
   ladderSearch,
   ladderTree,
   ladderWriteRung,
+  LADDER_TREE_CURSOR_MAX,
   MAX_DETAIL_CHARS,
   MAX_WRITE_RUNGS,
   type SearchServices,
 } from '../core/index.js';
 import { askId, laneId } from '../schema/ids.js';
+import { PAGE } from '../schema/limits.js';
 import {
   MAX_DETAIL_BYTES,
   MAX_SUMMARY_BYTES,
@@ -23,7 +25,7 @@ import type { LadderSearch } from '../search/index.js';
 import { writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
 
-// The Ladder toolset (DESIGN §3, §6): read one rung, the whole tree, one rung's history, search
+// The Ladder toolset (DESIGN §3, §6): read one rung, the tree (paged past 4 MiB), one rung's history, search
 // across every repository this front end knows, rebuild this repository's search entries, and
 // a coordinator's rung writes. The search use cases are core/ladder/ladder-search.ts; the index
 // comes from ctx.services.search when the front end keeps one (the daemon does).
@@ -99,12 +101,20 @@ export const ladderTools = [
   }),
   defineTool({
     name: 'ladder_tree',
-    summary:
-      'The whole Ladder in one call: every rung with path, kind, title, summary, anchor, stale',
+    summary: `The Ladder in tree order, paged past ${PAGE.maxBytes / 2 ** 20} MiB: path, kind, title, summary, anchor, stale`,
+    description: 'A cursor holds its place while rungs are written.',
     toolset: 'ladder',
     publicRead: true,
     annotations: READ,
-    input: z.strictObject({}),
+    input: z.strictObject({
+      under: rungPath.optional().describe('Only this rung and those below it, e.g. src'),
+      limit: z.number().int().min(1).optional().describe('Default: all that fit'),
+      cursor: z
+        .string()
+        .max(LADDER_TREE_CURSOR_MAX)
+        .optional()
+        .describe('next_cursor of the previous page'),
+    }),
     output: z.strictObject({
       rungs: z.array(
         z.looseObject({
@@ -117,8 +127,10 @@ export const ladderTools = [
         }),
       ),
       revision: z.string().nullable(),
+      next_cursor: z.string().nullable(),
+      total: z.number().describe('How many rungs (under `under`), over all pages'),
     }),
-    handler: (_args, ctx) => ladderTree(ctx.repo),
+    handler: (args, ctx) => ladderTree(ctx.repo, args),
   }),
   defineTool({
     name: 'ladder_history',

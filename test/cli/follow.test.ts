@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
@@ -55,6 +56,46 @@ describe('zz lane events --follow', () => {
       expect(stdout.split('\n')[0]).toBe('TIME  LANE_ID  OP  ACTOR  ASK_ID');
       // The loop did not print the first event twice.
       expect(stdout.match(/lane_propose/g)).toHaveLength(1);
+    } finally {
+      cleanup();
+    }
+  });
+});
+
+describe('zz lane events --follow with unreadable Lane refs', () => {
+  it('names the first 50 once each and counts the rest once', async () => {
+    const { dir, cleanup } = makeRepo();
+    const env = cliEnv();
+    try {
+      await zz(dir, env, 'init');
+      const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: dir, encoding: 'utf8' });
+      // Not lane ids: each is named unreadable by ref.
+      const refs = Array.from({ length: 53 }, (_, i) => `refs/zz/lanes/BAD-${i}`);
+      execFileSync('git', ['update-ref', '--stdin'], {
+        cwd: dir,
+        input: refs.map((r) => `create ${r} ${head.trim()}\n`).join(''),
+      });
+      let stdout = '';
+      let stderr = '';
+      let ctrlC!: () => void;
+      const stopSignal = new Promise<void>((r) => (ctrlC = r));
+      const following = run(['lane', 'events', '--follow'], {
+        stdout: (s) => (stdout += s),
+        stderr: (s) => (stderr += s),
+        env,
+        cwd: dir,
+        isTTY: false,
+        stopSignal,
+      });
+      await until(() => /lane_propose/.test(stdout), 'the first event');
+      await zz(dir, env, 'lane', 'propose', '--lane-id', 'y', '--title', 'Y');
+      await until(() => stdout.match(/lane_propose/g)?.length === 2, 'the next event');
+      ctrlC();
+      expect(await following).toBe(0);
+      expect(
+        stderr.match(/zz: skipped refs\/zz\/lanes\/BAD-\d+, which cannot be read/g),
+      ).toHaveLength(50);
+      expect(stderr.match(/zz: skipped 3 more lane ref\(s\) that cannot be read/g)).toHaveLength(1);
     } finally {
       cleanup();
     }

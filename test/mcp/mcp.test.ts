@@ -40,7 +40,8 @@ const OWNER: Caller = { actor: 'owner@example.com' };
 const ALICE: Caller = { actor: 'alice@example.com' };
 const MISSING_ASK = 'ask-0000000000';
 // 40 tools over stdio (claim-next, ask list/get/cancel, lane close, the five local gh_fetch_*
-// tools, keys and tokens joined the 24): about 1.2 KiB each; 49,058 bytes on 2026-12-02.
+// tools, keys and tokens joined the 24): about 1.2 KiB each; 49,058 bytes on 2026-12-02, 49,013
+// after ladder_tree's paging arguments (the shared write-argument descriptions were shortened).
 const TOOL_LIST_BUDGET = 48 * 1024;
 
 let repo: ZzRepo;

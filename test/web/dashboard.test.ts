@@ -370,4 +370,39 @@ describe('dashboard in Chromium', () => {
     await hits.getByRole('link', { name: 'README.md' }).click();
     await expect.poll(() => page.url()).toContain('#/ladder/README.md');
   });
+
+  it('draws a Ladder past one page of ladder_tree (4 MiB): rungs of every page are in the tree', async () => {
+    const w = await daemon();
+    const token = await w.token(OWNER);
+    await w.call(token, 'lane_propose', { lane_id: 'lad', title: 'Ladder' });
+    const { ask } = (await w.call(token, 'ask_post', {
+      lane_id: 'lad',
+      kind: 'ladder_update',
+      title: 'rungs',
+    })) as { ask: { ask_id: string } };
+    await w.call(token, 'ask_claim', { lane_id: 'lad', ask_id: ask.ask_id });
+    // ~4.4 KB a rung: 1,200 are past one page.
+    const fill = 'x'.repeat(4000);
+    for (let i = 0; i < 1200; i += 200) {
+      await w.call(token, 'ladder_write_rung', {
+        lane_id: 'lad',
+        ask_id: ask.ask_id,
+        rungs: Array.from({ length: 200 }, (_, j) => ({
+          path: `_topics/big/${String(i + j).padStart(4, '0')}`,
+          kind: 'topic',
+          title: `rung ${i + j}`,
+          summary: fill,
+        })),
+      });
+    }
+    const first = await w.call(token, 'ladder_tree', {});
+    expect(first.next_cursor).toEqual(expect.any(String));
+    const page = await signedIn(w, token, '#/ladder');
+    await page.getByRole('button', { name: 'Expand _topics/big' }).click();
+    // The last rung is on the last page: drawn only when the view followed next_cursor.
+    await page
+      .locator(`.tree a[href="#/ladder/${encodeURIComponent('_topics/big/1199')}"]`)
+      .waitFor();
+    expect(await page.locator('.tree li.leaf').count()).toBe(1200);
+  });
 });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { syncRepo } from '../../src/core/sync/index.js';
 import { UNSAFE_CLASS } from '../../src/schema/control-chars.js';
@@ -93,6 +94,30 @@ describe('dashboard: repository health', { timeout: 120_000 }, () => {
     await page.locator('.health').waitFor({ state: 'detached' });
     expect(zzRefs()).toBe(before);
     expect(page.errors).toEqual([]);
+  });
+
+  it('names the first 50 quarantined refs and counts the rest', async () => {
+    const w = await startWebDaemon();
+    cleanups.push(() => w.close());
+    const token = await w.token(OWNER);
+    const head = sh(w.dir, 'rev-parse', 'HEAD');
+    const refs = Array.from({ length: 53 }, (_, i) => `refs/zz-quarantine/origin/lanes/q${i}`);
+    execFileSync('git', ['update-ref', '--stdin'], {
+      cwd: w.dir,
+      input: refs.map((r) => `create ${r} ${head}\n`).join(''),
+    });
+    const page = await signedIn(w, token);
+    const kept = page.locator('.health-warning', { hasText: 'failed validation' });
+    await kept.waitFor();
+    expect((await kept.textContent())!.replace(/\s+/g, ' ')).toContain(
+      '50 refs from origin failed validation',
+    );
+    expect(await kept.locator('li').count()).toBe(50);
+    const more = (await page
+      .locator('.health-warning', { hasText: 'more refs kept aside' })
+      .textContent())!.replace(/\s+/g, ' ');
+    expect(more).toContain('3 more refs kept aside');
+    expect(more).toContain('git for-each-ref refs/zz-quarantine/');
   });
 
   it('marks every character the CLI neutralises, from the one definition the daemon serves', async () => {

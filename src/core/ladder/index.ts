@@ -18,7 +18,6 @@ export {
   ladderEntity,
   ladderHistory,
   ladderRead,
-  ladderTree,
   ladderWriteRung,
   MAX_DETAIL_CHARS,
   MAX_WRITE_RUNGS,
@@ -29,10 +28,16 @@ export {
   type LadderReadResult,
   type LadderWriteRungArgs,
   type RungRevision,
-  type TreeRung,
   type WriteRungInput,
   type WrittenRung,
 } from './ladder.js';
+export {
+  ladderTree,
+  LADDER_TREE_CURSOR_MAX,
+  type LadderTreeArgs,
+  type LadderTreePage,
+  type TreeRung,
+} from './ladder-tree.js';
 export {
   ladderReindex,
   ladderSearch,

@@ -37,8 +37,8 @@ import {
   type RungRecord,
 } from './ladder-state.js';
 
-// Ladder use cases (DESIGN §3 ladder toolset, §6): read one rung (detail paged), the whole tree
-// in one call, one rung's history, and a coordinator's rung writes. `stale` is computed on read
+// Ladder use cases (DESIGN §3 ladder toolset, §6): read one rung (detail paged), one rung's
+// history, and a coordinator's rung writes (the tree is ladder-tree.ts). `stale` is computed on read
 // against the default branch head: one `git ls-tree -r -t` per head, cached until it moves.
 
 export const DEFAULT_DETAIL_CHARS = 64 * 1024;
@@ -204,39 +204,6 @@ export async function ladderRead(
     });
   }
   return { rung: out, stale, revision: snap.revision, next_offset: next };
-}
-
-export type TreeRung = {
-  path: string;
-  kind: RungKind;
-  title: string;
-  summary: string;
-  anchor: RungAnchor | null;
-  stale: boolean;
-};
-
-export async function ladderTree(
-  repo: ZzRepo,
-): Promise<{ rungs: TreeRung[]; revision: string | null }> {
-  const snap = await readLadder(repo);
-  const index = await headIndex(repo);
-  const rungs = [...snap.state.values()].sort((a, b) =>
-    a.path < b.path ? -1 : a.path > b.path ? 1 : 0,
-  );
-  const out: TreeRung[] = new Array(rungs.length);
-  await Promise.all(
-    rungs.map(async (r, i) => {
-      out[i] = {
-        path: r.path,
-        kind: r.kind,
-        title: r.title,
-        summary: r.summary,
-        anchor: r.anchor ?? null,
-        stale: await isStale(repo, index, r),
-      };
-    }),
-  );
-  return { rungs: out, revision: snap.revision };
 }
 
 export interface LadderHistoryArgs {

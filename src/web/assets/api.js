@@ -40,14 +40,16 @@ export async function call(tool, args = {}) {
 }
 
 /**
- * Every item of a paged list tool (`key` names its list), read a page of 1,000 at a time by
- * next_cursor: the sidebar shows every Lane, while one answer holds at most a page.
+ * Every item of a paged list tool (`key` names its list), read page by page by next_cursor:
+ * the sidebar shows every Lane and the Ladder view every rung, while one answer holds at most a
+ * page. `limit` is each page's size (null: the tool's own, e.g. ladder_tree's 4 MiB).
  */
-export async function callAll(tool, key, args = {}) {
-  let r = await call(tool, { ...args, limit: 1000 });
+export async function callAll(tool, key, args = {}, limit = 1000) {
+  const page = limit === null ? {} : { limit };
+  let r = await call(tool, { ...args, ...page });
   const items = [...r[key]];
   while (r.next_cursor) {
-    r = await call(tool, { ...args, limit: 1000, cursor: r.next_cursor });
+    r = await call(tool, { ...args, ...page, cursor: r.next_cursor });
     items.push(...r[key]);
   }
   return { ...r, [key]: items };

@@ -40,18 +40,28 @@ function Quarantined({ remote, refs }) {
   </div>`;
 }
 
+// repo_state names the first 50 quarantined refs and counts the rest (quarantined_more).
+function MoreQuarantined({ n }) {
+  return html`<p class="health-warning" role="alert">
+    <strong>${`${n} more ref${n === 1 ? '' : 's'} kept aside`}</strong>
+    ${' (not listed here): '}<code>git for-each-ref refs/zz-quarantine/</code>${' lists them all.'}
+  </p>`;
+}
+
 /** Nothing when all is well; otherwise one warning per refused remote and per remote with
  * quarantined refs. */
 export function RepoHealth({ state }) {
   if (!state) return null;
   const refused = state.sync_refused ?? [];
+  const more = state.quarantined_more ?? 0;
   const byRemote = new Map();
   for (const q of state.quarantined ?? []) {
     byRemote.set(q.remote, [...(byRemote.get(q.remote) ?? []), q]);
   }
-  if (refused.length === 0 && byRemote.size === 0) return null;
+  if (refused.length === 0 && byRemote.size === 0 && more === 0) return null;
   return html`<section class="health" aria-label="Repository health">
     ${refused.map((r) => html`<${Refused} r=${r} />`)}
     ${[...byRemote].map(([remote, refs]) => html`<${Quarantined} remote=${remote} refs=${refs} />`)}
+    ${more > 0 && html`<${MoreQuarantined} n=${more} />`}
   </section>`;
 }

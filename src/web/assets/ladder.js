@@ -1,7 +1,7 @@
 // The Ladder: the rung tree (folders open on demand, stale rungs marked), one rung with its
 // anchor commit, and search across every repository the daemon serves.
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { call } from './api.js';
+import { call, callAll } from './api.js';
 import { onCommit } from './live.js';
 import { ErrorBox, html, Plain } from './ui.js';
 
@@ -153,7 +153,13 @@ export function LadderView({ path, repo }) {
   const [error, setError] = useState(null);
   const [tick, setTick] = useState(0);
   useEffect(() => {
-    call('ladder_tree').then((t) => setTree(t), setError);
+    // A Ladder past one page (4 MiB) comes in several; a newer read (the Ladder moved) wins.
+    let current = true;
+    callAll('ladder_tree', 'rungs', {}, null).then(
+      (t) => current && setTree(t),
+      (e) => current && setError(e),
+    );
+    return () => (current = false);
   }, [tick]);
   useEffect(() => onCommit((c) => c.ref === 'refs/zz/ladder' && setTick((t) => t + 1)), []);
   const root = useMemo(() => (tree ? buildTree(tree.rungs) : null), [tree]);

@@ -348,6 +348,12 @@ describe('ask_query_claimable cursor', () => {
 });
 
 describe('ask_list paging across Lanes', () => {
+  type Page = {
+    asks: Ask[];
+    total: number;
+    next_cursor: string | null;
+    next_offset: number | null;
+  };
   async function manyLanes() {
     const { repo, clock } = await memoryRepo();
     for (const id of ['c', 'a', 'b'])
@@ -395,7 +401,7 @@ describe('ask_list paging across Lanes', () => {
       let offset: number | null = 0;
       for (let pages = 0; pages < 50 && (pages === 0 || cursor || offset !== null); pages++) {
         if (pages === 0 || cursor) {
-          const r = await call(repo, BOB, 'ask_list', {
+          const r: Page = await call(repo, BOB, 'ask_list', {
             ...filters,
             limit: 4,
             ...(cursor ? { cursor } : {}),
@@ -405,7 +411,7 @@ describe('ask_list paging across Lanes', () => {
           cursor = r.next_cursor;
         }
         if (offset !== null) {
-          const r = await call(repo, BOB, 'ask_list', { ...filters, limit: 4, offset });
+          const r: Page = await call(repo, BOB, 'ask_list', { ...filters, limit: 4, offset });
           byOffset.push(...r.asks.map((a: Ask) => a.ask_id));
           offset = r.next_offset;
         }
@@ -457,6 +463,6 @@ describe('ask_list paging across Lanes', () => {
       cursor,
     });
     expect(next.asks.map((a: Ask) => a.lane_id)).toEqual(['a', 'a']);
-    expect(next.asks[0].ask_id).not.toBe(first.asks[1].ask_id);
+    expect(next.asks[0]!.ask_id).not.toBe(first.asks[1]!.ask_id);
   });
 });

@@ -155,10 +155,21 @@ function withLocalTools(remote: ToolClient, cwd: string): ToolClient {
 function unreachable(e: unknown, server: string): ZzError | null {
   const cause = (e as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
   if (!cause || typeof cause.code !== 'string') return null;
-  return new ZzError(
+  const err = new ZzError(
     'unavailable',
     `cannot reach the zz daemon at ${server}: ${cause.code}${typeof cause.message === 'string' ? ` (${cause.message})` : ''}`,
   );
+  if (cause.code !== 'ECONNREFUSED') sentAnyway.add(err);
+  return err;
+}
+
+// The `unavailable` errors of calls whose request may have reached the daemon: all but a
+// refused connection (nothing is sent before the connection is accepted).
+const sentAnyway = new WeakSet<ZzError>();
+
+/** Whether the call that failed with `e` may have reached the daemon (and been acted on). */
+export function requestSent(e: ZzError): boolean {
+  return sentAnyway.has(e);
 }
 
 export function httpClient(server: string, repoKey: string, token: string): ToolClient {

@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { commonGitDirSync } from '../git/native-git.js';
 import { credentialsFile, daemonFile } from '../local/paths.js';
+import { newIdempotencyKey } from '../schema/new-key.js';
 import {
   NO_LADDER_HINT,
   NOT_INITIALISED_HINT,
@@ -21,6 +22,12 @@ import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 // handles it, so this path never decides an error on its own except the daemon's own answer.
 // It asks git/ for the common dir directly (commonGitDirSync, one spawn) rather than through
 // core: loading core here would cost more than the call it saves.
+// Hazard: handing a write to the full path sends it a second time. That is done only when the
+// first attempt provably never reached the daemon (its connection was refused), or when the
+// second cannot act twice: every write that takes an idempotency_key is given one before the
+// first attempt, and the full path is handed the very same arguments, key included. A write
+// without a key (token_revoke) whose answer was lost is not sent again: the user is told it
+// may have been applied. (Before, `zz ask post` whose answer was cut made two Asks.)
 
 function parseFlags(
   tool: ManifestTool,
@@ -86,7 +93,12 @@ function parseFlags(
   return { args: all, json };
 }
 
-export async function tryFastPath(argv: string[], io: CliIO): Promise<number | null> {
+/**
+ * Runs a tool command straight through a running daemon. Answers its exit status; null to have
+ * the full command table run `argv`; or the command line it must run instead (a write whose
+ * answer was lost, sent again with the same arguments and idempotency key).
+ */
+export async function tryFastPath(argv: string[], io: CliIO): Promise<number | string[] | null> {
   if (argv.some((a) => a === '--help' || a === '-h')) return null;
   // The daemon, started without yargs or the command table (serve.ts says why).
   if (argv[0] === 'serve') return (await import('./serve.js')).tryServe(argv.slice(1), io);
@@ -121,15 +133,23 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
   const token = io.env.ZZ_TOKEN || storedLoginToken(io.env, gitdir);
   // No token, or one that is not a token (a stray line break): the full path explains.
   if (!token || !/^[\x21-\x7e]+$/.test(token)) return null;
-  let res: { status: number; body: { result?: unknown; error?: string; code?: string } | null };
+  // The key goes with the first attempt: only then can a second one be recognised as a repeat.
+  const args =
+    tool.resend === 'keyed' && parsed.args.idempotency_key === undefined
+      ? { ...parsed.args, idempotency_key: newIdempotencyKey('cli') }
+      : parsed.args;
+  let res: Reply;
   try {
     res = await post(
       `${server}/api/repos/${info.repo}/tools/${tool.name}`,
       token,
-      JSON.stringify(parsed.args),
+      JSON.stringify(args),
     );
-  } catch {
-    return null;
+  } catch (e) {
+    // Refused before a byte was sent: the full path starts afresh (in-process, if the daemon
+    // is gone). Otherwise the request may have been acted on.
+    if (!(e instanceof NotAnswered) || !e.sent) return null;
+    return answerLost(io, tool, args, parsed.json, `the answer was lost (${e.message})`);
   }
   const body = res.body;
   if (res.status === 200 && body && typeof body.result === 'object' && body.result !== null) {
@@ -148,12 +168,47 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | n
     }
     return 0;
   }
-  // 401 from a daemon that does not know this token (e.g. restarted elsewhere): let the full
-  // path explain it with its own checks.
-  if (!body?.code || res.status === 401) return null;
+  // 401 from a daemon that does not know this token (e.g. restarted elsewhere): refused before
+  // anything was done; let the full path explain it with its own checks.
+  if (res.status === 401) return null;
+  // An answer that is not the daemon's (a proxy's 502, a cut body): the request may have been
+  // acted on all the same.
+  if (!body?.code)
+    return answerLost(
+      io,
+      tool,
+      args,
+      parsed.json,
+      `HTTP ${res.status} came back without a zz answer`,
+    );
   const code = (body.code in ERROR_CODES ? body.code : 'internal') as ErrorCode;
   io.stderr(`zz: ${neutralize(body.error ?? `HTTP ${res.status}`)}\n`);
   return ERROR_CODES[code].exit;
+}
+
+/**
+ * A call that may have reached the daemon but got no answer from it. A read, or a write that
+ * cannot act twice, goes to the full path (which reports what it gets); a keyed write goes with
+ * the same arguments and key, saying so; a write without a key is not sent again.
+ */
+function answerLost(
+  io: CliIO,
+  tool: ManifestTool,
+  args: Record<string, unknown>,
+  json: boolean,
+  why: string,
+): number | string[] | null {
+  if (tool.resend === 'safe') return null;
+  if (tool.resend === 'never') {
+    io.stderr(
+      `zz: ${neutralize(why)} after ${tool.name} was sent to the zz daemon: it may or may not have been applied; check before running it again\n`,
+    );
+    return ERROR_CODES.unavailable.exit;
+  }
+  io.stderr(
+    `zz: ${neutralize(why)} after ${tool.name} was sent to the zz daemon; sending it again with idempotency_key ${neutralize(String(args.idempotency_key))}, which cannot apply it twice\n`,
+  );
+  return [tool.group, tool.sub, '--args', JSON.stringify(args), ...(json ? ['--json'] : [])];
 }
 
 /**
@@ -173,13 +228,24 @@ function storedLoginToken(env: NodeJS.ProcessEnv, gitdir: string): string | null
   }
 }
 
+type Reply = { status: number; body: { result?: unknown; error?: string; code?: string } | null };
+
+/** No answer came; `sent`: the connection was made, so the request may have been acted on. */
+class NotAnswered extends Error {
+  constructor(
+    readonly sent: boolean,
+    cause: Error,
+  ) {
+    super((cause as NodeJS.ErrnoException).code ?? cause.message);
+  }
+}
+
 // node:http rather than fetch: fetch loads undici on first use, which costs more than the call.
-function post(
-  url: string,
-  token: string,
-  payload: string,
-): Promise<{ status: number; body: { result?: unknown; error?: string; code?: string } | null }> {
+function post(url: string, token: string, payload: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
+    // Until the socket connects nothing can have reached the daemon; after, anything may have.
+    let sent = false;
+    const fail = (e: Error) => reject(new NotAnswered(sent, e));
     const req = request(
       url,
       {
@@ -194,18 +260,23 @@ function post(
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
-          let body: { result?: unknown; error?: string; code?: string } | null;
+          let body: Reply['body'];
           try {
-            body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+            body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Reply['body'];
           } catch {
             body = null;
           }
           resolve({ status: res.statusCode ?? 0, body });
         });
-        res.on('error', reject);
+        res.on('error', fail);
       },
     );
-    req.on('error', reject);
+    req.on('socket', (socket) => {
+      // A kept-alive socket is connected already.
+      if (!socket.connecting) sent = true;
+      else socket.once('connect', () => (sent = true));
+    });
+    req.on('error', fail);
     req.end(payload);
   });
 }

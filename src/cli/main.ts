@@ -87,7 +87,10 @@ const fast =
   argv.length === 1 && argv[0] === '--version'
     ? (io.stdout(`${(await import('./version.js')).version()}\n`), 0)
     : await (await import('./fast-path.js')).tryFastPath(argv, io);
-const code = fast ?? (await (await import('./run.js')).run(argv, io));
+// The fast path may hand the full one another command line: a write whose answer was lost,
+// with the arguments and idempotency key it was sent with (fast-path.ts).
+const code =
+  typeof fast === 'number' ? fast : await (await import('./run.js')).run(fast ?? argv, io);
 process.exitCode = code;
 // Background local writes (a token's last-use stamp) hold a lock file while they run: let them
 // finish, or the next zz process waits for a lock this one left behind.

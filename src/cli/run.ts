@@ -87,8 +87,11 @@ export async function run(typedArgv: string[], io: CliIO): Promise<number> {
     async (a) => {
       const { callTool, readArgs } = await import('./tool-calls.js');
       const args = await readArgs(io, a as { args?: string; 'args-file'?: string });
-      const local = manifest.find((t) => t.name === String(a.tool))?.local;
-      await callTool(io, String(a.tool), args, true, { local: !!local });
+      const known = manifest.find((t) => t.name === String(a.tool));
+      await callTool(io, String(a.tool), args, true, {
+        local: !!known?.local,
+        ...(known ? { resend: known.resend } : {}),
+      });
     },
   );
   y = y.command(

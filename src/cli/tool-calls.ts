@@ -1,5 +1,6 @@
 import { ZzError, isZzError } from '../errors.js';
-import { connect, type ToolClient } from './client.js';
+import { newIdempotencyKey } from '../schema/new-key.js';
+import { connect, requestSent, type ToolClient } from './client.js';
 import {
   NO_LADDER_HINT,
   NOT_INITIALISED_HINT,
@@ -9,6 +10,7 @@ import {
 } from './format.js';
 import type { CliIO } from './io.js';
 import { LANE_FROM_ASK, type ToolOption } from './tool-args.js';
+import type { Resend } from './tool-manifest.js';
 
 // Running a tool command once its command line is parsed (tool-commands.ts): its arguments
 // from flags, files and `--args`, then the call, through the daemon or in-process. Loaded by
@@ -113,9 +115,13 @@ export async function callTool(
   tool: string,
   args: Record<string, unknown>,
   json: boolean,
-  opts: { laneFromAsk?: boolean; local?: boolean } = {},
+  opts: { laneFromAsk?: boolean; local?: boolean; resend?: Resend } = {},
 ): Promise<void> {
   const client = await connect({ cwd: io.cwd, env: io.env });
+  // Through a daemon an answer can be lost after the write was made. The call is sent once,
+  // but with a key, so that the user can repeat it safely: lostAnswer says how.
+  if (client.mode === 'daemon' && opts.resend === 'keyed' && args.idempotency_key === undefined)
+    args = { ...args, idempotency_key: newIdempotencyKey('cli') };
   // A local tool (run_in_sandbox) runs here, its command in a process group of its own that a
   // terminal's Ctrl-C does not reach: a signal ends the run and removes its checkout before
   // zz exits (reading stopSignal is what keeps main.ts from exiting at once).
@@ -126,16 +132,16 @@ export async function callTool(
     );
   }
   try {
+    const callArgs = opts.laneFromAsk ? await withLaneOfAsk(client, tool, args) : args;
     let result: Record<string, unknown>;
     try {
-      result = await client.call(
-        tool,
-        opts.laneFromAsk ? await withLaneOfAsk(client, tool, args) : args,
-        local ? { signal: local.signal } : undefined,
-      );
+      result = await client.call(tool, callArgs, local ? { signal: local.signal } : undefined);
     } catch (e) {
       if (isZzError(e) && e.code === 'not_found' && tool.startsWith('ladder_'))
         await hintLadderBuild(io, client);
+      // (A local tool runs here, not in the daemon: its errors say what happened.)
+      if (client.mode === 'daemon' && !local && isZzError(e))
+        throw lostAnswer(e, tool, args, opts.resend);
       throw e;
     }
     print(io, result, json, tool);
@@ -144,6 +150,30 @@ export async function callTool(
   } finally {
     client.close();
   }
+}
+
+/**
+ * A write through the daemon that failed as `unavailable` after its request may have reached
+ * the daemon (requestSent) may have been applied: the error says so, and how to repeat it so
+ * that it acts at most once. Anything else is `e` as it is.
+ */
+function lostAnswer(
+  e: ZzError,
+  tool: string,
+  args: Record<string, unknown>,
+  resend: Resend | undefined,
+): ZzError {
+  if (e.code !== 'unavailable' || !requestSent(e) || resend === undefined || resend === 'safe')
+    return e;
+  const how =
+    resend === 'keyed'
+      ? `repeat the command with --idempotency-key ${String(args.idempotency_key)}, which cannot apply it twice`
+      : 'check before running it again';
+  return new ZzError(
+    'unavailable',
+    `${e.message}; ${tool} may or may not have been applied: ${how}`,
+    e.details,
+  );
 }
 
 /** When this repository has no Ladder yet (no `_repo` rung), says how to build one. */

@@ -71,6 +71,7 @@ export function addToolCommands(
             await calls.callTool(io, tool.name, args, !!argv.json, {
               laneFromAsk: true,
               local: tool.local,
+              resend: tool.resend,
             });
           },
         );

@@ -16,7 +16,28 @@ export interface ManifestTool {
   summary: string;
   /** Runs in the CLI's own process even when a daemon serves the checkout (run_in_sandbox). */
   local: boolean;
+  /** Whether a call whose answer was lost may be sent again (resendOf). */
+  resend: Resend;
   options: ToolOption[];
+}
+
+/**
+ * Whether a call that may have reached the daemon, its answer lost, may be sent again:
+ * `safe`, a read or a write that is idempotent by nature (a second grant changes nothing);
+ * `keyed`, only with the idempotency_key of the first attempt, which the daemon answers with
+ * the first attempt's result instead of acting twice (an Ask posted twice is two Asks);
+ * `never`, the tool takes no key and acting twice is not the same as once (token_revoke: the
+ * second says the token does not exist): the caller is told it may have been applied.
+ */
+export type Resend = 'safe' | 'keyed' | 'never';
+
+export function resendOf(t: {
+  annotations: { readOnlyHint: boolean; idempotentHint: boolean };
+  input: { shape: object };
+}): Resend {
+  if (t.annotations.readOnlyHint) return 'safe';
+  if ('idempotency_key' in t.input.shape) return 'keyed';
+  return t.annotations.idempotentHint ? 'safe' : 'never';
 }
 
 /** dist/cli/tool-manifest.json as the build wrote it; null when absent or unreadable. */
@@ -49,6 +70,7 @@ export async function toolManifest(): Promise<ManifestTool[]> {
       sub,
       summary: t.summary,
       local: !!t.local,
+      resend: resendOf(t),
       options: toolOptions(t),
     };
   });

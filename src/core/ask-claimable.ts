@@ -1,12 +1,12 @@
 import { ZzError } from '../errors.js';
 import type { AskDoc } from '../schema/lane.js';
 import { inScope, requireCaller, type Caller } from './access.js';
-import { askKeyCursor, askKeyOf, compareAsks, startAfter } from './ask-order.js';
+import { askKeyCursor, askKeyOf, sortedAsks, startAfter, type SortedAsks } from './ask-order.js';
 import { assertKnownKinds, kindRule } from './kinds.js';
 import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState } from './lane-state.js';
 import { pageEnd } from './paging.js';
-import { askViews, blockedBy, leaseEndMs, type AskView } from './views.js';
+import { askViews, blockedBy, type AskView } from './views.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // ask_query_claimable: the Asks of a Lane the caller may claim now, in the order
@@ -24,25 +24,25 @@ export interface ClaimableArgs {
 const claimableCursor = askKeyCursor('ask_query_claimable');
 export const CLAIMABLE_DEFAULT_LIMIT = 50;
 
-// The sorted candidates (unanswered, by priority, age and id) depend only on the revision, so
-// they are computed once per revision, with their lease ends as numbers beside them (a query
-// walks past every live claim); scope, blocking and the clock are checked per call. Two flat
-// arrays, not an object per Ask: a new state's list lives until the next one, and under load
-// an object per open Ask per state was young garbage that survived scavenges (issue 17).
-type Candidates = { asks: AskDoc[]; leaseEnds: Float64Array };
-const candidateCache = new WeakMap<LaneState, Candidates>();
+// The candidates (unanswered, in key order) depend only on the revision, so they are taken
+// once per revision from the Lane's sorted Asks (ask-order.ts), with their lease ends as
+// numbers beside them (a query walks past every live claim); scope, blocking and the clock are
+// checked per call.
+const candidateCache = new WeakMap<LaneState, SortedAsks>();
 
-function candidates(s: LaneState): Candidates {
+function candidates(s: LaneState): SortedAsks {
   let c = candidateCache.get(s);
   if (!c) {
+    const all = sortedAsks(s);
     const asks: AskDoc[] = [];
-    s.asks.forEach((a) => {
-      if (a.state === 'open' || a.state === 'claimed') asks.push(a);
-    });
-    asks.sort(compareAsks);
-    const leaseEnds = new Float64Array(asks.length);
-    for (let i = 0; i < asks.length; i++) leaseEnds[i] = leaseEndMs(asks[i]!);
-    c = { asks, leaseEnds };
+    const ends: number[] = [];
+    for (let i = 0; i < all.asks.length; i++) {
+      const a = all.asks[i]!;
+      if (a.state !== 'open' && a.state !== 'claimed') continue;
+      asks.push(a);
+      ends.push(all.leaseEnds[i]!);
+    }
+    c = { asks, leaseEnds: Float64Array.from(ends) };
     candidateCache.set(s, c);
   }
   return c;

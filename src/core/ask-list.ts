@@ -1,12 +1,16 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import { ZzError } from '../errors.js';
+import { cursorCodec } from '../schema/cursor.js';
 import { PAGE } from '../schema/limits.js';
 import type { AskDoc } from '../schema/lane.js';
 import { requireCaller, type Caller } from './access.js';
-import { askKeyCursor, askKeyOf, cmp, compareAsks, startAfter } from './ask-order.js';
+import { askKeyOf, askKeySchema, cmp, sortedAsks, startAfter, type AskKey } from './ask-order.js';
+import type { LaneState } from './lane-state-types.js';
 import { foreignOf, listedCorrupt, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { pageEnd, type Seq } from './paging.js';
 import { markUnsignedPage } from './sync/unsigned.js';
-import { askView, historyView, leaseExpired, type AskView, type HistoryEntry } from './views.js';
+import { askView, historyView, type AskView, type HistoryEntry } from './views.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // Reading Asks across Lanes, as users of gh, git-bug and beads expect: `ask list` with
@@ -27,19 +31,34 @@ export interface AskListArgs {
   cursor?: string;
 }
 
-// Where a page of ask_list ended: the key of its last Ask (ask-order.ts says why a key).
-const askListCursor = askKeyCursor('ask_list');
+// Where a page of ask_list ended: the key of its last Ask (ask-order.ts says why a key), and
+// a digest of the filters it was listed with. A cursor continued under other filters placed
+// its page at a meaningless spot (another Lane's key: an empty page, or the whole list again):
+// it is refused, as ask_query_claimable refuses a cursor of another Lane. Version 2: version 1
+// cursors carried no filters.
+const askListCursor = cursorCodec(
+  'ask_list',
+  z.tuple([askKeySchema, z.string().regex(/^[A-Za-z0-9_-]{1,64}$/)]),
+  { version: 2, maxLength: 2048 },
+);
 
-/** The state a reader sees: a claim whose lease ran out is open again. */
-function shownState(a: AskDoc, now: Date): AskListState {
-  return leaseExpired(a, now) ? 'open' : a.state;
+/** The filters of a listing, as a short digest: the same set in any order is the same. */
+function filterDigest(args: AskListArgs): string {
+  const set = (xs: readonly string[] | undefined) => (xs ? [...new Set(xs)].sort() : null);
+  const filters = [args.lane_id ?? null, !!args.mine, set(args.state), set(args.kind)];
+  return createHash('sha256').update(JSON.stringify(filters)).digest('base64url').slice(0, 22);
 }
+
+type Hit = { s: LaneState; a: AskDoc; lane: string };
 
 /**
  * Asks across every readable Lane (or one), filtered, in a stable order (Lane, then priority,
  * then age), paged by cursor (or offset)/limit and cut at about PAGE.maxBytes of JSON. Across Lanes, a
  * Lane that cannot be read is named in `corrupt` (as lane_list does), not left out silently;
  * asked for by name, it is an entity_corrupt error.
+ * Each Lane's order is computed once per revision (sortedAsks); a page finds the cursor's
+ * place in its Lane by binary search and continues through the Lanes after it. Every Ask is
+ * still looked at once per page to count `total` under the filters (cheap: a few set lookups).
  */
 export async function askList(
   repo: ZzRepo,
@@ -57,39 +76,73 @@ export async function askList(
   if (args.offset !== undefined && args.cursor !== undefined) {
     throw new ZzError('invalid_argument', 'give offset or cursor, not both', { field: 'cursor' });
   }
-  const after = args.cursor === undefined ? null : askListCursor.decode(args.cursor, 'cursor');
+  const digest = filterDigest(args);
+  let after: AskKey | null = null;
+  if (args.cursor !== undefined) {
+    const [key, filters] = askListCursor.decode(args.cursor, 'cursor');
+    if (filters !== digest) {
+      throw new ZzError(
+        'invalid_argument',
+        'cursor is from an ask_list with other filters (lane_id, mine, state, kind); pass the filters of its first page, or start again without it',
+        { field: 'cursor' },
+      );
+    }
+    after = key;
+  }
   const now = repo.clock();
+  const nowMs = now.getTime();
   const { lanes, corrupt } = await readLanesOrOne(repo, args.lane_id);
-  const states = args.state ? new Set(args.state) : null;
+  const states = args.state ? new Set<string>(args.state) : null;
   const kinds = args.kind ? new Set(args.kind) : null;
-  const hits: Array<{ s: (typeof lanes)[number]['snap']['state']; a: AskDoc; lane: string }> = [];
+  const filtered = !!(states || kinds || args.mine);
+  const limit = args.limit ?? PAGE.defaultLimit;
+  const offset = args.offset ?? 0;
+  // One pass in key order: `total` counts every hit, `before` those ahead of the page (up to
+  // the cursor's key, or the offset), and the page keeps at most `limit` after them.
+  let total = 0;
+  let before = 0;
+  const page: Hit[] = [];
   for (const { id, snap } of [...lanes].sort((x, y) => cmp(x.id, y.id))) {
-    const asks = [...snap.state.asks.values()].sort(compareAsks);
-    for (const a of asks) {
+    const { asks, leaseEnds } = sortedAsks(snap.state);
+    // This Lane's first Ask after the cursor: none in a Lane before the cursor's, all after it.
+    const c = after ? cmp(id, after[0]) : 1;
+    const from = c < 0 ? asks.length : c > 0 ? 0 : startAfter(asks, (a) => askKeyOf(id, a), after!);
+    if (!filtered) {
+      // Every Ask is a hit: the page is a slice.
+      const start = after ? from : Math.min(asks.length, Math.max(0, offset - total));
+      before += start;
+      total += asks.length;
+      for (let i = start; i < asks.length && page.length < limit; i++)
+        page.push({ s: snap.state, a: asks[i]!, lane: id });
+      continue;
+    }
+    for (let i = 0; i < asks.length; i++) {
+      const a = asks[i]!;
       if (kinds && !kinds.has(a.kind)) continue;
-      if (states && !states.has(shownState(a, now))) continue;
-      if (args.mine) {
-        const holds = a.holder === caller.actor && shownState(a, now) === 'claimed';
-        if (a.posted_by !== caller.actor && !holds) continue;
+      // The state a reader sees: a claim whose lease ran out is open again.
+      const shown = a.state === 'claimed' && leaseEnds[i]! <= nowMs ? 'open' : a.state;
+      if (states && !states.has(shown)) continue;
+      if (args.mine && a.posted_by !== caller.actor) {
+        if (a.holder !== caller.actor || shown !== 'claimed') continue;
       }
-      hits.push({ s: snap.state, a, lane: id });
+      if (after ? i < from : total < offset) before++;
+      else if (page.length < limit) page.push({ s: snap.state, a, lane: id });
+      total++;
     }
   }
-  // hits are in key order: the page starts at the first Ask after the cursor's.
-  const start = after ? startAfter(hits, (h) => askKeyOf(h.lane, h.a), after) : (args.offset ?? 0);
   const end = pageEnd(
-    hits.map((h) => h.a),
-    start,
-    args.limit ?? PAGE.defaultLimit,
+    page.map((h) => h.a),
+    0,
+    limit,
   );
+  const next = before + end;
+  const last = page[end - 1];
   return {
-    asks: hits.slice(start, end).map(({ s, a }) => askView(s, a, now)),
-    next_offset: end < hits.length ? end : null,
+    asks: page.slice(0, end).map(({ s, a }) => askView(s, a, now)),
+    next_offset: next < total ? next : null,
     next_cursor:
-      end < hits.length && end > start
-        ? askListCursor.encode(askKeyOf(hits[end - 1]!.lane, hits[end - 1]!.a))
-        : null,
-    total: hits.length,
+      next < total && last ? askListCursor.encode([askKeyOf(last.lane, last.a), digest]) : null,
+    total,
     ...listedCorrupt(corrupt),
   };
 }

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { isZzError, ZzError } from '../errors.js';
 import { LIMITS } from '../schema/limits.js';
+import { newIdempotencyKey } from '../schema/new-key.js';
 import type { AskView, CallTool, LaneClosure } from './types.js';
 
 // Taking, keeping and giving back Asks. ask_claim_next picks and claims in one commit, so
@@ -67,7 +67,7 @@ export class Claims {
       this.pending ??= {
         lane_id: this.laneId,
         lease_seconds: this.leaseSeconds,
-        idempotency_key: `claim-${randomBytes(12).toString('hex')}`,
+        idempotency_key: newIdempotencyKey('claim'),
         ...kinds,
         ...(avoid.size > 0 ? { exclude: [...avoid].slice(0, LIMITS.claimExclude) } : {}),
       };
@@ -143,12 +143,16 @@ export class Claims {
     return null;
   }
 
-  /** Claiming again as the holder renews the lease. */
-  async renew(ask: AskView): Promise<AskView> {
+  /**
+   * Claiming again as the holder renews the lease. `key`: the idempotency key of a renewal
+   * that is tried again after a lost answer (one key across the attempts).
+   */
+  async renew(ask: AskView, key?: string): Promise<AskView> {
     const r = await this.call('ask_claim', {
       lane_id: ask.lane_id,
       ask_id: ask.ask_id,
       lease_seconds: this.leaseSeconds,
+      ...(key === undefined ? {} : { idempotency_key: key }),
     });
     return r.ask as AskView;
   }
@@ -157,8 +161,12 @@ export class Claims {
    * Gives the Ask back. The reason goes with the release when the daemon's ask_release takes
    * one (it is then in the Lane's history); otherwise it is only in this worker's output.
    */
-  async release(ask: AskView, reason: string): Promise<void> {
-    const base = { lane_id: ask.lane_id, ask_id: ask.ask_id };
+  async release(ask: AskView, reason: string, key?: string): Promise<void> {
+    const base = {
+      lane_id: ask.lane_id,
+      ask_id: ask.ask_id,
+      ...(key === undefined ? {} : { idempotency_key: key }),
+    };
     try {
       await this.call('ask_release', { ...base, reason: reason.slice(0, 2000) });
     } catch (e) {
@@ -179,8 +187,9 @@ export class Claims {
    */
   async giveBack(ask: AskView, reason: string, lost = false): Promise<GivenBack> {
     if (lost) return { released: false, held: null };
+    const renewal = newIdempotencyKey('renew');
     const ours = await retried(
-      () => this.renew(ask),
+      () => this.renew(ask, renewal),
       (e) => LOST_RACE.has(e.code),
     );
     if (ours === 'gone') return { released: false, held: null };
@@ -191,11 +200,15 @@ export class Claims {
 
   /**
    * Releases an Ask this worker has just proved it holds. A lost answer (`unavailable`) is
-   * tried again twice: a release that did land then answers "not claimed", the same news.
+   * tried again twice, with one idempotency key: a release that did land is then answered
+   * with its own result. Hazard: without the key, a release that landed, after which another
+   * worker claimed the Ask, was sent again and, from a coordinator's token, ended that
+   * worker's claim.
    */
   private async releaseHeld(ask: AskView, reason: string): Promise<string | null> {
+    const key = newIdempotencyKey('release');
     const r = await retried(
-      () => this.release(ask, reason),
+      () => this.release(ask, reason, key),
       (e) =>
         (e.code === 'conflict' && /is not claimed/.test(e.message)) ||
         (e.code === 'forbidden' && /is held by/.test(e.message)),

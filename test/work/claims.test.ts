@@ -236,6 +236,34 @@ describe('giving an Ask back', () => {
     expect((await opsOn(lane, ask!.ask_id)).filter((h) => h.op === 'ask_release')).toEqual([]);
   });
 
+  it('sends a release whose answer was lost again with its key: a claim taken meanwhile stands', async () => {
+    s = await served();
+    const lane = await demoLane(s); // the agent coordinates: a second release would end any claim
+    await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Cut' });
+    proxy = await cutProxy(s.daemon.url);
+    const viaProxy = httpClient(proxy.url, s.repoKey, s.agentToken);
+    const claims = new Claims((tool, args) => viaProxy.call(tool, args), lane, undefined, 60);
+    const ask = (await claims.next())!;
+    // The release lands; before its answer (then cut) arrives, the owner claims the Ask.
+    proxy.cut('/tools/ask_release', 1, 'start', () =>
+      s!.owner('ask_claim', { lane_id: lane, ask_id: ask.ask_id }),
+    );
+    expect(await claims.giveBack(ask, 'stopping')).toEqual({ released: true, held: null });
+    expect(proxy.cuts.get('/tools/ask_release')).toBe(1);
+    const asks = await asksOf(s, lane);
+    expect(asks.find((a) => a.ask_id === ask.ask_id)).toMatchObject({
+      state: 'claimed',
+      holder: OWNER,
+    });
+    expect((await opsOn(lane, ask.ask_id)).map((h) => [h.op, h.actor])).toEqual([
+      ['ask_post', OWNER],
+      ['ask_claim', AGENT],
+      ['ask_claim', AGENT],
+      ['ask_release', AGENT],
+      ['ask_claim', OWNER],
+    ]);
+  });
+
   it('releases an Ask it still holds', async () => {
     s = await served();
     const lane = await demoLane(s);

@@ -19,6 +19,11 @@ export interface CliIO {
    * read stopSignal set it; the last one set is printed.
    */
   setInterruptNote?: (line: string) => void;
+  /**
+   * The command has given up on what it wrote to stdout (`zz mcp` whose client closed stdin and
+   * stopped reading): main.ts then exits without waiting for stdout to drain, dropping it.
+   */
+  dropStdout?: () => void;
 }
 
 export function useColor(io: CliIO): boolean {

@@ -1,3 +1,5 @@
+import type { Writable } from 'node:stream';
+
 // The CLI's window on the world, injected so that commands are tested in-process.
 export interface CliIO {
   stdout: (s: string) => void;
@@ -24,6 +26,11 @@ export interface CliIO {
    * stopped reading): main.ts then exits without waiting for stdout to drain, dropping it.
    */
   dropStdout?: () => void;
+  /**
+   * The stream behind `stderr`, for a log that must stay bounded when nobody reads it (zz serve
+   * logs a line per request: droppingLog drops lines while it is backed up). Tests leave it out.
+   */
+  stderrStream?: Writable;
 }
 
 export function useColor(io: CliIO): boolean {

@@ -79,6 +79,7 @@ const io = {
   dropStdout: () => {
     stdoutDropped = true;
   },
+  stderrStream: process.stderr,
   get stopSignal() {
     graceful = true;
     return stop;

@@ -253,6 +253,7 @@ export function mcpCommand(y: Argv, io: CliIO): Argv {
       });
       await Promise.race([handle.closed, io.stopSignal ?? new Promise<void>(() => {})]);
       await handle.close();
+      if (handle.stdoutDropped) io.dropStdout?.();
       client.close();
       repo.close();
     },

@@ -1,3 +1,5 @@
+import type { Writable } from 'node:stream';
+
 // The CLI's window on the world, injected so that commands are tested in-process.
 export interface CliIO {
   stdout: (s: string) => void;
@@ -19,6 +21,16 @@ export interface CliIO {
    * read stopSignal set it; the last one set is printed.
    */
   setInterruptNote?: (line: string) => void;
+  /**
+   * The command has given up on what it wrote to stdout (`zz mcp` whose client closed stdin and
+   * stopped reading): main.ts then exits without waiting for stdout to drain, dropping it.
+   */
+  dropStdout?: () => void;
+  /**
+   * The stream behind `stderr`, for a log that must stay bounded when nobody reads it (zz serve
+   * logs a line per request: droppingLog drops lines while it is backed up). Tests leave it out.
+   */
+  stderrStream?: Writable;
 }
 
 export function useColor(io: CliIO): boolean {

@@ -59,6 +59,8 @@ for (const name of ['stdout', 'stderr'] as const) {
  * than being killed mid-write.
  */
 const STOP_FLUSH_MS = 5000;
+// Set by io.dropStdout: the command has said why (zz mcp), and stdout is not waited for.
+let stdoutDropped = false;
 
 const io = {
   stdout: (s: string) => {
@@ -74,6 +76,10 @@ const io = {
   setInterruptNote: (line: string) => {
     interruptNote = line.endsWith('\n') ? line : `${line}\n`;
   },
+  dropStdout: () => {
+    stdoutDropped = true;
+  },
+  stderrStream: process.stderr,
   get stopSignal() {
     graceful = true;
     return stop;
@@ -104,7 +110,9 @@ await (await import('../local/background.js')).settleBackground();
 // status is the signal's: the stop was not clean.
 const { flushed } = await import('../local/flushed.js');
 const drained = (out: NodeJS.WriteStream): Promise<void> =>
-  Promise.race([flushed(out), stop.then(() => flushed(out, STOP_FLUSH_MS))]);
+  out === process.stdout && stdoutDropped
+    ? Promise.resolve()
+    : Promise.race([flushed(out), stop.then(() => flushed(out, STOP_FLUSH_MS))]);
 await Promise.all([drained(process.stdout), drained(process.stderr)]);
 const cut = stoppedBy !== null && !process.stdout.destroyed && process.stdout.writableLength > 0;
 if (cut && !closed.stderr && !process.stderr.writableNeedDrain) {

@@ -58,8 +58,10 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
     case 'released':
       return { line: `${e.ask_id} released: ${clean(e.reason, 500)}`, status: null };
     case 'backoff':
+      // No word of what comes next: the worker learns whether the Lane still hands out work
+      // only from its next claim (a Lane closed meanwhile stops it, exit 9).
       return {
-        line: `${e.ask_id} waits ${(e.ms / 1000).toFixed(1)}s before it is claimed again (given back ${e.failures} time${e.failures === 1 ? '' : 's'}); other Asks go on`,
+        line: `${e.ask_id} waits ${(e.ms / 1000).toFixed(1)}s before this worker claims it again (given back ${e.failures} time${e.failures === 1 ? '' : 's'})`,
         status: null,
       };
     case 'error':

@@ -17,6 +17,15 @@ import {
 /** Longest answer message: a client shows it, and it may quote the line. */
 export const MAX_ERROR_MESSAGE = 300;
 
+/**
+ * Most lines held back at once (requests waiting for a slot, and any line whose answer waits for
+ * stdout to drain), and most bytes of them: past either, the gate stops framing stdin (and the
+ * caller stops reading) until one goes. While below, it reads on, so that a notification (a
+ * cancellation above all) or a ping behind held requests is seen at once.
+ */
+export const MAX_HELD_LINES = 64;
+export const MAX_HELD_BYTES = 1 << 20;
+
 export interface LineGateOptions {
   /** Longest line taken; a longer one is answered and skipped (the SDK's bound: 10 MiB). */
   maxBytes: number;
@@ -25,60 +34,117 @@ export interface LineGateOptions {
   /** Answers a bad line with this error object, and tells the log. */
   refuse: (id: RequestId | null, code: number, message: string) => void;
   /**
-   * True while no line may be taken: the answers written have not drained. The gate then keeps
-   * the rest of what it was given until pump(); the caller stops reading meanwhile.
+   * True while nothing that is answered may go: the answers written have not drained. Requests
+   * and bad lines are then held (up to MAX_HELD_LINES) until pump(); notifications still go.
    */
   full: () => boolean;
-  /** False while this message must wait (too many calls running); pump() offers it again. */
+  /** False while this request must wait (too many calls running); pump() offers it again. */
   admit: (message: JSONRPCMessage) => boolean;
 }
 
 export interface LineGate {
   /** Takes a chunk read from stdin; false when some of it is held (stop reading until pump()). */
   take: (chunk: Buffer) => boolean;
-  /** Takes what is held, as far as full() and admit() allow; true once nothing is held. */
+  /** Lets go what may go now; true once every chunk given is framed (reading may go on). */
   pump: () => boolean;
   /**
-   * stdin has ended. Resolves once every line held has been taken, the last one without its
-   * newline included (`printf '{…}' | zz mcp`: a line, as readline has it, not bytes dropped
-   * without an answer).
+   * stdin has ended. Resolves once every line held has gone, the last one without its newline
+   * included (`printf '{…}' | zz mcp`: a line, as readline has it, not bytes dropped without an
+   * answer).
    */
   end: () => Promise<void>;
 }
 
+type Request = JSONRPCMessage & { id: RequestId; method: string };
+
+/** A line that gets an answer, held until it may go. */
+type Held =
+  | { request: Request; bytes: number }
+  | { refusal: [RequestId | null, number, string]; bytes: number };
+
 /**
- * Frames chunks of stdin into lines, each answered or delivered in order. A client that writes
- * and never reads would otherwise have every answer queued in this process, without bound: the
- * gate takes no line while full(), and a request admit() refuses waits for pump(), so what is
- * queued is one pipe buffer of answers plus those of the calls admitted.
+ * Frames chunks of stdin into lines. A client that writes and never reads would otherwise have
+ * every answer queued in this process, without bound: a line that is answered (a request, a bad
+ * line) goes only while stdout is not full(), and a request admit() refuses waits for pump();
+ * what is queued is one pipe buffer of answers plus those of the calls admitted.
+ *
+ * Lines that get no answer (notifications, the client's responses) go as soon as they are
+ * framed, ahead of the held ones: a `notifications/cancelled` must reach the call it cancels
+ * while later requests wait for that call's slot, and one for a request still held here drops
+ * that request (it is never run, and gets no answer, as the spec has it). Held lines go in order
+ * among themselves, but a ping, which needs no slot, and a bad line's answer pass requests
+ * waiting for one. Only once MAX_HELD_LINES (or MAX_HELD_BYTES) are held does framing stop:
+ * a notification behind those waits until one of them goes (a slot frees, stdout drains), and a
+ * client that fills both its pipe to us and 64 held lines while not reading our answers has its
+ * own writes blocked, cancellations included, until it reads.
  */
 export function lineGate(opts: LineGateOptions): LineGate {
   let parts: Buffer[] = [];
   let size = 0;
   let skipping = false;
-  // What take() was given and has not framed yet: held[0] from offset on, then the rest.
-  const held: Buffer[] = [];
+  // What take() was given and has not framed yet: chunks[0] from offset on, then the rest.
+  const chunks: Buffer[] = [];
   let offset = 0;
-  let waiting: JSONRPCMessage | null = null;
+  const held: Held[] = [];
+  let heldBytes = 0;
   let ended = false;
   let finished!: () => void;
   const done = new Promise<void>((resolve) => (finished = resolve));
-  const takeLine = (line: Buffer): void => {
-    const message = parseLine(line, opts);
-    if (!message) return;
-    if (opts.admit(message)) opts.deliver(message);
-    else waiting = message;
+  const hold = (h: Held): void => {
+    held.push(h);
+    heldBytes += h.bytes;
   };
-  const pump = (): boolean => {
-    if (waiting) {
-      if (!opts.admit(waiting)) return false;
-      const message = waiting;
-      waiting = null;
-      opts.deliver(message);
+  const takeLine = (line: Buffer): void => {
+    const message = parseLine(line, (id, code, msg) =>
+      hold({ refusal: [id, code, msg], bytes: msg.length }),
+    );
+    if (!message) return;
+    if ('method' in message && 'id' in message && message.id !== undefined) {
+      hold({ request: message as Request, bytes: line.length });
+      return;
     }
-    while (held.length > 0) {
-      if (waiting || opts.full()) return false;
-      const chunk = held[0]!;
+    const m = message as { method?: string; params?: { requestId?: RequestId } };
+    if (m.method === 'notifications/cancelled' && m.params?.requestId !== undefined) {
+      const id = m.params.requestId;
+      for (let i = held.length - 1; i >= 0; i--) {
+        const h = held[i]!;
+        if ('request' in h && h.request.id === id) {
+          held.splice(i, 1);
+          heldBytes -= h.bytes;
+        }
+      }
+    }
+    opts.deliver(message);
+  };
+  // Lets held lines go, in order, as far as full() and admit() allow: a request refused a slot
+  // stays, and so does every later request (the slots go in order), but not a ping or a refusal.
+  const release = (): void => {
+    let slotWaiting = false;
+    for (let i = 0; i < held.length && !opts.full();) {
+      const h = held[i]!;
+      if ('request' in h) {
+        const isPing = h.request.method === 'ping';
+        if ((!isPing && slotWaiting) || !opts.admit(h.request)) {
+          if (!isPing) slotWaiting = true;
+          i++;
+          continue;
+        }
+        held.splice(i, 1);
+        heldBytes -= h.bytes;
+        opts.deliver(h.request);
+      } else {
+        held.splice(i, 1);
+        heldBytes -= h.bytes;
+        opts.refuse(...h.refusal);
+      }
+    }
+  };
+  const room = (): boolean => held.length < MAX_HELD_LINES && heldBytes < MAX_HELD_BYTES;
+  const pump = (): boolean => {
+    release();
+    while (chunks.length > 0) {
+      if (!room()) return false;
+      const chunk = chunks[0]!;
       const nl = chunk.indexOf(0x0a, offset);
       const end = nl < 0 ? chunk.length : nl;
       if (!skipping) {
@@ -86,18 +152,21 @@ export function lineGate(opts: LineGateOptions): LineGate {
           skipping = true;
           parts = [];
           size = 0;
-          opts.refuse(
-            null,
-            INVALID_REQUEST,
-            `Invalid Request: a message longer than ${opts.maxBytes} bytes; it was skipped`,
-          );
+          hold({
+            refusal: [
+              null,
+              INVALID_REQUEST,
+              `Invalid Request: a message longer than ${opts.maxBytes} bytes; it was skipped`,
+            ],
+            bytes: 0,
+          });
         } else {
           parts.push(chunk.subarray(offset, end));
           size += end - offset;
         }
       }
       if (nl < 0) {
-        held.shift();
+        chunks.shift();
         offset = 0;
         continue;
       }
@@ -109,22 +178,22 @@ export function lineGate(opts: LineGateOptions): LineGate {
         takeLine(line);
       }
       skipping = false;
+      release();
     }
     if (!ended) return true;
     if (!skipping && size > 0) {
-      if (opts.full()) return false;
       const last = Buffer.concat(parts, size);
       parts = [];
       size = 0;
       takeLine(last);
-      if (waiting) return false;
+      release();
     }
-    finished();
+    if (held.length === 0) finished();
     return true;
   };
   return {
     take: (chunk) => {
-      if (chunk.length > 0) held.push(chunk);
+      if (chunk.length > 0) chunks.push(chunk);
       return pump();
     },
     pump,
@@ -136,8 +205,11 @@ export function lineGate(opts: LineGateOptions): LineGate {
   };
 }
 
-/** The message a line holds, or null once refuse() has answered it (or it is blank). */
-function parseLine(line: Buffer, opts: LineGateOptions): JSONRPCMessage | null {
+/** The message a line holds, or null once refuse() has been given its answer (or it is blank). */
+function parseLine(
+  line: Buffer,
+  refuse: (id: RequestId | null, code: number, message: string) => void,
+): JSONRPCMessage | null {
   // A CR before the LF (Windows) and a UTF-8 BOM (some Windows tools) only frame the text.
   const text = line
     .toString('utf8')
@@ -148,11 +220,11 @@ function parseLine(line: Buffer, opts: LineGateOptions): JSONRPCMessage | null {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    opts.refuse(null, PARSE_ERROR, bounded(`Parse error: ${(e as Error).message}`));
+    refuse(null, PARSE_ERROR, bounded(`Parse error: ${(e as Error).message}`));
     return null;
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    opts.refuse(
+    refuse(
       null,
       INVALID_REQUEST,
       Array.isArray(value)
@@ -166,7 +238,7 @@ function parseLine(line: Buffer, opts: LineGateOptions): JSONRPCMessage | null {
     message = parseJSONRPCMessage(value);
   } catch (e) {
     const id = (value as { id?: unknown }).id;
-    opts.refuse(
+    refuse(
       typeof id === 'string' || typeof id === 'number' ? id : null,
       INVALID_REQUEST,
       bounded(`Invalid Request: ${firstProblem(e)}`),

@@ -100,7 +100,10 @@ export interface WorkOptions {
    * with `once`.
    */
   failureBackoffMs?: number;
-  /** How long one events long-poll waits before trying to claim again; default 30 s. */
+  /**
+   * How long one events long-poll waits before trying to claim again: 1 ms to 60 s (lane_events'
+   * bound; runWorker refuses anything else before it starts), default 30 s.
+   */
   idleWaitMs?: number;
   signal?: AbortSignal;
   onEvent?: (e: WorkEvent) => void;

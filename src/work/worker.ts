@@ -1,4 +1,4 @@
-import { isZzError, type ErrorCode } from '../errors.js';
+import { isZzError, ZzError, type ErrorCode } from '../errors.js';
 import { Claims, LaneWatcher } from './claims.js';
 import {
   resolveFlow,
@@ -53,7 +53,22 @@ export interface WorkSummary {
   } | null;
 }
 
+/** The longest idleWaitMs: lane_events waits at most 60 s (its wait_ms bound). */
+const MAX_IDLE_WAIT_MS = 60_000;
+
 export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
+  // Checked before anything runs: past lane_events' bound, the first idle wait failed with the
+  // daemon's invalid_argument after a claim had already been tried.
+  const idleWait = opts.idleWaitMs;
+  if (
+    idleWait !== undefined &&
+    (!Number.isInteger(idleWait) || idleWait < 1 || idleWait > MAX_IDLE_WAIT_MS)
+  ) {
+    throw new ZzError(
+      'invalid_argument',
+      `idleWaitMs must be a whole number of milliseconds from 1 to ${MAX_IDLE_WAIT_MS} (lane_events waits at most 60 s), not ${String(idleWait)}`,
+    );
+  }
   const emit = (e: WorkEvent) => opts.onEvent?.(e);
   const leaseSeconds = opts.leaseSeconds ?? 300;
   const claims = new Claims(opts.call, opts.laneId, opts.kinds, leaseSeconds);

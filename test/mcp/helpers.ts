@@ -1,7 +1,6 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import {
   Client,
   InMemoryTransport,
@@ -12,6 +11,7 @@ import {
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import type { McpServer } from '@modelcontextprotocol/server';
 import type { McpHttpContext, McpHttpHandler } from '../../src/mcp/index.js';
+import { spawnZzSource } from '../helpers/spawn-zz.js';
 
 // Shared by the in-process MCP tests and the spawned `zz mcp` end-to-end test: connect a real
 // client, and reduce a tool list to the stable form the snapshot holds.
@@ -133,18 +133,11 @@ export function initializeRequest(id = 1) {
   };
 }
 
-const MAIN = join(process.cwd(), 'src/cli/main.ts');
-const TSX = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
-
 /** `zz mcp` as a client starts it: a spawned process on stdio (from the sources, through tsx). */
 export function spawnZzMcp(
   cwd: string,
   env: NodeJS.ProcessEnv,
   args: string[] = [],
 ): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ['--import', TSX, MAIN, 'mcp', ...args], {
-    cwd,
-    env,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  return spawnZzSource(cwd, env, ['mcp', ...args]);
 }

@@ -3,24 +3,18 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt, killAll, privateEnv, spawnZz, ZZ_MAIN, zz } from '../e2e/zz-process.js';
+import { ensureBuilt, privateEnv, spawnZz, ZZ_MAIN, zz } from '../e2e/zz-process.js';
 import { sh } from '../helpers/temp-repo.js';
-import { fakeModelServer, type FakeModelServer } from '../models/fake-model-server.js';
-import { asksOf, demoLane, served, type Served } from './harness.js';
+import { fakeModelServer } from '../models/fake-model-server.js';
+import { asksOf, demoLane, endEachTest, served } from './harness.js';
 
 // The built `zz work` as a person runs it: against the checkout's daemon (found through
 // daemon.json) with ZZ_TOKEN, an exec: model, output on a pipe, --json, and Ctrl-C.
 
-let s: Served | null = null;
+const t = endEachTest();
 const dirs: string[] = [];
 beforeAll(() => ensureBuilt());
-let model: FakeModelServer | null = null;
-afterEach(async () => {
-  await killAll();
-  await model?.close();
-  model = null;
-  await s?.cleanup();
-  s = null;
+afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
@@ -43,17 +37,17 @@ const CHANGE = JSON.stringify({
 });
 
 async function setup(): Promise<{ env: NodeJS.ProcessEnv; lane: string }> {
-  s = await served();
-  const lane = await demoLane(s);
-  return { env: privateEnv({ ZZ_TOKEN: s.agentToken }), lane };
+  t.s = await served();
+  const lane = await demoLane(t.s);
+  return { env: privateEnv({ ZZ_TOKEN: t.s.agentToken }), lane };
 }
 
 describe('zz work (the binary)', () => {
   it('prints one line per step on a pipe and exits 0 after --once', async () => {
     const { env, lane } = await setup();
-    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write \x1b[31mNOTES.md' });
+    await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write \x1b[31mNOTES.md' });
     const script = agentScript(`process.stdout.write(${JSON.stringify(CHANGE)});`);
-    const r = await zz(s!.dir, env, [
+    const r = await zz(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -81,10 +75,10 @@ describe('zz work (the binary)', () => {
 
   it('says there is nothing to do and exits 0; --json prints one event per line', async () => {
     const { env, lane } = await setup();
-    const r = await zz(s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'exec:true']);
+    const r = await zz(t.s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'exec:true']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('nothing to do in lane demo');
-    const j = await zz(s!.dir, env, [
+    const j = await zz(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -106,10 +100,14 @@ describe('zz work (the binary)', () => {
   // purpose: a handler would override `nohup zz work &`.)
   it.each(['SIGINT', 'SIGTERM'] as const)('releases the claim on %s and exits', async (sig) => {
     const { env, lane } = await setup();
-    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Slow work' });
+    const posted = await t.s!.owner('ask_post', {
+      lane_id: lane,
+      kind: 'work',
+      title: 'Slow work',
+    });
     const askId = (posted.ask as { ask_id: string }).ask_id;
     const script = agentScript(`setInterval(() => {}, 1000);`);
-    const child = spawnZz(s!.dir, env, [
+    const child = spawnZz(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -125,7 +123,7 @@ describe('zz work (the binary)', () => {
         if (out.includes('"step":"model"')) resolve();
       });
     });
-    expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('claimed');
+    expect((await asksOf(t.s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('claimed');
     child.kill(sig);
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect(code).toBe(0);
@@ -134,16 +132,16 @@ describe('zz work (the binary)', () => {
       .split('\n')
       .map((l) => (JSON.parse(l) as { type: string }).type);
     expect(types.slice(-3)).toEqual(['error', 'released', 'done']);
-    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    const ask = (await asksOf(t.s!, lane)).find((a) => a.ask_id === askId)!;
     expect(ask).toMatchObject({ state: 'open', holder: null });
   });
 
   it('--once exits non-zero when the Ask it took was given back, with the reason in the Lane', async () => {
     const { env, lane } = await setup();
-    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
+    const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
     const script = agentScript(`process.stderr.write('no GPU here\\n'); process.exit(3);`);
-    const r = await zz(s!.dir, env, [
+    const r = await zz(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -159,11 +157,11 @@ describe('zz work (the binary)', () => {
     expect(r.stderr).toBe(
       `zz: ${askId} was not done and is released: exec:node exited 3: no GPU here\n`,
     );
-    expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)).toMatchObject({
+    expect((await asksOf(t.s!, lane)).find((a) => a.ask_id === askId)).toMatchObject({
       state: 'open',
       holder: null,
     });
-    const history = (await s!.owner('lane_get', { lane_id: lane })).history as {
+    const history = (await t.s!.owner('lane_get', { lane_id: lane })).history as {
       op: string;
       ask_id: string | null;
       args: { reason?: string };
@@ -174,15 +172,15 @@ describe('zz work (the binary)', () => {
 
   it('--once says plainly when the Ask could not be given back, and until when it stays held', async () => {
     const { env, lane } = await setup();
-    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
+    const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
     // The model fails, and by the time zz work gives the Ask back its daemon has stopped.
-    model = await fakeModelServer(() => {
-      void s!.daemon.close();
+    t.model = await fakeModelServer(() => {
+      void t.s!.daemon.close();
       return { status: 500, body: { error: { message: 'overloaded' } }, delayMs: 500 };
     });
-    env.OPENAI_BASE_URL = `${model.url}/v1`;
-    const r = await zz(s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
+    env.OPENAI_BASE_URL = `${t.model.url}/v1`;
+    const r = await zz(t.s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
       timeoutMs: 50_000,
     });
     expect(r.code).toBe(7);
@@ -198,12 +196,16 @@ describe('zz work (the binary)', () => {
 
   it('--max-turns bounds the open loop: that many model calls, then the Ask is released', async () => {
     const { env } = await setup();
-    await s!.owner('lane_propose', {
+    await t.s!.owner('lane_propose', {
       lane_id: 'triage',
       title: 'Triage',
       ask_kinds: { triage: 'member' },
     });
-    const posted = await s!.owner('ask_post', { lane_id: 'triage', kind: 'triage', title: 'Look' });
+    const posted = await t.s!.owner('ask_post', {
+      lane_id: 'triage',
+      kind: 'triage',
+      title: 'Look',
+    });
     const askId = (posted.ask as { ask_id: string }).ask_id;
     const script = agentScript(
       // A model that never stops reading: one tool call per turn, never an answer.
@@ -216,7 +218,7 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     );
     const log = join(dirs.at(-1)!, 'calls.log');
     env.CALLS_LOG = log;
-    const r = await zz(s!.dir, env, [
+    const r = await zz(t.s!.dir, env, [
       'work',
       '--lane',
       'triage',
@@ -237,7 +239,7 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     }
     expect(r.code).toBe(7);
     expect(r.stdout).toContain(`${askId} released: no answer after 2 turns`);
-    expect((await asksOf(s!, 'triage')).find((a) => a.ask_id === askId)!.state).toBe('open');
+    expect((await asksOf(t.s!, 'triage')).find((a) => a.ask_id === askId)!.state).toBe('open');
   });
 
   it('on a terminal (a real pty): the steps are one live status line, the rest are lines', async () => {
@@ -249,7 +251,7 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     }
     if (!hasScript) return; // util-linux `script` gives the child a pty; without it, nothing to check
     const { env, lane } = await setup();
-    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Notes' });
+    const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Notes' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
     const script = agentScript(`process.stdout.write(${JSON.stringify(CHANGE)});`);
     const q = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
@@ -269,7 +271,7 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
       execFile(
         'script',
         ['-qfec', cmd, '/dev/null'],
-        { cwd: s!.dir, env, timeout: 30_000 },
+        { cwd: t.s!.dir, env, timeout: 30_000 },
         (err, stdout) => (err ? reject(err) : resolve(stdout)),
       ),
     );
@@ -295,8 +297,8 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     const script = agentScript(
       `process.stdout.write(JSON.stringify({ object: { summary: 'Summarised by the script.' }, usage: { input_tokens: 7, output_tokens: 3 } }));`,
     );
-    execFileSync('git', ['config', 'zz.model', `exec:node ${script}`], { cwd: s!.dir });
-    const r = await zz(s!.dir, env, ['ladder', 'build', '--model'], { timeoutMs: 60_000 });
+    execFileSync('git', ['config', 'zz.model', `exec:node ${script}`], { cwd: t.s!.dir });
+    const r = await zz(t.s!.dir, env, ['ladder', 'build', '--model'], { timeoutMs: 60_000 });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const m =
@@ -310,13 +312,13 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
   });
 
   it('acts as the stored login when there is no ZZ_TOKEN; --kinds takes a comma list', async () => {
-    s = await served();
-    const lane = await demoLane(s);
+    t.s = await served();
+    const lane = await demoLane(t.s);
     const env = privateEnv();
-    execFileSync('git', ['config', 'user.email', 'owner@example.com'], { cwd: s.dir });
-    const login = await zz(s.dir, env, ['login']);
+    execFileSync('git', ['config', 'user.email', 'owner@example.com'], { cwd: t.s.dir });
+    const login = await zz(t.s.dir, env, ['login']);
     expect(login.code, login.stderr).toBe(0);
-    const r = await zz(s.dir, env, [
+    const r = await zz(t.s.dir, env, [
       'work',
       '--lane',
       lane,
@@ -334,14 +336,20 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
 
   it('drives a posted work Ask through review and submit to a commit on main, then waits', async () => {
     const { env, lane } = await setup();
-    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+    await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
     const script = agentScript(
       `const review = !!req.response_schema?.properties?.decision;
 process.stdout.write(review
   ? JSON.stringify({ object: { decision: 'grant', reasons: ['fine'] } })
   : ${JSON.stringify(CHANGE)});`,
     );
-    const child = spawnZz(s!.dir, env, ['work', '--lane', lane, '--model', `exec:node ${script}`]);
+    const child = spawnZz(t.s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--model',
+      `exec:node ${script}`,
+    ]);
     child.stdin.end();
     let out = '';
     await new Promise<void>((resolve) => {
@@ -362,16 +370,16 @@ process.stdout.write(review
     expect(out.trim().split('\n').at(-1)).toBe(
       'done: 3 asks (3 answered, 0 released); model usage 120 tokens in, 30 out, 2 calls',
     );
-    expect(sh(s!.dir, 'show', 'main:NOTES.md')).toBe('notes');
-    expect(sh(s!.dir, 'log', '-1', '--format=%s', 'main')).toBe('Add NOTES.md');
-    expect((await asksOf(s!, lane)).every((a) => a.state === 'answered')).toBe(true);
+    expect(sh(t.s!.dir, 'show', 'main:NOTES.md')).toBe('notes');
+    expect(sh(t.s!.dir, 'log', '-1', '--format=%s', 'main')).toBe('Add NOTES.md');
+    expect((await asksOf(t.s!, lane)).every((a) => a.state === 'answered')).toBe(true);
   });
 
   it('openai: through the binary: waits out a 429 as Retry-After says, and shows the retry', async () => {
     const { env, lane } = await setup();
-    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+    await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
     const change = { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content: 'notes\n' }] };
-    model = await fakeModelServer([
+    t.model = await fakeModelServer([
       { status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } },
       {
         body: {
@@ -380,8 +388,8 @@ process.stdout.write(review
         },
       },
     ]);
-    env.OPENAI_BASE_URL = `${model.url}/v1`;
-    const r = await zz(s!.dir, env, [
+    env.OPENAI_BASE_URL = `${t.model.url}/v1`;
+    const r = await zz(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -405,29 +413,29 @@ process.stdout.write(review
       type: 'done',
       usage: { input_tokens: 300, output_tokens: 40, calls: 1 },
     });
-    expect(model.requests).toHaveLength(2);
+    expect(t.model.requests).toHaveLength(2);
   });
 
   it('a model endpoint that never answers: each call times out (ZZ_MODEL_TIMEOUT_MS), then the Ask is released', async () => {
     const { env, lane } = await setup();
-    const posted = await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
+    const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
-    model = await fakeModelServer(() => ({ hang: true }));
-    env.OPENAI_BASE_URL = `${model.url}/v1`;
+    t.model = await fakeModelServer(() => ({ hang: true }));
+    env.OPENAI_BASE_URL = `${t.model.url}/v1`;
     env.ZZ_MODEL_TIMEOUT_MS = '300';
-    const r = await zz(s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
+    const r = await zz(t.s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
       timeoutMs: 50_000,
     });
     expect(r.code).toBe(7);
     // The first try and 4 retries, each cut off at 300 ms.
-    expect(model.requests).toHaveLength(5);
+    expect(t.model.requests).toHaveLength(5);
     expect(r.stdout).toMatch(
       new RegExp(
         `^${askId} released: openai:m at http://127\\.0\\.0\\.1:\\d+/v1 failed after 5 attempts: no answer within 300 ms$`,
         'm',
       ),
     );
-    expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('open');
+    expect((await asksOf(t.s!, lane)).find((a) => a.ask_id === askId)!.state).toBe('open');
   }, 55_000);
 
   it('names --test-cmd, not an exec: model, when the test command cannot be split', async () => {
@@ -436,7 +444,7 @@ process.stdout.write(review
       ['', 'is empty'],
       ["npm 'test", 'has an unterminated'],
     ]) {
-      const r = await zz(s!.dir, env, ['work', '--lane', lane, '--once', '--test-cmd', cmd!]);
+      const r = await zz(t.s!.dir, env, ['work', '--lane', lane, '--once', '--test-cmd', cmd!]);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`zz: --test-cmd "${cmd}" ${why}`);
       expect(r.stderr).not.toContain('exec:');
@@ -446,20 +454,20 @@ process.stdout.write(review
   it('--test-cmd tests each change in a sandbox and feeds the failure back to the model', async () => {
     const { env, lane } = await setup();
     writeFileSync(
-      join(s!.dir, 'check.mjs'),
+      join(t.s!.dir, 'check.mjs'),
       `import { readFileSync } from 'node:fs';
 if (readFileSync('NOTES.md', 'utf8') !== 'notes\\n') { console.error('NOTES.md must say notes'); process.exit(1); }\n`,
     );
-    sh(s!.dir, 'add', 'check.mjs');
-    sh(s!.dir, 'commit', '-q', '-m', 'add the check');
-    await s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
+    sh(t.s!.dir, 'add', 'check.mjs');
+    sh(t.s!.dir, 'commit', '-q', '-m', 'add the check');
+    await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
     // Wrong the first time; right once the test output came back to it.
     const script = agentScript(
       `const fed = req.messages.find((m) => m.role === 'user' && m.content.startsWith('The tests failed'));
 const content = fed && fed.content.includes('NOTES.md must say notes') ? 'notes\\n' : 'todo\\n';
 process.stdout.write(JSON.stringify({ object: { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content }] } }));`,
     );
-    const r = await zz(s!.dir, env, [
+    const r = await zz(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -482,8 +490,8 @@ process.stdout.write(JSON.stringify({ object: { message: 'Add NOTES.md', files: 
       'test round 2',
       'answer complete',
     ]);
-    const work = (await asksOf(s!, lane)).find((a) => a.kind === 'work')!;
-    expect(sh(s!.dir, 'show', `refs/zz/changesets/${work.answer!.changeset_id}:NOTES.md`)).toBe(
+    const work = (await asksOf(t.s!, lane)).find((a) => a.kind === 'work')!;
+    expect(sh(t.s!.dir, 'show', `refs/zz/changesets/${work.answer!.changeset_id}:NOTES.md`)).toBe(
       'notes',
     );
   });

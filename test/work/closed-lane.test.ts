@@ -1,17 +1,17 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createModel } from '../../src/models/index.js';
 import { runWorker, type WorkEvent } from '../../src/work/index.js';
-import { ensureBuilt, killAll, privateEnv, spawnZz, zz } from '../e2e/zz-process.js';
-import { fakeModelServer, type FakeModelServer } from '../models/fake-model-server.js';
+import { ensureBuilt, privateEnv, spawnZz, zz } from '../e2e/zz-process.js';
+import { fakeModelServer } from '../models/fake-model-server.js';
 import {
   AGENT,
   OWNER,
   asksOf,
   demoLane,
+  endEachTest,
   goodChange,
   served,
   text,
-  type Served,
 } from './harness.js';
 
 // `zz work` on a closed Lane, which keeps work in hand but hands out none (lane-closed.ts):
@@ -19,23 +19,15 @@ import {
 // one, promptly when the Lane closes while it waits, and after answering the Ask in hand when
 // the Lane closes while it works — saying who closed the Lane, when and why, with exit 9.
 
-let s: Served | null = null;
-let model: FakeModelServer | null = null;
+const t = endEachTest();
 beforeAll(() => ensureBuilt());
-afterEach(async () => {
-  await killAll();
-  await model?.close();
-  model = null;
-  await s?.cleanup();
-  s = null;
-});
 
 const post = async (lane: string, title: string): Promise<string> =>
-  ((await s!.owner('ask_post', { lane_id: lane, kind: 'work', title })).ask as { ask_id: string })
+  ((await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title })).ask as { ask_id: string })
     .ask_id;
 
 const closeLane = async (lane: string, reason: string): Promise<string> =>
-  ((await s!.owner('lane_close', { lane_id: lane, reason })).lane as { closed: { at: string } })
+  ((await t.s!.owner('lane_close', { lane_id: lane, reason })).lane as { closed: { at: string } })
     .closed.at;
 
 const stopped = (lane: string, at: string, reason: string) =>
@@ -43,12 +35,12 @@ const stopped = (lane: string, at: string, reason: string) =>
 
 describe('zz work on a closed Lane', () => {
   it('started on a closed Lane, stops at once (--once too) with who, when, why and exit 9', async () => {
-    s = await served();
+    const s = (t.s = await served());
     const lane = await demoLane(s);
     // Posted before the close: still open, but no longer handed out.
     const left = await post(lane, 'Left over');
     const at = await closeLane(lane, 'sprint over');
-    model = await fakeModelServer([]); // no model call is expected: any would fail
+    const model = (t.model = await fakeModelServer([])); // no model call is expected: any would fail
     const env = privateEnv({ ZZ_TOKEN: s.agentToken, OPENAI_BASE_URL: `${model.url}/v1` });
     for (const once of [[], ['--once']]) {
       // A worker that waited instead would be killed at the timeout: code null, not 9.
@@ -71,9 +63,9 @@ describe('zz work on a closed Lane', () => {
   }, 100_000);
 
   it('closed while it waits for work: the Lane event wakes it and it stops (exit 9)', async () => {
-    s = await served();
+    const s = (t.s = await served());
     const lane = await demoLane(s);
-    model = await fakeModelServer([]);
+    const model = (t.model = await fakeModelServer([]));
     const env = privateEnv({ ZZ_TOKEN: s.agentToken, OPENAI_BASE_URL: `${model.url}/v1` });
     const child = spawnZz(s.dir, env, ['work', '--lane', lane, '--json', '--model', 'openai:m']);
     child.stdin.end();
@@ -100,7 +92,7 @@ describe('zz work on a closed Lane', () => {
   }, 100_000);
 
   it('stops promptly: woken by the close, not by the end of its idle wait', async () => {
-    s = await served();
+    const s = (t.s = await served());
     const lane = await demoLane(s);
     const events: WorkEvent[] = [];
     let idle!: () => void;
@@ -130,7 +122,7 @@ describe('zz work on a closed Lane', () => {
   }, 45_000);
 
   it('closed while it works an Ask: it finishes that work, review and landing included, then stops without taking new work', async () => {
-    s = await served();
+    const s = (t.s = await served());
     const lane = await demoLane(s);
     const first = await post(lane, 'Write NOTES.md');
     const second = await post(lane, 'Never handed out');
@@ -138,7 +130,7 @@ describe('zz work on a closed Lane', () => {
     // The Lane closes while the model thinks about the first Ask; then the model answers.
     // The Ask in hand's review is work in hand too (lane-closed.ts): the model grants it, and
     // the submission lands without a model.
-    model = await fakeModelServer((_req, i) =>
+    const model = (t.model = await fakeModelServer((_req, i) =>
       i === 1
         ? text(JSON.stringify({ decision: 'grant', reasons: ['fine'] }))
         : i > 1
@@ -148,14 +140,14 @@ describe('zz work on a closed Lane', () => {
             }
           : {
               raw: (res) => {
-                void closeLane(lane, 'scope cut').then((t) => {
-                  at = t;
+                void closeLane(lane, 'scope cut').then((closedAt) => {
+                  at = closedAt;
                   res.writeHead(200, { 'content-type': 'application/json' });
                   res.end(JSON.stringify(goodChange.body));
                 });
               },
             },
-    );
+    ));
     const events: WorkEvent[] = [];
     const summary = await runWorker({
       call: s.agent,
@@ -205,4 +197,65 @@ describe('zz work on a closed Lane', () => {
     // New work was never handed out.
     expect(asks.find((a) => a.ask_id === second)).toMatchObject({ state: 'open', holder: null });
   }, 45_000);
+});
+
+describe('zz work: what it says, what it takes', () => {
+  it('an Ask given back as the Lane closes: the backoff line promises no more work, then exit 9', async () => {
+    const s = (t.s = await served());
+    const lane = await demoLane(s);
+    await post(lane, 'Write NOTES.md');
+    let at = '';
+    // The Lane closes while the model thinks; then the model (and its repair round) answers
+    // what is no change at all, and the worker gives the Ask back.
+    const model = (t.model = await fakeModelServer((_req, i) =>
+      i > 0
+        ? text('not a change')
+        : {
+            raw: (res) => {
+              void closeLane(lane, 'scope cut').then((closedAt) => {
+                at = closedAt;
+                res.writeHead(200, { 'content-type': 'application/json' });
+                res.end(JSON.stringify(text('not a change').body));
+              });
+            },
+          },
+    ));
+    const env = privateEnv({ ZZ_TOKEN: s.agentToken, OPENAI_BASE_URL: `${model.url}/v1` });
+    const r = await zz(s.dir, env, ['work', '--lane', lane, '--model', 'openai:m'], {
+      timeoutMs: 60_000,
+    });
+    expect(r.code, r.stderr).toBe(9);
+    expect(r.stderr).toBe(stopped(lane, at, 'scope cut'));
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.some((l) => / released: /.test(l))).toBe(true);
+    // Before: "… waits 4.0s before it is claimed again (given back 1 time); other Asks go on".
+    expect(lines.find((l) => / waits /.test(l))).toMatch(
+      /^ask-\w+ waits \d+\.\ds before this worker claims it again \(given back 1 time\)$/,
+    );
+    expect(r.stdout).not.toMatch(/go on/);
+  }, 100_000);
+
+  it('an idleWaitMs past lane_events’ 60 s is refused before anything runs', async () => {
+    const calls: string[] = [];
+    for (const idleWaitMs of [60_001, 0, 1.5, Number.NaN]) {
+      await expect(
+        runWorker({
+          call: (tool) => {
+            calls.push(tool);
+            return Promise.reject(new Error('no call was expected'));
+          },
+          model: createModel('exec:false'),
+          laneId: 'demo',
+          actor: AGENT,
+          idleWaitMs,
+        }),
+      ).rejects.toMatchObject({
+        code: 'invalid_argument',
+        message: expect.stringMatching(
+          /^idleWaitMs must be a whole number of milliseconds from 1 to 60000 \(lane_events waits at most 60 s\)/,
+        ),
+      });
+    }
+    expect(calls).toEqual([]);
+  });
 });

@@ -1,8 +1,10 @@
+import { afterEach } from 'vitest';
 import type { Daemon } from '../../src/daemon/index.js';
 import { httpClient } from '../../src/cli/client.js';
 import type { CallTool } from '../../src/work/index.js';
 import { startTestDaemon } from '../helpers/test-daemon.js';
-import type { FakeResponse } from '../models/fake-model-server.js';
+import { killAll } from '../e2e/zz-process.js';
+import type { FakeModelServer, FakeResponse } from '../models/fake-model-server.js';
 
 // A real checkout served by a real daemon on 127.0.0.1 (port 0), with an owner and an agent
 // identity, each with a token; tool calls go over HTTP exactly as `zz work` makes them.
@@ -37,6 +39,28 @@ export async function served(): Promise<Served> {
     agent: (tool, args) => a.call(tool, args),
     cleanup: () => t.close(),
   };
+}
+
+/** What a work test started: the served daemon and the fake model, each ended after it. */
+export interface PerTest {
+  s: Served | null;
+  model: FakeModelServer | null;
+}
+
+/**
+ * Call once at the top of a test file: after each test, every zz process it spawned is killed,
+ * then the fake model and the served daemon it put in the returned object are closed.
+ */
+export function endEachTest(): PerTest {
+  const t: PerTest = { s: null, model: null };
+  afterEach(async () => {
+    await killAll();
+    await t.model?.close();
+    t.model = null;
+    await t.s?.cleanup();
+    t.s = null;
+  });
+  return t;
 }
 
 /** A Lane `demo` coordinated by the owner, with the agent as coordinator and maintainer too. */

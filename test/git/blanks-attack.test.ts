@@ -3,7 +3,7 @@ import fs, { mkdirSync, readdirSync, renameSync, rmdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BlankFiles, blanksDir } from '../../src/git/blank-files.js';
+import { BlankFiles, blanksDir, parseOwnedName } from '../../src/git/blank-files.js';
 import { openRepository, type GitRepository } from '../../src/git/index.js';
 import { GitStore } from '../../src/store/index.js';
 import { prng, testSeed } from '../helpers/seeded.js';
@@ -26,7 +26,10 @@ async function until(f: () => boolean): Promise<void> {
 /** Spare blanks (no `.old`/`.owner` kind) in a repository's zz/blanks/. */
 function spares(gitdir: string): number {
   try {
-    return readdirSync(blanksDir(gitdir)).filter((n) => /\.[0-9]+\.[0-9a-f]+$/.test(n)).length;
+    // Spares are named as ownedName() makes them; hold (.old) and owner files are not spares.
+    return readdirSync(blanksDir(gitdir)).filter(
+      (n) => parseOwnedName(n) !== null && !/\.(?:old|owner)$/.test(n),
+    ).length;
   } catch {
     return 0;
   }

@@ -76,7 +76,9 @@ async function mcpCall(client: Client, name: string, args: Record<string, unknow
   return r.structuredContent as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-describe('zz end to end (spawned dist/cli/main.js)', { timeout: 90_000 }, () => {
+// A bound for a hang: each test spawns dozens of zz processes, 40-65 s each at CI load with
+// helpers beside it (2 December), and (e) and (f) crossed the 90 s this used to be.
+describe('zz end to end (spawned dist/cli/main.js)', { timeout: 240_000 }, () => {
   it('(a) init → serve → login → agent create → HTTP workflow; the CLI reads it through the daemon', async () => {
     const { dir, env, d } = await initAndServe();
     const [key] = d.repoKeys;

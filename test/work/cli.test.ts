@@ -467,16 +467,22 @@ if (readFileSync('NOTES.md', 'utf8') !== 'notes\\n') { console.error('NOTES.md m
 const content = fed && fed.content.includes('NOTES.md must say notes') ? 'notes\\n' : 'todo\\n';
 process.stdout.write(JSON.stringify({ object: { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content }] } }));`,
     );
-    const r = await zz(t.s!.dir, env, [
-      'work',
-      '--lane',
-      lane,
-      '--once',
-      '--test-cmd',
-      'node check.mjs',
-      '--model',
-      `exec:node ${script}`,
-    ]);
+    const r = await zz(
+      t.s!.dir,
+      env,
+      [
+        'work',
+        '--lane',
+        lane,
+        '--once',
+        '--test-cmd',
+        'node check.mjs',
+        '--model',
+        `exec:node ${script}`,
+        // Two model rounds and two sandboxed test runs: past zz()'s 30 s at CI load (killed, red).
+      ],
+      { timeoutMs: 120_000 },
+    );
     expect(r.code, r.stderr).toBe(0);
     const steps = r.stdout
       .split('\n')

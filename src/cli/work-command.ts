@@ -240,7 +240,7 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           throw new ZzError(
             f.code,
             f.taken
-              ? `${f.ask_id} was not done (${f.reason}) and is no longer yours: its claim went to someone else`
+              ? `${f.ask_id} was not done (${f.reason}) and is no longer yours: ${clean(f.taken, 500)}`
               : f.held === null
                 ? `${f.ask_id} was not done and is released: ${f.reason}`
                 : `${f.ask_id} was not done (${f.reason}) and could not be released (${f.held}): it stays claimed by you until its lease runs out at ${f.lease_expires_at ?? 'its end'}; \`zz ask release --ask-id ${f.ask_id}\` gives it back`,

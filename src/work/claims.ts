@@ -18,6 +18,17 @@ const LOST_RACE = new Set(['already_claimed', 'conflict', 'dependency_unresolved
 export interface GivenBack {
   released: boolean;
   held: string | null;
+  /**
+   * When `held`: the lease's end as the renewal before the release set it. The renewal moved
+   * it on, so the end the worker knew before is too early (found in review).
+   */
+  lease_expires_at: string | null;
+  /**
+   * Why the Ask is no longer this worker's, from the daemon's refusal of the renewal (it was
+   * cancelled, another holds it, a closed Lane refuses the lapsed lease, scope revoked): the
+   * lost-race codes cover all of these, so "someone else took it" would often be untrue.
+   */
+  gone: string | null;
 }
 
 export class Claims {
@@ -186,16 +197,23 @@ export class Claims {
    * the claim is renewed first, which only its holder can do (found in review).
    */
   async giveBack(ask: AskView, reason: string, lost = false): Promise<GivenBack> {
-    if (lost) return { released: false, held: null };
+    if (lost) return { released: false, held: null, lease_expires_at: null, gone: null };
     const renewal = newIdempotencyKey('renew');
+    let leaseEnds = ask.lease_expires_at;
+    let gone: string | null = null;
     const ours = await retried(
-      () => this.renew(ask, renewal),
-      (e) => LOST_RACE.has(e.code),
+      async () => (leaseEnds = (await this.renew(ask, renewal)).lease_expires_at),
+      (e) => LOST_RACE.has(e.code) && ((gone = e.message), true),
     );
-    if (ours === 'gone') return { released: false, held: null };
-    if (ours !== 'done') return { released: false, held: ours };
+    if (ours === 'gone') return { released: false, held: null, lease_expires_at: null, gone };
+    if (ours !== 'done') return { released: false, held: ours, lease_expires_at: leaseEnds, gone };
     const held = await this.releaseHeld(ask, reason);
-    return { released: held === null, held };
+    return {
+      released: held === null,
+      held,
+      lease_expires_at: held === null ? null : leaseEnds,
+      gone: null,
+    };
   }
 
   /**

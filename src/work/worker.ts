@@ -41,14 +41,15 @@ export interface WorkSummary {
   /**
    * Why the last Ask given back was given back (`zz work --once` exits with it); `held` when
    * it could not be released (why), so it stays claimed until `lease_expires_at`; `taken`
-   * when it was no longer this worker's to give back (its lease lapsed to someone else).
+   * when it was no longer this worker's to give back, saying why (the daemon's refusal:
+   * cancelled, claimed by another, a closed Lane's lapsed lease, scope revoked).
    */
   failure: {
     ask_id: string;
     code: ErrorCode;
     reason: string;
     held: string | null;
-    taken: boolean;
+    taken: string | null;
     lease_expires_at: string | null;
   } | null;
 }
@@ -220,7 +221,7 @@ async function workOne(
   code: ErrorCode;
   reason: string;
   held: string | null;
-  taken: boolean;
+  taken: string | null;
   lease_expires_at: string | null;
 } | null> {
   const started = Date.now();
@@ -247,20 +248,25 @@ async function workOne(
     (renewed) => (leaseEnds = renewed.lease_expires_at),
   );
   const giveBack = async (reason: string) => {
-    const { released, held } = await claims.giveBack(ask, reason, lost);
+    const back = await claims.giveBack(ask, reason, lost);
+    const { released, held } = back;
+    // The renewal giveBack sent first moved the lease's end on: the end known here is too early.
+    const ends = back.lease_expires_at ?? leaseEnds;
     if (released) emit({ type: 'released', ask_id: ask.ask_id, reason });
     else if (held !== null) {
       // The claim stays until its lease runs out (DESIGN §9 wants it released: say why not).
       emit({
         type: 'error',
         ask_id: ask.ask_id,
-        message: `could not release: ${held}; it stays claimed until its lease runs out at ${leaseEnds ?? 'its end'}`,
+        message: `could not release: ${held}; it stays claimed until its lease runs out at ${ends ?? 'its end'}`,
       });
     }
+    // Lost during the step: the lease keeper's refusal (in the abort reason) says why.
+    const lostWhy = lost ? String((abort.signal.reason as Error | undefined)?.message ?? '') : '';
     return {
       held,
-      taken: !released && held === null,
-      lease_expires_at: held === null ? null : leaseEnds,
+      taken: released || held !== null ? null : back.gone || lostWhy || 'its claim ended',
+      lease_expires_at: held === null ? null : ends,
     };
   };
   const ctx: FlowContext = {

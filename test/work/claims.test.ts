@@ -227,7 +227,11 @@ describe('giving an Ask back', () => {
     // Asleep past the lease: no renewal saw it lapse, and the owner took the Ask.
     await new Promise((r) => setTimeout(r, 1500));
     await s.owner('ask_claim', { lane_id: lane, ask_id: ask!.ask_id });
-    expect(await claims.giveBack(ask!, 'the step failed')).toEqual({ released: false, held: null });
+    expect(await claims.giveBack(ask!, 'the step failed')).toMatchObject({
+      released: false,
+      held: null,
+      gone: expect.stringMatching(/is claimed by /) as unknown,
+    });
     const asks = await asksOf(s, lane);
     expect(asks.find((a) => a.ask_id === ask!.ask_id)).toMatchObject({
       state: 'claimed',
@@ -248,7 +252,12 @@ describe('giving an Ask back', () => {
     proxy.cut('/tools/ask_release', 1, 'start', () =>
       s!.owner('ask_claim', { lane_id: lane, ask_id: ask.ask_id }),
     );
-    expect(await claims.giveBack(ask, 'stopping')).toEqual({ released: true, held: null });
+    expect(await claims.giveBack(ask, 'stopping')).toEqual({
+      released: true,
+      held: null,
+      lease_expires_at: null,
+      gone: null,
+    });
     expect(proxy.cuts.get('/tools/ask_release')).toBe(1);
     const asks = await asksOf(s, lane);
     expect(asks.find((a) => a.ask_id === ask.ask_id)).toMatchObject({
@@ -264,13 +273,43 @@ describe('giving an Ask back', () => {
     ]);
   });
 
+  // The renewal sent before the release moves the lease on: a release that then fails must
+  // say the new end, not the one known before it (found in review).
+  it('a release that fails after the renewal says when the renewed lease runs out', async () => {
+    s = await served();
+    const lane = await demoLane(s);
+    await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Stuck' });
+    const claims = new Claims(
+      async (tool, args) => {
+        if (tool === 'ask_release') throw new ZzError('unavailable', 'daemon went away');
+        return s!.agent(tool, args);
+      },
+      lane,
+      undefined,
+      60,
+    );
+    const ask = (await claims.next())!;
+    await new Promise((r) => setTimeout(r, 50));
+    const back = await claims.giveBack(ask, 'stopping');
+    const got = await s.owner('ask_get', { lane_id: lane, ask_id: ask.ask_id });
+    const stored = got.ask as { lease_expires_at: string };
+    expect(back).toMatchObject({ released: false, held: 'daemon went away' });
+    expect(back.lease_expires_at).toBe(stored.lease_expires_at);
+    expect(Date.parse(back.lease_expires_at!)).toBeGreaterThan(Date.parse(ask.lease_expires_at!));
+  });
+
   it('releases an Ask it still holds', async () => {
     s = await served();
     const lane = await demoLane(s);
     await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Quick' });
     const claims = new Claims((tool, args) => s!.agent(tool, args), lane, undefined, 60);
     const ask = await claims.next();
-    expect(await claims.giveBack(ask!, 'stopping')).toEqual({ released: true, held: null });
+    expect(await claims.giveBack(ask!, 'stopping')).toEqual({
+      released: true,
+      held: null,
+      lease_expires_at: null,
+      gone: null,
+    });
     const asks = await asksOf(s, lane);
     expect(asks.find((a) => a.ask_id === ask!.ask_id)).toMatchObject({ holder: null });
   });
@@ -486,7 +525,8 @@ describe('zz work leaves no claim held behind it', () => {
         if (e.type === 'step' && e.step === 'model') void takeOver();
       },
     });
-    expect(summary.failure).toMatchObject({ ask_id: askId, held: null, taken: true });
+    expect(summary.failure).toMatchObject({ ask_id: askId, held: null });
+    expect(summary.failure!.taken).toMatch(/is claimed by /);
     expect(summary.released).toBe(0);
     expect(summary.failure!.reason).toMatch(/lost the claim/);
     expect(await now()).toMatchObject({ state: 'claimed', holder: OWNER });

@@ -136,6 +136,44 @@ describe('zz work (the binary)', () => {
     expect(ask).toMatchObject({ state: 'open', holder: null });
   });
 
+  // Every lost-race refusal used to read "its claim went to someone else", also for an Ask
+  // cancelled while the model worked (found in review): the daemon's refusal says what happened.
+  it('--once: an Ask cancelled while the model worked is said to be cancelled', async () => {
+    const { env, lane } = await setup();
+    const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Doomed' });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const script = agentScript(
+      `setTimeout(() => { process.stderr.write('model gave up'); process.exit(2); }, 3000);`,
+    );
+    const child = spawnZz(t.s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--model',
+      `exec:node ${script}`,
+    ]);
+    child.stdin.end();
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString('utf8');
+        if (out.includes(`${askId} claimed`)) resolve();
+      });
+    });
+    await t.s!.owner('ask_cancel', { lane_id: lane, ask_id: askId, reason: 'not wanted' });
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(code).not.toBe(0);
+    expect(err).not.toMatch(/someone else/);
+    expect(err).toMatch(new RegExp(`is no longer yours: ask ${askId} was cancelled by `));
+    expect((await asksOf(t.s!, lane)).find((a) => a.ask_id === askId)).toMatchObject({
+      state: 'cancelled',
+      holder: null,
+    });
+  });
+
   it('--once exits non-zero when the Ask it took was given back, with the reason in the Lane', async () => {
     const { env, lane } = await setup();
     const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });

@@ -1,6 +1,6 @@
 import { cmp } from './ask-order.js';
 import { firstOf } from './paging.js';
-import { TRACKING_CONFIG, unrelatedRemotes } from './sync/run.js';
+import { trackingConfigs, unrelatedRemotes } from './sync/run.js';
 import { CONFIG_REF, type ZzRepo } from './zz-repo.js';
 
 // The repository's health: what syncing will not bring in (repo_state.quarantined and
@@ -51,13 +51,12 @@ export async function repoHealth(repo: ZzRepo, initialised: boolean): Promise<Re
  * again only when this moved.
  */
 async function healthRefs(repo: ZzRepo): Promise<string> {
-  const [quarantined, tracking, config] = await Promise.all([
+  // Only the remotes' configs: every sync moves their Lane refs, which say nothing of health.
+  const [quarantined, configs, config] = await Promise.all([
     repo.store.listRefs(QUARANTINE_PREFIX),
-    repo.store.listRefs('refs/zz-remotes/'),
+    trackingConfigs(repo),
     repo.store.head(CONFIG_REF),
   ]);
-  // Only the remotes' configs: every sync moves their Lane refs, which say nothing of health.
-  const configs = [...tracking].filter(([ref]) => TRACKING_CONFIG.test(ref)).sort();
   return JSON.stringify([[...quarantined].sort(), configs, config]);
 }
 

@@ -288,7 +288,11 @@ export async function readLanes(repo: ZzRepo): Promise<{
   lanes: Array<{ id: string; snap: Snapshot<LaneState, LaneOp> }>;
   corrupt: CorruptEntity[];
 }> {
-  const ids = await repo.laneIds();
+  return readLanesOf(repo, await repo.laneIds());
+}
+
+/** readLanes over the Lane refs `ids` (names under refs/zz/lanes/), in their order. */
+async function readLanesOf(repo: ZzRepo, ids: readonly string[]): Promise<LanesRead> {
   const read = await Promise.allSettled(
     ids.map((id) =>
       laneId.safeParse(id).success
@@ -364,7 +368,46 @@ const laneListCursor = cursorCodec('lane_list', laneId);
 /** A page of Lanes by id (PAGE.defaultLimit by default), `total` counting them all. */
 export async function laneList(repo: ZzRepo, args: LaneListArgs = {}): Promise<LaneListPage> {
   const after = args.cursor === undefined ? null : laneListCursor.decode(args.cursor, 'cursor');
-  return lanePage(repo, await readLanesById(repo), after, args.limit);
+  const limit = args.limit ?? PAGE.defaultLimit;
+  // One ref listing gives every id (sorted) and the total; only the Lanes this page can hold
+  // are read. Reading them all on every page made paging through N Lanes cost N²/limit
+  // reads (2,003 Lanes at limit 10: 96 s, found in review). An unreadable ref is named on
+  // the page whose range holds it, so a reader paging through meets each once.
+  const ids = await repo.laneIds();
+  let at = countUpTo(ids, after);
+  const lanes: LanesRead['lanes'] = [];
+  const corrupt: CorruptEntity[] = [];
+  while (lanes.length < limit && at < ids.length) {
+    const chunk = ids.slice(at, at + limit - lanes.length);
+    const read = await readLanesOf(repo, chunk);
+    lanes.push(...read.lanes);
+    corrupt.push(...read.corrupt);
+    at += chunk.length;
+  }
+  const page = lanePage(repo, { lanes, corrupt }, limit);
+  // The byte cap may end the page early: the bad refs after its last Lane go with the next.
+  const last = page.next_cursor === null ? null : page.lanes.at(-1)!.lane_id;
+  const shown = last === null ? corrupt : corrupt.filter((c) => c.ref <= laneRef(last));
+  return {
+    ...page,
+    next_cursor:
+      page.next_cursor ?? (at < ids.length ? laneListCursor.encode(lanes.at(-1)!.id) : null),
+    total: ids.length,
+    ...listedCorrupt(shown),
+  };
+}
+
+/** How many of the sorted `ids` sort at or before `after` (none when null). */
+function countUpTo(ids: readonly string[], after: string | null): number {
+  if (after === null) return 0;
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ids[mid]! <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /**
@@ -376,7 +419,7 @@ export async function laneListFirst(
 ): Promise<{ page: LaneListPage; lanes: LaneDoc[] }> {
   const read = await readLanesById(repo);
   return {
-    page: lanePage(repo, read, null, undefined),
+    page: lanePage(repo, read),
     lanes: read.lanes.map((l) => l.snap.state.lane!),
   };
 }
@@ -384,19 +427,16 @@ export async function laneListFirst(
 function lanePage(
   repo: ZzRepo,
   { lanes, corrupt }: LanesRead,
-  after: string | null,
   limit: number = PAGE.defaultLimit,
 ): LaneListPage {
-  let start = 0;
-  if (after !== null) while (start < lanes.length && lanes[start]!.id <= after) start++;
   // Counts only for the Lanes this page can hold: each walks its Lane's Asks, and a reader
   // paging through N Lanes would otherwise count all N on every page (found in review).
   const now = repo.clock();
-  const page = lanes.slice(start, start + limit).map((l) => laneSummary(l.snap, now));
+  const page = lanes.slice(0, limit).map((l) => laneSummary(l.snap, now));
   const end = pageEnd(page, 0, limit);
   return {
     lanes: page.slice(0, end),
-    next_cursor: start + end < lanes.length ? laneListCursor.encode(page[end - 1]!.lane_id) : null,
+    next_cursor: end < lanes.length ? laneListCursor.encode(page[end - 1]!.lane_id) : null,
     total: lanes.length,
     ...listedCorrupt(corrupt),
   };

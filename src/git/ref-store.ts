@@ -235,6 +235,30 @@ export class RefStore {
   }
 
   /**
+   * The names one level below `prefix` (ending in "/") under which, or as which, a ref lies:
+   * one readdir of the loose directory plus packed-refs. A name may hold no ref (git leaves
+   * empty directories after a delete): a caller reads the ref it wants and may meet null.
+   */
+  names(prefix: string): Promise<string[]> {
+    const out = new Set<string>();
+    try {
+      for (const r of this.packed.read().keys()) {
+        if (r.startsWith(prefix)) out.add(r.slice(prefix.length).split('/')[0]!);
+      }
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    try {
+      for (const e of fs.readdirSync(this.refPath(prefix.slice(0, -1)), { withFileTypes: true })) {
+        if (e.isDirectory() || (e.isFile() && !e.name.endsWith('.lock'))) out.add(e.name);
+      }
+    } catch {
+      /* no loose refs under prefix */
+    }
+    return Promise.resolve([...out].sort());
+  }
+
+  /**
    * Moves `ref` from `expected` (null = must not exist) to `next`. Throws RefCasError when the
    * ref holds anything else, ref_locked when another process holds the lock past the timeout.
    *

@@ -68,6 +68,10 @@ export class GitStore implements Store {
     return this.repo.refs.list(prefix);
   }
 
+  listNames(prefix: string): Promise<string[]> {
+    return this.repo.refs.names(prefix);
+  }
+
   private async treeOf(revision: string): Promise<string> {
     const cached = this.commitTrees.get(revision);
     if (cached) return cached;

@@ -25,6 +25,14 @@ export class MemoryStore implements Store {
     return new Map([...this.refs].filter(([r]) => r.startsWith(prefix)));
   }
 
+  async listNames(prefix: string): Promise<string[]> {
+    const names = new Set<string>();
+    for (const r of this.refs.keys()) {
+      if (r.startsWith(prefix)) names.add(r.slice(prefix.length).split('/')[0]!);
+    }
+    return [...names].sort();
+  }
+
   async readFile(revision: string, path: string): Promise<string | null> {
     return this.commits.get(revision)?.files.get(path) ?? null;
   }

@@ -39,6 +39,12 @@ export interface Store {
   readonly replica?: string;
   head(ref: string): Promise<string | null>;
   listRefs(prefix: string): Promise<Map<string, string>>;
+  /**
+   * The names one level below `prefix` (which ends in "/") that some ref lies under or is, e.g.
+   * the remotes under refs/zz-remotes/, without listing every ref beneath them: a reader that
+   * needs one ref per name (each remote's config) does not pay for all the others.
+   */
+  listNames(prefix: string): Promise<string[]>;
   readFile(revision: string, path: string): Promise<string | null>;
   /** Every file below `dir` ('' = all) at a revision. */
   readAll(revision: string, dir?: string): Promise<Map<string, string>>;

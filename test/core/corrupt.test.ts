@@ -86,6 +86,37 @@ describe('corrupt entities are reported by ref; everything else stays readable',
     await rejects(call(repo, BOB, 'ask_get', { ask_id: 'ask-0000000000' }), 'not_found', /bad1/);
   });
 
+  it('lane_list pages read only their own Lanes and name each bad ref on one page', async () => {
+    const { repo } = await setup();
+    const bad = ['bad1', 'bad2', 'bad3', 'bad4', 'bad5', 'BAD6'].map((id) => laneRef(id)).sort();
+    // Which Lane refs a page reads: a page of one Lane must not read the other seven (every
+    // page reading every Lane made paging through N Lanes cost N²/limit reads).
+    const headsRead: string[] = [];
+    const head = repo.store.head.bind(repo.store);
+    repo.store.head = (ref: string) => {
+      if (ref.startsWith('refs/zz/lanes/')) headsRead.push(ref);
+      return head(ref);
+    };
+    const seen: string[] = [];
+    const named: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 20; pages++) {
+      headsRead.length = 0;
+      const r = await call(repo, BOB, 'lane_list', { limit: 1, ...(cursor ? { cursor } : {}) });
+      expect(r.total).toBe(8);
+      expect(r.lanes.length).toBeLessThanOrEqual(1);
+      seen.push(...r.lanes.map((l: { lane_id: string }) => l.lane_id));
+      named.push(...r.corrupt.map((c: { ref: string }) => c.ref));
+      // The page's Lane and the bad refs sorting before it, nothing after.
+      const upTo = r.lanes.length ? laneRef(r.lanes[0]!.lane_id) : '\uffff';
+      expect(headsRead.filter((ref) => ref > upTo)).toEqual([]);
+      cursor = r.next_cursor ?? undefined;
+      if (!cursor) break;
+    }
+    expect(seen).toEqual(['_repo', 'victim1']);
+    expect(named.sort()).toEqual(bad);
+  });
+
   it('each bad Lane read by name is entity_corrupt naming its ref and what is wrong', async () => {
     const { repo } = await setup();
     const why: Record<string, RegExp> = {

@@ -1,5 +1,3 @@
-import type { Writable } from 'node:stream';
-
 // The CLI's window on the world, injected so that commands are tested in-process.
 export interface CliIO {
   stdout: (s: string) => void;
@@ -26,11 +24,6 @@ export interface CliIO {
    * stopped reading): main.ts then exits without waiting for stdout to drain, dropping it.
    */
   dropStdout?: () => void;
-  /**
-   * The stream behind `stderr`, for a log that must stay bounded when nobody reads it (zz serve
-   * logs a line per request: droppingLog drops lines while it is backed up). Tests leave it out.
-   */
-  stderrStream?: Writable;
 }
 
 export function useColor(io: CliIO): boolean {

@@ -79,7 +79,6 @@ const io = {
   dropStdout: () => {
     stdoutDropped = true;
   },
-  stderrStream: process.stderr,
   get stopSignal() {
     graceful = true;
     return stop;

@@ -3,8 +3,6 @@ import { setFlagsFromString } from 'node:v8';
 import { knownError, ZzError } from '../errors.js';
 import { isLoopback } from '../http/host-check.js';
 import { DEFAULT_HOST, DEFAULT_PORT, reposFile } from '../local/paths.js';
-// Not through ../mcp/index.js, which loads the MCP SDK: this file only needs the SDK-free log.
-import { droppingLog } from '../mcp/stderr-log.js';
 import type { CliIO } from './io.js';
 import { lineWriter } from './terminal.js';
 
@@ -98,12 +96,8 @@ export async function runServe(io: CliIO, args: ServeArgs): Promise<number> {
   }
   boundYoungGeneration();
   // Every line zz serve writes goes through these, neutralised whole: lines carry what other
-  // machines wrote (quarantine reasons name their actors, a stack quotes a request). The log
-  // has a line per request: into a pipe nobody reads, each was queued in this process, without
-  // bound; droppingLog drops them while stderr is backed up and counts them once it drains.
-  const log = io.stderrStream
-    ? droppingLog(io.stderrStream, '', 'zz serve: ')
-    : lineWriter(io.stderr);
+  // machines wrote (quarantine reasons name their actors, a stack quotes a request).
+  const log = lineWriter(io.stderr);
   const say = lineWriter(io.stdout);
   const { startDaemon } = await import('../daemon/index.js');
   const d = await startDaemon({

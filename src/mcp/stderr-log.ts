@@ -1,12 +1,13 @@
 import type { Writable } from 'node:stream';
 import { neutralize } from '../schema/control-chars.js';
 
-// The log on stderr of `zz mcp` and `zz serve`, bounded. In `zz mcp` each bad input line and
-// each failed tool call logs a line; a client that reads stdout (the protocol) and never stderr
-// leaves stderr's pipe full, and every line written after that was queued in this process:
-// 40,000 bad lines grew zz by 26 MB and rising. `zz serve` logs a line per HTTP request, into a
-// pipe its supervisor may never read. Imports nothing of the SDK: `zz serve` loads it alone. So while stderr has not drained, further lines are dropped and counted, and once
-// it drains one line says how many: what is queued is the pipe's 64 KiB plus one line.
+// The log on stderr of `zz mcp`, bounded. Each bad input line and each failed tool call logs a
+// line; a client that reads stdout (the protocol) and never stderr leaves stderr's pipe full,
+// and every line written after that was queued in this process: 40,000 bad lines grew zz by
+// 26 MB and rising. So while stderr has not drained, further lines are dropped and counted,
+// and once it drains one line says how many: what is queued is the pipe's 64 KiB plus one
+// line. Imports nothing of the SDK. (`zz serve`'s per-request log still queues without bound
+// when its stderr is unread: moving it here hung a test of it in full CI runs, cause not found.)
 
 /** Longest line logged, in characters: a stack that quotes a megabyte of input stays one
  * bounded line (and one line is all that may queue past the pipe). */

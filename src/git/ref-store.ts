@@ -1,14 +1,7 @@
 import fs, { promises as fsp } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { ZzError } from '../errors.js';
-import {
-  BlankFiles,
-  blanksDir,
-  isDeadHere,
-  LINK_UNSUPPORTED,
-  ownedName,
-  parseOwnedName,
-} from './blank-files.js';
+import { BlankFiles, blanksDir, LINK_UNSUPPORTED, ownedName } from './blank-files.js';
 import {
   closeQuietly,
   fdatasyncFd,
@@ -18,6 +11,7 @@ import {
   unlinkLater,
   unlinkQuietly,
 } from './fs-calls.js';
+import { removeIfStale, sweepOrphanTokens } from './lock-tokens.js';
 import { PackedRefs } from './packed-refs.js';
 import { assertRefName, OID_RE } from './ref-names.js';
 
@@ -28,7 +22,7 @@ import { assertRefName, OID_RE } from './ref-names.js';
 //
 // Stale locks: git never removes a lock it did not take, and neither do we unless we can
 // prove it is ours. The proof must exist for as long as the lock does, so the lock is never
-// created bare: we first create an owner token, <gitdir>/zz/locks/<host>.<pid>.<nonce>, and
+// created bare: we first create an owner token, <gitdir>/zz/locks/<host>.<pid>.s<start>.<nonce>, and
 // then take the lock by hard-linking the token to `<ref>.lock` (link() fails with EEXIST just
 // as git's O_EXCL open does, so the two protocols exclude each other). While the token exists
 // it pins the inode, so a lock with the token's inode is ours. A lock whose token names a dead
@@ -476,7 +470,7 @@ export class RefStore {
       this.reserved = null;
       if (!this.sweptTokens) {
         this.sweptTokens = true;
-        await this.sweepOrphanTokens(this.refPath(ref));
+        await sweepOrphanTokens(this.lockDir, this.refPath(ref));
       }
     }
     try {
@@ -508,7 +502,7 @@ export class RefStore {
           }
           if (code !== 'EEXIST') throw e;
         }
-        if (linkable && (await this.removeIfStale(lock))) continue;
+        if (linkable && (await removeIfStale(this.lockDir, lock))) continue;
         if (Date.now() > deadline) {
           const age = await fsp
             .stat(lock)
@@ -532,83 +526,6 @@ export class RefStore {
         unlinkIfThere(held.token);
       }
       throw e;
-    }
-  }
-
-  private async tokens(): Promise<Array<{ path: string; pid: number; host: string }>> {
-    let names: string[];
-    try {
-      names = await fsp.readdir(this.lockDir);
-    } catch {
-      return [];
-    }
-    const out: Array<{ path: string; pid: number; host: string }> = [];
-    for (const name of names) {
-      const owner = parseOwnedName(name);
-      if (owner) out.push({ path: join(this.lockDir, name), ...owner });
-    }
-    return out;
-  }
-
-  /** Removes `lock` when its token names a dead process on this host. True: retry now. */
-  private async removeIfStale(lock: string): Promise<boolean> {
-    let st;
-    try {
-      st = await fsp.stat(lock, { bigint: true });
-    } catch (e) {
-      return (e as NodeJS.ErrnoException).code === 'ENOENT'; // released meanwhile: retry now
-    }
-    if (st.nlink < 2n) return false; // no token links to it: not taken by us
-    for (const t of await this.tokens()) {
-      let ts;
-      try {
-        ts = await fsp.stat(t.path, { bigint: true });
-      } catch {
-        continue;
-      }
-      if (ts.ino !== st.ino || ts.dev !== st.dev) continue;
-      if (!isDeadHere(t)) return false;
-      // Claim the dead owner's lock: of several recoverers only one wins this rename, and the
-      // claimed token (now ours) still pins the inode while we remove the lock.
-      const claimed = join(this.lockDir, ownedName());
-      try {
-        await fsp.rename(t.path, claimed);
-      } catch {
-        return true; // another recoverer won
-      }
-      try {
-        const again = await fsp.stat(lock, { bigint: true }).catch(() => null);
-        if (again && again.ino === st.ino && again.dev === st.dev) await fsp.unlink(lock);
-      } finally {
-        await fsp.rm(claimed, { force: true });
-      }
-      return true;
-    }
-    return false;
-  }
-
-  // Tokens left by processes killed before they linked, or after their lock became the ref,
-  // link to nothing that matters; those of dead processes are removed. A token still linked
-  // elsewhere (nlink > 1) may be the proof for a stale lock and stays, unless that other name
-  // is `refFile`, the ref this process is about to write: a writer killed between renaming
-  // its lock over the ref and unlinking its token leaves the token as a second name of the
-  // ref's file, which proves nothing (removing it frees nothing either: the ref names the
-  // inode). Left, it waited for a later process's sweep once the ref had moved on (the sweep
-  // runs once a process), and a crash test saw it outlive the next writer.
-  private async sweepOrphanTokens(refFile: string): Promise<void> {
-    let ref: fs.Stats | undefined;
-    for (const t of await this.tokens()) {
-      if (!isDeadHere(t)) continue;
-      try {
-        const st = await fsp.stat(t.path);
-        if (st.nlink > 1) {
-          ref ??= await fsp.stat(refFile).catch(() => undefined);
-          if (!ref || ref.ino !== st.ino || ref.dev !== st.dev) continue;
-        }
-        await fsp.unlink(t.path);
-      } catch {
-        /* gone already */
-      }
     }
   }
 }

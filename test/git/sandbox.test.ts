@@ -157,8 +157,8 @@ describe('runInSandbox', () => {
 
   it('kills the whole process group on timeout and still cleans up', async () => {
     // Longer than the test's timeout: a run that waited for its command fails by that.
-    // pwd after the background sleep is forked: a run that printed it had it in the group.
-    const r = await runPastTrap(`sleep 300.${nonce} & pwd; sleep 300`);
+    // STARTED after the background sleep is forked: a run that qualifies had it in the group.
+    const r = await runPastTrap(`sleep 300.${nonce} & ${STARTED}; pwd; sleep 300`);
     expect(r.exit_code).toBeNull();
     expect(r.signal).toBe('SIGTERM');
     // The background sleep was in the same group: it is gone too.
@@ -243,17 +243,30 @@ describe('runInSandbox', () => {
   // saw the shell die of that SIGTERM) or started what the test checks is killed. Each script
   // prints `pwd` once that is in place, so only a run that printed it decides; one that did
   // not is run again with a longer timeout.
+  const STARTED = 'date +%s%3N';
+
+  // A run whose command was running when the timeout's SIGTERM went out. Seen in CI (Node 24
+  // pass, load 15-20): with a 300 ms timeout the namespace's init (a node process) had not yet
+  // started the shell when the SIGTERM was sent, so nothing of the command got it, and the shell
+  // started later died of the grace's SIGKILL: a true report, but not the case under test. The
+  // shell prints its start time first (wall clock, as Date.now()); the SIGTERM leaves no sooner
+  // than `timeout_ms` after this call, so a start before that proves the shell was there to get
+  // it. The script prints it with STARTED where what it tests is in place (after a trap, after
+  // a fork). Longer timeouts follow until one qualifies; the line is taken out of stdout.
   async function runPastTrap(
     script: string,
     more: Partial<SandboxOptions> = {},
   ): Promise<SandboxResult> {
     for (const timeout_ms of [300, 1_000, 5_000, 20_000]) {
+      const called = Date.now();
       const r = await runInSandbox(base({ command: ['sh', '-c', script], timeout_ms, ...more }));
       expect(r.timed_out).toBe(true);
-      if (r.stdout.split('\n')[0]) return r;
+      const [startedAt, ...rest] = r.stdout.split('\n');
       expectCleanedUp();
+      if (!/^\d+$/.test(startedAt ?? '') || Number(startedAt) >= called + timeout_ms) continue;
+      return { ...r, stdout: rest.join('\n') };
     }
-    return expect.fail('the shell never ran its trap before the timeout, even given 20 s');
+    return expect.fail('the shell never started before the timeout, even given 20 s');
   }
 
   // Seen in CI on a loaded machine: the command died of the SIGTERM at once, but the
@@ -315,7 +328,7 @@ describe('runInSandbox', () => {
     // window: the shell runs its trap when the sleep in hand ends (killed, or within 0.1 s).
     // A run that SIGKILLed at once, or lost the status, still fails.
     const r = await runPastTrap(
-      'trap "echo cleaned up; exit 3" TERM; pwd; while :; do sleep 0.1; done',
+      `trap "echo cleaned up; exit 3" TERM; ${STARTED}; pwd; while :; do sleep 0.1; done`,
       { kill_grace_ms: 10_000 },
     );
     expect(r).toMatchObject({ timed_out: true, exit_code: 3, signal: null });
@@ -451,7 +464,7 @@ describe('runInSandbox', () => {
   }
 
   it('escalates to SIGKILL when the command ignores SIGTERM', async () => {
-    const r = await runPastTrap('trap "" TERM; pwd; while :; do sleep 0.05; done');
+    const r = await runPastTrap(`trap "" TERM; ${STARTED}; pwd; while :; do sleep 0.05; done`);
     expect(r.signal).toBe('SIGKILL');
     expectCleanedUp(r.stdout.split('\n')[0]);
   });

@@ -322,11 +322,12 @@ describe('runInSandbox', () => {
 
   it('lets a command that handles SIGTERM clean up on timeout', async () => {
     // Seen twice in CI at load 15-20 (Node 24 pass), even with a 30 s grace: the shell never
-    // ran its trap and died of the SIGKILL. With `sleep 100 & wait`, a SIGTERM landing while
-    // the shell forks the sleep can miss the sleep (not yet a process) and leave dash in
-    // `wait` for 100 s with the trap pending. A loop of short foreground sleeps has no such
-    // window: the shell runs its trap when the sleep in hand ends (killed, or within 0.1 s).
-    // A run that SIGKILLed at once, or lost the status, still fails.
+    // ran its trap and died of the SIGKILL. Likely the case runPastTrap now sets aside (the
+    // shell started only after the SIGTERM); and with `sleep 100 & wait`, a SIGTERM landing
+    // while the shell forks the sleep can miss the sleep and leave dash in `wait` for 100 s
+    // with the trap pending. A loop of short foreground sleeps has no such window: the shell
+    // runs its trap when the sleep in hand ends (killed, or within 0.1 s). A run that
+    // SIGKILLed at once, or lost the status, still fails.
     const r = await runPastTrap(
       `trap "echo cleaned up; exit 3" TERM; ${STARTED}; pwd; while :; do sleep 0.1; done`,
       { kill_grace_ms: 10_000 },

@@ -259,6 +259,28 @@ describe('pack writer (real git)', () => {
     expect(sh(dir, 'cat-file', '-p', objects[7]!.oid)).toBe(objects[7]!.body.toString());
   });
 
+  it('stores blobs and commits of up to 1 KiB as they are and deflates larger ones; git reads both', async () => {
+    const body = (n: number) => Buffer.from(JSON.stringify({ pad: 'x'.repeat(n - 10) }));
+    const objects = [body(1024), body(1025), body(3000)].map((b) => ({
+      oid: hashObject('blob', b).oid,
+      type: 'blob' as const,
+      body: b,
+    }));
+    const enc = encodePack(objects);
+    const stored = (oid: string): boolean => {
+      const e = enc.entries.find((x) => x.oid === oid)!;
+      // After the type-and-size header: zlib's header, then a stored block's 5-byte header.
+      const z = e.data.subarray(
+        e.data.length - (objects.find((o) => o.oid === oid)!.body.length + 11),
+      );
+      return z[0] === 0x78 && z[1] === 0x01 && z[2] === 0x01;
+    };
+    expect(objects.map((o) => stored(o.oid))).toEqual([true, false, false]);
+    await writePack(gitdir, objects, { fsync: true });
+    for (const o of objects) expect(sh(dir, 'cat-file', '-p', o.oid)).toBe(o.body.toString());
+    expect(() => fsck(dir)).not.toThrow();
+  });
+
   it('writes a commit of a few objects loose when small packs are off, else as one small pack', async () => {
     const before = await countObjects(gitdir);
     const parent = await store.head(LADDER);

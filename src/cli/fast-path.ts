@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
-import { commonGitDirSync } from '../git/native-git.js';
+import { findCheckoutSync } from '../git/discover.js';
 import { credentialsFile, daemonFile } from '../local/paths.js';
 import { newIdempotencyKey } from '../schema/new-key.js';
 import {
@@ -20,8 +20,9 @@ import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 // dist/cli/tool-manifest.json (written by the build). Anything unusual — help, an unknown
 // flag, no daemon, no token, a refused connection — returns null and the full command table
 // handles it, so this path never decides an error on its own except the daemon's own answer.
-// It asks git/ for the common dir directly (commonGitDirSync, one spawn) rather than through
-// core: loading core here would cost more than the call it saves.
+// It asks git/ for the checkout directly (findCheckoutSync, one spawn, remembered for the full
+// path should it run) rather than through core: loading core here would cost more than the call
+// it saves.
 // Hazard: handing a write to the full path sends it a second time. That is done only when the
 // first attempt provably never reached the daemon (its connection was refused), or when the
 // second cannot act twice: every write that takes an idempotency_key is given one before the
@@ -109,7 +110,7 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | s
   if (!tool || tool.local) return null;
   const parsed = parseFlags(tool, argv.slice(2));
   if (!parsed) return null;
-  const gitdir = commonGitDirSync(io.cwd);
+  const gitdir = findCheckoutSync(io.cwd)?.gitdir ?? null;
   if (gitdir === null) return null;
   let info: { pid?: unknown; url?: unknown; repo?: unknown };
   try {

@@ -47,8 +47,11 @@ export class GitStore implements Store {
   /** The last large trees written, as bytes (see TreeImages). */
   private readonly images = new TreeImages();
 
-  /** The signing key for commits an actor authors, or null to leave them unsigned. */
-  signer: ((actor: string) => SshSigningKey | null) | null = null;
+  /**
+   * The signing key for commits an actor authors, or null to leave them unsigned. A promise when
+   * finding it costs (in-process signing looks it up at the first write: authenticity.ts).
+   */
+  signer: ((actor: string) => SshSigningKey | null | Promise<SshSigningKey | null>) | null = null;
 
   /** This clone's replica id (see local/replica-id.ts); unset, ops use the process's. */
   readonly replica?: string;
@@ -303,7 +306,7 @@ export class GitStore implements Store {
       message: req.message,
     };
     // Signed with the key of the person the op acts for, when this process holds it.
-    const key = this.signer?.(req.author) ?? null;
+    const key = (await this.signer?.(req.author)) ?? null;
     const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
     const oid = writes.put('commit', body);
     const write = async (): Promise<void> => {

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -111,17 +111,21 @@ describe('the checkout, found once per directory', () => {
     expect((await findCheckoutAt(inner)).workTree).toBe(inner);
   });
 
-  it('asks git again when the git dir it found was replaced', async () => {
+  it('asks git again when the git dir it found is gone or replaced', async () => {
     const { dir } = makeRepo();
-    const first = await findCheckoutAt(dir);
-    expect(first.worktreeGitdir).toBe(join(dir, '.git'));
+    expect((await findCheckoutAt(dir)).worktreeGitdir).toBe(join(dir, '.git'));
+    // The work tree stays, its .git goes: no repository here any more.
+    rmSync(join(dir, '.git'), { recursive: true, force: true });
+    await expect(findCheckoutAt(dir)).rejects.toMatchObject({ code: 'not_a_repository' });
+    expect(findCheckoutSync(dir)).toBeNull();
+    // A linked worktree removed and made again at the same path.
+    const main = makeRepo().dir;
     const wt = join(tempDir('zz-linked-'), 'wt');
-    sh(dir, 'worktree', 'add', '-q', wt);
-    expect((await findCheckoutAt(wt)).gitdir).toBe(join(dir, '.git'));
-    // The linked worktree removed and made again: a new per-worktree git dir.
-    sh(dir, 'worktree', 'remove', '--force', wt);
+    sh(main, 'worktree', 'add', '-q', wt);
+    expect((await findCheckoutAt(wt)).gitdir).toBe(join(main, '.git'));
+    sh(main, 'worktree', 'remove', '--force', wt);
     await expect(findCheckoutAt(wt)).rejects.toMatchObject({ code: 'not_a_repository' });
-    sh(dir, 'worktree', 'add', '-q', wt);
+    sh(main, 'worktree', 'add', '-q', wt);
     expect((await findCheckoutAt(wt)).workTree).toBe(wt);
   });
 });

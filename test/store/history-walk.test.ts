@@ -80,6 +80,10 @@ describe('GitStore.history', () => {
       expect(h.map((c) => ({ revision: c.revision, parents: c.parents }))).toEqual(
         gitLog(dir, 'refs/zz/lanes/m'),
       );
+      // From a revision that is not an ancestor (another side of a fork): git log's head ^since.
+      sh(dir, 'update-ref', 'refs/zz/lanes/left', left);
+      const fork = await new GitStore(repo).history('refs/zz/lanes/left', right);
+      expect(fork.map((c) => c.revision)).toEqual([left]);
       // And from a revision held: only what came after it.
       const since = await new GitStore(repo).history('refs/zz/lanes/short', null);
       const tail = await new GitStore(repo).history('refs/zz/lanes/short', since[1]!.revision);

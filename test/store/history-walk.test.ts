@@ -22,7 +22,8 @@ async function chain(store: GitStore, ref: string, n: number, from: string | nul
   for (let i = 1; i <= n; i++) {
     parent = await store.commit(ref, {
       parent,
-      changes: new Map([['f.json', JSON.stringify({ i })]]),
+      // The ref in the content: two sides of a fork made in one second must differ.
+      changes: new Map([['f.json', JSON.stringify({ ref, i })]]),
       ops: [op(i)],
       summary: `put ${i}`,
     });

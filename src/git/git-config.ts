@@ -130,10 +130,7 @@ async function load(
 }
 
 /** The files git reads config from, whether or not they exist yet. */
-function candidateFiles(
-  env: NodeJS.ProcessEnv,
-  where: Checkout | null,
-): string[] {
+function candidateFiles(env: NodeJS.ProcessEnv, where: Checkout | null): string[] {
   const home = env.HOME || homedir();
   const out = [
     env.GIT_CONFIG_SYSTEM || '/etc/gitconfig',

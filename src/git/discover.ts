@@ -31,6 +31,8 @@ interface Remembered {
 }
 
 const remembered = new Map<string, Remembered>();
+/** Directories a process remembers; past it, the oldest goes. */
+const MAX_REMEMBERED = 256;
 
 const WITH_TOP = [
   'rev-parse',
@@ -89,7 +91,11 @@ export async function findCheckoutAt(cwd: string): Promise<Checkout> {
 function remember(cwd: string, stdout: string, fields: number): Checkout {
   const found = parse(cwd, stdout, fields);
   const id = dirId(found.worktreeGitdir);
-  if (id) remembered.set(resolve(cwd), { found, id });
+  if (id) {
+    remembered.delete(resolve(cwd));
+    remembered.set(resolve(cwd), { found, id });
+    if (remembered.size > MAX_REMEMBERED) remembered.delete(remembered.keys().next().value!);
+  }
   return found;
 }
 

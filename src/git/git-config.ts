@@ -32,6 +32,8 @@ interface Snapshot {
 }
 
 const cache = new Map<string, Snapshot>();
+/** Checkouts × environments a process keeps; past it, the oldest snapshot goes. */
+const MAX_SNAPSHOTS = 64;
 
 /** Drops every snapshot: called after zz itself writes git config. */
 export function forgetGitConfig(): void {
@@ -50,7 +52,9 @@ export async function readGitConfig(cwd: string, env?: Record<string, string>): 
   if (!snap || changed(snap)) {
     const where = await findCheckoutAt(cwd).catch(() => null);
     snap = await load(cwd, full, env, where);
+    cache.delete(key);
     cache.set(key, snap);
+    if (cache.size > MAX_SNAPSHOTS) cache.delete(cache.keys().next().value!);
   }
   const values = snap.values;
   return {

@@ -5,11 +5,16 @@
 // 9 runs, the slowest); CPU is the child's user + system time from /proc (Linux; clock ticks, 10 ms).
 // Timings are measured here, never asserted in tests.
 //
+// Git processes: each zz row is also run once more, untimed, with a `git` on PATH that counts
+// its calls before it execs the real one (what the row spawns itself; a daemon's own are not
+// counted).
+//
 // ZZ_BENCH_STARTUP_RUNS: runs per command (default 9). ZZ_BENCH_STARTUP_BASELINE: another
 // built checkout (e.g. a worktree of main) whose dist/cli/main.js runs the same zz rows in the
 // same rounds, for before → after on the same machine in one run.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeRepo } from '../test/helpers/temp-repo.js';
 import { ZZ_MAIN, ensureBuilt, killAll, privateEnv, serve, zz } from '../test/e2e/zz-process.js';
@@ -23,6 +28,7 @@ const ZZ_ROWS: Array<{ args: string[]; daemon?: boolean; note?: string }> = [
   { args: ['lane', '--help'] },
   { args: ['work', '--help'] },
   { args: ['repo', 'state'], note: 'in-process' },
+  { args: ['lane', 'list'], note: 'in-process' },
   { args: ['whoami'], note: 'in-process' },
   { args: ['repo', 'state'], daemon: true, note: 'fast path to the daemon' },
   { args: ['lane', 'list'], daemon: true, note: 'fast path to the daemon' },
@@ -48,6 +54,28 @@ interface Row {
   daemon: boolean;
   wall: number[];
   cpu: number[];
+  gits?: number;
+}
+
+/** A directory holding a `git` that appends a line to `log` per call, then runs the real git. */
+function countingGit(): { dir: string; log: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'zz-bench-git-'));
+  const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+  const log = join(dir, 'calls');
+  writeFileSync(join(dir, 'git'), `#!/bin/sh\necho >> '${log}'\nexec '${real}' "$@"\n`);
+  chmodSync(join(dir, 'git'), 0o755);
+  return { dir, log };
+}
+
+function countGits(row: Row, env: NodeJS.ProcessEnv, shim: { dir: string; log: string }): void {
+  writeFileSync(shim.log, '');
+  const r = spawnSync(row.cmd[0]!, row.cmd.slice(1), {
+    cwd: row.cwd,
+    env: { ...env, PATH: `${shim.dir}:${env.PATH ?? ''}` },
+    stdio: 'pipe',
+  });
+  if (r.status !== 0) throw new Error(`${row.name} exited ${r.status}: ${r.stderr.toString()}`);
+  row.gits = readFileSync(shim.log, 'utf8').length;
 }
 
 function runOnce(row: Row, env: NodeJS.ProcessEnv): void {
@@ -89,6 +117,7 @@ export async function benchCliStartup(): Promise<Record<string, unknown>> {
     add(what, [process.execPath, ZZ_MAIN, ...z.args], !!z.daemon);
   }
   const started = performance.now();
+  const shim = countingGit();
   try {
     if ((await zz(r.dir, env, ['init', '--no-fetch'])).code !== 0) throw new Error('zz init');
     for (const phase of [false, true]) {
@@ -98,25 +127,32 @@ export async function benchCliStartup(): Promise<Record<string, unknown>> {
       }
       const these = rows.filter((x) => x.daemon === phase);
       for (let i = 0; i < RUNS; i++) for (const row of these) runOnce(row, env);
+      for (const row of these) if (row.name.startsWith('zz ')) countGits(row, env, shim);
     }
   } finally {
     await killAll();
     r.cleanup();
+    rmSync(shim.dir, { recursive: true, force: true });
   }
   const floor = pct(rows[0]!.wall, 50);
   const out: Record<string, unknown> = {};
   console.log(
     `${RUNS} runs a row, interleaved, ${((performance.now() - started) / 1000).toFixed(0)} s in all\n` +
-      '| command | wall median ms | wall p95 ms | CPU median ms | × node -e 0 |\n' +
-      '| --- | ---: | ---: | ---: | ---: |',
+      '| command | wall median ms | wall p95 ms | CPU median ms | × node -e 0 | git processes |\n' +
+      '| --- | ---: | ---: | ---: | ---: | ---: |',
   );
   for (const row of rows) {
     const m = pct(row.wall, 50);
     const p95 = pct(row.wall, 95);
     const cpu = row.cpu.length ? pct(row.cpu, 50) : NaN;
-    out[row.name] = { median_ms: Math.round(m), p95_ms: Math.round(p95), cpu_ms: cpu };
+    out[row.name] = {
+      median_ms: Math.round(m),
+      p95_ms: Math.round(p95),
+      cpu_ms: cpu,
+      ...(row.gits === undefined ? {} : { git_processes: row.gits }),
+    };
     console.log(
-      `| ${row.name} | ${m.toFixed(0)} | ${p95.toFixed(0)} | ${Number.isNaN(cpu) ? '–' : cpu.toFixed(0)} | ${(m / floor).toFixed(1)} |`,
+      `| ${row.name} | ${m.toFixed(0)} | ${p95.toFixed(0)} | ${Number.isNaN(cpu) ? '–' : cpu.toFixed(0)} | ${(m / floor).toFixed(1)} | ${row.gits ?? '–'} |`,
     );
   }
   return out;

@@ -71,7 +71,7 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
   // Signed as the daemon signs: the checkout's person and their agents, with the person's key.
   if (person !== null) {
     const { signInProcess } = await import('../core/sync/authenticity.js');
-    await signInProcess(repo, person, opts.env);
+    signInProcess(repo, person, opts.env);
   }
   return {
     mode: 'in-process',

@@ -365,7 +365,7 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         const actor = await gitUserEmail(io.cwd, io.env);
         // Signed as the daemon's writes are (a signed repository quarantines unsigned ones).
         const { signInProcess } = await import('../core/sync/authenticity.js');
-        await signInProcess(repo, actor, io.env);
+        signInProcess(repo, actor, io.env);
         const changesets = a.changesets as number | undefined;
         if (changesets !== undefined && (!Number.isInteger(changesets) || changesets < 0)) {
           throw new ZzError('invalid_argument', '--changesets must be a whole number ≥ 0');

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
-import { commonGitDirSync } from '../git/native-git.js';
+import { findCheckoutSync } from '../git/discover.js';
 import { credentialsFile, daemonFile } from '../local/paths.js';
 import { newIdempotencyKey } from '../schema/new-key.js';
 import {
@@ -20,8 +20,9 @@ import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 // dist/cli/tool-manifest.json (written by the build). Anything unusual — help, an unknown
 // flag, no daemon, no token, a refused connection — returns null and the full command table
 // handles it, so this path never decides an error on its own except the daemon's own answer.
-// It asks git/ for the common dir directly (commonGitDirSync, one spawn) rather than through
-// core: loading core here would cost more than the call it saves.
+// It asks git/ for the checkout directly (findCheckoutSync, one spawn, remembered for the full
+// path should it run) rather than through core: loading core here would cost more than the call
+// it saves.
 // Hazard: handing a write to the full path sends it a second time. That is done only when the
 // first attempt provably never reached the daemon (its connection was refused), or when the
 // second cannot act twice: every write that takes an idempotency_key is given one before the
@@ -109,7 +110,7 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | s
   if (!tool || tool.local) return null;
   const parsed = parseFlags(tool, argv.slice(2));
   if (!parsed) return null;
-  const gitdir = commonGitDirSync(io.cwd);
+  const gitdir = findCheckoutSync(io.cwd)?.gitdir ?? null;
   if (gitdir === null) return null;
   let info: { pid?: unknown; url?: unknown; repo?: unknown };
   try {
@@ -138,17 +139,23 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | s
     tool.resend === 'keyed' && parsed.args.idempotency_key === undefined
       ? { ...parsed.args, idempotency_key: newIdempotencyKey('cli') }
       : parsed.args;
+  const bounds = { connectMs: CONNECT_TIMEOUT_MS, answerMs: answerTimeoutMs(io.env) };
   let res: Reply;
   try {
     res = await post(
       `${server}/api/repos/${info.repo}/tools/${tool.name}`,
       token,
       JSON.stringify(args),
+      bounds,
     );
   } catch (e) {
+    if (!(e instanceof NotAnswered)) return null;
+    // A daemon that does not answer in time is said so here, not handed to the full path:
+    // that would only wait on the same daemon again.
+    if (e.timedOut) return notAnswered(io, server, tool, args, e);
     // Refused before a byte was sent: the full path starts afresh (in-process, if the daemon
     // is gone). Otherwise the request may have been acted on.
-    if (!(e instanceof NotAnswered) || !e.sent) return null;
+    if (!e.sent) return null;
     return answerLost(io, tool, args, parsed.json, `the answer was lost (${e.message})`);
   }
   const body = res.body;
@@ -157,12 +164,12 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | s
     print(io, result, parsed.json, tool.name);
     if (mayLackLadder(tool.name, parsed.args, result)) {
       const url = `${server}/api/repos/${info.repo}/tools/ladder_read`;
-      const read = await post(url, token, '{"path":"_repo","limit":1}').catch(() => null);
+      const read = await post(url, token, '{"path":"_repo","limit":1}', bounds).catch(() => null);
       if (read?.status === 404) io.stderr(NO_LADDER_HINT);
     }
     if (mayLackInit(tool.name, result)) {
       const url = `${server}/api/repos/${info.repo}/tools/repo_state`;
-      const state = await post(url, token, '{}').catch(() => null);
+      const state = await post(url, token, '{}', bounds).catch(() => null);
       const r = state?.body?.result as { initialised?: unknown } | undefined;
       if (r?.initialised === false) io.stderr(NOT_INITIALISED_HINT);
     }
@@ -212,6 +219,51 @@ function answerLost(
 }
 
 /**
+ * How long the CLI waits for a connection to the daemon: loopback connects in microseconds, so
+ * a few seconds mean a daemon that no longer accepts (stopped, or its backlog full).
+ */
+const CONNECT_TIMEOUT_MS = 5_000;
+/**
+ * How long the CLI waits for the daemon's whole answer, from the request's start. Well above
+ * the longest a tool may legitimately take: lane_events long-polls up to 60 s (wait_ms), the
+ * daemon's request bound is 120 s, and a ladder_reindex or commit_changeset of a large
+ * repository runs minutes. ZZ_DAEMON_TIMEOUT_MS sets another (ms).
+ */
+const ANSWER_TIMEOUT_MS = 600_000;
+
+function answerTimeoutMs(env: NodeJS.ProcessEnv): number {
+  const ms = Number(env.ZZ_DAEMON_TIMEOUT_MS);
+  return Number.isFinite(ms) && ms > 0 ? ms : ANSWER_TIMEOUT_MS;
+}
+
+/**
+ * The daemon accepted no connection, or gave no answer, within its bound: what that means for
+ * the call, and how to repeat it safely. Exit `unavailable`.
+ */
+function notAnswered(
+  io: CliIO,
+  server: string,
+  tool: ManifestTool,
+  args: Record<string, unknown>,
+  e: NotAnswered,
+): number {
+  const secs = `${Math.round((e.timedOut === 'connect' ? CONNECT_TIMEOUT_MS : answerTimeoutMs(io.env)) / 100) / 10} s`;
+  // Not connected: nothing reached the daemon, whichever bound ran out first.
+  const what = !e.sent
+    ? `the zz daemon at ${server} did not accept a connection within ${secs}; ${tool.name} was not sent`
+    : `the zz daemon at ${server} did not answer ${tool.name} within ${secs}; ` +
+      (tool.resend === 'safe'
+        ? 'running it again is safe'
+        : tool.resend === 'keyed'
+          ? `it may or may not have been applied: repeat the command with --idempotency-key ${String(args.idempotency_key)}, which cannot apply it twice`
+          : 'it may or may not have been applied; check before running it again');
+  io.stderr(
+    `zz: ${neutralize(what)} (is the daemon stuck? stop it and run zz serve again; ZZ_DAEMON_TIMEOUT_MS sets the wait in ms)\n`,
+  );
+  return ERROR_CODES.unavailable.exit;
+}
+
+/**
  * The stored login token of the repository at `gitdir` (credentials.ts has the format), read
  * without zod, which this path must not load; null when absent or unreadable (the full path
  * then says why).
@@ -230,22 +282,45 @@ function storedLoginToken(env: NodeJS.ProcessEnv, gitdir: string): string | null
 
 type Reply = { status: number; body: { result?: unknown; error?: string; code?: string } | null };
 
-/** No answer came; `sent`: the connection was made, so the request may have been acted on. */
+/**
+ * No answer came; `sent`: the connection was made, so the request may have been acted on;
+ * `timedOut`: which bound ran out, if one did.
+ */
 class NotAnswered extends Error {
   constructor(
     readonly sent: boolean,
     cause: Error,
+    readonly timedOut: 'connect' | 'answer' | null = null,
   ) {
     super((cause as NodeJS.ErrnoException).code ?? cause.message);
   }
 }
 
 // node:http rather than fetch: fetch loads undici on first use, which costs more than the call.
-function post(url: string, token: string, payload: string): Promise<Reply> {
+// Bounded twice: the connection (connectMs) and the whole exchange (answerMs). Without them a
+// daemon that accepted and never answered (stopped with SIGSTOP, deadlocked) held the CLI, and
+// every agent calling it, forever.
+function post(
+  url: string,
+  token: string,
+  payload: string,
+  bounds: { connectMs: number; answerMs: number },
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     // Until the socket connects nothing can have reached the daemon; after, anything may have.
     let sent = false;
-    const fail = (e: Error) => reject(new NotAnswered(sent, e));
+    const timers: NodeJS.Timeout[] = [];
+    const settle = () => timers.forEach(clearTimeout);
+    const fail = (e: Error, timedOut: 'connect' | 'answer' | null = null) => {
+      settle();
+      reject(new NotAnswered(sent, e, timedOut));
+    };
+    const giveUp = (which: 'connect' | 'answer') => () => {
+      // Rejected before the destroy: its own error (ECONNRESET, 'aborted') must not say why.
+      fail(new Error(`no ${which === 'connect' ? 'connection' : 'answer'} in time`), which);
+      req.destroy();
+    };
+    timers.push(setTimeout(giveUp('answer'), bounds.answerMs));
     const req = request(
       url,
       {
@@ -266,17 +341,25 @@ function post(url: string, token: string, payload: string): Promise<Reply> {
           } catch {
             body = null;
           }
+          settle();
           resolve({ status: res.statusCode ?? 0, body });
         });
-        res.on('error', fail);
+        res.on('error', (e) => fail(e));
       },
     );
     req.on('socket', (socket) => {
       // A kept-alive socket is connected already.
       if (!socket.connecting) sent = true;
-      else socket.once('connect', () => (sent = true));
+      else {
+        const connecting = setTimeout(giveUp('connect'), bounds.connectMs);
+        timers.push(connecting);
+        socket.once('connect', () => {
+          sent = true;
+          clearTimeout(connecting);
+        });
+      }
     });
-    req.on('error', fail);
+    req.on('error', (e) => fail(e));
     req.end(payload);
   });
 }

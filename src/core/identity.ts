@@ -13,10 +13,10 @@ export interface LocatedRepository {
 
 export async function locateRepository(cwd: string): Promise<LocatedRepository> {
   const found = await findCheckout(cwd);
-  return { ...found, key: await repoKeyOf(found) };
+  return { ...found, key: await repoKeyOf(found, cwd) };
 }
 
-/** The checkout alone, for callers that need no repo key (it costs two more git calls). */
+/** The checkout alone, for callers that need no repo key. */
 export async function findCheckout(
   cwd: string,
 ): Promise<{ gitdir: string; workTree: string | null }> {

@@ -2,6 +2,8 @@
 // git's lock protocol, a persistent cat-file reader and a shell-free native git runner.
 // It knows nothing of lanes, asks, rungs or HTTP.
 export * from './cat-file.js';
+export * from './discover.js';
+export * from './git-config.js';
 export * from './native-git.js';
 export * from './maintenance.js';
 export * from './objects.js';

@@ -1,5 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { realpathSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { getPriority, setPriority } from 'node:os';
 import { ZzError } from '../errors.js';
 
@@ -46,26 +45,6 @@ export function gitEnv(extra?: Record<string, string>): NodeJS.ProcessEnv {
   env.GIT_TERMINAL_PROMPT = '0';
   env.LC_ALL = 'C';
   return { ...env, ...extra };
-}
-
-/**
- * The repository's common git dir as an absolute, real path (the key credentials and
- * daemon.json live under), or null outside a repository. Synchronous and dependency-free on
- * purpose: the CLI's fast path calls it before loading anything heavy.
- */
-export function commonGitDirSync(cwd: string): string | null {
-  try {
-    const out = execFileSync('git', ['rev-parse', '--path-format=absolute', '--git-common-dir'], {
-      cwd,
-      env: gitEnv(),
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).trim();
-    // The same path discoverRepository gives (realpath), so keys match.
-    return realpathSync(out);
-  } catch {
-    return null;
-  }
 }
 
 /**

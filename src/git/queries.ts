@@ -1,3 +1,4 @@
+import { readGitConfig } from './git-config.js';
 import { ZzError } from '../errors.js';
 import type { CatFile } from './cat-file.js';
 import { assertRevArg, runGit } from './native-git.js';
@@ -213,13 +214,8 @@ export async function configGet(
   key: string,
   env?: Record<string, string>,
 ): Promise<string | null> {
-  assertRevArg(key, 'config key');
-  const r = await runGit(['config', '--get', key], {
-    cwd,
-    okCodes: [1],
-    ...(env ? { env } : {}),
-  });
-  return r.stdout.toString('utf8').replace(/\n$/, '') || null;
+  // From the process's one snapshot of the config (git-config.ts), not a spawn a key.
+  return (await readGitConfig(cwd, env)).get(key);
 }
 
 /** The absolute path git uses for `name` inside the git dir (`hooks` honours core.hooksPath). */

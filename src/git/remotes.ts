@@ -1,4 +1,5 @@
 import { assertRefName } from './ref-names.js';
+import { forgetGitConfig } from './git-config.js';
 import { git, runGit } from './native-git.js';
 
 // Remotes and the zz refspec. Sync is native git only (isomorphic-git cannot fetch custom
@@ -30,6 +31,8 @@ export async function ensureZzRefspec(gitdir: string, remote: string): Promise<b
     .map((s) => s.trim());
   if (existing.includes(zzRefspec(remote))) return false;
   await runGit(['--git-dir', gitdir, 'config', '--add', key, zzRefspec(remote)], { cwd: gitdir });
+  // This process's config snapshots must not answer from before the write.
+  forgetGitConfig();
   return true;
 }
 

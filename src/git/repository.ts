@@ -1,8 +1,8 @@
-import { basename, isAbsolute, resolve } from 'node:path';
-import { realpathSync } from 'node:fs';
+import { basename } from 'node:path';
 import { ZzError } from '../errors.js';
 import { CatFile } from './cat-file.js';
-import { git, runGit } from './native-git.js';
+import { findCheckoutAt, type Checkout } from './discover.js';
+import { readGitConfig, type GitConfig } from './git-config.js';
 import { ObjectWriter } from './objects.js';
 import { RefStore } from './ref-store.js';
 
@@ -31,89 +31,25 @@ export interface OpenOptions {
   lockTimeoutMs?: number;
 }
 
-export async function discoverRepository(
-  cwd: string,
-): Promise<{ workTree: string | null; gitdir: string; worktreeGitdir: string }> {
-  let out: string;
-  let fields = 4;
-  try {
-    out = await git(
-      [
-        'rev-parse',
-        '--path-format=absolute',
-        '--is-bare-repository',
-        '--git-common-dir',
-        '--git-dir',
-        '--show-toplevel',
-      ],
-      { cwd, okCodes: [] },
-    );
-  } catch {
-    // --show-toplevel fails in a bare repository; ask again without it.
-    fields = 3;
-    try {
-      out = await git(
-        [
-          'rev-parse',
-          '--path-format=absolute',
-          '--is-bare-repository',
-          '--git-common-dir',
-          '--git-dir',
-        ],
-        {
-          cwd,
-        },
-      );
-    } catch {
-      throw new ZzError('not_a_repository', `not a git repository: ${cwd}`);
-    }
-  }
-  const lines = out.split('\n');
-  // rev-parse prints one path a line: a line break inside a path cannot be told from the next
-  // field, and every path below would be wrong (realpath's ENOENT, before this check).
-  if (lines.length > fields) {
-    throw new ZzError(
-      'unsupported_repository',
-      `the path of this repository has a line break in it, which zz does not support; rename the folder (${JSON.stringify(resolve(cwd))})`,
-    );
-  }
-  const [bare, common, dir, top] = lines;
-  if (!common || !dir) throw new ZzError('not_a_repository', `not a git repository: ${cwd}`);
-  const abs = (p: string) => realpathSync(isAbsolute(p) ? p : resolve(cwd, p));
-  const repo = {
-    workTree: bare === 'true' || !top ? null : abs(top),
-    gitdir: abs(common),
-    worktreeGitdir: abs(dir),
-  };
-  await assertSupported(repo.gitdir);
+/**
+ * The checkout around `cwd` (remembered per process: discover.ts), refusing a repository zz
+ * cannot work in.
+ */
+export async function discoverRepository(cwd: string): Promise<Checkout> {
+  const repo = await findCheckoutAt(cwd);
+  assertSupported(await readGitConfig(cwd));
   return repo;
 }
 
-async function assertSupported(gitdir: string): Promise<void> {
-  const r = await runGit(['--git-dir', gitdir, 'config', '--get-regexp', '^extensions\\.'], {
-    cwd: gitdir,
-    okCodes: [1],
-  });
-  const ext = new Map<string, string>();
-  for (const line of r.stdout.toString('utf8').split('\n')) {
-    const sp = line.indexOf(' ');
-    if (sp > 0)
-      ext.set(
-        line.slice(0, sp).toLowerCase(),
-        line
-          .slice(sp + 1)
-          .trim()
-          .toLowerCase(),
-      );
-  }
-  const refStorage = ext.get('extensions.refstorage');
+function assertSupported(config: GitConfig): void {
+  const refStorage = config.get('extensions.refStorage')?.trim().toLowerCase();
   if (refStorage && refStorage !== 'files') {
     throw new ZzError(
       'unsupported_repository',
       `this repository stores refs as "${refStorage}" (extensions.refStorage); zz supports only the "files" ref backend so far`,
     );
   }
-  const objectFormat = ext.get('extensions.objectformat');
+  const objectFormat = config.get('extensions.objectFormat')?.trim().toLowerCase();
   if (objectFormat && objectFormat !== 'sha1') {
     throw new ZzError(
       'unsupported_repository',
@@ -151,24 +87,21 @@ export async function openRepository(cwd: string, opts: OpenOptions = {}): Promi
 }
 
 /**
- * `<owner>/<repo>`: `git config zz.repo`, else the origin URL, else `local/<folder>`.
+ * `<owner>/<repo>`: `git config zz.repo`, else the origin URL, else `local/<folder>`. `cwd`: the
+ * directory the checkout was found from, whose config snapshot (git-config.ts) is then reused.
  */
-export async function repoKeyOf(repo: {
-  gitdir: string;
-  workTree: string | null;
-}): Promise<string> {
-  const cfg = async (key: string) =>
-    (
-      await runGit(['--git-dir', repo.gitdir, 'config', '--get', key], {
-        cwd: repo.gitdir,
-        okCodes: [1],
-      })
-    ).stdout
-      .toString('utf8')
-      .trim();
-  const explicit = await cfg('zz.repo');
+export async function repoKeyOf(
+  repo: {
+    gitdir: string;
+    workTree: string | null;
+  },
+  cwd: string = repo.workTree ?? repo.gitdir,
+): Promise<string> {
+  const config = await readGitConfig(cwd);
+  const cfg = (key: string) => config.get(key)?.trim() ?? '';
+  const explicit = cfg('zz.repo');
   if (explicit) return normalizeRepoKey(explicit);
-  const origin = await cfg('remote.origin.url');
+  const origin = cfg('remote.origin.url');
   const fromUrl = origin ? repoKeyFromUrl(origin) : null;
   if (fromUrl) return fromUrl;
   const folder = repo.workTree

@@ -47,8 +47,11 @@ export class GitStore implements Store {
   /** The last large trees written, as bytes (see TreeImages). */
   private readonly images = new TreeImages();
 
-  /** The signing key for commits an actor authors, or null to leave them unsigned. */
-  signer: ((actor: string) => SshSigningKey | null) | null = null;
+  /**
+   * The signing key for commits an actor authors, or null to leave them unsigned. A promise when
+   * finding it costs (in-process signing looks it up at the first write: authenticity.ts).
+   */
+  signer: ((actor: string) => SshSigningKey | null | Promise<SshSigningKey | null>) | null = null;
 
   /** This clone's replica id (see local/replica-id.ts); unset, ops use the process's. */
   readonly replica?: string;
@@ -137,10 +140,8 @@ export class GitStore implements Store {
   async history(ref: string, since?: string | null): Promise<CommitRecord[]> {
     const head = await this.head(ref);
     if (!head || head === since) return [];
-    if (since) {
-      const tail = await this.shortTail(head, since);
-      if (tail) return tail;
-    }
+    const tail = await this.shortTail(head, since ?? null);
+    if (tail) return tail;
     return (await commitMessages(this.repo.gitdir, head, since ?? null)).map((c) => ({
       revision: c.oid,
       parents: c.parents,
@@ -152,17 +153,22 @@ export class GitStore implements Store {
   // from the long-lived cat-file costs ~0.1 ms each where spawning `git log` costs 10-20 ms, and
   // that is paid on every retry while another writer keeps moving the ref (with git log in the
   // loop, a native writer committing every ~20 ms starved an Entity through all its retries).
-  // A merge, a longer gap or a `since` that is not an ancestor: git log decides.
-  private async shortTail(head: string, since: string): Promise<CommitRecord[] | null> {
+  // The same for a whole history (`since` null) that is one short line back to its root, as
+  // most Lanes' are: a CLI command reading ten Lanes spawned ten `git log`s, where one cat-file
+  // now serves them all. For a line of single-parent commits the order is the only one there
+  // is, so it is `git log --reverse --topo-order`'s. A merge, a longer history, a missing commit
+  // (a shallow fetch) or a `since` that is not an ancestor: git log decides.
+  private async shortTail(head: string, since: string | null): Promise<CommitRecord[] | null> {
     const out: CommitRecord[] = [];
     let cur = head;
     for (let i = 0; i < SHORT_TAIL_MAX; i++) {
       const c = await readCommit(this.repo.catFile, cur);
       if (!c) return null;
-      if (c.parents.length !== 1) return null;
+      const root = since === null && c.parents.length === 0;
+      if (c.parents.length !== 1 && !root) return null;
       this.remember(this.commitTrees, cur, c.tree);
       out.push({ revision: cur, parents: c.parents, ...commitOps(c.message, cur) });
-      if (c.parents[0] === since) return out.reverse();
+      if (root || c.parents[0] === since) return out.reverse();
       cur = c.parents[0]!;
     }
     return null;
@@ -303,7 +309,7 @@ export class GitStore implements Store {
       message: req.message,
     };
     // Signed with the key of the person the op acts for, when this process holds it.
-    const key = this.signer?.(req.author) ?? null;
+    const key = (await this.signer?.(req.author)) ?? null;
     const body = key ? signCommitBody(serializeCommit(commit), key) : serializeCommit(commit);
     const oid = writes.put('commit', body);
     const write = async (): Promise<void> => {

@@ -162,18 +162,21 @@ export async function signWithPersonKey(
  * In-process writers (the CLI and `zz mcp` without a daemon): sign `person`'s commits and their
  * agents' with the key the daemon would use, never making one (init does). Without it an
  * owner's key add or grant run with no daemon was quarantined on every other machine.
+ * The key is looked up at the first commit, not here: a read-only command (most of them) never
+ * pays for git's signing config or the key file. A lookup that fails fails that write.
  */
-export async function signInProcess(
-  repo: ZzRepo,
-  person: string,
-  env = process.env,
-): Promise<boolean> {
+export function signInProcess(repo: ZzRepo, person: string, env = process.env): void {
   const g = repo.git;
-  if (!g) return false;
-  const info = await findKey(person, env, g.workTree ?? g.gitdir, false);
-  if (!info) return false;
-  signAs(repo, person, info.key);
-  return true;
+  if (!g || !(repo.store instanceof GitStore)) return;
+  const cwd = g.workTree ?? g.gitdir;
+  let found: Promise<SshSigningKey | null> | null = null;
+  repo.store.signer = (actor) => {
+    if (personOf(actor) !== person) return null;
+    found ??= findKey(person, env, cwd, false).then((info) => info?.key ?? null);
+    // A failed lookup is not remembered: the next write tries again.
+    found.catch(() => (found = null));
+    return found;
+  };
 }
 
 /** When the config is readable and does not list `publicKey` for `person`: what to run. */

@@ -13,13 +13,8 @@ import {
 } from '../../schema/rung.js';
 import { offsetCursor } from '../../schema/cursor.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
-import {
-  Entity,
-  type LoggedOp,
-  type OpLog,
-  type OpSpec,
-  type Snapshot,
-} from '../../store/index.js';
+import type { Entity } from '../../store/index.js';
+import { type LoggedOp, type OpLog, type OpSpec, type Snapshot } from '../../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
 import { assertClaimOnClosed } from '../lane-closed.js';
 import { readLane, type WriteMeta, type WriteOpts } from '../lanes.js';

@@ -2,7 +2,14 @@ import type { LadderOp } from '../../schema/ladder-ops.js';
 import { Entity, type LoggedOp, type OpLog, type Snapshot } from '../../store/index.js';
 import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
 import type { LadderRoles } from './ladder-guards.js';
-import { citedLanes, coordinatorTimeline, ladderRoles } from './ladder-roles.js';
+import type { LaneOp } from '../../schema/lane-ops.js';
+import type { LaneState } from '../lane-state.js';
+import {
+  citedLanes,
+  coordinatorTimeline,
+  ladderRoles,
+  type CoordinatorTimeline,
+} from './ladder-roles.js';
 import { ladderCodec, LadderState } from './ladder-state.js';
 
 // refs/zz/ladder's Entity. Its guarded fold (ladder-guards.ts) also depends on refs/zz/config
@@ -16,12 +23,26 @@ import { ladderCodec, LadderState } from './ladder-state.js';
 // replica that reads it, until it is repaired.
 
 interface Inputs {
-  /** The roles the state was folded with, and what they were built from (by identity). */
+  /** The roles the state was folded with, and what they were built from. */
   roles: LadderRoles;
+  /** The config's roles (by identity) and each cited Lane's coordinator timeline (as JSON). */
   from: readonly unknown[];
 }
 
 const citedOf = new WeakMap<OpLog<LoggedOp>, string[]>();
+/** A Lane snapshot's coordinator timeline, and its JSON to compare by. */
+const timelineOf = new WeakMap<object, { timeline: CoordinatorTimeline; json: string }>();
+
+function timeline(lane: Snapshot<LaneState, LaneOp> | null) {
+  if (!lane?.state.lane) return null;
+  let t = timelineOf.get(lane);
+  if (!t) {
+    const timeline = coordinatorTimeline(lane.log, lane.state.rejected);
+    t = { timeline, json: JSON.stringify(timeline) };
+    timelineOf.set(lane, t);
+  }
+  return t;
+}
 
 export class LadderEntity extends Entity<LadderState, LadderOp> {
   private inputs: Inputs | null = null;
@@ -50,7 +71,10 @@ export class LadderEntity extends Entity<LadderState, LadderOp> {
     }
   }
 
-  /** The roles for a log citing these Lanes: the same object while none of its inputs moved. */
+  /**
+   * The roles for a log citing these Lanes: the same object while the config and the cited
+   * Lanes' coordinators stand (other Lane activity, a claim or an answer, folds nothing again).
+   */
   private async rolesFor(log: OpLog<LoggedOp>): Promise<LadderRoles> {
     let ids = citedOf.get(log);
     if (!ids) citedOf.set(log, (ids = citedLanes(log)));
@@ -63,18 +87,14 @@ export class LadderEntity extends Entity<LadderState, LadderOp> {
           .catch(() => null),
       ),
     ]);
-    const from = [roles, ...ids, ...lanes];
+    const timelines = lanes.map(timeline);
+    const from = [roles, ...ids, ...timelines.map((t) => t?.json ?? null)];
     const prev = this.inputs;
     if (prev && prev.from.length === from.length && prev.from.every((x, i) => x === from[i])) {
       return prev.roles;
     }
-    const timelines = new Map(
-      ids.map((id, i) => {
-        const lane = lanes[i];
-        return [id, lane?.state.lane ? coordinatorTimeline(lane.log, lane.state.rejected) : null];
-      }),
-    );
-    this.inputs = { roles: ladderRoles(roles, timelines), from };
+    const byLane = new Map(ids.map((id, i) => [id, timelines[i]?.timeline ?? null]));
+    this.inputs = { roles: ladderRoles(roles, byLane), from };
     this.holder.roles = this.inputs.roles;
     return this.inputs.roles;
   }

@@ -10,7 +10,7 @@ import {
   rungPathProblem,
   type RungGenerator,
 } from '../../schema/rung.js';
-import type { RungRecord } from './ladder-state.js';
+import type { RungRecord } from '../../schema/ladder-ops.js';
 
 // Whether the rung schema (schema/rung.ts rungDoc) accepts a record a Ladder build made, without
 // zod: a full build checks thousands of records it built itself, and zod's generic walk of each

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ZzRepo } from '../../src/core/index.js';
 import {
   askClaim,
   askPost,
@@ -9,11 +10,10 @@ import {
   ladderWriteRung,
   laneGrant,
   lanePropose,
-  ZzRepo,
   type RungRecord,
 } from '../../src/core/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
-import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import { makeCluster, onColdRepo, zzRefs, type Clone, type Cluster } from './git-cluster.js';
 
 // The Ladder's guarded fold (core/ladder/ladder-guards.ts), on real git with two clones and a
 // real sync: ops on refs/zz/ladder written past the local tools' checks (an older zz, a
@@ -69,15 +69,6 @@ async function rawBuild(repo: ZzRepo, actor: string, upsert: RungRecord[]): Prom
     }),
     result: () => null,
   });
-}
-
-async function cold<T>(c: Clone, f: (repo: ZzRepo) => Promise<T>): Promise<T> {
-  const repo = await ZzRepo.open(c.dir, { key: 'local/test' });
-  try {
-    return await f(repo);
-  } finally {
-    repo.close();
-  }
 }
 
 /** What a clone's Ladder holds: refusals (op, actor, reason) and the topic rungs. */
@@ -138,7 +129,7 @@ describe('the Ladder fold, by sync', () => {
     expect(zzRefs(a.dir)).toEqual(zzRefs(b.dir));
 
     for (const c of [a, b]) {
-      for (const got of [await seen(c.repo), await cold(c, seen)]) {
+      for (const got of [await seen(c.repo), await onColdRepo(c, seen)]) {
         expect(got.rejected).toEqual(expected);
         expect(got.topics).toEqual(['_topics/from-a', '_topics/from-co']);
       }
@@ -176,7 +167,7 @@ describe('the Ladder fold, by sync', () => {
     await a.sync();
     expect(zzRefs(a.dir)).toEqual(zzRefs(b.dir));
     for (const c of [a, b]) {
-      expect(await cold(c, seen)).toEqual({
+      expect(await onColdRepo(c, seen)).toEqual({
         rejected: [['ladder_write_rung', CO.actor, 'scope_denied']],
         topics: ['_topics/from-a'],
       });
@@ -197,7 +188,7 @@ describe('the Ladder fold, by sync', () => {
       await a.sync();
       expect(zzRefs(a.dir)).toEqual(zzRefs(b.dir));
       for (const c of [a, b]) {
-        expect(await cold(c, seen)).toEqual({
+        expect(await onColdRepo(c, seen)).toEqual({
           rejected: [['ladder_write_rung', OWNER.actor, 'ladder_full']],
           topics: ['_topics/one', '_topics/two'],
         });

@@ -44,6 +44,18 @@ export const LIMITS = {
    * page of key_list is up to 500 actors × this many keys of up to 8 KiB each.
    */
   keysPerActor: 100,
+  /**
+   * Rungs one ladder_write_rung may write (its input refuses more). The Ladder's guarded fold
+   * (core/ladder/ladder-guards.ts) refuses a write of more from anywhere (`rungs_per_op`).
+   */
+  rungsPerWrite: 200,
+  /**
+   * Rungs the Ladder may hold. zz's own build writes about 2,200; a 100,000-file monorepo
+   * about 110,000 (its files and folders). A write or build that would pass it is refused
+   * locally (payload_too_large) and by the guarded fold from anywhere (`ladder_full`): the
+   * fold holds every rung in memory. Also the most one ladder_build may upsert or remove.
+   */
+  ladderRungs: 500_000,
 } as const;
 
 /**

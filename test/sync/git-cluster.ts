@@ -88,3 +88,13 @@ export function zzRefs(dir: string): Map<string, string> {
 export function pushRaw(clone: Clone, ref: string): void {
   sh(clone.dir, 'push', '-q', 'origin', `${ref}:${ref}`);
 }
+
+/** `f` on a fresh ZzRepo of the clone: a daemon started after the sync folds from scratch. */
+export async function onColdRepo<T>(c: Clone, f: (repo: ZzRepo) => Promise<T>): Promise<T> {
+  const repo = await ZzRepo.open(c.dir, { key: 'local/test' });
+  try {
+    return await f(repo);
+  } finally {
+    repo.close();
+  }
+}

@@ -10,7 +10,7 @@ import {
   rungPathProblem,
   type RungGenerator,
 } from '../../schema/rung.js';
-import type { RungRecord } from './ladder-state.js';
+import type { RungRecord } from '../../schema/ladder-ops.js';
 
 // Whether the rung schema (schema/rung.ts rungDoc) accepts a record a Ladder build made, without
 // zod: a full build checks thousands of records it built itself, and zod's generic walk of each
@@ -77,12 +77,17 @@ const RECORD_KEYS = new Set([
 /**
  * A checker of one build's records: `fits(rec)` is rungDoc's verdict on the rung the record
  * becomes (its generator, or the build's; the build's actor; a time) for records of any shape.
+ * `generator` null: a record must name its own (a ladder_write_rung's). `anyKeys`: keys rungDoc
+ * does not know pass (the fold keeps only the fields it knows, and a newer zz may add some).
  */
-export function recordChecker(build: {
-  generator: RungGenerator;
-  actor: string;
-  writtenAt: string;
-}): (rec: RungRecord) => boolean {
+export function recordChecker(
+  build: {
+    generator: RungGenerator | null;
+    actor: string;
+    writtenAt: string;
+  },
+  anyKeys = false,
+): (rec: RungRecord) => boolean {
   // The per-build part, by the schema itself: a bad actor or time refuses every record.
   const constant = rungDoc.safeParse({
     path: '_repo',
@@ -95,10 +100,11 @@ export function recordChecker(build: {
     author: build.actor,
     written_at: build.writtenAt,
   }).success;
-  const buildGenerator = rungGenerator.safeParse(build.generator).success;
+  const buildGenerator =
+    build.generator !== null && rungGenerator.safeParse(build.generator).success;
   return (rec) => {
     if (!constant || typeof rec !== 'object' || rec === null) return false;
-    for (const k of Object.keys(rec)) if (!RECORD_KEYS.has(k)) return false;
+    if (!anyKeys) for (const k of Object.keys(rec)) if (!RECORD_KEYS.has(k)) return false;
     if (!fieldsFit(rec)) return false;
     const genOk =
       rec.generator === undefined || rec.generator === null

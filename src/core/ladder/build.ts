@@ -14,6 +14,8 @@ import type { GitHubPhaseOptions } from './build-github.js';
 import { TreePhase } from './build-tree.js';
 import { commitTree } from './git-tree.js';
 import { ladderEntity } from './ladder.js';
+import { ladderRefusal, refusalError } from './ladder-guards.js';
+import type { LadderOp } from '../../schema/ladder-ops.js';
 import type { LadderBuildArgs, LadderState, RungRecord } from './ladder-state.js';
 import { extractiveSummarizer, type Summarizer } from './summarizer.js';
 
@@ -253,6 +255,8 @@ export async function ladderBuild(
     lsTree(git.gitdir, head, { sizes: true }),
     entity.read(),
   ]);
+  // Who may build, before the work: the fold's rule (ladder-guards.ts) for an empty build.
+  assertBuildFolds(snap.state, buildOp(opts.actor, repo, { upsert: [], remove: [] }));
   const [model, reach] = await Promise.all([
     opts.model === undefined ? null : modelFor(opts),
     droppedCommits(git.gitdir, anchorCommits(snap.state, head)),
@@ -350,6 +354,23 @@ async function githubPhase(repo: ZzRepo, ctx: BuildContext, opts: LadderBuildOpt
   return githubRungs(ctx, { client, repo: githubRepoOf(repo) });
 }
 
+/** A ladder_build as the fold will judge it (its id and clock do not matter to the guard). */
+function buildOp(
+  actor: string,
+  repo: ZzRepo,
+  args: Pick<LadderBuildArgs, 'upsert' | 'remove'> & Partial<LadderBuildArgs>,
+): LadderOp {
+  const full = { branch: '', head: '', generator: { method: 'extractive', version: '1' }, ...args };
+  const time = repo.clock().toISOString();
+  return { op: 'ladder_build', id: 'local', actor, lamport: 1, time, args: full } as LadderOp;
+}
+
+/** The fold's refusal of a build, up front (forbidden, payload_too_large). */
+function assertBuildFolds(state: LadderState, op: LadderOp): void {
+  const refused = ladderRefusal(state, state.roles, op);
+  if (refused) throw refusalError(refused, 'build the Ladder');
+}
+
 /** Writes the build as one `ladder_build` op, re-planned against the state it applies to. */
 async function commitPlan(
   repo: ZzRepo,
@@ -394,6 +415,7 @@ async function commitPlan(
         upsert: counts.upsert,
         remove: counts.remove,
       };
+      assertBuildFolds(state, buildOp(ctx.actor, repo, args));
       return {
         op: 'ladder_build',
         summary: `ladder_build at ${ctx.head.slice(0, 12)}: ${counts.upsert.length} written, ${counts.remove.length} removed`,

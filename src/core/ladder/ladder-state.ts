@@ -16,15 +16,31 @@ import {
   type RungRecord,
 } from '../../schema/ladder-ops.js';
 import type { EntityCodec, OpRecord } from '../../store/index.js';
+import { recordChecker } from './build-record.js';
+import { ladderRefusal, type LadderRejection, type LadderRoles } from './ladder-guards.js';
 
 // refs/zz/ladder as an entity: one `<rung path>.rung.json` per rung (DESIGN §2), state = every
 // rung by path. Two ops write it: `ladder_write_rung` (a coordinator's rungs, citing the Lane
 // and Ask being worked) and `ladder_build` (a whole `zz ladder build`: upserts and removals in
 // one op, so one commit). A rung's author and written_at are the op's actor and time, so the op
 // carries only what it decided and replay (or a merge) rebuilds the exact same files. Rungs
-// merge per path: the later write wins; history keeps every write.
+// merge per path: the later write wins; history keeps every write. Every op is re-checked
+// first (ladder-guards.ts): who may write, and how many rungs.
 
-export type LadderState = Map<string, Rung>;
+/**
+ * Every rung by path, with the ops the guarded fold refused (in fold order; at most one entry
+ * per op, so bounded by the log) and the roles it judged them by (null: unknown, trusted).
+ * A Map, so readers of rungs need not know the rest.
+ */
+export class LadderState extends Map<string, Rung> {
+  rejected: readonly LadderRejection[] = [];
+  constructor(
+    readonly roles: LadderRoles | null = null,
+    rungs?: Iterable<readonly [string, Rung]>,
+  ) {
+    super(rungs);
+  }
+}
 
 export type { LadderBuildArgs, LadderWriteArgs, RungRecord };
 
@@ -45,12 +61,8 @@ export function rungPlacementProblem(path: string, kind: RungKind): string | nul
   return null;
 }
 
-function materialize(r: RungRecord, op: LadderOp, fallback?: RungGenerator): Rung | null {
-  // A misplaced rung (e.g. in a merged op from a buggy writer) is skipped, never thrown: the
-  // op's shape was checked by its schema, its placement is a rule of this zz.
-  if (rungPlacementProblem(r.path, r.kind) !== null) return null;
-  const generator = r.generator ?? fallback;
-  if (!generator) return null;
+function materialize(r: RungRecord, op: LadderOp, fallback?: RungGenerator): Rung {
+  const generator = (r.generator ?? fallback)!;
   // A fixed field order keeps the files stable and diffs readable.
   const rung: Rung = {
     path: r.path,
@@ -82,10 +94,25 @@ export function pathsOfOp(raw: OpRecord): { upserted: string[]; removed: string[
 }
 
 export function applyLadderOp(s: LadderState, op: LadderOp): string[] {
+  const refused = ladderRefusal(s, s.roles, op);
+  if (refused) {
+    s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, ...refused }];
+    return [];
+  }
   const changed: string[] = [];
-  const put = (r: RungRecord, fallback?: RungGenerator) => {
-    const rung = materialize(r, op, fallback);
-    if (!rung) return;
+  const fallback = op.op === 'ladder_build' ? op.args.generator : null;
+  // A rung the local tools would refuse (misplaced, past the rung schema's bounds, from a
+  // buggy or hostile writer) is skipped, never thrown: the op's shape was checked by its
+  // schema, placement and size are rules of this zz. The op's other rungs still apply (an
+  // older zz's build with one rung this zz places differently keeps the rest of the Ladder).
+  const fits = recordChecker({ generator: fallback, actor: op.actor, writtenAt: op.time }, true);
+  let skipped: { path: string; count: number } | null = null;
+  const put = (r: RungRecord) => {
+    if (!fits(r) || rungFileClash(r.path)) {
+      skipped = { path: skipped?.path ?? r.path, count: (skipped?.count ?? 0) + 1 };
+      return;
+    }
+    const rung = materialize(r, op, fallback ?? undefined);
     s.set(rung.path, rung);
     changed.push(rungFilePath(rung.path));
   };
@@ -99,15 +126,20 @@ export function applyLadderOp(s: LadderState, op: LadderOp): string[] {
         s.delete(p);
         changed.push(rungFilePath(p));
       }
-      for (const r of op.args.upsert) put(r, op.args.generator);
+      for (const r of op.args.upsert) put(r);
       break;
+  }
+  if (skipped) {
+    const r: LadderRejection = { op_id: op.id, op: op.op, actor: op.actor, reason: 'rung_invalid' };
+    s.rejected = [...s.rejected, { ...r, ...(skipped as { path: string; count: number }) }];
   }
   return changed;
 }
 
 export const ladderCodec: EntityCodec<LadderState, LadderOp> = {
-  empty: () => new Map(),
-  clone: (s) => new Map(s),
+  empty: () => new LadderState(),
+  // `rejected` is replaced, never mutated, so sharing it is safe.
+  clone: (s) => Object.assign(new LadderState(s.roles, s), { rejected: s.rejected }),
   parse: parseLadderOp,
   apply: applyLadderOp,
   file(state, file) {

@@ -13,22 +13,19 @@ import {
 } from '../../schema/rung.js';
 import { offsetCursor } from '../../schema/cursor.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
-import {
-  Entity,
-  type LoggedOp,
-  type OpLog,
-  type OpSpec,
-  type Snapshot,
-} from '../../store/index.js';
+import type { Entity } from '../../store/index.js';
+import { type LoggedOp, type OpLog, type OpSpec, type Snapshot } from '../../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
 import { assertClaimOnClosed } from '../lane-closed.js';
 import { readLane, type WriteMeta, type WriteOpts } from '../lanes.js';
 import { writeOp } from '../write-op.js';
 import { assertLiveClaim } from '../views.js';
 import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
+import { LIMITS } from '../../schema/limits.js';
 import { commitTree, entryAt, lsTree, tagCommit } from './git-tree.js';
+import { LadderEntity } from './ladder-entity.js';
+import { ladderRefusal, refusalError } from './ladder-guards.js';
 import {
-  ladderCodec,
   pathsOfOp,
   rungPlacementProblem,
   type LadderBuildArgs,
@@ -43,20 +40,10 @@ import {
 
 export const DEFAULT_DETAIL_CHARS = 64 * 1024;
 export const MAX_DETAIL_CHARS = 256 * 1024;
-export const MAX_WRITE_RUNGS = 200;
+export const MAX_WRITE_RUNGS = LIMITS.rungsPerWrite;
 
 export function ladderEntity(repo: ZzRepo): Entity<LadderState, LadderOp> {
-  return repo.entity(
-    LADDER_REF,
-    () =>
-      new Entity(
-        repo.store,
-        LADDER_REF,
-        ladderCodec,
-        (ref, revision, ops) => repo.emitFor(ref, revision, ops),
-        repo.clock,
-      ),
-  );
+  return repo.entity(LADDER_REF, () => new LadderEntity(repo));
 }
 
 /**
@@ -478,8 +465,18 @@ export async function ladderWriteRung(
   const r = await writeOp(repo, caller, entity, args, {
     tool: 'ladder_write_rung',
     request,
-    decide: (): OpSpec<LadderOp> => {
+    decide: (state): OpSpec<LadderOp> => {
       const wa: LadderWriteArgs = { lane_id: args.lane_id, ask_id: args.ask_id, rungs: records };
+      // The fold's own guard (the Ladder's bound, and the role as the fold will see it).
+      const op = { op: 'ladder_write_rung', args: wa } as const;
+      const refused = ladderRefusal(state, state.roles, {
+        ...op,
+        id: 'local',
+        actor: caller.actor,
+        lamport: 1,
+        time: repo.clock().toISOString(),
+      });
+      if (refused) throw refusalError(refused, 'write Ladder rungs');
       const first = records[0]!.path;
       return {
         op: 'ladder_write_rung',

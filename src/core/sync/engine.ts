@@ -6,10 +6,17 @@ import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
-import { laneRejectionsUnder, ownersOf, rolesOf } from './refusals.js';
+import { coordinatorsUnder, laneRejectionsUnder, ownersOf, rolesOf } from './refusals.js';
+import type { LadderRoles } from '../ladder/ladder-guards.js';
+import { citedLanes, ladderRoles, type CoordinatorTimeline } from '../ladder/ladder-roles.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
-import { formatMergeMessage, parseZzCommit, validateIncoming } from './validate.js';
+import {
+  formatMergeMessage,
+  parseZzCommit,
+  validateIncoming,
+  type ParsedCommit,
+} from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
 // diverged entity → move local refs in one transaction with old values → push atomically with a
@@ -265,8 +272,12 @@ async function reconcile(
   let configRefused = false;
   let roles: Promise<RoleSource> | null = null;
   let oldRoles: Promise<RoleSource> | null = null;
+  // Every ref's value as this round leaves it so far (the Ladder's merge reads Lanes' tips).
+  const tips = new Map(locals);
   const setTip = (ref: string, oid: string | null): void => {
     if (ref === CONFIG_REF) configTip = oid;
+    if (oid === null) tips.delete(ref);
+    else tips.set(ref, oid);
   };
   // A Lane that only we wrote is pushed as it is, but when this round brought a new config
   // (a revocation, say) the fold may now refuse some of our ops: say which, as a merge would.
@@ -295,7 +306,12 @@ async function reconcile(
       if (ours.has(r.op_id) && !before.has(r.op_id)) report.rejected.push({ ...r, ref });
     }
   };
-  for (const ref of [...names].sort()) {
+  // The Ladder after every Lane: its fold judges writes by the cited Lanes' coordinators as
+  // this round leaves them (ladder-guards.ts).
+  const order = [...names]
+    .sort()
+    .sort((a, b) => Number(a === LADDER_REF) - Number(b === LADDER_REF));
+  for (const ref of order) {
     const rest = ref.slice(LOCAL_PREFIX.length);
     const mine = locals.get(ref) ?? null;
     const theirs = remotes.get(ref) ?? null;
@@ -383,7 +399,13 @@ async function reconcile(
     const localOnly = all.filter((c) => fromMine.has(c.revision) && !fromTheirs.has(c.revision));
     const merging = ref.startsWith(LANES_REF_PREFIX)
       ? (syncCodecFor(ref, await (roles ??= rolesAt(local, configTip))) ?? codec)
-      : codec;
+      : ref === LADDER_REF
+        ? (syncCodecFor(
+            ref,
+            undefined,
+            await ladderRolesAt(local, all, tips, await (roles ??= rolesAt(local, configTip))),
+          ) ?? codec)
+        : codec;
     const plan = planMerge(merging, theirs, history, mine, localOnly);
     const commit = await local.writeMerge({
       parents: [theirs, mine],
@@ -427,9 +449,40 @@ async function reconcile(
 }
 
 const CONFIG_REF = 'refs/zz/config';
+const LADDER_REF = 'refs/zz/ladder';
 /** Commits the cheap "only we moved" walk reads before leaving it to the full walk. */
 const NEAR_ANCESTOR_WALK = 32;
 const LANES_REF_PREFIX = 'refs/zz/lanes/';
+
+/**
+ * The roles the Ladder's merge judges its ops by: `roles`, and the coordinators over time of
+ * every Lane the ops of `history` cite, at the tips this round leaves (`tips`).
+ */
+async function ladderRolesAt(
+  local: SyncLocal,
+  history: readonly ParsedCommit[],
+  tips: ReadonlyMap<string, string>,
+  roles: RoleSource,
+): Promise<LadderRoles> {
+  const lanes = new Map<string, CoordinatorTimeline | null>();
+  for (const id of citedLanes(history.flatMap((c) => c.ops))) {
+    const ref = LANES_REF_PREFIX + id;
+    const tip = tips.get(ref);
+    if (tip === undefined) {
+      lanes.set(id, null);
+      continue;
+    }
+    const lane = (await local.commits([tip], [])).map((c) => parseZzCommit(c, ref));
+    lanes.set(
+      id,
+      coordinatorsUnder(
+        publicationOrder(lane, tip).map((o) => o.op),
+        roles,
+      ),
+    );
+  }
+  return ladderRoles(roles, lanes);
+}
 
 /** The roles timeline of refs/zz/config at `tip` (already validated, so every op parses). */
 async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource> {

@@ -2,6 +2,7 @@ import { publicationOrder, type CommitRecord, type OpRecord } from '../../store/
 import { configCodec } from '../config-state.js';
 import { laneCodec, type LaneState, type RejectedOp, type RoleSource } from '../lane-state.js';
 import { roleTimeline } from '../role-timeline.js';
+import { coordinatorTimeline, type CoordinatorTimeline } from '../ladder/ladder-roles.js';
 import type { ConfigOp } from '../../schema/index.js';
 
 // What a change of refs/zz/config does to a Lane's ops. Lane ops are judged against the roles
@@ -43,4 +44,12 @@ export function laneRejectionsUnder(
     if (p.ok) laneCodec.apply(state, p.op);
   }
   return state.rejected;
+}
+
+/** A Lane's coordinators over time (ladder-roles.ts), from its log in fold order. */
+export function coordinatorsUnder(
+  ops: readonly OpRecord[],
+  roles: RoleSource,
+): CoordinatorTimeline {
+  return coordinatorTimeline(ops, laneRejectionsUnder(ops, roles));
 }

@@ -75,8 +75,22 @@ function serverAsk(
   };
 }
 
+/** Refusals of what no zz writes (lane-guards.ts): they excuse nothing that follows them. */
+const NEVER_WRITTEN: ReadonlySet<string> = new Set([
+  'dependency_not_found',
+  'kind_unknown',
+  'outcome_not_allowed',
+  'lane_full',
+]);
+
 function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
   s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, ...r }];
+  if (!NEVER_WRITTEN.has(r.reason)) {
+    if (op.op === 'ask_post') s.refusedPosts.set(op.out.ask_id, true);
+    if (op.op === 'ask_answer' && op.args.outcome !== 'deny' && s.asks.has(op.args.ask_id)) {
+      s.refusedResolutions.set(op.args.ask_id, true);
+    }
+  }
   if (op.op !== 'ask_answer') return [];
   // Follow-ups the refused answer triggered (recorded right after it) are not posted.
   const ids = op.out?.follow_ups;
@@ -318,6 +332,8 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     derived: new CowMap(),
     listed: new CowMap(),
     roles: null,
+    refusedPosts: new CowMap(),
+    refusedResolutions: new CowMap(),
   }),
   // The maps are forked (changed in place by apply, without touching the original); `rejected`,
   // `suppressed` and `roles` are replaced, never mutated, so sharing them is safe.
@@ -331,6 +347,8 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     derived: s.derived.fork(),
     listed: s.listed.fork(),
     roles: s.roles,
+    refusedPosts: s.refusedPosts.fork(),
+    refusedResolutions: s.refusedResolutions.fork(),
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,

@@ -1,5 +1,14 @@
+import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { askPost, laneGet, lanePropose, roleGrant, ZzRepo } from '../../src/core/index.js';
+import {
+  askAnswer,
+  askClaim,
+  askPost,
+  laneGet,
+  lanePropose,
+  roleGrant,
+  ZzRepo,
+} from '../../src/core/index.js';
 import { signAs } from '../../src/core/sync/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
 import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
@@ -70,6 +79,32 @@ describe('count caps, locally and by sync', () => {
       });
       expect((await coldLane(c)).asks).toHaveLength(4);
     }
+  });
+
+  it('an answer whose workflow follow-up would not fit is refused locally; the Ask stays claimed', async () => {
+    cluster = await makeCluster(1);
+    const [a] = cluster.clones as [Clone];
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], {
+      cwd: a.dir,
+      encoding: 'utf8',
+    }).trim();
+    await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'Web' });
+    const ids: string[] = [];
+    for (const t of ['w1', 'w2', 'w3', 'w4']) ids.push((await post(a.repo, t)).ask.ask_id);
+    await askClaim(a.repo, OWNER, { lane_id: 'web', ask_id: ids[0]! });
+    // A completed changeset asks for a review: a fifth Ask.
+    await expect(
+      askAnswer(a.repo, OWNER, {
+        lane_id: 'web',
+        ask_id: ids[0]!,
+        outcome: 'complete',
+        changeset: { base: head, message: 'x', files: [{ path: 'x.txt', content: 'x\n' }] },
+      }),
+    ).rejects.toMatchObject({ code: 'precondition_failed', details: { lane_full: true } });
+    const lane = await laneGet(a.repo, OWNER, { lane_id: 'web' });
+    expect(lane.asks).toHaveLength(4);
+    expect(lane.asks.find((x) => x.ask_id === ids[0])).toMatchObject({ state: 'claimed' });
+    expect(lane.history.filter((h) => h.rejected)).toEqual([]);
   });
 
   it('a repository takes at most LIMITS.owners owners: locally, and by the config fold from anywhere', async () => {

@@ -258,7 +258,8 @@ function postRefusal(s: LaneState, op: Extract<LaneOp, { op: 'ask_post' }>): Ref
   const missing = (op.args.depends_on ?? []).filter(
     (d) => !s.asks.has(d) && !s.refusedPosts.has(d),
   );
-  if (missing.length > 0) return { reason: 'dependency_not_found', ask_id: id, blocked_by: missing };
+  if (missing.length > 0)
+    return { reason: 'dependency_not_found', ask_id: id, blocked_by: missing };
   return hasRoom(s, 1) ? null : { reason: 'lane_full', ask_id: id };
 }
 

@@ -18,7 +18,7 @@ import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js'
 // replica. The real caps are far above what a test can make in seconds; this file lowers them
 // (the same module every layer reads), so the rules and not the numbers are under test.
 vi.mock('../../src/schema/limits.js', async (importOriginal) => {
-  const m = await importOriginal<typeof import('../../src/schema/limits.js')>();
+  const m = await importOriginal<{ LIMITS: typeof LIMITS }>();
   return { ...m, LIMITS: { ...m.LIMITS, asksPerLane: 4, owners: 3, lanesPerRepo: 3 } };
 });
 

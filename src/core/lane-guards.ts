@@ -244,14 +244,22 @@ export function hasRoom(s: LaneState, n: number): boolean {
  * (its commit descends from theirs). A merge may have refused that post since (a revoked
  * coordinator's workflow Ask, a closed Lane): such an id is in s.refusedPosts and not refused
  * here, or this rule would drop, on upgrade, Asks that exist today. Kinds: a repo's kinds are
- * set at repo_init and a Lane's at lane_propose, so they stand from the first op on; where the
- * fold cannot see refs/zz/config (s.roles null, or no config at the op's time), the repo's
- * kinds are unknown and no kind is refused.
+ * set at repo_init and a Lane's at lane_propose, so they stand from the first op on; a kind
+ * only a refused lane_propose of this Lane defined (two machines proposed one id) is one its
+ * posts saw. Where the fold cannot see refs/zz/config (s.roles null, or no config at the op's
+ * time), the repo's kinds are unknown and no kind is refused. Hazard: zz before 2026-12-01
+ * (7d61eb2) posted any kind; such Asks in a history it wrote are refused here on upgrade.
  */
 function postRefusal(s: LaneState, op: Extract<LaneOp, { op: 'ask_post' }>): Refusal | null {
   const id = op.out.ask_id;
   const kind = op.args.kind;
-  if (s.lane && !BUILTIN_KINDS[kind] && !s.lane.ask_kinds[kind] && s.roles) {
+  if (
+    s.lane &&
+    !BUILTIN_KINDS[kind] &&
+    !s.lane.ask_kinds[kind] &&
+    !s.refusedKinds.has(kind) &&
+    s.roles
+  ) {
     const config = s.roles.at(op.time);
     if (config && !config.ask_kinds[kind]) return { reason: 'kind_unknown', ask_id: id };
   }

@@ -46,6 +46,12 @@ export interface LaneState {
    * was resolved, so it is not refused as blocked (lane-guards.ts).
    */
   refusedResolutions: CowMap<string, true>;
+  /**
+   * Ask kinds a refused lane_propose of this Lane defined (two machines proposed one Lane id,
+   * and the other's stands): posts of them were made where the kind existed, so they are not
+   * refused as of an unknown kind (lane-guards.ts).
+   */
+  refusedKinds: CowMap<string, true>;
 }
 
 /**

@@ -75,17 +75,19 @@ function serverAsk(
   };
 }
 
-/** Refusals of what no zz writes (lane-guards.ts): they excuse nothing that follows them. */
-const NEVER_WRITTEN: ReadonlySet<string> = new Set([
-  'dependency_not_found',
-  'kind_unknown',
-  'outcome_not_allowed',
-  'lane_full',
-]);
+/**
+ * Refusals of what no zz writes, nor any merge of what zz wrote: they excuse nothing that
+ * follows them (lane-guards.ts). Not among them: lane_full (a merge fills a Lane that had room
+ * on each machine) and kind_unknown (zz before 2026-12-01 posted any kind).
+ */
+const NEVER_WRITTEN: ReadonlySet<string> = new Set(['dependency_not_found', 'outcome_not_allowed']);
 
 function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
   s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, ...r }];
   if (!NEVER_WRITTEN.has(r.reason)) {
+    if (op.op === 'lane_propose') {
+      for (const k of Object.keys(op.args.ask_kinds ?? {})) s.refusedKinds.set(k, true);
+    }
     if (op.op === 'ask_post') s.refusedPosts.set(op.out.ask_id, true);
     if (op.op === 'ask_answer' && op.args.outcome !== 'deny' && s.asks.has(op.args.ask_id)) {
       s.refusedResolutions.set(op.args.ask_id, true);
@@ -334,6 +336,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     roles: null,
     refusedPosts: new CowMap(),
     refusedResolutions: new CowMap(),
+    refusedKinds: new CowMap(),
   }),
   // The maps are forked (changed in place by apply, without touching the original); `rejected`,
   // `suppressed` and `roles` are replaced, never mutated, so sharing them is safe.
@@ -349,6 +352,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     roles: s.roles,
     refusedPosts: s.refusedPosts.fork(),
     refusedResolutions: s.refusedResolutions.fork(),
+    refusedKinds: s.refusedKinds.fork(),
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,

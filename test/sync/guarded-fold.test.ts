@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
+import type { ConfigDoc } from '../../src/schema/config.js';
 import type { OpRecord } from '../../src/store/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
 import { parsedLaneOp } from '../helpers/core-fixture.js';
@@ -305,5 +306,49 @@ describe('guarded fold', () => {
     ]);
     expect(full.asks.size).toBe(size);
     expect(full.asks.get(W2)).toMatchObject({ state: 'claimed', answer: null });
+  });
+
+  it('refuses a post of a kind neither the repo nor the Lane defines; a kind of a refused proposal of the Lane stands', () => {
+    const s = laneCodec.empty();
+    const config: ConfigDoc = {
+      format: 1,
+      owners: ['o@x'],
+      visibility: 'private',
+      default_branch: 'main',
+      ask_kinds: { triage: 'member' },
+      created_by: 'o@x',
+      created_at: new Date(T0).toISOString(),
+    };
+    s.roles = { at: () => config };
+    const postKind = (kind: string, id: string) =>
+      op('o@x', { op: 'ask_post', args: { lane_id: 'l', kind, title: kind }, out: { ask_id: id } });
+    for (const o of [
+      op('o@x', {
+        op: 'lane_propose',
+        args: { lane_id: 'l', title: 'L', ask_kinds: { spec: 'member' } },
+      }),
+      // Another machine proposed the same Lane id with a kind of its own: its posts saw it.
+      op('b@x', {
+        op: 'lane_propose',
+        args: { lane_id: 'l', title: 'L', ask_kinds: { design: 'member' } },
+      }),
+      postKind('work', 'ask-00000000c1'),
+      postKind('triage', 'ask-00000000c2'),
+      postKind('spec', 'ask-00000000c3'),
+      postKind('design', 'ask-00000000c4'),
+      postKind('wrok', 'ask-00000000c5'),
+    ]) {
+      laneCodec.apply(s, parsedLaneOp(o));
+    }
+    expect(s.rejected.map((r) => [r.op, r.reason, r.ask_id])).toEqual([
+      ['lane_propose', 'lane_exists', undefined],
+      ['ask_post', 'kind_unknown', 'ask-00000000c5'],
+    ]);
+    expect([...s.asks.keys()]).toEqual([
+      'ask-00000000c1',
+      'ask-00000000c2',
+      'ask-00000000c3',
+      'ask-00000000c4',
+    ]);
   });
 });

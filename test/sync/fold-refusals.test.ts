@@ -8,6 +8,7 @@ import {
   lanePropose,
   ZzRepo,
 } from '../../src/core/index.js';
+import { formatSyncReport } from '../../src/cli/sync-command.js';
 import type { LaneOp } from '../../src/schema/lane-ops.js';
 import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
 
@@ -104,6 +105,10 @@ describe('the guarded fold, by sync: dependencies, kinds, outcomes', () => {
         blocked_by: [dep],
       }),
     ]);
+    // `zz sync` says why, naming what blocks the Ask.
+    expect(formatSyncReport(report)).toContain(
+      `claim lost: ${blocked} in lanes/web — ${CAROL.actor} refused: it is blocked by ${dep}`,
+    );
     await a.sync();
     expect(zzRefs(a.dir)).toEqual(zzRefs(b.dir));
     const expected = [

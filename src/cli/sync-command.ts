@@ -65,7 +65,9 @@ export function formatSyncReport(r: SyncReport): string {
     const to =
       c.reason === 'lane_closed'
         ? `refused: the Lane was closed first (by ${neutralize(c.closed_by ?? '?')}) and hands out no new claims`
-        : `lost to ${neutralize(c.winner ?? 'an earlier answer')}`;
+        : c.reason === 'dependency_unresolved'
+          ? `refused: it is blocked by ${neutralize((c.blocked_by ?? []).join(', ') || '?')}`
+          : `lost to ${neutralize(c.winner ?? 'an earlier answer')}`;
     lines.push(
       `  claim lost: ${neutralize(c.ask_id ?? '?')} in ${short(c.ref)} — ${neutralize(c.loser)} ${to}`,
     );

@@ -8,7 +8,7 @@ import {
   type WriteOpts,
 } from './lanes.js';
 import { firstOf } from './paging.js';
-import { PAGE } from '../schema/limits.js';
+import { LIMITS, PAGE } from '../schema/limits.js';
 import { repoHealth, type RepoHealth } from './health.js';
 import { writeOp } from './write-op.js';
 import type { ZzRepo } from './zz-repo.js';
@@ -155,6 +155,14 @@ export async function roleGrant(
         throw new ZzError('forbidden', 'only an owner may grant or revoke ownership');
       if (revoke && c.owners.filter((o) => o !== args.grantee).length === 0) {
         throw new ZzError('conflict', 'cannot revoke the last owner');
+      }
+      // The config fold refuses the same from anywhere (config-state.ts, owners_full).
+      if (!revoke && !c.owners.includes(args.grantee) && c.owners.length >= LIMITS.owners) {
+        throw new ZzError(
+          'precondition_failed',
+          `the repository already has ${LIMITS.owners} owners; revoke one first`,
+          { limit: LIMITS.owners },
+        );
       }
       return {
         op: 'role_grant',

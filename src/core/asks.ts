@@ -10,6 +10,7 @@ import { unexpectedOp, writeOp, type WriteContext } from './write-op.js';
 import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { assertClaimOnClosed, assertOpen, finishesWorkInHand } from './lane-closed.js';
+import { hasRoom } from './lane-guards.js';
 import { readLane, type WriteMeta, type WriteOpts } from './lanes.js';
 import {
   leaseEndMs,
@@ -47,6 +48,19 @@ export function assertNotCancelled(ask: AskDoc): void {
   }
 }
 
+/**
+ * Refuses `n` more Asks past LIMITS.asksPerLane (the guarded fold refuses them alike,
+ * `lane_full`). Asks are never deleted, so the way on is another Lane.
+ */
+export function assertRoom(s: LaneState, laneId: string, n: number): void {
+  if (hasRoom(s, n)) return;
+  throw new ZzError(
+    'precondition_failed',
+    `lane ${laneId} holds ${s.asks.size} Asks and takes at most ${LIMITS.asksPerLane}; post in another Lane (lane_propose)`,
+    { lane_full: true, asks: s.asks.size, limit: LIMITS.asksPerLane },
+  );
+}
+
 export function laneOf(s: LaneState, laneId: string) {
   if (!s.lane) throw new ZzError('not_found', `lane ${laneId} does not exist`);
   return s.lane;
@@ -76,6 +90,7 @@ export async function askPost(
     decide: (s, { caller, config }): LaneOpSpec => {
       const lane = laneOf(s, args.lane_id);
       assertOpen(lane);
+      assertRoom(s, lane.lane_id, 1);
       assertKnownKind(args.kind, args.lane_id, lane.ask_kinds, config.ask_kinds);
       if (WORKFLOW_KINDS.has(args.kind) && !isCoordinator(lane, config, caller.actor)) {
         throw new ZzError(
@@ -446,6 +461,7 @@ export async function askAnswer(
     decide: (s, ctx) => {
       const ask = check(s, ctx.meta.now, ctx);
       const followUps = followUpsFor(s, ask, args, changesetId);
+      assertRoom(s, args.lane_id, followUps.length);
       const main: LaneOpSpec = {
         op: 'ask_answer',
         summary: `ask_answer ${ask.ask_id}: ${args.outcome}`,

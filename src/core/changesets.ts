@@ -12,6 +12,7 @@ import {
 } from './changesets-policy.js';
 import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
+import { assertRoom } from './asks.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { readLane, type WriteMeta } from './lanes.js';
 import { writeOp } from './write-op.js';
@@ -409,7 +410,9 @@ async function conflict(
   }
   const r = await writeOp(repo, caller, repo.lane(args.lane_id), args, {
     ...request,
-    decide: (): LaneOpSpec => {
+    decide: (s): LaneOpSpec => {
+      // A full Lane takes no resolve_conflict Ask (the fold would refuse it): say so instead.
+      assertRoom(s, args.lane_id, 1);
       const askId = newAskId();
       const title = clip(
         `Resolve conflict: ${firstLine(origin.title.replace(/^Submit: /, ''))}`,

@@ -44,7 +44,7 @@ export interface ConfigRejection {
   op_id: string;
   op: ConfigOp['op'];
   actor: string;
-  reason: 'not_owner' | 'last_owner' | 'keys_per_actor';
+  reason: 'not_owner' | 'last_owner' | 'keys_per_actor' | 'owners_full';
   /** For key_add and key_remove: whose key. */
   subject?: string;
 }
@@ -65,7 +65,11 @@ export function configRefusal(s: ConfigState, op: ConfigOp): ConfigRejection['re
       // Two owners each revoking the other offline would leave nobody who can ever grant
       // again; the second revoke in fold order is refused, as the daemon refuses it.
       const rest = s.config.owners.filter((o) => o !== op.args.grantee);
-      return op.args.revoke && rest.length === 0 ? 'last_owner' : null;
+      if (op.args.revoke) return rest.length === 0 ? 'last_owner' : null;
+      // LIMITS.owners holds for grants from anywhere (role_grant refuses it locally).
+      return rest.length === s.config.owners.length && rest.length >= LIMITS.owners
+        ? 'owners_full'
+        : null;
     }
     case 'repo_set_visibility':
     case 'repo_require_signatures':

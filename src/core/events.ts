@@ -227,6 +227,7 @@ function rejectionNotice(
       claim_op_id: op.id,
       ...(r.reason === 'claim_lost' ? {} : { reason: r.reason }),
       ...(r.closed_by === undefined ? {} : { closed_by: r.closed_by }),
+      ...(r.blocked_by === undefined ? {} : { blocked_by: r.blocked_by }),
     },
     out: null,
     rejected: r,

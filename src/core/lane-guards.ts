@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { ConfigDoc } from '../schema/config.js';
-import type { LaneDoc } from '../schema/lane.js';
+import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import { LIMITS } from '../schema/limits.js';
 import { FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
-import { kindRule, WORKFLOW_KINDS } from './kinds.js';
+import { BUILTIN_KINDS, kindRule, WORKFLOW_KINDS } from './kinds.js';
 import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
-import { leaseEndMs } from './views.js';
+import { isResolved, leaseEndMs } from './views.js';
 
 // What may apply to a Lane's state: the guards applyLaneOp (lane-state.ts) runs on every op
 // before applying it. guard() checks the op against the state (claims, answers, scopes,
@@ -58,7 +58,7 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       // follow-up of an answer to work in hand, a commit's resolve_conflict) it still takes,
       // as the daemon does.
       if (s.lane?.closed && !(o && op.args.posted_by === SERVER_ACTOR)) return closed(s, id);
-      return null;
+      return postRefusal(s, op);
     }
     case 'ask_claim': {
       const ask = s.asks.get(op.args.ask_id);
@@ -78,6 +78,10 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       ) {
         return closed(s, ask.ask_id);
       }
+      const blocked = blockedAt(s, ask);
+      if (blocked.length > 0) {
+        return { reason: 'dependency_unresolved', ask_id: ask.ask_id, blocked_by: blocked };
+      }
       if (ask.state !== 'claimed' || ask.holder === op.actor) return null;
       if (lapsed) return null;
       return { reason: 'claim_lost', ask_id: ask.ask_id, winner: ask.holder };
@@ -92,7 +96,14 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
     case 'ask_answer': {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return null;
+      // Before the rest: an answer no kind allows is refused as what it is, and raises no
+      // resolve_conflict (kinds.ts: custom kinds take complete or deny, whatever their scope).
+      if (!kindRule(ask.kind, s.lane?.ask_kinds ?? {}).outcomes.includes(op.args.outcome)) {
+        return { reason: 'outcome_not_allowed', ask_id: ask.ask_id };
+      }
       if (ask.state === 'answered') {
+        // A full Lane takes no resolve_conflict Ask: the second answer is refused all the same.
+        if (!hasRoom(s, 1)) return { reason: 'lane_full', ask_id: ask.ask_id };
         return {
           reason: 'conflicting_answer',
           ask_id: ask.ask_id,
@@ -108,7 +119,10 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       if (s.lane?.closed && !finishesWorkInHand(ask) && leaseEndMs(ask) <= Date.parse(op.time)) {
         return closed(s, ask.ask_id);
       }
-      return null;
+      // The follow-ups it records must fit (the daemon refuses the answer alike). The fold
+      // derives its own (lane-state.ts), at most one answer's worth past the cap.
+      const followUps = op.out?.follow_ups?.length ?? 0;
+      return hasRoom(s, followUps) ? null : { reason: 'lane_full', ask_id: ask.ask_id };
     }
     case 'lane_add_related': {
       const lane = s.lane;
@@ -212,6 +226,64 @@ export function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
   }
 }
 
+/**
+ * Whether `n` more Asks fit in the Lane (LIMITS.asksPerLane). Locally (asks.ts, changesets.ts)
+ * and in the fold alike: no Ask is ever deleted, so a full Lane stays full.
+ */
+export function hasRoom(s: LaneState, n: number): boolean {
+  return n === 0 || s.asks.size + n <= LIMITS.asksPerLane;
+}
+
+/**
+ * An ask_post that no local call would have written (asks.ts refuses each alike): an unknown
+ * kind, a dependency on an Ask that does not exist, one Ask past LIMITS.asksPerLane. In fold
+ * order: what is missing here is missing on every replica that folds this log.
+ *
+ * Upgrade-safe by design (the fold runs again over histories already stored): a post by a local
+ * call named dependencies its own machine held, so each was posted before it in fold order
+ * (its commit descends from theirs). A merge may have refused that post since (a revoked
+ * coordinator's workflow Ask, a closed Lane): such an id is in s.refusedPosts and not refused
+ * here, or this rule would drop, on upgrade, Asks that exist today. Kinds: a repo's kinds are
+ * set at repo_init and a Lane's at lane_propose, so they stand from the first op on; a kind
+ * only a refused lane_propose of this Lane defined (two machines proposed one id) is one its
+ * posts saw. Where the fold cannot see refs/zz/config (s.roles null, or no config at the op's
+ * time), the repo's kinds are unknown and no kind is refused. Hazard: zz before 2026-12-01
+ * (7d61eb2) posted any kind; such Asks in a history it wrote are refused here on upgrade.
+ */
+function postRefusal(s: LaneState, op: Extract<LaneOp, { op: 'ask_post' }>): Refusal | null {
+  const id = op.out.ask_id;
+  const kind = op.args.kind;
+  if (
+    s.lane &&
+    !BUILTIN_KINDS[kind] &&
+    !s.lane.ask_kinds[kind] &&
+    !s.refusedKinds.has(kind) &&
+    s.roles
+  ) {
+    const config = s.roles.at(op.time);
+    if (config && !config.ask_kinds[kind]) return { reason: 'kind_unknown', ask_id: id };
+  }
+  const missing = (op.args.depends_on ?? []).filter(
+    (d) => !s.asks.has(d) && !s.refusedPosts.has(d),
+  );
+  if (missing.length > 0)
+    return { reason: 'dependency_not_found', ask_id: id, blocked_by: missing };
+  return hasRoom(s, 1) ? null : { reason: 'lane_full', ask_id: id };
+}
+
+/**
+ * The dependencies that block a claim of `ask` at this point of the fold (asks.ts refuses the
+ * claim alike, `dependency_unresolved`). Upgrade-safe like postRefusal: a claim a local call
+ * made saw each dependency resolved, by an answer that is before it in fold order; a merge may
+ * have refused that answer since (it lost its claim, another answer came first), so a
+ * dependency some refused answer resolved (s.refusedResolutions) does not block, or this rule
+ * would take back, on upgrade, claims and the work answered on them that stand today.
+ */
+function blockedAt(s: LaneState, ask: AskDoc): string[] {
+  if (ask.depends_on.length === 0) return ask.depends_on;
+  return ask.depends_on.filter((d) => !isResolved(s.asks.get(d)) && !s.refusedResolutions.has(d));
+}
+
 /** The refusal of an op a closed Lane does not take: who closed it. */
 function closed(s: LaneState, askId: string): Refusal {
   return { reason: 'lane_closed', ask_id: askId, closed_by: s.lane?.closed?.by ?? null };
@@ -219,7 +291,12 @@ function closed(s: LaneState, askId: string): Refusal {
 
 /** A refused claim its maker must hear of (the loser's `claim_lost` event, sync's report). */
 export function isLostClaim(r: { op: string; reason: string }): boolean {
-  return r.op === 'ask_claim' && (r.reason === 'claim_lost' || r.reason === 'lane_closed');
+  return (
+    r.op === 'ask_claim' &&
+    (r.reason === 'claim_lost' ||
+      r.reason === 'lane_closed' ||
+      r.reason === 'dependency_unresolved')
+  );
 }
 
 /**

@@ -34,6 +34,24 @@ export interface LaneState {
    * rights are trusted, as the daemon's own check was).
    */
   roles: RoleSource | null;
+  /**
+   * Ask ids of ask_posts the fold refused for what a merge can cause (a revoked role, a closed
+   * Lane, a renamed follow-up), not for what no zz writes. A post that names one in depends_on
+   * saw it on its own machine, so it is not refused as naming an unknown Ask (lane-guards.ts).
+   */
+  refusedPosts: CowMap<string, true>;
+  /**
+   * Asks that an answer resolving them (complete, grant) was given to but refused by the fold
+   * (a lost claim, a conflicting answer): a claim of an Ask depending on one was made where it
+   * was resolved, so it is not refused as blocked (lane-guards.ts).
+   */
+  refusedResolutions: CowMap<string, true>;
+  /**
+   * Ask kinds a refused lane_propose of this Lane defined (two machines proposed one Lane id,
+   * and the other's stands): posts of them were made where the kind existed, so they are not
+   * refused as of an unknown kind (lane-guards.ts).
+   */
+  refusedKinds: CowMap<string, true>;
 }
 
 /**
@@ -67,12 +85,19 @@ export interface RejectedOp {
     | 'lane_closed'
     | 'lane_unclosable'
     | 'last_coordinator'
-    | 'list_full';
+    | 'list_full'
+    | 'dependency_unresolved'
+    | 'dependency_not_found'
+    | 'kind_unknown'
+    | 'outcome_not_allowed'
+    | 'lane_full';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;
   /** For lane_closed: who closed the Lane before this op (in fold order). */
   closed_by?: string | null;
+  /** For dependency_unresolved and dependency_not_found: the Asks depended on. */
+  blocked_by?: string[];
   /** For conflicting_answer: the resolve_conflict Ask raised for the coordinator. */
   resolve_ask_id?: string;
   /** For scope_denied: the role the op needed and its actor did not hold at that point. */

@@ -75,8 +75,24 @@ function serverAsk(
   };
 }
 
+/**
+ * Refusals of what no zz writes, nor any merge of what zz wrote: they excuse nothing that
+ * follows them (lane-guards.ts). Not among them: lane_full (a merge fills a Lane that had room
+ * on each machine) and kind_unknown (zz before 2026-12-01 posted any kind).
+ */
+const NEVER_WRITTEN: ReadonlySet<string> = new Set(['dependency_not_found', 'outcome_not_allowed']);
+
 function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
   s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, ...r }];
+  if (!NEVER_WRITTEN.has(r.reason)) {
+    if (op.op === 'lane_propose') {
+      for (const k of Object.keys(op.args.ask_kinds ?? {})) s.refusedKinds.set(k, true);
+    }
+    if (op.op === 'ask_post') s.refusedPosts.set(op.out.ask_id, true);
+    if (op.op === 'ask_answer' && op.args.outcome !== 'deny' && s.asks.has(op.args.ask_id)) {
+      s.refusedResolutions.set(op.args.ask_id, true);
+    }
+  }
   if (op.op !== 'ask_answer') return [];
   // Follow-ups the refused answer triggered (recorded right after it) are not posted.
   const ids = op.out?.follow_ups;
@@ -318,6 +334,9 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     derived: new CowMap(),
     listed: new CowMap(),
     roles: null,
+    refusedPosts: new CowMap(),
+    refusedResolutions: new CowMap(),
+    refusedKinds: new CowMap(),
   }),
   // The maps are forked (changed in place by apply, without touching the original); `rejected`,
   // `suppressed` and `roles` are replaced, never mutated, so sharing them is safe.
@@ -331,6 +350,9 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     derived: s.derived.fork(),
     listed: s.listed.fork(),
     roles: s.roles,
+    refusedPosts: s.refusedPosts.fork(),
+    refusedResolutions: s.refusedResolutions.fork(),
+    refusedKinds: s.refusedKinds.fork(),
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,

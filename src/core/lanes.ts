@@ -79,6 +79,17 @@ export async function lanePropose(
     request: rest,
     ...(args.from === undefined ? {} : { from: args.from }),
     check: async () => {
+      // LIMITS.lanesPerRepo, local only (see limits.ts). Checked before the Lane's own lock, so
+      // proposals racing at the cap may pass it by as many as race; a retry of one that made
+      // its Lane (the same idempotency key) replays it rather than meet the cap.
+      const ids = await repo.laneIds();
+      if (ids.length >= LIMITS.lanesPerRepo && !ids.includes(laneId)) {
+        throw new ZzError(
+          'precondition_failed',
+          `the repository holds ${ids.length} Lanes and takes at most ${LIMITS.lanesPerRepo}; post in an existing Lane (lane_list)`,
+          { limit: LIMITS.lanesPerRepo },
+        );
+      }
       for (const rel of args.related_lanes ?? []) {
         if (!(await repo.lane(rel).read()).state.lane)
           throw new ZzError('not_found', `related lane ${rel} does not exist`);

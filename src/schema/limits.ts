@@ -56,6 +56,24 @@ export const LIMITS = {
    * fold holds every rung in memory. Also the most one ladder_build may upsert or remove.
    */
   ladderRungs: 500_000,
+  /**
+   * Asks one Lane holds, whoever posted them (ask_post, and the follow-ups and resolve_conflict
+   * Asks the workflow posts): a Lane's state is folded and held whole in memory, and no Ask is
+   * ever deleted. Far above real use (the benches make Lanes of 5,000 and 8,000). Held in the
+   * guarded fold too (lane-guards.ts, `lane_full`): ops from anywhere past it change nothing.
+   */
+  asksPerLane: 100_000,
+  /**
+   * Lanes one repository holds (lane_propose refuses the next). Local only: each Lane is its
+   * own ref and fold, and no one order of Lanes made on several machines exists to keep a
+   * deterministic subset of, so sync does not hold other machines' Lanes to it.
+   */
+  lanesPerRepo: 10_000,
+  /**
+   * Owners of a repository (role_grant refuses the next), locally and in the config's guarded
+   * fold (config-state.ts, `owners_full`): refs/zz/config is read whole on every check.
+   */
+  owners: 100,
 } as const;
 
 /**

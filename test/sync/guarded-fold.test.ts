@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
+import type { ConfigDoc } from '../../src/schema/config.js';
 import type { OpRecord } from '../../src/store/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
 import { parsedLaneOp } from '../helpers/core-fixture.js';
@@ -234,5 +235,120 @@ describe('guarded fold', () => {
     ]).s;
     expect(repo.rejected.map((r) => r.reason)).toEqual(['lane_unclosable']);
     expect(repo.lane!.closed).toBeUndefined();
+  });
+
+  it('an answer no kind allows unblocks nothing; a full Lane raises no resolve_conflict and takes no follow-up', () => {
+    const DEP = 'ask-00000000d0';
+    const WAITS = 'ask-00000000d1';
+    const postAsk = (id: string, deps: string[] = []) =>
+      op('o@x', {
+        op: 'ask_post',
+        args: { lane_id: 'l', kind: 'work', title: id, depends_on: deps },
+        out: { ask_id: id },
+      });
+    const claimOf = (actor: string, id: string) =>
+      op(actor, {
+        op: 'ask_claim',
+        args: { lane_id: 'l', ask_id: id, lease_seconds: 60 },
+        out: { lease_expires_at: new Date(T0 + 3_600_000).toISOString() },
+      });
+    // A hostile replica "grants" the dependency (refused: work takes complete or deny), then
+    // claims what waits on it: that refused answer does not excuse the claim (lane-state.ts).
+    const { s } = fold([
+      ...base(),
+      postAsk(DEP),
+      postAsk(WAITS, [DEP]),
+      claimOf('h@x', DEP),
+      op('h@x', {
+        op: 'ask_answer',
+        args: { lane_id: 'l', ask_id: DEP, outcome: 'grant', result: 'x' },
+        out: { follow_ups: [] },
+      }),
+      claimOf('h@x', WAITS),
+    ]);
+    expect(s.rejected.map((r) => [r.op, r.reason, r.blocked_by])).toEqual([
+      ['ask_answer', 'outcome_not_allowed', undefined],
+      ['ask_claim', 'dependency_unresolved', [DEP]],
+    ]);
+    expect(s.asks.get(WAITS)).toMatchObject({ state: 'open', holder: null });
+
+    // Fill the Lane to LIMITS.asksPerLane (documents shared: only the count matters here).
+    const W2 = 'ask-00000000e2';
+    const full = fold([
+      ...base(),
+      postAsk(W2),
+      claim('a@x', 10),
+      answer('a@x', 'complete'),
+      claimOf('a@x', W2),
+    ]).s;
+    const filler = full.asks.get(ASK)!;
+    for (let i = 0; full.asks.size < LIMITS.asksPerLane; i++) {
+      full.asks.set(`ask-f${String(i).padStart(9, '0')}`, filler);
+    }
+    const size = full.asks.size;
+    for (const o of [
+      // A second answer to an answered Ask: refused, and no resolve_conflict Ask.
+      answer('a@x', 'deny'),
+      postAsk('ask-00000000e0'),
+      // An answer whose follow-up would not fit (the daemon refuses it alike).
+      op('a@x', {
+        op: 'ask_answer',
+        args: { lane_id: 'l', ask_id: W2, outcome: 'complete', result: 'ok' },
+        out: { follow_ups: ['ask-00000000e1'] },
+      }),
+    ]) {
+      laneCodec.apply(full, parsedLaneOp(o));
+    }
+    expect(full.rejected.map((r) => [r.op, r.reason])).toEqual([
+      ['ask_answer', 'lane_full'],
+      ['ask_post', 'lane_full'],
+      ['ask_answer', 'lane_full'],
+    ]);
+    expect(full.asks.size).toBe(size);
+    expect(full.asks.get(W2)).toMatchObject({ state: 'claimed', answer: null });
+  });
+
+  it('refuses a post of a kind neither the repo nor the Lane defines; a kind of a refused proposal of the Lane stands', () => {
+    const s = laneCodec.empty();
+    const config: ConfigDoc = {
+      format: 1,
+      owners: ['o@x'],
+      visibility: 'private',
+      default_branch: 'main',
+      ask_kinds: { triage: 'member' },
+      created_by: 'o@x',
+      created_at: new Date(T0).toISOString(),
+    };
+    s.roles = { at: () => config };
+    const postKind = (kind: string, id: string) =>
+      op('o@x', { op: 'ask_post', args: { lane_id: 'l', kind, title: kind }, out: { ask_id: id } });
+    for (const o of [
+      op('o@x', {
+        op: 'lane_propose',
+        args: { lane_id: 'l', title: 'L', ask_kinds: { spec: 'member' } },
+      }),
+      // Another machine proposed the same Lane id with a kind of its own: its posts saw it.
+      op('b@x', {
+        op: 'lane_propose',
+        args: { lane_id: 'l', title: 'L', ask_kinds: { design: 'member' } },
+      }),
+      postKind('work', 'ask-00000000c1'),
+      postKind('triage', 'ask-00000000c2'),
+      postKind('spec', 'ask-00000000c3'),
+      postKind('design', 'ask-00000000c4'),
+      postKind('wrok', 'ask-00000000c5'),
+    ]) {
+      laneCodec.apply(s, parsedLaneOp(o));
+    }
+    expect(s.rejected.map((r) => [r.op, r.reason, r.ask_id])).toEqual([
+      ['lane_propose', 'lane_exists', undefined],
+      ['ask_post', 'kind_unknown', 'ask-00000000c5'],
+    ]);
+    expect([...s.asks.keys()]).toEqual([
+      'ask-00000000c1',
+      'ask-00000000c2',
+      'ask-00000000c3',
+      'ask-00000000c4',
+    ]);
   });
 });

@@ -180,6 +180,7 @@ function announce(repo: ZzRepo, r: SyncReport): void {
           claim_op_id: c.op_id,
           reason: c.reason,
           ...(c.closed_by === undefined ? {} : { closed_by: c.closed_by }),
+          ...(c.blocked_by === undefined ? {} : { blocked_by: c.blocked_by }),
         },
         revision: m.commit,
       }));

@@ -34,9 +34,13 @@ export interface ClaimLost {
   loser: string;
   winner: string | null;
   op_id: string;
-  /** claim_lost: another held the Ask; lane_closed: the Lane was closed first (by closed_by). */
-  reason: 'claim_lost' | 'lane_closed';
+  /**
+   * claim_lost: another held the Ask; lane_closed: the Lane was closed first (by closed_by);
+   * dependency_unresolved: the Ask was blocked by the Asks in blocked_by.
+   */
+  reason: 'claim_lost' | 'lane_closed' | 'dependency_unresolved';
   closed_by?: string | null;
+  blocked_by?: string[];
 }
 
 export interface SyncReport {
@@ -423,8 +427,12 @@ async function reconcile(
           loser: r.actor,
           winner: r.winner ?? null,
           op_id: r.op_id,
-          reason: r.reason === 'lane_closed' ? 'lane_closed' : 'claim_lost',
+          reason:
+            r.reason === 'lane_closed' || r.reason === 'dependency_unresolved'
+              ? r.reason
+              : 'claim_lost',
           ...(r.reason === 'lane_closed' ? { closed_by: r.closed_by ?? null } : {}),
+          ...(r.blocked_by === undefined ? {} : { blocked_by: r.blocked_by }),
         });
       } else report.rejected.push({ ...r, ref });
     }

@@ -26,6 +26,9 @@ describe('lane_get on a fresh repository handle', () => {
 
       const fresh = await ZzRepo.open(dir, { key: 'local/test' });
       try {
+        // The Lane's history is loaded first: a short history is itself read through cat-file
+        // (git-store.ts shortTail), and what counts here is the reads for the unsigned marks.
+        await fresh.lane('feat').read();
         const reads: string[] = [];
         const catFile = fresh.git!.catFile;
         const read = catFile.read.bind(catFile);

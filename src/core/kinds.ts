@@ -24,6 +24,16 @@ export const WORKFLOW_KINDS: ReadonlySet<string> = new Set([
   'resolve_conflict',
 ]);
 
+/**
+ * A kind's entry in a kind table (built-ins, a Lane's or the repo's ask_kinds), own entries
+ * only. Hazard: kind names are any `[a-z][a-z0-9_]*`, so a plain lookup of "constructor" or
+ * "tostring"-like names finds Object.prototype's members: a hostile replica's Ask of kind
+ * "constructor" then looked built in, and reading its `.outcomes` threw in every replica's fold.
+ */
+export function kindEntry<T>(table: Readonly<Record<string, T>>, kind: string): T | undefined {
+  return Object.hasOwn(table, kind) ? table[kind] : undefined;
+}
+
 const DEFAULT_RULE: KindRule = { scope: 'member', outcomes: ['complete', 'deny'] };
 
 /** Built-in kinds keep their scope; custom ones take the Lane's, then the repo's, then member. */
@@ -32,9 +42,9 @@ export function kindRule(
   laneKinds: Readonly<Record<string, Scope>>,
   repoKinds: Readonly<Record<string, Scope>> = {},
 ): KindRule {
-  const builtin = BUILTIN_KINDS[kind];
+  const builtin = kindEntry(BUILTIN_KINDS, kind);
   if (builtin) return builtin;
-  const s = laneKinds[kind] ?? repoKinds[kind];
+  const s = kindEntry(laneKinds, kind) ?? kindEntry(repoKinds, kind);
   return s ? { scope: s, outcomes: DEFAULT_RULE.outcomes } : DEFAULT_RULE;
 }
 
@@ -59,7 +69,8 @@ export function assertKnownKind(
   laneKinds: Readonly<Record<string, Scope>>,
   repoKinds: Readonly<Record<string, Scope>> = {},
 ): void {
-  if (BUILTIN_KINDS[kind] || laneKinds[kind] || repoKinds[kind]) return;
+  if (kindEntry(BUILTIN_KINDS, kind) || kindEntry(laneKinds, kind) || kindEntry(repoKinds, kind))
+    return;
   const valid = validKinds(laneKinds, repoKinds);
   throw new ZzError(
     'invalid_argument',
@@ -79,7 +90,8 @@ export function assertKnownKinds(
   repoKinds: Readonly<Record<string, Scope>> = {},
 ): void {
   for (const kind of kinds ?? []) {
-    if (BUILTIN_KINDS[kind] || laneKinds[kind] || repoKinds[kind]) continue;
+    if (kindEntry(BUILTIN_KINDS, kind) || kindEntry(laneKinds, kind) || kindEntry(repoKinds, kind))
+      continue;
     const valid = validKinds(laneKinds, repoKinds);
     throw new ZzError(
       'invalid_argument',

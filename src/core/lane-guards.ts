@@ -4,7 +4,7 @@ import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import { LIMITS } from '../schema/limits.js';
 import { FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
-import { BUILTIN_KINDS, kindRule, WORKFLOW_KINDS } from './kinds.js';
+import { BUILTIN_KINDS, kindEntry, kindRule, WORKFLOW_KINDS } from './kinds.js';
 import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
 import { isResolved, leaseEndMs } from './views.js';
@@ -255,13 +255,13 @@ function postRefusal(s: LaneState, op: Extract<LaneOp, { op: 'ask_post' }>): Ref
   const kind = op.args.kind;
   if (
     s.lane &&
-    !BUILTIN_KINDS[kind] &&
-    !s.lane.ask_kinds[kind] &&
+    !kindEntry(BUILTIN_KINDS, kind) &&
+    !kindEntry(s.lane.ask_kinds, kind) &&
     !s.refusedKinds.has(kind) &&
     s.roles
   ) {
     const config = s.roles.at(op.time);
-    if (config && !config.ask_kinds[kind]) return { reason: 'kind_unknown', ask_id: id };
+    if (config && !kindEntry(config.ask_kinds, kind)) return { reason: 'kind_unknown', ask_id: id };
   }
   const missing = (op.args.depends_on ?? []).filter(
     (d) => !s.asks.has(d) && !s.refusedPosts.has(d),

@@ -1,5 +1,5 @@
 import { isZzError } from '../errors.js';
-import { BUILTIN_KINDS } from '../core/kinds.js';
+import { BUILTIN_KINDS, kindEntry } from '../core/kinds.js';
 import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
@@ -50,13 +50,13 @@ export type Scope = 'member' | 'maintainer' | 'coordinator';
 
 /** The scope of an Ask's kind: built-ins by the table, custom kinds by the Lane, else member. */
 export async function scopeOf(ctx: FlowContext): Promise<Scope> {
-  const builtin = BUILTIN_KINDS[ctx.ask.kind];
+  const builtin = kindEntry(BUILTIN_KINDS, ctx.ask.kind);
   if (builtin) return builtin.scope;
   const r = await ctx
     .call('lane_get', { lane_id: ctx.ask.lane_id, asks_limit: 1, history_limit: 1 })
     .catch(() => null);
   const kinds = (r?.lane as { ask_kinds?: Record<string, string> } | undefined)?.ask_kinds ?? {};
-  const s = kinds[ctx.ask.kind];
+  const s = kindEntry(kinds, ctx.ask.kind);
   return s === 'maintainer' || s === 'coordinator' ? s : 'member';
 }
 

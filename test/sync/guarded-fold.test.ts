@@ -308,6 +308,39 @@ describe('guarded fold', () => {
     expect(full.asks.get(W2)).toMatchObject({ state: 'claimed', answer: null });
   });
 
+  // Kind names are any [a-z][a-z0-9_]*: "constructor" once found Object.prototype's in the
+  // built-in table, looked built in, and the answer's outcome check threw in every fold.
+  it('a kind named like an Object.prototype member is an ordinary name, never a crash', () => {
+    const post = op('o@x', {
+      op: 'ask_post',
+      args: { lane_id: 'l', kind: 'constructor', title: 'x' },
+      out: { ask_id: ASK },
+    });
+    const propose = op('o@x', { op: 'lane_propose', args: { lane_id: 'l', title: 'L' } });
+    // Repo kinds unknown (no config at that time): a custom kind, answered as one.
+    const { s } = fold([propose, post, claim('a@x', 10), answer('a@x', 'complete')]);
+    expect(s.asks.get(ASK)).toMatchObject({ kind: 'constructor', state: 'answered' });
+    expect(s.rejected).toEqual([]);
+    // Repo kinds known: the kind is unknown, refused like any other.
+    const k = laneCodec.empty();
+    k.roles = {
+      at: () => ({
+        format: 1,
+        owners: ['o@x'],
+        visibility: 'private',
+        default_branch: 'main',
+        ask_kinds: {},
+        created_by: 'o@x',
+        created_at: new Date(T0).toISOString(),
+      }),
+    };
+    for (const o of [propose, post, claim('a@x', 10), answer('a@x', 'complete')]) {
+      laneCodec.apply(k, parsedLaneOp(o));
+    }
+    expect(k.rejected.map((r) => r.reason)).toContain('kind_unknown');
+    expect(k.asks.has(ASK)).toBe(false);
+  });
+
   it('refuses a post of a kind neither the repo nor the Lane defines; a kind of a refused proposal of the Lane stands', () => {
     const s = laneCodec.empty();
     const config: ConfigDoc = {

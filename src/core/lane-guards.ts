@@ -281,7 +281,13 @@ function postRefusal(s: LaneState, op: Extract<LaneOp, { op: 'ask_post' }>): Ref
  */
 function blockedAt(s: LaneState, ask: AskDoc): string[] {
   if (ask.depends_on.length === 0) return ask.depends_on;
-  return ask.depends_on.filter((d) => !isResolved(s.asks.get(d)) && !s.refusedResolutions.has(d));
+  // A dependency whose post the merge refused (its poster's role revoked first elsewhere) was
+  // there, and perhaps resolved, on the claimer's machine: as for a refused answer, the claim
+  // stands (found in review: only answers were excused, and an answer to a refused post is a
+  // no-op that never reached refusedResolutions).
+  return ask.depends_on.filter(
+    (d) => !isResolved(s.asks.get(d)) && !s.refusedResolutions.has(d) && !s.refusedPosts.has(d),
+  );
 }
 
 /** The refusal of an op a closed Lane does not take: who closed it. */

@@ -308,6 +308,27 @@ describe('guarded fold', () => {
     expect(full.asks.get(W2)).toMatchObject({ state: 'claimed', answer: null });
   });
 
+  it('a claim of an Ask whose dependency was posted by a role the merge refused stands', () => {
+    const D = 'ask-00000000d1';
+    const { s } = fold([
+      op('o@x', { op: 'lane_propose', args: { lane_id: 'l', title: 'L' } }),
+      // A workflow kind posted by hand by one who is not (or no longer) a coordinator.
+      op('b@x', {
+        op: 'ask_post',
+        args: { lane_id: 'l', kind: 'changeset_review', title: 'd' },
+        out: { ask_id: D },
+      }),
+      op('m@x', {
+        op: 'ask_post',
+        args: { lane_id: 'l', kind: 'work', title: 'x', depends_on: [D] },
+        out: { ask_id: ASK },
+      }),
+      claim('m@x', 10),
+    ]);
+    expect(s.rejected.map((r) => [r.op, r.reason])).toEqual([['ask_post', 'scope_denied']]);
+    expect(s.asks.get(ASK)).toMatchObject({ state: 'claimed', holder: 'm@x' });
+  });
+
   // Kind names are any [a-z][a-z0-9_]*: "constructor" once found Object.prototype's in the
   // built-in table, looked built in, and the answer's outcome check threw in every fold.
   it('a kind named like an Object.prototype member is an ordinary name, never a crash', () => {

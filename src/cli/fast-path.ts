@@ -233,7 +233,9 @@ const ANSWER_TIMEOUT_MS = 600_000;
 
 function answerTimeoutMs(env: NodeJS.ProcessEnv): number {
   const ms = Number(env.ZZ_DAEMON_TIMEOUT_MS);
-  return Number.isFinite(ms) && ms > 0 ? ms : ANSWER_TIMEOUT_MS;
+  // Hazard: Node runs a timer longer than 2^31-1 ms after 1 ms, so "wait forever" written as a
+  // huge number would time every call out at once; it means the longest timer there is.
+  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, 2 ** 31 - 1) : ANSWER_TIMEOUT_MS;
 }
 
 /**

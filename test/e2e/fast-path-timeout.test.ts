@@ -40,7 +40,7 @@ async function silentServer(): Promise<{ url: string; requests: () => string[] }
   return { url: `http://127.0.0.1:${port}`, requests: () => [...received] };
 }
 
-async function hungDaemon() {
+async function hungDaemon(timeoutMs = '1500') {
   const { dir, cleanup } = makeRepo();
   cleanups.push(cleanup);
   const silent = await silentServer();
@@ -50,7 +50,7 @@ async function hungDaemon() {
     JSON.stringify({ pid: process.pid, url: silent.url, repo: 'local/demo' }),
   );
   // A bound of 1.5 s instead of the default's minutes; the CLI's own kill is far above it.
-  const env = privateEnv({ ZZ_TOKEN: 'zz_test_token', ZZ_DAEMON_TIMEOUT_MS: '1500' });
+  const env = privateEnv({ ZZ_TOKEN: 'zz_test_token', ZZ_DAEMON_TIMEOUT_MS: timeoutMs });
   return { dir, env, silent };
 }
 
@@ -97,6 +97,16 @@ describe('a daemon that never answers', () => {
     expect(r.stderr).toContain(
       'did not answer token_revoke within 1.5 s; it may or may not have been applied; check before running it again',
     );
+    expect(silent.requests()).toHaveLength(1);
+  }, 90_000);
+
+  // Node runs a timer past 2^31-1 ms after 1 ms: "wait forever" as a huge bound once timed
+  // every call out at once. It is the longest timer instead: still waiting when killed here.
+  it('a bound past what a timer holds means waiting, not giving up at once', async () => {
+    const { dir, env, silent } = await hungDaemon('99999999999');
+    const r = await zz(dir, env, ['lane', 'list'], { timeoutMs: 4_000 });
+    expect(r.stderr).not.toContain('did not answer');
+    expect(r.signal).toBe('SIGKILL');
     expect(silent.requests()).toHaveLength(1);
   }, 90_000);
 });

@@ -29,6 +29,8 @@ interface Snapshot {
   values: Map<string, string[]>;
   /** Path → identity when read ('' = absent). */
   files: Map<string, string>;
+  /** The checkout it was read in ('' = none): a `git init` nested since is another repo. */
+  where: string;
 }
 
 const cache = new Map<string, Snapshot>();
@@ -49,8 +51,11 @@ export async function readGitConfig(cwd: string, env?: Record<string, string>): 
   const full = gitEnv(env);
   const key = cacheKey(cwd, full);
   let snap = cache.get(key);
-  if (!snap || changed(snap)) {
-    const where = await findCheckoutAt(cwd).catch(() => null);
+  // The checkout is found afresh each time (discover.ts remembers it, checked per call): a
+  // repository created inside or around `cwd` since (a nested `git init`) changes none of the
+  // files the snapshot watched, yet its config is another's (found in review).
+  const where = await findCheckoutAt(cwd).catch(() => null);
+  if (!snap || snap.where !== checkoutId(where) || changed(snap)) {
     snap = await load(cwd, full, env, where);
     cache.delete(key);
     cache.set(key, snap);
@@ -61,6 +66,10 @@ export async function readGitConfig(cwd: string, env?: Record<string, string>): 
     get: (k) => values.get(normalizeKey(k))?.at(-1) || null,
     getAll: (k) => [...(values.get(normalizeKey(k)) ?? [])],
   };
+}
+
+function checkoutId(c: Checkout | null): string {
+  return c ? `${c.gitdir}\0${c.worktreeGitdir}` : '';
 }
 
 function cacheKey(cwd: string, env: NodeJS.ProcessEnv): string {
@@ -130,7 +139,7 @@ async function load(
     if (list) list.push(v);
     else values.set(k, [v]);
   }
-  return { values, files: before };
+  return { values, files: before, where: checkoutId(where) };
 }
 
 /** The files git reads config from, whether or not they exist yet. */

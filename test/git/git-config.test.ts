@@ -92,6 +92,19 @@ describe('the git config snapshot', () => {
   });
 });
 
+describe('config of a repository nested since', () => {
+  it('is read from the new repository, not served from the one around it', async () => {
+    const { dir } = makeRepo();
+    sh(dir, 'config', 'zz.repo', 'outer/repo');
+    const sub = join(dir, 'nested');
+    mkdirSync(sub);
+    expect((await readGitConfig(sub)).get('zz.repo')).toBe('outer/repo');
+    sh(sub, 'init', '-q');
+    sh(sub, 'config', 'zz.repo', 'inner/repo');
+    expect((await readGitConfig(sub)).get('zz.repo')).toBe('inner/repo');
+  });
+});
+
 describe('the checkout, found once per directory', () => {
   it('finds a repository nested since; an unrelated one beside it changes nothing', async () => {
     const { dir } = makeRepo();

@@ -92,7 +92,9 @@ function normalizeKey(key: string): string {
 function identity(path: string): string {
   try {
     const s = statSync(path, { bigint: true });
-    return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}`;
+    // ctime too: a same-size rewrite in place that sets mtime back (cp -p, rsync -t, touch -r)
+    // keeps the other three, and no user tool sets ctime.
+    return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
   } catch {
     return '';
   }

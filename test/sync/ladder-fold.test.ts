@@ -211,6 +211,33 @@ describe('the Ladder fold, by sync', () => {
     }
   });
 
+  it('a log citing many Lanes that do not exist: reads look none of them up', async () => {
+    const { a } = await setup();
+    // Refused writes (Mallory coordinates nothing) citing 40 Lane ids nobody made.
+    const ghosts = Array.from({ length: 40 }, (_, i) => `ghost-${i}`);
+    for (const id of ghosts) {
+      await ladderEntity(a.repo).mutate({
+        actor: MALLORY.actor,
+        decide: () => ({
+          op: 'ladder_write_rung',
+          summary: `ladder_write_rung by ${MALLORY.actor}`,
+          args: { lane_id: id, ask_id: 'ask-0000000001', rungs: [record(`_topics/${id}`)] },
+        }),
+        result: () => null,
+      });
+    }
+    const looked = await onColdRepo(a, async (repo) => {
+      const asked: string[] = [];
+      const lane = repo.lane.bind(repo);
+      repo.lane = (id: string) => (asked.push(id), lane(id));
+      const r = await seen(repo);
+      expect(r.topics).toEqual([]);
+      expect(r.rejected.filter(([, actor]) => actor === MALLORY.actor)).toHaveLength(40);
+      return asked;
+    });
+    expect(looked.filter((id) => id.startsWith('ghost-'))).toEqual([]);
+  });
+
   it('refuses `zz ladder build` locally to an actor who is neither an owner nor a coordinator of _repo', async () => {
     const { a } = await setup();
     const before = zzRefs(a.dir);

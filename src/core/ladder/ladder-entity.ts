@@ -44,6 +44,9 @@ function timeline(lane: Snapshot<LaneState, LaneOp> | null) {
   return t;
 }
 
+/** Cited Lanes looked up one by one; past this many, the existing Lanes are listed first. */
+const CITED_LOOKUPS = 32;
+
 export class LadderEntity extends Entity<LadderState, LadderOp> {
   private inputs: Inputs | null = null;
 
@@ -62,7 +65,7 @@ export class LadderEntity extends Entity<LadderState, LadderOp> {
   private readonly holder: { roles: LadderRoles | null };
 
   override async read(): Promise<Snapshot<LadderState, LadderOp>> {
-    // Twice at most: a fold against the roles of its own log's Lanes matches on the second.
+    // Three folds at most: one against the roles of its own log's Lanes matches on the second.
     for (let i = 0; ; i++) {
       const snap = await super.read();
       const roles = await this.rolesFor(snap.log);
@@ -78,13 +81,20 @@ export class LadderEntity extends Entity<LadderState, LadderOp> {
   private async rolesFor(log: OpLog<LoggedOp>): Promise<LadderRoles> {
     let ids = citedOf.get(log);
     if (!ids) citedOf.set(log, (ids = citedLanes(log)));
+    // Hazard: cited ids come from other machines, refused ops included; a log citing thousands
+    // of Lanes that do not exist made every read look each one up and keep an entity for each
+    // (found in review). Past a few, the Lanes that exist are listed once and only those read;
+    // an absent Lane has no coordinators, as a failed read already meant.
+    const existing = ids.length > CITED_LOOKUPS ? new Set(await this.repo.laneIds()) : null;
     const [roles, ...lanes] = await Promise.all([
       this.repo.roles(),
       ...ids.map((id) =>
-        this.repo
-          .lane(id)
-          .read()
-          .catch(() => null),
+        existing && !existing.has(id)
+          ? null
+          : this.repo
+              .lane(id)
+              .read()
+              .catch(() => null),
       ),
     ]);
     const timelines = lanes.map(timeline);

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ZzRepo } from '../../src/core/index.js';
 import {
   askClaim,
   askPost,
@@ -8,13 +9,19 @@ import {
   laneGrant,
   lanePropose,
   roleGrant,
-  ZzRepo,
   type LaneEvent,
 } from '../../src/core/index.js';
 import { keyAdd, keyList, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
-import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  makeCluster,
+  onColdRepo,
+  refusalsIn,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // What the daemon refuses, the guarded fold refuses too when it arrives by sync (DESIGN §7), on
 // real git: ops another replica made offline, and ops written past the daemon's checks (an
@@ -34,20 +41,10 @@ afterEach(() => {
   cluster = null;
 });
 
-const refused = async (repo: ZzRepo) =>
-  (await laneGet(repo, OWNER, { lane_id: 'web' })).history
-    .filter((h) => h.rejected)
-    .map((h) => [h.op, h.actor, h.rejected?.reason]);
+const refused = (repo: ZzRepo) => refusalsIn(repo, OWNER);
 
 /** A fresh ZzRepo on the clone: a daemon started after the sync folds from scratch. */
-async function cold<T>(c: Clone, f: (repo: ZzRepo) => Promise<T>): Promise<T> {
-  const repo = await ZzRepo.open(c.dir, { key: 'local/test' });
-  try {
-    return await f(repo);
-  } finally {
-    repo.close();
-  }
-}
+const cold = onColdRepo;
 
 async function drain(repo: ZzRepo, cursor: string | undefined) {
   const got: LaneEvent[] = [];

@@ -11,7 +11,7 @@ import {
 } from '../../src/core/index.js';
 import { signAs } from '../../src/core/sync/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
-import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import { makeCluster, onColdRepo, zzRefs, type Clone, type Cluster } from './git-cluster.js';
 
 // The count caps (Asks per Lane, owners, Lanes per repo), refused locally with a clear error and,
 // where the fold can hold them, by the guarded fold for what arrives by sync — alike on every
@@ -36,18 +36,14 @@ afterEach(() => {
 const post = (repo: ZzRepo, title: string) =>
   askPost(repo, OWNER, { lane_id: 'web', kind: 'work', title });
 
-async function coldLane(c: Clone) {
-  const repo = await ZzRepo.open(c.dir, { key: 'local/test' });
-  try {
+const coldLane = (c: Clone) =>
+  onColdRepo(c, async (repo) => {
     const lane = await laneGet(repo, OWNER, { lane_id: 'web' });
     return {
       asks: lane.asks.map((x) => x.title),
       refused: lane.history.filter((h) => h.rejected).map((h) => [h.op, h.rejected?.reason]),
     };
-  } finally {
-    repo.close();
-  }
-}
+  });
 
 describe('count caps, locally and by sync', () => {
   it('a Lane takes at most LIMITS.asksPerLane Asks: the next is refused locally, and by the fold from anywhere', async () => {

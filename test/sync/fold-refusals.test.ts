@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ZzRepo } from '../../src/core/index.js';
 import {
   askAnswer,
   askClaim,
@@ -6,11 +7,17 @@ import {
   laneGet,
   laneGrant,
   lanePropose,
-  ZzRepo,
 } from '../../src/core/index.js';
 import { formatSyncReport } from '../../src/cli/sync-command.js';
 import type { LaneOp } from '../../src/schema/lane-ops.js';
-import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  makeCluster,
+  onColdRepo,
+  refusalsIn,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // What the local tools refuse about dependencies and kinds, the guarded fold refuses too when it
 // arrives by sync (DESIGN §7): ops written past the daemon's checks (an older zz, a modified
@@ -30,23 +37,14 @@ afterEach(() => {
   cluster = null;
 });
 
-const refused = async (repo: ZzRepo) =>
-  (await laneGet(repo, OWNER, { lane_id: 'web' })).history
-    .filter((h) => h.rejected)
-    .map((h) => [h.op, h.actor, h.rejected?.reason]);
+const refused = (repo: ZzRepo) => refusalsIn(repo, OWNER);
 
 /** Refusals and Asks as a daemon started after the sync folds them from scratch. */
-async function cold(c: Clone) {
-  const repo = await ZzRepo.open(c.dir, { key: 'local/test' });
-  try {
-    return {
-      refused: await refused(repo),
-      asks: (await laneGet(repo, OWNER, { lane_id: 'web' })).asks,
-    };
-  } finally {
-    repo.close();
-  }
-}
+const cold = (c: Clone) =>
+  onColdRepo(c, async (repo) => ({
+    refused: await refused(repo),
+    asks: (await laneGet(repo, OWNER, { lane_id: 'web' })).asks,
+  }));
 
 /** An op written past the daemon's checks (what an older zz or a modified client lets through). */
 async function raw(

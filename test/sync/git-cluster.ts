@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { initRepo, ZzRepo } from '../../src/core/index.js';
+import { initRepo, laneGet, ZzRepo } from '../../src/core/index.js';
 import { signAs, syncRepo, type SyncOptions, type SyncReport } from '../../src/core/sync/index.js';
 import { generateSigningKey, type SshSigningKey } from '../../src/git/index.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -97,4 +97,15 @@ export async function onColdRepo<T>(c: Clone, f: (repo: ZzRepo) => Promise<T>): 
   } finally {
     repo.close();
   }
+}
+
+/** What a Lane's history shows as refused, as [op, actor, reason], read as `viewer`. */
+export async function refusalsIn(
+  repo: ZzRepo,
+  viewer: { actor: string },
+  laneId = 'web',
+): Promise<unknown[][]> {
+  return (await laneGet(repo, viewer, { lane_id: laneId })).history
+    .filter((h) => h.rejected)
+    .map((h) => [h.op, h.actor, h.rejected?.reason]);
 }

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ZzRepo } from '../../src/core/index.js';
 import {
   askAnswer,
   askClaim,
@@ -8,9 +9,15 @@ import {
   laneGrant,
   lanePropose,
   roleGrant,
-  ZzRepo,
 } from '../../src/core/index.js';
-import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  makeCluster,
+  onColdRepo,
+  refusalsIn,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // Scopes and roles re-checked as they stood at that point of the log (DESIGN §7), on real git:
 // a role revoked on machine A while its holder keeps writing offline on machine B. After sync,
@@ -27,23 +34,14 @@ afterEach(() => {
   cluster = null;
 });
 
-const refused = async (repo: ZzRepo, lane = 'web') =>
-  (await laneGet(repo, OWNER, { lane_id: lane })).history
-    .filter((h) => h.rejected)
-    .map((h) => [h.op, h.actor, h.rejected?.reason]);
+const refused = (repo: ZzRepo, lane = 'web') => refusalsIn(repo, OWNER, lane);
 
 /** The same verdict on a fresh ZzRepo (a daemon started after the sync folds from scratch). */
-async function cold(c: Clone, lane = 'web') {
-  const repo = await ZzRepo.open(c.dir, { key: 'local/test' });
-  try {
-    return {
-      refused: await refused(repo, lane),
-      lane: await laneGet(repo, OWNER, { lane_id: lane }),
-    };
-  } finally {
-    repo.close();
-  }
-}
+const cold = (c: Clone, lane = 'web') =>
+  onColdRepo(c, async (repo) => ({
+    refused: await refused(repo, lane),
+    lane: await laneGet(repo, OWNER, { lane_id: lane }),
+  }));
 
 describe('roles as they stood at that point of the log (real git, two clones)', () => {
   it('a maintainer revoked on A who keeps working offline on B is refused everywhere', async () => {

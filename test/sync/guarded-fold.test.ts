@@ -30,6 +30,16 @@ function fold(ops: OpRecord[]): { s: LaneState; touched: string[] } {
   for (const o of ops) touched.push(...laneCodec.apply(s, parsedLaneOp(o)));
   return { s, touched };
 }
+/** refs/zz/config as the fold's roles give it: owner o@x, these repo kinds. */
+const repoConfig = (ask_kinds: ConfigDoc['ask_kinds'] = {}): ConfigDoc => ({
+  format: 1,
+  owners: ['o@x'],
+  visibility: 'private',
+  default_branch: 'main',
+  ask_kinds,
+  created_by: 'o@x',
+  created_at: new Date(T0).toISOString(),
+});
 const ASK = 'ask-00000000aa';
 const base = () => [
   op('o@x', { op: 'lane_propose', args: { lane_id: 'l', title: 'L' } }),
@@ -344,17 +354,7 @@ describe('guarded fold', () => {
     expect(s.rejected).toEqual([]);
     // Repo kinds known: the kind is unknown, refused like any other.
     const k = laneCodec.empty();
-    k.roles = {
-      at: () => ({
-        format: 1,
-        owners: ['o@x'],
-        visibility: 'private',
-        default_branch: 'main',
-        ask_kinds: {},
-        created_by: 'o@x',
-        created_at: new Date(T0).toISOString(),
-      }),
-    };
+    k.roles = { at: () => repoConfig() };
     for (const o of [propose, post, claim('a@x', 10), answer('a@x', 'complete')]) {
       laneCodec.apply(k, parsedLaneOp(o));
     }
@@ -364,15 +364,7 @@ describe('guarded fold', () => {
 
   it('refuses a post of a kind neither the repo nor the Lane defines; a kind of a refused proposal of the Lane stands', () => {
     const s = laneCodec.empty();
-    const config: ConfigDoc = {
-      format: 1,
-      owners: ['o@x'],
-      visibility: 'private',
-      default_branch: 'main',
-      ask_kinds: { triage: 'member' },
-      created_by: 'o@x',
-      created_at: new Date(T0).toISOString(),
-    };
+    const config = repoConfig({ triage: 'member' });
     s.roles = { at: () => config };
     const postKind = (kind: string, id: string) =>
       op('o@x', { op: 'ask_post', args: { lane_id: 'l', kind, title: kind }, out: { ask_id: id } });

@@ -1,11 +1,17 @@
 #!/usr/bin/env node
 // The zz binary: wires process IO and signals to run(), the testable command table.
 
-// A signal ends a command at once (exit 130 for SIGINT, 143 for SIGTERM, as if no handler
-// were installed), unless the command asked to stop gracefully by reading io.stopSignal
-// (serve, mcp, work, --follow): then the first signal resolves it and a second ends the
-// process anyway. Before, every command swallowed the first signal, so Ctrl-C did nothing
-// to a `zz ladder build` and `timeout 60 zz lane list` hung forever on a stopped daemon.
+// A signal ends a command at once, as if no handler were installed, unless the command asked
+// to stop gracefully by reading io.stopSignal (serve, mcp, work, --follow): then the first
+// signal resolves it and a second ends the process anyway. Before, every command swallowed the
+// first signal, so Ctrl-C did nothing to a `zz ladder build` and `timeout 60 zz lane list` hung
+// forever on a stopped daemon.
+// "As if no handler were installed" means dying of the signal (dieOf), not exiting with 130 or
+// 143: a shell running `for r in ...; do zz sync; done` or `while :; do zz work --once; done`
+// stops its loop on Ctrl-C only when the child died of SIGINT (bash's "wait and cooperative
+// exit"); a child that exits, with any status, is taken to have handled the signal, and the
+// loop went on. The one clean stop is a graceful command's orderly SIGTERM (a service manager's
+// stop): it exits with the command's status, 0, which systemd and docker read as success.
 let graceful = false;
 let stopping = false;
 // Said on stderr when a signal ends a command at once (io.setInterruptNote): exit 130 alone
@@ -16,6 +22,19 @@ let requestStop = () => {};
 // the output it left be cut (below).
 let stoppedBy: NodeJS.Signals | null = null;
 const signalStatus = (signal: NodeJS.Signals): number => (signal === 'SIGINT' ? 130 : 143);
+/** Ends the process by `signal` itself (see the top of this file). */
+const dieOf = (signal: NodeJS.Signals): void => {
+  // 'exit' listeners run on process.exit, not on death by a signal, and one matters: a model's
+  // processes are ended there (models/exec.ts). Run them, once, first.
+  process.exitCode = signalStatus(signal);
+  process.emit('exit', process.exitCode);
+  process.removeAllListeners('exit');
+  // With no listener left Node restores the default action, which ends the process; the timer
+  // is there only should anything keep that from happening.
+  process.removeAllListeners(signal);
+  process.kill(process.pid, signal);
+  setTimeout(() => process.exit(signalStatus(signal)), 1000);
+};
 const stop = new Promise<void>((resolve) => {
   requestStop = () => {
     stopping = true;
@@ -23,8 +42,11 @@ const stop = new Promise<void>((resolve) => {
   };
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping || !graceful) {
+      // stderr is synchronous on Linux (files, pipes and terminals), so the note is out
+      // before the signal ends the process.
       if (interruptNote && !closed.stderr) process.stderr.write(interruptNote);
-      process.exit(signalStatus(signal));
+      dieOf(signal);
+      return;
     }
     stoppedBy = signal;
     requestStop();
@@ -121,4 +143,9 @@ if (cut && !closed.stderr && !process.stderr.writableNeedDrain) {
 }
 // Long-running commands (serve, mcp) return only when they are done, so a finished command
 // exits here: idle git readers and signal listeners must not keep it alive.
-setImmediate(() => process.exit(cut ? signalStatus(stoppedBy!) : code));
+// A stop by Ctrl-C, or one whose output was cut, ends by the signal once the command has
+// cleaned up (the worker released its Ask); an orderly SIGTERM exits with the command's status.
+setImmediate(() => {
+  if (stoppedBy === 'SIGINT' || cut) dieOf(stoppedBy!);
+  else process.exit(code);
+});

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import {
   chmodSync,
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 import { tempDir } from '../helpers/temp-dirs.js';
-import { ensureBuilt, killAll, privateEnv, spawnZz, zz } from './zz-process.js';
+import { ensureBuilt, killAll, privateEnv, spawnZz, zz, ZZ_MAIN } from './zz-process.js';
 
 // Ctrl-C and `kill`/`timeout` must end a command that is not built to run until stopped. The
 // CLI once turned every first SIGINT/SIGTERM into a stop request that only serve, mcp, work and
@@ -60,19 +60,55 @@ function exitOf(child: ReturnType<typeof spawnZz>) {
 }
 
 describe('signals end a command that is not long-running', () => {
-  it.each([
-    ['SIGINT', 130],
-    ['SIGTERM', 143],
-  ] as const)('%s ends a call waiting on a hung daemon (exit %i)', async (sig, expected) => {
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    '%s ends a call waiting on a hung daemon',
+    async (sig) => {
+      const { dir, cleanup } = makeRepo();
+      try {
+        const { requested } = await hungDaemon(dir);
+        const child = spawnZz(dir, privateEnv({ ZZ_TOKEN: 'zz_notarealtoken' }), ['lane', 'list']);
+        child.stdin.end();
+        const exited = exitOf(child);
+        await requested; // the CLI is past start-up and waits for the answer
+        child.kill(sig);
+        // Died of the signal, as with no handler: a shell (below) tells that from an exit.
+        expect(await exited).toEqual({ code: null, signal: sig });
+      } finally {
+        cleanup();
+      }
+    },
+  );
+
+  it("Ctrl-C stops a shell's loop around zz, not just the zz it was running", async () => {
     const { dir, cleanup } = makeRepo();
     try {
       const { requested } = await hungDaemon(dir);
-      const child = spawnZz(dir, privateEnv({ ZZ_TOKEN: 'zz_notarealtoken' }), ['lane', 'list']);
-      child.stdin.end();
-      const exited = exitOf(child);
-      await requested; // the CLI is past start-up and waits for the answer
-      child.kill(sig);
-      expect(await exited).toEqual({ code: expected, signal: null });
+      // A terminal's Ctrl-C goes to the whole foreground process group: bash and zz. bash goes
+      // on with its loop unless zz died of the signal; zz once exited 130, and "next" followed.
+      const loop = spawn(
+        'bash',
+        [
+          '-c',
+          'for i in 1 2; do "$0" "$1" lane list; echo "next $i"; done',
+          process.execPath,
+          ZZ_MAIN,
+        ],
+        {
+          cwd: dir,
+          env: privateEnv({ ZZ_TOKEN: 'zz_notarealtoken' }),
+          detached: true,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let out = '';
+      loop.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+        loop.once('close', (code, signal) => r({ code, signal })),
+      );
+      await requested;
+      process.kill(-loop.pid!, 'SIGINT');
+      expect(await exited).toEqual({ code: null, signal: 'SIGINT' });
+      expect(out).toBe('');
     } finally {
       cleanup();
     }
@@ -98,7 +134,7 @@ describe('signals end a command that is not long-running', () => {
       const exited = exitOf(child);
       await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
       child.kill('SIGINT');
-      expect(await exited).toEqual({ code: 130, signal: null });
+      expect(await exited).toEqual({ code: null, signal: 'SIGINT' });
       expect(sh(dir, 'for-each-ref', 'refs/zz/ladder')).toBe('');
       // The signal reached zz alone (as `kill` or `timeout` would), not the model's process
       // group as a terminal's Ctrl-C does: zz ended the model itself on its way out.
@@ -141,7 +177,7 @@ describe('signals end a command that is not long-running', () => {
       const exited = exitOf(child);
       await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
       child.kill('SIGINT');
-      expect(await exited).toEqual({ code: 130, signal: null });
+      expect(await exited).toEqual({ code: null, signal: 'SIGINT' });
       expect(stderr).toBe(
         'zz: sync interrupted; local zz state is intact (each ref is as it was or as synced), run zz sync again to finish\n',
       );

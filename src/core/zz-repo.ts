@@ -168,9 +168,13 @@ export class ZzRepo {
     this.emit(ref, revision, ops);
   }
 
+  /**
+   * Every ref name under refs/zz/lanes/, sorted (a name that is no lane id included: readers
+   * report it). Names only: the refs' values are read by the Lanes' own reads.
+   */
   async laneIds(): Promise<string[]> {
-    const refs = await this.store.listRefs(LANES_PREFIX);
-    return [...refs.keys()].map((r) => r.slice(LANES_PREFIX.length)).sort();
+    const refs = await this.store.refNames(LANES_PREFIX);
+    return refs.map((r) => r.slice(LANES_PREFIX.length));
   }
 
   /** The initialised config, or a 412 telling the user to run `zz init`. */

@@ -71,6 +71,10 @@ export class GitStore implements Store {
     return this.repo.refs.list(prefix);
   }
 
+  refNames(prefix: string): Promise<string[]> {
+    return this.repo.refs.refNames(prefix);
+  }
+
   listNames(prefix: string): Promise<string[]> {
     return this.repo.refs.names(prefix);
   }

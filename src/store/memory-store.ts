@@ -25,6 +25,10 @@ export class MemoryStore implements Store {
     return new Map([...this.refs].filter(([r]) => r.startsWith(prefix)));
   }
 
+  async refNames(prefix: string): Promise<string[]> {
+    return [...this.refs.keys()].filter((r) => r.startsWith(prefix)).sort();
+  }
+
   async listNames(prefix: string): Promise<string[]> {
     const names = new Set<string>();
     for (const r of this.refs.keys()) {

@@ -40,6 +40,12 @@ export interface Store {
   head(ref: string): Promise<string | null>;
   listRefs(prefix: string): Promise<Map<string, string>>;
   /**
+   * The names listRefs(prefix) gives, sorted, without reading each ref's value where that can
+   * be helped (git: a loose ref that packed-refs also holds is not opened). For a reader that
+   * needs the names only, e.g. the Lane ids.
+   */
+  refNames(prefix: string): Promise<string[]>;
+  /**
    * The names one level below `prefix` (which ends in "/") that some ref lies under or is, e.g.
    * the remotes under refs/zz-remotes/, without listing every ref beneath them: a reader that
    * needs one ref per name (each remote's config) does not pay for all the others.

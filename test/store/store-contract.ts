@@ -81,6 +81,8 @@ export function storeContract(
         expect(h[1]!.ops[0]!.args).toEqual({ n: 2 });
         expect((await store.history('refs/zz/lanes/a', r1)).map((c) => c.revision)).toEqual([r2]);
         expect([...(await store.listRefs('refs/zz/lanes/')).keys()]).toEqual(['refs/zz/lanes/a']);
+        expect(await store.refNames('refs/zz/lanes/')).toEqual(['refs/zz/lanes/a']);
+        expect(await store.refNames('refs/zz/none/')).toEqual([]);
       } finally {
         cleanup();
       }

@@ -55,6 +55,34 @@ export async function callAll(tool, key, args = {}, limit = 1000) {
   return { ...r, [key]: items };
 }
 
+/**
+ * `read` (async, handling its own errors) run at most once at a time: a call while it runs
+ * asks for one more run after it, however many calls come meanwhile. A burst of commits then
+ * costs two reads, not one each stacked on the daemon, and the last run starts after the last
+ * call, so what it shows is the latest state; runs answer in the order they started.
+ */
+export function coalesced(read) {
+  let running = false;
+  let again = false;
+  const run = () => {
+    running = true;
+    Promise.resolve()
+      .then(read)
+      .catch(() => {})
+      .finally(() => {
+        running = false;
+        if (again) {
+          again = false;
+          run();
+        }
+      });
+  };
+  return () => {
+    if (running) again = true;
+    else run();
+  };
+}
+
 export const getSession = () => send('/auth/session');
 export const redeemCode = (code) => postJson('/auth/session', { code });
 export const endSession = () => send('/auth/session', { method: 'DELETE' });

@@ -2,7 +2,7 @@
 // cookie, then wiping the fragment), hash routes, the Lane list and the live-stream status.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, callAll, endSession, getSession, redeemCode, setRepo } from './api.js';
+import { call, callAll, coalesced, endSession, getSession, redeemCode, setRepo } from './api.js';
 import { AgentsView } from './agents.js';
 import { AskView } from './ask.js';
 import { Board } from './board.js';
@@ -65,15 +65,16 @@ function Shell({ session }) {
   useEffect(() => {
     let timer = null;
     let healthTimer = null;
-    // A read of many pages can answer after a newer one: only the latest read is shown.
-    let laneReads = 0;
-    const refreshLanes = () => {
-      const n = ++laneReads;
+    // One lane_list read (of every page) at a time, and one more after it whatever came
+    // meanwhile: under a burst of commits each read used to start beside the ones still
+    // running, each listing every Lane, and they stacked up on the daemon. Reads run one
+    // after the other, so each answer is newer than the one shown.
+    const refreshLanes = coalesced(() =>
       callAll('lane_list', 'lanes').then(
-        (r) => n === laneReads && (setLanes(r.lanes), setError(null)),
-        (e) => n === laneReads && setError(e),
-      );
-    };
+        (r) => (setLanes(r.lanes), setError(null)),
+        (e) => setError(e),
+      ),
+    );
     // The repository's health (refused remotes, quarantined refs) changes without a Lane
     // commit (a refused sync, a ref kept aside): the daemon says so with a health event.
     // Only the latest read is shown: an earlier one answered late must not bring back a warning.

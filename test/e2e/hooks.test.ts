@@ -3,8 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { initRepo, ZzRepo } from '../../src/core/index.js';
-import { call, OWNER } from '../helpers/core-fixture.js';
+import { call, initialiseInProcess, OWNER, withZzRepo } from '../helpers/core-fixture.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
 import { ROOT, ZZ_MAIN, ensureBuilt, killAll, privateEnv, zz } from './zz-process.js';
 
@@ -31,9 +30,7 @@ async function originAndClone() {
   const clone = mkdtempSync(join(tmpdir(), 'zz-hook-clone-'));
   // No `zz` on PATH other than what init recorded: the hook must find the zz that ran init.
   const env = privateEnv({ PATH: '/usr/bin:/bin' });
-  await inOrigin(origin.dir, (repo) =>
-    initRepo(repo, { owner: OWNER.actor, default_branch: 'main' }),
-  );
+  await initialiseInProcess(origin.dir);
   git(tmpdir(), env, 'clone', '-q', origin.dir, clone);
   sh(clone, 'config', 'user.email', 'second@example.com');
   sh(clone, 'config', 'user.name', 'Second');
@@ -48,18 +45,8 @@ async function originAndClone() {
   return { origin: origin.dir, clone, env, cleanup };
 }
 
-/** Runs `f` on the origin's zz state, opened in this process and closed after. */
-async function inOrigin(dir: string, f: (repo: ZzRepo) => Promise<unknown>): Promise<void> {
-  const repo = await ZzRepo.open(dir);
-  try {
-    await f(repo);
-  } finally {
-    repo.close();
-  }
-}
-
 async function newLaneAndCommit(origin: string, lane: string) {
-  await inOrigin(origin, (repo) =>
+  await withZzRepo(origin, (repo) =>
     call(repo, OWNER, 'lane_propose', { lane_id: lane, title: lane }),
   );
   writeFileSync(join(origin, `${lane}.txt`), `${lane}\n`);

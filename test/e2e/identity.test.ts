@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { initialiseInProcess } from '../helpers/core-fixture.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 import {
   callHttp,
@@ -20,7 +21,8 @@ import {
 // each on a loaded machine), hence the longer timeouts. Whether the daemon still honours a
 // token is asked over HTTP (`honoured`) once the CLI has shown, with the same token, that it
 // sends ZZ_TOKEN to the daemon and maps a refusal to exit 3: the answer is the daemon's either
-// way, and each spawn cost more than the request.
+// way, and each spawn cost more than the request. The checkouts are initialised in this
+// process (initialiseInProcess): `zz init` is not what these tests are about.
 
 /** The status the daemon answers a token's repo_state with: 200 honoured, 401 refused. */
 async function honoured(url: string, key: string, token: string): Promise<number> {
@@ -57,8 +59,8 @@ describe('credentials per repository', { timeout: 180_000 }, () => {
     const env = privateEnv();
     const a = repo('zz-id-a-');
     const b = repo('zz-id-b-');
-    await ok(zz(a, env, ['init']));
-    await ok(zz(b, env, ['init']));
+    await initialiseInProcess(a);
+    await initialiseInProcess(b);
     const d = await serve(a, env);
     const loginA = (await ok(zz(a, env, ['login', '--json']))).json();
     expect(loginA.server).toBe(d.url);
@@ -92,8 +94,8 @@ describe('credentials per daemon', { timeout: 180_000 }, () => {
     const env = privateEnv();
     const a = repo('zz-id-two-a-');
     const b = repo('zz-id-two-b-');
-    await ok(zz(a, env, ['init']));
-    await ok(zz(b, env, ['init']));
+    await initialiseInProcess(a);
+    await initialiseInProcess(b);
     const dA = await serve(a, env);
     const dB = await serve(b, env);
     const loginA = (await ok(zz(a, env, ['login', '--json']))).json();
@@ -141,7 +143,7 @@ describe('named tokens: nothing is revoked unless asked', { timeout: 180_000 }, 
   it('a second agent create and a second login keep the running tokens; --rotate, revoke and logout end them', async () => {
     const env = privateEnv();
     const dir = repo('zz-id-tok-');
-    await ok(zz(dir, env, ['init']));
+    await initialiseInProcess(dir);
     const d = await serve(dir, env);
     const status = (token: string) => honoured(d.url, d.repoKeys[0]!, token);
     const first = (await ok(zz(dir, env, ['login', '--json']))).json();
@@ -194,7 +196,7 @@ describe('one served checkout, logged in', () => {
     const r = makeRepo('zz-id-shared-');
     cleanups.push(r.cleanup);
     dir = r.dir;
-    await ok(zz(dir, env, ['init']));
+    await initialiseInProcess(dir);
     d = await serve(dir, env);
     await ok(zz(dir, env, ['login']));
   }, 150_000);

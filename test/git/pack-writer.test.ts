@@ -35,6 +35,7 @@ import { SYNC_WRITE_MAX } from '../../src/git/small-packs.js';
 import { GitStore } from '../../src/store/index.js';
 import { bundled } from '../helpers/bundled.js';
 import { prng, testSeed } from '../helpers/seeded.js';
+import { stormKills } from '../helpers/storm.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { fsck, fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 
@@ -641,8 +642,12 @@ async function killWriter(
 // the repository the killed ones left (a tmp_pack_ file, a .pack without its .idx) and must
 // write past it. The random kills that follow in a test of their own explore where else a kill
 // can land; they repeat one scenario of zz's own code and run on one Node only (.ci/run: their
-// names match its -t pattern), while these two run on both.
-const RANDOM_KILLS = 7;
+// names match its -t pattern), while these two run on both. Each random kill lands somewhere in
+// the writer's loop of commits (0-400 ms after its first ack for big commits, 0-1.5 s for small
+// ones, which merge their packs every few commits), in the repository the kills before it left;
+// the seed is new every run, so the runs together keep exploring where else a kill can land
+// (test/helpers/storm.ts; ZZ_STORMS=full runs 7 each, the count before 3 December).
+const RANDOM_KILLS = stormKills(4, 7);
 
 describe('pack writer: SIGKILL', () => {
   it('a writer killed inside its pack write leaves no ref to a missing object; the next writer writes past what it left', async () => {

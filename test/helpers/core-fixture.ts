@@ -48,6 +48,31 @@ export async function gitRepo(
   };
 }
 
+/**
+ * Runs `f` on the zz state of the checkout `dir`, opened in this process (its repo key as the
+ * daemon and the CLI derive it) and closed after.
+ */
+export async function withZzRepo<T>(dir: string, f: (repo: ZzRepo) => Promise<T>): Promise<T> {
+  const repo = await ZzRepo.open(dir);
+  try {
+    return await f(repo);
+  } finally {
+    repo.close();
+  }
+}
+
+/**
+ * The checkout `dir` initialised for zz in this process (config and lane _repo, owner
+ * owner@example.com, makeRepo's git user): what a spawned `zz init` makes in refs/zz/*, for
+ * end-to-end tests that are about something else. A spawn of the built zz costs ~1 s of CPU on
+ * a loaded 2-core machine; `zz init` itself is driven end to end in test/e2e (zz.e2e (a), hooks).
+ */
+export function initialiseInProcess(dir: string): Promise<void> {
+  return withZzRepo(dir, (repo) =>
+    initRepo(repo, { owner: OWNER.actor, default_branch: 'main' }).then(() => undefined),
+  );
+}
+
 /** Calls a tool the way every transport does; answers the tool's output type. */
 export function call<N extends ToolName>(
   repo: ZzRepo,

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseOwnedName } from '../../src/git/blank-files.js';
 import { spawnWriter } from '../helpers/crash-writer.js';
 import { prng, testSeed } from '../helpers/seeded.js';
+import { stormKills } from '../helpers/storm.js';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 
 // SIGKILL of writers at random points of the blanks-based write path (a blank taken and
@@ -13,7 +14,12 @@ import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 // acknowledged write is lost, git finds the repository sound, and the next writer clears
 // every lock, token, blank, owner and hold file and .keep the killed ones left.
 
-const KILLS = 14;
+// Two slots of writers, each killed 20-170 ms after it is ready (the last of a slot only after
+// an acknowledgement), beside three loops of git maintenance: 8 kills still strike writes in
+// flight beside a repack, a gc and a pack-refs each time; the seed, new every run, moves the
+// kills and the maintenance's pauses, so the runs together keep exploring their interleavings
+// (test/helpers/storm.ts; ZZ_STORMS=full runs 14).
+const KILLS = stormKills(8, 14);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function run(cwd: string, args: string[]): Promise<number> {

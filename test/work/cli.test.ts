@@ -148,8 +148,17 @@ describe('zz work (the binary)', () => {
     const { env, lane } = await setup();
     const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Doomed' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
+    // The model works until the test has cancelled the Ask (a file appears), then gives up: a
+    // fixed 3 s here both cost 3 s a run and, on a machine loaded enough that the cancel took
+    // longer, let the model give up first. Its own bound (60 s) ends it should the test fail
+    // before the cancel and leave it orphaned.
+    const flagDir = mkdtempSync(join(tmpdir(), 'zz-cli-cancelled-'));
+    dirs.push(flagDir);
+    const cancelled = join(flagDir, 'cancelled');
     const script = agentScript(
-      `setTimeout(() => { process.stderr.write('model gave up'); process.exit(2); }, 3000);`,
+      `import('node:fs').then(({ existsSync }) => { const start = Date.now(); setInterval(() => {
+  if (existsSync(${JSON.stringify(cancelled)}) || Date.now() - start > 60000) { process.stderr.write('model gave up'); process.exit(2); }
+}, 20); });`,
     );
     const child = spawnZz(t.s!.dir, env, [
       'work',
@@ -170,6 +179,7 @@ describe('zz work (the binary)', () => {
       });
     });
     await t.s!.owner('ask_cancel', { lane_id: lane, ask_id: askId, reason: 'not wanted' });
+    writeFileSync(cancelled, '');
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect(code).not.toBe(0);
     expect(err).not.toMatch(/someone else/);

@@ -110,6 +110,9 @@ function distance(a: string, b: string): number {
   return prev[b.length]!;
 }
 
+/** Commands left out of `zz help` (describe: false), never suggested: `hook` is git's. */
+const HIDDEN_COMMANDS: ReadonlySet<string> = new Set(['hook']);
+
 /** The candidate nearest to `word` within a few edits (a transposition counts as two), or null. */
 export function nearest(word: string, candidates: readonly string[]): string | null {
   let best: string | null = null;
@@ -170,11 +173,18 @@ export function rewriteParseFailure(
   }
   const didYouMean = /^Did you mean (.+)\?$/.exec(msg);
   if (didYouMean) {
+    // yargs suggests any command within 3 edits, hidden ones included: `zz frob` got "did you
+    // mean hook?" (a command for git's hooks, not in `zz help`) and lost the word typed. The
+    // suggestion stands only where nearest() agrees and the command is listed; the word is
+    // the typed one yargs measured (within its 3 edits of the suggestion).
     const suggestion = didYouMean[1]!;
-    const word = typed.find(
-      (t) => !t.startsWith('-') && t !== suggestion && nearest(t, [suggestion]),
-    );
-    return `unknown command${word ? ` ${word}` : ''}; did you mean ${suggestion}?`;
+    const words = typed.filter((t) => !t.startsWith('-') && t !== suggestion);
+    const near = HIDDEN_COMMANDS.has(suggestion)
+      ? undefined
+      : words.find((t) => nearest(t, [suggestion]));
+    if (near) return `unknown command ${near}; did you mean ${suggestion}?`;
+    const word = words.find((t) => distance(t, suggestion) <= 3);
+    return `unknown command${word ? ` ${word}` : ''}; \`zz help\` lists the commands`;
   }
   const notChoice = /^Invalid values?:\s*Argument: (\S+), Given: (.+), Choices: (.+)$/s.exec(msg);
   if (notChoice) {

@@ -110,6 +110,15 @@ describe('flags', () => {
       'zz: unknown command lnae; did you mean lane?\n',
     );
   });
+
+  it('an unknown command far from any listed one is named, and hidden commands are not offered', async () => {
+    // yargs offered `hook` (git's, hidden from help) for both, and dropped the word typed.
+    for (const word of ['frob', 'hok']) {
+      const r = await run(word);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`zz: unknown command ${word}; \`zz help\` lists the commands\n`);
+    }
+  });
 });
 
 describe('options from a schema', () => {

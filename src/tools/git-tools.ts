@@ -38,7 +38,9 @@ export const gitTools = [
       direction: z
         .enum(['oldest', 'newest'])
         .optional()
-        .describe('oldest first (default) or newest first, like git log'),
+        .describe(
+          'oldest first (the default; the reverse of git log) or newest first, as git log lists',
+        ),
       since: z
         .union([z.number().int().min(0), z.string().max(64)])
         .optional()

@@ -185,6 +185,7 @@ export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
   }),
   parse: parseConfigOp,
   apply: applyConfigOp,
+  refusals: (s) => s.rejected,
   file: (s, path) =>
     path === CONFIG_FILE && s.config ? JSON.stringify(s.config, null, 2) + '\n' : null,
 };

@@ -361,6 +361,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,
+  refusals: (s) => s.rejected,
   file(s, path) {
     if (path === LANE_FILE) return s.lane ? JSON.stringify(s.lane, null, 2) + '\n' : null;
     const m = /^asks\/[0-9a-f]{2}\/(ask-[0-9a-f]{10})\.json$/.exec(path);

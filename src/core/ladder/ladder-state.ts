@@ -143,6 +143,7 @@ export const ladderCodec: EntityCodec<LadderState, LadderOp> = {
   clone: (s) => Object.assign(new LadderState(s.roles, s), { rejected: s.rejected }),
   parse: parseLadderOp,
   apply: applyLadderOp,
+  refusals: (s) => s.rejected,
   file(state, file) {
     const rung = state.get(rungPathFromFile(file));
     return rung ? JSON.stringify(rung, null, 2) + '\n' : null;

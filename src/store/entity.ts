@@ -67,6 +67,12 @@ export interface Mutation<S, R, Op extends OpRecord = OpRecord> {
   /** What the caller asked for (tool and arguments); a key reused with another request is refused. */
   request?: { tool: string; args: unknown };
   expectedRevision?: string;
+  /**
+   * Tests only (nothing in src/ sets it): commit the op even where the fold refuses it, as
+   * another machine's zz (an older build, a hostile one) may have written it, so the fold and
+   * sync can be tested on such logs. Without it such a write fails and writes nothing.
+   */
+  recordRefused?: true;
   /** Validates against the current state and decides the op; throws ZzError to refuse. */
   decide(state: S, meta: MutationMeta): OpSpec<Op> | Array<OpSpec<Op>>;
   /**
@@ -451,7 +457,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
               break;
             }
             const refused = this.codec.refusals?.(draft).at(refusedBefore);
-            if (refused) {
+            if (refused && m.recordRefused !== true) {
               // decide() let through an op the fold refuses (a local check that is missing or
               // differs from the guard): committed, it would stand in the log as refused while
               // its caller heard it succeeded. The draft holds the refusal (and maybe part of

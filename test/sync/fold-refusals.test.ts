@@ -54,6 +54,8 @@ async function raw(
 ) {
   await repo.lane('web').mutate({
     actor,
+    // Written past the local checks, as another machine's zz may have: kept even if refused.
+    recordRefused: true,
     decide: () => ({ ...op, summary: `${op.op} (raw)` }) as never,
     result: () => null,
   });

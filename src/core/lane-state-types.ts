@@ -93,6 +93,8 @@ export interface RejectedOp {
     | 'dependency_not_found'
     | 'kind_unknown'
     | 'outcome_not_allowed'
+    | 'changeset_not_allowed'
+    | 'result_missing'
     | 'lane_full';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */

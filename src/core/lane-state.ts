@@ -80,7 +80,12 @@ function serverAsk(
  * follows them (lane-guards.ts). Not among them: lane_full (a merge fills a Lane that had room
  * on each machine) and kind_unknown (zz before 2026-12-01 posted any kind).
  */
-const NEVER_WRITTEN: ReadonlySet<string> = new Set(['dependency_not_found', 'outcome_not_allowed']);
+const NEVER_WRITTEN: ReadonlySet<string> = new Set([
+  'dependency_not_found',
+  'outcome_not_allowed',
+  'changeset_not_allowed',
+  'result_missing',
+]);
 
 function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
   // Appended, not copied: snapshots share the list (see clone), and a hostile replica's 50,000

@@ -24,6 +24,7 @@ const suites: Array<[string, string, string]> = [
   ['web', './web.ts', 'benchWeb'],
   ['rss', './rss.ts', 'benchRss'],
   ['sync', './sync.ts', 'benchSync'],
+  ['fold-refusals', './fold-refusals.ts', 'benchFoldRefusals'],
 ];
 
 const only = process.argv.slice(2);

@@ -13,6 +13,7 @@ import {
 import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
 import { assertRoom } from './asks.js';
+import { LANDING_KINDS } from './kinds.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { readLane, type WriteMeta } from './lanes.js';
 import { writeOp } from './write-op.js';
@@ -27,7 +28,6 @@ import { CHANGESETS_PREFIX, SERVER_ACTOR, type ZzRepo } from './zz-repo.js';
 // Every landing is recorded in the Lane's op log (and answers the Ask it cites when the caller
 // holds it), which is also where its idempotency key lives.
 
-const LANDING_KINDS = new Set(['submit_changeset', 'resolve_conflict']);
 const MAX_TITLE = 300;
 
 export type CommitFileInput = ChangeFileInput;

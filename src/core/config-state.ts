@@ -3,7 +3,7 @@ import type { ConfigDoc } from '../schema/config.js';
 import { FORMAT_VERSION } from '../schema/config.js';
 import { LIMITS } from '../schema/limits.js';
 import { parseConfigOp, type ConfigOp } from '../schema/config-ops.js';
-import type { EntityCodec } from '../store/index.js';
+import { OpLog, type EntityCodec } from '../store/index.js';
 
 // refs/zz/config as a fold of its ops (schema/config-ops.ts), like a Lane.
 
@@ -23,7 +23,7 @@ export interface ConfigState {
    */
   roots: readonly string[];
   /** Ops the guarded fold refused, in fold order: the same list on every replica. */
-  rejected: readonly ConfigRejection[];
+  rejected: OpLog<ConfigRejection>;
 }
 
 /** Ops that only an owner's key may make count (sync verifies their signatures on import). */
@@ -98,7 +98,7 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
   if (refused !== null) {
     const subject = op.op === 'key_add' || op.op === 'key_remove' ? { subject: op.args.actor } : {};
     const r: ConfigRejection = { op_id: op.id, op: op.op, actor: op.actor, reason: refused };
-    s.rejected = [...s.rejected, { ...r, ...subject }];
+    s.rejected = s.rejected.concat([{ ...r, ...subject }]);
     return [];
   }
   if (op.op === 'repo_init' && s.config !== null) {
@@ -173,8 +173,9 @@ function unionRoots(a: readonly string[], b: readonly string[]): readonly string
 }
 
 export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
-  empty: () => ({ config: null, keys: new Map(), signed: false, roots: [], rejected: [] }),
-  // keys, roots and rejected are replaced, never mutated, so sharing them is safe.
+  empty: () => ({ config: null, keys: new Map(), signed: false, roots: [], rejected: new OpLog() }),
+  // keys and roots are replaced, never mutated, so sharing them is safe; rejected is an OpLog,
+  // replaced by a longer one (concat appends in O(1) where it can, store/op-log.ts).
   clone: (s) => ({
     config: s.config,
     keys: s.keys,
@@ -184,6 +185,7 @@ export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
   }),
   parse: parseConfigOp,
   apply: applyConfigOp,
+  refusals: (s) => s.rejected,
   file: (s, path) =>
     path === CONFIG_FILE && s.config ? JSON.stringify(s.config, null, 2) + '\n' : null,
 };

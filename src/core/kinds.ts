@@ -25,6 +25,12 @@ export const WORKFLOW_KINDS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Kinds whose Ask commit_changeset answers when it lands the changeset (changesets.ts): the
+ * only answers that cite a changeset_id (lane-guards.ts refuses any other).
+ */
+export const LANDING_KINDS: ReadonlySet<string> = new Set(['submit_changeset', 'resolve_conflict']);
+
+/**
  * A kind's entry in a kind table (built-ins, a Lane's or the repo's ask_kinds), own entries
  * only. Hazard: kind names are any `[a-z][a-z0-9_]*`, so a plain lookup of "constructor" or
  * "tostring"-like names finds Object.prototype's members: a hostile replica's Ask of kind

@@ -4,7 +4,7 @@ import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import type { LaneOp } from '../schema/lane-ops.js';
 import { LIMITS } from '../schema/limits.js';
 import { FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
-import { BUILTIN_KINDS, kindEntry, kindRule, WORKFLOW_KINDS } from './kinds.js';
+import { BUILTIN_KINDS, kindEntry, kindRule, LANDING_KINDS, WORKFLOW_KINDS } from './kinds.js';
 import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
 import { isResolved, leaseEndMs } from './views.js';
@@ -101,6 +101,8 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       if (!kindRule(ask.kind, s.lane?.ask_kinds ?? {}).outcomes.includes(op.args.outcome)) {
         return { reason: 'outcome_not_allowed', ask_id: ask.ask_id };
       }
+      const unfit = changesetRefusal(ask, op);
+      if (unfit) return { reason: unfit, ask_id: ask.ask_id };
       if (ask.state === 'answered') {
         // A full Lane takes no resolve_conflict Ask: the second answer is refused all the same.
         if (!hasRoom(s, 1)) return { reason: 'lane_full', ask_id: ask.ask_id };
@@ -288,6 +290,36 @@ function blockedAt(s: LaneState, ask: AskDoc): string[] {
   return ask.depends_on.filter(
     (d) => !isResolved(s.asks.get(d)) && !s.refusedResolutions.has(d) && !s.refusedPosts.has(d),
   );
+}
+
+/**
+ * What an answer carries that asks.ts (askAnswer) and changesets.ts (commitChangeset) never
+ * write: a changeset made by the answer (args.changeset, out.changeset_id) on anything but a
+ * `work` Ask answered complete (`changeset_not_allowed`); a changeset_id cited (commit_changeset's
+ * answer) on anything but a landing Ask answered complete (alike); a `work` Ask completed with
+ * neither a changeset nor a result (`result_missing`; askAnswer records an absent result as
+ * null). Like outcome_not_allowed, checked before the Ask's state: such an answer raises no
+ * resolve_conflict and excuses nothing after it (lane-state.ts NEVER_WRITTEN).
+ *
+ * Upgrade-safe: askAnswer has refused both since its first version (bffb707, 2026-11-30) and
+ * recorded `result: args.result ?? null` from a string input; commitChangeset has answered only
+ * LANDING_KINDS, complete, with a result, since it was added (8a3608a); nothing else writes an
+ * ask_answer. So no honest history holds an answer refused here.
+ */
+function changesetRefusal(
+  ask: AskDoc,
+  op: Extract<LaneOp, { op: 'ask_answer' }>,
+): 'changeset_not_allowed' | 'result_missing' | null {
+  const a = op.args;
+  const complete = a.outcome === 'complete';
+  const made = a.changeset !== undefined || op.out?.changeset_id !== undefined;
+  const cited = a.changeset_id !== undefined && a.changeset_id !== null;
+  if (made && !(ask.kind === 'work' && complete)) return 'changeset_not_allowed';
+  if (cited && !(LANDING_KINDS.has(ask.kind) && complete)) return 'changeset_not_allowed';
+  if (ask.kind === 'work' && complete && !made && (a.result === undefined || a.result === null)) {
+    return 'result_missing';
+  }
+  return null;
 }
 
 /** The refusal of an op a closed Lane does not take: who closed it. */

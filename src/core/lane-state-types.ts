@@ -1,5 +1,6 @@
 import type { ConfigDoc } from '../schema/config.js';
 import type { AskDoc, LaneDoc, Scope } from '../schema/lane.js';
+import type { OpLog } from '../store/index.js';
 import type { CowMap } from './cow-map.js';
 
 // The shape of a Lane's state (lane-state.ts folds it, lane-guards.ts checks ops against it).
@@ -14,13 +15,15 @@ export interface LaneState {
   /**
    * Ops the guarded fold refused (they stay in the log): a claim that lost to a holder, a
    * release or answer not from the holder, a reused idempotency key. Every replica folds the
-   * same log in the same order, so every replica shows the same list.
+   * same log in the same order, so every replica shows the same list. An OpLog (append-only,
+   * shared with the snapshots before it, store/op-log.ts): one refusal costs O(1), not a copy
+   * of the list.
    */
-  rejected: RejectedOp[];
+  rejected: OpLog<RejectedOp>;
   /** (actor, idempotency key) → the request hash of its first use in publication order. */
   keys: CowMap<string, string>;
   /** Follow-up Asks of refused answers: never trusted, never posted. */
-  suppressed: Set<string>;
+  suppressed: CowMap<string, true>;
   /**
    * Follow-up Ask id → the Ask whose honoured answer derived it. The fold posts follow-ups
    * itself, from the answer (follow-ups.ts); the daemon's recorded ask_post is then a no-op.
@@ -90,6 +93,8 @@ export interface RejectedOp {
     | 'dependency_not_found'
     | 'kind_unknown'
     | 'outcome_not_allowed'
+    | 'changeset_not_allowed'
+    | 'result_missing'
     | 'lane_full';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */

@@ -1,7 +1,7 @@
 import { askDoc, laneDoc, type AskDoc, type LaneDoc } from '../schema/lane.js';
 import { parseLaneOp } from '../schema/lane-op-parse.js';
 import type { LaneOp } from '../schema/lane-ops.js';
-import type { EntityCodec, OpSpec } from '../store/index.js';
+import { OpLog, type EntityCodec, type OpSpec } from '../store/index.js';
 import { CowMap } from './cow-map.js';
 import { deriveFollowUps, SERVER_ACTOR } from './follow-ups.js';
 import { derivedAskId, guard, roleGuard, type Refusal } from './lane-guards.js';
@@ -80,10 +80,17 @@ function serverAsk(
  * follows them (lane-guards.ts). Not among them: lane_full (a merge fills a Lane that had room
  * on each machine) and kind_unknown (zz before 2026-12-01 posted any kind).
  */
-const NEVER_WRITTEN: ReadonlySet<string> = new Set(['dependency_not_found', 'outcome_not_allowed']);
+const NEVER_WRITTEN: ReadonlySet<string> = new Set([
+  'dependency_not_found',
+  'outcome_not_allowed',
+  'changeset_not_allowed',
+  'result_missing',
+]);
 
 function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
-  s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, ...r }];
+  // Appended, not copied: snapshots share the list (see clone), and a hostile replica's 50,000
+  // refused ops copied into a new array each cost ~1e9 element copies on a cold fold.
+  s.rejected = s.rejected.concat([{ op_id: op.id, op: op.op, actor: op.actor, ...r }]);
   if (!NEVER_WRITTEN.has(r.reason)) {
     if (op.op === 'lane_propose') {
       for (const k of Object.keys(op.args.ask_kinds ?? {})) s.refusedKinds.set(k, true);
@@ -96,7 +103,7 @@ function refuse(s: LaneState, op: LaneOp, r: Refusal): string[] {
   if (op.op !== 'ask_answer') return [];
   // Follow-ups the refused answer triggered (recorded right after it) are not posted.
   const ids = op.out?.follow_ups;
-  if (ids) s.suppressed = new Set([...s.suppressed, ...ids]);
+  if (ids) for (const id of ids) s.suppressed.set(id, true);
   if (r.reason !== 'conflicting_answer' || !r.ask_id || !r.resolve_ask_id) return [];
   // Both answers are kept: the first stands on the Ask, the second goes to a coordinator.
   const ask = s.asks.get(r.ask_id)!;
@@ -328,9 +335,9 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     lane: null,
     asks: new CowMap(),
     dependents: new CowMap(),
-    rejected: [],
+    rejected: new OpLog(),
     keys: new CowMap(),
-    suppressed: new Set(),
+    suppressed: new CowMap(),
     derived: new CowMap(),
     listed: new CowMap(),
     roles: null,
@@ -338,15 +345,18 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     refusedResolutions: new CowMap(),
     refusedKinds: new CowMap(),
   }),
-  // The maps are forked (changed in place by apply, without touching the original); `rejected`,
-  // `suppressed` and `roles` are replaced, never mutated, so sharing them is safe.
+  // The maps are forked (changed in place by apply, without touching the original). `rejected`
+  // is an OpLog, shared: apply replaces it with a longer one (concat, in place when no other
+  // holder has appended to the array, else a copy of its own part), never changes the one a
+  // snapshot holds. `roles` is replaced, never mutated. Hazard: never mutate `rejected` but
+  // through concat, nor `suppressed` but in a fork: readers hold the original.
   clone: (s) => ({
     lane: s.lane,
     asks: s.asks.fork(),
     dependents: s.dependents.fork(),
     rejected: s.rejected,
     keys: s.keys.fork(),
-    suppressed: s.suppressed,
+    suppressed: s.suppressed.fork(),
     derived: s.derived.fork(),
     listed: s.listed.fork(),
     roles: s.roles,
@@ -356,6 +366,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,
+  refusals: (s) => s.rejected,
   file(s, path) {
     if (path === LANE_FILE) return s.lane ? JSON.stringify(s.lane, null, 2) + '\n' : null;
     const m = /^asks\/[0-9a-f]{2}\/(ask-[0-9a-f]{10})\.json$/.exec(path);

@@ -22,6 +22,7 @@ import {
 import type { LaneOpSpec } from './lane-state.js';
 import { cmp } from './ask-order.js';
 import { firstOf, pageEnd } from './paging.js';
+import { KeyedQueue } from '../local/index.js';
 import { writeOp, type WriteMeta, type WriteOpts } from './write-op.js';
 import { laneRef, type ZzRepo } from './zz-repo.js';
 
@@ -49,6 +50,9 @@ export type LaneProposeArgs = WriteOpts & {
   from?: string;
 };
 
+/** Lane proposals of one repository, one at a time in this process (see lanePropose). */
+const proposals = new KeyedQueue();
+
 export async function lanePropose(
   repo: ZzRepo,
   callerIn: Caller | null,
@@ -74,48 +78,54 @@ export async function lanePropose(
     expected_revision: _r,
     ...rest
   } = args;
-  const r = await writeOp(repo, caller, repo.lane(laneId), args, {
-    tool: 'lane_propose',
-    request: rest,
-    ...(args.from === undefined ? {} : { from: args.from }),
-    check: async () => {
-      // LIMITS.lanesPerRepo, local only (see limits.ts). Checked before the Lane's own lock, so
-      // proposals racing at the cap may pass it by as many as race; a retry of one that made
-      // its Lane (the same idempotency key) replays it rather than meet the cap.
-      const ids = await repo.laneIds();
-      if (ids.length >= LIMITS.lanesPerRepo && !ids.includes(laneId)) {
-        throw new ZzError(
-          'precondition_failed',
-          `the repository holds ${ids.length} Lanes and takes at most ${LIMITS.lanesPerRepo}; post in an existing Lane (lane_list)`,
-          { limit: LIMITS.lanesPerRepo },
-        );
-      }
-      for (const rel of args.related_lanes ?? []) {
-        if (!(await repo.lane(rel).read()).state.lane)
-          throw new ZzError('not_found', `related lane ${rel} does not exist`);
-      }
-    },
-    decide: (s): LaneOpSpec => {
-      if (s.lane)
-        throw new ZzError('conflict', `lane ${laneId} already exists`, { lane_id: laneId });
-      return {
-        op: 'lane_propose',
-        summary: `lane_propose ${laneId}: ${args.title}`,
-        args: {
-          lane_id: laneId,
-          title: args.title,
-          description: args.description ?? '',
-          coordinators: [caller.actor],
-          // With no maintainers named, the proposer reviews too: a Lane nobody may review
-          // would stall every changeset.
-          maintainers: args.maintainers ?? [caller.actor],
-          related_lanes: args.related_lanes ?? [],
-          ask_kinds: args.ask_kinds ?? {},
-        },
-      };
-    },
-    result: (s) => s.lane!,
-  });
+  // One proposal at a time per repository in this process, from the cap check to its commit
+  // (each Lane is its own ref with its own queue, so nothing else orders them): proposals
+  // racing at the cap each counted the Lanes before any landed, and all were made.
+  const r = await proposals.run(repo.git?.gitdir ?? `memory:${repo.key}`, () =>
+    writeOp(repo, caller, repo.lane(laneId), args, {
+      tool: 'lane_propose',
+      request: rest,
+      ...(args.from === undefined ? {} : { from: args.from }),
+      check: async () => {
+        // LIMITS.lanesPerRepo, local only (see limits.ts), under `proposals`. Hazard: other
+        // processes writing to this repository (a second daemon, a CLI without one) are not held
+        // off, and may each pass it at the cap. A retry of a proposal that made its Lane (the same
+        // idempotency key) replays it rather than meet the cap.
+        const ids = await repo.laneIds();
+        if (ids.length >= LIMITS.lanesPerRepo && !ids.includes(laneId)) {
+          throw new ZzError(
+            'precondition_failed',
+            `the repository holds ${ids.length} Lanes and takes at most ${LIMITS.lanesPerRepo}; post in an existing Lane (lane_list)`,
+            { limit: LIMITS.lanesPerRepo },
+          );
+        }
+        for (const rel of args.related_lanes ?? []) {
+          if (!(await repo.lane(rel).read()).state.lane)
+            throw new ZzError('not_found', `related lane ${rel} does not exist`);
+        }
+      },
+      decide: (s): LaneOpSpec => {
+        if (s.lane)
+          throw new ZzError('conflict', `lane ${laneId} already exists`, { lane_id: laneId });
+        return {
+          op: 'lane_propose',
+          summary: `lane_propose ${laneId}: ${args.title}`,
+          args: {
+            lane_id: laneId,
+            title: args.title,
+            description: args.description ?? '',
+            coordinators: [caller.actor],
+            // With no maintainers named, the proposer reviews too: a Lane nobody may review
+            // would stall every changeset.
+            maintainers: args.maintainers ?? [caller.actor],
+            related_lanes: args.related_lanes ?? [],
+            ask_kinds: args.ask_kinds ?? {},
+          },
+        };
+      },
+      result: (s) => s.lane!,
+    }),
+  );
   return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
 }
 

@@ -1,6 +1,6 @@
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
-import type { LoggedOp, OpRecord } from '../store/index.js';
+import { OpLog, type LoggedOp, type OpRecord } from '../store/index.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
 import { sealJson } from './json-text.js';
 import { jsonBytes, knownTotals, type Seq } from './paging.js';
@@ -242,8 +242,8 @@ export type HistoryEntry = {
 export type EntryRejection = Omit<RejectedOp, 'op_id' | 'op' | 'actor'>;
 
 /** op id → why the fold refused it, for marking history entries and events. */
-export function rejectionsById(rejected: readonly RejectedOp[]): Map<string, EntryRejection> {
-  return new Map(rejected.map(({ op_id: id, op: _o, actor: _a, ...why }) => [id, why]));
+export function rejectionsById(rejected: Iterable<RejectedOp>): Map<string, EntryRejection> {
+  return new Map(Array.from(rejected, ({ op_id: id, op: _o, actor: _a, ...why }) => [id, why]));
 }
 
 /**
@@ -255,13 +255,15 @@ export function rejectionsById(rejected: readonly RejectedOp[]): Map<string, Ent
 export function historyView(
   log: Seq<LoggedOp>,
   now: Date,
-  rejected: readonly RejectedOp[] = [],
+  rejected: OpLog<RejectedOp> = NO_REFUSALS,
 ): Seq<HistoryEntry> {
   const h = derivedHistory(log);
   // The view changes only when another running lease passes: until then (and unless the clock
   // went back) the last one is served again, the same list.
   const t = now.getTime();
   const last = viewCache.get(h);
+  // By identity: a fold that refuses an op replaces its state's `rejected` by a longer OpLog
+  // (lane-state.ts), and one that refuses nothing hands the same one on.
   if (last && last.rejected === rejected && last.from <= t && t < last.until) return last.out;
   const { entries, sizes, n } = h;
   let marked: Map<number, HistoryEntry> | null = null;
@@ -316,9 +318,12 @@ class HistoryList implements Seq<HistoryEntry> {
   }
 }
 
+/** A log with no refused ops (one, shared: historyView's cache compares by identity). */
+const NO_REFUSALS = new OpLog<RejectedOp>();
+
 const viewCache = new WeakMap<
   Derived,
-  { rejected: readonly RejectedOp[]; from: number; until: number; out: HistoryList }
+  { rejected: OpLog<RejectedOp>; from: number; until: number; out: HistoryList }
 >();
 
 type OpenLease = { holder: string; until: string; untilMs: number };

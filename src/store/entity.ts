@@ -33,6 +33,12 @@ export interface EntityCodec<S, Op extends OpRecord = OpRecord> {
   file(state: S, path: string): string | null;
   /** After a fold from the log: why this state cannot be the entity on `ref`, or null. */
   verify?(state: S, ref: string): string | null;
+  /**
+   * The ops a guarded fold has refused so far, oldest first (a refused op stays in the log and
+   * changes nothing but this list, DESIGN §7). A local write whose op the fold refuses fails
+   * instead of being committed (Entity.commitGroup).
+   */
+  refusals?(state: S): OpLog<{ reason: string }>;
 }
 
 /** What a use case decides: one op of the entity's union, without its envelope. */
@@ -61,6 +67,12 @@ export interface Mutation<S, R, Op extends OpRecord = OpRecord> {
   /** What the caller asked for (tool and arguments); a key reused with another request is refused. */
   request?: { tool: string; args: unknown };
   expectedRevision?: string;
+  /**
+   * Tests only (nothing in src/ sets it): commit the op even where the fold refuses it, as
+   * another machine's zz (an older build, a hostile one) may have written it, so the fold and
+   * sync can be tested on such logs. Without it such a write fails and writes nothing.
+   */
+  recordRefused?: true;
   /** Validates against the current state and decides the op; throws ZzError to refuse. */
   decide(state: S, meta: MutationMeta): OpSpec<Op> | Array<OpSpec<Op>>;
   /**
@@ -436,11 +448,21 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
           }
           let primary: Op | null = null;
           for (const op of parsedOps) {
+            const refusedBefore = this.codec.refusals?.(draft).length ?? 0;
             try {
               for (const path of this.codec.apply(draft, op)) changed.add(path);
             } catch (e) {
               // The draft may hold part of this mutation: refuse it, decide the group again.
               poisoned = { p, e };
+              break;
+            }
+            const refused = this.codec.refusals?.(draft).at(refusedBefore);
+            if (refused && m.recordRefused !== true) {
+              // decide() let through an op the fold refuses (a local check that is missing or
+              // differs from the guard): committed, it would stand in the log as refused while
+              // its caller heard it succeeded. The draft holds the refusal (and maybe part of
+              // the mutation): as above, this mutation fails and the group is decided again.
+              poisoned = { p, e: foldRefused(this.ref, op.op, refused.reason) };
               break;
             }
             lamport = op.lamport;
@@ -462,9 +484,9 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         }
       }
       if (poisoned) {
-        // codec.apply threw (a bug, not a refusal: decide() refuses): the draft is not a fold
-        // of whole mutations. Only this mutation fails; the rest are decided again on a clean
-        // draft.
+        // codec.apply threw, or the fold refused what decide() allowed (bugs: decide() refuses):
+        // the draft is not a fold of whole mutations. Only this mutation fails, with nothing
+        // written; the rest are decided again on a clean draft.
         poisoned.p.reject(poisoned.e);
         group = group.filter((q) => q !== poisoned!.p);
         continue;
@@ -528,6 +550,15 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       return;
     }
   }
+}
+
+/** A local write's op that the entity's guarded fold refused: the write fails, no ref moves. */
+function foldRefused(ref: string, op: string, reason: string): ZzError {
+  return new ZzError(
+    'conflict',
+    `${op} was not written: ${ref}'s fold refuses it (${reason}), though the local checks let it through`,
+    { reason },
+  );
 }
 
 const firstLine = (s: string): string => s.split('\n', 1)[0]!.slice(0, 300);

@@ -28,6 +28,8 @@ async function forgeOwnerGrant(repo: ZzRepo): Promise<void> {
   signAs(repo, OWNER, generateSigningKey().key);
   await repo.config.mutate({
     actor: OWNER,
+    // Written past the local checks, as another machine's zz may have: kept even if refused.
+    recordRefused: true,
     decide: () => ({
       op: 'role_grant',
       summary: 'role_grant: grant owner mallory@example.com',

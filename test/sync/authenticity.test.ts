@@ -22,6 +22,8 @@ afterEach(() => {
 async function forgeGrant(repo: Cluster['clones'][number]['repo'], asActor: string) {
   await repo.config.mutate({
     actor: asActor,
+    // Written past the local checks, as another machine's zz may have: kept even if refused.
+    recordRefused: true,
     decide: () => ({
       op: 'role_grant',
       summary: 'role_grant: grant owner mallory@example.com',

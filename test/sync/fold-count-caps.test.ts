@@ -149,4 +149,22 @@ describe('count caps, locally and by sync', () => {
     expect(again.replayed).toBe(true);
     expect(await a.repo.laneIds()).toHaveLength(3);
   });
+
+  it('proposals racing at the Lanes cap: only as many as fit are made', async () => {
+    cluster = await makeCluster(1);
+    const [a] = cluster.clones as [Clone];
+    // _repo is one of three: two more fit. Eight proposals at once, each of its own Lane (so
+    // each its own ref and its own commit queue); all of them read the Lanes before any lands.
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) =>
+        lanePropose(a.repo, OWNER, { lane_id: `race-${i}`, title: `Race ${i}` }),
+      ),
+    );
+    const made = results.filter((r) => r.status === 'fulfilled');
+    expect(made).toHaveLength(2);
+    for (const r of results) {
+      if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'precondition_failed' });
+    }
+    expect(await a.repo.laneIds()).toHaveLength(3);
+  });
 });

@@ -54,6 +54,8 @@ async function raw(
 ) {
   await repo.lane('web').mutate({
     actor,
+    // Written past the local checks, as another machine's zz may have: kept even if refused.
+    recordRefused: true,
     decide: () => ({ ...op, summary: `${op.op} (raw)` }) as never,
     result: () => null,
   });
@@ -154,6 +156,79 @@ describe('the guarded fold, by sync: dependencies, kinds, outcomes', () => {
         holder: BOB.actor,
         answer: null,
       });
+    }
+  });
+
+  it('refuses a changeset on an answer that may not carry one and a work Ask completed with neither; the Asks stay claimed', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'Web' });
+    const [denied, empty, honest, landing] = [
+      await post(a.repo, 'denied'),
+      await post(a.repo, 'empty'),
+      await post(a.repo, 'honest'),
+      // A landing Ask, as a coordinator posts one by hand: commit_changeset answers it citing
+      // the changeset it landed, never ask_answer with a changeset of its own.
+      (await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'submit_changeset', title: 's' })).ask
+        .ask_id,
+    ];
+    await a.sync();
+    await b.sync();
+    for (const w of [denied, empty, honest])
+      await askClaim(b.repo, BOB, { lane_id: 'web', ask_id: w });
+    await askClaim(b.repo, OWNER, { lane_id: 'web', ask_id: landing });
+    // Past the daemon's checks: a changeset on a denial, a work Ask completed with nothing,
+    // a changeset made by the answer to a landing Ask.
+    const changeset = { base: 'a'.repeat(40), message: 'm', paths: ['x.txt'] };
+    await raw(b.repo, BOB.actor, {
+      op: 'ask_answer',
+      args: { lane_id: 'web', ask_id: denied, outcome: 'deny', result: 'no', changeset },
+      out: { changeset_id: 'cs-00000000aa', follow_ups: [] },
+    });
+    await raw(b.repo, BOB.actor, {
+      op: 'ask_answer',
+      args: { lane_id: 'web', ask_id: empty, outcome: 'complete', result: null },
+      out: { follow_ups: [] },
+    });
+    await raw(b.repo, OWNER.actor, {
+      op: 'ask_answer',
+      args: { lane_id: 'web', ask_id: landing, outcome: 'complete', result: 'r', changeset },
+      out: { changeset_id: 'cs-00000000bb', follow_ups: [] },
+    });
+    await askAnswer(b.repo, BOB, {
+      lane_id: 'web',
+      ask_id: honest,
+      outcome: 'complete',
+      result: 'done',
+    });
+    // A posts meanwhile: B's sync merges, and the merge reports what its fold refused.
+    await post(a.repo, 'other');
+    await a.sync();
+    const report = await b.sync();
+    expect(report.rejected.map((r) => [r.op, r.reason, r.ask_id])).toEqual([
+      ['ask_answer', 'changeset_not_allowed', denied],
+      ['ask_answer', 'result_missing', empty],
+      ['ask_answer', 'changeset_not_allowed', landing],
+    ]);
+    await a.sync();
+    expect(zzRefs(a.dir)).toEqual(zzRefs(b.dir));
+    for (const c of [a, b]) {
+      const seen = await cold(c);
+      expect(seen.refused).toEqual([
+        ['ask_answer', BOB.actor, 'changeset_not_allowed'],
+        ['ask_answer', BOB.actor, 'result_missing'],
+        ['ask_answer', OWNER.actor, 'changeset_not_allowed'],
+      ]);
+      const state = (id: string) => {
+        const x = seen.asks.find((y) => y.ask_id === id)!;
+        return [x.state, x.answer?.outcome ?? null];
+      };
+      expect([denied, empty, landing, honest].map(state)).toEqual([
+        ['claimed', null],
+        ['claimed', null],
+        ['claimed', null],
+        ['answered', 'complete'],
+      ]);
     }
   });
 

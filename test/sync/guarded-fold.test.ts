@@ -351,7 +351,7 @@ describe('guarded fold', () => {
     // Repo kinds unknown (no config at that time): a custom kind, answered as one.
     const { s } = fold([propose, post, claim('a@x', 10), answer('a@x', 'complete')]);
     expect(s.asks.get(ASK)).toMatchObject({ kind: 'constructor', state: 'answered' });
-    expect(s.rejected).toEqual([]);
+    expect([...s.rejected]).toEqual([]);
     // Repo kinds known: the kind is unknown, refused like any other.
     const k = laneCodec.empty();
     k.roles = { at: () => repoConfig() };

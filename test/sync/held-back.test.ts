@@ -68,6 +68,8 @@ describe('a teammate whose key is not registered, signatures required', () => {
     // b's repo holds no owner key: the owner's grant written there is unsigned.
     await b.repo.config.mutate({
       actor: OWNER.actor,
+      // Written past the local checks, as another machine's zz may have: kept even if refused.
+      recordRefused: true,
       decide: () => ({
         op: 'role_grant',
         summary: 'role_grant: grant owner bob@example.com',

@@ -20,6 +20,8 @@ afterEach(() => {
 async function forgeRelated(repo: ZzRepo, actor: string, lane: string, related: string) {
   await repo.lane(lane).mutate({
     actor,
+    // Written past the local checks, as another machine's zz may have: kept even if refused.
+    recordRefused: true,
     decide: () => ({
       op: 'lane_add_related',
       summary: `lane_add_related ${lane} → ${related}`,

@@ -35,9 +35,9 @@ export function citedLanes(ops: Iterable<OpRecord>): string[] {
 
 export function coordinatorTimeline(
   log: Iterable<OpRecord>,
-  rejected: ReadonlyArray<{ op_id: string }>,
+  rejected: Iterable<{ op_id: string }>,
 ): CoordinatorTimeline {
-  const refused = new Set(rejected.map((r) => r.op_id));
+  const refused = new Set(Array.from(rejected, (r) => r.op_id));
   const out: CoordinatorChange[] = [];
   for (const raw of log) {
     if ((raw.op !== 'lane_propose' && raw.op !== 'lane_grant') || refused.has(raw.id)) continue;

@@ -15,7 +15,7 @@ import {
   type LadderWriteArgs,
   type RungRecord,
 } from '../../schema/ladder-ops.js';
-import type { EntityCodec, OpRecord } from '../../store/index.js';
+import { OpLog, type EntityCodec, type OpRecord } from '../../store/index.js';
 import { recordChecker } from './build-record.js';
 import { ladderRefusal, type LadderRejection, type LadderRoles } from './ladder-guards.js';
 
@@ -33,7 +33,7 @@ import { ladderRefusal, type LadderRejection, type LadderRoles } from './ladder-
  * A Map, so readers of rungs need not know the rest.
  */
 export class LadderState extends Map<string, Rung> {
-  rejected: readonly LadderRejection[] = [];
+  rejected: OpLog<LadderRejection> = new OpLog();
   constructor(
     readonly roles: LadderRoles | null = null,
     rungs?: Iterable<readonly [string, Rung]>,
@@ -96,7 +96,7 @@ export function pathsOfOp(raw: OpRecord): { upserted: string[]; removed: string[
 export function applyLadderOp(s: LadderState, op: LadderOp): string[] {
   const refused = ladderRefusal(s, s.roles, op);
   if (refused) {
-    s.rejected = [...s.rejected, { op_id: op.id, op: op.op, actor: op.actor, ...refused }];
+    s.rejected = s.rejected.concat([{ op_id: op.id, op: op.op, actor: op.actor, ...refused }]);
     return [];
   }
   const changed: string[] = [];
@@ -131,17 +131,19 @@ export function applyLadderOp(s: LadderState, op: LadderOp): string[] {
   }
   if (skipped) {
     const r: LadderRejection = { op_id: op.id, op: op.op, actor: op.actor, reason: 'rung_invalid' };
-    s.rejected = [...s.rejected, { ...r, ...(skipped as { path: string; count: number }) }];
+    s.rejected = s.rejected.concat([{ ...r, ...(skipped as { path: string; count: number }) }]);
   }
   return changed;
 }
 
 export const ladderCodec: EntityCodec<LadderState, LadderOp> = {
   empty: () => new LadderState(),
-  // `rejected` is replaced, never mutated, so sharing it is safe.
+  // `rejected` is shared: apply replaces it by a longer OpLog (concat appends in O(1) where it
+  // can, store/op-log.ts), never changes the one a snapshot holds.
   clone: (s) => Object.assign(new LadderState(s.roles, s), { rejected: s.rejected }),
   parse: parseLadderOp,
   apply: applyLadderOp,
+  refusals: (s) => s.rejected,
   file(state, file) {
     const rung = state.get(rungPathFromFile(file));
     return rung ? JSON.stringify(rung, null, 2) + '\n' : null;

@@ -1,4 +1,4 @@
-import type { EntityCodec } from '../../store/index.js';
+import type { EntityCodec, OpLog } from '../../store/index.js';
 import { configCodec, type ConfigState } from '../config-state.js';
 import type { LadderRoles } from '../ladder/ladder-guards.js';
 import { ladderCodec, LadderState } from '../ladder/ladder-state.js';
@@ -21,7 +21,7 @@ export type Rejection = Omit<RejectedOp, 'reason' | 'needed'> & {
 export interface SyncCodec<S> {
   codec: EntityCodec<S>;
   /** Ops the fold refused so far (guarded apply), so sync can say whose claims were lost. */
-  rejections?(state: S): readonly Rejection[];
+  rejections?(state: S): OpLog<Rejection>;
 }
 
 const lanes: SyncCodec<LaneState> = {

@@ -45,7 +45,8 @@ export function planMerge<S>(
     return codec.apply(state, p.op);
   };
   for (const { op } of publicationOrder(remoteHistory, remoteTip)) apply(op);
-  const before = new Set((sc.rejections?.(state) ?? []).map((r) => r.op_id));
+  // The fold only appends to its list of refusals: the local ops' are those past this length.
+  const before = sc.rejections?.(state).length ?? 0;
   const localOps = localOnly.flatMap((c) => c.ops).sort(compareOps);
   const touched = new Set<string>();
   for (const op of localOps) for (const p of apply(op)) touched.add(p);
@@ -53,6 +54,6 @@ export function planMerge<S>(
   for (const p of [...touched].sort()) changes.set(p, codec.file(state, p));
   const lams = commitLamports([...remoteHistory, ...localOnly]);
   const lamport = Math.max(lams.get(remoteTip) ?? 0, lams.get(localTip) ?? 0) + 1;
-  const rejected = (sc.rejections?.(state) ?? []).filter((r) => !before.has(r.op_id));
+  const rejected = sc.rejections?.(state).slice(before) ?? [];
   return { changes, lamport, localOps, rejected };
 }

@@ -1,4 +1,9 @@
-import { publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
+import {
+  publicationOrder,
+  type CommitRecord,
+  type OpLog,
+  type OpRecord,
+} from '../../store/index.js';
 import { configCodec } from '../config-state.js';
 import { laneCodec, type LaneState, type RejectedOp, type RoleSource } from '../lane-state.js';
 import { roleTimeline } from '../role-timeline.js';
@@ -34,10 +39,7 @@ export function ownersOf(history: readonly CommitRecord[], tip: string | null): 
 }
 
 /** The ops of a Lane's log (in fold order) that its fold refuses when judged under `roles`. */
-export function laneRejectionsUnder(
-  ops: Iterable<OpRecord>,
-  roles: RoleSource,
-): readonly RejectedOp[] {
+export function laneRejectionsUnder(ops: Iterable<OpRecord>, roles: RoleSource): OpLog<RejectedOp> {
   const state: LaneState = { ...laneCodec.empty(), roles };
   for (const op of ops) {
     const p = laneCodec.parse(op);

@@ -1,0 +1,195 @@
+import { describe, expect, it } from 'vitest';
+import { configCodec, type ConfigState } from '../../src/core/config-state.js';
+import { ladderCodec, LadderState } from '../../src/core/ladder/ladder-state.js';
+import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
+import { historyView } from '../../src/core/views.js';
+import { OpLog, type EntityCodec, type LoggedOp, type OpRecord } from '../../src/store/index.js';
+import {
+  configRefusalLog,
+  ladderRefusalLog,
+  laneRefusalLog,
+  NO_LADDER_ROLES,
+} from '../helpers/refusal-logs.js';
+
+// The folds list every op they refuse (a Lane's `rejected` and `suppressed`, the config's and
+// the Ladder's `rejected`), and snapshots share those lists. Each refusal once copied its
+// whole list: a hostile replica's 50,000 refused ops were ~1e9 element copies on a cold fold.
+// Copies are counted here, not timed: every element read through an array's or a Set's
+// iterator (spread, Array.from, new Set(…), for…of) or an OpLog's (store/op-log.ts), and every
+// element slice(), concat() or OpLog.map() copies, while the fold runs. Linear work is ~4 per op.
+
+type Counted = { visits: number };
+
+/** Runs `f` (synchronous) with array and Set iteration, slice and concat counted. */
+function counting(f: () => void): number {
+  const c: Counted = { visits: 0 };
+  const arrayIter = Array.prototype[Symbol.iterator];
+  const setIter = Set.prototype[Symbol.iterator];
+  const setValues = Set.prototype.values;
+  const slice = Array.prototype.slice;
+  const concat = Array.prototype.concat;
+  const logIter = OpLog.prototype[Symbol.iterator];
+  const logMap = OpLog.prototype.map;
+  const wrap = <T>(it: Iterator<T>): IterableIterator<T> => ({
+    next() {
+      c.visits++;
+      return it.next();
+    },
+    [Symbol.iterator]() {
+      return this;
+    },
+  });
+  try {
+    Array.prototype[Symbol.iterator] = function (this: unknown[]) {
+      return wrap(arrayIter.call(this));
+    } as typeof arrayIter;
+    Set.prototype[Symbol.iterator] = function (this: Set<unknown>) {
+      return wrap(setIter.call(this));
+    } as typeof setIter;
+    Set.prototype.values = Set.prototype[Symbol.iterator] as typeof setValues;
+    Array.prototype.slice = function (this: unknown[], ...a: [number?, number?]) {
+      const out = slice.apply(this, a);
+      c.visits += out.length;
+      return out;
+    };
+    Array.prototype.concat = function (this: unknown[], ...a: unknown[]) {
+      const out = concat.apply(this, a) as unknown[];
+      c.visits += out.length;
+      return out;
+    } as typeof concat;
+    OpLog.prototype[Symbol.iterator] = function (this: OpLog<unknown>) {
+      return wrap(logIter.call(this));
+    } as typeof logIter;
+    OpLog.prototype.map = function <U>(this: OpLog<unknown>, g: (x: unknown, i: number) => U) {
+      c.visits += this.length;
+      return logMap.call(this, g) as U[];
+    } as typeof logMap;
+    f();
+  } finally {
+    OpLog.prototype[Symbol.iterator] = logIter;
+    OpLog.prototype.map = logMap;
+    Array.prototype[Symbol.iterator] = arrayIter;
+    Set.prototype[Symbol.iterator] = setIter;
+    Set.prototype.values = setValues;
+    Array.prototype.slice = slice;
+    Array.prototype.concat = concat;
+  }
+  return c.visits;
+}
+
+/** The element copies and visits of a cold fold of `raw` (parsed first, outside the count). */
+function foldCost<S extends { rejected: { length: number } }>(
+  codec: EntityCodec<S, never>,
+  empty: () => S,
+  raw: readonly OpRecord[],
+): { visits: number; refused: number } {
+  const ops = raw.map((o) => {
+    const p = codec.parse(o);
+    if (!p.ok) throw new Error(p.error);
+    return p.op;
+  });
+  const s = empty();
+  const visits = counting(() => {
+    for (const op of ops) codec.apply(s, op);
+  });
+  return { visits, refused: s.rejected.length };
+}
+
+const cases: Array<[string, (n: number) => { visits: number; refused: number }]> = [
+  [
+    'a Lane (claims lost, answers refused with their follow-ups suppressed)',
+    (n) => foldCost(laneCodec as EntityCodec<LaneState, never>, laneCodec.empty, laneRefusalLog(n)),
+  ],
+  [
+    'the config (role_grants by a non-owner)',
+    (n) =>
+      foldCost(
+        configCodec as EntityCodec<ConfigState, never>,
+        configCodec.empty,
+        configRefusalLog(n),
+      ),
+  ],
+  [
+    'the Ladder (rung writes by a non-coordinator)',
+    (n) =>
+      foldCost(
+        ladderCodec as EntityCodec<LadderState, never>,
+        () => new LadderState(NO_LADDER_ROLES),
+        ladderRefusalLog(n),
+      ),
+  ],
+];
+
+describe('a cold fold of refused ops costs linear work', () => {
+  // 4,000 refusals: a copy per refusal is 8 million element copies; linear work is a few
+  // dozen per op. Doubling the log must not much more than double the work.
+  const N = 4_000;
+  for (const [what, cost] of cases) {
+    it(`${what}: at most 40 element visits per op, and twice the ops cost about twice as much`, () => {
+      const small = cost(N / 2);
+      const big = cost(N);
+      expect(big.refused).toBe(N);
+      expect(big.visits).toBeLessThanOrEqual(40 * N);
+      expect(big.visits).toBeLessThanOrEqual(2.5 * small.visits + 1000);
+    });
+  }
+});
+
+describe('snapshots keep their refusal lists while the folds after them append', () => {
+  it('two drafts forked from one snapshot each append their own refusal; the snapshot keeps its list', () => {
+    const raw = laneRefusalLog(4);
+    const ops = raw.map((o) => {
+      const p = laneCodec.parse(o);
+      if (!p.ok) throw new Error(p.error);
+      return p.op;
+    });
+    const snap = laneCodec.empty();
+    for (const op of ops.slice(0, 5)) laneCodec.apply(snap, op); // two refusals
+    const before = [...snap.rejected].map((r) => r.op_id);
+    const suppressedBefore = [...snap.suppressed.keys()];
+    expect(before).toHaveLength(2);
+    // A draft that appends, then a second draft of the same snapshot (a draft thrown away
+    // and decided again; a merge beside a commit) that appends other ops behind it.
+    const a = laneCodec.clone(snap);
+    laneCodec.apply(a, ops[5]!);
+    const b = laneCodec.clone(snap);
+    laneCodec.apply(b, ops[6]!);
+    laneCodec.apply(b, ops[5]!);
+    expect([...snap.rejected].map((r) => r.op_id)).toEqual(before);
+    expect([...snap.suppressed.keys()]).toEqual(suppressedBefore);
+    expect([...a.rejected].map((r) => r.op_id)).toEqual([...before, ops[5]!.id]);
+    expect([...b.rejected].map((r) => r.op_id)).toEqual([...before, ops[6]!.id, ops[5]!.id]);
+    // ops[6] is an answer refused with its follow-up: suppressed in b alone.
+    const followUp = (ops[6]!.out as { follow_ups: string[] }).follow_ups[0]!;
+    expect(b.suppressed.has(followUp)).toBe(true);
+    expect(a.suppressed.has(followUp)).toBe(false);
+    expect(snap.suppressed.has(followUp)).toBe(false);
+  });
+
+  it('a refusal shows in the history view after a cached read of the same log', () => {
+    const raw = laneRefusalLog(1);
+    const logged: LoggedOp[] = raw.map((o, i) => ({ ...o, revision: `${i}`.padStart(40, '0') }));
+    const log = new OpLog(logged);
+    const ops = raw.map((o) => {
+      const p = laneCodec.parse(o);
+      if (!p.ok) throw new Error(p.error);
+      return p.op;
+    });
+    // The state before the last op (a claim that loses) was folded, and after it.
+    const before = laneCodec.empty();
+    for (const op of ops.slice(0, -1)) laneCodec.apply(before, op);
+    const after = laneCodec.clone(before);
+    laneCodec.apply(after, ops[ops.length - 1]!);
+    expect(after.rejected.length).toBe(1);
+    const now = new Date('2026-12-01T00:00:01Z');
+    const marked = (rejected: LaneState['rejected']) => {
+      const v = historyView(log, now, rejected);
+      return Array.from({ length: v.length }, (_, i) => v.at(i)!.rejected?.reason ?? null);
+    };
+    // Read (and cached) with the list from before the refusal; the same list reads the same.
+    expect(marked(before.rejected)).toEqual([null, null, null, null]);
+    expect(historyView(log, now, before.rejected)).toBe(historyView(log, now, before.rejected));
+    // The longer list is another list: the view is derived again and marks the refused claim.
+    expect(marked(after.rejected)).toEqual([null, null, null, 'claim_lost']);
+  });
+});

@@ -219,7 +219,11 @@ describe('sync against hand-made commits on the remote', () => {
     pushCommit(remote, 'refs/zz/lanes/rootonly', 'zz root refs/zz/lanes/rootonly\n');
     // A changeset is a plain code commit under a changeset id: that is adopted.
     pushCommit(remote, 'refs/zz/changesets/cs-0123456789', 'code\n');
+    // Junk an older zz adopted here is not spread to the remote either.
+    pushCommit(b.dir, 'refs/zz/stale', goodOp('stale'));
     const report = await b.sync();
+    expect(zzRefs(remote).has('refs/zz/stale')).toBe(false);
+    expect(report.pushed).toEqual([]);
     const q = quarantinedRefs(report);
     expect(q).toMatchObject({
       'refs/zz/lanes/blobby': 'the ref names a blob, not a commit',
@@ -236,6 +240,7 @@ describe('sync against hand-made commits on the remote', () => {
         'refs/zz/config',
         'refs/zz/lanes/_repo',
         'refs/zz/lanes/web',
+        'refs/zz/stale',
       ].sort(),
     );
     // The squatted Lane id stays free, and `zz lane list` shows nothing corrupt.

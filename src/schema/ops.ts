@@ -190,14 +190,17 @@ export const boundedText = (max: number, what = 'text') => {
  * and serialising a very deep one throws: that is refused here too.
  */
 export const boundedJson = (max: number, what = 'value') =>
-  z.record(z.string(), z.unknown()).refine((o) => {
-    let text: string;
-    try {
-      text = JSON.stringify(o) ?? '';
-    } catch {
-      return false;
-    }
-    return utf8Bytes(text) <= max && !jsonDeeperThan(text, MAX_JSON_DEPTH - 1);
-  }, `${what} must be at most ${kib(max)} as JSON, nested at most ${MAX_JSON_DEPTH - 1} levels`);
+  z.record(z.string(), z.unknown()).refine(
+    (o) => {
+      let text: string;
+      try {
+        text = JSON.stringify(o) ?? '';
+      } catch {
+        return false;
+      }
+      return utf8Bytes(text) <= max && !jsonDeeperThan(text, MAX_JSON_DEPTH - 1);
+    },
+    `${what} must be at most ${kib(max)} as JSON, nested at most ${MAX_JSON_DEPTH - 1} levels`,
+  );
 
 const kib = (n: number): string => (n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`);

@@ -218,6 +218,7 @@ function timedLocal(local: SyncLocal, steps: Record<string, number>): SyncLocal 
     listRefs: wrap('listRefs', (p) => local.listRefs(p)),
     commits: wrap('commits', (i, e) => local.commits(i, e)),
     reachesWithin: wrap('reachesWithin', (d, a, n) => local.reachesWithin(d, a, n)),
+    objectTypes: wrap('objectTypes', (o) => local.objectTypes(o)),
     rawCommits: wrap('rawCommits', (o) => local.rawCommits(o)),
     writeMerge: wrap('writeMerge', (req) => local.writeMerge(req)),
     update: wrap('update', (u) => local.update(u)),

@@ -358,3 +358,32 @@ export async function historyRoots(gitdir: string, limit: number): Promise<Histo
 
 /** A SHA-1 or SHA-256 object name. */
 const OID_ANY = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/**
+ * The type of each object (`commit`, `blob`, `tree`, `tag`) held here, by oid; an oid not held
+ * is absent. One `cat-file --batch-check` (sizes and types only: a huge blob is never read).
+ * GIT_NO_LAZY_FETCH: a partial clone must not go to its promisor remote for what it lacks.
+ */
+export async function objectTypes(
+  gitdir: string,
+  oids: readonly string[],
+): Promise<Map<string, string>> {
+  const want = [...new Set(oids.filter((o) => OID.test(o)))];
+  const out = new Map<string, string>();
+  if (want.length === 0) return out;
+  const r = await runGit(
+    [
+      '--no-replace-objects',
+      '--git-dir',
+      gitdir,
+      'cat-file',
+      '--batch-check=%(objectname) %(objecttype)',
+    ],
+    { cwd: gitdir, input: want.join('\n') + '\n', env: { GIT_NO_LAZY_FETCH: '1' } },
+  );
+  for (const line of r.stdout.toString('utf8').split('\n')) {
+    const [oid, type] = line.split(' ');
+    if (oid && type && OID.test(oid)) out.set(oid, type);
+  }
+  return out;
+}

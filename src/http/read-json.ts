@@ -1,11 +1,10 @@
 import { ZzError } from '../errors.js';
+import { jsonDeeperThan, MAX_JSON_DEPTH } from '../schema/json-depth.js';
 import { asRequest, readBodyOf, type AppRequest } from './known-bodies.js';
 
 // Request bodies: bounded while read, checked for nesting depth before JSON.parse (whose
 // recursion a 20k-deep `[[[[…` would otherwise turn into a stack overflow), and required to
 // be a JSON object.
-
-export const MAX_JSON_DEPTH = 64;
 
 const tooLarge = (limit: number) =>
   new ZzError('payload_too_large', `request body is larger than ${limit} bytes`, {
@@ -52,37 +51,10 @@ export async function readBody(req: AppRequest, limit: number): Promise<Uint8Arr
   return out;
 }
 
-const OPEN_OBJ = 0x7b;
-const OPEN_ARR = 0x5b;
-const CLOSE_OBJ = 0x7d;
-const CLOSE_ARR = 0x5d;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-
-/**
- * Refuses JSON nested deeper than maxDepth. Works on the UTF-8 bytes: multi-byte sequences
- * never contain ASCII bytes, so brackets inside strings are the only ones to skip.
- */
-export function assertJsonDepth(bytes: Uint8Array, maxDepth = MAX_JSON_DEPTH): void {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < bytes.length; i++) {
-    const b = bytes[i]!;
-    if (inString) {
-      if (b === BACKSLASH) i++;
-      else if (b === QUOTE) inString = false;
-    } else if (b === QUOTE) {
-      inString = true;
-    } else if (b === OPEN_OBJ || b === OPEN_ARR) {
-      if (++depth > maxDepth) {
-        throw new ZzError(
-          'invalid_argument',
-          `request body is nested deeper than ${maxDepth} levels`,
-        );
-      }
-    } else if (b === CLOSE_OBJ || b === CLOSE_ARR) {
-      depth--;
-    }
+/** Refuses JSON nested deeper than maxDepth (the one depth rule, schema/json-depth.ts). */
+export function assertJsonDepth(text: string, maxDepth = MAX_JSON_DEPTH): void {
+  if (jsonDeeperThan(text, maxDepth)) {
+    throw new ZzError('invalid_argument', `request body is nested deeper than ${maxDepth} levels`);
   }
 }
 
@@ -97,7 +69,7 @@ export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> {
     throw new ZzError('invalid_argument', 'request body is not valid UTF-8');
   }
   if (text.trim() === '') return {};
-  assertJsonDepth(bytes);
+  assertJsonDepth(text);
   let value: unknown;
   try {
     value = JSON.parse(text);

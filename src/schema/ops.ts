@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { actor } from './ids.js';
 import { atPath, inUserTerms } from './issue-text.js';
+import { jsonDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { utf8Bytes } from './limits.js';
 
 // What every op record holds, whatever its entity (DESIGN §2): the envelope. Each entity's ops
@@ -182,13 +183,24 @@ export const boundedText = (max: number, what = 'text') => {
   return t;
 };
 
-/** A JSON object of at most `max` UTF-8 bytes once serialised. */
+/**
+ * A JSON object of at most `max` UTF-8 bytes once serialised, nested at most one level less
+ * than an op's args may be (it sits inside them): deeper, every reader of the op would refuse
+ * it (store/op-message.ts). An MCP client's arguments are not depth-checked as HTTP bodies are,
+ * and serialising a very deep one throws: that is refused here too.
+ */
 export const boundedJson = (max: number, what = 'value') =>
-  z
-    .record(z.string(), z.unknown())
-    .refine(
-      (o) => utf8Bytes(JSON.stringify(o) ?? '') <= max,
-      `${what} must be at most ${kib(max)} as JSON`,
-    );
+  z.record(z.string(), z.unknown()).refine(
+    (o) => {
+      let text: string;
+      try {
+        text = JSON.stringify(o) ?? '';
+      } catch {
+        return false;
+      }
+      return utf8Bytes(text) <= max && !jsonDeeperThan(text, MAX_JSON_DEPTH - 1);
+    },
+    `${what} must be at most ${kib(max)} as JSON, nested at most ${MAX_JSON_DEPTH - 1} levels`,
+  );
 
 const kib = (n: number): string => (n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`);

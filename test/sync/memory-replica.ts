@@ -135,6 +135,11 @@ export class MemoryReplica implements SyncLocal {
     );
   }
 
+  // Everything in memory is a commit.
+  async objectTypes(oids: readonly string[]): Promise<Map<string, string>> {
+    return new Map(oids.map((o) => [o, 'commit']));
+  }
+
   async rawCommits(): Promise<Map<string, Buffer>> {
     return new Map(); // nothing is signed in memory
   }

@@ -13,8 +13,10 @@ import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 import {
   formatMergeMessage,
+  layoutProblem,
   parseZzCommit,
   validateIncoming,
+  type Invalid,
   type ParsedCommit,
 } from './validate.js';
 
@@ -269,6 +271,10 @@ async function reconcile(
     return bad !== null;
   };
   const names = new Set([...locals.keys(), ...remotes.keys()]);
+  // A remote ref may name any object: only a commit is a history (one batch-check, no read).
+  const types = await local.objectTypes(
+    [...remotes].filter(([ref, oid]) => locals.get(ref) !== oid).map(([, oid]) => oid),
+  );
   // refs/zz/config sorts before every Lane: by the time a Lane merges, configTip is the value
   // this round leaves it at, and Lane ops are judged against those roles (lane-state.ts).
   let configTip = locals.get(CONFIG_REF) ?? null;
@@ -310,6 +316,15 @@ async function reconcile(
       if (ours.has(r.op_id) && !before.has(r.op_id)) report.rejected.push({ ...r, ref });
     }
   };
+  /** Keeps the remote's `theirs` aside as refs/zz-quarantine/<remote>/…, reported, not adopted. */
+  const quarantine = (ref: string, mine: string | null, theirs: string, bad: Invalid): void => {
+    if (ref === CONFIG_REF) configRefused = true;
+    setTip(ref, mine);
+    report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
+    const q = quarantined.get(ref) ?? null;
+    const name = qPrefix + ref.slice(LOCAL_PREFIX.length);
+    if (q !== theirs) updates.push({ ref: name, old: q, new: theirs });
+  };
   // The Ladder after every Lane: its fold judges writes by the cited Lanes' coordinators as
   // this round leaves them (ladder-guards.ts).
   const order = [...names]
@@ -326,6 +341,17 @@ async function reconcile(
     }
     if (mine === theirs) continue;
     if (importing && theirs === null) continue;
+    // Only zz's own layout, and only commits, come in; a local ref outside it is not spread.
+    const outside = layoutProblem(ref);
+    if (outside !== null && theirs === null) continue;
+    if (theirs !== null && (outside !== null || types.get(theirs) !== 'commit')) {
+      const what = types.get(theirs) ?? 'missing object';
+      quarantine(ref, mine, theirs, {
+        commit: theirs,
+        reason: outside ?? `the ref names a ${what}, not a commit`,
+      });
+      continue;
+    }
     if (theirs === null) {
       // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
@@ -375,11 +401,7 @@ async function reconcile(
       };
     }
     if (bad) {
-      if (ref === CONFIG_REF) configRefused = true;
-      setTip(ref, mine);
-      report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
-      const q = quarantined.get(ref) ?? null;
-      if (q !== theirs) updates.push({ ref: qPrefix + rest, old: q, new: theirs });
+      quarantine(ref, mine, theirs, bad);
       continue;
     }
     if (quarantined.has(ref))

@@ -1,6 +1,7 @@
 import {
   commitMessages,
   fetchZzRefs,
+  objectTypes,
   pushZzRefs,
   rawCommits,
   reachesWithin,
@@ -58,6 +59,10 @@ export class GitSyncLocal implements SyncLocal {
 
   reachesWithin(descendant: string, ancestor: string, limit: number): Promise<boolean | null> {
     return reachesWithin(this.repo.catFile, descendant, ancestor, limit);
+  }
+
+  objectTypes(oids: readonly string[]): Promise<Map<string, string>> {
+    return objectTypes(this.repo.gitdir, oids);
   }
 
   rawCommits(oids: readonly string[]): Promise<Map<string, Buffer>> {

@@ -21,6 +21,11 @@ export interface SyncLocal {
    * local commits on top of what the remote holds): the engine's full walk decides the rest.
    */
   reachesWithin(descendant: string, ancestor: string, limit: number): Promise<boolean | null>;
+  /**
+   * The type of each of `oids` (`commit`, `blob`, …); absent when not held. A remote's ref can
+   * name any object: only a commit is a history.
+   */
+  objectTypes(oids: readonly string[]): Promise<Map<string, string>>;
   /** The raw commit objects (headers and message), for signature checks; none in memory. */
   rawCommits(oids: readonly string[]): Promise<Map<string, Buffer>>;
   /**

@@ -1,7 +1,11 @@
 import {
+  CHANGESET_ID_RE,
+  LANE_ID_RE,
+  noLockSuffix,
   parseConfigOp,
   parseLadderOp,
   parseLaneOp,
+  utf8Bytes,
   type OpParse,
   type OpRecord,
 } from '../../schema/index.js';
@@ -18,6 +22,12 @@ const JSON_MARK = 'zz-ops ';
 export const MAX_LAMPORT_JUMP = 100_000;
 const MAX_MESSAGE = 8 * 1024 * 1024;
 const MAX_OPS_PER_COMMIT = 4096;
+/**
+ * An op's `out` as JSON, in UTF-8 bytes. What zz records there is a few ids (an answer's 100
+ * follow-ups are under 2 KiB); the fold keeps it, and every read of the Lane serialises it.
+ * Its depth is bounded where ops are parsed (store/op-message.ts, schema/json-depth.ts).
+ */
+const MAX_OUT_BYTES = 64 * 1024;
 const OP_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const OP_ID = /^[0-9a-z][0-9a-z.-]{7,95}$/;
 
@@ -51,6 +61,25 @@ function opParserFor(ref: string | undefined): ((raw: OpRecord) => OpParse<OpRec
  * a fold would refuse is refused here, by commit), plus the stricter checks below.
  */
 export function parseZzCommit(c: SyncCommit, ref?: string): ParsedCommit {
+  try {
+    return parseStrictly(c, ref);
+  } catch (e) {
+    // Whatever a hand-made commit makes a parser throw is that commit's problem (its ref is
+    // quarantined), never an error of the whole sync: one bad ref would stop everyone's sync.
+    const why = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    return {
+      revision: c.oid,
+      parents: c.parents,
+      ops: [],
+      merge: false,
+      mergeLamport: null,
+      root: false,
+      problem: `the commit could not be read (${why.slice(0, 200)})`,
+    };
+  }
+}
+
+function parseStrictly(c: SyncCommit, ref?: string): ParsedCommit {
   const base = { revision: c.oid, parents: c.parents, ops: [] as OpRecord[] };
   const out: ParsedCommit = {
     ...base,
@@ -122,12 +151,36 @@ function opProblem(raw: unknown): string | null {
   if (o.out !== undefined && (!o.out || typeof o.out !== 'object' || Array.isArray(o.out))) {
     return `op ${o.op} has a malformed out`;
   }
+  if (o.out !== undefined && utf8Bytes(JSON.stringify(o.out)) > MAX_OUT_BYTES) {
+    return `op ${o.op} has an out larger than ${MAX_OUT_BYTES / 1024} KiB`;
+  }
   for (const k of ['key', 'request_hash', 'replica'] as const) {
     if (o[k] !== undefined && (typeof o[k] !== 'string' || (o[k] as string).length > 256)) {
       return `op ${o.op} has a malformed ${k}`;
     }
   }
   return null;
+}
+
+const LANES = 'refs/zz/lanes/';
+const CHANGESETS = 'refs/zz/changesets/';
+
+/**
+ * Why `ref` is not one zz keeps (DESIGN §2's layout: refs/zz/config, refs/zz/ladder,
+ * refs/zz/lanes/<lane id>, refs/zz/changesets/<changeset id>), or null. Sync adopts nothing
+ * else from a remote: a name outside it is no entity any read can fold, and kept locally it
+ * would show as corrupt, or block the Lane id it squats on, for good.
+ */
+export function layoutProblem(ref: string): string | null {
+  if (ref === 'refs/zz/config' || ref === 'refs/zz/ladder') return null;
+  if (ref.startsWith(LANES)) {
+    const id = ref.slice(LANES.length);
+    return LANE_ID_RE.test(id) && noLockSuffix(id) ? null : 'not a valid Lane id';
+  }
+  if (ref.startsWith(CHANGESETS)) {
+    return CHANGESET_ID_RE.test(ref.slice(CHANGESETS.length)) ? null : 'not a changeset id';
+  }
+  return 'not a ref zz keeps (config, ladder, lanes/<id>, changesets/cs-<id>)';
 }
 
 export interface Invalid {
@@ -184,6 +237,12 @@ export function validateIncoming(
       }
     }
     lamport.set(c.revision, Math.max(parentLam, ...c.ops.map((o) => o.lamport)));
+  }
+  // An entity is its ops: a history without one (a lone root commit, nothing at all) is no
+  // Lane, config or Ladder, and adopted it would read as corrupt everywhere.
+  const tip = all[all.length - 1];
+  if (!all.some((c) => c.ops.length > 0)) {
+    return { commit: tip?.revision ?? '', reason: 'the history holds no ops' };
   }
   return null;
 }

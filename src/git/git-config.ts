@@ -23,6 +23,8 @@ export interface GitConfig {
   get(key: string): string | null;
   /** Every value, in git's order (`--get-all`). */
   getAll(key: string): string[];
+  /** Each key set (lowercased as git prints it) with its last value, '' for a bare key. */
+  entries(): Array<[string, string]>;
 }
 
 interface Snapshot {
@@ -65,6 +67,7 @@ export async function readGitConfig(cwd: string, env?: Record<string, string>): 
   return {
     get: (k) => values.get(normalizeKey(k))?.at(-1) || null,
     getAll: (k) => [...(values.get(normalizeKey(k)) ?? [])],
+    entries: () => [...values].map(([k, vs]) => [k, vs.at(-1) ?? '']),
   };
 }
 

@@ -203,6 +203,8 @@ async function maintain(
       cwd: gitdir,
       timeoutMs: opts.timeoutMs ?? 10 * 60_000,
       nice: MAINTENANCE_NICE,
+      // The daemon's requests go on while the child starts (spawn-thread.ts).
+      offLoop: true,
     });
   } finally {
     release();

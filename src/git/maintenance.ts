@@ -162,7 +162,8 @@ function markFullGc(gitdir: string): void {
  */
 async function configSays(gitdir: string): Promise<'off' | 'unsupported' | 'chosen' | null> {
   // From the process's cached reading of git config (git-config.ts: re-read when any of its
-  // files changed, checked with a few stats): a `git config` spawn before every roll-up held
+  // files changed, checked with a few stats; its git runs started off the loop, as the
+  // roll-up's: spawn-thread.ts): a `git config` spawn before every roll-up held
   // the event loop 7–15 ms while the child forked and exec'd on this 2-core VM (more under
   // load), and a roll-up runs every 51 packs, every second or two under a writer storm.
   // Keys come lowercased, each with its last value (the one git uses, as for `git config --get`);
@@ -170,7 +171,7 @@ async function configSays(gitdir: string): Promise<'off' | 'unsupported' | 'chos
   const last = new Map<string, string>();
   const keys =
     /^(gc\.(auto|autopacklimit|cruftpacks)|remote\..+\.promisor|extensions\.partialclone)$/;
-  for (const [key, value] of (await readGitConfig(gitdir)).entries()) {
+  for (const [key, value] of (await readGitConfig(gitdir, undefined, true)).entries()) {
     if (keys.test(key)) last.set(key, value.trim());
   }
   // git's integers: an optional sign, digits, and a unit (k, m, g); anything else fails git's

@@ -77,6 +77,33 @@ describe('geometric roll-up of small packs', () => {
     expect(fsckProblems(dir)).toEqual([]);
   });
 
+  it("starts none of its git runs from the caller's event loop (the daemon's): config reads and the roll-up", async () => {
+    const made = makeRepo('zz-geometric-offloop-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    setUp(dir, 4);
+    // A spawn on this thread holds it until the child execs (git/spawn-thread.ts); started
+    // from the worker thread, no child process handle is ever on this loop. The first roll-up
+    // in a repository reads its config afresh (rev-parse and git config), the second from the
+    // cache; both are watched.
+    const children = () =>
+      process.getActiveResourcesInfo().filter((r) => r === 'ProcessWrap').length;
+    const before = children();
+    for (let round = 0; round < 2; round++) {
+      let running = true;
+      const rolled = repackGeometric(join(dir, '.git')).finally(() => {
+        running = false;
+      });
+      let seen = 0;
+      while (running) {
+        seen = Math.max(seen, children() - before);
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(await rolled).toBe('done');
+      expect(seen).toBe(0);
+    }
+  });
+
   it('does nothing when the user turned automatic gc off', async () => {
     const made = makeRepo('zz-geometric-off-');
     cleanup = made.cleanup;

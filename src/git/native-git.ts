@@ -111,6 +111,7 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
   );
 }
 
+/** The child started on this thread. Hazard: spawn-thread.ts's SOURCE collects the same way. */
 function spawnOnLoop(
   file: string,
   argv: string[],

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ZzError } from '../../src/errors.js';
 import { runGit, type GitRunOptions } from '../../src/git/index.js';
+import { gitChildren } from '../helpers/child-handles.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 
 // runGit's `offLoop` (git/spawn-thread.ts): the daemon's maintenance spawns git from a worker
@@ -84,26 +85,27 @@ describe('runGit off the event loop', () => {
   it('starts the child from another thread: no child process handle on this loop', async () => {
     const { dir, cleanup } = makeRepo('zz-spawn-thread-where-');
     try {
-      const children = () =>
-        process.getActiveResourcesInfo().filter((r) => r === 'ProcessWrap').length;
-      const before = children();
+      // Only this case's children are counted (the earlier cases' handles close a turn or
+      // more after their answers): each run carries a mark of its own on its command line.
+      const run = (mark: string, offLoop: boolean) =>
+        runGit(['-c', `zz.mark=${mark}`, 'log', '--format=%s'], { cwd: dir, offLoop });
+      const mine = (mark: string) => gitChildren().filter((c) => c.includes(`zz.mark=${mark}`));
       // On the loop, spawn() has made the child's handle here by the time runGit returns.
-      const onLoop = runGit(['log', '--format=%s'], { cwd: dir });
-      expect(children()).toBe(before + 1);
+      const onLoop = run('on', false);
+      expect(mine('on')).toHaveLength(1);
       await onLoop;
-      expect(children()).toBe(before);
       // Off it, this loop never holds one while the child runs.
       let running = true;
-      const offLoop = runGit(['log', '--format=%s'], { cwd: dir, offLoop: true }).finally(() => {
+      const offLoop = run('off', true).finally(() => {
         running = false;
       });
-      let seen = 0;
+      const seen = new Set<string>();
       while (running) {
-        seen = Math.max(seen, children() - before);
+        for (const c of mine('off')) seen.add(c);
         await new Promise((r) => setImmediate(r));
       }
       expect((await offLoop).stdout.toString()).toBe('initial\n');
-      expect(seen).toBe(0);
+      expect([...seen]).toEqual([]);
     } finally {
       cleanup();
     }

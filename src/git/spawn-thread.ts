@@ -138,7 +138,13 @@ export function spawnOffLoop(s: ThreadSpawn): Promise<Collected> {
     clearTimeout(idleTimer);
     idleTimer = null;
   }
-  const w = (worker ??= start());
+  let w: Worker;
+  try {
+    w = worker ??= start();
+  } catch (e) {
+    // No thread to be had (resource limits): a failed run, as a child that cannot start is.
+    return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+  }
   w.ref();
   const id = nextId++;
   return new Promise((resolve, reject) => {

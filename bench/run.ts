@@ -12,6 +12,7 @@ const suites: Array<[string, string, string]> = [
   ['http', './http.ts', 'benchHttp'],
   ['claim', './claim.ts', 'benchClaim'],
   ['load', './load.ts', 'benchLoad'],
+  ['spawn', './spawn.ts', 'benchSpawn'],
   ['git-read', './git-read.ts', 'benchGitRead'],
   ['extract', './extract.ts', 'benchExtract'],
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],

@@ -71,13 +71,16 @@ export function findCheckoutSync(cwd: string): Checkout | null {
   }
 }
 
-/** The checkout around `cwd`; not_a_repository outside one. */
-export async function findCheckoutAt(cwd: string): Promise<Checkout> {
+/**
+ * The checkout around `cwd`; not_a_repository outside one. `offLoop`: git is started from a
+ * worker thread when it must be asked (native-git.ts), for the daemon's background work.
+ */
+export async function findCheckoutAt(cwd: string, offLoop = false): Promise<Checkout> {
   const known = recall(cwd);
   if (known) return known;
   const run = async (args: string[]): Promise<string | null> => {
     try {
-      return (await runGit(args, { cwd })).stdout.toString('utf8');
+      return (await runGit(args, { cwd, offLoop })).stdout.toString('utf8');
     } catch {
       return null;
     }

@@ -23,6 +23,8 @@ export interface GitConfig {
   get(key: string): string | null;
   /** Every value, in git's order (`--get-all`). */
   getAll(key: string): string[];
+  /** Each key set (lowercased as git prints it) with its last value, '' for a bare key. */
+  entries(): Array<[string, string]>;
 }
 
 interface Snapshot {
@@ -47,16 +49,21 @@ export function forgetGitConfig(): void {
  * caller's HOME and GIT_CONFIG_* decide the global config, as they do for `git config` itself.
  * Outside a repository: the system and global config alone, as git reads them there.
  */
-export async function readGitConfig(cwd: string, env?: Record<string, string>): Promise<GitConfig> {
+export async function readGitConfig(
+  cwd: string,
+  env?: Record<string, string>,
+  /** git is started from a worker thread when it must be asked (native-git.ts `offLoop`). */
+  offLoop = false,
+): Promise<GitConfig> {
   const full = gitEnv(env);
   const key = cacheKey(cwd, full);
   let snap = cache.get(key);
   // The checkout is found afresh each time (discover.ts remembers it, checked per call): a
   // repository created inside or around `cwd` since (a nested `git init`) changes none of the
   // files the snapshot watched, yet its config is another's (found in review).
-  const where = await findCheckoutAt(cwd).catch(() => null);
+  const where = await findCheckoutAt(cwd, offLoop).catch(() => null);
   if (!snap || snap.where !== checkoutId(where) || changed(snap)) {
-    snap = await load(cwd, full, env, where);
+    snap = await load(cwd, full, env, where, offLoop);
     cache.delete(key);
     cache.set(key, snap);
     if (cache.size > MAX_SNAPSHOTS) cache.delete(cache.keys().next().value!);
@@ -65,6 +72,7 @@ export async function readGitConfig(cwd: string, env?: Record<string, string>): 
   return {
     get: (k) => values.get(normalizeKey(k))?.at(-1) || null,
     getAll: (k) => [...(values.get(normalizeKey(k)) ?? [])],
+    entries: () => [...values].map(([k, vs]) => [k, vs.at(-1) ?? '']),
   };
 }
 
@@ -110,6 +118,7 @@ async function load(
   full: NodeJS.ProcessEnv,
   env: Record<string, string> | undefined,
   where: Checkout | null,
+  offLoop: boolean,
 ): Promise<Snapshot> {
   // The files are named before the read: one written between the two is then seen as changed
   // at the next question, never missed.
@@ -120,6 +129,7 @@ async function load(
   const r = await runGit(['config', '--list', '--show-origin', '-z'], {
     cwd,
     okCodes: [1],
+    offLoop,
     ...(env ? { env } : {}),
   });
   const values = new Map<string, string[]>();

@@ -1,6 +1,7 @@
 import { mkdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ZzError } from '../errors.js';
+import { readGitConfig } from './git-config.js';
 import { runGit } from './native-git.js';
 import type { SmallPacks } from './small-packs.js';
 
@@ -160,25 +161,18 @@ function markFullGc(gitdir: string): void {
  * --stdin-packs"), else null.
  */
 async function configSays(gitdir: string): Promise<'off' | 'unsupported' | 'chosen' | null> {
-  // Exit 1: no such key set, git's defaults hold (gc.auto 6,700, gc.autoPackLimit 50). Keys
-  // come lowercased, in the order git reads them (system, global, local, worktree): the last
-  // value of a key is the one git uses, as for `git config --get`.
-  const r = await runGit(
-    [
-      '--git-dir',
-      gitdir,
-      'config',
-      '--get-regexp',
-      '^(gc\\.(auto|autopacklimit|cruftpacks)|remote\\..+\\.promisor|extensions\\.partialclone)$',
-    ],
-    { cwd: gitdir, okCodes: [1] },
-  );
+  // From the process's cached reading of git config (git-config.ts: re-read when any of its
+  // files changed, checked with a few stats; its git runs started off the loop, as the
+  // roll-up's: spawn-thread.ts): a `git config` spawn before every roll-up held
+  // the event loop 7–15 ms while the child forked and exec'd on this 2-core VM (more under
+  // load), and a roll-up runs every 51 packs, every second or two under a writer storm.
+  // Keys come lowercased, each with its last value (the one git uses, as for `git config --get`);
+  // a key set and not read here leaves git's defaults (gc.auto 6,700, gc.autoPackLimit 50).
   const last = new Map<string, string>();
-  for (const line of r.stdout.toString('utf8').split('\n')) {
-    if (!line) continue;
-    const sp = line.indexOf(' ');
-    // A key with no value (`[remote "o"] promisor`) comes without a space: true for a bool.
-    last.set(sp < 0 ? line : line.slice(0, sp), sp < 0 ? '' : line.slice(sp + 1).trim());
+  const keys =
+    /^(gc\.(auto|autopacklimit|cruftpacks)|remote\..+\.promisor|extensions\.partialclone)$/;
+  for (const [key, value] of (await readGitConfig(gitdir, undefined, true)).entries()) {
+    if (keys.test(key)) last.set(key, value.trim());
   }
   // git's integers: an optional sign, digits, and a unit (k, m, g); anything else fails git's
   // own gc --auto and is left to it.
@@ -210,6 +204,8 @@ async function maintain(
       cwd: gitdir,
       timeoutMs: opts.timeoutMs ?? 10 * 60_000,
       nice: MAINTENANCE_NICE,
+      // The daemon's requests go on while the child starts (spawn-thread.ts).
+      offLoop: true,
     });
   } finally {
     release();

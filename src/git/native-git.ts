@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { getPriority, setPriority } from 'node:os';
 import { ZzError } from '../errors.js';
+import { spawnOffLoop, type Collected } from './spawn-thread.js';
 
 // Native git is spawned with an argument array, never through a shell. Git's own
 // environment variables are scrubbed so that a daemon started from inside a hook or an
@@ -19,6 +20,11 @@ export interface GitRunOptions {
    * must not take a core from the requests being served (git/maintenance.ts).
    */
   nice?: number;
+  /**
+   * Spawns git from a worker thread (spawn-thread.ts): the event loop goes on while the child
+   * forks and execs (milliseconds to tens of them on a busy machine). For background runs.
+   */
+  offLoop?: boolean;
 }
 
 export interface GitRunResult {
@@ -84,17 +90,37 @@ const spawnOptions = (opts: GitRunOptions) => ({
 
 export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
   const maxBuffer = opts.maxBuffer ?? 256 * 1024 * 1024;
+  // Niced from its start by POSIX `nice`, which execs git in its place (same pid, so the
+  // timeout still kills git): renicing the child once spawn() returned raced git, which can
+  // fork its own children (a shell alias, pack-objects) before that call, and they kept the
+  // daemon's priority (seen in the test suite under load). Windows has no `nice`: there the
+  // child is reniced after the spawn, as well as it can be (and spawned on the loop, where its
+  // pid is at hand).
+  const niced = opts.nice !== undefined && process.platform !== 'win32';
+  const file = niced ? 'nice' : 'git';
+  const argv = niced ? ['-n', String(opts.nice), 'git', ...args] : (args as string[]);
+  const ran =
+    opts.offLoop && process.platform !== 'win32'
+      ? spawnOffLoop({ file, args: argv, ...spawnOptions(opts), input: opts.input, maxBuffer })
+      : spawnOnLoop(file, argv, opts, maxBuffer);
+  return ran.then(
+    (c) => settle(args, opts, maxBuffer, c),
+    (e: Error) => {
+      throw new ZzError('git_failed', `could not run git: ${e.message}`, undefined, { cause: e });
+    },
+  );
+}
+
+/** The child started on this thread. Hazard: spawn-thread.ts's SOURCE collects the same way. */
+function spawnOnLoop(
+  file: string,
+  argv: string[],
+  opts: GitRunOptions,
+  maxBuffer: number,
+): Promise<Collected> {
   return new Promise((resolve, reject) => {
-    // Niced from its start by POSIX `nice`, which execs git in its place (same pid, so the
-    // timeout still kills git): renicing the child once spawn() returned raced git, which can
-    // fork its own children (a shell alias, pack-objects) before that call, and they kept the
-    // daemon's priority (seen in the test suite under load). Windows has no `nice`: there the
-    // child is reniced after the spawn, as well as it can be.
-    const niced = opts.nice !== undefined && process.platform !== 'win32';
-    const child = niced
-      ? spawn('nice', ['-n', String(opts.nice), 'git', ...args], spawnOptions(opts))
-      : spawn('git', args as string[], spawnOptions(opts));
-    if (opts.nice !== undefined && !niced && child.pid !== undefined) {
+    const child = spawn(file, argv, spawnOptions(opts));
+    if (opts.nice !== undefined && file === 'git' && child.pid !== undefined) {
       try {
         setPriority(child.pid, Math.min(19, getPriority() + opts.nice));
       } catch {
@@ -103,10 +129,12 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
     }
     const out: Buffer[] = [];
     let outLen = 0;
+    let overflow = false;
     let err = '';
     child.stdout.on('data', (b: Buffer) => {
       outLen += b.length;
       if (outLen > maxBuffer) {
+        overflow = true;
         child.kill('SIGKILL');
         return;
       }
@@ -115,36 +143,39 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
     child.stderr.on('data', (b: Buffer) => {
       if (err.length < 64 * 1024) err += b.toString('utf8');
     });
-    child.on('error', (e) =>
-      reject(new ZzError('git_failed', `could not run git: ${e.message}`, undefined, { cause: e })),
+    child.on('error', reject);
+    child.on('close', (code, signal) =>
+      resolve({ stdout: Buffer.concat(out), stderr: err, code, signal, overflow }),
     );
-    child.on('close', (code, signal) => {
-      const rc = code ?? 128;
-      if (outLen > maxBuffer) {
-        reject(
-          new ZzError(
-            'git_failed',
-            `git ${subcommand(args)} produced more than ${maxBuffer} bytes`,
-          ),
-        );
-        return;
-      }
-      if (rc !== 0 && !(opts.okCodes ?? []).includes(rc)) {
-        const msg =
-          err.trim().split('\n').slice(-3).join(' ') || `exit ${rc}${signal ? ` (${signal})` : ''}`;
-        reject(
-          new ZzError('git_failed', `git ${subcommand(args)} failed: ${msg}`, {
-            code: rc,
-            stderr: err,
-          }),
-        );
-        return;
-      }
-      resolve({ stdout: Buffer.concat(out), stderr: err, code: rc });
-    });
     if (opts.input !== undefined) child.stdin.end(opts.input);
     else child.stdin.end();
   });
+}
+
+/** What the child did, as runGit's answer: its output, or the failure that names it. */
+function settle(
+  args: readonly string[],
+  opts: GitRunOptions,
+  maxBuffer: number,
+  c: Collected,
+): GitRunResult {
+  const rc = c.code ?? 128;
+  if (c.overflow) {
+    throw new ZzError(
+      'git_failed',
+      `git ${subcommand(args)} produced more than ${maxBuffer} bytes`,
+    );
+  }
+  if (rc !== 0 && !(opts.okCodes ?? []).includes(rc)) {
+    const msg =
+      c.stderr.trim().split('\n').slice(-3).join(' ') ||
+      `exit ${rc}${c.signal ? ` (${c.signal})` : ''}`;
+    throw new ZzError('git_failed', `git ${subcommand(args)} failed: ${msg}`, {
+      code: rc,
+      stderr: c.stderr,
+    });
+  }
+  return { stdout: c.stdout, stderr: c.stderr, code: rc };
 }
 
 /** Runs git and returns stdout as UTF-8 with the trailing newline removed. */

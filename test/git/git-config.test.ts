@@ -38,6 +38,12 @@ describe('the git config snapshot', () => {
     expect(c.get('remote.up.fetch')).toBeNull(); // a subsection keeps its case
     expect(c.get('zz.Model')).toBe('exec:x');
     expect(c.get('zz.nothing')).toBeNull();
+    // Every key with its last value, a bare key's as '' (a bool that is true).
+    appendFileSync(join(dir, '.git', 'config'), '[remote "Up"]\n\tpromisor\n');
+    const entries = new Map((await readGitConfig(dir)).entries());
+    expect(entries.get('remote.Up.fetch')).toBe('two');
+    expect(entries.get('zz.model')).toBe('exec:x');
+    expect(entries.get('remote.Up.promisor')).toBe('');
   });
 
   it('sees a change another process made since it was read: rewritten, appended, created', async () => {

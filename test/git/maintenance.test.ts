@@ -4,6 +4,7 @@ import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fullGcDue, gcFull, repackGeometric, runGit } from '../../src/git/index.js';
+import { gitChildren } from '../helpers/child-handles.js';
 import { fsckProblems, makeRepo } from '../helpers/temp-repo.js';
 
 // The daemon's roll-up of the packs zz's writes leave (git/maintenance.ts repackGeometric),
@@ -75,6 +76,32 @@ describe('geometric roll-up of small packs', () => {
     expect(check.split('\n').filter((l) => l.endsWith(' missing'))).toEqual([]);
     expect(git(dir, ['count-objects', '-v'])).toMatch(/^count: 0$/m);
     expect(fsckProblems(dir)).toEqual([]);
+  });
+
+  it("starts none of its git runs from the caller's event loop (the daemon's): config reads and the roll-up", async () => {
+    const made = makeRepo('zz-geometric-offloop-');
+    cleanup = made.cleanup;
+    const dir = made.dir;
+    setUp(dir, 4);
+    // A spawn on this thread holds it until the child execs (git/spawn-thread.ts); started
+    // from the worker thread, no child process handle is ever on this loop. The first roll-up
+    // in a repository reads its config afresh (rev-parse and git config), the second from the
+    // cache; both are watched.
+    const children = () => gitChildren().length;
+    const before = children();
+    for (let round = 0; round < 2; round++) {
+      let running = true;
+      const rolled = repackGeometric(join(dir, '.git')).finally(() => {
+        running = false;
+      });
+      let seen: string[] = [];
+      while (running) {
+        if (children() > before) seen = gitChildren();
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(await rolled).toBe('done');
+      expect(seen).toEqual([]);
+    }
   });
 
   it('does nothing when the user turned automatic gc off', async () => {

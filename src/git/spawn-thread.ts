@@ -14,8 +14,9 @@ import { Worker } from 'node:worker_threads';
 // collects its output and answers what runGit needs to judge it (native-git.ts settles it
 // exactly as for a child spawned on the loop). Hazard: that collection (the stdout cap, the
 // stderr kept, which of 'error' and 'close' decides) is spawnOnLoop's in native-git.ts again;
-// a change to one is a change to both (test/git/spawn-thread.test.ts runs each case both ways). Started on first use, ~10 MiB while it lives,
-// ended after IDLE_MS without a job; it keeps the process alive only while a job runs.
+// a change to one is a change to both (test/git/spawn-thread.test.ts runs each case both ways).
+// Started on first use, ~10 MiB while it lives, ended after IDLE_MS without a job; it keeps the
+// process alive only while a job runs.
 
 /** What a child did, as runGit judges it. */
 export interface Collected {

@@ -214,7 +214,7 @@ export async function askGet(
     const out: AskGetResult = { ask: askView(snap.state, a, now), revision: snap.revision };
     const limit = args.limit ?? PAGE.defaultLimit;
     if (args.include_dependents) {
-      const ids = snap.state.dependents.get(a.ask_id) ?? [];
+      const ids = snap.state.dependents.get(a.ask_id)?.slice() ?? [];
       const docs = ids.flatMap((id) => snap.state.asks.get(id) ?? []);
       const start = args.dependents_offset ?? 0;
       const end = pageEnd(docs, start, limit);

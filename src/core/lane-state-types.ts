@@ -11,7 +11,7 @@ export interface LaneState {
   lane: LaneDoc | null;
   asks: CowMap<string, AskDoc>;
   /** ask_id → ids of asks that depend on it (for blocked/unblocked updates). */
-  dependents: CowMap<string, string[]>;
+  dependents: CowMap<string, OpLog<string>>;
   /**
    * Ops the guarded fold refused (they stay in the log): a claim that lost to a holder, a
    * release or answer not from the holder, a reused idempotency key. Every replica folds the

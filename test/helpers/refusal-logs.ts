@@ -10,7 +10,7 @@ import type { OpRecord } from '../../src/store/index.js';
 const T0 = Date.parse('2026-12-01T00:00:00Z');
 const LEASE_END = new Date(T0 + 365 * 86_400_000).toISOString();
 
-function factory(prefix: string) {
+export function factory(prefix: string) {
   let n = 0;
   return (actor: string, spec: Pick<OpRecord, 'op' | 'args'> & { out?: OpRecord['out'] }) => {
     n++;
@@ -25,7 +25,7 @@ function factory(prefix: string) {
   };
 }
 
-const askId = (n: number) => 'ask-' + n.toString(16).padStart(10, '0');
+export const askId = (n: number) => 'ask-' + n.toString(16).padStart(10, '0');
 
 /**
  * A Lane whose Ask a@x holds, then `n` refused ops by b@x: claims that lose to a@x (claim_lost,

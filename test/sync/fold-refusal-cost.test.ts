@@ -5,7 +5,9 @@ import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
 import { historyView } from '../../src/core/views.js';
 import { OpLog, type EntityCodec, type LoggedOp, type OpRecord } from '../../src/store/index.js';
 import {
+  askId,
   configRefusalLog,
+  factory,
   ladderRefusalLog,
   laneRefusalLog,
   NO_LADDER_ROLES,
@@ -133,6 +135,42 @@ describe('a cold fold of refused ops costs linear work', () => {
       expect(big.visits).toBeLessThanOrEqual(2.5 * small.visits + 1000);
     });
   }
+});
+
+describe('a cold fold of Asks that all depend on one costs linear work', () => {
+  // The Lane's list of an Ask's dependents was copied on each post that named it, as the
+  // refusal lists were: 100,000 posts depending on one Ask were ~5e9 element copies.
+  const dependentsLog = (n: number): OpRecord[] => {
+    const op = factory('deps');
+    const ops = [
+      op('o@x', { op: 'lane_propose', args: { lane_id: 'l', title: 'L' } }),
+      op('o@x', {
+        op: 'ask_post',
+        args: { lane_id: 'l', kind: 'work', title: 'root' },
+        out: { ask_id: askId(0) },
+      }),
+    ];
+    for (let i = 1; i <= n; i++) {
+      ops.push(
+        op('o@x', {
+          op: 'ask_post',
+          args: { lane_id: 'l', kind: 'work', title: `w${i}`, depends_on: [askId(0)] },
+          out: { ask_id: askId(i) },
+        }),
+      );
+    }
+    return ops;
+  };
+  it('at most 40 element visits per post, and twice the posts cost about twice as much', () => {
+    const N = 4_000;
+    const cost = (n: number) =>
+      foldCost(laneCodec as EntityCodec<LaneState, never>, laneCodec.empty, dependentsLog(n));
+    const small = cost(N / 2);
+    const big = cost(N);
+    expect(big.refused).toBe(0);
+    expect(big.visits).toBeLessThanOrEqual(40 * N);
+    expect(big.visits).toBeLessThanOrEqual(2.5 * small.visits + 1000);
+  });
 });
 
 describe('snapshots keep their refusal lists while the folds after them append', () => {

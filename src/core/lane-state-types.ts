@@ -90,7 +90,8 @@ export interface RejectedOp {
     | 'dependency_not_found'
     | 'kind_unknown'
     | 'outcome_not_allowed'
-    | 'lane_full';
+    | 'lane_full'
+    | 'lease_mismatch';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;

@@ -5,6 +5,7 @@ import type { RoleSource } from '../lane-state.js';
 import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
+import { datedAhead, rewrittenBehind } from './history-checks.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
 import { coordinatorsUnder, laneRejectionsUnder, ownersOf, rolesOf } from './refusals.js';
 import type { LadderRoles } from '../ladder/ladder-guards.js';
@@ -65,6 +66,11 @@ export interface SyncReport {
    * for the whole team. Kept here; pushed once it passes (its key registered, say).
    */
   held_back: Array<{ ref: string; commit: string; reason: string }>;
+  /**
+   * Local refs with work the remote lacks, not pushed because the remote's tip (`quarantined`)
+   * was refused: they stay here until an owner replaces that tip (README, "A quarantined ref").
+   */
+  not_pushed: Array<{ ref: string; commit: string; quarantined: string }>;
   /** Non-entity refs whose local and remote values differ and cannot be merged. */
   diverged: string[];
   attempts: number;
@@ -115,6 +121,7 @@ function emptyReport(remote: string, authoritative: boolean): SyncReport {
     rejected: [],
     quarantined: [],
     held_back: [],
+    not_pushed: [],
     diverged: [],
     attempts: 0,
     offline: null,
@@ -319,12 +326,19 @@ async function reconcile(
     const rest = ref.slice(LOCAL_PREFIX.length);
     const mine = locals.get(ref) ?? null;
     const theirs = remotes.get(ref) ?? null;
-    // The last value confirmed on the remote follows what was fetched.
+    // The last value confirmed on the remote follows what was fetched, once it is accepted: a
+    // quarantined tip leaves it where it was, so a rewrite is judged against what was synced
+    // (history-checks.ts) and an owner's replacement of a bad tip is accepted.
     const conf = confirmed.get(ref) ?? null;
-    if (theirs !== null && conf !== theirs) {
-      updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
+    const accept = (): void => {
+      if (theirs !== null && conf !== theirs) {
+        updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
+      }
+    };
+    if (mine === theirs) {
+      accept();
+      continue;
     }
-    if (mine === theirs) continue;
     if (importing && theirs === null) continue;
     if (theirs === null) {
       // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
@@ -338,6 +352,7 @@ async function reconcile(
     // Only we moved (a few local commits on top of what the remote holds): push. A short walk
     // through cat-file says so without a spawn; past it, the full walk below decides.
     if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
+      accept();
       if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs);
@@ -350,6 +365,7 @@ async function reconcile(
     const fromTheirs = reachable(parentsOf, theirs);
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
     if (mine !== null && fromMine.has(theirs)) {
+      accept();
       if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs, raw);
@@ -363,7 +379,9 @@ async function reconcile(
       history.filter((c) => !fromMine.has(c.revision)).map((c) => c.revision),
     );
     const codec = syncCodecFor(ref);
-    let bad = codec ? validateIncoming(ref, history, incomingSet) : null;
+    let bad = rewrittenBehind(conf, theirs, fromTheirs);
+    if (!bad && codec) bad = validateIncoming(ref, history, incomingSet);
+    if (!bad && codec) bad = datedAhead(history, incomingSet, Date.now());
     if (!bad && checker) {
       bad = await checker.check(ref, history, incomingSet);
     }
@@ -380,8 +398,14 @@ async function reconcile(
       report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
       const q = quarantined.get(ref) ?? null;
       if (q !== theirs) updates.push({ ref: qPrefix + rest, old: q, new: theirs });
+      // Local work the remote lacks cannot go over a tip we refused (pushing it would carry
+      // that tip along or force over it): say so, or the Lane freezes silently.
+      if (authoritative && mine !== null && !fromTheirs.has(mine)) {
+        report.not_pushed.push({ ref, commit: mine, quarantined: theirs });
+      }
       continue;
     }
+    accept();
     if (quarantined.has(ref))
       updates.push({ ref: qPrefix + rest, old: quarantined.get(ref)!, new: null });
     if (mine === null) {

@@ -334,6 +334,9 @@ async function reconcile(
       if (theirs !== null && conf !== theirs) {
         updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
       }
+      // Whatever was quarantined is no longer the remote's (an owner replaced it, say).
+      const q = quarantined.get(ref);
+      if (q !== undefined) updates.push({ ref: qPrefix + rest, old: q, new: null });
     };
     if (mine === theirs) {
       accept();
@@ -406,8 +409,6 @@ async function reconcile(
       continue;
     }
     accept();
-    if (quarantined.has(ref))
-      updates.push({ ref: qPrefix + rest, old: quarantined.get(ref)!, new: null });
     if (mine === null) {
       setTip(ref, theirs);
       updates.push({ ref, old: null, new: theirs });

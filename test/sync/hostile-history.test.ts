@@ -59,7 +59,7 @@ const coordinators = async (c: Clone) =>
   (await laneGet(c.repo, OWNER, { lane_id: 'fresh' })).lane.coordinators;
 
 describe('a remote rewritten behind what was synced', () => {
-  it('is quarantined: the local ref stays, nothing is pushed over it, the report says why', async () => {
+  it('merges the other way round: what was published keeps its place, the rival comes after', async () => {
     const { a, b } = await setup();
     const synced = sh(a.dir, 'rev-parse', LANE);
     // Bob: a parentless lane_propose of `fresh` by himself, force-pushed over Alice's Lane.
@@ -71,42 +71,40 @@ describe('a remote rewritten behind what was synced', () => {
     await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'three' });
     const mine = sh(a.dir, 'rev-parse', LANE);
     const report = await a.sync();
-    expect(report.merged).toEqual([]);
-    expect(report.rejected).toEqual([]);
-    expect(report.quarantined).toEqual([
+    expect(report.quarantined).toEqual([]);
+    expect(report.merged).toEqual([
       {
         ref: LANE,
-        commit: rival,
-        reason: `remote rewritten (not a descendant of what was synced at ${synced})`,
+        commit: expect.any(String),
+        local_ops: 0,
+        rewritten: { synced, remote_ops: 1 },
       },
     ]);
-    expect(report.not_pushed).toEqual([{ ref: LANE, commit: mine, quarantined: rival }]);
-    expect(sh(a.dir, 'rev-parse', LANE)).toBe(mine);
-    expect(remoteTip(LANE)).toBe(rival);
+    const merge = report.merged[0]!.commit;
+    // Ours is the first parent: publication order keeps every op that was published in place.
+    expect(sh(a.dir, 'rev-parse', `${merge}^1`, `${merge}^2`).split('\n')).toEqual([mine, rival]);
+    expect(report.rejected).toEqual([
+      expect.objectContaining({ op: 'lane_propose', actor: BOB, reason: 'lane_exists', ref: LANE }),
+    ]);
+    expect(report.pushed).toEqual([LANE]);
+    expect(remoteTip(LANE)).toBe(merge);
     expect(await coordinators(a)).toEqual([OWNER.actor]);
-    const text = formatSyncReport(report);
-    expect(text).toContain('not pushed 1');
-    expect(text).toContain(`remote rewritten (not a descendant of what was synced at ${synced})`);
-    expect(text).toContain(`not pushed: lanes/fresh: local commit ${mine.slice(0, 10)}`);
-    // The next round judges it the same way: the confirmed value did not follow the rival.
-    const again = await a.sync();
-    expect(again.quarantined.map((q) => q.commit)).toEqual([rival]);
-    expect(sh(a.dir, 'rev-parse', `refs/zz-sync/origin/lanes/fresh`)).toBe(synced);
-
-    // Recovery (README): an owner replaces the quarantined tip with the Lane's real history,
-    // leased on the rival so that nothing newer is forced over.
-    sh(a.dir, 'push', '-q', `--force-with-lease=${LANE}:${rival}`, 'origin', `${LANE}:${LANE}`);
-    const healed = await a.sync();
-    expect(healed.quarantined).toEqual([]);
-    expect(healed.not_pushed).toEqual([]);
-    expect(sh(a.dir, 'for-each-ref', 'refs/zz-quarantine/')).toBe('');
-    // Bob's clone never adopted the rival (he pushed it by hand): it fast-forwards.
+    expect(formatSyncReport(report)).toContain(
+      `merged lanes/fresh (remote rewritten (not a descendant of what was synced at ${synced.slice(0, 10)}): its 1 op(s) after what was published)`,
+    );
+    // Bob's clone, which synced what Alice had published, fast-forwards; all agree.
     expect((await b.sync()).fast_forwarded).toContain(LANE);
     expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
     expect(await coordinators(b)).toEqual([OWNER.actor]);
+    expect(await refusalsIn(b.repo, OWNER, 'fresh')).toEqual([
+      ['lane_propose', BOB, 'lane_exists'],
+    ]);
+    // A sync with nothing new changes nothing.
+    const idle = await a.sync();
+    expect([idle.merged, idle.pushed, idle.quarantined]).toEqual([[], [], []]);
   });
 
-  it('honest moves still pass: a remote ahead, a rewind, a deletion; a deleted ref recreated from a rival root does not', async () => {
+  it('honest moves still pass: a first sync, a remote ahead, a rewind, a deletion', async () => {
     const { a, b, asks } = await setup();
     // Ahead: Bob's claim, pushed by zz, fast-forwards on Alice's clone.
     await askClaim(b.repo, { actor: BOB }, { lane_id: 'fresh', ask_id: asks[0]! });
@@ -125,16 +123,20 @@ describe('a remote rewritten behind what was synced', () => {
     sh(cluster!.remote, 'update-ref', '-d', LANE);
     expect((await a.sync()).recreated).toEqual([LANE]);
     expect(remoteTip(LANE)).toBe(tip);
-    // Deleted and recreated from another root (by an owner or not: the remote cannot say):
-    // what was published would be dropped, so it is refused like any rewrite.
-    const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
-    const rival = forge(b.dir, null, [{ ...opsOf(b.dir, root)[0]!, id: opId() }]);
+    // Deleted, then recreated by Bob's zz from his older copy (he had not synced Alice's new
+    // Ask): Alice merges with what she had published first, and both converge.
+    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'four' });
+    await a.sync();
     sh(cluster!.remote, 'update-ref', '-d', LANE);
-    sh(b.dir, 'push', '-q', 'origin', `${rival}:${LANE}`);
+    await askPost(b.repo, { actor: BOB }, { lane_id: 'fresh', kind: 'work', title: 'five' });
+    expect((await b.sync()).recreated).toEqual([LANE]);
     const recreated = await a.sync();
-    expect(recreated.quarantined.map((q) => [q.ref, q.commit])).toEqual([[LANE, rival]]);
-    expect(recreated.not_pushed).toEqual([{ ref: LANE, commit: tip, quarantined: rival }]);
-    expect(sh(a.dir, 'rev-parse', LANE)).toBe(tip);
+    expect(recreated.quarantined).toEqual([]);
+    expect(recreated.merged.map((m) => [m.ref, m.rewritten?.remote_ops])).toEqual([[LANE, 1]]);
+    expect((await b.sync()).fast_forwarded).toEqual([LANE]);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
+    const titles = (await laneGet(b.repo, OWNER, { lane_id: 'fresh' })).asks.map((x) => x.title);
+    expect(titles.sort()).toEqual(['five', 'four', 'one', 'two']);
   });
 });
 
@@ -209,6 +211,14 @@ describe('ops dated past the clock, leases the fold derives', () => {
     expect(formatSyncReport(after)).toMatch(
       /not pushed: lanes\/fresh: local commit \w{10} stays here/,
     );
+    // Recovery (README, "A quarantined ref"): an owner replaces the quarantined tip with the
+    // Lane's real history, leased on it so that nothing newer is forced over.
+    sh(a.dir, 'push', '-q', `--force-with-lease=${LANE}:${forged}`, 'origin', `${LANE}:${LANE}`);
+    const healed = await a.sync();
+    expect([healed.quarantined, healed.not_pushed]).toEqual([[], []]);
+    expect(sh(a.dir, 'for-each-ref', 'refs/zz-quarantine/')).toBe('');
+    expect((await b.sync()).fast_forwarded).toContain(LANE);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
   });
 
   it('a claim whose recorded lease end is not its time plus the capped lease is refused (lease_mismatch)', async () => {

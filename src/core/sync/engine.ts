@@ -51,7 +51,16 @@ export interface SyncReport {
   /** Refs created locally from the remote. */
   adopted: string[];
   fast_forwarded: string[];
-  merged: Array<{ ref: string; commit: string; local_ops: number }>;
+  /**
+   * `rewritten`: the remote no longer held the value synced there (`synced`); the merge keeps
+   * ours first and applies the remote's `remote_ops` after (history-checks.ts).
+   */
+  merged: Array<{
+    ref: string;
+    commit: string;
+    local_ops: number;
+    rewritten?: { synced: string; remote_ops: number };
+  }>;
   pushed: string[];
   /** Refs missing on the remote that we had confirmed there before: recreated. */
   recreated: string[];
@@ -382,7 +391,12 @@ async function reconcile(
       history.filter((c) => !fromMine.has(c.revision)).map((c) => c.revision),
     );
     const codec = syncCodecFor(ref);
-    let bad = rewrittenBehind(conf, theirs, fromTheirs);
+    // A remote that no longer holds what was synced there (a rival history force-pushed, or a
+    // ref deleted and made again from an older copy) merges the other way round when ours still
+    // holds it: what was published keeps its place, the remote's own ops come after. Without
+    // that copy here it is refused.
+    const rewritten = conf !== null && !fromTheirs.has(conf);
+    let bad = rewritten && !fromMine.has(conf) ? rewrittenBehind(conf, theirs, fromTheirs) : null;
     if (!bad && codec) bad = validateIncoming(ref, history, incomingSet);
     if (!bad && codec) bad = datedAhead(history, incomingSet, Date.now());
     if (!bad && checker) {
@@ -435,15 +449,34 @@ async function reconcile(
             await ladderRolesAt(local, all, tips, await (roles ??= rolesAt(local, configTip))),
           ) ?? codec)
         : codec;
-    const plan = planMerge(merging, theirs, history, mine, localOnly);
+    // Publication order follows first parents (publicationOrder): the first is the base.
+    const plan = rewritten
+      ? planMerge(
+          merging,
+          mine,
+          all.filter((c) => fromMine.has(c.revision)),
+          theirs,
+          history.filter((c) => incomingSet.has(c.revision)),
+        )
+      : planMerge(merging, theirs, history, mine, localOnly);
     const commit = await local.writeMerge({
-      parents: [theirs, mine],
+      parents: rewritten ? [mine, theirs] : [theirs, mine],
       changes: plan.changes,
-      message: formatMergeMessage(`Merge ${remoteName} into ${rest}`, plan.lamport),
+      message: formatMergeMessage(
+        rewritten
+          ? `Merge ${remoteName}'s rewritten ${rest} after what was synced`
+          : `Merge ${remoteName} into ${rest}`,
+        plan.lamport,
+      ),
     });
     setTip(ref, commit);
     updates.push({ ref, old: mine, new: commit });
-    report.merged.push({ ref, commit, local_ops: plan.localOps.length });
+    report.merged.push({
+      ref,
+      commit,
+      local_ops: rewritten ? 0 : plan.localOps.length,
+      ...(rewritten ? { rewritten: { synced: conf, remote_ops: plan.localOps.length } } : {}),
+    });
     for (const r of plan.rejected) {
       if (isLostClaim(r)) {
         report.claims_lost.push({

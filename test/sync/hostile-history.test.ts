@@ -211,6 +211,8 @@ describe('ops dated past the clock, leases the fold derives', () => {
     expect(formatSyncReport(after)).toMatch(
       /not pushed: lanes\/fresh: local commit \w{10} stays here/,
     );
+    // Bob's clone refuses it too; what it last synced stays what it confirmed there.
+    expect((await b.sync()).quarantined.map((q) => q.commit)).toEqual([forged]);
     // Recovery (README, "A quarantined ref"): an owner replaces the quarantined tip with the
     // Lane's real history, leased on it so that nothing newer is forced over.
     sh(a.dir, 'push', '-q', `--force-with-lease=${LANE}:${forged}`, 'origin', `${LANE}:${LANE}`);

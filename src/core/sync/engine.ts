@@ -6,18 +6,12 @@ import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
 import { datedAhead, rewrittenBehind } from './history-checks.js';
+import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
-import { coordinatorsUnder, laneRejectionsUnder, ownersOf, rolesOf } from './refusals.js';
-import type { LadderRoles } from '../ladder/ladder-guards.js';
-import { citedLanes, ladderRoles, type CoordinatorTimeline } from '../ladder/ladder-roles.js';
+import { laneRejectionsUnder } from './refusals.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
-import {
-  formatMergeMessage,
-  parseZzCommit,
-  validateIncoming,
-  type ParsedCommit,
-} from './validate.js';
+import { formatMergeMessage, parseZzCommit, validateIncoming } from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
 // diverged entity → move local refs in one transaction with old values → push atomically with a
@@ -514,58 +508,9 @@ async function reconcile(
   return pushes;
 }
 
-const CONFIG_REF = 'refs/zz/config';
 const LADDER_REF = 'refs/zz/ladder';
 /** Commits the cheap "only we moved" walk reads before leaving it to the full walk. */
 const NEAR_ANCESTOR_WALK = 32;
-const LANES_REF_PREFIX = 'refs/zz/lanes/';
-
-/**
- * The roles the Ladder's merge judges its ops by: `roles`, and the coordinators over time of
- * every Lane the ops of `history` cite, at the tips this round leaves (`tips`).
- */
-async function ladderRolesAt(
-  local: SyncLocal,
-  history: readonly ParsedCommit[],
-  tips: ReadonlyMap<string, string>,
-  roles: RoleSource,
-): Promise<LadderRoles> {
-  const lanes = new Map<string, CoordinatorTimeline | null>();
-  for (const id of citedLanes(history.flatMap((c) => c.ops))) {
-    const ref = LANES_REF_PREFIX + id;
-    const tip = tips.get(ref);
-    if (tip === undefined) {
-      lanes.set(id, null);
-      continue;
-    }
-    const lane = (await local.commits([tip], [])).map((c) => parseZzCommit(c, ref));
-    lanes.set(
-      id,
-      coordinatorsUnder(
-        publicationOrder(lane, tip).map((o) => o.op),
-        roles,
-      ),
-    );
-  }
-  return ladderRoles(roles, lanes);
-}
-
-/** The roles timeline of refs/zz/config at `tip` (already validated, so every op parses). */
-async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource> {
-  if (tip === null) return rolesOf([], null);
-  return rolesOf(
-    (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF)),
-    tip,
-  );
-}
-
-async function ownersAt(local: SyncLocal, tip: string | null): Promise<string[]> {
-  if (tip === null) return [];
-  return ownersOf(
-    (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF)),
-    tip,
-  );
-}
 
 /** The commits (oid → parents, closed under parents) that `tip` reaches. */
 function reachable(parentsOf: ReadonlyMap<string, readonly string[]>, tip: string): Set<string> {

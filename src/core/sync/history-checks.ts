@@ -14,11 +14,13 @@ import type { Invalid, ParsedCommit } from './validate.js';
 export const MAX_CLOCK_SKEW_MS = 10 * 60 * 1000;
 
 /**
- * The remote's tip must descend from the value last confirmed there (`confirmed`, the one this
- * machine synced with): a push that replaced it drops or reorders ops every replica already
- * folded in publication order (a lane_propose, a claim), and a merge would replay ours after
- * it. `fromTheirs` is every commit the tip reaches. A tip our own ref reaches (a rewind) never
- * comes here: the engine pushes ours back over it.
+ * Whether the remote's tip still descends from the value last confirmed there (`confirmed`, the
+ * one this machine synced with). A push that replaced it (a rival history, a ref deleted and
+ * made again from an older copy) would reorder ops every replica already folded in publication
+ * order — a rival lane_propose would take the Lane, a rival claim a live lease — were ours
+ * replayed after it. The engine merges such a tip with ours as the first parent when ours holds
+ * `confirmed`, and refuses it with this reason when it does not. `fromTheirs` is every commit
+ * the tip reaches. A tip our own ref reaches (a rewind) never comes here: ours is pushed back.
  */
 export function rewrittenBehind(
   confirmed: string | null,

@@ -24,6 +24,8 @@ export interface SyncCounts {
   pushed: number;
   held_back: number;
   quarantined: number;
+  /** Refs with local work not pushed because the remote's tip is quarantined. */
+  not_pushed: number;
 }
 
 export function syncCounts(r: SyncReport): SyncCounts {
@@ -35,6 +37,7 @@ export function syncCounts(r: SyncReport): SyncCounts {
     pushed: r.pushed.length,
     held_back: r.held_back.length,
     quarantined: r.quarantined.length,
+    not_pushed: r.not_pushed.length,
   };
 }
 
@@ -51,12 +54,14 @@ export function formatSyncReport(r: SyncReport): string {
     r.authoritative ? `pushed ${n.pushed}` : 'fetch-only remote, nothing pushed',
     ...(n.held_back ? [`held back ${n.held_back}`] : []),
     ...(n.quarantined ? [`quarantined ${n.quarantined}`] : []),
+    ...(n.not_pushed ? [`not pushed ${n.not_pushed}`] : []),
   ];
   lines.push(`Synced with ${neutralize(r.remote)}: ${parts.join(', ')}.`);
   for (const m of r.merged) {
-    lines.push(
-      `  merged ${short(m.ref)} (${m.local_ops} local op(s) after the remote's) as ${m.commit.slice(0, 10)}`,
-    );
+    const how = m.rewritten
+      ? `remote rewritten (not a descendant of what was synced at ${m.rewritten.synced.slice(0, 10)}): its ${m.rewritten.remote_ops} op(s) after what was published`
+      : `${m.local_ops} local op(s) after the remote's`;
+    lines.push(`  merged ${short(m.ref)} (${how}) as ${m.commit.slice(0, 10)}`);
   }
   for (const ref of r.recreated) {
     lines.push(`  ${short(ref)} was missing on ${neutralize(r.remote)} and has been pushed back`);
@@ -85,6 +90,11 @@ export function formatSyncReport(r: SyncReport): string {
   for (const h of r.held_back) {
     lines.push(
       `  not pushed: ${short(h.ref)}: commit ${h.commit.slice(0, 10)} ${neutralize(h.reason)}; every other machine would quarantine it, so it stays here (\`zz key list\` shows the registered keys)`,
+    );
+  }
+  for (const x of r.not_pushed) {
+    lines.push(
+      `  not pushed: ${short(x.ref)}: local commit ${x.commit.slice(0, 10)} stays here while ${neutralize(r.remote)}'s tip ${x.quarantined.slice(0, 10)} is quarantined; an owner replaces that tip to unfreeze it (README, "A quarantined ref")`,
     );
   }
   for (const d of r.diverged)

@@ -142,7 +142,8 @@ export async function askClaim(
   callerIn: Caller | null,
   args: AskClaimArgs,
 ): Promise<{ ask: AskView; renewed: boolean } & WriteMeta> {
-  const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
+  // The fold caps a lease at LIMITS.leaseSeconds (claimLeaseEnd): write what it derives.
+  const lease = Math.min(args.lease_seconds ?? DEFAULT_LEASE_SECONDS, LIMITS.leaseSeconds);
   const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
     tool: 'ask_claim',
     request: { lane_id: args.lane_id, ask_id: args.ask_id, lease_seconds: lease },
@@ -236,7 +237,8 @@ export async function askClaimNext(
   revision: string | null;
   replayed: boolean;
 }> {
-  const lease = args.lease_seconds ?? DEFAULT_LEASE_SECONDS;
+  // The fold caps a lease at LIMITS.leaseSeconds (claimLeaseEnd): write what it derives.
+  const lease = Math.min(args.lease_seconds ?? DEFAULT_LEASE_SECONDS, LIMITS.leaseSeconds);
   const kinds = args.kinds ? new Set(args.kinds) : null;
   if ((args.exclude?.length ?? 0) > LIMITS.claimExclude) {
     // The tool's schema refuses this first; a direct caller of core gets the same answer.

@@ -15,6 +15,24 @@ import { isResolved, leaseEndMs } from './views.js';
 
 export type Refusal = Omit<RejectedOp, 'op_id' | 'op' | 'actor'>;
 
+/**
+ * When a claim's lease ends, as the fold derives it: its time plus min(lease_seconds,
+ * LIMITS.leaseSeconds) — what asks.ts writes, to the millisecond. A claim without
+ * lease_seconds (older zz) keeps its recorded end if it lies within the cap of its time. Null
+ * when the recorded end says otherwise: the guard refuses the claim (`lease_mismatch`).
+ */
+export function claimLeaseEnd(op: Extract<LaneOp, { op: 'ask_claim' }>): string | null {
+  const at = Date.parse(op.time);
+  const recorded = Date.parse(op.out.lease_expires_at);
+  const secs = op.args.lease_seconds;
+  if (secs === undefined) {
+    const ok = recorded >= at && recorded <= at + LIMITS.leaseSeconds * 1000;
+    return ok ? new Date(recorded).toISOString() : null;
+  }
+  const end = at + Math.min(secs, LIMITS.leaseSeconds) * 1000;
+  return recorded === end ? new Date(end).toISOString() : null;
+}
+
 // The guarded apply of DESIGN §7: ops from anywhere (this daemon, a merge of another
 // replica's work) are re-checked against the state they land on. The daemon's decide()
 // refuses the same cases up front, so locally written ops always pass; these guards matter
@@ -63,6 +81,8 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
     case 'ask_claim': {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return null;
+      // A peer's out.lease_expires_at is not trusted: one dated 2099 held an Ask for good.
+      if (claimLeaseEnd(op) === null) return { reason: 'lease_mismatch', ask_id: ask.ask_id };
       if (ask.state === 'answered') return { reason: 'ask_answered', ask_id: ask.ask_id };
       if (ask.state === 'cancelled') return { reason: 'ask_cancelled', ask_id: ask.ask_id };
       // The lease is judged at the time the claim recorded, not at fold time.

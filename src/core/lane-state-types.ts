@@ -95,7 +95,8 @@ export interface RejectedOp {
     | 'outcome_not_allowed'
     | 'changeset_not_allowed'
     | 'result_missing'
-    | 'lane_full';
+    | 'lane_full'
+    | 'lease_mismatch';
   ask_id?: string;
   /** For claim_lost: who held the Ask when this claim arrived. */
   winner?: string | null;

@@ -4,7 +4,7 @@ import type { LaneOp } from '../schema/lane-ops.js';
 import { OpLog, type EntityCodec, type OpSpec } from '../store/index.js';
 import { CowMap } from './cow-map.js';
 import { deriveFollowUps, SERVER_ACTOR } from './follow-ups.js';
-import { derivedAskId, guard, roleGuard, type Refusal } from './lane-guards.js';
+import { claimLeaseEnd, derivedAskId, guard, roleGuard, type Refusal } from './lane-guards.js';
 import type { LaneState } from './lane-state-types.js';
 
 export type { LaneState, RejectedOp, RoleSource } from './lane-state-types.js';
@@ -226,7 +226,8 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
           ...ask,
           state: 'claimed',
           holder: op.actor,
-          lease_expires_at: op.out.lease_expires_at,
+          // Derived, not copied: the guard refused a claim whose recorded end disagrees.
+          lease_expires_at: claimLeaseEnd(op),
         }),
       ];
     }

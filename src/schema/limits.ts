@@ -37,6 +37,12 @@ export const LIMITS = {
    */
   claimExclude: 100,
   /**
+   * The longest lease one ask_claim may take, in seconds (7 days). The guarded fold derives a
+   * claim's end from its time and min(lease_seconds, this) and refuses a claim whose recorded
+   * end says otherwise (`lease_mismatch`, lane-guards.ts), from anywhere.
+   */
+  leaseSeconds: 7 * 24 * 3600,
+  /**
    * Signing keys one actor may have allowed (key_add refuses the next): key_list answers each
    * actor's keys whole, and an actor may add its own. Held in the config's guarded fold too
    * (config-state.ts): a key_add from anywhere (another clone, an older zz) past it changes

@@ -122,7 +122,7 @@ export const askTools = [
         .number()
         .int()
         .min(1)
-        .max(7 * 24 * 3600)
+        .max(LIMITS.leaseSeconds)
         .optional()
         .describe('Default 1800'),
       ...createArgs,
@@ -147,7 +147,7 @@ export const askTools = [
         .number()
         .int()
         .min(1)
-        .max(7 * 24 * 3600)
+        .max(LIMITS.leaseSeconds)
         .optional()
         .describe('Default 1800'),
       ...writeArgs,

@@ -8,7 +8,9 @@ import type { OpRecord } from '../../src/store/index.js';
 // (test/sync/fold-refusal-cost.test.ts) and for bench/fold-refusals.ts.
 
 const T0 = Date.parse('2026-12-01T00:00:00Z');
-const LEASE_END = new Date(T0 + 365 * 86_400_000).toISOString();
+// Within the 7 days a claim without lease_seconds may record (LIMITS.leaseSeconds; a longer
+// end is lease_mismatch), and past every op of these logs, so a@x holds throughout.
+const LEASE_END = new Date(T0 + 6 * 86_400_000).toISOString();
 
 export function factory(prefix: string) {
   let n = 0;

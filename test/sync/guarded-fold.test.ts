@@ -205,7 +205,7 @@ describe('guarded fold', () => {
         {
           op: 'ask_claim',
           args: { lane_id: 'l', ask_id: other, lease_seconds: 60 },
-          out: { lease_expires_at: new Date(T0 + 90_000).toISOString() },
+          out: { lease_expires_at: new Date(T0 + 91_000).toISOString() },
         },
         31,
       ),
@@ -259,7 +259,8 @@ describe('guarded fold', () => {
     const claimOf = (actor: string, id: string) =>
       op(actor, {
         op: 'ask_claim',
-        args: { lane_id: 'l', ask_id: id, lease_seconds: 60 },
+        // No lease_seconds (an older zz): the recorded end stands, being within the cap.
+        args: { lane_id: 'l', ask_id: id },
         out: { lease_expires_at: new Date(T0 + 3_600_000).toISOString() },
       });
     // A hostile replica "grants" the dependency (refused: work takes complete or deny), then

@@ -59,6 +59,7 @@ describe('zz sync (CLI)', () => {
       pushed: 1,
       held_back: 0,
       quarantined: 0,
+      not_pushed: 0,
     });
 
     sh(b.dir, 'remote', 'set-url', 'origin', cluster.remote + '-missing');

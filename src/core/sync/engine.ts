@@ -5,10 +5,10 @@ import type { RoleSource } from '../lane-state.js';
 import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { planMerge } from './merge.js';
+import { datedAhead, rewrittenBehind } from './history-checks.js';
+import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
-import { coordinatorsUnder, laneRejectionsUnder, ownersOf, rolesOf } from './refusals.js';
-import type { LadderRoles } from '../ladder/ladder-guards.js';
-import { citedLanes, ladderRoles, type CoordinatorTimeline } from '../ladder/ladder-roles.js';
+import { laneRejectionsUnder } from './refusals.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 import {
@@ -17,7 +17,6 @@ import {
   parseZzCommit,
   validateIncoming,
   type Invalid,
-  type ParsedCommit,
 } from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
@@ -52,7 +51,16 @@ export interface SyncReport {
   /** Refs created locally from the remote. */
   adopted: string[];
   fast_forwarded: string[];
-  merged: Array<{ ref: string; commit: string; local_ops: number }>;
+  /**
+   * `rewritten`: the remote no longer held the value synced there (`synced`); the merge keeps
+   * ours first and applies the remote's `remote_ops` after (history-checks.ts).
+   */
+  merged: Array<{
+    ref: string;
+    commit: string;
+    local_ops: number;
+    rewritten?: { synced: string; remote_ops: number };
+  }>;
   pushed: string[];
   /** Refs missing on the remote that we had confirmed there before: recreated. */
   recreated: string[];
@@ -67,6 +75,11 @@ export interface SyncReport {
    * for the whole team. Kept here; pushed once it passes (its key registered, say).
    */
   held_back: Array<{ ref: string; commit: string; reason: string }>;
+  /**
+   * Local refs with work the remote lacks, not pushed because the remote's tip (`quarantined`)
+   * was refused: they stay here until an owner replaces that tip (README, "A quarantined ref").
+   */
+  not_pushed: Array<{ ref: string; commit: string; quarantined: string }>;
   /** Non-entity refs whose local and remote values differ and cannot be merged. */
   diverged: string[];
   attempts: number;
@@ -117,6 +130,7 @@ function emptyReport(remote: string, authoritative: boolean): SyncReport {
     rejected: [],
     quarantined: [],
     held_back: [],
+    not_pushed: [],
     diverged: [],
     attempts: 0,
     offline: null,
@@ -317,13 +331,24 @@ async function reconcile(
     }
   };
   /** Keeps the remote's `theirs` aside as refs/zz-quarantine/<remote>/…, reported, not adopted. */
-  const quarantine = (ref: string, mine: string | null, theirs: string, bad: Invalid): void => {
+  const quarantine = (
+    ref: string,
+    mine: string | null,
+    theirs: string,
+    bad: Invalid,
+    fromTheirs: ReadonlySet<string> = new Set(),
+  ): void => {
     if (ref === CONFIG_REF) configRefused = true;
     setTip(ref, mine);
     report.quarantined.push({ ref, commit: bad.commit, reason: bad.reason });
     const q = quarantined.get(ref) ?? null;
     const name = qPrefix + ref.slice(LOCAL_PREFIX.length);
     if (q !== theirs) updates.push({ ref: name, old: q, new: theirs });
+    // Local work the remote lacks cannot go over a tip we refused (pushing it would carry
+    // that tip along or force over it): say so, or the Lane freezes silently.
+    if (authoritative && mine !== null && !fromTheirs.has(mine)) {
+      report.not_pushed.push({ ref, commit: mine, quarantined: theirs });
+    }
   };
   // The Ladder after every Lane: its fold judges writes by the cited Lanes' coordinators as
   // this round leaves them (ladder-guards.ts).
@@ -334,12 +359,22 @@ async function reconcile(
     const rest = ref.slice(LOCAL_PREFIX.length);
     const mine = locals.get(ref) ?? null;
     const theirs = remotes.get(ref) ?? null;
-    // The last value confirmed on the remote follows what was fetched.
+    // The last value confirmed on the remote follows what was fetched, once it is accepted: a
+    // quarantined tip leaves it where it was, so a rewrite is judged against what was synced
+    // (history-checks.ts) and an owner's replacement of a bad tip is accepted.
     const conf = confirmed.get(ref) ?? null;
-    if (theirs !== null && conf !== theirs) {
-      updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
+    const accept = (): void => {
+      if (theirs !== null && conf !== theirs) {
+        updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
+      }
+      // Whatever was quarantined is no longer the remote's (an owner replaced it, say).
+      const q = quarantined.get(ref);
+      if (q !== undefined) updates.push({ ref: qPrefix + rest, old: q, new: null });
+    };
+    if (mine === theirs) {
+      accept();
+      continue;
     }
-    if (mine === theirs) continue;
     if (importing && theirs === null) continue;
     // Only zz's own layout, and only commits, come in; a local ref outside it is not spread.
     const outside = layoutProblem(ref);
@@ -364,6 +399,7 @@ async function reconcile(
     // Only we moved (a few local commits on top of what the remote holds): push. A short walk
     // through cat-file says so without a spawn; past it, the full walk below decides.
     if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
+      accept();
       if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs);
@@ -376,6 +412,7 @@ async function reconcile(
     const fromTheirs = reachable(parentsOf, theirs);
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
     if (mine !== null && fromMine.has(theirs)) {
+      accept();
       if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs, raw);
@@ -389,7 +426,14 @@ async function reconcile(
       history.filter((c) => !fromMine.has(c.revision)).map((c) => c.revision),
     );
     const codec = syncCodecFor(ref);
-    let bad = codec ? validateIncoming(ref, history, incomingSet) : null;
+    // A remote that no longer holds what was synced there (a rival history force-pushed, or a
+    // ref deleted and made again from an older copy) merges the other way round when ours still
+    // holds it: what was published keeps its place, the remote's own ops come after. Without
+    // that copy here it is refused.
+    const rewritten = conf !== null && !fromTheirs.has(conf);
+    let bad = rewritten && !fromMine.has(conf) ? rewrittenBehind(conf, theirs, fromTheirs) : null;
+    if (!bad && codec) bad = validateIncoming(ref, history, incomingSet);
+    if (!bad && codec) bad = datedAhead(history, incomingSet, Date.now());
     if (!bad && checker) {
       bad = await checker.check(ref, history, incomingSet);
     }
@@ -401,11 +445,10 @@ async function reconcile(
       };
     }
     if (bad) {
-      quarantine(ref, mine, theirs, bad);
+      quarantine(ref, mine, theirs, bad, fromTheirs);
       continue;
     }
-    if (quarantined.has(ref))
-      updates.push({ ref: qPrefix + rest, old: quarantined.get(ref)!, new: null });
+    accept();
     if (mine === null) {
       setTip(ref, theirs);
       updates.push({ ref, old: null, new: theirs });
@@ -432,15 +475,34 @@ async function reconcile(
             await ladderRolesAt(local, all, tips, await (roles ??= rolesAt(local, configTip))),
           ) ?? codec)
         : codec;
-    const plan = planMerge(merging, theirs, history, mine, localOnly);
+    // Publication order follows first parents (publicationOrder): the first is the base.
+    const plan = rewritten
+      ? planMerge(
+          merging,
+          mine,
+          all.filter((c) => fromMine.has(c.revision)),
+          theirs,
+          history.filter((c) => incomingSet.has(c.revision)),
+        )
+      : planMerge(merging, theirs, history, mine, localOnly);
     const commit = await local.writeMerge({
-      parents: [theirs, mine],
+      parents: rewritten ? [mine, theirs] : [theirs, mine],
       changes: plan.changes,
-      message: formatMergeMessage(`Merge ${remoteName} into ${rest}`, plan.lamport),
+      message: formatMergeMessage(
+        rewritten
+          ? `Merge ${remoteName}'s rewritten ${rest} after what was synced`
+          : `Merge ${remoteName} into ${rest}`,
+        plan.lamport,
+      ),
     });
     setTip(ref, commit);
     updates.push({ ref, old: mine, new: commit });
-    report.merged.push({ ref, commit, local_ops: plan.localOps.length });
+    report.merged.push({
+      ref,
+      commit,
+      local_ops: rewritten ? 0 : plan.localOps.length,
+      ...(rewritten ? { rewritten: { synced: conf, remote_ops: plan.localOps.length } } : {}),
+    });
     for (const r of plan.rejected) {
       if (isLostClaim(r)) {
         report.claims_lost.push({
@@ -478,58 +540,9 @@ async function reconcile(
   return pushes;
 }
 
-const CONFIG_REF = 'refs/zz/config';
 const LADDER_REF = 'refs/zz/ladder';
 /** Commits the cheap "only we moved" walk reads before leaving it to the full walk. */
 const NEAR_ANCESTOR_WALK = 32;
-const LANES_REF_PREFIX = 'refs/zz/lanes/';
-
-/**
- * The roles the Ladder's merge judges its ops by: `roles`, and the coordinators over time of
- * every Lane the ops of `history` cite, at the tips this round leaves (`tips`).
- */
-async function ladderRolesAt(
-  local: SyncLocal,
-  history: readonly ParsedCommit[],
-  tips: ReadonlyMap<string, string>,
-  roles: RoleSource,
-): Promise<LadderRoles> {
-  const lanes = new Map<string, CoordinatorTimeline | null>();
-  for (const id of citedLanes(history.flatMap((c) => c.ops))) {
-    const ref = LANES_REF_PREFIX + id;
-    const tip = tips.get(ref);
-    if (tip === undefined) {
-      lanes.set(id, null);
-      continue;
-    }
-    const lane = (await local.commits([tip], [])).map((c) => parseZzCommit(c, ref));
-    lanes.set(
-      id,
-      coordinatorsUnder(
-        publicationOrder(lane, tip).map((o) => o.op),
-        roles,
-      ),
-    );
-  }
-  return ladderRoles(roles, lanes);
-}
-
-/** The roles timeline of refs/zz/config at `tip` (already validated, so every op parses). */
-async function rolesAt(local: SyncLocal, tip: string | null): Promise<RoleSource> {
-  if (tip === null) return rolesOf([], null);
-  return rolesOf(
-    (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF)),
-    tip,
-  );
-}
-
-async function ownersAt(local: SyncLocal, tip: string | null): Promise<string[]> {
-  if (tip === null) return [];
-  return ownersOf(
-    (await local.commits([tip], [])).map((c) => parseZzCommit(c, CONFIG_REF)),
-    tip,
-  );
-}
 
 /** The commits (oid → parents, closed under parents) that `tip` reaches. */
 function reachable(parentsOf: ReadonlyMap<string, readonly string[]>, tip: string): Set<string> {

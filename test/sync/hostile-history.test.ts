@@ -1,0 +1,249 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { askAnswer, askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
+import { formatSyncReport } from '../../src/cli/sync-command.js';
+import { formatOpMessage, parseOpMessage, type OpRecord } from '../../src/store/index.js';
+import { sh } from '../helpers/temp-repo.js';
+import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+
+// A peer who can push to the shared remote is untrusted (DESIGN §7): it may write any commit
+// with plain git. What it pushes must not rewrite what was published (a rival history of a
+// Lane, force-pushed), nor win a guard judged by time with an op dated in 2099, nor freeze a
+// Lane silently once one of its tips is quarantined.
+
+const OWNER = { actor: 'owner@example.com' };
+const CLAUDE = { actor: 'claude@example.com' };
+const BOB = 'bob@example.com';
+const LANE = 'refs/zz/lanes/fresh';
+
+let cluster: Cluster | null = null;
+afterEach(() => {
+  cluster?.cleanup();
+  cluster = null;
+});
+
+/** The ops of commit `oid` (in `dir`), as recorded. */
+function opsOf(dir: string, oid: string): OpRecord[] {
+  const parsed = parseOpMessage(sh(dir, 'log', '-1', '--format=%B', oid));
+  if (!parsed.ok) throw new Error(parsed.error);
+  return parsed.ops;
+}
+
+/** A commit written with plain git (no zz checks), on `parent` or as a root. */
+function forge(dir: string, parent: string | null, ops: OpRecord[]): string {
+  const tree = parent === null ? sh(dir, 'mktree') : `${parent}^{tree}`;
+  const args = ['commit-tree', tree, '-m', formatOpMessage(`${ops[0]!.op} (forged)`, ops)];
+  if (parent !== null) args.push('-p', parent);
+  return sh(dir, ...args);
+}
+
+const opId = () => `forged${randomBytes(12).toString('hex')}`;
+
+/** Alice's Lane `fresh` with two Asks, synced; Bob's clone has it too. */
+async function setup(): Promise<{ a: Clone; b: Clone; asks: string[] }> {
+  cluster = await makeCluster(2);
+  const [a, b] = cluster.clones as [Clone, Clone];
+  await lanePropose(a.repo, OWNER, { lane_id: 'fresh', title: 'Fresh' });
+  const asks: string[] = [];
+  for (const title of ['one', 'two']) {
+    asks.push((await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title })).ask.ask_id);
+  }
+  await a.sync();
+  // A first sync with nothing confirmed adopts the Lane.
+  expect((await b.sync()).adopted).toContain(LANE);
+  return { a, b, asks };
+}
+
+const remoteTip = (ref: string) => sh(cluster!.remote, 'rev-parse', ref);
+const coordinators = async (c: Clone) =>
+  (await laneGet(c.repo, OWNER, { lane_id: 'fresh' })).lane.coordinators;
+
+describe('a remote rewritten behind what was synced', () => {
+  it('merges the other way round: what was published keeps its place, the rival comes after', async () => {
+    const { a, b } = await setup();
+    const synced = sh(a.dir, 'rev-parse', LANE);
+    // Bob: a parentless lane_propose of `fresh` by himself, force-pushed over Alice's Lane.
+    const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
+    const propose = { ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB };
+    const rival = forge(b.dir, null, [propose]);
+    sh(b.dir, 'push', '-q', '-f', 'origin', `${rival}:${LANE}`);
+    // Alice keeps working, then syncs.
+    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'three' });
+    const mine = sh(a.dir, 'rev-parse', LANE);
+    const report = await a.sync();
+    expect(report.quarantined).toEqual([]);
+    expect(report.merged).toEqual([
+      {
+        ref: LANE,
+        commit: expect.any(String),
+        local_ops: 0,
+        rewritten: { synced, remote_ops: 1 },
+      },
+    ]);
+    const merge = report.merged[0]!.commit;
+    // Ours is the first parent: publication order keeps every op that was published in place.
+    expect(sh(a.dir, 'rev-parse', `${merge}^1`, `${merge}^2`).split('\n')).toEqual([mine, rival]);
+    expect(report.rejected).toEqual([
+      expect.objectContaining({ op: 'lane_propose', actor: BOB, reason: 'lane_exists', ref: LANE }),
+    ]);
+    expect(report.pushed).toEqual([LANE]);
+    expect(remoteTip(LANE)).toBe(merge);
+    expect(await coordinators(a)).toEqual([OWNER.actor]);
+    expect(formatSyncReport(report)).toContain(
+      `merged lanes/fresh (remote rewritten (not a descendant of what was synced at ${synced.slice(0, 10)}): its 1 op(s) after what was published)`,
+    );
+    // Bob's clone, which synced what Alice had published, fast-forwards; all agree.
+    expect((await b.sync()).fast_forwarded).toContain(LANE);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
+    expect(await coordinators(b)).toEqual([OWNER.actor]);
+    expect(await refusalsIn(b.repo, OWNER, 'fresh')).toEqual([
+      ['lane_propose', BOB, 'lane_exists'],
+    ]);
+    // A sync with nothing new changes nothing.
+    const idle = await a.sync();
+    expect([idle.merged, idle.pushed, idle.quarantined]).toEqual([[], [], []]);
+  });
+
+  it('honest moves still pass: a first sync, a remote ahead, a rewind, a deletion', async () => {
+    const { a, b, asks } = await setup();
+    // Ahead: Bob's claim, pushed by zz, fast-forwards on Alice's clone.
+    await askClaim(b.repo, { actor: BOB }, { lane_id: 'fresh', ask_id: asks[0]! });
+    await b.sync();
+    const ahead = await a.sync();
+    expect(ahead.fast_forwarded).toEqual([LANE]);
+    expect(ahead.quarantined).toEqual([]);
+    // A rewind to an older value of the history Alice holds: she pushes hers back.
+    const tip = sh(a.dir, 'rev-parse', LANE);
+    sh(cluster!.remote, 'update-ref', LANE, `${tip}~2`);
+    const rewound = await a.sync();
+    expect(rewound.quarantined).toEqual([]);
+    expect(rewound.pushed).toEqual([LANE]);
+    expect(remoteTip(LANE)).toBe(tip);
+    // Deleted: pushed back with a must-not-exist lease.
+    sh(cluster!.remote, 'update-ref', '-d', LANE);
+    expect((await a.sync()).recreated).toEqual([LANE]);
+    expect(remoteTip(LANE)).toBe(tip);
+    // Deleted, then recreated by Bob's zz from his older copy (he had not synced Alice's new
+    // Ask): Alice merges with what she had published first, and both converge.
+    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'four' });
+    await a.sync();
+    sh(cluster!.remote, 'update-ref', '-d', LANE);
+    await askPost(b.repo, { actor: BOB }, { lane_id: 'fresh', kind: 'work', title: 'five' });
+    expect((await b.sync()).recreated).toEqual([LANE]);
+    const recreated = await a.sync();
+    expect(recreated.quarantined).toEqual([]);
+    expect(recreated.merged.map((m) => [m.ref, m.rewritten?.remote_ops])).toEqual([[LANE, 1]]);
+    expect((await b.sync()).fast_forwarded).toEqual([LANE]);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
+    const titles = (await laneGet(b.repo, OWNER, { lane_id: 'fresh' })).asks.map((x) => x.title);
+    expect(titles.sort()).toEqual(['five', 'four', 'one', 'two']);
+  });
+});
+
+describe('ops dated past the clock, leases the fold derives', () => {
+  /** Claude's live claim of `ask`, synced; Bob's clone has it. */
+  async function claimed(): Promise<{ a: Clone; b: Clone; ask: string }> {
+    const { a, b, asks } = await setup();
+    await askClaim(a.repo, CLAUDE, { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 900 });
+    await a.sync();
+    await b.sync();
+    return { a, b, ask: asks[0]! };
+  }
+
+  /** Bob's ask_claim of `ask`, forged on top of the remote tip and pushed (no force needed). */
+  function forgeClaim(
+    b: Clone,
+    ask: string,
+    time: string,
+    args: object,
+    out: Record<string, unknown>,
+  ): string {
+    // The tip is a claim (Claude's, or the one forged before): its envelope is the template.
+    const tip = remoteTip(LANE);
+    const last = opsOf(b.dir, tip).at(-1)!;
+    const claim: OpRecord = {
+      ...last,
+      id: opId(),
+      actor: BOB,
+      lamport: last.lamport + 1,
+      time,
+      op: 'ask_claim',
+      args: { lane_id: 'fresh', ask_id: ask, ...args },
+      out,
+    };
+    const c = forge(b.dir, tip, [claim]);
+    sh(b.dir, 'push', '-q', 'origin', `${c}:${LANE}`);
+    return c;
+  }
+
+  it('a claim dated in 2099 quarantines the Lane: Claude keeps the Ask and is told the Lane is not pushed', async () => {
+    const { a, b, ask } = await claimed();
+    const forged = forgeClaim(
+      b,
+      ask,
+      '2099-01-01T00:00:00.000Z',
+      {},
+      { lease_expires_at: '2099-12-31T00:00:00.000Z', renewed: false },
+    );
+    const report = await a.sync();
+    expect(report.quarantined).toEqual([
+      {
+        ref: LANE,
+        commit: forged,
+        reason: expect.stringMatching(
+          /^op forged\w+ is dated 2099-01-01T00:00:00\.000Z, past this machine's clock by more than 10 min$/,
+        ),
+      },
+    ]);
+    const view = await laneGet(a.repo, OWNER, { lane_id: 'fresh' });
+    expect(view.asks.find((x) => x.ask_id === ask)?.holder).toBe(CLAUDE.actor);
+    // Claude's answer stands here; it waits, said so, until an owner replaces the tip.
+    await askAnswer(a.repo, CLAUDE, {
+      lane_id: 'fresh',
+      ask_id: ask,
+      outcome: 'complete',
+      result: 'done',
+    });
+    const after = await a.sync();
+    expect(after.not_pushed).toEqual([
+      { ref: LANE, commit: sh(a.dir, 'rev-parse', LANE), quarantined: forged },
+    ]);
+    expect(formatSyncReport(after)).toMatch(
+      /not pushed: lanes\/fresh: local commit \w{10} stays here/,
+    );
+    // Bob's clone refuses it too; what it last synced stays what it confirmed there.
+    expect((await b.sync()).quarantined.map((q) => q.commit)).toEqual([forged]);
+    // Recovery (README, "A quarantined ref"): an owner replaces the quarantined tip with the
+    // Lane's real history, leased on it so that nothing newer is forced over.
+    sh(a.dir, 'push', '-q', `--force-with-lease=${LANE}:${forged}`, 'origin', `${LANE}:${LANE}`);
+    const healed = await a.sync();
+    expect([healed.quarantined, healed.not_pushed]).toEqual([[], []]);
+    expect(sh(a.dir, 'for-each-ref', 'refs/zz-quarantine/')).toBe('');
+    expect((await b.sync()).fast_forwarded).toContain(LANE);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
+  });
+
+  it('a claim whose recorded lease end is not its time plus the capped lease is refused (lease_mismatch)', async () => {
+    const { a, b, ask } = await claimed();
+    // Claude's lease long lapsed by Bob's clock (within the skew bound): Bob may claim, but his
+    // recorded end says 2099 for a 60 s lease, and another claim asks for 30 days.
+    const now = Date.now();
+    const t = new Date(now + 5 * 60_000).toISOString();
+    forgeClaim(b, ask, t, { lease_seconds: 60 }, { lease_expires_at: '2099-12-31T00:00:00.000Z' });
+    const end = new Date(now + 5 * 60_000 + 30 * 86_400_000).toISOString();
+    forgeClaim(b, ask, t, { lease_seconds: 30 * 86_400 }, { lease_expires_at: end });
+    const report = await a.sync();
+    expect(report.quarantined).toEqual([]);
+    expect(report.fast_forwarded).toEqual([LANE]);
+    const view = await laneGet(a.repo, OWNER, { lane_id: 'fresh' });
+    const got = view.asks.find((x) => x.ask_id === ask)!;
+    expect([got.holder, got.lease_expires_at]).toEqual([
+      CLAUDE.actor,
+      expect.not.stringMatching(/^2099/),
+    ]);
+    expect(await refusalsIn(a.repo, OWNER, 'fresh')).toEqual([
+      ['ask_claim', BOB, 'lease_mismatch'],
+      ['ask_claim', BOB, 'lease_mismatch'],
+    ]);
+  });
+});

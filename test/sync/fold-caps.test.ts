@@ -62,11 +62,16 @@ async function rawClaim(repo: ZzRepo, actor: string, askId: string): Promise<voi
     actor,
     // Written past the local checks, as another machine's zz may have: kept even if refused.
     recordRefused: true,
-    decide: () => ({
+    // The lease ends 600 s after the op's own time, as the fold derives it (lease_mismatch
+    // otherwise): from meta.now, not a Date.now() a millisecond away from it.
+    decide: (_s, meta) => ({
       op: 'ask_claim',
       summary: `ask_claim ${askId} by ${actor}`,
       args: { lane_id: 'web', ask_id: askId, lease_seconds: 600 },
-      out: { lease_expires_at: new Date(Date.now() + 600_000).toISOString(), renewed: false },
+      out: {
+        lease_expires_at: new Date(meta.now.getTime() + 600_000).toISOString(),
+        renewed: false,
+      },
     }),
     result: () => null,
   });

@@ -47,16 +47,17 @@ const cold = (c: Clone) =>
   }));
 
 /** An op written past the daemon's checks (what an older zz or a modified client lets through). */
-async function raw(
-  repo: ZzRepo,
-  actor: string,
-  op: Omit<LaneOp, 'id' | 'actor' | 'lamport' | 'time'>,
-) {
+type Spec = Omit<LaneOp, 'id' | 'actor' | 'lamport' | 'time'>;
+
+async function raw(repo: ZzRepo, actor: string, op: Spec | ((now: Date) => Spec)) {
   await repo.lane('web').mutate({
     actor,
     // Written past the local checks, as another machine's zz may have: kept even if refused.
     recordRefused: true,
-    decide: () => ({ ...op, summary: `${op.op} (raw)` }) as never,
+    decide: (_s, meta) => {
+      const o = typeof op === 'function' ? op(meta.now) : op;
+      return { ...o, summary: `${o.op} (raw)` } as never;
+    },
     result: () => null,
   });
 }
@@ -90,11 +91,12 @@ describe('the guarded fold, by sync: dependencies, kinds, outcomes', () => {
     });
     await askClaim(b.repo, BOB, { lane_id: 'web', ask_id: after2 });
     // B, past the daemon's check: Carol claims an Ask whose dependency nobody answered.
-    await raw(b.repo, CAROL.actor, {
+    // Its lease ends 600 s after the op's own time, as the fold derives it (else lease_mismatch).
+    await raw(b.repo, CAROL.actor, (now) => ({
       op: 'ask_claim',
       args: { lane_id: 'web', ask_id: blocked, lease_seconds: 600 },
-      out: { lease_expires_at: new Date(Date.now() + 600_000).toISOString(), renewed: false },
-    });
+      out: { lease_expires_at: new Date(now.getTime() + 600_000).toISOString(), renewed: false },
+    }));
     const report = await b.sync();
     expect(report.claims_lost).toEqual([
       expect.objectContaining({ ask_id: dep2, loser: BOB.actor, reason: 'claim_lost' }),

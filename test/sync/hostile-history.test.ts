@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { askAnswer, askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
 import { formatSyncReport } from '../../src/cli/sync-command.js';
+import { fastForwardFromRemotes } from '../../src/core/setup.js';
 import { formatOpMessage, parseOpMessage, type OpRecord } from '../../src/store/index.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
@@ -102,6 +103,30 @@ describe('a remote rewritten behind what was synced', () => {
     // A sync with nothing new changes nothing.
     const idle = await a.sync();
     expect([idle.merged, idle.pushed, idle.quarantined]).toEqual([[], [], []]);
+  });
+
+  it("a `git pull`'s import of the rival first does not move what was synced: the sync still merges ours first", async () => {
+    const { a, b } = await setup();
+    const synced = sh(a.dir, 'rev-parse', LANE);
+    const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
+    const propose = { ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB };
+    const rival = forge(b.dir, null, [propose]);
+    sh(b.dir, 'push', '-q', '-f', 'origin', `${rival}:${LANE}`);
+    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'three' });
+    const mine = sh(a.dir, 'rev-parse', LANE);
+    // A `git pull` with zz's refspec, then its hook's import: the Lane diverged, left for sync.
+    sh(a.dir, 'fetch', '-q', 'origin', '+refs/zz/*:refs/zz-remotes/origin/*');
+    expect((await fastForwardFromRemotes(a.repo)).diverged).toEqual([LANE]);
+    // The confirmed value stayed what was synced; it once followed the rival here, and the
+    // sync then merged the rival's history first and made Bob the Lane's coordinator.
+    expect(sh(a.dir, 'rev-parse', 'refs/zz-sync/origin/lanes/fresh')).toBe(synced);
+    const report = await a.sync();
+    const merge = report.merged[0]!.commit;
+    expect(report.merged[0]!.rewritten).toEqual({ synced, remote_ops: 1 });
+    expect(sh(a.dir, 'rev-parse', `${merge}^1`, `${merge}^2`).split('\n')).toEqual([mine, rival]);
+    expect(await coordinators(a)).toEqual([OWNER.actor]);
+    expect(remoteTip(LANE)).toBe(merge);
+    expect(sh(a.dir, 'rev-parse', 'refs/zz-sync/origin/lanes/fresh')).toBe(merge);
   });
 
   it('honest moves still pass: a first sync, a remote ahead, a rewind, a deletion', async () => {

@@ -359,12 +359,15 @@ async function reconcile(
     const rest = ref.slice(LOCAL_PREFIX.length);
     const mine = locals.get(ref) ?? null;
     const theirs = remotes.get(ref) ?? null;
-    // The last value confirmed on the remote follows what was fetched, once it is accepted: a
-    // quarantined tip leaves it where it was, so a rewrite is judged against what was synced
-    // (history-checks.ts) and an owner's replacement of a bad tip is accepted.
+    // The last value confirmed on the remote follows what was fetched, once it is accepted and
+    // only forwards: a quarantined tip, a rewind, or a rewrite not yet answered by our merge
+    // leaves it where it was, so the rewrite is judged against what was synced
+    // (history-checks.ts) until our merge is pushed (confirmPushed moves it then). Moved to a
+    // rival tip at once (by the import of a `git pull`'s hook, or a round whose push lost a
+    // race), it made the next round merge the rival's ops first (found in review).
     const conf = confirmed.get(ref) ?? null;
-    const accept = (): void => {
-      if (theirs !== null && conf !== theirs) {
+    const accept = (advance: boolean): void => {
+      if (advance && theirs !== null && conf !== theirs) {
         updates.push({ ref: cPrefix + rest, old: conf, new: theirs });
       }
       // Whatever was quarantined is no longer the remote's (an owner replaced it, say).
@@ -372,7 +375,7 @@ async function reconcile(
       if (q !== undefined) updates.push({ ref: qPrefix + rest, old: q, new: null });
     };
     if (mine === theirs) {
-      accept();
+      accept(true);
       continue;
     }
     if (importing && theirs === null) continue;
@@ -399,7 +402,8 @@ async function reconcile(
     // Only we moved (a few local commits on top of what the remote holds): push. A short walk
     // through cat-file says so without a spawn; past it, the full walk below decides.
     if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
-      accept();
+      // Not known to be ahead of the confirmed value (a rewind?): the push confirms ours.
+      accept(false);
       if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs);
@@ -412,7 +416,7 @@ async function reconcile(
     const fromTheirs = reachable(parentsOf, theirs);
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
     if (mine !== null && fromMine.has(theirs)) {
-      accept();
+      accept(conf === null || fromTheirs.has(conf));
       if (importing || (await heldBack(ref, mine, theirs))) continue;
       pushes.push({ ref, expected: theirs, next: mine });
       await refusedByNewRoles(ref, mine, theirs, raw);
@@ -448,7 +452,7 @@ async function reconcile(
       quarantine(ref, mine, theirs, bad, fromTheirs);
       continue;
     }
-    accept();
+    accept(!rewritten);
     if (mine === null) {
       setTip(ref, theirs);
       updates.push({ ref, old: null, new: theirs });

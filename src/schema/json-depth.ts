@@ -7,6 +7,16 @@
 /** The deepest a request body, or an op's args or out, may nest (objects and arrays). */
 export const MAX_JSON_DEPTH = 64;
 
+/**
+ * The deepest an op's args or out may nest when read from a commit (store/op-message.ts): more
+ * lenient than what is written, as STORED_LIMITS are. Until 3 December only HTTP bodies were
+ * depth-checked, and MCP wrote payloads as deep as JSON.stringify could take: a Lane holding one
+ * deeper than 64 must stay readable after the upgrade. 1,000 levels are safe on Node's default
+ * stack for every recursive reader (JSON.stringify, paging's jsonBytes, json-text):
+ * test/sync/hostile-refs reads a Lane at this depth warm and cold.
+ */
+export const MAX_STORED_JSON_DEPTH = 1_000;
+
 const OPEN_OBJ = 0x7b;
 const OPEN_ARR = 0x5b;
 const CLOSE_OBJ = 0x7d;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonDeeperThan, MAX_JSON_DEPTH } from '../schema/json-depth.js';
+import { jsonDeeperThan, MAX_STORED_JSON_DEPTH } from '../schema/json-depth.js';
 import { describeIssues, isPlainOpRecord, opRecord, type OpParse } from '../schema/ops.js';
 import type { CommitRecord, OpRecord } from './store.js';
 
@@ -48,13 +48,13 @@ export function parseOpMessage<Op>(
 function parseEnvelopes(message: string): OpMessageParse<OpRecord> {
   const line = opsLine(message);
   if (line === null) return { ok: true, ops: [] };
-  // The line is `[{…op, "args": {…}, "out": {…}}]`: args and out may nest as deep as a request
-  // body, two levels below the array and the op. Checked before any value exists: a deeper one
+  // The line is `[{…op, "args": {…}, "out": {…}}]`: args and out may nest MAX_STORED_JSON_DEPTH
+  // levels, two below the array and the op. Checked before any value exists: a deeper one
   // (another machine's) would overflow the stack of whatever walks it next (json-depth.ts).
-  if (jsonDeeperThan(line, MAX_JSON_DEPTH + 2)) {
+  if (jsonDeeperThan(line, MAX_STORED_JSON_DEPTH + 2)) {
     return {
       ok: false,
-      error: `an op's args or out is nested deeper than ${MAX_JSON_DEPTH} levels`,
+      error: `an op's args or out is nested deeper than ${MAX_STORED_JSON_DEPTH} levels`,
     };
   }
   let json: unknown;

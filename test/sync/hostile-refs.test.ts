@@ -108,8 +108,8 @@ describe('sync against hand-made commits on the remote', () => {
     );
     const report = await b.sync();
     const q = quarantinedRefs(report);
-    expect(q['refs/zz/lanes/deep']).toMatch(/nested deeper than 64 levels/);
-    expect(q['refs/zz/lanes/deepout']).toMatch(/nested deeper than 64 levels/);
+    expect(q['refs/zz/lanes/deep']).toMatch(/nested deeper than 1000 levels/);
+    expect(q['refs/zz/lanes/deepout']).toMatch(/nested deeper than 1000 levels/);
     expect(zzRefs(b.dir).has('refs/zz/lanes/deep')).toBe(false);
     expect(sh(b.dir, 'rev-parse', 'refs/zz-quarantine/origin/lanes/deep')).toMatch(
       /^[0-9a-f]{40}$/,
@@ -120,7 +120,7 @@ describe('sync against hand-made commits on the remote', () => {
     expect(r.stderr).not.toMatch(/internal error|RangeError/);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(
-      /quarantined lanes\/deep: commit [0-9a-f]{10} .*nested deeper than 64/,
+      /quarantined lanes\/deep: commit [0-9a-f]{10} .*nested deeper than 1000/,
     );
     // A fresh clone's first import (what `zz init` runs) gets through too.
     const { dir } = makeRepo('zz-fresh-');
@@ -132,35 +132,35 @@ describe('sync against hand-made commits on the remote', () => {
     expect(zzRefs(dir).has('refs/zz/lanes/deep')).toBe(false);
   });
 
-  it('bounds out at import: 64 levels pass, 65 and more than 64 KiB are quarantined', async () => {
+  it('bounds out and args at import: 1,000 levels pass (older MCP writes), 1,001 and more than 64 KiB are quarantined', async () => {
     const [a, b, remote] = await twoClones();
-    // out = {ask_id, x: …}: x nested 63 deep makes out 64 levels; 64 deep, 65.
-    pushCommit(remote, 'refs/zz/lanes/at64', proposeAndPost('at64', nest(63)));
-    pushCommit(remote, 'refs/zz/lanes/at65', proposeAndPost('at65', nest(64)));
+    // out = {ask_id, x: …}: x nested 999 deep makes out 1,000 levels; 1,000 deep, 1,001.
+    pushCommit(remote, 'refs/zz/lanes/at1000', proposeAndPost('at1000', nest(999)));
+    pushCommit(remote, 'refs/zz/lanes/at1001', proposeAndPost('at1001', nest(1000)));
     const big = JSON.stringify('x'.repeat(65 * 1024));
     pushCommit(
       remote,
       'refs/zz/lanes/bigout',
       opMessage('ask_post', askPostJson('bigout', 1, '{}', big), 1),
     );
-    // args deeper than 64 in the payload (the request-body rule): quarantined.
+    // args deeper than 1,000 in the payload: quarantined.
     pushCommit(
       remote,
-      'refs/zz/lanes/args65',
-      opMessage('ask_post', askPostJson('args65', 1, nest(64)), 1),
+      'refs/zz/lanes/args1001',
+      opMessage('ask_post', askPostJson('args1001', 1, nest(1000)), 1),
     );
     const report = await b.sync();
     const q = quarantinedRefs(report);
-    expect(q['refs/zz/lanes/at64']).toBeUndefined();
-    expect(q['refs/zz/lanes/at65']).toMatch(/nested deeper than 64 levels/);
-    expect(q['refs/zz/lanes/args65']).toMatch(/nested deeper than 64 levels/);
+    expect(q['refs/zz/lanes/at1000']).toBeUndefined();
+    expect(q['refs/zz/lanes/at1001']).toMatch(/nested deeper than 1000 levels/);
+    expect(q['refs/zz/lanes/args1001']).toMatch(/nested deeper than 1000 levels/);
     expect(q['refs/zz/lanes/bigout']).toMatch(/out larger than 64 KiB/);
-    expect(report.adopted).toContain('refs/zz/lanes/at64');
+    expect(report.adopted).toContain('refs/zz/lanes/at1000');
     // What the fold keeps reads (and serialises) without throwing, warm and cold.
-    const warm = await laneGet(b.repo, OWNER, { lane_id: 'at64' });
+    const warm = await laneGet(b.repo, OWNER, { lane_id: 'at1000' });
     expect(warm.asks).toHaveLength(1);
     await onColdRepo(b, async (repo) => {
-      const got = await laneGet(repo, OWNER, { lane_id: 'at64' });
+      const got = await laneGet(repo, OWNER, { lane_id: 'at1000' });
       expect(JSON.stringify(got).length).toBeGreaterThan(0);
     });
     await stillSyncs(a, b);

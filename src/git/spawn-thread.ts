@@ -94,7 +94,9 @@ function failAll(w: Worker, e: Error): void {
 }
 
 function start(): Worker {
-  const w = new Worker(SOURCE, { eval: true });
+  // execArgv: [] — a worker inherits the process's flags, and under tsx (tests, benches) that is
+  // `--import tsx`: the loader this plain-JavaScript worker exists to avoid (found in review).
+  const w = new Worker(SOURCE, { eval: true, execArgv: [] });
   w.on('message', (m: { id: number; error?: string } & Partial<Collected>) => {
     const job = jobs.get(m.id);
     if (!job) return;

@@ -208,6 +208,21 @@ describe('sync against hand-made commits on the remote', () => {
     expect(r.code, r.stderr).toBe(0);
   });
 
+  it('a quarantine goes when the remote ref it held goes', async () => {
+    const [, b, remote] = await twoClones();
+    pushBlob(remote, 'refs/zz/lanes/junk');
+    expect(quarantinedRefs(await b.sync())['refs/zz/lanes/junk']).toBeDefined();
+    expect(sh(b.dir, 'for-each-ref', '--format=%(refname)', 'refs/zz-quarantine/')).toBe(
+      'refs/zz-quarantine/origin/lanes/junk',
+    );
+    // An owner deletes the junk on the remote: the quarantine was kept for ever (health and
+    // repo_state reported it).
+    git(remote, ['update-ref', '-d', 'refs/zz/lanes/junk']);
+    const report = await b.sync();
+    expect(report.quarantined).toEqual([]);
+    expect(sh(b.dir, 'for-each-ref', '--format=%(refname)', 'refs/zz-quarantine/')).toBe('');
+  });
+
   it("adopts only zz's layout: junk refs and histories without ops are quarantined, never adopted", async () => {
     const [a, b, remote] = await twoClones();
     const goodOp = (lane: string) => opMessage('ask_post', askPostJson(lane, 1, '{}'), 1);

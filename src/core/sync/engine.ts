@@ -264,6 +264,12 @@ async function reconcile(
   ]);
   const updates: RefUpdate[] = [];
   const pushes: PushUpdate[] = [];
+  // A quarantined ref the remote no longer has (an owner deleted the junk) is no longer the
+  // remote's: its quarantine goes, or health and repo_state reported it for ever.
+  for (const [ref, q] of quarantined) {
+    if (!remotes.has(ref))
+      updates.push({ ref: qPrefix + ref.slice(LOCAL_PREFIX.length), old: q, new: null });
+  }
   const checker = opts.checker?.(local, remoteName);
   // What we would push is checked as the remote's next reader will check it (see held_back).
   const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {

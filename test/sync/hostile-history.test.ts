@@ -59,18 +59,24 @@ const remoteTip = (ref: string) => sh(cluster!.remote, 'rev-parse', ref);
 const coordinators = async (c: Clone) =>
   (await laneGet(c.repo, OWNER, { lane_id: 'fresh' })).lane.coordinators;
 
+/**
+ * setup(), then Bob's parentless lane_propose of `fresh` by himself, force-pushed over Alice's
+ * Lane; Alice keeps working (her Lane at `mine`) and has not synced since `synced`.
+ */
+async function rivalPushed() {
+  const { a, b } = await setup();
+  const synced = sh(a.dir, 'rev-parse', LANE);
+  const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
+  const propose = { ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB };
+  const rival = forge(b.dir, null, [propose]);
+  sh(b.dir, 'push', '-q', '-f', 'origin', `${rival}:${LANE}`);
+  await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'three' });
+  return { a, b, synced, rival, mine: sh(a.dir, 'rev-parse', LANE) };
+}
+
 describe('a remote rewritten behind what was synced', () => {
   it('merges the other way round: what was published keeps its place, the rival comes after', async () => {
-    const { a, b } = await setup();
-    const synced = sh(a.dir, 'rev-parse', LANE);
-    // Bob: a parentless lane_propose of `fresh` by himself, force-pushed over Alice's Lane.
-    const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
-    const propose = { ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB };
-    const rival = forge(b.dir, null, [propose]);
-    sh(b.dir, 'push', '-q', '-f', 'origin', `${rival}:${LANE}`);
-    // Alice keeps working, then syncs.
-    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'three' });
-    const mine = sh(a.dir, 'rev-parse', LANE);
+    const { a, b, synced, rival, mine } = await rivalPushed();
     const report = await a.sync();
     expect(report.quarantined).toEqual([]);
     expect(report.merged).toEqual([
@@ -106,14 +112,7 @@ describe('a remote rewritten behind what was synced', () => {
   });
 
   it("a `git pull`'s import of the rival first does not move what was synced: the sync still merges ours first", async () => {
-    const { a, b } = await setup();
-    const synced = sh(a.dir, 'rev-parse', LANE);
-    const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
-    const propose = { ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB };
-    const rival = forge(b.dir, null, [propose]);
-    sh(b.dir, 'push', '-q', '-f', 'origin', `${rival}:${LANE}`);
-    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'three' });
-    const mine = sh(a.dir, 'rev-parse', LANE);
+    const { a, synced, rival, mine } = await rivalPushed();
     // A `git pull` with zz's refspec, then its hook's import: the Lane diverged, left for sync.
     sh(a.dir, 'fetch', '-q', 'origin', '+refs/zz/*:refs/zz-remotes/origin/*');
     expect((await fastForwardFromRemotes(a.repo)).diverged).toEqual([LANE]);

@@ -1,7 +1,7 @@
 import { listRemotes, authoritativeRemote } from '../../git/index.js';
 import type { LoggedOp } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
-import type { SyncReport } from './engine.js';
+import type { SyncReport } from './report.js';
 import { ownersLostNotices, syncRepo } from './run.js';
 
 // The daemon syncing by itself (DESIGN §7): on a timer with jitter, and soon after

@@ -3,7 +3,8 @@ import { authoritativeRemote, listRemotes, assertRemoteName } from '../../git/in
 import { GitStore } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { authChecker } from './authenticity.js';
-import { syncWith, type SyncOptions, type SyncReport } from './engine.js';
+import { syncWith, type SyncOptions } from './engine.js';
+import type { SyncReport } from './report.js';
 import { GitSyncLocal, GitSyncRemote } from './git-ports.js';
 import { unrelatedMessage, unrelatedRemote, type UnrelatedProject } from './project-identity.js';
 

@@ -1,0 +1,91 @@
+import type { Rejection } from './codecs.js';
+
+// What one sync round reports (engine.ts fills it; the CLI, the daemon's events and the
+// dashboard read it): which refs moved how, what the folds refused, what was kept aside.
+
+export interface ClaimLost {
+  ref: string;
+  ask_id: string | null;
+  loser: string;
+  winner: string | null;
+  op_id: string;
+  /**
+   * claim_lost: another held the Ask; lane_closed: the Lane was closed first (by closed_by);
+   * dependency_unresolved: the Ask was blocked by the Asks in blocked_by.
+   */
+  reason: 'claim_lost' | 'lane_closed' | 'dependency_unresolved';
+  closed_by?: string | null;
+  blocked_by?: string[];
+}
+
+export interface SyncReport {
+  remote: string;
+  /** Pushes only to the authoritative remote; others are fetch-only. */
+  authoritative: boolean;
+  /** Refs created locally from the remote. */
+  adopted: string[];
+  fast_forwarded: string[];
+  /**
+   * `rewritten`: the remote no longer held the value synced there (`synced`); the merge keeps
+   * ours first and applies the remote's `remote_ops` after (history-checks.ts).
+   */
+  merged: Array<{
+    ref: string;
+    commit: string;
+    local_ops: number;
+    rewritten?: { synced: string; remote_ops: number };
+  }>;
+  pushed: string[];
+  /** Refs missing on the remote that we had confirmed there before: recreated. */
+  recreated: string[];
+  claims_lost: ClaimLost[];
+  /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
+  rejected: Array<Rejection & { ref: string }>;
+  quarantined: Array<{ ref: string; commit: string; reason: string }>;
+  /**
+   * Local refs not pushed because what they would bring fails the checks every other machine
+   * makes on import (an op not signed by a registered key where signatures are required, an
+   * owner-level op not signed by an owner's key): pushed, it would quarantine the remote's ref
+   * for the whole team. Kept here; pushed once it passes (its key registered, say).
+   */
+  held_back: Array<{ ref: string; commit: string; reason: string }>;
+  /**
+   * Local refs with work the remote lacks, not pushed because the remote's tip (`quarantined`)
+   * was refused: they stay here until an owner replaces that tip (README, "A quarantined ref").
+   */
+  not_pushed: Array<{ ref: string; commit: string; quarantined: string }>;
+  /** Non-entity refs whose local and remote values differ and cannot be merged. */
+  diverged: string[];
+  attempts: number;
+  /** Set when the remote could not be reached; local state is untouched. */
+  offline: string | null;
+  /**
+   * Owners before this round that are not after it, set when there are any: `merged` when
+   * refs/zz/config diverged (two clones each ran `zz init`: the remote's repo_init stands),
+   * else a revocation fast-forwarded in. The person who lost ownership learns it otherwise
+   * only when an owner-only call is refused.
+   */
+  owners_lost: { actors: string[]; owners: string[]; merged: boolean } | null;
+}
+
+/** A report with nothing in it yet. */
+export function emptyReport(remote: string, authoritative: boolean): SyncReport {
+  return {
+    remote,
+    authoritative,
+    adopted: [],
+    fast_forwarded: [],
+    merged: [],
+    pushed: [],
+    recreated: [],
+    claims_lost: [],
+    rejected: [],
+    quarantined: [],
+    held_back: [],
+    not_pushed: [],
+    diverged: [],
+    attempts: 0,
+    offline: null,
+    owners_lost: null,
+  };
+}

@@ -4,6 +4,7 @@ import { FORMAT_VERSION } from '../schema/config.js';
 import { LIMITS } from '../schema/limits.js';
 import { parseConfigOp, type ConfigOp } from '../schema/config-ops.js';
 import { OpLog, type EntityCodec } from '../store/index.js';
+import { CowMap } from './cow-map.js';
 
 // refs/zz/config as a fold of its ops (schema/config-ops.ts), like a Lane.
 
@@ -13,7 +14,7 @@ export interface ConfigState {
    * Each actor's allowed signing keys (`ssh-ed25519 …` lines), from `repo_init` (the first
    * owner's) and `key_add` ops. Sync verifies imported commits against these (DESIGN §7).
    */
-  keys: ReadonlyMap<string, readonly string[]>;
+  keys: CowMap<string, readonly string[]>;
   /** Whether every op must be signed by a key of its actor (`zz init --signed`, or later). */
   signed: boolean;
   /**
@@ -125,7 +126,7 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
         created_by: op.actor,
         created_at: op.time,
       };
-      s.keys = new Map([[op.actor, op.args.owner_keys ?? []]]);
+      s.keys = new CowMap([[op.actor, op.args.owner_keys ?? []]]);
       s.signed = op.args.signed === true;
       s.roots = unionRoots([], op.args.project_roots ?? []);
       return [CONFIG_FILE];
@@ -136,7 +137,7 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
       const who = op.args.actor;
       const list = s.keys.get(who) ?? [];
       if (!list.includes(op.args.key)) {
-        s.keys = new Map(s.keys).set(who, [...list, op.args.key]);
+        s.keys.set(who, [...list, op.args.key]);
       }
       return [];
     }
@@ -146,7 +147,7 @@ export function applyConfigOp(s: ConfigState, op: ConfigOp): string[] {
       const gone = normalizeKeyLine(op.args.key);
       const list = s.keys.get(who) ?? [];
       const rest = list.filter((k) => normalizeKeyLine(k) !== gone);
-      if (rest.length !== list.length) s.keys = new Map(s.keys).set(who, rest);
+      if (rest.length !== list.length) s.keys.set(who, rest);
       return [];
     }
     case 'repo_require_signatures':
@@ -173,12 +174,20 @@ function unionRoots(a: readonly string[], b: readonly string[]): readonly string
 }
 
 export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
-  empty: () => ({ config: null, keys: new Map(), signed: false, roots: [], rejected: new OpLog() }),
-  // keys and roots are replaced, never mutated, so sharing them is safe; rejected is an OpLog,
-  // replaced by a longer one (concat appends in O(1) where it can, store/op-log.ts).
+  empty: () => ({
+    config: null,
+    keys: new CowMap(),
+    signed: false,
+    roots: [],
+    rejected: new OpLog(),
+  }),
+  // keys is forked (apply changes it in place: a copy of the whole map per key op made a log of
+  // key ops from many actors quadratic); an actor's list of keys is replaced, never mutated.
+  // roots is replaced, never mutated, so sharing it is safe; rejected is an OpLog, replaced by
+  // a longer one (concat appends in O(1) where it can, store/op-log.ts).
   clone: (s) => ({
     config: s.config,
-    keys: s.keys,
+    keys: s.keys.fork(),
     signed: s.signed,
     roots: s.roots,
     rejected: s.rejected,

@@ -8,7 +8,7 @@ import { requireCaller, type Caller } from './access.js';
 import { listedCorrupt, readLanes, readLanesOrOne, type CorruptEntity } from './lanes.js';
 import { historyEntry, rejectionsById, type EntryRejection, type HistoryEntry } from './views.js';
 import { CONFIG_REF, laneRef, type ZzRepo } from './zz-repo.js';
-import type { LaneState, RoleSource } from './lane-state.js';
+import type { LaneState, RejectedOp, RoleSource } from './lane-state.js';
 import { isLostClaim } from './lane-guards.js';
 import type { Snapshot } from '../store/index.js';
 import { laneRejectionsUnder, rolesOf } from './sync/refusals.js';
@@ -171,6 +171,15 @@ async function seenAt(repo: ZzRepo, laneId: string, revision: string, n: number)
   return new Set(order.slice(0, n).map((o) => o.op.id));
 }
 
+// Each Lane's refusals by op id, built once per refusal list: a snapshot keeps its OpLog, so
+// reads between two writes share one map (rebuilding it per read cost O(refusals) each time).
+const reasonsByLog = new WeakMap<OpLog<RejectedOp>, Map<string, EntryRejection>>();
+function refusalReasons(rejected: OpLog<RejectedOp>): Map<string, EntryRejection> {
+  let m = reasonsByLog.get(rejected);
+  if (m === undefined) reasonsByLog.set(rejected, (m = rejectionsById(rejected)));
+  return m;
+}
+
 function eventOf(
   l: { id: string; log: OpLog<LoggedOp>; why: Map<string, EntryRejection> },
   i: number,
@@ -281,7 +290,7 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
         if (p.s) for (const x of await seenAt(repo, id, ...p.s)) exclude.add(x);
       }
     }
-    const why = rejectionsById(snap.state.rejected);
+    const why = refusalReasons(snap.state.rejected);
     const rebased = p !== undefined && typeof p !== 'number' && base === 0 && exclude.size > 0;
     const fresh: number[] = [];
     for (let i = base; i < log.length; i++) {

@@ -65,7 +65,7 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
         op.args.posted_by === SERVER_ACTOR
       ) {
         const origin = s.asks.get(o.ask_id);
-        const derivedHere = [...s.derived.values()].includes(o.ask_id);
+        const derivedHere = s.derivers.has(o.ask_id);
         // An honoured answer that listed its follow-ups owns them all: a stray record for its
         // Ask (a refused answer's second one, from another replica) is not one of them.
         if (derivedHere || origin?.state !== 'answered' || s.listed.has(o.ask_id)) {

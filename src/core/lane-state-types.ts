@@ -29,6 +29,8 @@ export interface LaneState {
    * itself, from the answer (follow-ups.ts); the daemon's recorded ask_post is then a no-op.
    */
   derived: CowMap<string, string>;
+  /** The Asks in `derived`'s values: whose honoured answer derived at least one follow-up. */
+  derivers: CowMap<string, true>;
   /** Asks whose honoured answer listed its follow-ups (out.follow_ups, even empty). */
   listed: CowMap<string, true>;
   /**

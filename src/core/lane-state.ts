@@ -309,6 +309,7 @@ function postFollowUps(
         ? want
         : derivedAskId('follow_up', op.id, String(i));
     s.derived.set(id, ask.ask_id);
+    s.derivers.set(ask.ask_id, true);
     s.asks.set(
       id,
       serverAsk(
@@ -339,6 +340,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     keys: new CowMap(),
     suppressed: new CowMap(),
     derived: new CowMap(),
+    derivers: new CowMap(),
     listed: new CowMap(),
     roles: null,
     refusedPosts: new CowMap(),
@@ -358,6 +360,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     keys: s.keys.fork(),
     suppressed: s.suppressed.fork(),
     derived: s.derived.fork(),
+    derivers: s.derivers.fork(),
     listed: s.listed.fork(),
     roles: s.roles,
     refusedPosts: s.refusedPosts.fork(),

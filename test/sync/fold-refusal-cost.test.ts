@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { configCodec, type ConfigState } from '../../src/core/config-state.js';
+import { CowMap } from '../../src/core/cow-map.js';
 import { ladderCodec, LadderState } from '../../src/core/ladder/ladder-state.js';
 import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
 import { historyView } from '../../src/core/views.js';
@@ -32,6 +33,13 @@ function counting(f: () => void): number {
   const concat = Array.prototype.concat;
   const logIter = OpLog.prototype[Symbol.iterator];
   const logMap = OpLog.prototype.map;
+  // A Map's and a CowMap's iterators too (new Map(map) copies through them; spreading a
+  // CowMap's values() walks the whole map).
+  const mapMethods = ['entries', 'keys', 'values'] as const;
+  const mapSaved = mapMethods.map((m) => Map.prototype[m]);
+  const mapIter = Map.prototype[Symbol.iterator];
+  const cowMethods = ['entries', 'keys', 'values', 'valuesArray'] as const;
+  const cowSaved = cowMethods.map((m) => CowMap.prototype[m]);
   const wrap = <T>(it: Iterator<T>): IterableIterator<T> => ({
     next() {
       c.visits++;
@@ -66,8 +74,36 @@ function counting(f: () => void): number {
       c.visits += this.length;
       return logMap.call(this, g) as U[];
     } as typeof logMap;
+    for (const [i, m] of mapMethods.entries()) {
+      const orig = mapSaved[i]!;
+      (Map.prototype as unknown as Record<string, unknown>)[m] = function (
+        this: Map<unknown, unknown>,
+      ) {
+        return wrap(orig.call(this) as Iterator<unknown>);
+      };
+    }
+    Map.prototype[Symbol.iterator] = Map.prototype.entries;
+    for (const [i, m] of cowMethods.entries()) {
+      const orig = cowSaved[i]! as (this: unknown) => Iterable<unknown>;
+      (CowMap.prototype as unknown as Record<string, unknown>)[m] =
+        m === 'valuesArray'
+          ? function (this: CowMap<unknown, unknown>) {
+              c.visits += this.size;
+              return orig.call(this);
+            }
+          : function (this: CowMap<unknown, unknown>) {
+              return wrap(orig.call(this)[Symbol.iterator]());
+            };
+    }
     f();
   } finally {
+    for (const [i, m] of mapMethods.entries()) {
+      (Map.prototype as unknown as Record<string, unknown>)[m] = mapSaved[i];
+    }
+    Map.prototype[Symbol.iterator] = mapIter;
+    for (const [i, m] of cowMethods.entries()) {
+      (CowMap.prototype as unknown as Record<string, unknown>)[m] = cowSaved[i];
+    }
     OpLog.prototype[Symbol.iterator] = logIter;
     OpLog.prototype.map = logMap;
     Array.prototype[Symbol.iterator] = arrayIter;
@@ -171,6 +207,91 @@ describe('a cold fold of Asks that all depend on one costs linear work', () => {
     expect(big.visits).toBeLessThanOrEqual(40 * N);
     expect(big.visits).toBeLessThanOrEqual(2.5 * small.visits + 1000);
   });
+});
+
+describe('cold folds of logs that grow a map cost linear work', () => {
+  // Each key_add once copied the config's whole map of keys (new Map(keys)): the owner
+  // registering one key for each of n actors was n²/2 entry copies. Each stray follow-up
+  // record (a server ask_post no honoured answer derived) scanned every derived follow-up.
+  const keysLog = (n: number): OpRecord[] => {
+    const op = factory('keys');
+    const ops = [op('o@x', { op: 'repo_init', args: { owners: ['o@x'], default_branch: 'main' } })];
+    for (let i = 0; i < n; i++) {
+      ops.push(
+        op('o@x', { op: 'key_add', args: { actor: `a${i}@x`, key: `ssh-ed25519 AAAA${i}` } }),
+      );
+    }
+    return ops;
+  };
+  const strayLog = (n: number): OpRecord[] => {
+    const op = factory('stray');
+    const ops = [
+      op('o@x', { op: 'lane_propose', args: { lane_id: 'l', title: 'L' } }),
+      op('o@x', { op: 'lane_grant', args: { lane_id: 'l', grantee: 'o@x', role: 'maintainer' } }),
+    ];
+    // n reviews denied by the maintainer who holds them: n honoured follow-ups, derived by
+    // the fold.
+    for (let i = 0; i < n; i++) {
+      const review = askId(3 * i + 1);
+      ops.push(
+        op('o@x', {
+          op: 'ask_post',
+          args: { lane_id: 'l', kind: 'changeset_review', title: `r${i}` },
+          out: { ask_id: review },
+        }),
+        op('o@x', {
+          op: 'ask_claim',
+          args: { lane_id: 'l', ask_id: review },
+          out: { lease_expires_at: '2026-12-06T00:00:00.000Z' },
+        }),
+        op('o@x', {
+          op: 'ask_answer',
+          args: { lane_id: 'l', ask_id: review, outcome: 'deny', result: 'no' },
+          out: { follow_ups: [askId(3 * i + 2)] },
+        }),
+      );
+    }
+    // Then n stray records of a second follow-up for each: refused (follow_up_not_derived).
+    for (let i = 0; i < n; i++) {
+      ops.push(
+        op('zz@localhost', {
+          op: 'ask_post',
+          args: {
+            lane_id: 'l',
+            kind: 'work',
+            title: `stray ${i}`,
+            posted_by: 'zz@localhost',
+            origin: { ask_id: askId(3 * i + 1), reason: 'review denied' },
+          },
+          out: { ask_id: askId(3 * i + 3) },
+        }),
+      );
+    }
+    return ops;
+  };
+  const growing: Array<[string, (n: number) => { visits: number; refused: number }, number]> = [
+    [
+      'the config (the owner adds a key for each of n actors)',
+      (n) =>
+        foldCost(configCodec as EntityCodec<ConfigState, never>, configCodec.empty, keysLog(n)),
+      0,
+    ],
+    [
+      'a Lane (n derived follow-ups, then n stray follow-up records)',
+      (n) => foldCost(laneCodec as EntityCodec<LaneState, never>, laneCodec.empty, strayLog(n)),
+      1,
+    ],
+  ];
+  for (const [what, cost, refusedPerN] of growing) {
+    it(`${what}: at most 40 element visits per op, and twice the ops cost about twice as much`, () => {
+      const N = 4_000;
+      const small = cost(N / 2);
+      const big = cost(N);
+      expect(big.refused).toBe(refusedPerN * N);
+      expect(big.visits).toBeLessThanOrEqual(40 * 4 * N);
+      expect(big.visits).toBeLessThanOrEqual(2.5 * small.visits + 1000);
+    });
+  }
 });
 
 describe('snapshots keep their refusal lists while the folds after them append', () => {

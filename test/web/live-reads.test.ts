@@ -57,4 +57,59 @@ describe('dashboard reads under a burst of commits', () => {
     expect(reads).toBeLessThanOrEqual(BURST / 2);
     expect(page.errors).toEqual([]);
   });
+
+  it('a burst of Ask commits on a board: one ask_get at a time, and the board ends current', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    const page = await signedIn(w, seeded.owner, '#/lane/web');
+    await page.locator('.card').first().waitFor();
+    await expect.poll(() => page.locator('.live').textContent()).toBe('live');
+    // Every ask_get counted; the first answer held back longest, so that an update per commit
+    // would put it (the Ask's oldest state) on the board after the newer ones.
+    let gets = 0;
+    let inFlight = 0;
+    let most = 0;
+    await page.route('**/tools/ask_get', async (route) => {
+      const n = ++gets;
+      most = Math.max(most, ++inFlight);
+      try {
+        const answer = await route.fetch();
+        await new Promise((r) => setTimeout(r, n === 1 ? 3000 : 300));
+        await route.fulfill({ response: answer });
+      } finally {
+        inFlight--;
+      }
+    });
+    const lane_id = 'web';
+    const posted = await w.call(seeded.owner, 'ask_post', {
+      lane_id,
+      kind: 'work',
+      title: 'Burst target',
+    });
+    const ask_id = (posted.ask as { ask_id: string }).ask_id;
+    await new Promise((r) => setTimeout(r, 250));
+    await w.call(seeded.owner, 'ask_claim', { lane_id, ask_id });
+    await new Promise((r) => setTimeout(r, 250));
+    await w.call(seeded.owner, 'ask_answer', {
+      lane_id,
+      ask_id,
+      outcome: 'complete',
+      result: 'done',
+    });
+    const answered = page.locator('.column[data-state="answered"] .card', {
+      hasText: 'Burst target',
+    });
+    await answered.waitFor({ timeout: 30_000 });
+    // Settled: every held answer delivered, and the card is still the answered one.
+    await expect.poll(() => inFlight, { timeout: 30_000 }).toBe(0);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await answered.count()).toBe(1);
+    expect(
+      await page
+        .locator('.column:not([data-state="answered"]) .card', { hasText: 'Burst target' })
+        .count(),
+    ).toBe(0);
+    expect(most).toBe(1);
+    expect(page.errors).toEqual([]);
+  });
 });

@@ -1,7 +1,7 @@
 // The Lanes board: a Lane's Asks in three columns (open, claimed, answered), filtered by mine,
 // kind and holder, kept current from the event stream without a reload.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { call, hasTool } from './api.js';
+import { call, coalesced, hasTool } from './api.js';
 import { askIdsOf, onCommit } from './live.js';
 import { byPriorityThenAge, columnOf, eachAskPage, leaseOver } from './lanes.js';
 import { countdown, ErrorBox, html, Plain, useNow, VirtualList } from './ui.js';
@@ -154,28 +154,44 @@ export function Board({ laneId, me, lanes }) {
     setLane(null);
     load(true);
     reload.current = () => load(false);
-    const off = onCommit(async (commit) => {
-      if (commit.ref !== `refs/zz/lanes/${laneId}`) return;
-      const touched = askIdsOf(commit);
-      // Asks that depend on a touched one show its state in blocked_by: refresh them too.
-      for (const a of asks.current.values())
-        if (a.depends_on?.some((d) => touched.has(d))) touched.add(a.ask_id);
-      const ids = [...touched];
+    // The Asks commits touched since the last update. One update runs at a time, and one more
+    // after it whatever came meanwhile (api.js coalesced): an ask_get chain per commit stacked
+    // up under a burst, and an older chain answering last put back an Ask's older state.
+    const touchedSince = new Set();
+    let reloadAll = false;
+    const update = coalesced(async () => {
+      const ids = [...touchedSince];
+      const whole = reloadAll;
+      touchedSince.clear();
+      reloadAll = false;
+      if (cancelled) return;
       // With ask_get, fetch just the Asks that changed (and those they block); else re-page.
-      if (ids.length > 0 && ids.length <= 20 && (await hasTool('ask_get'))) {
+      // A load in flight read pages from before these commits: it is asked to read again.
+      if (!whole && !running && ids.length > 0 && ids.length <= 20 && (await hasTool('ask_get'))) {
         try {
           for (const id of ids) {
             const r = await call('ask_get', { lane_id: laneId, ask_id: id });
+            if (cancelled) return;
             const a = r.ask ?? r;
             asks.current.set(a.ask_id, a);
           }
-          if (!cancelled) setVersion((v) => v + 1);
+          setVersion((v) => v + 1);
           return;
         } catch {
           /* fall back to a reload */
         }
       }
-      load(false);
+      await load(false);
+    });
+    const off = onCommit((commit) => {
+      if (commit.ref !== `refs/zz/lanes/${laneId}`) return;
+      const touched = askIdsOf(commit);
+      // Asks that depend on a touched one show its state in blocked_by: refresh them too.
+      for (const a of asks.current.values())
+        if (a.depends_on?.some((d) => touched.has(d))) touched.add(a.ask_id);
+      if (touched.size === 0) reloadAll = true;
+      for (const id of touched) touchedSince.add(id);
+      update();
     });
     return () => {
       cancelled = true;

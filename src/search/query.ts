@@ -180,11 +180,16 @@ export class QueryEngine {
     const out: Ranked[] = [];
     const seen = new Set<string>();
     const add = (rs: readonly Ranked[]): boolean => {
-      for (const r of rs) {
-        const k = `${r.shard.id}\u0000${r.path}`;
-        if (seen.has(k)) continue;
-        seen.add(k);
-        out.push(r);
+      const fresh = rs.filter((r) => !seen.has(`${r.shard.id}\u0000${r.path}`));
+      // A step ranks below the stricter ones, and so must its scores: a relaxed step's best
+      // (its words rarer) could score above a stricter step's last, and callers that sort or
+      // cut by score read that as out of order. Scaled by one factor, the step keeps its order.
+      const floor = out.length > 0 ? out[out.length - 1]!.score : Infinity;
+      const top = fresh.length > 0 ? fresh[0]!.score : 0;
+      const f = top > floor ? floor / top : 1;
+      for (const r of fresh) {
+        seen.add(`${r.shard.id}\u0000${r.path}`);
+        out.push(f === 1 ? r : { shard: r.shard, path: r.path, score: r.score * f });
       }
       if (out.length > MAX_RESULTS) out.length = MAX_RESULTS;
       return out.length >= FILL;

@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import type { Store } from '../src/store/index.js';
@@ -165,4 +167,56 @@ export function loopCpu(): () => LoopCpu {
     clearInterval(timer);
     return { ticks, wallMs: performance.now() - t0, stalls };
   };
+}
+
+export interface ServerTimes {
+  /** Per tool: ms from the request's arrival at the daemon's HTTP server to its response end. */
+  tools: Record<string, { n: number; p50: number; p99: number }>;
+  /** Share of the window the daemon's event loop was busy (performance.eventLoopUtilization). */
+  loop_utilization: number;
+}
+
+/**
+ * How long the daemon itself held each request: from the HTTP server's 'request' event to the
+ * response's 'finish', per tool (the URL's last part). Beside the clients' own timings this
+ * tells the daemon's share of a latency from the rest (the kernel's socket queues, and the
+ * client process's own loop, which on a 2-core machine shares the cores with the daemon).
+ * Wraps http.Server's emit in this process from outside; nothing of the daemon changes.
+ */
+export function serverTimes(): () => ServerTimes {
+  const lat: Record<string, number[]> = {};
+  const emit = Server.prototype.emit;
+  const elu0 = performance.eventLoopUtilization();
+  Server.prototype.emit = function (this: Server, event: string, ...args: unknown[]) {
+    if (event === 'request') {
+      const [req, res] = args as [IncomingMessage, ServerResponse];
+      const start = performance.now();
+      const tool = (req.url ?? '').split('?')[0]!.split('/').at(-1) ?? '';
+      res.once('finish', () => (lat[tool] ??= []).push(performance.now() - start));
+    }
+    return (emit as (e: string, ...a: unknown[]) => boolean).call(this, event, ...args);
+  } as typeof emit;
+  return () => {
+    Server.prototype.emit = emit;
+    const tools: ServerTimes['tools'] = {};
+    for (const [t, xs] of Object.entries(lat)) {
+      tools[t] = {
+        n: xs.length,
+        p50: round(percentile(xs, 50), 1),
+        p99: round(percentile(xs, 99), 1),
+      };
+    }
+    const loop = performance.eventLoopUtilization(elu0).utilization;
+    return { tools, loop_utilization: round(loop, 2) };
+  };
+}
+
+/**
+ * ZZ_LOAD_PIN=1: this process (the daemon, every thread) on CPU 0 and each client process on
+ * CPU 1 (taskset, Linux), so that the clients' own CPU cannot delay the daemon's loop: what
+ * remains is the daemon's own tail. Other processes of the machine still run on both.
+ */
+export function pinTo(pid: number, cpu: number): void {
+  if (process.env.ZZ_LOAD_PIN !== '1') return;
+  execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
 }

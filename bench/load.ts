@@ -11,7 +11,9 @@ import {
   groupCommits,
   groupLine,
   loopCpu,
+  pinTo,
   profileWindow,
+  serverTimes,
   STALL_MS,
 } from './load-probes.js';
 import type { Store } from '../src/store/index.js';
@@ -38,6 +40,10 @@ import type { Store } from '../src/store/index.js';
 // of each part only (mixed.cpuprofile, storm.cpuprofile: open in Chrome DevTools), without the
 // setup, pre-fill and idle reads a whole-process `node --cpu-prof` would mix in; with
 // ZZ_LOAD_HEAP=1 also a sampled allocation profile (<part>.heapprofile) of the same window.
+// The mixed part prints each tool's latency twice: as the clients saw it and inside the daemon
+// (serverTimes), with the share of the window the daemon's loop was busy. ZZ_LOAD_PIN=1 puts
+// the daemon on CPU 0 and the client processes on CPU 1 (pinTo), to see the daemon's own tail
+// without the clients' CPU competing for its core.
 // ZZ_BENCH_HISTORY=<repository> fetches that repository's history into the bench repository first
 // (bench/util.ts), so that git's maintenance costs what it would in a real checkout.
 // ZZ_LOAD_TICKS=1 adds, during the storm, the daemon's CPU per 1 ms tick and the split of loop
@@ -246,6 +252,7 @@ function startClient(job: Job): Child {
     });
     proc.on('exit', (code) => reject(new Error(`load client exited with ${code}`)));
   });
+  pinTo(proc.pid!, 1);
   proc.send(job);
   return { proc, result, started: startedP };
 }
@@ -268,6 +275,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
   const load1 = loadavg()[0]!;
   const stopProfile = await profileWindow('mixed');
   const stopGroups = groupCommits(s.store);
+  const stopServer = serverTimes();
   const kids0 = childrenCpuMs();
   const cpu0 = process.cpuUsage();
   const mixed = (await startClient({
@@ -282,6 +290,7 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
   const cpu = process.cpuUsage(cpu0);
   const kidsMs = childrenCpuMs() - kids0;
   const groups = stopGroups();
+  const server = stopServer();
   await stopProfile();
   const all = Object.values(mixed.lat).flat();
   const rps = all.length / (mixed.elapsedMs / 1000);
@@ -336,10 +345,14 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     `  acknowledged writes present: ${missing.length === 0 ? 'all' : `NO: ${missing.length} missing (${missing.slice(0, 3).join('; ')})`} (${mixed.posted.length} posts, ${mixed.claimed.length} claims, ${mixed.answered.length} answers)`,
   );
   console.log(groupLine(groups));
+  console.log(
+    `  daemon event loop busy ${round(100 * server.loop_utilization, 0)}% of the window; per tool p50 / p99 ms as the clients saw it, then in the daemon (request to response end)`,
+  );
   for (const [t] of MIX) {
     const xs = mixed.lat[t];
+    const d = server.tools[t];
     console.log(
-      `  ${t.padEnd(20)} ${String(xs?.length ?? 0).padStart(5)} calls  p50 / p99 ms  ${fmt(xs)}`,
+      `  ${t.padEnd(20)} ${String(xs?.length ?? 0).padStart(5)} calls  p50 / p99 ms  ${fmt(xs).padEnd(14)} daemon ${d ? `${d.p50} / ${d.p99}` : '-'}`,
     );
   }
   const perTool = Object.fromEntries(
@@ -364,6 +377,8 @@ async function mixedPart(s: Setup, seed: number, open: string[], tokens: string[
     acknowledged_missing: missing.length,
     group_commits: groups,
     per_tool: perTool,
+    daemon_side: server,
+    pinned: process.env.ZZ_LOAD_PIN === '1',
   };
 }
 
@@ -573,6 +588,7 @@ export async function benchLoad(): Promise<Record<string, unknown>> {
     throw new Error(`ZZ_LOAD_PART must be mixed, storm or cpu, not ${part}`);
   }
   if (part === 'cpu') return cpuPart();
+  pinTo(process.pid, 0);
   const bd = await benchDaemon('zz-bench-load-', CLIENTS);
   const { daemon, owner, token, tool } = bd;
   try {

@@ -8,6 +8,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const suites: Array<[string, string, string]> = [
   ['read-path', './read-path.ts', 'benchReadPath'],
   ['store', './store.ts', 'benchStore'],
+  ['ref-reads', './ref-reads.ts', 'benchRefReads'],
   ['core', './core.ts', 'benchCore'],
   ['http', './http.ts', 'benchHttp'],
   ['claim', './claim.ts', 'benchClaim'],

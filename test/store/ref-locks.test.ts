@@ -75,7 +75,7 @@ describe('a ref in packed-refs only', () => {
     sh(dir, 'pack-refs', '--all', '--prune');
     expect(existsSync(loose)).toBe(false);
     const store = new RefStore(gitdir, { fsync: false });
-    const reads = vi.spyOn(fs, 'readFileSync');
+    const reads = vi.spyOn(fs, 'openSync');
     const readsOfLoose = () => reads.mock.calls.filter(([p]) => p === loose).length;
     expect(await store.read(ref)).toBe(c1);
     expect(readsOfLoose()).toBe(1); // the first read finds no loose file (it throws ENOENT)

@@ -8,7 +8,7 @@ export interface CliIO {
   /** Whether stderr is a terminal (progress bars); defaults to isTTY. */
   stderrIsTTY?: boolean;
   /**
-   * Resolves when the process is asked to stop (SIGINT/SIGTERM). Only long-running commands
+   * Resolves when the process is asked to stop (SIGINT/SIGTERM/SIGHUP). Only long-running commands
    * read it: reading it is what tells main.ts to let the command finish rather than exit at
    * once on the first signal.
    */

@@ -21,7 +21,8 @@ let requestStop = () => {};
 // The signal that asked a graceful command to stop, if one did: its exit status is given should
 // the output it left be cut (below).
 let stoppedBy: NodeJS.Signals | null = null;
-const signalStatus = (signal: NodeJS.Signals): number => (signal === 'SIGINT' ? 130 : 143);
+const signalStatus = (signal: NodeJS.Signals): number =>
+  signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143;
 /** Ends the process by `signal` itself (see the top of this file). */
 const dieOf = (signal: NodeJS.Signals): void => {
   // 'exit' listeners run on process.exit, not on death by a signal, and one matters: a model's
@@ -53,6 +54,11 @@ const stop = new Promise<void>((resolve) => {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // A hang-up (the terminal closed, the ssh session dropped) stops zz as Ctrl-C does: a
+  // `zz work` left to die by it kept its Ask claimed until the lease ran out. (Node resets an
+  // inherited ignored SIGHUP to the default at start-up, so `nohup zz …` never outlived a
+  // hang-up either way; run a daemon from a service manager, or with `setsid`.)
+  process.on('SIGHUP', onSignal);
 });
 
 // A reader that goes away (`zz work | head -1`, a dead `--json` consumer) is a stop, as
@@ -65,7 +71,8 @@ const stop = new Promise<void>((resolve) => {
 const closed = { stdout: false, stderr: false };
 for (const name of ['stdout', 'stderr'] as const) {
   process[name].on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code !== 'EPIPE') throw e;
+    // EIO: a terminal that hung up (its reader is gone as surely as a pipe's).
+    if (e.code !== 'EPIPE' && e.code !== 'EIO') throw e;
     closed[name] = true;
     if (name === 'stderr') return;
     if (!graceful) process.exit(141);
@@ -143,9 +150,9 @@ if (cut && !closed.stderr && !process.stderr.writableNeedDrain) {
 }
 // Long-running commands (serve, mcp) return only when they are done, so a finished command
 // exits here: idle git readers and signal listeners must not keep it alive.
-// A stop by Ctrl-C, or one whose output was cut, ends by the signal once the command has
+// A stop by Ctrl-C or a hang-up, or one whose output was cut, ends by the signal once the command has
 // cleaned up (the worker released its Ask); an orderly SIGTERM exits with the command's status.
 setImmediate(() => {
-  if (stoppedBy === 'SIGINT' || cut) dieOf(stoppedBy!);
+  if (stoppedBy === 'SIGINT' || stoppedBy === 'SIGHUP' || cut) dieOf(stoppedBy!);
   else process.exit(code);
 });

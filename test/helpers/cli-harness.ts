@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type * as FastPath from '../../src/cli/fast-path.js';
 import { run } from '../../src/cli/index.js';
-import type * as Run from '../../src/cli/run.js';
-import type * as Version from '../../src/cli/version.js';
+import { version } from '../../src/cli/version.js';
 import type * as Background from '../../src/local/background.js';
+import { settleBackground } from '../../src/local/background.js';
 import { ensureBuilt, ROOT } from '../e2e/zz-process.js';
 
 // Runs the CLI in-process with captured IO and a private config home (removed when the test
@@ -31,19 +31,17 @@ async function built<T>(path: string): Promise<T> {
 }
 
 /**
- * What the built zz does with `args` (src/cli/main.ts), in this process and with the built
- * modules (dist/, which `npm test` rebuilds when stale): `--version`, then the fast path
- * straight to a running daemon (it needs the built tool manifest: from src/ it never runs),
- * then the full command table, then the background writes settled. Answers as
+ * What the built zz does with `args` (src/cli/main.ts), in this process: `--version`, then the
+ * fast path straight to a running daemon, then the full command table, then the background
+ * writes settled. The fast path is the built one (dist/, which `npm test` rebuilds when
+ * stale): it needs the built tool manifest, and from src/ it never runs. Answers as
  * test/e2e/zz-process.ts's zz() does, for tests of what commands say and do rather than of the
  * process: a spawn costs 0.6-1 s of CPU on a loaded machine; exit by signal, piped output and
  * flushing are test/e2e's. Keep this in step with main.ts.
  */
 export async function zzMain(cwd: string, env: NodeJS.ProcessEnv, args: string[]) {
-  const [{ version }, { tryFastPath }, cli, { settleBackground }] = await Promise.all([
-    built<typeof Version>('cli/version.js'),
+  const [{ tryFastPath }, builtBackground] = await Promise.all([
     built<typeof FastPath>('cli/fast-path.js'),
-    built<typeof Run>('cli/run.js'),
     built<typeof Background>('local/background.js'),
   ]);
   const started = performance.now();
@@ -62,9 +60,9 @@ export async function zzMain(cwd: string, env: NodeJS.ProcessEnv, args: string[]
     code = 0;
   } else {
     const fast = await tryFastPath(args, io);
-    code = typeof fast === 'number' ? fast : await cli.run(fast ?? args, io);
+    code = typeof fast === 'number' ? fast : await run(fast ?? args, io);
   }
-  await settleBackground();
+  await Promise.all([settleBackground(), builtBackground.settleBackground()]);
   return {
     code: code as number | null,
     signal: null as NodeJS.Signals | null,

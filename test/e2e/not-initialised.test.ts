@@ -1,12 +1,15 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { zzMain as zz } from '../helpers/cli-harness.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
 import { tempDir } from '../helpers/temp-dirs.js';
-import { ensureBuilt, killAll, privateEnv, serve, zz } from './zz-process.js';
+import { ensureBuilt, killAll, privateEnv, serve } from './zz-process.js';
 
 // A fresh clone of a repository whose zz state is on its remote has none of it until `zz init`
 // (or `zz sync`). `zz lane list` there used to print "lanes (0) (none)" and nothing else, which
 // a newcomer reads as "this project has no Lanes". Both paths say what to run: in-process, and
-// the fast path to a daemon serving the clone.
+// the fast path to a daemon serving the clone. The daemon is a spawned `zz serve`; the commands
+// run as the built zz runs them (zzMain: the fast path, then the command table) in this
+// process: each spawn cost 0.6-1 s of CPU, and what is tested is what they say.
 
 beforeAll(() => ensureBuilt());
 afterEach(async () => {
@@ -60,6 +63,6 @@ describe('lists in a checkout where zz was never initialised', () => {
     } finally {
       cleanup();
     }
-    // Fourteen zz processes, a daemon and a sync: past 60 s on a loaded 2-core CI machine.
+    // Past 60 s on a loaded 2-core CI machine when each command was a process of its own.
   }, 180_000);
 });

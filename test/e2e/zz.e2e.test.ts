@@ -6,6 +6,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMcpServer } from '../../src/mcp/index.js';
 import { registry } from '../../src/tools/index.js';
 import { connectInMemory, connectStreams, newClient, toolListSnapshot } from '../mcp/helpers.js';
+import { initialiseInProcess } from '../helpers/core-fixture.js';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 import {
   callHttp,
@@ -50,11 +51,17 @@ async function ok(p: Promise<Awaited<ReturnType<typeof zz>>>) {
   return r;
 }
 
-/** A checkout with `zz init` done and a daemon serving it. */
-async function initAndServe(): Promise<{ dir: string; env: NodeJS.ProcessEnv; d: Served }> {
+/**
+ * A checkout with `zz init` done (spawned when `spawnInit`, as in (a); else in this process, as
+ * initialiseInProcess says why) and a daemon serving it.
+ */
+async function initAndServe(
+  spawnInit = false,
+): Promise<{ dir: string; env: NodeJS.ProcessEnv; d: Served }> {
   const dir = repo();
   const env = privateEnv();
-  await ok(zz(dir, env, ['init']));
+  if (spawnInit) await ok(zz(dir, env, ['init']));
+  else await initialiseInProcess(dir);
   const d = await serve(dir, env);
   return { dir, env, d };
 }
@@ -80,7 +87,7 @@ async function mcpCall(client: Client, name: string, args: Record<string, unknow
 // helpers beside it (2 December), and (e) and (f) crossed the 90 s this used to be.
 describe('zz end to end (spawned dist/cli/main.js)', { timeout: 240_000 }, () => {
   it('(a) init → serve → login → agent create → HTTP workflow; the CLI reads it through the daemon', async () => {
-    const { dir, env, d } = await initAndServe();
+    const { dir, env, d } = await initAndServe(true);
     const [key] = d.repoKeys;
     expect(key).toMatch(/^local\/zz-e2e-/);
     const login = (await ok(zz(dir, env, ['login', '--json']))).json();
@@ -207,7 +214,7 @@ describe('zz end to end (spawned dist/cli/main.js)', { timeout: 240_000 }, () =>
   it('(c) kill -9 during a write storm loses no acknowledged write; restart, fsck, idempotent retries', async () => {
     const dir = repo();
     const env = privateEnv();
-    await ok(zz(dir, env, ['init']));
+    await initialiseInProcess(dir);
     // A token minted without a daemon is good for any daemon of this checkout.
     const token = (await ok(zz(dir, env, ['login', '--json']))).json().token as string;
     const d = await serve(dir, env);
@@ -319,7 +326,7 @@ describe('zz end to end (spawned dist/cli/main.js)', { timeout: 240_000 }, () =>
   it('(d) SIGTERM drains in-flight requests, exits 0 and removes daemon.json', async () => {
     const dir = repo();
     const env = privateEnv();
-    await ok(zz(dir, env, ['init']));
+    await initialiseInProcess(dir);
     const token = (await ok(zz(dir, env, ['login', '--json']))).json().token as string;
     const d = await serve(dir, env);
     const key = d.repoKeys[0]!;
@@ -380,7 +387,7 @@ describe('zz end to end (spawned dist/cli/main.js)', { timeout: 240_000 }, () =>
   it('(e) zz mcp over stdio: in-process, through a daemon with ZZ_TOKEN, --read-only, --toolsets', async () => {
     const dir = repo();
     const env = privateEnv();
-    await ok(zz(dir, env, ['init']));
+    await initialiseInProcess(dir);
 
     const [full, ro, lanes] = await Promise.all([
       mcp(dir, env),
@@ -477,7 +484,7 @@ describe('zz end to end (spawned dist/cli/main.js)', { timeout: 240_000 }, () =>
   it('(f) parity: lane_get over HTTP, MCP (stdio and /mcp) and the CLI (in-process and daemon) is identical', async () => {
     const dir = repo();
     const env = privateEnv();
-    await ok(zz(dir, env, ['init']));
+    await initialiseInProcess(dir);
 
     // Build a Lane with some history, in-process through a stdio MCP session.
     const w = await mcp(dir, env);

@@ -11,7 +11,7 @@ import {
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/client';
 import type { McpServer } from '@modelcontextprotocol/server';
 import type { McpHttpContext, McpHttpHandler } from '../../src/mcp/index.js';
-import { spawnZzSource } from '../helpers/spawn-zz.js';
+import { ensureBuilt, spawnZz } from '../e2e/zz-process.js';
 
 // Shared by the in-process MCP tests and the spawned `zz mcp` end-to-end test: connect a real
 // client, and reduce a tool list to the stable form the snapshot holds.
@@ -133,11 +133,16 @@ export function initializeRequest(id = 1) {
   };
 }
 
-/** `zz mcp` as a client starts it: a spawned process on stdio (from the sources, through tsx). */
+/**
+ * `zz mcp` as a client starts it: the built zz (dist/, which `npm test` rebuilds when stale),
+ * spawned on stdio. Through tsx, from the sources, each start cost ~2.3 s of CPU, the built one
+ * ~1 s; the MCP tests start a dozen.
+ */
 export function spawnZzMcp(
   cwd: string,
   env: NodeJS.ProcessEnv,
   args: string[] = [],
 ): ChildProcessWithoutNullStreams {
-  return spawnZzSource(cwd, env, ['mcp', ...args]);
+  ensureBuilt();
+  return spawnZz(cwd, env, ['mcp', ...args]);
 }

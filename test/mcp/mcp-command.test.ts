@@ -5,7 +5,7 @@ import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 import { connectStreams, initializeRequest, spawnZzMcp, textOf } from './helpers.js';
 
-// `zz mcp` as a client starts it: a spawned process on stdio (from the sources, through tsx).
+// `zz mcp` as a client starts it: a spawned process on stdio (the built zz).
 
 const open: Array<{ client: Client; exited: Promise<number | null> }> = [];
 

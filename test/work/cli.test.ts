@@ -4,12 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt, privateEnv, spawnZz, ZZ_MAIN, zz } from '../e2e/zz-process.js';
+import { zzMain } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
 import { fakeModelServer } from '../models/fake-model-server.js';
 import { asksOf, demoLane, endEachTest, served } from './harness.js';
 
 // The built `zz work` as a person runs it: against the checkout's daemon (found through
 // daemon.json) with ZZ_TOKEN, an exec: model, output on a pipe, --json, and Ctrl-C.
+// The tests of the process (output on a pipe and a pty, signals, a run stopped from outside)
+// spawn the built zz; the others, about what `zz work` does and says, run it as the built zz
+// would (zzMain) in this process: each spawn cost 0.6-1 s of CPU.
 
 const t = endEachTest();
 const dirs: string[] = [];
@@ -75,10 +79,17 @@ describe('zz work (the binary)', () => {
 
   it('says there is nothing to do and exits 0; --json prints one event per line', async () => {
     const { env, lane } = await setup();
-    const r = await zz(t.s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'exec:true']);
+    const r = await zzMain(t.s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--model',
+      'exec:true',
+    ]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('nothing to do in lane demo');
-    const j = await zz(t.s!.dir, env, [
+    const j = await zzMain(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -195,7 +206,7 @@ describe('zz work (the binary)', () => {
     const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
     const script = agentScript(`process.stderr.write('no GPU here\\n'); process.exit(3);`);
-    const r = await zz(t.s!.dir, env, [
+    const r = await zzMain(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -234,9 +245,14 @@ describe('zz work (the binary)', () => {
       return { status: 500, body: { error: { message: 'overloaded' } }, delayMs: 500 };
     });
     env.OPENAI_BASE_URL = `${t.model.url}/v1`;
-    const r = await zz(t.s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
-      timeoutMs: 50_000,
-    });
+    const r = await zzMain(t.s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--model',
+      'openai:m',
+    ]);
     expect(r.code).toBe(7);
     expect(r.stdout).not.toMatch(new RegExp(`^${askId} released`, 'm'));
     expect(r.stdout).toMatch(/^done: 1 ask \(0 answered, 0 released\)/m);
@@ -272,7 +288,7 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     );
     const log = join(dirs.at(-1)!, 'calls.log');
     env.CALLS_LOG = log;
-    const r = await zz(t.s!.dir, env, [
+    const r = await zzMain(t.s!.dir, env, [
       'work',
       '--lane',
       'triage',
@@ -352,7 +368,7 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
       `process.stdout.write(JSON.stringify({ object: { summary: 'Summarised by the script.' }, usage: { input_tokens: 7, output_tokens: 3 } }));`,
     );
     execFileSync('git', ['config', 'zz.model', `exec:node ${script}`], { cwd: t.s!.dir });
-    const r = await zz(t.s!.dir, env, ['ladder', 'build', '--model'], { timeoutMs: 60_000 });
+    const r = await zzMain(t.s!.dir, env, ['ladder', 'build', '--model']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const m =
@@ -370,9 +386,9 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     const lane = await demoLane(t.s);
     const env = privateEnv();
     execFileSync('git', ['config', 'user.email', 'owner@example.com'], { cwd: t.s.dir });
-    const login = await zz(t.s.dir, env, ['login']);
+    const login = await zzMain(t.s.dir, env, ['login']);
     expect(login.code, login.stderr).toBe(0);
-    const r = await zz(t.s.dir, env, [
+    const r = await zzMain(t.s.dir, env, [
       'work',
       '--lane',
       lane,
@@ -431,7 +447,7 @@ process.stdout.write(review
     expect((await asksOf(t.s!, lane)).every((a) => a.state === 'answered')).toBe(true);
   });
 
-  it('openai: through the binary: waits out a 429 as Retry-After says, and shows the retry', async () => {
+  it('openai: waits out a 429 as Retry-After says, and shows the retry', async () => {
     const { env, lane } = await setup();
     await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
     const change = { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content: 'notes\n' }] };
@@ -445,7 +461,7 @@ process.stdout.write(review
       },
     ]);
     env.OPENAI_BASE_URL = `${t.model.url}/v1`;
-    const r = await zz(t.s!.dir, env, [
+    const r = await zzMain(t.s!.dir, env, [
       'work',
       '--lane',
       lane,
@@ -479,9 +495,14 @@ process.stdout.write(review
     t.model = await fakeModelServer(() => ({ hang: true }));
     env.OPENAI_BASE_URL = `${t.model.url}/v1`;
     env.ZZ_MODEL_TIMEOUT_MS = '300';
-    const r = await zz(t.s!.dir, env, ['work', '--lane', lane, '--once', '--model', 'openai:m'], {
-      timeoutMs: 50_000,
-    });
+    const r = await zzMain(t.s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--model',
+      'openai:m',
+    ]);
     expect(r.code).toBe(7);
     // The first try and 4 retries, each cut off at 300 ms.
     expect(t.model.requests).toHaveLength(5);
@@ -500,7 +521,7 @@ process.stdout.write(review
       ['', 'is empty'],
       ["npm 'test", 'has an unterminated'],
     ]) {
-      const r = await zz(t.s!.dir, env, ['work', '--lane', lane, '--once', '--test-cmd', cmd!]);
+      const r = await zzMain(t.s!.dir, env, ['work', '--lane', lane, '--once', '--test-cmd', cmd!]);
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`zz: --test-cmd "${cmd}" ${why}`);
       expect(r.stderr).not.toContain('exec:');
@@ -523,22 +544,16 @@ if (readFileSync('NOTES.md', 'utf8') !== 'notes\\n') { console.error('NOTES.md m
 const content = fed && fed.content.includes('NOTES.md must say notes') ? 'notes\\n' : 'todo\\n';
 process.stdout.write(JSON.stringify({ object: { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content }] } }));`,
     );
-    const r = await zz(
-      t.s!.dir,
-      env,
-      [
-        'work',
-        '--lane',
-        lane,
-        '--once',
-        '--test-cmd',
-        'node check.mjs',
-        '--model',
-        `exec:node ${script}`,
-        // Two model rounds and two sandboxed test runs: past zz()'s 30 s at CI load (killed, red).
-      ],
-      { timeoutMs: 120_000 },
-    );
+    const r = await zzMain(t.s!.dir, env, [
+      'work',
+      '--lane',
+      lane,
+      '--once',
+      '--test-cmd',
+      'node check.mjs',
+      '--model',
+      `exec:node ${script}`,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const steps = r.stdout
       .split('\n')

@@ -83,8 +83,12 @@ export function formatSyncReport(r: SyncReport): string {
     );
   }
   for (const q of r.quarantined) {
+    const kept =
+      q.kept === false
+        ? `not kept here; an owner deletes it: git push ${neutralize(r.remote)} :${neutralize(q.ref)}`
+        : `kept as refs/zz-quarantine/${neutralize(r.remote)}/${short(q.ref)}`;
     lines.push(
-      `  quarantined ${short(q.ref)}: commit ${q.commit.slice(0, 10)} ${neutralize(q.reason)} (kept as refs/zz-quarantine/${neutralize(r.remote)}/${short(q.ref)})`,
+      `  quarantined ${short(q.ref)}: commit ${q.commit.slice(0, 10)} ${neutralize(q.reason)} (${kept})`,
     );
   }
   for (const h of r.held_back) {
@@ -93,8 +97,12 @@ export function formatSyncReport(r: SyncReport): string {
     );
   }
   for (const x of r.not_pushed) {
+    const why =
+      'quarantined' in x
+        ? `${neutralize(r.remote)}'s tip ${x.quarantined.slice(0, 10)} is quarantined; an owner replaces that tip to unfreeze it (README, "A quarantined ref")`
+        : `${neutralize(r.remote)} holds ${neutralize(x.name_taken_by)}, whose name conflicts with it; an owner deletes that ref: git push ${neutralize(r.remote)} :${neutralize(x.name_taken_by)}`;
     lines.push(
-      `  not pushed: ${short(x.ref)}: local commit ${x.commit.slice(0, 10)} stays here while ${neutralize(r.remote)}'s tip ${x.quarantined.slice(0, 10)} is quarantined; an owner replaces that tip to unfreeze it (README, "A quarantined ref")`,
+      `  not pushed: ${short(x.ref)}: local commit ${x.commit.slice(0, 10)} stays here while ${why}`,
     );
   }
   for (const d of r.diverged)

@@ -10,6 +10,7 @@ import { datedAhead, rewrittenBehind } from './history-checks.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
 import { laneRejectionsUnder } from './refusals.js';
+import { nameTakenBy, namesOutsideLayout } from './remote-names.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 import {
@@ -66,8 +67,9 @@ export async function syncWith(
     if (attempt > 1) await backoff(attempt - 1);
     const report = emptyReport(remote.name, authoritative);
     report.attempts = attempt;
+    let listed: ReadonlyMap<string, string>;
     try {
-      await remote.fetch();
+      listed = await remote.fetch();
     } catch (e) {
       if (e instanceof TransportError && e.failure.kind === 'offline') {
         report.offline = e.message;
@@ -84,7 +86,7 @@ export async function syncWith(
     }
     let pushes: PushUpdate[];
     try {
-      pushes = await reconcile(local, remote.name, report, authoritative, opts);
+      pushes = await reconcile(local, remote.name, report, authoritative, opts, listed);
     } catch (e) {
       // A local writer (the daemon) moved a ref between our read and the transaction.
       if (e instanceof RefCasError) {
@@ -140,7 +142,7 @@ export async function importFetched(
     const report = emptyReport(remoteName, false);
     report.attempts = attempt;
     try {
-      await reconcile(local, remoteName, report, false, opts, 'import');
+      await reconcile(local, remoteName, report, false, opts, null);
       return report;
     } catch (e) {
       // The daemon moved a ref between our read and the transaction: read again.
@@ -155,9 +157,11 @@ export async function importFetched(
 }
 
 /**
- * Plans and applies one round locally; returns what to push. In `import` mode only what came
- * from the remote moves local refs (adopted, fast-forwarded or quarantined): local-only work
- * and diverged entities are left for a sync, which merges and pushes them.
+ * Plans and applies one round locally; returns what to push. `listed`: every name the remote
+ * holds under refs/zz/, as this round's fetch listed it; null on import (of what someone
+ * else's fetch left), where only what came from the remote moves local refs (adopted,
+ * fast-forwarded or quarantined): local-only work and diverged entities are left for a sync,
+ * which merges and pushes them.
  */
 async function reconcile(
   local: SyncLocal,
@@ -165,26 +169,45 @@ async function reconcile(
   report: SyncReport,
   authoritative: boolean,
   opts: Pick<SyncOptions, 'checker'>,
-  mode: 'sync' | 'import' = 'sync',
+  listed: ReadonlyMap<string, string> | null,
 ): Promise<PushUpdate[]> {
-  const importing = mode === 'import';
+  const importing = listed === null;
   const tPrefix = trackingPrefix(remoteName);
   const cPrefix = confirmedPrefix(remoteName);
   const qPrefix = quarantinePrefix(remoteName);
-  const [locals, remotes, confirmed, quarantined] = await Promise.all([
+  const [locals, tracked, confirmed, quarantined] = await Promise.all([
     local.listRefs(LOCAL_PREFIX),
     strip(local.listRefs(tPrefix), tPrefix),
     strip(local.listRefs(cPrefix), cPrefix),
     strip(local.listRefs(qPrefix), qPrefix),
   ]);
+  // Names outside zz's layout are reported and never kept (remote-names.ts); on import they
+  // may be in the tracking refs, fetched by a `git pull` with zz's refspec.
+  const outside = namesOutsideLayout(listed ?? tracked);
+  for (const o of outside) report.quarantined.push({ ...o, kept: false });
+  const remotes = new Map(tracked);
+  for (const o of outside) remotes.delete(o.ref);
   const updates: RefUpdate[] = [];
   const pushes: PushUpdate[] = [];
   // A quarantined ref the remote no longer has (an owner deleted the junk) is no longer the
-  // remote's: its quarantine goes, or health and repo_state reported it for ever.
+  // remote's: its quarantine goes, or health and repo_state reported it for ever. In a
+  // transaction of its own: one of a name an older zz kept (`lanes/web/x`) would conflict
+  // with a quarantine of `lanes/web` made in the same one.
+  const gone: RefUpdate[] = [];
   for (const [ref, q] of quarantined) {
-    if (!remotes.has(ref))
-      updates.push({ ref: qPrefix + ref.slice(LOCAL_PREFIX.length), old: q, new: null });
+    if (!remotes.has(ref)) {
+      gone.push({ ref: qPrefix + ref.slice(LOCAL_PREFIX.length), old: q, new: null });
+      quarantined.delete(ref);
+    }
   }
+  await local.update(gone);
+  /** Queues a push unless the remote holds a name git cannot hold beside `ref`. */
+  const push = (ref: string, expected: string | null, next: string): boolean => {
+    const taken = authoritative && listed ? nameTakenBy(ref, listed) : null;
+    if (taken !== null) report.not_pushed.push({ ref, commit: next, name_taken_by: taken });
+    else pushes.push({ ref, expected, next });
+    return taken === null;
+  };
   const checker = opts.checker?.(local, remoteName);
   // What we would push is checked as the remote's next reader will check it (see held_back).
   const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {
@@ -301,22 +324,20 @@ async function reconcile(
     }
     if (importing && theirs === null) continue;
     // Only zz's own layout, and only commits, come in; a local ref outside it is not spread.
-    const outside = layoutProblem(ref);
-    if (outside !== null && theirs === null) continue;
-    if (theirs !== null && (outside !== null || types.get(theirs) !== 'commit')) {
+    if (layoutProblem(ref) !== null) continue;
+    if (theirs !== null && types.get(theirs) !== 'commit') {
       const what = types.get(theirs) ?? 'missing object';
       quarantine(ref, mine, theirs, {
         commit: theirs,
-        reason: outside ?? `the ref names a ${what}, not a commit`,
+        reason: `the ref names a ${what}, not a commit`,
       });
       continue;
     }
     if (theirs === null) {
       // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
-      if (await heldBack(ref, mine!, null)) continue;
+      if ((await heldBack(ref, mine!, null)) || !push(ref, null, mine!)) continue;
       if (conf !== null) report.recreated.push(ref);
-      pushes.push({ ref, expected: null, next: mine! });
       await refusedByNewRoles(ref, mine!, null);
       continue;
     }
@@ -325,8 +346,7 @@ async function reconcile(
     if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
       // Not known to be ahead of the confirmed value (a rewind?): the push confirms ours.
       accept(false);
-      if (importing || (await heldBack(ref, mine, theirs))) continue;
-      pushes.push({ ref, expected: theirs, next: mine });
+      if (importing || (await heldBack(ref, mine, theirs)) || !push(ref, theirs, mine)) continue;
       await refusedByNewRoles(ref, mine, theirs);
       continue;
     }
@@ -338,8 +358,7 @@ async function reconcile(
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
     if (mine !== null && fromMine.has(theirs)) {
       accept(conf === null || fromTheirs.has(conf));
-      if (importing || (await heldBack(ref, mine, theirs))) continue;
-      pushes.push({ ref, expected: theirs, next: mine });
+      if (importing || (await heldBack(ref, mine, theirs)) || !push(ref, theirs, mine)) continue;
       await refusedByNewRoles(ref, mine, theirs, raw);
       continue;
     }
@@ -445,9 +464,7 @@ async function reconcile(
         });
       } else report.rejected.push({ ...r, ref });
     }
-    if (authoritative && !(await heldBack(ref, mine, theirs))) {
-      pushes.push({ ref, expected: theirs, next: commit });
-    }
+    if (authoritative && !(await heldBack(ref, mine, theirs))) push(ref, theirs, commit);
   }
   const configBefore = locals.get(CONFIG_REF) ?? null;
   if (configBefore !== null && configTip !== configBefore) {

@@ -18,6 +18,8 @@ export interface ClaimLost {
   blocked_by?: string[];
 }
 
+export type NotPushedWhy = { quarantined: string } | { name_taken_by: string };
+
 export interface SyncReport {
   remote: string;
   /** Pushes only to the authoritative remote; others are fetch-only. */
@@ -41,7 +43,12 @@ export interface SyncReport {
   claims_lost: ClaimLost[];
   /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
   rejected: Array<Rejection & { ref: string }>;
-  quarantined: Array<{ ref: string; commit: string; reason: string }>;
+  /**
+   * `kept: false`: a name outside zz's layout, reported and never kept here (no
+   * refs/zz-quarantine/ copy: such a name can conflict with another, `lanes/junk/x` beside
+   * `lanes/junk`, and break every later fetch); an owner deletes it on the remote.
+   */
+  quarantined: Array<{ ref: string; commit: string; reason: string; kept?: false }>;
   /**
    * Local refs not pushed because what they would bring fails the checks every other machine
    * makes on import (an op not signed by a registered key where signatures are required, an
@@ -50,10 +57,13 @@ export interface SyncReport {
    */
   held_back: Array<{ ref: string; commit: string; reason: string }>;
   /**
-   * Local refs with work the remote lacks, not pushed because the remote's tip (`quarantined`)
-   * was refused: they stay here until an owner replaces that tip (README, "A quarantined ref").
+   * Local refs with work the remote lacks, not pushed: the remote's tip (`quarantined`) was
+   * refused, and they stay here until an owner replaces that tip (README, "A quarantined ref");
+   * or the remote holds a ref whose name conflicts with this one (`name_taken_by`:
+   * `lanes/web/x` where we push `lanes/web`), which git cannot hold beside it, until an owner
+   * deletes that ref. Pushed, either would fail the whole atomic push every round.
    */
-  not_pushed: Array<{ ref: string; commit: string; quarantined: string }>;
+  not_pushed: Array<{ ref: string; commit: string } & NotPushedWhy>;
   /** Non-entity refs whose local and remote values differ and cannot be merged. */
   diverged: string[];
   attempts: number;

@@ -215,7 +215,7 @@ describe('ops dated past the clock, leases the fold derives', () => {
         ref: LANE,
         commit: forged,
         reason: expect.stringMatching(
-          /^op forged\w+ is dated 2099-01-01T00:00:00\.000Z, past this machine's clock by more than 10 min$/,
+          /^op forged\w+ \(ask_claim\) is dated 2099-01-01T00:00:00\.000Z, past this machine's clock by more than 10 min$/,
         ),
       },
     ]);

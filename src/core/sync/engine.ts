@@ -46,6 +46,8 @@ export interface SyncOptions {
    * --allow-unrelated`): refused otherwise, before anything moves (project-identity.ts).
    */
   allowUnrelated?: boolean;
+  /** This machine's clock (ms), which ops are judged against (history-checks.ts datedAhead). */
+  now?: () => number;
 }
 
 export function defaultBackoff(attempt: number): Promise<void> {
@@ -135,7 +137,7 @@ export async function syncWith(
 export async function importFetched(
   local: SyncLocal,
   remoteName: string,
-  opts: Pick<SyncOptions, 'checker'> = {},
+  opts: Pick<SyncOptions, 'checker' | 'now'> = {},
 ): Promise<SyncReport> {
   let lastRace = '';
   for (let attempt = 1; attempt <= 4; attempt++) {
@@ -168,7 +170,7 @@ async function reconcile(
   remoteName: string,
   report: SyncReport,
   authoritative: boolean,
-  opts: Pick<SyncOptions, 'checker'>,
+  opts: Pick<SyncOptions, 'checker' | 'now'>,
   listed: ReadonlyMap<string, string> | null,
 ): Promise<PushUpdate[]> {
   const importing = listed === null;
@@ -209,22 +211,27 @@ async function reconcile(
     return taken === null;
   };
   const checker = opts.checker?.(local, remoteName);
+  const nowMs = (opts.now ?? Date.now)();
   // What we would push is checked as the remote's next reader will check it (see held_back).
   const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {
-    if (!authoritative || !checker || !syncCodecFor(ref)) return false;
+    if (!authoritative || !syncCodecFor(ref)) return false;
     const out = (await local.commits([mine], theirs === null ? [] : [theirs])).map((c) =>
       parseZzCommit(c, ref),
     );
     const withOps = new Set(out.filter((c) => c.ops.length > 0).map((c) => c.revision));
     if (withOps.size === 0) return false;
+    // A clock set right after it ran ahead: what was dated by it waits until it is due.
+    let bad = datedAhead(ref, out, withOps, nowMs);
     // The config's owner-level ops and a Lane's lane_add_related are judged against the whole
     // log before them; signatures need only the outgoing commits.
     const whole =
       ref === CONFIG_REF || out.some((c) => c.ops.some((o) => o.op === 'lane_add_related'));
-    const history = whole
-      ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref))
-      : out;
-    const bad = await checker.check(ref, history, withOps);
+    if (!bad && checker) {
+      const history = whole
+        ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref))
+        : out;
+      bad = await checker.check(ref, history, withOps);
+    }
     if (bad) report.held_back.push({ ref, ...bad });
     return bad !== null;
   };
@@ -377,7 +384,7 @@ async function reconcile(
     const rewritten = conf !== null && !fromTheirs.has(conf);
     let bad = rewritten && !fromMine.has(conf) ? rewrittenBehind(conf, theirs, fromTheirs) : null;
     if (!bad && codec) bad = validateIncoming(ref, history, incomingSet);
-    if (!bad && codec) bad = datedAhead(history, incomingSet, Date.now());
+    if (!bad && codec) bad = datedAhead(ref, history, incomingSet, nowMs);
     if (!bad && checker) {
       bad = await checker.check(ref, history, incomingSet);
     }

@@ -1,3 +1,4 @@
+import { CONFIG_REF } from './roles-at.js';
 import type { Invalid, ParsedCommit } from './validate.js';
 
 // Checks on what a remote holds that need this machine's memory of it (the value last confirmed
@@ -35,12 +36,31 @@ export function rewrittenBehind(
 }
 
 /**
- * The first arriving op dated past `nowMs` plus MAX_CLOCK_SKEW_MS. Ops dated before their
- * parents are let through: a commit's date is as much the writer's word as an op's, and an op
- * dated early only weakens itself (its claim lapses sooner, a lease is judged lapsed only at or
- * after its end).
+ * Ops whose recorded time a guard reads to grant something: a claim is judged at its time (a
+ * later one lapses every lease before it, and dates its own lease's end), and the roles and a
+ * Lane's coordinators over time come from refs/zz/config's ops and lane_propose/lane_grant
+ * (role-timeline.ts, ladder-roles.ts). Any other op's time is only shown (posted_at, the order
+ * of an events page), and the roles at a future time are the newest ones, which grant nothing
+ * more: judging those too froze a Lane for everyone while one machine's clock ran ahead (its
+ * every op quarantined on import), though dating them ahead wins nothing.
+ */
+export function timeJudged(ref: string, op: string): boolean {
+  return ref === CONFIG_REF || op === 'ask_claim' || op === 'lane_propose' || op === 'lane_grant';
+}
+
+/**
+ * The first op of `incoming` (a time-judged one, see timeJudged) dated past `nowMs` plus
+ * MAX_CLOCK_SKEW_MS. Ops dated before their parents are let through: a commit's date is as
+ * much the writer's word as an op's, and an op dated early only weakens itself (its claim
+ * lapses sooner, a lease is judged lapsed only at or after its end).
+ *
+ * Judged on import (such a tip is quarantined) and on push (held back: every other machine
+ * would quarantine it). No rule can tell this machine that its own clock runs ahead — its ops
+ * are dated by it, and the ops of others may be old — so a clock ahead is caught on push only
+ * once it has been set right (DESIGN §7).
  */
 export function datedAhead(
+  ref: string,
   history: readonly ParsedCommit[],
   incoming: ReadonlySet<string>,
   nowMs: number,
@@ -49,10 +69,10 @@ export function datedAhead(
   for (const c of history) {
     if (!incoming.has(c.revision)) continue;
     for (const op of c.ops) {
-      if (Date.parse(op.time) > limit) {
+      if (timeJudged(ref, op.op) && Date.parse(op.time) > limit) {
         return {
           commit: c.revision,
-          reason: `op ${op.id} is dated ${op.time.slice(0, 40)}, past this machine's clock by more than ${MAX_CLOCK_SKEW_MS / 60_000} min`,
+          reason: `op ${op.id} (${op.op}) is dated ${op.time.slice(0, 40)}, past this machine's clock by more than ${MAX_CLOCK_SKEW_MS / 60_000} min`,
         };
       }
     }

@@ -58,9 +58,10 @@ export function formatSyncReport(r: SyncReport): string {
   ];
   lines.push(`Synced with ${neutralize(r.remote)}: ${parts.join(', ')}.`);
   for (const m of r.merged) {
-    const how = m.rewritten
-      ? `remote rewritten (not a descendant of what was synced at ${m.rewritten.synced.slice(0, 10)}): its ${m.rewritten.remote_ops} op(s) after what was published`
-      : `${m.local_ops} local op(s) after the remote's`;
+    const synced = m.rewritten?.synced.slice(0, 10);
+    const how = !m.rewritten
+      ? `${m.local_ops} local op(s) after the remote's`
+      : `${m.rewritten.wrapped ? `remote folds a rival history before what was synced at ${synced}` : `remote rewritten (not a descendant of what was synced at ${synced})`}: its ${m.rewritten.remote_ops} op(s) after what was published`;
     lines.push(`  merged ${short(m.ref)} (${how}) as ${m.commit.slice(0, 10)}`);
   }
   for (const ref of r.recreated) {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { askAnswer, askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
 import { formatSyncReport } from '../../src/cli/sync-command.js';
 import { fastForwardFromRemotes } from '../../src/core/setup.js';
+import { formatMergeMessage } from '../../src/core/sync/index.js';
 import { formatOpMessage, parseOpMessage, type OpRecord } from '../../src/store/index.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
@@ -161,6 +162,70 @@ describe('a remote rewritten behind what was synced', () => {
     expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
     const titles = (await laneGet(b.repo, OWNER, { lane_id: 'fresh' })).asks.map((x) => x.title);
     expect(titles.sort()).toEqual(['five', 'four', 'one', 'two']);
+  });
+});
+
+describe('a rival history wrapped in a merge', () => {
+  it('[rival, synced] reaches what was synced but cannot take the Lane: answered ours first, and all converge', async () => {
+    const { a, b } = await setup();
+    const synced = remoteTip(LANE);
+    // Bob's parentless lane_propose of `fresh`, wrapped in a merge whose second parent is what
+    // was synced: pushed as a fast-forward, no force needed.
+    const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
+    const rival = forge(b.dir, null, [{ ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB }]);
+    const lamport = Math.max(...opsOf(b.dir, synced).map((o) => o.lamport)) + 1;
+    const wrap = sh(
+      b.dir,
+      'commit-tree',
+      `${synced}^{tree}`,
+      '-p',
+      rival,
+      '-p',
+      synced,
+      '-m',
+      formatMergeMessage('Merge', lamport),
+    );
+    sh(b.dir, 'push', '-q', 'origin', `${wrap}:${LANE}`);
+    // Alice writes meanwhile; Bob's clone has nothing new.
+    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'three' });
+    const mine = sh(a.dir, 'rev-parse', LANE);
+    // Bob's clone answers it even with nothing of its own: a fast-forward folded Bob first.
+    const rb = await b.sync();
+    expect(rb.fast_forwarded).toEqual([]);
+    expect(rb.merged).toEqual([
+      {
+        ref: LANE,
+        commit: expect.any(String),
+        local_ops: 0,
+        rewritten: { synced, remote_ops: 1, wrapped: true },
+      },
+    ]);
+    const answer = rb.merged[0]!.commit;
+    expect(sh(b.dir, 'rev-parse', `${answer}^1`, `${answer}^2`).split('\n')).toEqual([
+      synced,
+      wrap,
+    ]);
+    expect(formatSyncReport(rb)).toContain(
+      `merged lanes/fresh (remote folds a rival history before what was synced at ${synced.slice(0, 10)}: its 1 op(s) after what was published)`,
+    );
+    expect(await coordinators(b)).toEqual([OWNER.actor]);
+    // Alice merges her work onto Bob's answer as usual; all agree, the Lane stays hers.
+    const ra = await a.sync();
+    expect(ra.merged.map((m) => [m.ref, m.rewritten])).toEqual([[LANE, undefined]]);
+    expect(sh(a.dir, 'rev-parse', `${ra.merged[0]!.commit}^2`)).toBe(mine);
+    expect((await b.sync()).fast_forwarded).toEqual([LANE]);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
+    for (const c of [a, b]) {
+      expect(await coordinators(c)).toEqual([OWNER.actor]);
+      expect(await refusalsIn(c.repo, OWNER, 'fresh')).toEqual([
+        ['lane_propose', BOB, 'lane_exists'],
+      ]);
+    }
+    const idle = [await a.sync(), await b.sync()];
+    expect(idle.map((r) => [r.merged, r.pushed])).toEqual([
+      [[], []],
+      [[], []],
+    ]);
   });
 });
 

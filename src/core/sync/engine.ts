@@ -6,7 +6,7 @@ import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor } from './codecs.js';
 import { emptyReport, type SyncReport } from './report.js';
 import { planMerge } from './merge.js';
-import { datedAhead, rewrittenBehind } from './history-checks.js';
+import { datedAhead, wrapsRival, rewrittenBehind } from './history-checks.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
 import { laneRejectionsUnder } from './refusals.js';
@@ -378,11 +378,19 @@ async function reconcile(
     );
     const codec = syncCodecFor(ref);
     // A remote that no longer holds what was synced there (a rival history force-pushed, or a
-    // ref deleted and made again from an older copy) merges the other way round when ours still
-    // holds it: what was published keeps its place, the remote's own ops come after. Without
-    // that copy here it is refused.
-    const rewritten = conf !== null && !fromTheirs.has(conf);
-    let bad = rewritten && !fromMine.has(conf) ? rewrittenBehind(conf, theirs, fromTheirs) : null;
+    // ref deleted and made again from an older copy), or folds a rival before it (wrapped in a
+    // merge whose first parent it is), merges the other way round when ours still holds it: what was
+    // published keeps its place, the remote's own ops come after. Without that copy here it is
+    // refused.
+    const wrapped =
+      codec && conf !== null && conf !== theirs && fromTheirs.has(conf)
+        ? wrapsRival(history, conf, theirs)
+        : null;
+    const rewritten = conf !== null && (!fromTheirs.has(conf) || wrapped !== null);
+    let bad =
+      rewritten && !fromMine.has(conf)
+        ? (wrapped ?? rewrittenBehind(conf, theirs, fromTheirs))
+        : null;
     if (!bad && codec) bad = validateIncoming(ref, history, incomingSet);
     if (!bad && codec) bad = datedAhead(ref, history, incomingSet, nowMs);
     if (!bad && checker) {
@@ -406,7 +414,7 @@ async function reconcile(
       report.adopted.push(ref);
       continue;
     }
-    if (fromTheirs.has(mine)) {
+    if (fromTheirs.has(mine) && !rewritten) {
       setTip(ref, theirs);
       updates.push({ ref, old: mine, new: theirs });
       report.fast_forwarded.push(ref);
@@ -452,7 +460,15 @@ async function reconcile(
       ref,
       commit,
       local_ops: rewritten ? 0 : plan.localOps.length,
-      ...(rewritten ? { rewritten: { synced: conf, remote_ops: plan.localOps.length } } : {}),
+      ...(rewritten
+        ? {
+            rewritten: {
+              synced: conf,
+              remote_ops: plan.localOps.length,
+              ...(wrapped ? { wrapped: true as const } : {}),
+            },
+          }
+        : {}),
     });
     for (const r of plan.rejected) {
       if (isLostClaim(r)) {

@@ -28,14 +28,16 @@ export interface SyncReport {
   adopted: string[];
   fast_forwarded: string[];
   /**
-   * `rewritten`: the remote no longer held the value synced there (`synced`); the merge keeps
-   * ours first and applies the remote's `remote_ops` after (history-checks.ts).
+   * `rewritten`: the remote no longer held the value synced there (`synced`), or folded a rival
+   * history before it (`wrapped`: a merge whose first parent is the rival); the merge keeps ours first and
+   * applies the remote's `remote_ops` after (history-checks.ts). Its parents are [local tip,
+   * remote tip].
    */
   merged: Array<{
     ref: string;
     commit: string;
     local_ops: number;
-    rewritten?: { synced: string; remote_ops: number };
+    rewritten?: { synced: string; remote_ops: number; wrapped?: true };
   }>;
   pushed: string[];
   /** Refs missing on the remote that we had confirmed there before: recreated. */

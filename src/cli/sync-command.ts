@@ -75,12 +75,12 @@ export function formatSyncReport(r: SyncReport): string {
           ? `refused: it is blocked by ${neutralize((c.blocked_by ?? []).join(', ') || '?')}`
           : `lost to ${neutralize(c.winner ?? 'an earlier answer')}`;
     lines.push(
-      `  claim lost: ${neutralize(c.ask_id ?? '?')} in ${short(c.ref)} — ${neutralize(c.loser)} ${to}`,
+      `  claim lost: ${neutralize(c.ask_id ?? '?')} in ${short(c.ref)} — ${neutralize(c.loser)} ${to}${fromRemote(c)}`,
     );
   }
   for (const x of r.rejected) {
     lines.push(
-      `  refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${x.reason}${x.needed ? `: needs ${x.needed}` : ''})`,
+      `  refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${x.reason}${x.needed ? `: needs ${x.needed}` : ''})${fromRemote(x)}`,
     );
   }
   for (const q of r.quarantined) {
@@ -111,6 +111,10 @@ export function formatSyncReport(r: SyncReport): string {
   if (r.attempts > 1) lines.push(`  (${r.attempts} attempts: lost a race with another pusher)`);
   return lines.join('\n') + '\n';
 }
+
+/** Marks what a merge refused of the remote's ops (report.ts Origin): not this clone's. */
+const fromRemote = (x: { origin?: string }): string =>
+  x.origin === 'remote' ? " (the remote's op, not one of this clone's)" : '';
 
 export function syncCommand(y: Argv, io: CliIO): Argv {
   return y.command(

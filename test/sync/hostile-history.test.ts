@@ -91,9 +91,19 @@ describe('a remote rewritten behind what was synced', () => {
     const merge = report.merged[0]!.commit;
     // Ours is the first parent: publication order keeps every op that was published in place.
     expect(sh(a.dir, 'rev-parse', `${merge}^1`, `${merge}^2`).split('\n')).toEqual([mine, rival]);
+    // Refused, and said to be the remote's op: not Alice's.
     expect(report.rejected).toEqual([
-      expect.objectContaining({ op: 'lane_propose', actor: BOB, reason: 'lane_exists', ref: LANE }),
+      expect.objectContaining({
+        op: 'lane_propose',
+        actor: BOB,
+        reason: 'lane_exists',
+        ref: LANE,
+        origin: 'remote',
+      }),
     ]);
+    expect(formatSyncReport(report)).toContain(
+      `refused: lane_propose by ${BOB} in lanes/fresh (lane_exists) (the remote's op, not one of this clone's)`,
+    );
     expect(report.pushed).toEqual([LANE]);
     expect(remoteTip(LANE)).toBe(merge);
     expect(await coordinators(a)).toEqual([OWNER.actor]);
@@ -167,13 +177,27 @@ describe('a remote rewritten behind what was synced', () => {
 
 describe('a rival history wrapped in a merge', () => {
   it('[rival, synced] reaches what was synced but cannot take the Lane: answered ours first, and all converge', async () => {
-    const { a, b } = await setup();
+    const { a, b, asks } = await setup();
+    await askClaim(a.repo, CLAUDE, { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 900 });
+    await a.sync();
+    await b.sync();
     const synced = remoteTip(LANE);
-    // Bob's parentless lane_propose of `fresh`, wrapped in a merge whose second parent is what
-    // was synced: pushed as a fast-forward, no force needed.
+    // Bob's parentless lane_propose of `fresh` and his claim of Claude's Ask, wrapped in a
+    // merge whose second parent is what was synced: pushed as a fast-forward, no force needed.
     const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
-    const rival = forge(b.dir, null, [{ ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB }]);
-    const lamport = Math.max(...opsOf(b.dir, synced).map((o) => o.lamport)) + 1;
+    const propose = { ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB };
+    const time = new Date().toISOString();
+    const claim: OpRecord = {
+      ...propose,
+      id: opId(),
+      op: 'ask_claim',
+      lamport: 2,
+      time,
+      args: { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 60 },
+      out: { lease_expires_at: new Date(Date.parse(time) + 60_000).toISOString() },
+    };
+    const rival = forge(b.dir, null, [propose, claim]);
+    const lamport = Math.max(2, ...opsOf(b.dir, synced).map((o) => o.lamport)) + 1;
     const wrap = sh(
       b.dir,
       'commit-tree',
@@ -197,7 +221,7 @@ describe('a rival history wrapped in a merge', () => {
         ref: LANE,
         commit: expect.any(String),
         local_ops: 0,
-        rewritten: { synced, remote_ops: 1, wrapped: true },
+        rewritten: { synced, remote_ops: 2, wrapped: true },
       },
     ]);
     const answer = rb.merged[0]!.commit;
@@ -206,7 +230,17 @@ describe('a rival history wrapped in a merge', () => {
       wrap,
     ]);
     expect(formatSyncReport(rb)).toContain(
-      `merged lanes/fresh (remote folds a rival history before what was synced at ${synced.slice(0, 10)}: its 1 op(s) after what was published)`,
+      `merged lanes/fresh (remote folds a rival history before what was synced at ${synced.slice(0, 10)}: its 2 op(s) after what was published)`,
+    );
+    // What the answer refused is the remote's, and said so.
+    expect(rb.rejected.map((r) => [r.op, r.actor, r.reason, r.origin])).toEqual([
+      ['lane_propose', BOB, 'lane_exists', 'remote'],
+    ]);
+    expect(rb.claims_lost).toEqual([
+      expect.objectContaining({ loser: BOB, winner: CLAUDE.actor, origin: 'remote' }),
+    ]);
+    expect(formatSyncReport(rb)).toContain(
+      `claim lost: ${asks[0]} in lanes/fresh — ${BOB} lost to ${CLAUDE.actor} (the remote's op, not one of this clone's)`,
     );
     expect(await coordinators(b)).toEqual([OWNER.actor]);
     // Alice merges her work onto Bob's answer as usual; all agree, the Lane stays hers.
@@ -219,7 +253,10 @@ describe('a rival history wrapped in a merge', () => {
       expect(await coordinators(c)).toEqual([OWNER.actor]);
       expect(await refusalsIn(c.repo, OWNER, 'fresh')).toEqual([
         ['lane_propose', BOB, 'lane_exists'],
+        ['ask_claim', BOB, 'claim_lost'],
       ]);
+      const view = await laneGet(c.repo, OWNER, { lane_id: 'fresh' });
+      expect(view.asks.find((x) => x.ask_id === asks[0])?.holder).toBe(CLAUDE.actor);
     }
     const idle = [await a.sync(), await b.sync()];
     expect(idle.map((r) => [r.merged, r.pushed])).toEqual([

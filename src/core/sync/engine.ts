@@ -470,6 +470,8 @@ async function reconcile(
           }
         : {}),
     });
+    // After a rewritten remote the ops the merge applied, and refused, are the remote's.
+    const origin = rewritten ? { origin: 'remote' as const } : {};
     for (const r of plan.rejected) {
       if (isLostClaim(r)) {
         report.claims_lost.push({
@@ -484,8 +486,9 @@ async function reconcile(
               : 'claim_lost',
           ...(r.reason === 'lane_closed' ? { closed_by: r.closed_by ?? null } : {}),
           ...(r.blocked_by === undefined ? {} : { blocked_by: r.blocked_by }),
+          ...origin,
         });
-      } else report.rejected.push({ ...r, ref });
+      } else report.rejected.push({ ...r, ref, ...origin });
     }
     if (authoritative && !(await heldBack(ref, mine, theirs))) push(ref, theirs, commit);
   }

@@ -16,7 +16,16 @@ export interface ClaimLost {
   reason: 'claim_lost' | 'lane_closed' | 'dependency_unresolved';
   closed_by?: string | null;
   blocked_by?: string[];
+  /** See Origin. */
+  origin?: Origin;
 }
+
+/**
+ * Set ('remote') on what a merge refused of the remote's ops, not of ours: a rewritten
+ * remote is merged with ours first and its own ops applied after (history-checks.ts), so
+ * what its fold refuses is the remote's. Absent: one of this clone's ops.
+ */
+export type Origin = 'remote';
 
 export type NotPushedWhy = { quarantined: string } | { name_taken_by: string };
 
@@ -44,7 +53,7 @@ export interface SyncReport {
   recreated: string[];
   claims_lost: ClaimLost[];
   /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
-  rejected: Array<Rejection & { ref: string }>;
+  rejected: Array<Rejection & { ref: string; origin?: Origin }>;
   /**
    * `kept: false`: a name outside zz's layout, reported and never kept here (no
    * refs/zz-quarantine/ copy: such a name can conflict with another, `lanes/junk/x` beside

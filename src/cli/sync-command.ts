@@ -94,7 +94,7 @@ export function formatSyncReport(r: SyncReport): string {
   }
   for (const h of r.held_back) {
     lines.push(
-      `  not pushed: ${short(h.ref)}: commit ${h.commit.slice(0, 10)} ${neutralize(h.reason)}; every other machine would quarantine it, so it stays here${/ is dated /.test(h.reason) ? ' until this clock reaches it' : ' (\`zz key list\` shows the registered keys)'}`,
+      `  not pushed: ${short(h.ref)}: commit ${h.commit.slice(0, 10)} ${neutralize(h.reason)}; every other machine would quarantine it, so it stays here${/ is dated /.test(h.reason) ? ' until this clock reaches it' : ' (`zz key list` shows the registered keys)'}`,
     );
   }
   for (const x of r.not_pushed) {

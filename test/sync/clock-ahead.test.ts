@@ -1,12 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  askAnswer,
-  askClaim,
-  askPost,
-  laneGet,
-  lanePropose,
-  ZzRepo,
-} from '../../src/core/index.js';
+import { askClaim, askPost, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
 import { formatSyncReport } from '../../src/cli/sync-command.js';
 import { signAs, syncRepo } from '../../src/core/sync/index.js';
 import { sh } from '../helpers/temp-repo.js';

@@ -93,7 +93,8 @@ function stderrOf(e: unknown): string {
  * Returns every name the remote listed under refs/zz/ (name → oid), fetched or not.
  *
  * Only the names `keep` accepts are fetched, each by an explicit refspec after a listing
- * (`git ls-remote`), and tracking refs of names not fetched are deleted first. A remote can be
+ * (`git ls-remote`), and only those whose tracking ref differs from the listing; tracking refs
+ * of names not kept are deleted first. A remote can be
  * made to hold `lanes/junk` and later `lanes/junk/x` (git keeps refs as files: one name cannot
  * be a file and a directory), and a tracking ref left of the first made every later fetch fail
  * (measured on git 2.39: `fetch --atomic --prune` with the wildcard refspec exits 255, "cannot
@@ -115,11 +116,11 @@ export async function fetchZzRefs(
   // find remote ref"): list again, a few times, as for any other race.
   for (let attempt = 1; ; attempt++) {
     const listed = await listRemoteZzRefs(gitdir, remote, timeoutMs);
-    const wanted = [...listed.keys()].filter((ref) => keep(ref));
-    const wantedSet = new Set(wanted);
+    const wanted = new Set([...listed.keys()].filter((ref) => keep(ref)));
     const stale: RefUpdate[] = [];
-    for (const [ref, oid] of await listLocalRefs(gitdir, tracking)) {
-      if (!wantedSet.has('refs/zz/' + ref.slice(tracking.length))) {
+    const held = await listLocalRefs(gitdir, tracking);
+    for (const [ref, oid] of held) {
+      if (!wanted.has('refs/zz/' + ref.slice(tracking.length))) {
         stale.push({ ref, old: oid, new: null });
       }
     }
@@ -129,8 +130,12 @@ export async function fetchZzRefs(
       // Another fetch moved one meanwhile: the fetch below says whether anything is left.
       if (!(e instanceof RefCasError)) throw e;
     }
-    if (wanted.length === 0) return listed;
-    const refspecs = wanted.map((ref) => `+${ref}:${tracking}${ref.slice('refs/zz/'.length)}`);
+    // Only what moved: a round with nothing new (the daemon's every minute) fetches nothing.
+    const moved = [...wanted].filter(
+      (ref) => held.get(tracking + ref.slice('refs/zz/'.length)) !== listed.get(ref),
+    );
+    if (moved.length === 0) return listed;
+    const refspecs = moved.map((ref) => `+${ref}:${tracking}${ref.slice('refs/zz/'.length)}`);
     try {
       await runGit(
         [

@@ -230,8 +230,9 @@ function timedRemote(remote: SyncRemote, steps: Record<string, number>): SyncRem
     name: remote.name,
     fetch: async () => {
       const t = process.hrtime.bigint();
-      await remote.fetch();
+      const listed = await remote.fetch();
       steps.fetch = (steps.fetch ?? 0) + ms(t);
+      return listed;
     },
     push: async (u) => {
       const t = process.hrtime.bigint();

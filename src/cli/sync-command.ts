@@ -58,9 +58,10 @@ export function formatSyncReport(r: SyncReport): string {
   ];
   lines.push(`Synced with ${neutralize(r.remote)}: ${parts.join(', ')}.`);
   for (const m of r.merged) {
-    const how = m.rewritten
-      ? `remote rewritten (not a descendant of what was synced at ${m.rewritten.synced.slice(0, 10)}): its ${m.rewritten.remote_ops} op(s) after what was published`
-      : `${m.local_ops} local op(s) after the remote's`;
+    const synced = m.rewritten?.synced.slice(0, 10);
+    const how = !m.rewritten
+      ? `${m.local_ops} local op(s) after the remote's`
+      : `${m.rewritten.wrapped ? `remote folds a rival history before what was synced at ${synced}` : `remote rewritten (not a descendant of what was synced at ${synced})`}: its ${m.rewritten.remote_ops} op(s) after what was published`;
     lines.push(`  merged ${short(m.ref)} (${how}) as ${m.commit.slice(0, 10)}`);
   }
   for (const ref of r.recreated) {
@@ -74,27 +75,35 @@ export function formatSyncReport(r: SyncReport): string {
           ? `refused: it is blocked by ${neutralize((c.blocked_by ?? []).join(', ') || '?')}`
           : `lost to ${neutralize(c.winner ?? 'an earlier answer')}`;
     lines.push(
-      `  claim lost: ${neutralize(c.ask_id ?? '?')} in ${short(c.ref)} — ${neutralize(c.loser)} ${to}`,
+      `  claim lost: ${neutralize(c.ask_id ?? '?')} in ${short(c.ref)} — ${neutralize(c.loser)} ${to}${fromRemote(c)}`,
     );
   }
   for (const x of r.rejected) {
     lines.push(
-      `  refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${x.reason}${x.needed ? `: needs ${x.needed}` : ''})`,
+      `  refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${x.reason}${x.needed ? `: needs ${x.needed}` : ''})${fromRemote(x)}`,
     );
   }
   for (const q of r.quarantined) {
+    const kept =
+      q.kept === false
+        ? `not kept here; an owner deletes it: git push ${neutralize(r.remote)} :${neutralize(q.ref)}`
+        : `kept as refs/zz-quarantine/${neutralize(r.remote)}/${short(q.ref)}`;
     lines.push(
-      `  quarantined ${short(q.ref)}: commit ${q.commit.slice(0, 10)} ${neutralize(q.reason)} (kept as refs/zz-quarantine/${neutralize(r.remote)}/${short(q.ref)})`,
+      `  quarantined ${short(q.ref)}: commit ${q.commit.slice(0, 10)} ${neutralize(q.reason)} (${kept})`,
     );
   }
   for (const h of r.held_back) {
     lines.push(
-      `  not pushed: ${short(h.ref)}: commit ${h.commit.slice(0, 10)} ${neutralize(h.reason)}; every other machine would quarantine it, so it stays here (\`zz key list\` shows the registered keys)`,
+      `  not pushed: ${short(h.ref)}: commit ${h.commit.slice(0, 10)} ${neutralize(h.reason)}; every other machine would quarantine it, so it stays here${/ is dated /.test(h.reason) ? ' until this clock reaches it' : ' (`zz key list` shows the registered keys)'}`,
     );
   }
   for (const x of r.not_pushed) {
+    const why =
+      'quarantined' in x
+        ? `${neutralize(r.remote)}'s tip ${x.quarantined.slice(0, 10)} is quarantined; an owner replaces that tip to unfreeze it (README, "A quarantined ref")`
+        : `${neutralize(r.remote)} holds ${neutralize(x.name_taken_by)}, whose name conflicts with it; an owner deletes that ref: git push ${neutralize(r.remote)} :${neutralize(x.name_taken_by)}`;
     lines.push(
-      `  not pushed: ${short(x.ref)}: local commit ${x.commit.slice(0, 10)} stays here while ${neutralize(r.remote)}'s tip ${x.quarantined.slice(0, 10)} is quarantined; an owner replaces that tip to unfreeze it (README, "A quarantined ref")`,
+      `  not pushed: ${short(x.ref)}: local commit ${x.commit.slice(0, 10)} stays here while ${why}`,
     );
   }
   for (const d of r.diverged)
@@ -102,6 +111,10 @@ export function formatSyncReport(r: SyncReport): string {
   if (r.attempts > 1) lines.push(`  (${r.attempts} attempts: lost a race with another pusher)`);
   return lines.join('\n') + '\n';
 }
+
+/** Marks what a merge refused of the remote's ops (report.ts Origin): not this clone's. */
+const fromRemote = (x: { origin?: string }): string =>
+  x.origin === 'remote' ? " (the remote's op, not one of this clone's)" : '';
 
 export function syncCommand(y: Argv, io: CliIO): Argv {
   return y.command(

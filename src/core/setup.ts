@@ -238,7 +238,10 @@ export async function fastForwardFromRemotes(
       out.refused.push({ remote, message: unrelatedMessage(unrelated) });
       continue;
     }
-    const r = await importFetched(local, assertRemoteName(remote), { checker: authChecker });
+    const r = await importFetched(local, assertRemoteName(remote), {
+      checker: authChecker,
+      now: () => repo.clock().getTime(),
+    });
     out.adopted.push(...r.adopted);
     out.fast_forwarded.push(...r.fast_forwarded);
     out.diverged.push(...r.diverged);

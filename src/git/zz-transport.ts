@@ -2,7 +2,6 @@ import { ZzError } from '../errors.js';
 import { RefCasError } from './ref-store.js';
 import { assertRefName, OID_RE } from './ref-names.js';
 import { runGit } from './native-git.js';
-import { zzRefspec } from './remotes.js';
 
 // The git side of `zz sync`: an atomic, pruning fetch of refs/zz/* into refs/zz-remotes/<r>/*,
 // a multi-ref transaction with old values (git's own `update-ref --stdin`, which takes the same
@@ -89,36 +88,117 @@ function stderrOf(e: unknown): string {
 }
 
 /**
- * Fetches refs/zz/* of `remote` into refs/zz-remotes/<remote>/*: forced (the tracking refs mirror
- * the remote, rewinds included), atomic (all tracking refs move or none), pruning (a ref deleted
- * on the remote disappears here, and sync decides what that means), no tags.
+ * Fetches refs/zz/* of `remote` into refs/zz-remotes/<remote>/*, mirroring the remote's values
+ * (forced: rewinds included), atomically (all tracking refs move or none), without tags.
+ * Returns every name the remote listed under refs/zz/ (name → oid), fetched or not.
+ *
+ * Only the names `keep` accepts are fetched, each by an explicit refspec after a listing
+ * (`git ls-remote`), and only those whose tracking ref differs from the listing; tracking refs
+ * of names not kept are deleted first. A remote can be
+ * made to hold `lanes/junk` and later `lanes/junk/x` (git keeps refs as files: one name cannot
+ * be a file and a directory), and a tracking ref left of the first made every later fetch fail
+ * (measured on git 2.39: `fetch --atomic --prune` with the wildcard refspec exits 255, "cannot
+ * lock ref '…/lanes/junk/x': '…/lanes/junk' exists"; without --atomic git prunes first and
+ * passes, but then a name zz does not keep lands here and the quarantine ref made of it
+ * conflicts next). The names `keep` accepts must be free of such conflicts among themselves
+ * (zz's layout is: no Lane id holds a `/`); the remote's own names always are.
  */
 export async function fetchZzRefs(
   gitdir: string,
   remote: string,
-  opts: { timeoutMs?: number } = {},
-): Promise<void> {
+  opts: { timeoutMs?: number; keep?: (ref: string) => boolean } = {},
+): Promise<Map<string, string>> {
   assertRemoteName(remote);
-  try {
-    await runGit(
-      [
-        '--git-dir',
-        gitdir,
-        'fetch',
-        '--quiet',
-        '--atomic',
-        '--prune',
-        '--no-tags',
-        '--no-write-fetch-head',
-        '--',
-        remote,
-        zzRefspec(remote),
-      ],
-      { cwd: gitdir, timeoutMs: opts.timeoutMs ?? 60_000 },
+  const keep = opts.keep ?? (() => true);
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const tracking = `refs/zz-remotes/${remote}/`;
+  // A ref deleted on the remote between the listing and the fetch fails the fetch ("couldn't
+  // find remote ref"): list again, a few times, as for any other race.
+  for (let attempt = 1; ; attempt++) {
+    const listed = await listRemoteZzRefs(gitdir, remote, timeoutMs);
+    const wanted = new Set([...listed.keys()].filter((ref) => keep(ref)));
+    const stale: RefUpdate[] = [];
+    const held = await listLocalRefs(gitdir, tracking);
+    for (const [ref, oid] of held) {
+      if (!wanted.has('refs/zz/' + ref.slice(tracking.length))) {
+        stale.push({ ref, old: oid, new: null });
+      }
+    }
+    try {
+      await updateRefsAtomic(gitdir, stale);
+    } catch (e) {
+      // Another fetch moved one meanwhile: the fetch below says whether anything is left.
+      if (!(e instanceof RefCasError)) throw e;
+    }
+    // Only what moved: a round with nothing new (the daemon's every minute) fetches nothing.
+    const moved = [...wanted].filter(
+      (ref) => held.get(tracking + ref.slice('refs/zz/'.length)) !== listed.get(ref),
     );
+    if (moved.length === 0) return listed;
+    const refspecs = moved.map((ref) => `+${ref}:${tracking}${ref.slice('refs/zz/'.length)}`);
+    try {
+      await runGit(
+        [
+          '--git-dir',
+          gitdir,
+          'fetch',
+          '--quiet',
+          '--atomic',
+          '--no-tags',
+          '--no-write-fetch-head',
+          '--stdin',
+          '--',
+          remote,
+        ],
+        { cwd: gitdir, input: refspecs.join('\n') + '\n', timeoutMs },
+      );
+      return listed;
+    } catch (e) {
+      const stderr = stderrOf(e);
+      if (attempt < 3 && /couldn't find remote ref/i.test(stderr)) continue;
+      throw new TransportError(classifyTransportError(stderr));
+    }
+  }
+}
+
+/** Every ref under refs/zz/ of `remote` (`git ls-remote`), name → oid. */
+async function listRemoteZzRefs(
+  gitdir: string,
+  remote: string,
+  timeoutMs: number,
+): Promise<Map<string, string>> {
+  let r;
+  try {
+    r = await runGit(['--git-dir', gitdir, 'ls-remote', '--refs', '--', remote, 'refs/zz/*'], {
+      cwd: gitdir,
+      timeoutMs,
+    });
   } catch (e) {
     throw new TransportError(classifyTransportError(stderrOf(e)));
   }
+  const out = new Map<string, string>();
+  for (const line of r.stdout.toString('utf8').split('\n')) {
+    const tab = line.indexOf('\t');
+    const oid = line.slice(0, tab);
+    const ref = line.slice(tab + 1);
+    // ls-remote matches patterns at the end of a name (refs/heads/refs/zz/x matches too).
+    if (tab > 0 && OID_RE.test(oid) && ref.startsWith('refs/zz/')) out.set(ref, oid);
+  }
+  return out;
+}
+
+/** Local refs under `prefix`, name → oid. */
+async function listLocalRefs(gitdir: string, prefix: string): Promise<Map<string, string>> {
+  const r = await runGit(
+    ['--git-dir', gitdir, 'for-each-ref', '--format=%(objectname) %(refname)', prefix],
+    { cwd: gitdir },
+  );
+  const out = new Map<string, string>();
+  for (const line of r.stdout.toString('utf8').split('\n')) {
+    const sp = line.indexOf(' ');
+    if (sp > 0) out.set(line.slice(sp + 1), line.slice(0, sp));
+  }
+  return out;
 }
 
 export interface RefUpdate {

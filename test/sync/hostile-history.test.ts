@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { askAnswer, askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
 import { formatSyncReport } from '../../src/cli/sync-command.js';
 import { fastForwardFromRemotes } from '../../src/core/setup.js';
+import { formatMergeMessage } from '../../src/core/sync/index.js';
 import { formatOpMessage, parseOpMessage, type OpRecord } from '../../src/store/index.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
@@ -90,9 +91,19 @@ describe('a remote rewritten behind what was synced', () => {
     const merge = report.merged[0]!.commit;
     // Ours is the first parent: publication order keeps every op that was published in place.
     expect(sh(a.dir, 'rev-parse', `${merge}^1`, `${merge}^2`).split('\n')).toEqual([mine, rival]);
+    // Refused, and said to be the remote's op: not Alice's.
     expect(report.rejected).toEqual([
-      expect.objectContaining({ op: 'lane_propose', actor: BOB, reason: 'lane_exists', ref: LANE }),
+      expect.objectContaining({
+        op: 'lane_propose',
+        actor: BOB,
+        reason: 'lane_exists',
+        ref: LANE,
+        origin: 'remote',
+      }),
     ]);
+    expect(formatSyncReport(report)).toContain(
+      `refused: lane_propose by ${BOB} in lanes/fresh (lane_exists) (the remote's op, not one of this clone's)`,
+    );
     expect(report.pushed).toEqual([LANE]);
     expect(remoteTip(LANE)).toBe(merge);
     expect(await coordinators(a)).toEqual([OWNER.actor]);
@@ -164,6 +175,97 @@ describe('a remote rewritten behind what was synced', () => {
   });
 });
 
+describe('a rival history wrapped in a merge', () => {
+  it('[rival, synced] reaches what was synced but cannot take the Lane: answered ours first, and all converge', async () => {
+    const { a, b, asks } = await setup();
+    await askClaim(a.repo, CLAUDE, { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 900 });
+    await a.sync();
+    await b.sync();
+    const synced = remoteTip(LANE);
+    // Bob's parentless lane_propose of `fresh` and his claim of Claude's Ask, wrapped in a
+    // merge whose second parent is what was synced: pushed as a fast-forward, no force needed.
+    const root = sh(b.dir, 'rev-list', '--max-parents=0', LANE);
+    const propose = { ...opsOf(b.dir, root)[0]!, id: opId(), actor: BOB };
+    const time = new Date().toISOString();
+    const claim: OpRecord = {
+      ...propose,
+      id: opId(),
+      op: 'ask_claim',
+      lamport: 2,
+      time,
+      args: { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 60 },
+      out: { lease_expires_at: new Date(Date.parse(time) + 60_000).toISOString() },
+    };
+    const rival = forge(b.dir, null, [propose, claim]);
+    const lamport = Math.max(2, ...opsOf(b.dir, synced).map((o) => o.lamport)) + 1;
+    const wrap = sh(
+      b.dir,
+      'commit-tree',
+      `${synced}^{tree}`,
+      '-p',
+      rival,
+      '-p',
+      synced,
+      '-m',
+      formatMergeMessage('Merge', lamport),
+    );
+    sh(b.dir, 'push', '-q', 'origin', `${wrap}:${LANE}`);
+    // Alice writes meanwhile; Bob's clone has nothing new.
+    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'three' });
+    const mine = sh(a.dir, 'rev-parse', LANE);
+    // Bob's clone answers it even with nothing of its own: a fast-forward folded Bob first.
+    const rb = await b.sync();
+    expect(rb.fast_forwarded).toEqual([]);
+    expect(rb.merged).toEqual([
+      {
+        ref: LANE,
+        commit: expect.any(String),
+        local_ops: 0,
+        rewritten: { synced, remote_ops: 2, wrapped: true },
+      },
+    ]);
+    const answer = rb.merged[0]!.commit;
+    expect(sh(b.dir, 'rev-parse', `${answer}^1`, `${answer}^2`).split('\n')).toEqual([
+      synced,
+      wrap,
+    ]);
+    expect(formatSyncReport(rb)).toContain(
+      `merged lanes/fresh (remote folds a rival history before what was synced at ${synced.slice(0, 10)}: its 2 op(s) after what was published)`,
+    );
+    // What the answer refused is the remote's, and said so.
+    expect(rb.rejected.map((r) => [r.op, r.actor, r.reason, r.origin])).toEqual([
+      ['lane_propose', BOB, 'lane_exists', 'remote'],
+    ]);
+    expect(rb.claims_lost).toEqual([
+      expect.objectContaining({ loser: BOB, winner: CLAUDE.actor, origin: 'remote' }),
+    ]);
+    expect(formatSyncReport(rb)).toContain(
+      `claim lost: ${asks[0]} in lanes/fresh — ${BOB} lost to ${CLAUDE.actor} (the remote's op, not one of this clone's)`,
+    );
+    expect(await coordinators(b)).toEqual([OWNER.actor]);
+    // Alice merges her work onto Bob's answer as usual; all agree, the Lane stays hers.
+    const ra = await a.sync();
+    expect(ra.merged.map((m) => [m.ref, m.rewritten])).toEqual([[LANE, undefined]]);
+    expect(sh(a.dir, 'rev-parse', `${ra.merged[0]!.commit}^2`)).toBe(mine);
+    expect((await b.sync()).fast_forwarded).toEqual([LANE]);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
+    for (const c of [a, b]) {
+      expect(await coordinators(c)).toEqual([OWNER.actor]);
+      expect(await refusalsIn(c.repo, OWNER, 'fresh')).toEqual([
+        ['lane_propose', BOB, 'lane_exists'],
+        ['ask_claim', BOB, 'claim_lost'],
+      ]);
+      const view = await laneGet(c.repo, OWNER, { lane_id: 'fresh' });
+      expect(view.asks.find((x) => x.ask_id === asks[0])?.holder).toBe(CLAUDE.actor);
+    }
+    const idle = [await a.sync(), await b.sync()];
+    expect(idle.map((r) => [r.merged, r.pushed])).toEqual([
+      [[], []],
+      [[], []],
+    ]);
+  });
+});
+
 describe('ops dated past the clock, leases the fold derives', () => {
   /** Claude's live claim of `ask`, synced; Bob's clone has it. */
   async function claimed(): Promise<{ a: Clone; b: Clone; ask: string }> {
@@ -215,7 +317,7 @@ describe('ops dated past the clock, leases the fold derives', () => {
         ref: LANE,
         commit: forged,
         reason: expect.stringMatching(
-          /^op forged\w+ is dated 2099-01-01T00:00:00\.000Z, past this machine's clock by more than 10 min$/,
+          /^op forged\w+ \(ask_claim\) is dated 2099-01-01T00:00:00\.000Z, past this machine's clock by more than 10 min$/,
         ),
       },
     ]);

@@ -183,6 +183,7 @@ export class MemoryReplica implements SyncLocal {
           this.refs.set(prefix + r.slice('refs/zz/'.length), oid);
         }
         this.crash('fetch');
+        return new Map(this.server.refs);
       },
       push: async (updates: readonly PushUpdate[]): Promise<PushOutcome> => {
         if (this.offline) return { kind: 'offline', message: 'partitioned' };

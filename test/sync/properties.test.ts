@@ -4,6 +4,7 @@ import { laneCodec, type LaneState } from '../../src/core/lane-state.js';
 import { FOLLOW_UP_REASONS, SERVER_ACTOR } from '../../src/core/follow-ups.js';
 import { parsedLaneOp } from '../helpers/core-fixture.js';
 import {
+  formatMergeMessage,
   parseZzCommit,
   syncWith,
   validateIncoming,
@@ -42,7 +43,8 @@ type Action =
   | { t: 'pushfail'; r: number }
   | { t: 'crash'; r: number; step: CrashStep }
   | { t: 'tick'; s: number }
-  | { t: 'vandal'; rewind: boolean; back: number };
+  | { t: 'vandal'; rewind: boolean; back: number }
+  | { t: 'wrap' };
 
 const actionArb = (n: number): fc.Arbitrary<Action> => {
   const r = fc.integer({ min: 0, max: n - 1 });
@@ -93,6 +95,8 @@ const actionArb = (n: number): fc.Arbitrary<Action> => {
         back: fc.nat(5),
       }),
     },
+    // A hostile pusher: a rival lane_propose wrapped in a merge [rival, remote tip].
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('wrap' as const) }) },
   );
 };
 
@@ -102,6 +106,8 @@ interface World {
   replicas: MemoryReplica[];
   now: number;
   written: Map<string, OpRecord>;
+  /** The hostile pusher's ops and commits (its wraps): kept when fetched, never in effect. */
+  hostile: { ops: Set<string>; wraps: Set<string> };
   counter: number;
 }
 
@@ -277,6 +283,34 @@ async function step(w: World, a: Action): Promise<void> {
       } else w.server.set(LANE, null, true);
       return;
     }
+    case 'wrap': {
+      const tip = w.server.refs.get(LANE);
+      if (tip === undefined) return;
+      const op: OpRecord = {
+        id: `mallory-${(w.counter++).toString(16).padStart(12, '0')}`,
+        actor: 'mallory@x',
+        lamport: 1,
+        time: new Date(w.now).toISOString(),
+        op: 'lane_propose',
+        args: { lane_id: 'l', title: 'Mine now' },
+      };
+      const state = laneCodec.empty();
+      const files = new Map<string, string>();
+      for (const p of laneCodec.apply(state, parsedLaneOp(op))) {
+        files.set(p, laneCodec.file(state, p)!);
+      }
+      const rival = w.u.put({ parents: [], message: formatOpMessage(op.op, [op]), files });
+      const lamport = fold(w.replicas[0]!, tip).lamport + 1;
+      const wrap = w.u.put({
+        parents: [rival, tip],
+        message: formatMergeMessage('Merge', lamport),
+        files: new Map(w.u.get(tip).files),
+      });
+      w.hostile.ops.add(op.id);
+      w.hostile.wraps.add(wrap);
+      w.server.set(LANE, wrap, true);
+      return;
+    }
   }
 }
 
@@ -305,6 +339,7 @@ function newWorld(n: number): World {
     replicas: Array.from({ length: n }, (_, i) => new MemoryReplica(`rep${i}`, u, server)),
     now: Date.parse('2026-12-01T00:00:00Z'),
     written: new Map(),
+    hostile: { ops: new Set(), wraps: new Set() },
     counter: 0,
   };
   write(w, 0, () => ({ op: 'lane_propose', args: { lane_id: 'l', title: 'L' } }));
@@ -336,7 +371,11 @@ function checkProperties(w: World): void {
   // Nothing lost: every op any replica ever wrote is in the log, exactly once.
   const ids = final.ops.map((o) => o.id);
   expect(new Set(ids).size).toBe(ids.length);
-  expect(new Set(ids)).toEqual(new Set(w.written.keys()));
+  expect(new Set(ids.filter((id) => !w.hostile.ops.has(id)))).toEqual(new Set(w.written.keys()));
+  // No takeover: the hostile wraps' rival lane_propose never takes effect (lane_exists).
+  expect(final.state.lane?.coordinators).toEqual(['a0@x']);
+  const refused = new Set(final.state.rejected.map((r) => r.op_id));
+  for (const id of ids) if (w.hostile.ops.has(id)) expect(refused.has(id)).toBe(true);
   // The merge trees are what the fold yields (no replica recorded another state).
   const files = w.u.get(tip).files;
   for (const [path, text] of files) expect(laneCodec.file(final.state, path)).toBe(text);
@@ -354,7 +393,9 @@ function checkProperties(w: World): void {
   expect(validateIncoming(LANE, topo, new Set(all))).toBeNull();
   // A merge only where both sides moved: when the remote's value is in our history we push
   // ours as it is (a merge of an ancestor would be a commit that says nothing).
+  // (Not so for a hostile wrap, nor for the answer to one: ours first, whatever it holds.)
   for (const c of records.filter((r) => r.parents.length === 2)) {
+    if (w.hostile.wraps.has(c.revision) || c.parents.some((p) => w.hostile.wraps.has(p))) continue;
     const [theirs, mine] = c.parents as [string, string];
     expect(w.u.ancestors([mine]).has(theirs)).toBe(false);
     expect(w.u.ancestors([theirs]).has(mine)).toBe(false);

@@ -6,10 +6,11 @@ import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor } from './codecs.js';
 import { emptyReport, type SyncReport } from './report.js';
 import { planMerge } from './merge.js';
-import { datedAhead, rewrittenBehind } from './history-checks.js';
+import { datedAhead, wrapsRival, rewrittenBehind } from './history-checks.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
 import { laneRejectionsUnder } from './refusals.js';
+import { nameTakenBy, namesOutsideLayout } from './remote-names.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
 import {
@@ -45,6 +46,8 @@ export interface SyncOptions {
    * --allow-unrelated`): refused otherwise, before anything moves (project-identity.ts).
    */
   allowUnrelated?: boolean;
+  /** This machine's clock (ms), which ops are judged against (history-checks.ts datedAhead). */
+  now?: () => number;
 }
 
 export function defaultBackoff(attempt: number): Promise<void> {
@@ -66,8 +69,9 @@ export async function syncWith(
     if (attempt > 1) await backoff(attempt - 1);
     const report = emptyReport(remote.name, authoritative);
     report.attempts = attempt;
+    let listed: ReadonlyMap<string, string>;
     try {
-      await remote.fetch();
+      listed = await remote.fetch();
     } catch (e) {
       if (e instanceof TransportError && e.failure.kind === 'offline') {
         report.offline = e.message;
@@ -84,7 +88,7 @@ export async function syncWith(
     }
     let pushes: PushUpdate[];
     try {
-      pushes = await reconcile(local, remote.name, report, authoritative, opts);
+      pushes = await reconcile(local, remote.name, report, authoritative, opts, listed);
     } catch (e) {
       // A local writer (the daemon) moved a ref between our read and the transaction.
       if (e instanceof RefCasError) {
@@ -133,14 +137,14 @@ export async function syncWith(
 export async function importFetched(
   local: SyncLocal,
   remoteName: string,
-  opts: Pick<SyncOptions, 'checker'> = {},
+  opts: Pick<SyncOptions, 'checker' | 'now'> = {},
 ): Promise<SyncReport> {
   let lastRace = '';
   for (let attempt = 1; attempt <= 4; attempt++) {
     const report = emptyReport(remoteName, false);
     report.attempts = attempt;
     try {
-      await reconcile(local, remoteName, report, false, opts, 'import');
+      await reconcile(local, remoteName, report, false, opts, null);
       return report;
     } catch (e) {
       // The daemon moved a ref between our read and the transaction: read again.
@@ -155,53 +159,79 @@ export async function importFetched(
 }
 
 /**
- * Plans and applies one round locally; returns what to push. In `import` mode only what came
- * from the remote moves local refs (adopted, fast-forwarded or quarantined): local-only work
- * and diverged entities are left for a sync, which merges and pushes them.
+ * Plans and applies one round locally; returns what to push. `listed`: every name the remote
+ * holds under refs/zz/, as this round's fetch listed it; null on import (of what someone
+ * else's fetch left), where only what came from the remote moves local refs (adopted,
+ * fast-forwarded or quarantined): local-only work and diverged entities are left for a sync,
+ * which merges and pushes them.
  */
 async function reconcile(
   local: SyncLocal,
   remoteName: string,
   report: SyncReport,
   authoritative: boolean,
-  opts: Pick<SyncOptions, 'checker'>,
-  mode: 'sync' | 'import' = 'sync',
+  opts: Pick<SyncOptions, 'checker' | 'now'>,
+  listed: ReadonlyMap<string, string> | null,
 ): Promise<PushUpdate[]> {
-  const importing = mode === 'import';
+  const importing = listed === null;
   const tPrefix = trackingPrefix(remoteName);
   const cPrefix = confirmedPrefix(remoteName);
   const qPrefix = quarantinePrefix(remoteName);
-  const [locals, remotes, confirmed, quarantined] = await Promise.all([
+  const [locals, tracked, confirmed, quarantined] = await Promise.all([
     local.listRefs(LOCAL_PREFIX),
     strip(local.listRefs(tPrefix), tPrefix),
     strip(local.listRefs(cPrefix), cPrefix),
     strip(local.listRefs(qPrefix), qPrefix),
   ]);
+  // Names outside zz's layout are reported and never kept (remote-names.ts); on import they
+  // may be in the tracking refs, fetched by a `git pull` with zz's refspec.
+  const outside = namesOutsideLayout(listed ?? tracked);
+  for (const o of outside) report.quarantined.push({ ...o, kept: false });
+  const remotes = new Map(tracked);
+  for (const o of outside) remotes.delete(o.ref);
   const updates: RefUpdate[] = [];
   const pushes: PushUpdate[] = [];
   // A quarantined ref the remote no longer has (an owner deleted the junk) is no longer the
-  // remote's: its quarantine goes, or health and repo_state reported it for ever.
+  // remote's: its quarantine goes, or health and repo_state reported it for ever. In a
+  // transaction of its own: one of a name an older zz kept (`lanes/web/x`) would conflict
+  // with a quarantine of `lanes/web` made in the same one.
+  const gone: RefUpdate[] = [];
   for (const [ref, q] of quarantined) {
-    if (!remotes.has(ref))
-      updates.push({ ref: qPrefix + ref.slice(LOCAL_PREFIX.length), old: q, new: null });
+    if (!remotes.has(ref)) {
+      gone.push({ ref: qPrefix + ref.slice(LOCAL_PREFIX.length), old: q, new: null });
+      quarantined.delete(ref);
+    }
   }
+  await local.update(gone);
+  /** Queues a push unless the remote holds a name git cannot hold beside `ref`. */
+  const push = (ref: string, expected: string | null, next: string): boolean => {
+    const taken = authoritative && listed ? nameTakenBy(ref, listed) : null;
+    if (taken !== null) report.not_pushed.push({ ref, commit: next, name_taken_by: taken });
+    else pushes.push({ ref, expected, next });
+    return taken === null;
+  };
   const checker = opts.checker?.(local, remoteName);
+  const nowMs = (opts.now ?? Date.now)();
   // What we would push is checked as the remote's next reader will check it (see held_back).
   const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {
-    if (!authoritative || !checker || !syncCodecFor(ref)) return false;
+    if (!authoritative || !syncCodecFor(ref)) return false;
     const out = (await local.commits([mine], theirs === null ? [] : [theirs])).map((c) =>
       parseZzCommit(c, ref),
     );
     const withOps = new Set(out.filter((c) => c.ops.length > 0).map((c) => c.revision));
     if (withOps.size === 0) return false;
+    // A clock set right after it ran ahead: what was dated by it waits until it is due.
+    let bad = datedAhead(ref, out, withOps, nowMs);
     // The config's owner-level ops and a Lane's lane_add_related are judged against the whole
     // log before them; signatures need only the outgoing commits.
     const whole =
       ref === CONFIG_REF || out.some((c) => c.ops.some((o) => o.op === 'lane_add_related'));
-    const history = whole
-      ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref))
-      : out;
-    const bad = await checker.check(ref, history, withOps);
+    if (!bad && checker) {
+      const history = whole
+        ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref))
+        : out;
+      bad = await checker.check(ref, history, withOps);
+    }
     if (bad) report.held_back.push({ ref, ...bad });
     return bad !== null;
   };
@@ -301,22 +331,20 @@ async function reconcile(
     }
     if (importing && theirs === null) continue;
     // Only zz's own layout, and only commits, come in; a local ref outside it is not spread.
-    const outside = layoutProblem(ref);
-    if (outside !== null && theirs === null) continue;
-    if (theirs !== null && (outside !== null || types.get(theirs) !== 'commit')) {
+    if (layoutProblem(ref) !== null) continue;
+    if (theirs !== null && types.get(theirs) !== 'commit') {
       const what = types.get(theirs) ?? 'missing object';
       quarantine(ref, mine, theirs, {
         commit: theirs,
-        reason: outside ?? `the ref names a ${what}, not a commit`,
+        reason: `the ref names a ${what}, not a commit`,
       });
       continue;
     }
     if (theirs === null) {
       // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
-      if (await heldBack(ref, mine!, null)) continue;
+      if ((await heldBack(ref, mine!, null)) || !push(ref, null, mine!)) continue;
       if (conf !== null) report.recreated.push(ref);
-      pushes.push({ ref, expected: null, next: mine! });
       await refusedByNewRoles(ref, mine!, null);
       continue;
     }
@@ -325,8 +353,7 @@ async function reconcile(
     if (mine !== null && (await local.reachesWithin(mine, theirs, NEAR_ANCESTOR_WALK))) {
       // Not known to be ahead of the confirmed value (a rewind?): the push confirms ours.
       accept(false);
-      if (importing || (await heldBack(ref, mine, theirs))) continue;
-      pushes.push({ ref, expected: theirs, next: mine });
+      if (importing || (await heldBack(ref, mine, theirs)) || !push(ref, theirs, mine)) continue;
       await refusedByNewRoles(ref, mine, theirs);
       continue;
     }
@@ -338,8 +365,7 @@ async function reconcile(
     const fromMine = mine === null ? new Set<string>() : reachable(parentsOf, mine);
     if (mine !== null && fromMine.has(theirs)) {
       accept(conf === null || fromTheirs.has(conf));
-      if (importing || (await heldBack(ref, mine, theirs))) continue;
-      pushes.push({ ref, expected: theirs, next: mine });
+      if (importing || (await heldBack(ref, mine, theirs)) || !push(ref, theirs, mine)) continue;
       await refusedByNewRoles(ref, mine, theirs, raw);
       continue;
     }
@@ -352,13 +378,21 @@ async function reconcile(
     );
     const codec = syncCodecFor(ref);
     // A remote that no longer holds what was synced there (a rival history force-pushed, or a
-    // ref deleted and made again from an older copy) merges the other way round when ours still
-    // holds it: what was published keeps its place, the remote's own ops come after. Without
-    // that copy here it is refused.
-    const rewritten = conf !== null && !fromTheirs.has(conf);
-    let bad = rewritten && !fromMine.has(conf) ? rewrittenBehind(conf, theirs, fromTheirs) : null;
+    // ref deleted and made again from an older copy), or folds a rival before it (wrapped in a
+    // merge whose first parent it is), merges the other way round when ours still holds it: what was
+    // published keeps its place, the remote's own ops come after. Without that copy here it is
+    // refused.
+    const wrapped =
+      codec && conf !== null && conf !== theirs && fromTheirs.has(conf)
+        ? wrapsRival(history, conf, theirs)
+        : null;
+    const rewritten = conf !== null && (!fromTheirs.has(conf) || wrapped !== null);
+    let bad =
+      rewritten && !fromMine.has(conf)
+        ? (wrapped ?? rewrittenBehind(conf, theirs, fromTheirs))
+        : null;
     if (!bad && codec) bad = validateIncoming(ref, history, incomingSet);
-    if (!bad && codec) bad = datedAhead(history, incomingSet, Date.now());
+    if (!bad && codec) bad = datedAhead(ref, history, incomingSet, nowMs);
     if (!bad && checker) {
       bad = await checker.check(ref, history, incomingSet);
     }
@@ -380,7 +414,7 @@ async function reconcile(
       report.adopted.push(ref);
       continue;
     }
-    if (fromTheirs.has(mine)) {
+    if (fromTheirs.has(mine) && !rewritten) {
       setTip(ref, theirs);
       updates.push({ ref, old: mine, new: theirs });
       report.fast_forwarded.push(ref);
@@ -426,8 +460,18 @@ async function reconcile(
       ref,
       commit,
       local_ops: rewritten ? 0 : plan.localOps.length,
-      ...(rewritten ? { rewritten: { synced: conf, remote_ops: plan.localOps.length } } : {}),
+      ...(rewritten
+        ? {
+            rewritten: {
+              synced: conf,
+              remote_ops: plan.localOps.length,
+              ...(wrapped ? { wrapped: true as const } : {}),
+            },
+          }
+        : {}),
     });
+    // After a rewritten remote the ops the merge applied, and refused, are the remote's.
+    const origin = rewritten ? { origin: 'remote' as const } : {};
     for (const r of plan.rejected) {
       if (isLostClaim(r)) {
         report.claims_lost.push({
@@ -442,12 +486,11 @@ async function reconcile(
               : 'claim_lost',
           ...(r.reason === 'lane_closed' ? { closed_by: r.closed_by ?? null } : {}),
           ...(r.blocked_by === undefined ? {} : { blocked_by: r.blocked_by }),
+          ...origin,
         });
-      } else report.rejected.push({ ...r, ref });
+      } else report.rejected.push({ ...r, ref, ...origin });
     }
-    if (authoritative && !(await heldBack(ref, mine, theirs))) {
-      pushes.push({ ref, expected: theirs, next: commit });
-    }
+    if (authoritative && !(await heldBack(ref, mine, theirs))) push(ref, theirs, commit);
   }
   const configBefore = locals.get(CONFIG_REF) ?? null;
   if (configBefore !== null && configTip !== configBefore) {

@@ -14,6 +14,7 @@ import {
 import type { GitStore } from '../../store/index.js';
 import { type FileChanges } from '../../store/index.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
+import { layoutProblem } from './validate.js';
 
 // The sync engine's ports on a real repository. What a merge round costs is mostly git's
 // (measured in bench/sync.ts, merge-1k): so a history is one `git log` (oids, parents and
@@ -117,8 +118,10 @@ export class GitSyncRemote implements SyncRemote {
     readonly name: string,
   ) {}
 
-  fetch(): Promise<void> {
-    return fetchZzRefs(this.repo.gitdir, this.name);
+  fetch(): Promise<ReadonlyMap<string, string>> {
+    // Only zz's layout is fetched: its names never conflict with one another, and a name
+    // outside it (`lanes/junk/x` beside `lanes/junk`) then never lands in a local ref.
+    return fetchZzRefs(this.repo.gitdir, this.name, { keep: (ref) => layoutProblem(ref) === null });
   }
 
   push(updates: readonly PushUpdate[]) {

@@ -9,8 +9,9 @@ import {
 } from '../../store/index.js';
 import type { Rejection, SyncCodec } from './codecs.js';
 
-// The merge of one diverged entity (DESIGN §7): a commit with parents [remote tip, local tip],
-// no ops of its own, clock one above both; its state is the state at the remote tip with the
+// The merge of one diverged entity (DESIGN §7): a commit with parents [remote tip, local tip]
+// (after a rewritten remote [local tip, remote tip], the remote's ops applied after ours:
+// engine.ts, history-checks.ts), no ops of its own, clock one above both; its state is the state at the remote tip with the
 // local-only ops applied after it in (lamport, actor, replica, op id) order, through the same
 // guarded fold every replica runs. Only the paths those ops touched can differ from the remote
 // tip's tree, so the merge tree is the remote tree with just those files rewritten.

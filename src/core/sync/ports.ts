@@ -43,7 +43,11 @@ export interface SyncLocal {
 
 export interface SyncRemote {
   readonly name: string;
-  /** Mirrors the remote's refs/zz/* into refs/zz-remotes/<name>/*; TransportError on failure. */
-  fetch(): Promise<void>;
+  /**
+   * Mirrors the remote's refs/zz/* of zz's layout into refs/zz-remotes/<name>/* (only those:
+   * other names can conflict with them, git-ports.ts); TransportError on failure. Returns every
+   * name the remote holds under refs/zz/, fetched or not (name → oid).
+   */
+  fetch(): Promise<ReadonlyMap<string, string>>;
   push(updates: readonly PushUpdate[]): Promise<PushOutcome>;
 }

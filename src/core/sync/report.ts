@@ -16,7 +16,18 @@ export interface ClaimLost {
   reason: 'claim_lost' | 'lane_closed' | 'dependency_unresolved';
   closed_by?: string | null;
   blocked_by?: string[];
+  /** See Origin. */
+  origin?: Origin;
 }
+
+/**
+ * Set ('remote') on what a merge refused of the remote's ops, not of ours: a rewritten
+ * remote is merged with ours first and its own ops applied after (history-checks.ts), so
+ * what its fold refuses is the remote's. Absent: one of this clone's ops.
+ */
+export type Origin = 'remote';
+
+export type NotPushedWhy = { quarantined: string } | { name_taken_by: string };
 
 export interface SyncReport {
   remote: string;
@@ -26,22 +37,29 @@ export interface SyncReport {
   adopted: string[];
   fast_forwarded: string[];
   /**
-   * `rewritten`: the remote no longer held the value synced there (`synced`); the merge keeps
-   * ours first and applies the remote's `remote_ops` after (history-checks.ts).
+   * `rewritten`: the remote no longer held the value synced there (`synced`), or folded a rival
+   * history before it (`wrapped`: a merge whose first parent is the rival); the merge keeps ours first and
+   * applies the remote's `remote_ops` after (history-checks.ts). Its parents are [local tip,
+   * remote tip].
    */
   merged: Array<{
     ref: string;
     commit: string;
     local_ops: number;
-    rewritten?: { synced: string; remote_ops: number };
+    rewritten?: { synced: string; remote_ops: number; wrapped?: true };
   }>;
   pushed: string[];
   /** Refs missing on the remote that we had confirmed there before: recreated. */
   recreated: string[];
   claims_lost: ClaimLost[];
   /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
-  rejected: Array<Rejection & { ref: string }>;
-  quarantined: Array<{ ref: string; commit: string; reason: string }>;
+  rejected: Array<Rejection & { ref: string; origin?: Origin }>;
+  /**
+   * `kept: false`: a name outside zz's layout, reported and never kept here (no
+   * refs/zz-quarantine/ copy: such a name can conflict with another, `lanes/junk/x` beside
+   * `lanes/junk`, and break every later fetch); an owner deletes it on the remote.
+   */
+  quarantined: Array<{ ref: string; commit: string; reason: string; kept?: false }>;
   /**
    * Local refs not pushed because what they would bring fails the checks every other machine
    * makes on import (an op not signed by a registered key where signatures are required, an
@@ -50,10 +68,13 @@ export interface SyncReport {
    */
   held_back: Array<{ ref: string; commit: string; reason: string }>;
   /**
-   * Local refs with work the remote lacks, not pushed because the remote's tip (`quarantined`)
-   * was refused: they stay here until an owner replaces that tip (README, "A quarantined ref").
+   * Local refs with work the remote lacks, not pushed: the remote's tip (`quarantined`) was
+   * refused, and they stay here until an owner replaces that tip (README, "A quarantined ref");
+   * or the remote holds a ref whose name conflicts with this one (`name_taken_by`:
+   * `lanes/web/x` where we push `lanes/web`), which git cannot hold beside it, until an owner
+   * deletes that ref. Pushed, either would fail the whole atomic push every round.
    */
-  not_pushed: Array<{ ref: string; commit: string; quarantined: string }>;
+  not_pushed: Array<{ ref: string; commit: string } & NotPushedWhy>;
   /** Non-entity refs whose local and remote values differ and cannot be merged. */
   diverged: string[];
   attempts: number;

@@ -33,6 +33,7 @@ export async function syncRepo(
   }
   return syncWith(new GitSyncLocal(g, repo.store), new GitSyncRemote(g, name), {
     checker: authChecker,
+    now: () => repo.clock().getTime(),
     ...opts,
     authoritative: name === main,
   });

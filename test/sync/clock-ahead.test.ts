@@ -1,0 +1,99 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { askClaim, askPost, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
+import { formatSyncReport } from '../../src/cli/sync-command.js';
+import { signAs, syncRepo } from '../../src/core/sync/index.js';
+import { sh } from '../helpers/temp-repo.js';
+import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+
+// A machine whose clock runs ahead (30 min, past the 10 min the others allow) keeps writing.
+// Only ops whose time a guard reads to grant something (claims, role and coordinator changes)
+// are refused for it on import (history-checks.ts timeJudged): the rest of its work syncs, and
+// the Lane does not freeze for everyone. What it dated ahead waits on its own machine once its
+// clock is set right (held back), and goes out when due.
+
+const OWNER = { actor: 'owner@example.com' };
+const AHEAD_MS = 30 * 60_000;
+
+let cluster: Cluster | null = null;
+const closers: Array<() => void> = [];
+afterEach(() => {
+  for (const c of closers.splice(0)) c();
+  cluster?.cleanup();
+  cluster = null;
+});
+
+const noSleep = async () => {};
+
+/** Clone a's repository as a daemon on a machine whose clock runs `ms` ahead sees it. */
+async function skewed(a: Clone, ms: number) {
+  const clock = () => new Date(Date.now() + ms);
+  const repo = await ZzRepo.open(a.dir, { key: 'local/test', clock });
+  closers.push(() => repo.close());
+  signAs(repo, OWNER.actor, a.key);
+  return { repo, sync: () => syncRepo(repo, undefined, { backoff: noSleep }) };
+}
+
+async function setup(): Promise<[Clone, Clone]> {
+  cluster = await makeCluster(2);
+  const [a, b] = cluster.clones as [Clone, Clone];
+  await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'Web' });
+  await a.sync();
+  await b.sync();
+  return [a, b];
+}
+
+const titles = async (c: Clone) =>
+  (await laneGet(c.repo, OWNER, { lane_id: 'web' })).asks.map((x) => x.title).sort();
+
+describe('a machine whose clock runs ahead', () => {
+  it('its posts sync both ways: the Lane does not freeze for everyone', async () => {
+    const [a, b] = await setup();
+    const s = await skewed(a, AHEAD_MS);
+    await askPost(s.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'ahead' });
+    await askPost(s.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'ahead too' });
+    expect((await s.sync()).pushed).toEqual(['refs/zz/lanes/web']);
+    const rb = await b.sync();
+    expect(rb.quarantined).toEqual([]);
+    expect(rb.fast_forwarded).toEqual(['refs/zz/lanes/web']);
+    await askPost(b.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'from b' });
+    expect((await b.sync()).pushed).toEqual(['refs/zz/lanes/web']);
+    await s.sync();
+    expect(await titles(a)).toEqual(['ahead', 'ahead too', 'from b']);
+    expect(zzRefs(a.dir)).toEqual(zzRefs(b.dir));
+  });
+
+  it('its claims are refused on import until due; set right, it holds them back until due', async () => {
+    const [a, b] = await setup();
+    const s = await skewed(a, AHEAD_MS);
+    const ask = (await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'w' })).ask;
+    await a.sync();
+    await b.sync();
+    await askClaim(s.repo, OWNER, { lane_id: 'web', ask_id: ask.ask_id });
+    // Its clock set right (a.repo has the true one): the claim waits here, said so.
+    const held = await a.sync();
+    const tip = sh(a.dir, 'rev-parse', 'refs/zz/lanes/web');
+    expect(held.pushed).toEqual([]);
+    expect(held.held_back).toEqual([
+      {
+        ref: 'refs/zz/lanes/web',
+        commit: tip,
+        reason: expect.stringMatching(
+          /^op \S+ \(ask_claim\) is dated \S+, past this machine's clock by more than 10 min$/,
+        ),
+      },
+    ]);
+    expect(formatSyncReport(held)).toMatch(
+      /not pushed: lanes\/web: commit \w{10} op \S+ \(ask_claim\) is dated .*; every other machine would quarantine it, so it stays here until this clock reaches it/,
+    );
+    // Pushed anyway (its clock still ahead): b refuses the claim's tip until it is due.
+    expect((await s.sync()).pushed).toEqual(['refs/zz/lanes/web']);
+    expect((await b.sync()).quarantined.map((q) => q.ref)).toEqual(['refs/zz/lanes/web']);
+    // Once due (b's clock 30 min on), b takes it.
+    const later = await syncRepo(b.repo, undefined, {
+      backoff: noSleep,
+      now: () => Date.now() + AHEAD_MS,
+    });
+    expect([later.quarantined, later.fast_forwarded]).toEqual([[], ['refs/zz/lanes/web']]);
+    expect(await titles(b)).toEqual(['w']);
+  });
+});

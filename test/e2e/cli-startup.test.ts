@@ -93,6 +93,8 @@ function packagesIn(log: string): string[] {
     const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u);
     if (m) return [m[1]!];
     const d = /\/dist\/([^/]+)\//.exec(u);
+    // core by file too: which use cases a command loads.
+    if (d?.[1] === 'core') return ['dist/core', u.slice(u.lastIndexOf('/dist/core/') + 1)];
     return d ? [`dist/${d[1]}`] : [];
   });
   return [...new Set(names)].sort();
@@ -164,6 +166,16 @@ describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => 
     }
     for (const cmd of ['lane list (not initialised)', 'lane list', 'ask list --json', 'ask post'])
       expect(among(report[cmd]!, ['yargs']), `zz ${cmd} runs without yargs`).toEqual([]);
+    // The registry loads each tool's use cases with its first call (src/tools/*-tools.ts): a
+    // Lane or Ask command loads neither the Ladder's builder nor the sandbox nor git's readers.
+    const elsewhere = [
+      'dist/core/ladder/build.js',
+      'dist/core/ladder/extract',
+      'dist/core/changesets-sandbox.js',
+      'dist/core/git-reads.js',
+    ];
+    for (const cmd of ['lane list', 'ask list --json', 'ask post'])
+      expect(among(report[cmd]!, elsewhere), `zz ${cmd} loads only its use cases`).toEqual([]);
   });
 
   it('loads no heavy package for --help or lane list, in-process or through a daemon', async () => {

@@ -1,4 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import module from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -176,6 +187,36 @@ describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => 
     ];
     for (const cmd of ['lane list', 'ask list --json', 'ask post'])
       expect(among(report[cmd]!, elsewhere), `zz ${cmd} loads only its use cases`).toEqual([]);
+  });
+
+  it("keeps Node's compile cache in the user's cache dir, else a temp dir only this user can write", async () => {
+    // Node ≥ 22.1 has module.enableCompileCache (src/cli/compile-cache.ts); Node 20 does not,
+    // and there zz must write nothing. The spawned zz runs on this same Node.
+    const has =
+      typeof (module as { enableCompileCache?: unknown }).enableCompileCache === 'function';
+    const r = makeRepo('zz-startup-cache-');
+    cleanups.push(r.cleanup);
+    const tmp = mkdtempSync(join(tmpdir(), 'zz-startup-tmp-'));
+    cleanups.push(() => rmSync(tmp, { recursive: true, force: true }));
+    const env = privateEnv({ TMPDIR: tmp });
+    expect((await zz(r.dir, env, ['--version'])).code).toBe(0);
+    const cache = join(env.XDG_CACHE_HOME!, 'zz', 'node-compile-cache');
+    expect(existsSync(cache), cache).toBe(has);
+    if (has) expect(readdirSync(cache).length).toBeGreaterThan(0);
+    // A cache home that cannot be made (a file in its way): a directory of our own in TMPDIR.
+    writeFileSync(join(tmp, 'not-a-dir'), '');
+    const blocked = { ...env, XDG_CACHE_HOME: join(tmp, 'not-a-dir') };
+    expect((await zz(r.dir, blocked, ['--version'])).code).toBe(0);
+    const own = join(tmp, `zz-node-compile-cache-${process.getuid!()}`);
+    expect(existsSync(own), own).toBe(has);
+    if (!has) return;
+    expect(statSync(own).mode & 0o777).toBe(0o700);
+    // One that others could write to is code they would run as us: not used, and no failure.
+    rmSync(own, { recursive: true });
+    mkdirSync(own);
+    chmodSync(own, 0o777);
+    expect((await zz(r.dir, blocked, ['--version'])).code).toBe(0);
+    expect(readdirSync(own)).toEqual([]);
   });
 
   it('loads no heavy package for --help or lane list, in-process or through a daemon', async () => {

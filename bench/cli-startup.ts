@@ -2,14 +2,14 @@
 // (`node -e 0`: Node itself; `git --version`: the tool agents call as often). Runs are
 // interleaved round by round (every command once, then again), so a load that comes and goes
 // hits all rows alike. Wall time is median and p95 (nearest rank: with
-// 9 runs, the slowest); CPU is the child's user + system time from /proc (Linux; clock ticks, 10 ms).
+// 11 runs, the slowest); CPU is the child's user + system time from /proc (Linux; clock ticks, 10 ms).
 // Timings are measured here, never asserted in tests.
 //
 // Git processes: each zz row is also run once more, untimed, with a `git` on PATH that counts
 // its calls before it execs the real one (what the row spawns itself; a daemon's own are not
 // counted).
 //
-// ZZ_BENCH_STARTUP_RUNS: runs per command (default 9). ZZ_BENCH_STARTUP_BASELINE: another
+// ZZ_BENCH_STARTUP_RUNS: runs per command (default 11). ZZ_BENCH_STARTUP_BASELINE: another
 // built checkout (e.g. a worktree of main) whose dist/cli/main.js runs the same zz rows in the
 // same rounds, for before → after on the same machine in one run.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -19,19 +19,32 @@ import { join } from 'node:path';
 import { makeRepo } from '../test/helpers/temp-repo.js';
 import { ZZ_MAIN, ensureBuilt, killAll, privateEnv, serve, zz } from '../test/e2e/zz-process.js';
 
-const RUNS = Number(process.env.ZZ_BENCH_STARTUP_RUNS ?? 9);
+const RUNS = Number(process.env.ZZ_BENCH_STARTUP_RUNS ?? 11);
 
-/** The zz command lines measured; `daemon` rows run while `zz serve` serves the checkout. */
-const ZZ_ROWS: Array<{ args: string[]; daemon?: boolean; note?: string }> = [
+const POST = ['ask', 'post', '--lane-id', '_repo', '--kind', 'work', '--title', 'bench'];
+
+/**
+ * The zz command lines measured; `daemon` rows run while `zz serve` serves the checkout.
+ * `exit`: the status the command answers here (`zz sync` has no remote to sync with).
+ */
+const ZZ_ROWS: Array<{ args: string[]; daemon?: boolean; note?: string; exit?: number }> = [
   { args: ['--version'] },
   { args: ['--help'] },
+  { args: ['help'] },
   { args: ['lane', '--help'] },
   { args: ['work', '--help'] },
+  { args: ['init', '--no-fetch'], note: 'already initialised' },
   { args: ['repo', 'state'], note: 'in-process' },
   { args: ['lane', 'list'], note: 'in-process' },
+  { args: ['ask', 'list'], note: 'in-process' },
+  { args: POST, note: 'in-process' },
   { args: ['whoami'], note: 'in-process' },
+  { args: ['sync'], note: 'no remote', exit: 4 },
+  // stdin is empty: the MCP server starts, reads end of input and stops.
+  { args: ['mcp'], note: 'start and stop' },
   { args: ['repo', 'state'], daemon: true, note: 'fast path to the daemon' },
   { args: ['lane', 'list'], daemon: true, note: 'fast path to the daemon' },
+  { args: POST, daemon: true, note: 'fast path to the daemon' },
 ];
 
 /** CPU seconds of this process's waited-for children so far (user + system), or null. */
@@ -52,6 +65,7 @@ interface Row {
   cmd: string[];
   cwd: string;
   daemon: boolean;
+  exit: number;
   wall: number[];
   cpu: number[];
   gits?: number;
@@ -74,7 +88,8 @@ function countGits(row: Row, env: NodeJS.ProcessEnv, shim: { dir: string; log: s
     env: { ...env, PATH: `${shim.dir}:${env.PATH ?? ''}` },
     stdio: 'pipe',
   });
-  if (r.status !== 0) throw new Error(`${row.name} exited ${r.status}: ${r.stderr.toString()}`);
+  if (r.status !== row.exit)
+    throw new Error(`${row.name} exited ${r.status}: ${r.stderr.toString()}`);
   row.gits = readFileSync(shim.log, 'utf8').length;
 }
 
@@ -84,7 +99,8 @@ function runOnce(row: Row, env: NodeJS.ProcessEnv): void {
   const r = spawnSync(row.cmd[0]!, row.cmd.slice(1), { cwd: row.cwd, env, stdio: 'pipe' });
   const ms = performance.now() - t0;
   const c1 = childCpuMs();
-  if (r.status !== 0) throw new Error(`${row.name} exited ${r.status}: ${r.stderr.toString()}`);
+  if (r.status !== row.exit)
+    throw new Error(`${row.name} exited ${r.status}: ${r.stderr.toString()}`);
   row.wall.push(ms);
   if (c0 !== null && c1 !== null) row.cpu.push(c1 - c0);
 }
@@ -107,14 +123,15 @@ export async function benchCliStartup(): Promise<Record<string, unknown>> {
   const r = makeRepo('zz-bench-startup-');
   const env = privateEnv();
   const rows: Row[] = [];
-  const add = (name: string, cmd: string[], daemon = false) =>
-    rows.push({ name, cmd, cwd: r.dir, daemon, wall: [], cpu: [] });
+  const add = (name: string, cmd: string[], daemon = false, exit = 0) =>
+    rows.push({ name, cmd, cwd: r.dir, daemon, exit, wall: [], cpu: [] });
   add('node -e 0', [process.execPath, '-e', '0']);
   add('git --version', ['git', '--version']);
   for (const z of ZZ_ROWS) {
     const what = `zz ${z.args.join(' ')}${z.note ? ` (${z.note})` : ''}`;
-    if (baseMain) add(`${what}, baseline`, [process.execPath, baseMain, ...z.args], !!z.daemon);
-    add(what, [process.execPath, ZZ_MAIN, ...z.args], !!z.daemon);
+    if (baseMain)
+      add(`${what}, baseline`, [process.execPath, baseMain, ...z.args], !!z.daemon, z.exit);
+    add(what, [process.execPath, ZZ_MAIN, ...z.args], !!z.daemon, z.exit);
   }
   const started = performance.now();
   const shim = countingGit();

@@ -50,7 +50,7 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
     }
   }
   const [{ ZzRepo }, { registry, runTool }] = await Promise.all([
-    import('../core/index.js'),
+    import('../core/zz-repo.js'),
     import('../tools/index.js'),
   ]);
   const repo = await ZzRepo.open(opts.cwd, { key: repoKey });
@@ -129,7 +129,7 @@ function withLocalTools(remote: ToolClient, cwd: string): ToolClient {
       if (!def?.local) return remote.call(tool, args, o);
       local ??= (async () => {
         const actor = await daemonActor(remote);
-        const { ZzRepo } = await import('../core/index.js');
+        const { ZzRepo } = await import('../core/zz-repo.js');
         return { repo: await ZzRepo.open(cwd, { key: remote.repoKey }), actor };
       })();
       const { repo, actor } = await local;

@@ -17,9 +17,12 @@ import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 
 // `zz serve` without yargs (serve.ts). And `zz lane list` through a running daemon without
 // loading zod, yargs or the registry: the tool commands' flags come from
-// dist/cli/tool-manifest.json (written by the build). Anything unusual — help, an unknown
-// flag, no daemon, no token, a refused connection — returns null and the full command table
-// handles it, so this path never decides an error on its own except the daemon's own answer.
+// dist/cli/tool-manifest.json (written by the build). A command line whose flags parse here but
+// that the daemon cannot take — no daemon, no token, a refused connection — runs as the command
+// table's handler would (runParsed), still without yargs. Anything unusual in the command line
+// — help, an unknown flag, a `--…-file` flag, a missing required flag — returns null and the full
+// command table handles it, so this path never decides an error on its own except the daemon's
+// own answer and those of the call the handler makes.
 // It asks git/ for the checkout directly (findCheckoutSync, one spawn, remembered for the full
 // path should it run) rather than through core: loading core here would cost more than the call
 // it saves.
@@ -30,10 +33,7 @@ import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 // without a key (token_revoke) whose answer was lost is not sent again: the user is told it
 // may have been applied. (Before, `zz ask post` whose answer was cut made two Asks.)
 
-function parseFlags(
-  tool: ManifestTool,
-  rest: string[],
-): { args: Record<string, unknown>; json: boolean } | null {
+function parseFlags(tool: ManifestTool, rest: string[]): Parsed | null {
   const args: Record<string, unknown> = {};
   let base: Record<string, unknown> = {};
   let json = false;
@@ -95,9 +95,10 @@ function parseFlags(
 }
 
 /**
- * Runs a tool command straight through a running daemon. Answers its exit status; null to have
- * the full command table run `argv`; or the command line it must run instead (a write whose
- * answer was lost, sent again with the same arguments and idempotency key).
+ * Runs a tool command whose flags parse here: straight through a running daemon, else as the
+ * command table would (runParsed). Answers its exit status; null to have the full command table
+ * run `argv`; or the command line it must run instead (a write whose answer was lost, sent
+ * again with the same arguments and idempotency key).
  */
 export async function tryFastPath(argv: string[], io: CliIO): Promise<number | string[] | null> {
   if (argv.some((a) => a === '--help' || a === '-h')) return null;
@@ -105,11 +106,46 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | s
   if (argv[0] === 'serve') return (await import('./serve.js')).tryServe(argv.slice(1), io);
   if (argv.length < 2) return null;
   const tools = readToolManifest();
-  // A local tool (run_in_sandbox) runs in this process, never in the daemon's.
   const tool = tools?.find((t) => t.group === argv[0] && t.sub === argv[1]);
-  if (!tool || tool.local) return null;
+  if (!tool) return null;
   const parsed = parseFlags(tool, argv.slice(2));
   if (!parsed) return null;
+  // A local tool (run_in_sandbox) runs in this process, never in the daemon's.
+  const sent = tool.local ? null : await viaDaemon(io, tool, parsed);
+  return sent ?? runParsed(io, tool, parsed);
+}
+
+/**
+ * A parsed tool command, run as the command table's handler runs it (callToolCommand: through
+ * a daemon if one answers, else in-process), inside the same error boundary, but without
+ * loading yargs and the command table: with no daemon running, that was a third of the CPU of
+ * `zz lane list`.
+ */
+async function runParsed(io: CliIO, tool: ManifestTool, parsed: Parsed): Promise<number> {
+  const [{ callToolCommand }, { reportFailure }] = await Promise.all([
+    import('./tool-calls.js'),
+    import('./failure.js'),
+  ]);
+  try {
+    await callToolCommand(io, tool, { ...parsed.args }, parsed.json);
+    return 0;
+  } catch (e) {
+    return reportFailure(io, e);
+  }
+}
+
+type Parsed = { args: Record<string, unknown>; json: boolean };
+
+/**
+ * Sends a parsed tool command to the checkout's running daemon. Answers its exit status, the
+ * command line to run instead (see tryFastPath), or null when there is no daemon to send it
+ * to, or the daemon's refusal is for the full path to explain.
+ */
+async function viaDaemon(
+  io: CliIO,
+  tool: ManifestTool,
+  parsed: Parsed,
+): Promise<number | string[] | null> {
   const gitdir = findCheckoutSync(io.cwd)?.gitdir ?? null;
   if (gitdir === null) return null;
   let info: { pid?: unknown; url?: unknown; repo?: unknown };

@@ -1,5 +1,12 @@
 #!/usr/bin/env node
 // The zz binary: wires process IO and signals to run(), the testable command table.
+// Everything else it loads is loaded when a command needs it (dynamic imports below and in the
+// commands' handlers), after the compile cache is on: what each command costs to start is
+// measured by bench/cli-startup.ts, and test/e2e/cli-startup.test.ts keeps commands that need
+// no daemon, search or models from loading them.
+import { startCompileCache } from './compile-cache.js';
+
+startCompileCache(process.env);
 
 // A signal ends a command at once, as if no handler were installed, unless the command asked
 // to stop gracefully by reading io.stopSignal (serve, mcp, work, --follow): then the first

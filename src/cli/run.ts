@@ -1,6 +1,6 @@
 import yargs, { type Argv } from 'yargs';
-import { ZzError, knownError } from '../errors.js';
-import { neutralize } from './terminal.js';
+import { ZzError } from '../errors.js';
+import { reportFailure } from './failure.js';
 import type { CliIO } from './io.js';
 import {
   exitCodesEpilogue,
@@ -24,8 +24,7 @@ import { addToolCommands } from './tool-commands.js';
 import { loadToolManifest } from './tool-manifest.js';
 import { version } from './version.js';
 
-// The command table and the error boundary: every failure becomes one line on stderr and an
-// exit code from the error table; nothing else in the CLI decides exit codes.
+// The command table, inside the error boundary (failure.ts).
 
 export async function run(typedArgv: string[], io: CliIO): Promise<number> {
   const argv = stdinDashes(kebabFlags(typedArgv));
@@ -129,15 +128,6 @@ export async function run(typedArgv: string[], io: CliIO): Promise<number> {
     return 0;
   } catch (e) {
     if (helpShown) return 0;
-    // A full disk or a read-only repository is one line too, not a stack (knownError names it).
-    const err = knownError(e);
-    if (err) {
-      io.stderr(`zz: ${neutralize(err.message)}\n`);
-      return err.exitCode;
-    }
-    io.stderr(
-      `zz: internal error: ${neutralize((e as Error)?.stack ?? String(e), { multiline: true })}\n`,
-    );
-    return 1;
+    return reportFailure(io, e);
   }
 }

@@ -10,7 +10,7 @@ import {
 } from './format.js';
 import type { CliIO } from './io.js';
 import { LANE_FROM_ASK, type ToolOption } from './tool-args.js';
-import type { Resend } from './tool-manifest.js';
+import type { ManifestTool, Resend } from './tool-manifest.js';
 
 // Running a tool command once its command line is parsed (tool-commands.ts): its arguments
 // from flags, files and `--args`, then the call, through the daemon or in-process. Loaded by
@@ -108,6 +108,23 @@ async function withLaneOfAsk(
     ask: { lane_id: string };
   };
   return { ...args, lane_id: got.ask.lane_id };
+}
+
+/**
+ * A tool command's call, the one both routes to it make: its handler in the command table
+ * (tool-commands.ts) and the fast path, which parses the flags itself (fast-path.ts).
+ */
+export function callToolCommand(
+  io: CliIO,
+  tool: ManifestTool,
+  args: Record<string, unknown>,
+  json: boolean,
+): Promise<void> {
+  return callTool(io, tool.name, args, json, {
+    laneFromAsk: true,
+    local: tool.local,
+    resend: tool.resend,
+  });
 }
 
 export async function callTool(

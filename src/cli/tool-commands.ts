@@ -68,11 +68,7 @@ export function addToolCommands(
             const args = argsFromOptions(tool.options, argv as Record<string, unknown>, base);
             await calls.readTextFiles(io, tool.options, argv as Record<string, unknown>, args);
             if (argv.follow) return followEvents(io, args, !!argv.json);
-            await calls.callTool(io, tool.name, args, !!argv.json, {
-              laneFromAsk: true,
-              local: tool.local,
-              resend: tool.resend,
-            });
+            await calls.callToolCommand(io, tool, args, !!argv.json);
           },
         );
       }

@@ -1,10 +1,13 @@
 import { z } from 'zod';
-import { repoState, roleGrant } from '../core/index.js';
 import { actor } from '../schema/ids.js';
 import { PAGE } from '../schema/limits.js';
 import { corruptOut, writeMetaOut } from '../schema/views.js';
 import { writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
+
+// The use cases load with a tool's first call, not with the registry: every CLI command that
+// runs a tool in-process loads the registry, and need not load all of core with it.
+const admin = () => import('../core/admin.js');
 
 export const adminTools = [
   defineTool({
@@ -46,7 +49,7 @@ export const adminTools = [
       repos: z.array(z.string()),
     }),
     handler: async (_args, ctx: ToolContext) => ({
-      ...(await repoState(ctx.repo, ctx.caller)),
+      ...(await (await admin()).repoState(ctx.repo, ctx.caller)),
       repos: ctx.services?.repos ? [...ctx.services.repos.keys()] : [ctx.repo.key],
     }),
   }),
@@ -62,6 +65,6 @@ export const adminTools = [
       ...writeArgs,
     }),
     output: z.strictObject({ owners: z.array(z.string()), ...writeMetaOut }),
-    handler: (args, ctx) => roleGrant(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await admin()).roleGrant(ctx.repo, ctx.caller, args),
   }),
 ];

@@ -1,16 +1,5 @@
 import { z } from 'zod';
-import {
-  ASK_LIST_STATES,
-  askAnswer,
-  askCancel,
-  askClaim,
-  askClaimNext,
-  askGet,
-  askList,
-  askPost,
-  askQueryClaimable,
-  askRelease,
-} from '../core/index.js';
+import { ASK_LIST_STATES } from '../core/ask-list.js';
 import { actor, askId, laneId } from '../schema/ids.js';
 import { askKind } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
@@ -42,6 +31,13 @@ export const changesetInput = z.strictObject({
     .min(1)
     .max(2_000),
 });
+
+// The use cases load with a tool's first call, not with the registry: every CLI command that
+// runs a tool in-process loads the registry, and need not load all of core with it.
+const asks = () => import('../core/asks.js');
+const askList = () => import('../core/ask-list.js');
+const claimable = () => import('../core/ask-claimable.js');
+const closing = () => import('../core/closing.js');
 
 export const askTools = [
   defineTool({
@@ -75,7 +71,7 @@ export const askTools = [
       ...createArgs,
     }),
     output: z.strictObject({ ask: askOut, ...writeMetaOut }),
-    handler: (args, ctx) => askPost(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await asks()).askPost(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_query_claimable',
@@ -97,7 +93,7 @@ export const askTools = [
       total: z.number().describe('How many Asks you may claim, over all pages'),
       revision: z.string().nullable(),
     }),
-    handler: (args, ctx) => askQueryClaimable(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await claimable()).askQueryClaimable(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_claim_next',
@@ -133,7 +129,7 @@ export const askTools = [
       revision: z.string().nullable(),
       replayed: writeMetaOut.replayed,
     }),
-    handler: (args, ctx) => askClaimNext(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await asks()).askClaimNext(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_claim',
@@ -153,7 +149,7 @@ export const askTools = [
       ...writeArgs,
     }),
     output: z.strictObject({ ask: askOut, renewed: z.boolean(), ...writeMetaOut }),
-    handler: (args, ctx) => askClaim(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await asks()).askClaim(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_release',
@@ -171,7 +167,7 @@ export const askTools = [
       ...writeArgs,
     }),
     output: z.strictObject({ ask: askOut, ...writeMetaOut }),
-    handler: (args, ctx) => askRelease(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await asks()).askRelease(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_answer',
@@ -195,7 +191,7 @@ export const askTools = [
       changeset_id: z.string().nullable(),
       ...writeMetaOut,
     }),
-    handler: (args, ctx) => askAnswer(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await asks()).askAnswer(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_list',
@@ -221,7 +217,7 @@ export const askTools = [
       corrupt: z.array(corruptOut).describe('Lane refs that cannot be read (skipped), with why'),
       corrupt_more: z.number().describe('How many more cannot be read'),
     }),
-    handler: (args, ctx) => askList(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await askList()).askList(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_get',
@@ -247,7 +243,7 @@ export const askTools = [
       history: z.array(historyOut).optional(),
       next_history_offset: z.number().nullable().optional(),
     }),
-    handler: (args, ctx) => askGet(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await askList()).askGet(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'ask_cancel',
@@ -261,6 +257,6 @@ export const askTools = [
       ...writeArgs,
     }),
     output: z.strictObject({ ask: askOut, ...writeMetaOut }),
-    handler: (args, ctx) => askCancel(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await closing()).askCancel(ctx.repo, ctx.caller, args),
   }),
 ];

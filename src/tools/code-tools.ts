@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { commitChangeset, SANDBOX_TIMEOUT_MAX_MS, sandboxRun } from '../core/index.js';
+import { SANDBOX_TIMEOUT_MAX_MS } from '../git/sandbox.js';
 import { askId, changesetId, laneId, revision } from '../schema/ids.js';
 import { longText } from '../schema/ops.js';
 import { askOut, writeMetaOut } from '../schema/views.js';
@@ -9,6 +9,11 @@ import { defineTool, WRITE } from './define-tool.js';
 
 // The code toolset: commit_changeset, the only tool that writes the user's code; and
 // run_in_sandbox, which runs a command against a commit on the agent's machine (local only).
+
+// The use cases load with a tool's first call, not with the registry: every CLI command that
+// runs a tool in-process loads the registry, and need not load all of core with it.
+const changesets = () => import('../core/changesets.js');
+const sandbox = () => import('../core/changesets-sandbox.js');
 
 export const codeTools = [
   defineTool({
@@ -40,7 +45,7 @@ export const codeTools = [
       ask: askOut,
       ...writeMetaOut,
     }),
-    handler: (args, ctx) => commitChangeset(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await changesets()).commitChangeset(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'run_in_sandbox',
@@ -85,6 +90,7 @@ export const codeTools = [
       duration_ms: z.number(),
       isolation: z.enum(['pid-namespace', 'process-group']),
     }),
-    handler: (args, ctx) => sandboxRun(ctx.repo, ctx.caller, args, ctx.signal),
+    handler: async (args, ctx) =>
+      (await sandbox()).sandboxRun(ctx.repo, ctx.caller, args, ctx.signal),
   }),
 ];

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { diffCommit, logCommits, showFile } from '../core/index.js';
 import { defineTool, READ } from './define-tool.js';
 
 // Reads of the user's history (DESIGN §3, git toolset): commits, diffs, files. The use cases
@@ -14,6 +13,10 @@ const signature = z.strictObject({
   time: z.number().int().describe('Unix seconds'),
   timezone: z.string(),
 });
+
+// The use cases load with a tool's first call, not with the registry: every CLI command that
+// runs a tool in-process loads the registry, and need not load all of core with it.
+const reads = () => import('../core/git-reads.js');
 
 export const gitTools = [
   defineTool({
@@ -58,7 +61,7 @@ export const gitTools = [
       ),
       next_cursor: z.string().nullable(),
     }),
-    handler: (args, ctx) => logCommits(ctx.repo, args),
+    handler: async (args, ctx) => (await reads()).logCommits(ctx.repo, args),
   }),
   defineTool({
     name: 'git_diff',
@@ -102,7 +105,7 @@ export const gitTools = [
       ),
       truncated: z.boolean(),
     }),
-    handler: (args, ctx) => diffCommit(ctx.repo, args),
+    handler: async (args, ctx) => (await reads()).diffCommit(ctx.repo, args),
   }),
   defineTool({
     name: 'git_show_file',
@@ -130,6 +133,6 @@ export const gitTools = [
       offset: z.number().int(),
       next_offset: z.number().int().nullable(),
     }),
-    handler: (args, ctx) => showFile(ctx.repo, args),
+    handler: async (args, ctx) => (await reads()).showFile(ctx.repo, args),
   }),
 ];

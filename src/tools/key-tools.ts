@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { requireCaller } from '../core/index.js';
-import { keyAdd, keyList, keyRemove, requireSignatures } from '../core/sync/index.js';
+import { requireCaller } from '../core/access.js';
 import { actor } from '../schema/ids.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
 
@@ -14,6 +13,10 @@ const keyLine = z
   .min(1)
   .max(8192)
   .describe('an OpenSSH public key line, e.g. "ssh-ed25519 AAAA… you@host"');
+
+// The use cases load with a tool's first call, not with the registry: every CLI command that
+// runs a tool in-process loads the registry, and need not load all of core with it.
+const keys = () => import('../core/sync/authenticity.js');
 
 export const keyTools = [
   defineTool({
@@ -43,9 +46,9 @@ export const keyTools = [
       ),
       next_offset: z.number().nullable(),
     }),
-    handler: (args, ctx) => {
+    handler: async (args, ctx) => {
       requireCaller(ctx.caller);
-      return keyList(ctx.repo, args);
+      return (await keys()).keyList(ctx.repo, args);
     },
   }),
   defineTool({
@@ -55,7 +58,7 @@ export const keyTools = [
     annotations: { ...WRITE, idempotentHint: true },
     input: z.strictObject({ actor, key: keyLine }),
     output: z.strictObject({ revision: z.string() }),
-    handler: (args, ctx) => keyAdd(ctx.repo, requireCaller(ctx.caller), args),
+    handler: async (args, ctx) => (await keys()).keyAdd(ctx.repo, requireCaller(ctx.caller), args),
   }),
   defineTool({
     name: 'key_remove',
@@ -64,7 +67,7 @@ export const keyTools = [
     annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
     input: z.strictObject({ actor, key: keyLine }),
     output: z.strictObject({ removed: z.boolean(), revision: z.string() }),
-    handler: (args, ctx) => keyRemove(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await keys()).keyRemove(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'repo_require_signatures',
@@ -77,7 +80,7 @@ export const keyTools = [
     output: z.strictObject({ signatures_required: z.boolean(), revision: z.string() }),
     handler: async (args, ctx) => {
       const signed = args.signed ?? true;
-      const r = await requireSignatures(ctx.repo, requireCaller(ctx.caller), signed);
+      const r = await (await keys()).requireSignatures(ctx.repo, requireCaller(ctx.caller), signed);
       return { signatures_required: signed, revision: r.revision };
     },
   }),

@@ -2,15 +2,12 @@ import { z } from 'zod';
 import {
   ladderHistory,
   ladderRead,
-  ladderReindex,
-  ladderSearch,
-  ladderTree,
   ladderWriteRung,
-  LADDER_TREE_CURSOR_MAX,
   MAX_DETAIL_CHARS,
   MAX_WRITE_RUNGS,
-  type SearchServices,
-} from '../core/index.js';
+} from '../core/ladder/ladder.js';
+import type { SearchServices } from '../core/ladder/ladder-search.js';
+import { LADDER_TREE_CURSOR_MAX, ladderTree } from '../core/ladder/ladder-tree.js';
 import { askId, laneId } from '../schema/ids.js';
 import { PAGE } from '../schema/limits.js';
 import {
@@ -29,6 +26,9 @@ import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
 // across every repository this front end knows, rebuild this repository's search entries, and
 // a coordinator's rung writes. The search use cases are core/ladder/ladder-search.ts; the index
 // comes from ctx.services.search when the front end keeps one (the daemon does).
+
+// The search use cases load with their first call, not with the registry (lane-tools.ts).
+const search = () => import('../core/ladder/ladder-search.js');
 
 const utf8Max = (max: number) => (s: string) => Buffer.byteLength(s, 'utf8') <= max;
 
@@ -194,7 +194,8 @@ export const ladderTools = [
       ),
       next_cursor: z.string().nullable(),
     }),
-    handler: (args, ctx) => ladderSearch(ctx.repo, searchServices(ctx), args),
+    handler: async (args, ctx) =>
+      (await search()).ladderSearch(ctx.repo, searchServices(ctx), args),
   }),
   defineTool({
     name: 'ladder_reindex',
@@ -216,7 +217,7 @@ export const ladderTools = [
       source: z.string().nullable(),
       ms: z.number(),
     }),
-    handler: (_args, ctx) => ladderReindex(ctx.repo, searchServices(ctx)),
+    handler: async (_args, ctx) => (await search()).ladderReindex(ctx.repo, searchServices(ctx)),
   }),
   defineTool({
     name: 'ladder_write_rung',

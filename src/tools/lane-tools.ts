@@ -1,14 +1,5 @@
 import { z } from 'zod';
-import {
-  EVENTS_CURSOR_MAX_LENGTH,
-  laneAddRelated,
-  laneClose,
-  laneEvents,
-  laneGet,
-  laneGrant,
-  laneList,
-  lanePropose,
-} from '../core/index.js';
+import { EVENTS_CURSOR_MAX_LENGTH, laneEvents } from '../core/events.js';
 import { actor, laneId, newLaneId } from '../schema/ids.js';
 import { askKinds } from '../schema/lane.js';
 import { LIMITS } from '../schema/limits.js';
@@ -23,6 +14,11 @@ import {
 } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
+
+// The use cases load with a tool's first call, not with the registry: every CLI command that
+// runs a tool in-process loads the registry, and need not load all of core with it.
+const lanes = () => import('../core/lanes.js');
+const closing = () => import('../core/closing.js');
 
 const laneIdArg = laneId.describe('e.g. "_repo" or "auth-rework"');
 const cursor = z.string().max(4096);
@@ -51,7 +47,7 @@ export const laneTools = [
       ...createArgs,
     }),
     output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
-    handler: (args, ctx) => lanePropose(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await lanes()).lanePropose(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'lane_get',
@@ -81,7 +77,7 @@ export const laneTools = [
       next_asks_cursor: z.string().nullable(),
       next_history_cursor: z.string().nullable(),
     }),
-    handler: (args, ctx) => laneGet(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await lanes()).laneGet(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'lane_list',
@@ -100,7 +96,7 @@ export const laneTools = [
       corrupt: z.array(corruptOut).describe('Lane refs that cannot be read, with why'),
       corrupt_more: z.number().describe('How many more cannot be read'),
     }),
-    handler: (args, ctx) => laneList(ctx.repo, args),
+    handler: async (args, ctx) => (await lanes()).laneList(ctx.repo, args),
   }),
   defineTool({
     name: 'lane_add_related',
@@ -109,7 +105,7 @@ export const laneTools = [
     annotations: { ...WRITE, idempotentHint: true },
     input: z.strictObject({ lane_id: laneIdArg, related_lane_id: laneId, ...writeArgs }),
     output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
-    handler: (args, ctx) => laneAddRelated(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await lanes()).laneAddRelated(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'lane_grant',
@@ -124,7 +120,7 @@ export const laneTools = [
       ...writeArgs,
     }),
     output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
-    handler: (args, ctx) => laneGrant(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await lanes()).laneGrant(ctx.repo, ctx.caller, args),
   }),
   defineTool({
     name: 'lane_events',
@@ -158,6 +154,6 @@ export const laneTools = [
       ...writeArgs,
     }),
     output: z.strictObject({ lane: laneOut, ...writeMetaOut }),
-    handler: (args, ctx) => laneClose(ctx.repo, ctx.caller, args),
+    handler: async (args, ctx) => (await closing()).laneClose(ctx.repo, ctx.caller, args),
   }),
 ];

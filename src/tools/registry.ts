@@ -9,7 +9,7 @@ import { keyTools } from './key-tools.js';
 import { laneTools } from './lane-tools.js';
 import { tokenTools } from './token-tools.js';
 import type { z } from 'zod';
-import { SANDBOX_TIMEOUT_MAX_MS } from '../core/index.js';
+import { SANDBOX_TIMEOUT_MAX_MS } from '../git/sandbox.js';
 import type { ToolDef } from './define-tool.js';
 
 // Every tool zz serves, in the order they are listed to clients.

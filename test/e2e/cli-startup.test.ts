@@ -1,4 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import module from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -12,6 +23,20 @@ import { ensureBuilt, killAll, privateEnv, serve, zz } from './zz-process.js';
 // a module hook); wall times are measured in bench/cli-startup.ts, not asserted in tests.
 
 const HEAVY = ['@modelcontextprotocol', 'minisearch', 'chokidar', '@octokit', 'isomorphic-git'];
+/** What only the daemon, search, models, GitHub, MCP and the dashboard use. */
+const SERVICES = [
+  ...HEAVY,
+  'ai',
+  '@ai-sdk',
+  'preact',
+  'htm',
+  'dist/daemon',
+  'dist/search',
+  'dist/models',
+  'dist/github',
+  'dist/web',
+  'dist/mcp',
+];
 
 let hookDir: string;
 let hookImport: string;
@@ -58,10 +83,15 @@ function logged(env: NodeJS.ProcessEnv, name: string) {
 }
 
 /** The node_modules packages (and dist folders) `zz ARGS` loads. */
-async function loaded(cwd: string, env: NodeJS.ProcessEnv, args: string[]): Promise<string[]> {
+async function loaded(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  args: string[],
+  exit = 0,
+): Promise<string[]> {
   const l = logged(env, args.join('-'));
   const r = await zz(cwd, l.env, args);
-  expect(r.code, r.stderr).toBe(0);
+  expect(r.code, r.stderr).toBe(exit);
   return packagesIn(l.log);
 }
 
@@ -69,13 +99,21 @@ function packagesIn(log: string): string[] {
   const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
   expect(urls.some((u) => u.endsWith('/dist/cli/main.js'))).toBe(true); // the hook saw the entry
   const names = urls.flatMap((u) => {
+    // The daemon's address file is read by every client: it is not the daemon.
+    if (u.endsWith('/dist/daemon/daemon-file.js')) return [];
     const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u);
     if (m) return [m[1]!];
     const d = /\/dist\/([^/]+)\//.exec(u);
+    // core by file too: which use cases a command loads.
+    if (d?.[1] === 'core') return ['dist/core', u.slice(u.lastIndexOf('/dist/core/') + 1)];
     return d ? [`dist/${d[1]}`] : [];
   });
   return [...new Set(names)].sort();
 }
+
+/** Those of `pkgs` that are `names` or under them (`@ai-sdk` holds `@ai-sdk/openai`). */
+const among = (pkgs: string[], names: string[]): string[] =>
+  pkgs.filter((p) => names.some((n) => p === n || p.startsWith(`${n}/`)));
 
 describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => {
   it('--version loads no package and help loads neither zod nor the tool registry', async () => {
@@ -103,6 +141,84 @@ describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => 
     }
   });
 
+  it('commands that need no daemon, search or model load none; a parsed tool command loads no yargs', async () => {
+    // A module imported at the top of a file these commands load (the daemon, the search
+    // index, the model clients) makes every `zz` pay for it: this list goes red first.
+    // A tool command whose flags parse runs without the command table (fast-path.ts), in-process
+    // when no daemon serves the checkout.
+    const r = makeRepo('zz-startup-lean-');
+    cleanups.push(r.cleanup);
+    const env = privateEnv();
+    // Not initialised yet: `lane list` answers and hints at `zz init`.
+    const fresh = await loaded(r.dir, env, ['lane', 'list']);
+    expect((await zz(r.dir, env, ['init', '--no-fetch'])).code).toBe(0);
+    const report: Record<string, string[]> = {
+      'lane list (not initialised)': fresh,
+      'init --no-fetch': await loaded(r.dir, env, ['init', '--no-fetch']),
+      'lane list': await loaded(r.dir, env, ['lane', 'list']),
+      'ask list --json': await loaded(r.dir, env, ['ask', 'list', '--json']),
+      'ask post': await loaded(r.dir, env, [
+        'ask',
+        'post',
+        '--lane-id',
+        '_repo',
+        '--kind',
+        'work',
+        '--title',
+        'cold start',
+      ]),
+      whoami: await loaded(r.dir, env, ['whoami']),
+      // No remote: nothing to sync with, said as an error; it still must not load them.
+      sync: await loaded(r.dir, env, ['sync'], 4),
+      help: await loaded(r.dir, env, ['help']),
+    };
+    for (const [cmd, pkgs] of Object.entries(report)) {
+      expect(among(pkgs, SERVICES), `zz ${cmd} must load no daemon, search or models`).toEqual([]);
+    }
+    for (const cmd of ['lane list (not initialised)', 'lane list', 'ask list --json', 'ask post'])
+      expect(among(report[cmd]!, ['yargs']), `zz ${cmd} runs without yargs`).toEqual([]);
+    // The registry loads each tool's use cases with its first call (src/tools/*-tools.ts): a
+    // Lane or Ask command loads neither the Ladder's builder nor the sandbox nor git's readers.
+    const elsewhere = [
+      'dist/core/ladder/build.js',
+      'dist/core/ladder/extract',
+      'dist/core/changesets-sandbox.js',
+      'dist/core/git-reads.js',
+    ];
+    for (const cmd of ['lane list', 'ask list --json', 'ask post'])
+      expect(among(report[cmd]!, elsewhere), `zz ${cmd} loads only its use cases`).toEqual([]);
+  });
+
+  it("keeps Node's compile cache in the user's cache dir, else a temp dir only this user can write", async () => {
+    // Node ≥ 22.1 has module.enableCompileCache (src/cli/compile-cache.ts); Node 20 does not,
+    // and there zz must write nothing. The spawned zz runs on this same Node.
+    const has =
+      typeof (module as { enableCompileCache?: unknown }).enableCompileCache === 'function';
+    const r = makeRepo('zz-startup-cache-');
+    cleanups.push(r.cleanup);
+    const tmp = mkdtempSync(join(tmpdir(), 'zz-startup-tmp-'));
+    cleanups.push(() => rmSync(tmp, { recursive: true, force: true }));
+    const env = privateEnv({ TMPDIR: tmp });
+    expect((await zz(r.dir, env, ['--version'])).code).toBe(0);
+    const cache = join(env.XDG_CACHE_HOME!, 'zz', 'node-compile-cache');
+    expect(existsSync(cache), cache).toBe(has);
+    if (has) expect(readdirSync(cache).length).toBeGreaterThan(0);
+    // A cache home that cannot be made (a file in its way): a directory of our own in TMPDIR.
+    writeFileSync(join(tmp, 'not-a-dir'), '');
+    const blocked = { ...env, XDG_CACHE_HOME: join(tmp, 'not-a-dir') };
+    expect((await zz(r.dir, blocked, ['--version'])).code).toBe(0);
+    const own = join(tmp, `zz-node-compile-cache-${process.getuid!()}`);
+    expect(existsSync(own), own).toBe(has);
+    if (!has) return;
+    expect(statSync(own).mode & 0o777).toBe(0o700);
+    // One that others could write to is code they would run as us: not used, and no failure.
+    rmSync(own, { recursive: true });
+    mkdirSync(own);
+    chmodSync(own, 0o777);
+    expect((await zz(r.dir, blocked, ['--version'])).code).toBe(0);
+    expect(readdirSync(own)).toEqual([]);
+  });
+
   it('loads no heavy package for --help or lane list, in-process or through a daemon', async () => {
     const r = makeRepo('zz-startup-');
     cleanups.push(r.cleanup);
@@ -115,6 +231,15 @@ describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => 
     await serve(r.dir, env);
     expect((await zz(r.dir, env, ['login'])).code).toBe(0);
     report['lane list (daemon)'] = await loaded(r.dir, env, ['lane', 'list']);
+    const post = ['ask', 'post', '--lane-id', '_repo', '--kind', 'work', '--title', 'a'];
+    report['ask post (daemon)'] = await loaded(r.dir, env, post);
+    // Through the daemon a tool command is one HTTP request: no schema, no core, no yargs.
+    for (const cmd of ['lane list (daemon)', 'ask post (daemon)']) {
+      expect(
+        among(report[cmd]!, ['zod', 'yargs', 'dist/core', 'dist/tools', ...SERVICES]),
+        `zz ${cmd} takes the fast path`,
+      ).toEqual([]);
+    }
     // The guard sees lazy imports too: `zz mcp` (stdin closed at once) loads the SDK.
     expect(await loaded(r.dir, env, ['mcp'])).toContain('@modelcontextprotocol/server');
     for (const [cmd, pkgs] of Object.entries(report)) {

@@ -47,6 +47,26 @@ export interface GitHubClient {
   baseUrl: string;
   /** Requests answered from the ETag cache (304) in this client's life. */
   stats: { requests: number; notModified: number };
+  /** The text with this client's token, and anything shaped like a credential, blanked. */
+  redact: (text: string) => string;
+}
+
+// A server may echo the Authorization header in an error (GITHUB_API_URL may name any server;
+// a proxy may too): every text from an answer goes through redact() before it is printed or
+// stored. Besides the token itself, GitHub's token shapes and `Bearer …`/`token …` values of
+// credential length are blanked, so another identity's token is not printed either.
+const CREDENTIAL =
+  /\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})|\b(bearer|token)(\s+)[A-Za-z0-9_\-.~+/]{16,}=*/gi;
+const REDACTED = '[redacted]';
+
+export function redactor(token: string | null): (text: string) => string {
+  return (text) => {
+    let t = token ? text.split(token).join(REDACTED) : text;
+    t = t.replace(CREDENTIAL, (_m, word?: string, space?: string) =>
+      word ? `${word}${space}${REDACTED}` : REDACTED,
+    );
+    return t;
+  };
 }
 
 interface CachedResponse {
@@ -178,11 +198,25 @@ export function createGitHub(opts: GitHubOptions): GitHubClient {
       throw e;
     }
   });
-  return { octokit, baseUrl, stats };
+  return { octokit, baseUrl, stats, redact: redactor(opts.token) };
 }
 
-/** A GitHub failure as a ZzError a person (or agent) can act on. The token never appears. */
-export function githubError(e: unknown, what: string, baseUrl: string): unknown {
+/**
+ * A GitHub failure as a ZzError a person (or agent) can act on. The token never appears: every
+ * message passes through the client's redact(), whatever the server put in its answer.
+ */
+export function githubError(
+  e: unknown,
+  what: string,
+  gh: Pick<GitHubClient, 'baseUrl' | 'redact'>,
+): unknown {
+  const err = explained(e, what, gh.baseUrl);
+  if (!(err instanceof ZzError)) return err;
+  const message = gh.redact(err.message);
+  return message === err.message ? err : new ZzError(err.code, message, err.details);
+}
+
+function explained(e: unknown, what: string, baseUrl: string): unknown {
   // Octokit reports a connection that never got an answer (DNS, refused, reset) as status 500
   // with no response: that is not GitHub answering 500, and is said as the network failure.
   if (!isHttpError(e) || !e.response) {

@@ -103,7 +103,7 @@ async function call<T>(gh: GitHubClient, what: string, f: () => Promise<T>): Pro
   try {
     return await f();
   } catch (e) {
-    throw githubError(e, what, gh.baseUrl);
+    throw githubError(e, what, gh);
   }
 }
 

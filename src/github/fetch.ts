@@ -173,9 +173,31 @@ const rawComment = z.object({
   body: optText,
 });
 
-/** The items of a list answer that have the shape zz reads (204 and non-arrays: none). */
-function itemsOf<T>(schema: z.ZodType<T>, data: unknown): T[] {
-  if (!Array.isArray(data)) return [];
+/**
+ * The items of a list answer that have the shape zz reads. A 204 (an empty repository's
+ * contributors) has none; any other answer that is not a JSON list is an error naming the
+ * endpoint: read as an empty list, a truncated or garbled answer made a build see "nothing new".
+ */
+function itemsOf<T>(
+  schema: z.ZodType<T>,
+  res: { status: number; data: unknown },
+  what: string,
+  gh: GitHubClient,
+): T[] {
+  const data = res.data;
+  if (res.status === 204) return [];
+  if (!Array.isArray(data)) {
+    const got =
+      typeof data === 'string'
+        ? `text that is not JSON (${data.length} characters)`
+        : data === null
+          ? 'null'
+          : `a JSON ${typeof data}`;
+    throw new ZzError(
+      'unavailable',
+      `GitHub at ${gh.baseUrl} answered ${res.status} for ${what} with ${got} where a list was expected; nothing was read from it (retry, or check GITHUB_API_URL)`,
+    );
+  }
   const out: T[] = [];
   for (const d of data) {
     const r = schema.safeParse(d);
@@ -205,7 +227,8 @@ export async function fetchIssues(
   args: PageArgs & { state?: 'open' | 'closed' | 'all'; since?: string | undefined },
 ): Promise<Page<IssueOut> & { pull_requests_skipped: number }> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `issues of ${r.owner}/${r.repo}`, () =>
+  const what = `issues of ${r.owner}/${r.repo}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.issues.listForRepo({
       ...r,
       state: args.state ?? 'all',
@@ -216,7 +239,7 @@ export async function fetchIssues(
       page,
     }),
   );
-  const raw = itemsOf(rawIssue, res.data);
+  const raw = itemsOf(rawIssue, res, what, gh);
   const issues = raw.filter((i) => i.pull_request === undefined);
   return {
     items: issues.map(issueOut),
@@ -232,7 +255,8 @@ export async function fetchPullRequests(
   args: PageArgs & { state?: 'open' | 'closed' | 'all' },
 ): Promise<Page<PullOut>> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `pull requests of ${r.owner}/${r.repo}`, () =>
+  const what = `pull requests of ${r.owner}/${r.repo}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.pulls.list({
       ...r,
       state: args.state ?? 'all',
@@ -243,7 +267,7 @@ export async function fetchPullRequests(
     }),
   );
   return {
-    items: itemsOf(rawPull, res.data).map((p) => ({
+    items: itemsOf(rawPull, res, what, gh).map((p) => ({
       ...issueOut({ ...p, comments: 0 }),
       draft: p.draft ?? false,
       merged_at: p.merged_at,
@@ -260,11 +284,12 @@ export async function fetchReleases(
   args: PageArgs,
 ): Promise<Page<ReleaseOut>> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `releases of ${r.owner}/${r.repo}`, () =>
+  const what = `releases of ${r.owner}/${r.repo}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.repos.listReleases({ ...r, per_page, page }),
   );
   return {
-    items: itemsOf(rawRelease, res.data).map((x) => ({
+    items: itemsOf(rawRelease, res, what, gh).map((x) => ({
       tag: x.tag_name,
       name: x.name,
       draft: x.draft,
@@ -284,12 +309,13 @@ export async function fetchContributors(
   args: PageArgs,
 ): Promise<Page<ContributorOut>> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `contributors of ${r.owner}/${r.repo}`, () =>
+  const what = `contributors of ${r.owner}/${r.repo}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.repos.listContributors({ ...r, per_page, page }),
   );
   // 204 (an empty repository) has no body: no items.
   return {
-    items: itemsOf(rawContributor, res.data).map((c) => ({
+    items: itemsOf(rawContributor, res, what, gh).map((c) => ({
       login: c.login,
       contributions: c.contributions,
       type: c.type,
@@ -306,7 +332,8 @@ export async function fetchThreadComments(
   args: PageArgs & { number: number; since?: string | undefined },
 ): Promise<Page<CommentOut>> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `comments of ${r.owner}/${r.repo}#${args.number}`, () =>
+  const what = `comments of ${r.owner}/${r.repo}#${args.number}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.issues.listComments({
       ...r,
       issue_number: args.number,
@@ -316,7 +343,7 @@ export async function fetchThreadComments(
     }),
   );
   return {
-    items: itemsOf(rawComment, res.data).map((c) => ({
+    items: itemsOf(rawComment, res, what, gh).map((c) => ({
       id: c.id,
       author: c.user,
       created_at: c.created_at,

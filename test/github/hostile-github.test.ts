@@ -53,4 +53,22 @@ describe('a hostile GitHub', () => {
     // Prose about tokens is left as it is.
     expect(client().redact('the token cannot see it')).toBe('the token cannot see it');
   });
+
+  it('refuses a malformed answer instead of reading it as an empty list', async () => {
+    for (const body of ['{"not json', 'null', '{"items": []}', '"x"']) {
+      handler = (_q, res) => send(res, 200, body);
+      const e = await zzErrorOf(fetchReleases(client(), R, {}));
+      expect(e.code).toBe('unavailable');
+      expect(e.message).toContain(`GitHub at ${url} answered 200 for releases of acme/widget with`);
+      expect(e.message).toContain('where a list was expected');
+    }
+    // An empty list is still an empty list, and a 204 (an empty repository) has no items.
+    handler = (_q, res) => send(res, 200, '[]');
+    expect((await fetchReleases(client(), R, {})).items).toEqual([]);
+    handler = (_q, res) => {
+      res.writeHead(204);
+      res.end();
+    };
+    expect((await fetchReleases(client(), R, {})).items).toEqual([]);
+  });
 });

@@ -93,10 +93,22 @@ function pageOf(args: PageArgs): { page: number; per_page: number } {
   return { page, per_page };
 }
 
+/**
+ * The cursor of the page after `page` if the Link header has a next one. A next link naming
+ * this page or an earlier one (a server answering rel="next" with its own URL) ends the
+ * listing: followed, it paged forever (measured: 15,383 requests in 400 s).
+ */
 function nextCursor(headers: { link?: string | undefined }, page: number): string | null {
-  return /\brel="next"/.test(headers.link ?? '') && page < MAX_PAGE
-    ? pageCursor.encode(page + 1)
-    : null;
+  const next = /<([^>]*)>\s*;\s*rel="next"/.exec(headers.link ?? '')?.[1];
+  if (next === undefined || page >= MAX_PAGE) return null;
+  let named = NaN;
+  try {
+    named = Number(new URL(next, 'http://github.invalid').searchParams.get('page') ?? NaN);
+  } catch {
+    // Not a URL: the page after this one, as GitHub's Link header says there is one.
+  }
+  if (Number.isInteger(named) && named <= page) return null;
+  return pageCursor.encode(page + 1);
 }
 
 async function call<T>(gh: GitHubClient, what: string, f: () => Promise<T>): Promise<T> {

@@ -1,8 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initRepo, ladderBuild, ZzRepo } from '../../src/core/index.js';
 import { createGitHub, fetchIssues, fetchReleases } from '../../src/github/index.js';
+import { OWNER } from '../helpers/core-fixture.js';
+import { addFixture } from '../helpers/ladder-fixture.js';
 import { zzErrorOf } from '../helpers/rejection.js';
+import { makeRepo } from '../helpers/temp-repo.js';
 
 // A hostile GitHub on 127.0.0.1 (GITHUB_API_URL may name any server): each test sets how it
 // answers. What it must not do to zz: print the token it echoes back, make zz wait years, page
@@ -17,6 +21,9 @@ const server = createServer((req, res) => {
   handler(req, res);
 });
 let url = '';
+let dir: string;
+let cleanup: () => void;
+let repo: ZzRepo;
 
 const send = (res: ServerResponse, status: number, body: unknown, h = {}) => {
   res.writeHead(status, { 'content-type': 'application/json', ...h });
@@ -28,8 +35,14 @@ const client = (extra = {}) =>
 beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  ({ dir, cleanup } = makeRepo('zz-gh-hostile-'));
+  addFixture(dir);
+  repo = await ZzRepo.open(dir, { key: `${R.owner}/${R.repo}` });
+  await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
 });
 afterAll(async () => {
+  repo.close();
+  cleanup();
   server.closeAllConnections();
   await new Promise((r) => server.close(r));
 });
@@ -70,5 +83,57 @@ describe('a hostile GitHub', () => {
       res.end();
     };
     expect((await fetchReleases(client(), R, {})).items).toEqual([]);
+  });
+
+  // One readable issue per page (releases and contributors: none readable), and always a next
+  // page: `self` links to the page just fetched, `onward` to the one after.
+  const endless = (link: 'self' | 'onward') => {
+    const asked: string[] = [];
+    handler = (req, res) => {
+      const u = new URL(req.url ?? '/', url);
+      asked.push(u.pathname);
+      const page = Number(u.searchParams.get('page') ?? '1');
+      if (link === 'onward') u.searchParams.set('page', String(page + 1));
+      const issue = {
+        number: page,
+        title: 't',
+        state: 'open',
+        user: { login: 'u' },
+        labels: [],
+        comments: 0,
+        created_at: '2026-01-01T00:00:00Z',
+        updated_at: '2026-01-01T00:00:00Z',
+        closed_at: null,
+        body: 'b',
+        html_url: `https://x/${page}`,
+      };
+      send(res, 200, [issue], { link: `<${u.href}>; rel="next"` });
+    };
+    return asked;
+  };
+  const count = (asked: string[], end: string) => asked.filter((p) => p.endsWith(end)).length;
+  const build = () =>
+    ladderBuild(repo, {
+      actor: OWNER.actor,
+      github: { client: client(), repo: R },
+    });
+
+  it('stops paging at a next link naming the page just fetched', async () => {
+    const asked = endless('self');
+    await build();
+    expect(count(asked, '/issues')).toBe(1);
+    expect(count(asked, '/pulls')).toBe(1);
+    // And the pull request's thread (pulls carry no comment count), releases, contributors.
+    expect(asked).toHaveLength(5);
+  });
+
+  it('stops paging at a page with nothing readable, and after ceil(limit / per_page) + 1 pages', async () => {
+    const asked = endless('onward');
+    await build();
+    // 300 items per kind at 100 a page: four pages, though each held one item.
+    expect(count(asked, '/issues')).toBe(4);
+    expect(count(asked, '/pulls')).toBe(4);
+    expect(count(asked, '/releases')).toBe(1);
+    expect(count(asked, '/contributors')).toBe(1);
   });
 });

@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ladderBuild, ZzRepo } from '../../src/core/index.js';
-import { createGitHub, fetchIssues, fetchReleases } from '../../src/github/index.js';
+import { githubClient } from '../../src/core/github.js';
+import { createGitHub, fetchIssues, fetchReleases, type RateWait } from '../../src/github/index.js';
 import { OWNER } from '../helpers/core-fixture.js';
 import { addFixture } from '../helpers/ladder-fixture.js';
 import { zzErrorOf } from '../helpers/rejection.js';
@@ -29,8 +30,9 @@ const send = (res: ServerResponse, status: number, body: unknown, h = {}) => {
   res.writeHead(status, { 'content-type': 'application/json', ...h });
   res.end(typeof body === 'string' ? body : JSON.stringify(body));
 };
+const waits: RateWait[] = [];
 const client = (extra = {}) =>
-  createGitHub({ token: TOKEN, baseUrl: url, secondMs: 5, onWait: () => {}, ...extra });
+  createGitHub({ token: TOKEN, baseUrl: url, secondMs: 5, onWait: (w) => waits.push(w), ...extra });
 
 beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -135,5 +137,57 @@ describe('a hostile GitHub', () => {
     expect(count(asked, '/pulls')).toBe(4);
     expect(count(asked, '/releases')).toBe(1);
     expect(count(asked, '/contributors')).toBe(1);
+  });
+
+  it('fails clearly on a rate-limit wait past the bound instead of waiting it', async () => {
+    // A primary limit that resets in ten years asked for a 315,360,000 s wait, and got it.
+    const reset = Math.floor(Date.now() / 1000) + 10 * 365 * 86400;
+    const year = new Date(reset * 1000).getUTCFullYear();
+    const limited = (status: number, h: Record<string, string>) => {
+      seen = 0;
+      waits.length = 0;
+      handler = (_q, res) => send(res, status, { message: 'API rate limit exceeded' }, h);
+    };
+    limited(403, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) });
+    let e = await zzErrorOf(fetchIssues(client(), R, {}));
+    expect(e.code).toBe('unavailable');
+    expect(e.message).toMatch(
+      new RegExp(`primary rate limit holds until ${year}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC`),
+    );
+    expect(e.message).toContain('longer than zz waits (60 s)');
+    expect(e.message).toContain('ZZ_GITHUB_MAX_WAIT_S');
+    expect([seen, waits.length]).toEqual([1, 0]);
+    // A 429's Retry-After (999,999,999 s: it was retried three times in ~6 s) is held to it too.
+    limited(429, { 'retry-after': '999999999' });
+    e = await zzErrorOf(fetchIssues(client(), R, {}));
+    expect(e.message).toMatch(/secondary rate limit holds until \d{4}-.* UTC \(999999999 s\)/);
+    expect([seen, waits.length]).toEqual([1, 0]);
+    // A longer bound, for a batch job, waits (a GitHub second is 5 ms here) and retries.
+    limited(403, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) });
+    const longer = fetchIssues(client({ maxWaitSeconds: 3600 }), R, {});
+    e = await zzErrorOf(longer);
+    expect(e.message).toContain('longer than zz waits (3600 s)');
+    handler = (_q, res) => send(res, 429, { message: 'slow down' }, { 'retry-after': '90' });
+    waits.length = 0;
+    e = await zzErrorOf(fetchIssues(client({ maxWaitSeconds: 100, rateRetries: 1 }), R, {}));
+    expect(waits.map((w) => [w.kind, w.seconds])).toEqual([['secondary', 90]]);
+    expect(e.code).toBe('forbidden');
+    // The bound is set by ZZ_GITHUB_MAX_WAIT_S, refused when it is not whole seconds in range.
+    for (const bad of ['x', '-1', '1.5', '99999'])
+      expect((await zzErrorOf(githubClient({ env: { ZZ_GITHUB_MAX_WAIT_S: bad } }))).code).toBe(
+        'invalid_argument',
+      );
+  });
+
+  it('waits what a 429 Retry-After asks, then retries', async () => {
+    let n = 0;
+    waits.length = 0;
+    handler = (_q, res) =>
+      n++ === 0
+        ? send(res, 429, { message: 'too many' }, { 'retry-after': '7' })
+        : send(res, 200, []);
+    expect((await fetchReleases(client(), R, {})).items).toEqual([]);
+    expect(n).toBe(2);
+    expect(waits.map((w) => [w.kind, w.seconds])).toEqual([['secondary', 7]]);
   });
 });

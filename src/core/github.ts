@@ -2,6 +2,7 @@ import { ZzError } from '../errors.js';
 import {
   createGitHub,
   fetchContributors,
+  MAX_WAIT_SECONDS,
   fetchIssues,
   fetchPullRequests,
   fetchReleases,
@@ -57,6 +58,19 @@ export function stderrCountdown(w: RateWait): void {
   t.unref();
 }
 
+/** ZZ_GITHUB_MAX_WAIT_S: the longest rate-limit wait a long batch job is willing to take. */
+function maxWaitOf(env: NodeJS.ProcessEnv): number | undefined {
+  const v = env.ZZ_GITHUB_MAX_WAIT_S?.trim();
+  if (!v) return undefined;
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n > MAX_WAIT_SECONDS)
+    throw new ZzError(
+      'invalid_argument',
+      `ZZ_GITHUB_MAX_WAIT_S must be whole seconds from 0 to ${MAX_WAIT_SECONDS} (got ${JSON.stringify(v.slice(0, 40))})`,
+    );
+  return n;
+}
+
 export interface GitHubEnv {
   env?: NodeJS.ProcessEnv;
   onWait?: (w: RateWait) => void;
@@ -64,10 +78,11 @@ export interface GitHubEnv {
 
 const clients = new Map<string, Promise<GitHubClient>>();
 
-export function githubClient(opts: GitHubEnv = {}): Promise<GitHubClient> {
+export async function githubClient(opts: GitHubEnv = {}): Promise<GitHubClient> {
   const env = opts.env ?? process.env;
   const baseUrl = env.GITHUB_API_URL?.trim() || 'https://api.github.com';
-  const key = `${baseUrl}\0${env.GH_TOKEN ?? ''}\0${env.GITHUB_TOKEN ?? ''}\0${env.XDG_CACHE_HOME ?? ''}`;
+  const maxWaitSeconds = maxWaitOf(env);
+  const key = `${baseUrl}\0${env.GH_TOKEN ?? ''}\0${env.GITHUB_TOKEN ?? ''}\0${env.XDG_CACHE_HOME ?? ''}\0${maxWaitSeconds ?? ''}`;
   let c = clients.get(key);
   if (!c) {
     c = resolveToken(env).then(({ token }) =>
@@ -76,6 +91,7 @@ export function githubClient(opts: GitHubEnv = {}): Promise<GitHubClient> {
         baseUrl,
         cacheDir: cacheDir(env),
         onWait: opts.onWait ?? stderrCountdown,
+        ...(maxWaitSeconds !== undefined ? { maxWaitSeconds } : {}),
       }),
     );
     clients.set(key, c);
@@ -87,12 +103,14 @@ export function githubClient(opts: GitHubEnv = {}): Promise<GitHubClient> {
 /** A client of its own (not shared), for a long run that reports its waits its own way. */
 export async function newGitHubClient(opts: GitHubEnv = {}): Promise<GitHubClient> {
   const env = opts.env ?? process.env;
+  const maxWaitSeconds = maxWaitOf(env);
   const { token } = await resolveToken(env);
   return createGitHub({
     token,
     baseUrl: env.GITHUB_API_URL?.trim() || 'https://api.github.com',
     cacheDir: cacheDir(env),
     onWait: opts.onWait ?? stderrCountdown,
+    ...(maxWaitSeconds !== undefined ? { maxWaitSeconds } : {}),
   });
 }
 

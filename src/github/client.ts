@@ -1,22 +1,30 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import { ZzError } from '../errors.js';
 import { writeFileAtomic } from '../local/index.js';
-import { readBodyBounded } from '../models/index.js';
+import { readBodyBounded, retryAfterMs } from '../models/index.js';
 
-// The one place zz talks to GitHub: @octokit/rest with the throttling plugin (primary and
-// secondary rate limits waited out, the wait reported through onWait so a terminal can show a
-// countdown) and the retry plugin (5xx and network errors retried with backoff), plus
+// The one place zz talks to GitHub: @octokit/rest with the throttling plugin (pacing), the
+// request hook here waiting out primary and secondary rate limits (Retry-After honoured, each
+// wait bounded, reported through onWait so a terminal can show a countdown) and the retry
+// plugin (5xx and network errors retried with backoff), plus
 // conditional requests: every GET answered with an ETag is cached under the user cache dir and
 // asked again with If-None-Match; GitHub's 304 (free against the primary rate limit) is served
 // from the cache. Octokit throws on 304, so the request hook turns it back into the cached
 // answer. The cache key includes a hash of the token, so two identities never share entries.
 
 const MAX_CACHED_BYTES = 4 * 1024 * 1024;
+/** Longest rate-limit wait taken by default (the model client's bound too). */
+export const DEFAULT_MAX_WAIT_SECONDS = 60;
+/** GitHub's primary rate limit resets within the hour: no honest wait is longer. */
+export const MAX_WAIT_SECONDS = 3660;
+/** GitHub asks for at least a minute when a secondary limit gives no Retry-After. */
+const SECONDARY_FALLBACK_SECONDS = 60;
 const USER_AGENT = 'zz (git-native coordination; +https://github.com)';
 
 export interface RateWait {
@@ -40,6 +48,11 @@ export interface GitHubOptions {
   retries?: number;
   /** Milliseconds per second of wait GitHub asks for (tests make waits short; default 1000). */
   secondMs?: number;
+  /**
+   * Longest rate-limit wait taken (default 60 s, at most MAX_WAIT_SECONDS); a longer one is
+   * a clear error naming when the limit lifts, never a silent hang or an early retry.
+   */
+  maxWaitSeconds?: number;
 }
 
 export interface GitHubClient {
@@ -47,6 +60,26 @@ export interface GitHubClient {
   baseUrl: string;
   /** Requests answered from the ETag cache (304) in this client's life. */
   stats: { requests: number; notModified: number };
+  /** The text with this client's token, and anything shaped like a credential, blanked. */
+  redact: (text: string) => string;
+}
+
+// A server may echo the Authorization header in an error (GITHUB_API_URL may name any server;
+// a proxy may too): every text from an answer goes through redact() before it is printed or
+// stored. Besides the token itself, GitHub's token shapes and `Bearer …`/`token …` values of
+// credential length are blanked, so another identity's token is not printed either.
+const CREDENTIAL =
+  /\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})|\b(bearer|token)(\s+)[A-Za-z0-9_\-.~+/]{16,}=*/gi;
+const REDACTED = '[redacted]';
+
+export function redactor(token: string | null): (text: string) => string {
+  return (text) => {
+    let t = token ? text.split(token).join(REDACTED) : text;
+    t = t.replace(CREDENTIAL, (_m, word?: string, space?: string) =>
+      word ? `${word}${space}${REDACTED}` : REDACTED,
+    );
+    return t;
+  };
 }
 
 interface CachedResponse {
@@ -109,30 +142,73 @@ function boundedFetch(baseUrl: string): typeof fetch {
   };
 }
 
+/** What a 403 or 429 asks zz to wait, or null when it is no rate limit (a plain refusal). */
+function rateLimitOf(e: unknown, now: number): Omit<RateWait, 'method' | 'url'> | null {
+  if (!isHttpError(e) || (e.status !== 403 && e.status !== 429)) return null;
+  const h = e.response?.headers ?? {};
+  // Retry-After first (seconds or an HTTP date, read as the model client reads it), then the
+  // primary limit's reset, as GitHub's documentation orders them.
+  const ra = h['retry-after'];
+  const after = ra === undefined ? null : retryAfterMs(new Headers({ 'retry-after': ra }), now);
+  if (after !== null) return { kind: 'secondary', seconds: Math.ceil(after / 1000) };
+  const reset = Number(h['x-ratelimit-reset']);
+  if (h['x-ratelimit-remaining'] === '0' && Number.isFinite(reset))
+    // One second past the reset, as GitHub asks.
+    return { kind: 'primary', seconds: Math.max(0, Math.ceil((reset * 1000 - now) / 1000) + 1) };
+  if (e.status === 429 || /\bsecondary rate\b/i.test(e.message))
+    return { kind: 'secondary', seconds: SECONDARY_FALLBACK_SECONDS };
+  return null;
+}
+
 export function createGitHub(opts: GitHubOptions): GitHubClient {
   const baseUrl = (opts.baseUrl || 'https://api.github.com').replace(/\/+$/, '');
   const secondMs = opts.secondMs ?? 1000;
   const rateRetries = opts.rateRetries ?? 3;
-  const wait =
-    (kind: RateWait['kind']) =>
-    (seconds: number, options: { method: string; url: string }, _o: unknown, count: number) => {
-      if (count >= rateRetries) return false;
-      opts.onWait?.({ kind, seconds, method: options.method, url: options.url });
-      return true;
-    };
+  const maxWait = Math.min(opts.maxWaitSeconds ?? DEFAULT_MAX_WAIT_SECONDS, MAX_WAIT_SECONDS);
+  // Rate limits are waited out in one place, the request hook below (rateLimited), so that
+  // every wait is bounded and Retry-After is honoured on a 429 too: the throttling plugin only
+  // waited on 403s it recognised, with no bound (a reset ten years away: "waiting 315360000
+  // s"), and the retry plugin retried a 429 on its own backoff, ignoring Retry-After. The
+  // throttling plugin still paces requests; its own retries are declined here.
+  const decline = () => false;
   const octokit = new Client({
     ...(opts.token ? { auth: opts.token } : {}),
     baseUrl,
     userAgent: USER_AGENT,
     log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
     request: { fetch: boundedFetch(baseUrl) },
-    throttle: {
-      onRateLimit: wait('primary'),
-      onSecondaryRateLimit: wait('secondary'),
+    throttle: { onRateLimit: decline, onSecondaryRateLimit: decline },
+    retry: {
+      retries: opts.retries ?? 3,
       retryAfterBaseValue: secondMs,
+      doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451],
     },
-    retry: { retries: opts.retries ?? 3, retryAfterBaseValue: secondMs },
   });
+
+  const rateLimited = async <R>(send: () => Promise<R>, method: string, url: string) => {
+    for (let count = 0; ; count++) {
+      try {
+        return await send();
+      } catch (e) {
+        const limit = rateLimitOf(e, Date.now());
+        if (!limit) throw e;
+        if (limit.seconds > maxWait) {
+          const at = new Date(Date.now() + limit.seconds * 1000);
+          const when = Number.isNaN(at.getTime())
+            ? 'an unreadable time'
+            : `${at.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+          throw new ZzError(
+            'unavailable',
+            `GitHub's ${limit.kind} rate limit holds until ${when} (${limit.seconds} s), longer than zz waits (${maxWait} s): run it again after then, or set ZZ_GITHUB_MAX_WAIT_S (up to ${MAX_WAIT_SECONDS}) to wait longer`,
+            { retry_after_s: limit.seconds, kind: limit.kind },
+          );
+        }
+        if (count >= rateRetries) throw e;
+        opts.onWait?.({ ...limit, method, url });
+        await sleep(limit.seconds * secondMs);
+      }
+    }
+  };
   const stats = { requests: 0, notModified: 0 };
   const cacheDir = opts.cacheDir ? join(opts.cacheDir, 'github') : null;
   const identity = sha(`${baseUrl}\0${opts.token ? sha(opts.token) : 'anonymous'}`);
@@ -140,15 +216,16 @@ export function createGitHub(opts: GitHubOptions): GitHubClient {
   octokit.hook.wrap('request', async (request, options) => {
     stats.requests++;
     const method = String(options.method ?? 'GET').toUpperCase();
-    if (!cacheDir || method !== 'GET') return request(options);
     const { url } = octokit.request.endpoint(options as never);
+    const send = () => rateLimited(async () => request(options), method, url);
+    if (!cacheDir || method !== 'GET') return send();
     const file = join(cacheDir, `${sha(`${identity}\0${url}`).slice(0, 40)}.json`);
     const cached = await readCached(file);
     // Set on the options object itself: the plugins' hooks inside this one hold on to it, and
     // a copy passed down loses the header (measured: the request went out unconditional).
     if (cached) options.headers = { ...options.headers, 'if-none-match': cached.etag };
     try {
-      const res = await request(options);
+      const res = await send();
       const etag = res.headers.etag;
       if (typeof etag === 'string') {
         const keep: Record<string, string> = {};
@@ -178,11 +255,25 @@ export function createGitHub(opts: GitHubOptions): GitHubClient {
       throw e;
     }
   });
-  return { octokit, baseUrl, stats };
+  return { octokit, baseUrl, stats, redact: redactor(opts.token) };
 }
 
-/** A GitHub failure as a ZzError a person (or agent) can act on. The token never appears. */
-export function githubError(e: unknown, what: string, baseUrl: string): unknown {
+/**
+ * A GitHub failure as a ZzError a person (or agent) can act on. The token never appears: every
+ * message passes through the client's redact(), whatever the server put in its answer.
+ */
+export function githubError(
+  e: unknown,
+  what: string,
+  gh: Pick<GitHubClient, 'baseUrl' | 'redact'>,
+): unknown {
+  const err = explained(e, what, gh.baseUrl);
+  if (!(err instanceof ZzError)) return err;
+  const message = gh.redact(err.message);
+  return message === err.message ? err : new ZzError(err.code, message, err.details);
+}
+
+function explained(e: unknown, what: string, baseUrl: string): unknown {
   // Octokit reports a connection that never got an answer (DNS, refused, reset) as status 500
   // with no response: that is not GitHub answering 500, and is said as the network failure.
   if (!isHttpError(e) || !e.response) {

@@ -93,17 +93,29 @@ function pageOf(args: PageArgs): { page: number; per_page: number } {
   return { page, per_page };
 }
 
+/**
+ * The cursor of the page after `page` if the Link header has a next one. A next link naming
+ * this page or an earlier one (a server answering rel="next" with its own URL) ends the
+ * listing: followed, it paged forever (measured: 15,383 requests in 400 s).
+ */
 function nextCursor(headers: { link?: string | undefined }, page: number): string | null {
-  return /\brel="next"/.test(headers.link ?? '') && page < MAX_PAGE
-    ? pageCursor.encode(page + 1)
-    : null;
+  const next = /<([^>]*)>\s*;\s*rel="next"/.exec(headers.link ?? '')?.[1];
+  if (next === undefined || page >= MAX_PAGE) return null;
+  let named = NaN;
+  try {
+    named = Number(new URL(next, 'http://github.invalid').searchParams.get('page') ?? NaN);
+  } catch {
+    // Not a URL: the page after this one, as GitHub's Link header says there is one.
+  }
+  if (Number.isInteger(named) && named <= page) return null;
+  return pageCursor.encode(page + 1);
 }
 
 async function call<T>(gh: GitHubClient, what: string, f: () => Promise<T>): Promise<T> {
   try {
     return await f();
   } catch (e) {
-    throw githubError(e, what, gh.baseUrl);
+    throw githubError(e, what, gh);
   }
 }
 
@@ -173,9 +185,31 @@ const rawComment = z.object({
   body: optText,
 });
 
-/** The items of a list answer that have the shape zz reads (204 and non-arrays: none). */
-function itemsOf<T>(schema: z.ZodType<T>, data: unknown): T[] {
-  if (!Array.isArray(data)) return [];
+/**
+ * The items of a list answer that have the shape zz reads. A 204 (an empty repository's
+ * contributors) has none; any other answer that is not a JSON list is an error naming the
+ * endpoint: read as an empty list, a truncated or garbled answer made a build see "nothing new".
+ */
+function itemsOf<T>(
+  schema: z.ZodType<T>,
+  res: { status: number; data: unknown },
+  what: string,
+  gh: GitHubClient,
+): T[] {
+  const data = res.data;
+  if (res.status === 204) return [];
+  if (!Array.isArray(data)) {
+    const got =
+      typeof data === 'string'
+        ? `text that is not JSON (${data.length} characters)`
+        : data === null
+          ? 'null'
+          : `a JSON ${typeof data}`;
+    throw new ZzError(
+      'unavailable',
+      `GitHub at ${gh.baseUrl} answered ${res.status} for ${what} with ${got} where a list was expected; nothing was read from it (retry, or check GITHUB_API_URL)`,
+    );
+  }
   const out: T[] = [];
   for (const d of data) {
     const r = schema.safeParse(d);
@@ -205,7 +239,8 @@ export async function fetchIssues(
   args: PageArgs & { state?: 'open' | 'closed' | 'all'; since?: string | undefined },
 ): Promise<Page<IssueOut> & { pull_requests_skipped: number }> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `issues of ${r.owner}/${r.repo}`, () =>
+  const what = `issues of ${r.owner}/${r.repo}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.issues.listForRepo({
       ...r,
       state: args.state ?? 'all',
@@ -216,7 +251,7 @@ export async function fetchIssues(
       page,
     }),
   );
-  const raw = itemsOf(rawIssue, res.data);
+  const raw = itemsOf(rawIssue, res, what, gh);
   const issues = raw.filter((i) => i.pull_request === undefined);
   return {
     items: issues.map(issueOut),
@@ -232,7 +267,8 @@ export async function fetchPullRequests(
   args: PageArgs & { state?: 'open' | 'closed' | 'all' },
 ): Promise<Page<PullOut>> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `pull requests of ${r.owner}/${r.repo}`, () =>
+  const what = `pull requests of ${r.owner}/${r.repo}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.pulls.list({
       ...r,
       state: args.state ?? 'all',
@@ -243,7 +279,7 @@ export async function fetchPullRequests(
     }),
   );
   return {
-    items: itemsOf(rawPull, res.data).map((p) => ({
+    items: itemsOf(rawPull, res, what, gh).map((p) => ({
       ...issueOut({ ...p, comments: 0 }),
       draft: p.draft ?? false,
       merged_at: p.merged_at,
@@ -260,11 +296,12 @@ export async function fetchReleases(
   args: PageArgs,
 ): Promise<Page<ReleaseOut>> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `releases of ${r.owner}/${r.repo}`, () =>
+  const what = `releases of ${r.owner}/${r.repo}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.repos.listReleases({ ...r, per_page, page }),
   );
   return {
-    items: itemsOf(rawRelease, res.data).map((x) => ({
+    items: itemsOf(rawRelease, res, what, gh).map((x) => ({
       tag: x.tag_name,
       name: x.name,
       draft: x.draft,
@@ -284,12 +321,13 @@ export async function fetchContributors(
   args: PageArgs,
 ): Promise<Page<ContributorOut>> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `contributors of ${r.owner}/${r.repo}`, () =>
+  const what = `contributors of ${r.owner}/${r.repo}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.repos.listContributors({ ...r, per_page, page }),
   );
   // 204 (an empty repository) has no body: no items.
   return {
-    items: itemsOf(rawContributor, res.data).map((c) => ({
+    items: itemsOf(rawContributor, res, what, gh).map((c) => ({
       login: c.login,
       contributions: c.contributions,
       type: c.type,
@@ -306,7 +344,8 @@ export async function fetchThreadComments(
   args: PageArgs & { number: number; since?: string | undefined },
 ): Promise<Page<CommentOut>> {
   const { page, per_page } = pageOf(args);
-  const res = await call(gh, `comments of ${r.owner}/${r.repo}#${args.number}`, () =>
+  const what = `comments of ${r.owner}/${r.repo}#${args.number}`;
+  const res = await call(gh, what, () =>
     gh.octokit.rest.issues.listComments({
       ...r,
       issue_number: args.number,
@@ -316,7 +355,7 @@ export async function fetchThreadComments(
     }),
   );
   return {
-    items: itemsOf(rawComment, res.data).map((c) => ({
+    items: itemsOf(rawComment, res, what, gh).map((c) => ({
       id: c.id,
       author: c.user,
       created_at: c.created_at,

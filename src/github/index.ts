@@ -3,7 +3,9 @@
 // it knows nothing of lanes, asks, rungs or the front ends (core decides what to fetch).
 export {
   createGitHub,
+  DEFAULT_MAX_WAIT_SECONDS,
   githubError,
+  MAX_WAIT_SECONDS,
   type GitHubClient,
   type GitHubOptions,
   type RateWait,

@@ -218,8 +218,10 @@ describe('GitHub reads', () => {
     });
     const people = await fetchContributors(client(), R, { per_page: 7 });
     expect(people.items).toEqual([{ login: 'bob', contributions: 0, type: '', url: null }]);
+    // An answer that is not a list at all is no empty list (hostile-github.test.ts).
     gh.next({ path: /\/releases$/, status: 200, body: { not: 'a list' } });
-    expect((await fetchReleases(client(), R, { per_page: 7 })).items).toEqual([]);
+    const e = await zzErrorOf(fetchReleases(client(), R, { per_page: 7 }));
+    expect(e.message).toMatch(/releases of .* with a JSON object where a list was expected/);
   });
 
   it('retries a 5xx and succeeds', async () => {

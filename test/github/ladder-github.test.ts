@@ -41,6 +41,8 @@ const build = () =>
     github: {
       client: createGitHub({ token: TOKEN, baseUrl: gh.url, cacheDir: cache, secondMs: 5 }),
       repo: REPO,
+      // The recorded issue pages were asked with per_page=3 (five pages of 13 issues).
+      perPage: 3,
     },
   });
 

@@ -9,6 +9,7 @@ import {
   type IssueOut,
   type PullOut,
   type RepoRef,
+  MAX_PER_PAGE,
 } from '../../github/index.js';
 import { RUNG_PATH_PREFIX } from '../../schema/rung.js';
 import { EXTRACTIVE, type BuildContext } from './build-context.js';
@@ -24,7 +25,6 @@ import { rungPlacementProblem } from './ladder-state.js';
 // page is a free 304 from the ETag cache), and a rung whose inputs (its updated_at, the
 // thread it read) are unchanged is kept as it is, so nothing changed → no commit.
 
-const PER_PAGE = 100;
 /** Items per kind read in one build; older ones keep their rungs until they change. */
 export const DEFAULT_GITHUB_LIMIT = 300;
 /** Comment threads read per build; the rest are summarised without and read next time. */
@@ -36,6 +36,8 @@ export interface GitHubPhaseOptions {
   client: GitHubClient;
   repo: RepoRef;
   limit?: number;
+  /** Items asked per page (default and most GitHub allows: 100). */
+  perPage?: number;
 }
 
 function prose(body: string, max = 220): string {
@@ -90,19 +92,31 @@ function pullExtract(p: PullOut, thread: readonly CommentOut[] | null): Extract 
   };
 }
 
+/**
+ * The items of a listing, page by page, up to `limit`. Anything from another machine is
+ * untrusted, and a server may answer rel="next" forever: paging also stops at a page with no
+ * item zz could read (an issues page of pull requests only still counts: it had items), and
+ * after ceil(limit / perPage) + 1 pages whatever the pages held. An issues listing may so
+ * read fewer than `limit` issues (pull requests share its pages); older ones keep their rungs.
+ */
 async function pages<T>(
   limit: number,
-  read: (cursor: string | undefined) => Promise<{ items: T[]; next_cursor: string | null }>,
+  perPage: number,
+  read: (
+    cursor: string | undefined,
+  ) => Promise<{ items: T[]; next_cursor: string | null; pull_requests_skipped?: number }>,
   stop?: (items: T[]) => boolean,
 ): Promise<T[]> {
   const out: T[] = [];
+  const maxPages = Math.ceil(limit / perPage) + 1;
   let cursor: string | undefined;
-  do {
+  for (let n = 0; n < maxPages; n++) {
     const page = await read(cursor);
     out.push(...page.items);
-    if (stop?.(page.items)) break;
-    cursor = page.next_cursor ?? undefined;
-  } while (cursor !== undefined && out.length < limit);
+    if (page.items.length + (page.pull_requests_skipped ?? 0) === 0) break;
+    if (stop?.(page.items) || page.next_cursor === null || out.length >= limit) break;
+    cursor = page.next_cursor;
+  }
   return out.slice(0, limit);
 }
 
@@ -110,6 +124,7 @@ async function pages<T>(
 export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): Promise<void> {
   const { client: gh, repo: r } = opts;
   const limit = opts.limit ?? DEFAULT_GITHUB_LIMIT;
+  const perPage = Math.min(Math.max(1, Math.floor(opts.perPage ?? MAX_PER_PAGE)), MAX_PER_PAGE);
   const progress = (done: number, total: number, note?: string) =>
     ctx.progress({ phase: 'github', done, total, ...(note ? { note } : {}) });
   progress(0, 4, 'issues');
@@ -132,14 +147,14 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
   const readThread = async (n: number, count: number | null) => {
     if (count === 0 || threads >= MAX_THREADS) return null;
     threads++;
-    return pages(100, (cursor) =>
-      fetchThreadComments(gh, r, { number: n, per_page: PER_PAGE, ...(cursor ? { cursor } : {}) }),
+    return pages(100, perPage, (cursor) =>
+      fetchThreadComments(gh, r, { number: n, per_page: perPage, ...(cursor ? { cursor } : {}) }),
     );
   };
 
-  const issues = await pages(limit, (cursor) =>
+  const issues = await pages(limit, perPage, (cursor) =>
     fetchIssues(gh, r, {
-      per_page: PER_PAGE,
+      per_page: perPage,
       state: 'all',
       ...(since ? { since } : {}),
       ...(cursor ? { cursor } : {}),
@@ -168,8 +183,9 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
   // The pulls list has no `since`: pages come newest update first, so stop at an old one.
   const pulls = await pages(
     limit,
+    perPage,
     (cursor) =>
-      fetchPullRequests(gh, r, { per_page: PER_PAGE, state: 'all', ...(cursor ? { cursor } : {}) }),
+      fetchPullRequests(gh, r, { per_page: perPage, state: 'all', ...(cursor ? { cursor } : {}) }),
     (items) => since !== undefined && items.some((p) => p.updated_at < since!),
   );
   for (const p of pulls) {
@@ -198,8 +214,8 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
   progress(2, 4, 'releases');
 
   // Release notes enrich the tag's rung (written by the history phase from git).
-  const releases = await pages(limit, (cursor) =>
-    fetchReleases(gh, r, { per_page: PER_PAGE, ...(cursor ? { cursor } : {}) }),
+  const releases = await pages(limit, perPage, (cursor) =>
+    fetchReleases(gh, r, { per_page: perPage, ...(cursor ? { cursor } : {}) }),
   );
   for (const rel of releases) {
     if (rel.draft || !rel.body.trim()) continue;
@@ -225,8 +241,8 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
   }
   progress(3, 4, 'contributors');
 
-  const people = await pages(limit, (cursor) =>
-    fetchContributors(gh, r, { per_page: PER_PAGE, ...(cursor ? { cursor } : {}) }),
+  const people = await pages(limit, perPage, (cursor) =>
+    fetchContributors(gh, r, { per_page: perPage, ...(cursor ? { cursor } : {}) }),
   );
   // Who opened what, from every issue and pull request rung the Ladder will hold (kept ones
   // too), so a person's rung does not change just because this build read fewer items.

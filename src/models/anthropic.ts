@@ -1,5 +1,6 @@
 import { ZzError } from '../errors.js';
 import { postJson, type HttpCallOptions } from './http-call.js';
+import { endpointBase } from './redact.js';
 import { isRecord, tokenCount } from './json.js';
 import type { ChatMessage, ToolCall, Transport, WireRequest } from './types.js';
 
@@ -16,7 +17,11 @@ export function anthropicTransport(
   http: Omit<HttpCallOptions, 'label' | 'signal'>,
   maxTokens: number,
 ): Transport {
-  const base = (env.ANTHROPIC_BASE_URL || 'https://api.anthropic.com').replace(/\/+$/, '');
+  const base = endpointBase(
+    'ANTHROPIC_BASE_URL',
+    env.ANTHROPIC_BASE_URL,
+    'https://api.anthropic.com',
+  );
   const key = env.ANTHROPIC_API_KEY;
   if (!key && base === 'https://api.anthropic.com') {
     throw new ZzError('precondition_failed', 'ANTHROPIC_API_KEY is not set');
@@ -46,7 +51,12 @@ export function anthropicTransport(
       body.tool_choice = { type: 'tool', name: ANSWER_TOOL };
     }
     if (tools.length) body.tools = tools;
-    const raw = await postJson(url, headers, body, { ...http, label, signal: req.signal });
+    const raw = await postJson(url, headers, body, {
+      ...http,
+      label,
+      signal: req.signal,
+      secrets: [key],
+    });
     return fromWire(raw, label, req.responseSchema !== undefined);
   };
 }

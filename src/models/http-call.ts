@@ -1,12 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ZzError } from '../errors.js';
+import { redactError, redactSecrets } from './redact.js';
 
 // One POST of JSON to a model endpoint, with the retry policy every HTTP adapter shares:
 // 408/429/5xx and network failures are retried with exponential backoff and full jitter;
 // a Retry-After (seconds or HTTP date) or retry-after-ms header sets the wait instead, and is
 // honoured in full — a wait longer than `maxDelayMs` is a clear failure, never an early retry
 // that the endpoint would refuse again. Each attempt has its own timeout. Response bodies of
-// errors are quoted (bounded) in the message; request headers (the API key) never are.
+// errors are quoted (bounded) in the message; request headers (the API key) never are, and
+// every message (a thrown error, a retry's reason) is redacted of `secrets` (redact.ts), since
+// an endpoint may echo the key back in its error body.
 
 export interface HttpCallOptions {
   timeoutMs: number;
@@ -17,6 +20,8 @@ export interface HttpCallOptions {
   onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
   /** Who we are talking to, for messages: `openai:gpt-4o at http://…`. */
   label: string;
+  /** Values to take out of every message: the API key. */
+  secrets?: readonly (string | undefined)[];
 }
 
 const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
@@ -34,6 +39,26 @@ export function retryAfterMs(headers: Headers, now = Date.now()): number | null 
 const retryable = (status: number) => status === 408 || status === 429 || status >= 500;
 
 export async function postJson(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  opts: HttpCallOptions,
+): Promise<unknown> {
+  const secrets = opts.secrets ?? [];
+  const onRetry = opts.onRetry;
+  try {
+    return await attempts(url, headers, body, {
+      ...opts,
+      ...(onRetry
+        ? { onRetry: (i) => onRetry({ ...i, reason: redactSecrets(i.reason, secrets) }) }
+        : {}),
+    });
+  } catch (e) {
+    throw redactError(e, secrets);
+  }
+}
+
+async function attempts(
   url: string,
   headers: Record<string, string>,
   body: unknown,

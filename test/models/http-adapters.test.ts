@@ -38,10 +38,11 @@ const openai = (s: FakeModelServer, extra: Record<string, unknown> = {}) =>
     baseDelayMs: 1,
     ...extra,
   });
-const anthropic = (s: FakeModelServer) =>
+const anthropic = (s: FakeModelServer, extra: Record<string, unknown> = {}) =>
   createModel('anthropic:claude-sonnet-4-5', {
     env: { ANTHROPIC_BASE_URL: s.url, ANTHROPIC_API_KEY: 'sk-ant-secret' },
     baseDelayMs: 1,
+    ...extra,
   });
 
 describe('openai: adapter', () => {
@@ -262,6 +263,58 @@ describe('openai: adapter', () => {
       .catch((e: Error) => e);
     expect(err).toMatchObject({ code: 'unauthorized' });
     expect(String((err as Error).message)).not.toContain('sk-test-secret');
+  });
+});
+
+describe('secrets in adapter errors', () => {
+  it('refuses a base URL with a password, naming the key variable, never the password', () => {
+    for (const [spec, env] of [
+      ['openai:x', { OPENAI_BASE_URL: 'http://user:sk-PASSWORD@127.0.0.1:9/v1' }],
+      ['anthropic:x', { ANTHROPIC_BASE_URL: 'http://user:sk-PASSWORD@127.0.0.1:9' }],
+    ] as const) {
+      let err: unknown;
+      try {
+        createModel(spec, { env });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toMatchObject({ code: 'invalid_argument' });
+      expect(String((err as Error).message)).toMatch(/_API_KEY instead/);
+      expect(String((err as Error).message)).not.toContain('PASSWORD');
+    }
+  });
+
+  it('takes a key the endpoint echoes back out of retry reasons and the final error', async () => {
+    // An endpoint (a proxy, a debug server) that quotes the request headers in its error body.
+    const echo = (status: number) => (req: { headers: Record<string, unknown> }) => ({
+      status,
+      body: {
+        error: {
+          message: `denied: auth=${String(req.headers.authorization)} key=${String(req.headers['x-api-key'])}`,
+        },
+      },
+    });
+    for (const status of [500, 400]) {
+      server = await fakeModelServer([echo(status), echo(status)]);
+      for (const m of [openai, anthropic]) {
+        const reasons: string[] = [];
+        const err = await m(server, {
+          maxRetries: 1,
+          onRetry: (i: { reason: string }) => reasons.push(i.reason),
+        })
+          .chat({ system: 's', messages: [{ role: 'user', content: 'q' }] })
+          .catch((e: Error) => e);
+        const texts = [String((err as Error).message), ...reasons];
+        expect(texts.join('\n')).toMatch(/denied: auth=/);
+        for (const t of texts) {
+          expect(t).not.toContain('sk-test-secret');
+          expect(t).not.toContain('sk-ant-secret');
+        }
+        server.requests.length = 0;
+      }
+      await server.close();
+      server = null;
+    }
   });
 });
 

@@ -78,8 +78,25 @@ async function attempts(
         headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
         body: payload,
         signal,
+        // Never followed: fetch keeps custom headers (x-api-key) on a redirect to another
+        // origin, dropping only Authorization, so following would hand Anthropic's key to
+        // whatever host the answer names. Every redirect is refused, same origin included: an
+        // API endpoint has no reason to redirect a POST, and the error names where it points so
+        // the user can set the base URL to it.
+        redirect: 'manual',
       });
       answering = true;
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel();
+        const to = res.headers.get('location');
+        throw new ZzError(
+          'unavailable',
+          `${opts.label} redirected the request (HTTP ${res.status}` +
+            `${to ? ` to ${quote(to, 200)}` : ''}); zz does not follow a model endpoint's ` +
+            `redirects, which would send the API key on: set the base URL to the final address`,
+          { status: res.status },
+        );
+      }
       const text = await readBounded(res, opts.label);
       if (res.ok) {
         try {

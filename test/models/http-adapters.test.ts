@@ -318,6 +318,31 @@ describe('secrets in adapter errors', () => {
   });
 });
 
+describe('redirects', () => {
+  it('does not follow a redirect, so the key never reaches the host it names', async () => {
+    const elsewhere = await fakeModelServer(() => loadTranscript('openai-structured.json')[0]!);
+    try {
+      for (const status of [301, 302, 307, 308]) {
+        server = await fakeModelServer(() => ({
+          status,
+          headers: { location: `${elsewhere.url}/v1/messages` },
+          body: {},
+        }));
+        for (const m of [openai, anthropic]) {
+          await expect(
+            m(server).chat({ system: 's', messages: [{ role: 'user', content: 'q' }] }),
+          ).rejects.toThrow(new RegExp(`redirected the request \\(HTTP ${status} to http`));
+        }
+        await server.close();
+        server = null;
+      }
+      expect(elsewhere.requests).toHaveLength(0);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+});
+
 describe('anthropic: adapter', () => {
   it('runs a tool-calling round trip in the Messages wire format', async () => {
     server = await fakeModelServer(loadTranscript('anthropic-tool-round.json'));

@@ -4,9 +4,9 @@ import { redactError, redactSecrets } from './redact.js';
 
 // One POST of JSON to a model endpoint, with the retry policy every HTTP adapter shares:
 // 408/429/5xx and network failures are retried with exponential backoff and full jitter;
-// a Retry-After (seconds or HTTP date) or retry-after-ms header sets the wait instead, and is
-// honoured in full — a wait longer than `maxDelayMs` is a clear failure, never an early retry
-// that the endpoint would refuse again. Each attempt has its own timeout. Response bodies of
+// a Retry-After (seconds or HTTP date) or retry-after-ms header longer than that backoff sets
+// the wait instead, and is honoured in full — a wait longer than `maxDelayMs` is a clear
+// failure, never an early retry that the endpoint would refuse again. Each attempt has its own timeout. Response bodies of
 // errors are quoted (bounded) in the message; request headers (the API key) never are, and
 // every message (a thrown error, a retry's reason) is redacted of `secrets` (redact.ts), since
 // an endpoint may echo the key back in its error body.
@@ -132,7 +132,9 @@ async function attempts(
       );
     }
     const backoff = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** attempt);
-    const delayMs = wait ?? Math.round(Math.random() * backoff);
+    // The server's wait may lengthen ours, never shorten it: `retry-after-ms: 0` or a
+    // Retry-After date already past would otherwise retry at once, every attempt.
+    const delayMs = Math.max(wait ?? 0, Math.round(Math.random() * backoff));
     if (delayMs > opts.maxDelayMs) {
       throw new ZzError(
         'unavailable',

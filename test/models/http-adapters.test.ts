@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createModel, retryAfterMs, type ToolSpec } from '../../src/models/index.js';
 import {
@@ -157,6 +157,30 @@ describe('openai: adapter', () => {
     expect(retries[0]!.reason).toMatch(/HTTP 429: slow down/);
     expect(retries).toHaveLength(3);
     expect(m.usage().calls).toBe(1);
+  });
+
+  it('never lets a Retry-After of zero or in the past shorten the backoff', async () => {
+    const ok = loadTranscript('openai-structured.json')[0]!;
+    const past = new Date(Date.now() - 3_600_000).toUTCString();
+    server = await fakeModelServer([
+      { status: 503, headers: { 'retry-after-ms': '0' }, body: {} },
+      { status: 429, headers: { 'retry-after': past }, body: {} },
+      { status: 429, headers: { 'retry-after': '0' }, body: {} },
+      ok,
+    ]);
+    // Jitter at its top, so the backoff is exactly base·2^attempt.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999999);
+    try {
+      const delays: number[] = [];
+      const m = openai(server, {
+        baseDelayMs: 40,
+        onRetry: (i: { delayMs: number }) => delays.push(i.delayMs),
+      });
+      await m.chat({ system: 's', messages: [{ role: 'user', content: 'q' }] });
+      expect(delays).toEqual([40, 80, 160]);
+    } finally {
+      random.mockRestore();
+    }
   });
 
   it('fails clearly when Retry-After is longer than it will wait, without hammering', async () => {

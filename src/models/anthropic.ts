@@ -1,7 +1,7 @@
 import { ZzError } from '../errors.js';
 import { postJson, type HttpCallOptions } from './http-call.js';
 import { endpointBase } from './redact.js';
-import { isRecord, tokenCount } from './json.js';
+import { isRecord, parseArguments, tokenCount } from './json.js';
 import type { ChatMessage, ToolCall, Transport, WireRequest } from './types.js';
 
 // Anthropic's Messages API. `ANTHROPIC_BASE_URL` is the host as the official SDK takes it
@@ -111,13 +111,12 @@ function fromWire(raw: unknown, label: string, structured: boolean) {
       object = b.input;
       continue;
     }
-    const input = b.input;
-    const ok = input !== null && typeof input === 'object' && !Array.isArray(input);
+    // A missing input is {} here as in OpenAI's adapter; anything else not an object, too
+    // big or too deep is refused (parseArguments).
     tool_calls.push({
       id: typeof b.id === 'string' && b.id ? b.id : `toolu_${tool_calls.length}`,
       name: typeof b.name === 'string' ? b.name : '',
-      arguments: ok ? (input as Record<string, unknown>) : {},
-      ...(ok ? {} : { parse_error: 'arguments must be a JSON object' }),
+      ...parseArguments(b.input),
     });
   }
   return {

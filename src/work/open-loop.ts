@@ -87,6 +87,18 @@ function stripProperty(schema: Record<string, unknown>, key: string): void {
 
 const MAX_RESULT_CHARS = 16_000;
 
+/**
+ * Bounds on what one model reply can make the loop do. A reply is the model's (and, through
+ * the Ask it reads, anyone's) text: 300 ask_post calls of 60 KB in one reply all went through
+ * and the worker then claimed its own posts. The calls a turn runs: more than a model doing
+ * real work sends at once (it reads, then writes), few enough that one reply does little
+ * harm. The Asks posted while working one Ask: enough to break a job into a handful of parts;
+ * a job needing more is better answered with the plan, for a person or a coordinator to post.
+ * Documented in README (`zz work`) and `zz work --help`.
+ */
+export const MAX_CALLS_PER_TURN = 8;
+export const MAX_POSTS_PER_ASK = 5;
+
 function clipResult(v: unknown): string {
   const s = JSON.stringify(v);
   return s.length > MAX_RESULT_CHARS
@@ -103,10 +115,15 @@ export async function openLoop(
   const tools = toolsFor(scope);
   const offered = new Set(tools.map((t) => t.name));
   const messages: ChatMessage[] = [{ role: 'user', content: askPrompt(ctx.ask, scope) }];
+  const posts = { count: 0 };
   for (let turn = 1; turn <= maxTurns; turn++) {
     ctx.step('model', `turn ${turn}/${maxTurns}`);
     const r = await ctx.model.chat({ system: SYSTEM_PROMPT, messages, tools, signal: ctx.signal });
-    messages.push({ role: 'assistant', content: r.content, tool_calls: r.tool_calls });
+    // The calls past the cap are answered, not run, and keep no arguments in the history
+    // (the whole history is re-sent every turn).
+    const run = r.tool_calls.slice(0, MAX_CALLS_PER_TURN);
+    const skipped = r.tool_calls.slice(MAX_CALLS_PER_TURN).map((c) => ({ ...c, arguments: {} }));
+    messages.push({ role: 'assistant', content: r.content, tool_calls: [...run, ...skipped] });
     if (r.tool_calls.length === 0) {
       // A model that stops talking without answering has answered in prose: record it.
       const text = r.content.trim();
@@ -114,11 +131,18 @@ export async function openLoop(
         result: text || 'the model ended its turn without an answer',
       });
     }
-    for (const c of r.tool_calls) {
-      const reply = await runCall(ctx, offered, c.name, c.arguments, c.parse_error);
+    for (const c of run) {
+      const reply = await runCall(ctx, offered, c.name, c.arguments, c.parse_error, posts);
       onTool(c.name, reply.ok, reply.detail);
       if (reply.answered) return reply.answered;
       messages.push({ role: 'tool', tool_call_id: c.id, content: reply.content });
+    }
+    for (const c of skipped) {
+      const msg =
+        `not run: a turn runs at most ${MAX_CALLS_PER_TURN} tool calls ` +
+        `(this one sent ${r.tool_calls.length}); send it again in a later turn if still needed`;
+      onTool(c.name, false, msg);
+      messages.push({ role: 'tool', tool_call_id: c.id, content: `error: ${msg}` });
     }
   }
   return null;
@@ -130,10 +154,17 @@ async function runCall(
   name: string,
   args: Record<string, unknown>,
   parseError: string | undefined,
+  posts: { count: number },
 ): Promise<{ ok: boolean; content: string; detail?: string; answered?: FlowResult }> {
   const fail = (msg: string) => ({ ok: false, content: `error: ${msg}`, detail: msg });
   if (parseError) return fail(parseError);
   if (!offered.has(name)) return fail(`${name} is not one of your tools for this Ask`);
+  if (name === 'ask_post' && posts.count >= MAX_POSTS_PER_ASK) {
+    return fail(
+      `you may post at most ${MAX_POSTS_PER_ASK} Asks while working one Ask; ` +
+        `answer this one and say in the result what else needs doing`,
+    );
+  }
   if (name === 'ask_answer') {
     if (args.ask_id !== ctx.ask.ask_id || args.lane_id !== ctx.ask.lane_id) {
       return fail(
@@ -155,6 +186,8 @@ async function runCall(
     }
   }
   try {
+    // Counted before the call: one that fails in transit may still have posted.
+    if (name === 'ask_post') posts.count++;
     const result = await ctx.call(name, args);
     return { ok: true, content: clipResult(result) };
   } catch (e) {

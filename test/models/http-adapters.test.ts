@@ -342,6 +342,38 @@ describe('secrets in adapter errors', () => {
   });
 });
 
+describe('tool-call arguments over the caps', () => {
+  it('refuses Anthropic input too deep or too big, keeping {} (no stack overflow)', async () => {
+    const block = (id: string, input: string) =>
+      `{"type":"tool_use","id":"${id}","name":"ladder_search","input":${input}}`;
+    const deep = '{"q":' + '['.repeat(100_000) + ']'.repeat(100_000) + '}';
+    const big = JSON.stringify({ q: 'x'.repeat(300_000) });
+    server = await fakeModelServer([
+      literal(
+        `{"content":[${block('t1', deep)},${block('t2', big)},${block('t3', '{"q":"ok"}')}]}`,
+      ),
+    ]);
+    const r = await anthropic(server).chat({
+      system: 's',
+      messages: [{ role: 'user', content: 'q' }],
+      tools: [readTool],
+    });
+    expect(r.tool_calls).toEqual([
+      expect.objectContaining({
+        id: 't1',
+        arguments: {},
+        parse_error: expect.stringMatching(/nested deeper than 63/),
+      }),
+      expect.objectContaining({
+        id: 't2',
+        arguments: {},
+        parse_error: expect.stringMatching(/the limit is 256 KiB/),
+      }),
+      { id: 't3', name: 'ladder_search', arguments: { q: 'ok' } },
+    ]);
+  });
+});
+
 describe('redirects', () => {
   it('does not follow a redirect, so the key never reaches the host it names', async () => {
     const elsewhere = await fakeModelServer(() => loadTranscript('openai-structured.json')[0]!);

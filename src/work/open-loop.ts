@@ -3,6 +3,7 @@ import { BUILTIN_KINDS, kindEntry } from '../core/kinds.js';
 import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
+import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from './limits.js';
 import type { AskView } from './types.js';
 
 // Every kind without a code-driven flow: the model gets the Ask and the tools its scope allows
@@ -86,18 +87,6 @@ function stripProperty(schema: Record<string, unknown>, key: string): void {
 }
 
 const MAX_RESULT_CHARS = 16_000;
-
-/**
- * Bounds on what one model reply can make the loop do. A reply is the model's (and, through
- * the Ask it reads, anyone's) text: 300 ask_post calls of 60 KB in one reply all went through
- * and the worker then claimed its own posts. The calls a turn runs: more than a model doing
- * real work sends at once (it reads, then writes), few enough that one reply does little
- * harm. The Asks posted while working one Ask: enough to break a job into a handful of parts;
- * a job needing more is better answered with the plan, for a person or a coordinator to post.
- * Documented in README (`zz work`) and `zz work --help`.
- */
-export const MAX_CALLS_PER_TURN = 8;
-export const MAX_POSTS_PER_ASK = 5;
 
 function clipResult(v: unknown): string {
   const s = JSON.stringify(v);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createModel } from '../../src/models/index.js';
-import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from '../../src/work/open-loop.js';
+import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from '../../src/work/limits.js';
 import { runWorker, type WorkEvent } from '../../src/work/index.js';
 import {
   fakeModelServer,

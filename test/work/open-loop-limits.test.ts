@@ -161,4 +161,35 @@ describe('the open loop under a hostile model', () => {
       MAX_POSTS_PER_ASK + 1,
     );
   });
+
+  it('keeps an API key the endpoint echoes out of the release reason in the Lane', async () => {
+    const { lane, askId } = await setup();
+    server = await fakeModelServer((req) => ({
+      status: 400,
+      body: { error: { message: `bad request from ${String(req.headers.authorization)}` } },
+    }));
+    const model = createModel('openai:m', {
+      env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: 'sk-LANE-SECRET-1234' },
+      maxRetries: 0,
+    });
+    const events: WorkEvent[] = [];
+    await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      once: true,
+      kinds: ['triage'],
+      onEvent: (e) => events.push(e),
+    });
+    const history = (await s!.owner('lane_get', { lane_id: lane })).history as {
+      op: string;
+      ask_id: string | null;
+      args: { reason?: string };
+    }[];
+    const release = history.find((h) => h.op === 'ask_release' && h.ask_id === askId);
+    expect(release?.args.reason).toMatch(/HTTP 400: bad request from Bearer \[redacted\]/);
+    expect(JSON.stringify(history)).not.toContain('sk-LANE-SECRET');
+    expect(JSON.stringify(events)).not.toContain('sk-LANE-SECRET');
+  });
 });

@@ -178,18 +178,32 @@ export function httpClient(server: string, repoKey: string, token: string): Tool
     repoKey,
     server,
     async call(tool, args, o) {
+      // Failures on this machine say so: reported as the daemon's invalid_argument they sent
+      // people looking for a refusal the daemon never made (nothing reached it).
+      let payload: string;
+      try {
+        payload = JSON.stringify(args);
+      } catch (e) {
+        throw new ZzError(
+          'invalid_argument',
+          `the arguments of ${tool} cannot be encoded as JSON here, so nothing was sent to the daemon: ${(e as Error).message}`,
+        );
+      }
       let res: Response;
       try {
         res = await fetch(`${server}/api/repos/${repoKey}/tools/${encodeURIComponent(tool)}`, {
           method: 'POST',
           ...(o?.signal ? { signal: o.signal } : {}),
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify(args),
+          body: payload,
         });
       } catch (e) {
         throw (
           unreachable(e, server) ??
-          new ZzError('invalid_argument', `cannot call ${server}: ${(e as Error).message}`)
+          new ZzError(
+            'invalid_argument',
+            `could not send the call to ${server} (a failure on this machine, not an answer of the daemon's): ${(e as Error).message}`,
+          )
         );
       }
       // An answer cut off after its headers (a daemon restarting, a socket cut) was lost in

@@ -1,6 +1,7 @@
 import { ZzError } from '../errors.js';
 import { postJson, type HttpCallOptions } from './http-call.js';
-import { isRecord, tokenCount } from './json.js';
+import { endpointBase } from './redact.js';
+import { isRecord, parseArguments, tokenCount } from './json.js';
 import type { ChatMessage, ToolCall, Transport, WireRequest } from './types.js';
 
 // Anthropic's Messages API. `ANTHROPIC_BASE_URL` is the host as the official SDK takes it
@@ -16,7 +17,11 @@ export function anthropicTransport(
   http: Omit<HttpCallOptions, 'label' | 'signal'>,
   maxTokens: number,
 ): Transport {
-  const base = (env.ANTHROPIC_BASE_URL || 'https://api.anthropic.com').replace(/\/+$/, '');
+  const base = endpointBase(
+    'ANTHROPIC_BASE_URL',
+    env.ANTHROPIC_BASE_URL,
+    'https://api.anthropic.com',
+  );
   const key = env.ANTHROPIC_API_KEY;
   if (!key && base === 'https://api.anthropic.com') {
     throw new ZzError('precondition_failed', 'ANTHROPIC_API_KEY is not set');
@@ -46,7 +51,12 @@ export function anthropicTransport(
       body.tool_choice = { type: 'tool', name: ANSWER_TOOL };
     }
     if (tools.length) body.tools = tools;
-    const raw = await postJson(url, headers, body, { ...http, label, signal: req.signal });
+    const raw = await postJson(url, headers, body, {
+      ...http,
+      label,
+      signal: req.signal,
+      secrets: [key],
+    });
     return fromWire(raw, label, req.responseSchema !== undefined);
   };
 }
@@ -101,13 +111,12 @@ function fromWire(raw: unknown, label: string, structured: boolean) {
       object = b.input;
       continue;
     }
-    const input = b.input;
-    const ok = input !== null && typeof input === 'object' && !Array.isArray(input);
+    // A missing input is {} here as in OpenAI's adapter; anything else not an object, too
+    // big or too deep is refused (parseArguments).
     tool_calls.push({
       id: typeof b.id === 'string' && b.id ? b.id : `toolu_${tool_calls.length}`,
       name: typeof b.name === 'string' ? b.name : '',
-      arguments: ok ? (input as Record<string, unknown>) : {},
-      ...(ok ? {} : { parse_error: 'arguments must be a JSON object' }),
+      ...parseArguments(b.input),
     });
   }
   return {

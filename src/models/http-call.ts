@@ -1,12 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ZzError } from '../errors.js';
+import { redactError, redactSecrets } from './redact.js';
 
 // One POST of JSON to a model endpoint, with the retry policy every HTTP adapter shares:
 // 408/429/5xx and network failures are retried with exponential backoff and full jitter;
-// a Retry-After (seconds or HTTP date) or retry-after-ms header sets the wait instead, and is
-// honoured in full — a wait longer than `maxDelayMs` is a clear failure, never an early retry
-// that the endpoint would refuse again. Each attempt has its own timeout. Response bodies of
-// errors are quoted (bounded) in the message; request headers (the API key) never are.
+// a Retry-After (seconds or HTTP date) or retry-after-ms header longer than that backoff sets
+// the wait instead, and is honoured in full — a wait longer than `maxDelayMs` is a clear
+// failure, never an early retry that the endpoint would refuse again. Each attempt has its own timeout. Response bodies of
+// errors are quoted (bounded) in the message; request headers (the API key) never are, and
+// every message (a thrown error, a retry's reason) is redacted of `secrets` (redact.ts), since
+// an endpoint may echo the key back in its error body.
 
 export interface HttpCallOptions {
   timeoutMs: number;
@@ -17,6 +20,8 @@ export interface HttpCallOptions {
   onRetry?: (info: { attempt: number; delayMs: number; reason: string }) => void;
   /** Who we are talking to, for messages: `openai:gpt-4o at http://…`. */
   label: string;
+  /** Values to take out of every message: the API key. */
+  secrets?: readonly (string | undefined)[];
 }
 
 const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
@@ -39,6 +44,26 @@ export async function postJson(
   body: unknown,
   opts: HttpCallOptions,
 ): Promise<unknown> {
+  const secrets = opts.secrets ?? [];
+  const onRetry = opts.onRetry;
+  try {
+    return await attempts(url, headers, body, {
+      ...opts,
+      ...(onRetry
+        ? { onRetry: (i) => onRetry({ ...i, reason: redactSecrets(i.reason, secrets) }) }
+        : {}),
+    });
+  } catch (e) {
+    throw redactError(e, secrets);
+  }
+}
+
+async function attempts(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  opts: HttpCallOptions,
+): Promise<unknown> {
   const payload = JSON.stringify(body);
   for (let attempt = 0; ; attempt++) {
     opts.signal?.throwIfAborted();
@@ -53,8 +78,25 @@ export async function postJson(
         headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
         body: payload,
         signal,
+        // Never followed: fetch keeps custom headers (x-api-key) on a redirect to another
+        // origin, dropping only Authorization, so following would hand Anthropic's key to
+        // whatever host the answer names. Every redirect is refused, same origin included: an
+        // API endpoint has no reason to redirect a POST, and the error names where it points so
+        // the user can set the base URL to it.
+        redirect: 'manual',
       });
       answering = true;
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel();
+        const to = res.headers.get('location');
+        throw new ZzError(
+          'unavailable',
+          `${opts.label} redirected the request (HTTP ${res.status}` +
+            `${to ? ` to ${quote(to, 200)}` : ''}); zz does not follow a model endpoint's ` +
+            `redirects, which would send the API key on: set the base URL to the final address`,
+          { status: res.status },
+        );
+      }
       const text = await readBounded(res, opts.label);
       if (res.ok) {
         try {
@@ -90,7 +132,9 @@ export async function postJson(
       );
     }
     const backoff = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** attempt);
-    const delayMs = wait ?? Math.round(Math.random() * backoff);
+    // The server's wait may lengthen ours, never shorten it: `retry-after-ms: 0` or a
+    // Retry-After date already past would otherwise retry at once, every attempt.
+    const delayMs = Math.max(wait ?? 0, Math.round(Math.random() * backoff));
     if (delayMs > opts.maxDelayMs) {
       throw new ZzError(
         'unavailable',

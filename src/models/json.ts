@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { jsonDeeperThan, MAX_JSON_DEPTH } from '../schema/json-depth.js';
 
 // JSON helpers the adapters share: zod → JSON Schema for the wire, a strict-mode check, tool
 // arguments that may arrive as a string, and the JSON inside a model's prose answer.
@@ -35,7 +36,21 @@ export const tokenCount = (v: unknown): number =>
 export const isRecord = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** Tool-call arguments as an object; a parse failure is kept for the loop to report. */
+/**
+ * The most a tool call's arguments may be: well above any call a tool accepts (an ask_post's
+ * body and payload are 64 KiB each), far below what a model may send. A call's arguments stay
+ * in the conversation and are re-sent every turn, so 25 MB of them made each request of a run
+ * larger than the last (175 MB, 1.6 GB resident). Over the cap, or nested deeper than an op's
+ * args may be (schema/json-depth.ts), the call keeps `{}` and the loop answers it as an error.
+ */
+export const MAX_ARGUMENT_BYTES = 256 * 1024;
+const MAX_ARGUMENT_DEPTH = MAX_JSON_DEPTH - 1;
+
+const tooBig = (bytes: number) =>
+  `arguments of ${bytes} bytes are refused: the limit is ${MAX_ARGUMENT_BYTES / 1024} KiB`;
+const tooDeep = `arguments nested deeper than ${MAX_ARGUMENT_DEPTH} levels are refused`;
+
+/** Tool-call arguments as an object; a parse failure or an over-cap call is kept for the loop. */
 export function parseArguments(raw: unknown): {
   arguments: Record<string, unknown>;
   parse_error?: string;
@@ -43,17 +58,38 @@ export function parseArguments(raw: unknown): {
   let v = raw;
   if (typeof raw === 'string') {
     if (raw.trim() === '') return { arguments: {} };
+    const bytes = Buffer.byteLength(raw);
+    if (bytes > MAX_ARGUMENT_BYTES) return { arguments: {}, parse_error: tooBig(bytes) };
+    if (jsonDeeperThan(raw, MAX_ARGUMENT_DEPTH)) return { arguments: {}, parse_error: tooDeep };
     try {
       v = JSON.parse(raw);
     } catch (e) {
       return { arguments: {}, parse_error: `arguments are not JSON: ${(e as Error).message}` };
     }
+  } else if (v !== null && typeof v === 'object') {
+    // Already parsed with the whole answer (Anthropic's input, some OpenAI-compatible servers):
+    // depth first, iteratively, since serialising a very deep value overflows the stack.
+    if (valueDeeperThan(v, MAX_ARGUMENT_DEPTH)) return { arguments: {}, parse_error: tooDeep };
+    const bytes = Buffer.byteLength(JSON.stringify(v));
+    if (bytes > MAX_ARGUMENT_BYTES) return { arguments: {}, parse_error: tooBig(bytes) };
   }
   if (v === undefined || v === null) return { arguments: {} };
   if (typeof v !== 'object' || Array.isArray(v)) {
     return { arguments: {}, parse_error: 'arguments must be a JSON object' };
   }
   return { arguments: v as Record<string, unknown> };
+}
+
+/** jsonDeeperThan for a parsed value, without recursion (the value may be 200,000 deep). */
+function valueDeeperThan(value: object, maxDepth: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > maxDepth) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { ZzError } from '../errors.js';
 import { postJson, type HttpCallOptions } from './http-call.js';
+import { endpointBase } from './redact.js';
 import { isRecord, parseArguments, strictCompatible, tokenCount } from './json.js';
 import type { ChatMessage, ToolCall, Transport, WireRequest } from './types.js';
 
@@ -15,7 +16,7 @@ export function openaiTransport(
   http: Omit<HttpCallOptions, 'label' | 'signal'>,
   maxTokens: number | undefined,
 ): Transport {
-  const base = (env.OPENAI_BASE_URL || 'https://api.openai.com/v1').replace(/\/+$/, '');
+  const base = endpointBase('OPENAI_BASE_URL', env.OPENAI_BASE_URL, 'https://api.openai.com/v1');
   const key = env.OPENAI_API_KEY;
   if (!key && base === 'https://api.openai.com/v1') {
     throw new ZzError(
@@ -48,7 +49,12 @@ export function openaiTransport(
         },
       };
     }
-    const raw = await postJson(url, headers, body, { ...http, label, signal: req.signal });
+    const raw = await postJson(url, headers, body, {
+      ...http,
+      label,
+      signal: req.signal,
+      secrets: [key],
+    });
     return fromWire(raw, label);
   };
 }

@@ -3,6 +3,7 @@ import { BUILTIN_KINDS, kindEntry } from '../core/kinds.js';
 import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
+import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from './limits.js';
 import type { AskView } from './types.js';
 
 // Every kind without a code-driven flow: the model gets the Ask and the tools its scope allows
@@ -103,10 +104,15 @@ export async function openLoop(
   const tools = toolsFor(scope);
   const offered = new Set(tools.map((t) => t.name));
   const messages: ChatMessage[] = [{ role: 'user', content: askPrompt(ctx.ask, scope) }];
+  const posts = { count: 0 };
   for (let turn = 1; turn <= maxTurns; turn++) {
     ctx.step('model', `turn ${turn}/${maxTurns}`);
     const r = await ctx.model.chat({ system: SYSTEM_PROMPT, messages, tools, signal: ctx.signal });
-    messages.push({ role: 'assistant', content: r.content, tool_calls: r.tool_calls });
+    // The calls past the cap are answered, not run, and keep no arguments in the history
+    // (the whole history is re-sent every turn).
+    const run = r.tool_calls.slice(0, MAX_CALLS_PER_TURN);
+    const skipped = r.tool_calls.slice(MAX_CALLS_PER_TURN).map((c) => ({ ...c, arguments: {} }));
+    messages.push({ role: 'assistant', content: r.content, tool_calls: [...run, ...skipped] });
     if (r.tool_calls.length === 0) {
       // A model that stops talking without answering has answered in prose: record it.
       const text = r.content.trim();
@@ -114,11 +120,18 @@ export async function openLoop(
         result: text || 'the model ended its turn without an answer',
       });
     }
-    for (const c of r.tool_calls) {
-      const reply = await runCall(ctx, offered, c.name, c.arguments, c.parse_error);
+    for (const c of run) {
+      const reply = await runCall(ctx, offered, c.name, c.arguments, c.parse_error, posts);
       onTool(c.name, reply.ok, reply.detail);
       if (reply.answered) return reply.answered;
       messages.push({ role: 'tool', tool_call_id: c.id, content: reply.content });
+    }
+    for (const c of skipped) {
+      const msg =
+        `not run: a turn runs at most ${MAX_CALLS_PER_TURN} tool calls ` +
+        `(this one sent ${r.tool_calls.length}); send it again in a later turn if still needed`;
+      onTool(c.name, false, msg);
+      messages.push({ role: 'tool', tool_call_id: c.id, content: `error: ${msg}` });
     }
   }
   return null;
@@ -130,10 +143,17 @@ async function runCall(
   name: string,
   args: Record<string, unknown>,
   parseError: string | undefined,
+  posts: { count: number },
 ): Promise<{ ok: boolean; content: string; detail?: string; answered?: FlowResult }> {
   const fail = (msg: string) => ({ ok: false, content: `error: ${msg}`, detail: msg });
   if (parseError) return fail(parseError);
   if (!offered.has(name)) return fail(`${name} is not one of your tools for this Ask`);
+  if (name === 'ask_post' && posts.count >= MAX_POSTS_PER_ASK) {
+    return fail(
+      `you may post at most ${MAX_POSTS_PER_ASK} Asks while working one Ask; ` +
+        `answer this one and say in the result what else needs doing`,
+    );
+  }
   if (name === 'ask_answer') {
     if (args.ask_id !== ctx.ask.ask_id || args.lane_id !== ctx.ask.lane_id) {
       return fail(
@@ -155,6 +175,8 @@ async function runCall(
     }
   }
   try {
+    // Counted before the call: one that fails in transit may still have posted.
+    if (name === 'ask_post') posts.count++;
     const result = await ctx.call(name, args);
     return { ok: true, content: clipResult(result) };
   } catch (e) {

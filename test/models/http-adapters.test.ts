@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createModel, retryAfterMs, type ToolSpec } from '../../src/models/index.js';
 import {
@@ -38,10 +38,11 @@ const openai = (s: FakeModelServer, extra: Record<string, unknown> = {}) =>
     baseDelayMs: 1,
     ...extra,
   });
-const anthropic = (s: FakeModelServer) =>
+const anthropic = (s: FakeModelServer, extra: Record<string, unknown> = {}) =>
   createModel('anthropic:claude-sonnet-4-5', {
     env: { ANTHROPIC_BASE_URL: s.url, ANTHROPIC_API_KEY: 'sk-ant-secret' },
     baseDelayMs: 1,
+    ...extra,
   });
 
 describe('openai: adapter', () => {
@@ -158,6 +159,30 @@ describe('openai: adapter', () => {
     expect(m.usage().calls).toBe(1);
   });
 
+  it('never lets a Retry-After of zero or in the past shorten the backoff', async () => {
+    const ok = loadTranscript('openai-structured.json')[0]!;
+    const past = new Date(Date.now() - 3_600_000).toUTCString();
+    server = await fakeModelServer([
+      { status: 503, headers: { 'retry-after-ms': '0' }, body: {} },
+      { status: 429, headers: { 'retry-after': past }, body: {} },
+      { status: 429, headers: { 'retry-after': '0' }, body: {} },
+      ok,
+    ]);
+    // Jitter at its top, so the backoff is exactly base·2^attempt.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999999);
+    try {
+      const delays: number[] = [];
+      const m = openai(server, {
+        baseDelayMs: 40,
+        onRetry: (i: { delayMs: number }) => delays.push(i.delayMs),
+      });
+      await m.chat({ system: 's', messages: [{ role: 'user', content: 'q' }] });
+      expect(delays).toEqual([40, 80, 160]);
+    } finally {
+      random.mockRestore();
+    }
+  });
+
   it('fails clearly when Retry-After is longer than it will wait, without hammering', async () => {
     server = await fakeModelServer([
       { status: 429, headers: { 'retry-after': '3600' }, body: {} },
@@ -262,6 +287,115 @@ describe('openai: adapter', () => {
       .catch((e: Error) => e);
     expect(err).toMatchObject({ code: 'unauthorized' });
     expect(String((err as Error).message)).not.toContain('sk-test-secret');
+  });
+});
+
+describe('secrets in adapter errors', () => {
+  it('refuses a base URL with a password, naming the key variable, never the password', () => {
+    for (const [spec, env] of [
+      ['openai:x', { OPENAI_BASE_URL: 'http://user:sk-PASSWORD@127.0.0.1:9/v1' }],
+      ['anthropic:x', { ANTHROPIC_BASE_URL: 'http://user:sk-PASSWORD@127.0.0.1:9' }],
+    ] as const) {
+      let err: unknown;
+      try {
+        createModel(spec, { env });
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toMatchObject({ code: 'invalid_argument' });
+      expect(String((err as Error).message)).toMatch(/_API_KEY instead/);
+      expect(String((err as Error).message)).not.toContain('PASSWORD');
+    }
+  });
+
+  it('takes a key the endpoint echoes back out of retry reasons and the final error', async () => {
+    // An endpoint (a proxy, a debug server) that quotes the request headers in its error body.
+    const echo = (status: number) => (req: { headers: Record<string, unknown> }) => ({
+      status,
+      body: {
+        error: {
+          message: `denied: auth=${String(req.headers.authorization)} key=${String(req.headers['x-api-key'])}`,
+        },
+      },
+    });
+    for (const status of [500, 400]) {
+      server = await fakeModelServer([echo(status), echo(status)]);
+      for (const m of [openai, anthropic]) {
+        const reasons: string[] = [];
+        const err = await m(server, {
+          maxRetries: 1,
+          onRetry: (i: { reason: string }) => reasons.push(i.reason),
+        })
+          .chat({ system: 's', messages: [{ role: 'user', content: 'q' }] })
+          .catch((e: Error) => e);
+        const texts = [String((err as Error).message), ...reasons];
+        expect(texts.join('\n')).toMatch(/denied: auth=/);
+        for (const t of texts) {
+          expect(t).not.toContain('sk-test-secret');
+          expect(t).not.toContain('sk-ant-secret');
+        }
+        server.requests.length = 0;
+      }
+      await server.close();
+      server = null;
+    }
+  });
+});
+
+describe('tool-call arguments over the caps', () => {
+  it('refuses Anthropic input too deep or too big, keeping {} (no stack overflow)', async () => {
+    const block = (id: string, input: string) =>
+      `{"type":"tool_use","id":"${id}","name":"ladder_search","input":${input}}`;
+    const deep = '{"q":' + '['.repeat(100_000) + ']'.repeat(100_000) + '}';
+    const big = JSON.stringify({ q: 'x'.repeat(300_000) });
+    server = await fakeModelServer([
+      literal(
+        `{"content":[${block('t1', deep)},${block('t2', big)},${block('t3', '{"q":"ok"}')}]}`,
+      ),
+    ]);
+    const r = await anthropic(server).chat({
+      system: 's',
+      messages: [{ role: 'user', content: 'q' }],
+      tools: [readTool],
+    });
+    expect(r.tool_calls).toEqual([
+      expect.objectContaining({
+        id: 't1',
+        arguments: {},
+        parse_error: expect.stringMatching(/nested deeper than 63/),
+      }),
+      expect.objectContaining({
+        id: 't2',
+        arguments: {},
+        parse_error: expect.stringMatching(/the limit is 256 KiB/),
+      }),
+      { id: 't3', name: 'ladder_search', arguments: { q: 'ok' } },
+    ]);
+  });
+});
+
+describe('redirects', () => {
+  it('does not follow a redirect, so the key never reaches the host it names', async () => {
+    const elsewhere = await fakeModelServer(() => loadTranscript('openai-structured.json')[0]!);
+    try {
+      for (const status of [301, 302, 307, 308]) {
+        server = await fakeModelServer(() => ({
+          status,
+          headers: { location: `${elsewhere.url}/v1/messages` },
+          body: {},
+        }));
+        for (const m of [openai, anthropic]) {
+          await expect(
+            m(server).chat({ system: 's', messages: [{ role: 'user', content: 'q' }] }),
+          ).rejects.toThrow(new RegExp(`redirected the request \\(HTTP ${status} to http`));
+        }
+        await server.close();
+        server = null;
+      }
+      expect(elsewhere.requests).toHaveLength(0);
+    } finally {
+      await elsewhere.close();
+    }
   });
 });
 

@@ -1,0 +1,13 @@
+// The bounds of the open tool loop (open-loop.ts). No imports: `zz work --help` reads these without loading the loop (and the tool registry).
+
+/**
+ * Bounds on what one model reply can make the loop do. A reply is the model's (and, through
+ * the Ask it reads, anyone's) text: 300 ask_post calls of 60 KB in one reply all went through
+ * and the worker then claimed its own posts. The calls a turn runs: more than a model doing
+ * real work sends at once (it reads, then writes), few enough that one reply does little
+ * harm. The Asks posted while working one Ask: enough to break a job into a handful of parts;
+ * a job needing more is better answered with the plan, for a person or a coordinator to post.
+ * Documented in README (`zz work`) and `zz work --help`.
+ */
+export const MAX_CALLS_PER_TURN = 8;
+export const MAX_POSTS_PER_ASK = 5;

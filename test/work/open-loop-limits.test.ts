@@ -1,0 +1,195 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createModel } from '../../src/models/index.js';
+import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from '../../src/work/limits.js';
+import { runWorker, type WorkEvent } from '../../src/work/index.js';
+import {
+  fakeModelServer,
+  type FakeModelServer,
+  type FakeResponse,
+  type RecordedRequest,
+} from '../models/fake-model-server.js';
+import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
+
+// What one model reply can make the open loop do, against a real daemon over HTTP and a fake
+// model endpoint: arguments too big or too deep are answered as errors and not kept in the
+// conversation; a turn runs a bounded number of calls; one held Ask posts a bounded number.
+
+let s: Served | null = null;
+let server: FakeModelServer | null = null;
+afterEach(async () => {
+  await server?.close();
+  server = null;
+  await s?.cleanup();
+  s = null;
+});
+
+const reply = (content: string, tool_calls?: unknown[]): FakeResponse => ({
+  body: {
+    choices: [{ message: { content, ...(tool_calls ? { tool_calls } : {}) } }],
+    usage: { prompt_tokens: 1, completion_tokens: 1 },
+  },
+});
+const toolCall = (id: string, name: string, args: string) => ({
+  id,
+  type: 'function',
+  function: { name, arguments: args },
+});
+
+async function setup() {
+  s = await served();
+  const lane = await demoLane(s, { ask_kinds: { triage: 'member' } });
+  const r = await s.owner('ask_post', {
+    lane_id: lane,
+    kind: 'triage',
+    title: 'Triage',
+    priority: 0,
+  });
+  return { lane, askId: (r.ask as { ask_id: string }).ask_id };
+}
+
+async function work(lane: string, respond: (req: RecordedRequest, i: number) => FakeResponse) {
+  server = await fakeModelServer(respond);
+  const model = createModel('openai:m', {
+    env: { OPENAI_BASE_URL: `${server.url}/v1` },
+    maxRetries: 0,
+  });
+  const events: WorkEvent[] = [];
+  const summary = await runWorker({
+    call: s!.agent,
+    model,
+    laneId: lane,
+    actor: AGENT,
+    once: true,
+    kinds: ['triage'],
+    onEvent: (e) => events.push(e),
+  });
+  return { summary, events };
+}
+
+const toolMessages = (r: RecordedRequest) =>
+  (r.body.messages as { role: string; tool_call_id?: string; content: string }[]).filter(
+    (m) => m.role === 'tool',
+  );
+
+describe('the open loop under a hostile model', () => {
+  it('answers arguments too big or too deep as errors and keeps no bytes of them', async () => {
+    const { lane, askId } = await setup();
+    const big = JSON.stringify({
+      lane_id: lane,
+      kind: 'work',
+      title: 't',
+      body: 'y'.repeat(400_000),
+    });
+    const deep = '{"query":' + '['.repeat(100_000) + ']'.repeat(100_000) + '}';
+    const { summary, events } = await work(lane, (_req, i) =>
+      i === 0
+        ? reply('', [toolCall('c1', 'ask_post', big), toolCall('c2', 'ladder_search', deep)])
+        : reply('', [
+            toolCall(
+              'c3',
+              'ask_answer',
+              JSON.stringify({ lane_id: lane, ask_id: askId, outcome: 'complete', result: 'ok' }),
+            ),
+          ]),
+    );
+    expect(summary).toMatchObject({ answered: 1, released: 0 });
+    const second = server!.requests[1]!;
+    // The second request re-sends the conversation: small, with the calls kept as {}.
+    expect(JSON.stringify(second.body).length).toBeLessThan(100_000);
+    const assistant = second.body.messages.find((m: { role: string }) => m.role === 'assistant');
+    expect(
+      assistant.tool_calls.map((c: { function: { arguments: string } }) => c.function.arguments),
+    ).toEqual(['{}', '{}']);
+    const [m1, m2] = toolMessages(second);
+    expect(m1!.content).toMatch(/arguments of \d+ bytes are refused: the limit is 256 KiB/);
+    expect(m2!.content).toMatch(/nested deeper than 63 levels are refused/);
+    const tools = events.filter((e) => e.type === 'tool') as { ok: boolean }[];
+    expect(tools.map((t) => t.ok)).toEqual([false, false, true]);
+    expect((await asksOf(s!, lane)).filter((a) => a.kind === 'work')).toHaveLength(0);
+  });
+
+  it(`runs at most ${MAX_CALLS_PER_TURN} calls a turn and posts at most ${MAX_POSTS_PER_ASK} Asks per held Ask`, async () => {
+    const { lane, askId } = await setup();
+    const post = (id: string) =>
+      toolCall(
+        id,
+        'ask_post',
+        JSON.stringify({
+          lane_id: lane,
+          kind: 'work',
+          title: `part ${id}`,
+          body: 'z'.repeat(1000),
+        }),
+      );
+    const { summary, events } = await work(lane, (_req, i) => {
+      if (i === 0)
+        return reply(
+          '',
+          Array.from({ length: 300 }, (_, k) => post(`a${k}`)),
+        );
+      if (i === 1)
+        return reply(
+          '',
+          Array.from({ length: 4 }, (_, k) => post(`b${k}`)),
+        );
+      return reply('', [
+        toolCall(
+          'c',
+          'ask_answer',
+          JSON.stringify({ lane_id: lane, ask_id: askId, outcome: 'complete', result: 'split' }),
+        ),
+      ]);
+    });
+    expect(summary).toMatchObject({ answered: 1 });
+    const second = server!.requests[1]!;
+    // Every call gets its answer (the wire requires one per call); those not run keep no bytes.
+    const replies = toolMessages(second);
+    expect(replies).toHaveLength(300);
+    expect(
+      replies
+        .slice(MAX_CALLS_PER_TURN)
+        .every((m) => /not run: a turn runs at most/.test(m.content)),
+    ).toBe(true);
+    expect(JSON.stringify(second.body).length).toBeLessThan(200_000);
+    const refusedPosts = toolMessages(server!.requests[2]!).filter((m) =>
+      /you may post at most \d+ Asks while working one Ask/.test(m.content),
+    );
+    expect(refusedPosts.length).toBeGreaterThan(0);
+    const posted = (await asksOf(s!, lane)).filter((a) => a.kind === 'work');
+    expect(posted).toHaveLength(MAX_POSTS_PER_ASK);
+    expect(events.filter((e) => e.type === 'tool' && (e as { ok: boolean }).ok)).toHaveLength(
+      MAX_POSTS_PER_ASK + 1,
+    );
+  });
+
+  it('keeps an API key the endpoint echoes out of the release reason in the Lane', async () => {
+    const { lane, askId } = await setup();
+    server = await fakeModelServer((req) => ({
+      status: 400,
+      body: { error: { message: `bad request from ${String(req.headers.authorization)}` } },
+    }));
+    const model = createModel('openai:m', {
+      env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: 'sk-LANE-SECRET-1234' },
+      maxRetries: 0,
+    });
+    const events: WorkEvent[] = [];
+    await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      once: true,
+      kinds: ['triage'],
+      onEvent: (e) => events.push(e),
+    });
+    const history = (await s!.owner('lane_get', { lane_id: lane })).history as {
+      op: string;
+      ask_id: string | null;
+      args: { reason?: string };
+    }[];
+    const release = history.find((h) => h.op === 'ask_release' && h.ask_id === askId);
+    expect(release?.args.reason).toMatch(/HTTP 400: bad request from Bearer \[redacted\]/);
+    expect(JSON.stringify(history)).not.toContain('sk-LANE-SECRET');
+    expect(JSON.stringify(events)).not.toContain('sk-LANE-SECRET');
+  });
+});

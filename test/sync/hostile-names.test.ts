@@ -115,6 +115,31 @@ describe('refs whose names conflict on the remote', () => {
     await bothWays(a, b);
   });
 
+  it('names git takes and zz would not make (lanes/-x, a name past 1,024 characters): reported, their tracking refs pruned', async () => {
+    const { a, b, evil } = await setup();
+    const long = `lanes/${Array.from({ length: 6 }, () => 'l'.repeat(200)).join('/')}`;
+    hostile(evil, [], ['lanes/-x', long, 'weird/-y']);
+    // A plain `git fetch` with zz's refspec (as `git pull` runs it) tracks them all.
+    git(a.dir, 'fetch', '-q', 'origin', '+refs/zz/*:refs/zz-remotes/origin/*');
+    expect(names(a.dir, 'refs/zz-remotes/origin/')).toEqual(
+      expect.arrayContaining([
+        'refs/zz-remotes/origin/lanes/-x',
+        `refs/zz-remotes/origin/${long}`,
+        'refs/zz-remotes/origin/weird/-y',
+      ]),
+    );
+    const r = await a.sync();
+    expect(r.quarantined.map((q) => [q.ref, q.kept])).toEqual(
+      expect.arrayContaining([
+        ['refs/zz/lanes/-x', false],
+        [`refs/zz/${long}`, false],
+        ['refs/zz/weird/-y', false],
+      ]),
+    );
+    expect(names(a.dir, 'refs/zz-remotes/origin/').filter((n) => /-x|-y|lll/.test(n))).toEqual([]);
+    await bothWays(a, b);
+  });
+
   it('a name that conflicts with one of our Lanes: that Lane waits, said so; the rest syncs', async () => {
     const { a, b, evil } = await setup();
     hostile(evil, ['lanes/web'], ['lanes/web/x']);

@@ -319,13 +319,29 @@ export interface PushUpdate {
  * none, and none moves unless the remote still holds exactly what we merged with. Pre-push hooks
  * are not run (this is zz's state, not the user's branches).
  */
+/** Refs one `git push` names at most (pushZzRefs). */
+const PUSH_BATCH = 1000;
+
 export async function pushZzRefs(
   gitdir: string,
   remote: string,
   updates: readonly PushUpdate[],
-  opts: { timeoutMs?: number } = {},
+  /** batch: refs a push names at most (PUSH_BATCH; smaller in tests). */
+  opts: { timeoutMs?: number; batch?: number } = {},
 ): Promise<PushOutcome> {
   assertRemoteName(remote);
+  const batch = opts.batch ?? PUSH_BATCH;
+  // Two arguments a ref: 20,000 refs passed the kernel's limit on a command line (spawn
+  // E2BIG, every round). Pushed in batches, each atomic; a batch that fails ends the round
+  // with its outcome, and what earlier batches moved is already what the next round would
+  // push (each ref has its own lease, so nothing is forced over by the split).
+  if (updates.length > batch) {
+    for (let i = 0; i < updates.length; i += batch) {
+      const r = await pushZzRefs(gitdir, remote, updates.slice(i, i + batch), opts);
+      if (r.kind !== 'ok') return r;
+    }
+    return { kind: 'ok' };
+  }
   if (updates.length === 0) return { kind: 'ok' };
   const args = ['--git-dir', gitdir, 'push', '--porcelain', '--atomic', '--no-verify'];
   for (const u of updates) {

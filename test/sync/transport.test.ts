@@ -90,6 +90,32 @@ describe('sync transport on real git', () => {
     expect(sh(remote, 'rev-parse', 'refs/zz/lanes/x')).toBe(bNext);
   });
 
+  it('pushes many refs in batches (20,000 on one command line was E2BIG); a failed batch ends the round', async () => {
+    const { remote, a } = setup();
+    const c = mkCommit(a, 'one');
+    const many = Array.from({ length: 25 }, (_, i) => ({
+      ref: `refs/zz/lanes/l${String(i).padStart(2, '0')}`,
+      expected: null,
+      next: c,
+    }));
+    expect(await pushZzRefs(gd(a), 'origin', many, { batch: 10 })).toEqual({ kind: 'ok' });
+    const onRemote = () =>
+      sh(remote, 'for-each-ref', '--format=%(refname)', 'refs/zz/').split('\n');
+    expect(onRemote()).toHaveLength(25);
+    // Batches of 10: the first lands, the second holds a stale lease and stops the round.
+    const d = mkCommit(a, 'two');
+    const more = Array.from({ length: 25 }, (_, i) => ({
+      ref: `refs/zz/lanes/m${String(i).padStart(2, '0')}`,
+      expected: null,
+      next: d,
+    }));
+    more[12] = { ref: 'refs/zz/lanes/l00', expected: null, next: d }; // exists: a race
+    const out = await pushZzRefs(gd(a), 'origin', more, { batch: 10 });
+    expect(out.kind).toBe('race');
+    expect(onRemote().filter((r) => r.startsWith('refs/zz/lanes/m'))).toHaveLength(10);
+    expect(sh(remote, 'rev-parse', 'refs/zz/lanes/l00')).toBe(c);
+  });
+
   it('must-not-exist lease: creating a ref someone else created is a race', async () => {
     const { a, b } = setup();
     const x = mkCommit(a, 'x');

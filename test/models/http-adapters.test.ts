@@ -366,7 +366,7 @@ describe('secrets echoed in forms and places the exact match misses', () => {
         env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: KEY },
         maxRetries: 0,
       })
-        .chat({ messages: [{ role: 'user', content: 'hi' }] })
+        .chat({ system: 's', messages: [{ role: 'user', content: 'hi' }] })
         .catch((e: Error) => e);
       const msg = String((err as Error).message);
       expect(msg, `body ${i}`).toContain('[redacted]');

@@ -5,7 +5,9 @@ import { ZzError } from '../errors.js';
 // every remote: an API key in it is published. An endpoint may echo the request's
 // Authorization or x-api-key header in its error body, and a base URL may carry a password,
 // so every adapter error passes through `redactSecrets` (http-call.ts postJson does it for the
-// HTTP adapters) and a base URL with credentials is refused before any request is made.
+// HTTP adapters; exec.ts with the keys in the script's environment, `envSecrets`), a quoted
+// body is redacted before it is cut (http-call.ts quote) and a base URL with credentials is
+// refused before any request is made.
 
 const REDACTED = '[redacted]';
 

@@ -3,6 +3,7 @@ import { ZzError } from '../errors.js';
 import { quote } from './http-call.js';
 import { parseArguments, tokenCount } from './json.js';
 import { splitCommand } from './argv.js';
+import { envSecrets, redactSecrets } from './redact.js';
 import type { ToolCall, Transport, WireRequest } from './types.js';
 
 // `exec:<command>`: one process per call. The request (DESIGN §9) goes to stdin as one JSON
@@ -35,6 +36,11 @@ export function execTransport(
 ): Transport {
   const argv = splitCommand(command);
   const label = `exec:${argv[0]}`;
+  // What the script prints may hold the keys it was given (a `curl -H x-api-key:$KEY` that
+  // failed, a traceback quoting its config): every message below is redacted of them, since it
+  // becomes an ask_release's reason, stored in the Lane and synced.
+  const env = childEnv(opts.env);
+  const secrets = envSecrets(env);
   return (req: WireRequest) => {
     const request = {
       model: command,
@@ -47,7 +53,7 @@ export function execTransport(
       req.signal?.throwIfAborted();
       const child = spawn(argv[0]!, argv.slice(1), {
         cwd: opts.cwd,
-        env: childEnv(opts.env),
+        env,
         stdio: ['pipe', 'pipe', 'pipe'],
         shell: false,
       });
@@ -79,7 +85,12 @@ export function execTransport(
       child.stdin.on('error', () => {});
       child.on('error', (e) => {
         clearTimeout(timer);
-        reject(new ZzError('unavailable', `${label} could not start: ${e.message}`));
+        reject(
+          new ZzError(
+            'unavailable',
+            `${label} could not start: ${redactSecrets(e.message, secrets)}`,
+          ),
+        );
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
@@ -88,13 +99,13 @@ export function execTransport(
         if (why) return reject(new ZzError('unavailable', `${label}: ${why}`));
         if (code !== 0) {
           const gist = stderrGist(err.slice(-16 * 1024));
-          const tail = gist ? `: ${quote(gist)}` : '';
+          const tail = gist ? `: ${quote(gist, 300, secrets)}` : '';
           return reject(
             new ZzError('unavailable', `${label} exited ${code ?? signal}${tail}`, { code }),
           );
         }
         try {
-          resolve(fromAnswer(Buffer.concat(out).toString('utf8'), label));
+          resolve(fromAnswer(Buffer.concat(out).toString('utf8'), label, secrets));
         } catch (e) {
           reject(e);
         }
@@ -131,18 +142,21 @@ function childEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return rest;
 }
 
-function fromAnswer(text: string, label: string) {
+function fromAnswer(text: string, label: string, secrets: readonly string[]) {
   let a: unknown;
   try {
     a = JSON.parse(text);
   } catch {
     throw new ZzError(
       'unavailable',
-      `${label} printed something that is not one JSON object: ${quote(text) || '(nothing)'}`,
+      `${label} printed something that is not one JSON object: ${quote(text, 300, secrets) || '(nothing)'}`,
     );
   }
   if (!a || typeof a !== 'object' || Array.isArray(a)) {
-    throw new ZzError('unavailable', `${label} must print a JSON object, got ${quote(text)}`);
+    throw new ZzError(
+      'unavailable',
+      `${label} must print a JSON object, got ${quote(text, 300, secrets)}`,
+    );
   }
   const ans = a as {
     content?: unknown;

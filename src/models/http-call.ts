@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ZzError } from '../errors.js';
-import { redactError, redactSecrets } from './redact.js';
+import { redactCutEnd, redactError, redactSecrets } from './redact.js';
 
 // One POST of JSON to a model endpoint, with the retry policy every HTTP adapter shares:
 // 408/429/5xx and network failures are retried with exponential backoff and full jitter;
@@ -65,6 +65,7 @@ async function attempts(
   opts: HttpCallOptions,
 ): Promise<unknown> {
   const payload = JSON.stringify(body);
+  const secrets = opts.secrets ?? [];
   for (let attempt = 0; ; attempt++) {
     opts.signal?.throwIfAborted();
     const timeout = AbortSignal.timeout(opts.timeoutMs);
@@ -92,7 +93,7 @@ async function attempts(
         throw new ZzError(
           'unavailable',
           `${opts.label} redirected the request (HTTP ${res.status}` +
-            `${to ? ` to ${quote(to, 200)}` : ''}); zz does not follow a model endpoint's ` +
+            `${to ? ` to ${quote(to, 200, secrets)}` : ''}); zz does not follow a model endpoint's ` +
             `redirects, which would send the API key on: set the base URL to the final address`,
           { status: res.status },
         );
@@ -104,11 +105,13 @@ async function attempts(
         } catch {
           throw new ZzError(
             'unavailable',
-            `${opts.label} answered with invalid JSON: ${quote(text)}`,
+            `${opts.label} answered with invalid JSON: ${quote(text, 300, secrets)}`,
           );
         }
       }
-      failure = `HTTP ${res.status}: ${quote(errorText(text))}`;
+      // Redacted before errorText unescapes the JSON and again (quote) before it is cut:
+      // a key cut short by the cut no longer matches in full (redact.ts redactCutEnd).
+      failure = `HTTP ${res.status}: ${quote(errorText(redactSecrets(text, secrets)), 300, secrets)}`;
       if (!retryable(res.status)) {
         const code = res.status === 401 || res.status === 403 ? 'unauthorized' : 'unavailable';
         throw new ZzError(code, `${opts.label} refused the request (${failure})`, {
@@ -193,9 +196,15 @@ function errorText(text: string): string {
   return text;
 }
 
-export function quote(text: string, max = 300): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max)}…` : flat;
+/**
+ * `text` on one line, cut at `max` characters. With `secrets` (redact.ts) it is redacted before
+ * the cut, and a secret the cut split is taken off its end.
+ */
+export function quote(text: string, max = 300, secrets?: readonly (string | undefined)[]): string {
+  const flat = (secrets ? redactSecrets(text, secrets) : text).replace(/\s+/g, ' ').trim();
+  if (flat.length <= max) return flat;
+  const cut = flat.slice(0, max);
+  return `${secrets ? redactCutEnd(cut, secrets) : cut}…`;
 }
 
 function causeOf(e: unknown): string {

@@ -86,6 +86,38 @@ function main(req) {
     expect(r.content).toBe('none kept');
   });
 
+  it('takes the keys in its environment out of what a failed script printed', async () => {
+    // The reviewer's case: a shell script whose failing curl line names the key.
+    const env = {
+      PATH: process.env.PATH,
+      ANTHROPIC_API_KEY: 'sk-ant-secret-0123456789abcdef',
+      MY_SECRET_THING: 'hunter2-hunter2',
+      GH_TOKEN: 'ghp_0123456789abcdefXYZ',
+      SHORT_TOKEN: 'abc', // under 8 characters: left alone, or every "abc" would go
+    };
+    const err = await createModel(
+      'exec:sh -c "echo Error: curl -H x-api-key:$ANTHROPIC_API_KEY $MY_SECRET_THING $GH_TOKEN abc failed >&2; exit 1"',
+      { env },
+    )
+      .chat({ system: 's', messages: [] })
+      .catch((e: Error) => e);
+    const msg = String((err as Error).message);
+    expect(msg).toMatch(
+      /^exec:sh exited 1: Error: curl -H x-api-key:\[redacted\] \[redacted\] \[redacted\] abc failed$/,
+    );
+    // And on stdout, when what it printed is not an answer (quoted in the error).
+    const out = await createModel(
+      `exec:sh -c "echo Bearer: $GH_TOKEN; echo ${'z'.repeat(285)}$ANTHROPIC_API_KEY"`,
+      { env },
+    )
+      .chat({ system: 's', messages: [] })
+      .catch((e: Error) => e);
+    const text = String((out as Error).message);
+    expect(text).toContain('[redacted]');
+    expect(text).not.toContain('0123456789');
+    expect(text).not.toContain('sk-ant-sec');
+  });
+
   it('reports a failing, silent, babbling or stuck script clearly', async () => {
     const fail = script('fail.mjs', `console.error('boom: no model here'); process.exit(3);`);
     await expect(

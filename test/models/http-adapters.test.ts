@@ -342,6 +342,40 @@ describe('secrets in adapter errors', () => {
   });
 });
 
+describe('secrets echoed in forms and places the exact match misses', () => {
+  // A key with `/`, `+` and `=`, so its percent-encoded and JSON-escaped forms differ from it.
+  const KEY = 'sk-test/AbC+dEf=0123456789abcdefghijklmnopqrstuv';
+  const raw = (text: string): FakeResponse => ({
+    raw: (res) => {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(text);
+    },
+  });
+  it('redacts a key cut by the quote, percent-encoded or JSON-escaped', async () => {
+    const bodies = [
+      // The key at offset ~250: the 300-character quote cuts it, so it must go before the cut.
+      JSON.stringify({ error: { message: `${'x'.repeat(250)} key ${KEY} is bad` } }),
+      // A cut falling inside the key even when the key itself is not echoed whole.
+      JSON.stringify({ error: { message: `${'y'.repeat(280)} ${KEY.slice(0, 30)}` } }),
+      JSON.stringify({ error: { message: `bad request for /v1?key=${encodeURIComponent(KEY)}` } }),
+      `<html>${JSON.stringify({ key: KEY }).replace(/\//g, '\\/')}</html>`,
+    ];
+    server = await fakeModelServer(bodies.map(raw));
+    for (let i = 0; i < bodies.length; i++) {
+      const err = await createModel('openai:gpt-x', {
+        env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: KEY },
+        maxRetries: 0,
+      })
+        .chat({ system: 's', messages: [{ role: 'user', content: 'hi' }] })
+        .catch((e: Error) => e);
+      const msg = String((err as Error).message);
+      expect(msg, `body ${i}`).toContain('[redacted]');
+      for (const piece of ['AbC', '0123456789', 'dEf'])
+        expect(msg, `body ${i}`).not.toContain(piece);
+    }
+  });
+});
+
 describe('tool-call arguments over the caps', () => {
   it('refuses Anthropic input too deep or too big, keeping {} (no stack overflow)', async () => {
     const block = (id: string, input: string) =>

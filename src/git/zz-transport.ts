@@ -92,9 +92,9 @@ function stderrOf(e: unknown): string {
  * (forced: rewinds included), atomically (all tracking refs move or none), without tags.
  * Returns every name the remote listed under refs/zz/ (name → oid), fetched or not.
  *
- * Only the names `keep` accepts are fetched, each by an explicit refspec after a listing
- * (`git ls-remote`), and only those whose tracking ref differs from the listing; tracking refs
- * of names not kept are deleted first. A remote can be
+ * Only the names `keep` accepts are fetched, after a listing (`git ls-remote`), and only those
+ * whose tracking ref differs from the listing: their tips by id, then the tracking refs in one
+ * transaction (below); tracking refs of names not kept are deleted first. A remote can be
  * made to hold `lanes/junk` and later `lanes/junk/x` (git keeps refs as files: one name cannot
  * be a file and a directory), and a tracking ref left of the first made every later fetch fail
  * (measured on git 2.39: `fetch --atomic --prune` with the wildcard refspec exits 255, "cannot

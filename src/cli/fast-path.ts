@@ -37,6 +37,10 @@ function parseFlags(tool: ManifestTool, rest: string[]): Parsed | null {
   const args: Record<string, unknown> = {};
   let base: Record<string, unknown> = {};
   let json = false;
+  // A flag given twice, other than an array flag, is the full command table's to refuse (yargs
+  // makes it an array: `title: must be a string`). Taking the last one here made
+  // `--title a --title b` a Lane titled "b", and `--ask-id X --ask-id Y` cancel only Y.
+  const seen = new Set<string>();
   for (let i = 0; i < rest.length; i++) {
     const tok = rest[i]!;
     if (!tok.startsWith('--') || tok === '--') return null;
@@ -44,6 +48,12 @@ function parseFlags(tool: ManifestTool, rest: string[]): Parsed | null {
     const name = eq < 0 ? tok.slice(2) : tok.slice(2, eq);
     const inline = eq < 0 ? undefined : tok.slice(eq + 1);
     const next = (): string | undefined => inline ?? rest[++i];
+    const o = tool.options.find((x) => x.flag === name || x.key === name);
+    const key = o?.key ?? name;
+    if (o?.kind !== 'array') {
+      if (seen.has(key)) return null;
+      seen.add(key);
+    }
     if (name === 'json' && inline === undefined) {
       json = true;
       continue;
@@ -59,7 +69,6 @@ function parseFlags(tool: ManifestTool, rest: string[]): Parsed | null {
       }
       continue;
     }
-    const o = tool.options.find((x) => x.flag === name || x.key === name);
     if (!o) return null;
     if (o.kind === 'boolean') {
       if (inline === undefined) args[o.key] = true;

@@ -1,5 +1,5 @@
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 
 // Where zz keeps files on this machine. Per-user files follow XDG: credentials and the list of
 // known clones in the config dir, search indexes in the cache dir. Per-repository machine files
@@ -11,14 +11,19 @@ export const DEFAULT_SERVER = `http://${DEFAULT_HOST}:${DEFAULT_PORT}`;
 
 const home = (env: NodeJS.ProcessEnv) => env.HOME || homedir();
 
+// A relative XDG_* path is ignored, as the XDG Base Directory spec says: it would resolve
+// against whatever directory zz runs in, so a checkout's files could become our cache or config.
+const xdg = (value: string | undefined): string | undefined =>
+  value && isAbsolute(value) ? value : undefined;
+
 /** `$XDG_CONFIG_HOME/zz`, else `~/.config/zz`. */
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.XDG_CONFIG_HOME || join(home(env), '.config'), 'zz');
+  return join(xdg(env.XDG_CONFIG_HOME) ?? join(home(env), '.config'), 'zz');
 }
 
 /** `$XDG_CACHE_HOME/zz`, else `~/.cache/zz`. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return join(env.XDG_CACHE_HOME || join(home(env), '.cache'), 'zz');
+  return join(xdg(env.XDG_CACHE_HOME) ?? join(home(env), '.cache'), 'zz');
 }
 
 export const credentialsFile = (env?: NodeJS.ProcessEnv): string =>

@@ -217,6 +217,21 @@ describe('CLI start-up (spawned dist/cli/main.js)', { timeout: 120_000 }, () => 
     chmodSync(own, 0o777);
     expect((await zz(r.dir, blocked, ['--version'])).code).toBe(0);
     expect(readdirSync(own)).toEqual([]);
+    // The same for the user's own cache dir (`sudo -E zz` reads the user's): one others can
+    // write to is passed over for ours in TMPDIR.
+    rmSync(own, { recursive: true });
+    rmSync(cache, { recursive: true });
+    mkdirSync(cache);
+    chmodSync(cache, 0o777);
+    expect((await zz(r.dir, env, ['--version'])).code).toBe(0);
+    expect(readdirSync(cache)).toEqual([]);
+    expect(readdirSync(own).length).toBeGreaterThan(0);
+    // A relative XDG_CACHE_HOME is ignored (the XDG spec): never a cache inside the checkout.
+    rmSync(cache, { recursive: true });
+    expect((await zz(r.dir, { ...env, XDG_CACHE_HOME: 'rel' }, ['--version'])).code).toBe(0);
+    expect(existsSync(join(r.dir, 'rel')), 'cache in the checkout').toBe(false);
+    const home = join(env.HOME!, '.cache', 'zz', 'node-compile-cache');
+    expect(readdirSync(home).length).toBeGreaterThan(0);
   });
 
   it('loads no heavy package for --help or lane list, in-process or through a daemon', async () => {

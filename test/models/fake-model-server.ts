@@ -97,3 +97,18 @@ export async function fakeModelServer(
     },
   };
 }
+
+/** An OpenAI-style chat answer: `content`, and tool calls when given. */
+export const reply = (content: string, tool_calls?: unknown[]): FakeResponse => ({
+  body: {
+    choices: [{ message: { content, ...(tool_calls ? { tool_calls } : {}) } }],
+    usage: { prompt_tokens: 1, completion_tokens: 1 },
+  },
+});
+
+/** One OpenAI-style tool call; `args` a value to encode, or the raw arguments text as sent. */
+export const toolCall = (id: string, name: string, args: unknown) => ({
+  id,
+  type: 'function',
+  function: { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) },
+});

@@ -16,6 +16,8 @@ import {
   type FakeModelServer,
   type FakeResponse,
   type RecordedRequest,
+  reply,
+  toolCall,
 } from '../models/fake-model-server.js';
 import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
 
@@ -32,18 +34,6 @@ afterEach(async () => {
   server = null;
   await s?.cleanup();
   s = null;
-});
-
-const reply = (content: string, tool_calls?: unknown[]): FakeResponse => ({
-  body: {
-    choices: [{ message: { content, ...(tool_calls ? { tool_calls } : {}) } }],
-    usage: { prompt_tokens: 1, completion_tokens: 1 },
-  },
-});
-const toolCall = (id: string, name: string, args: unknown) => ({
-  id,
-  type: 'function',
-  function: { name, arguments: JSON.stringify(args) },
 });
 
 async function model(respond: (req: RecordedRequest, i: number) => FakeResponse) {

@@ -7,6 +7,8 @@ import {
   type FakeModelServer,
   type FakeResponse,
   type RecordedRequest,
+  reply,
+  toolCall,
 } from '../models/fake-model-server.js';
 import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
 
@@ -21,18 +23,6 @@ afterEach(async () => {
   server = null;
   await s?.cleanup();
   s = null;
-});
-
-const reply = (content: string, tool_calls?: unknown[]): FakeResponse => ({
-  body: {
-    choices: [{ message: { content, ...(tool_calls ? { tool_calls } : {}) } }],
-    usage: { prompt_tokens: 1, completion_tokens: 1 },
-  },
-});
-const toolCall = (id: string, name: string, args: string) => ({
-  id,
-  type: 'function',
-  function: { name, arguments: args },
 });
 
 async function setup() {

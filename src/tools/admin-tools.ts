@@ -4,10 +4,11 @@ import { PAGE } from '../schema/limits.js';
 import { corruptOut, writeMetaOut } from '../schema/views.js';
 import { writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
+import { lazyModule } from './lazy-module.js';
 
 // The use cases load with a tool's first call, not with the registry: every CLI command that
 // runs a tool in-process loads the registry, and need not load all of core with it.
-const admin = () => import('../core/admin.js');
+const admin = lazyModule(() => import('../core/admin.js'));
 
 export const adminTools = [
   defineTool({

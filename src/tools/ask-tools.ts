@@ -7,6 +7,7 @@ import { boundedJson, boundedText } from '../schema/ops.js';
 import { askOut, corruptOut, historyOut, laneOut, writeMetaOut } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
+import { lazyModule } from './lazy-module.js';
 
 const MAX_FILE = 4 * 1024 * 1024;
 
@@ -34,10 +35,10 @@ export const changesetInput = z.strictObject({
 
 // The use cases load with a tool's first call, not with the registry: every CLI command that
 // runs a tool in-process loads the registry, and need not load all of core with it.
-const asks = () => import('../core/asks.js');
-const askList = () => import('../core/ask-list.js');
-const claimable = () => import('../core/ask-claimable.js');
-const closing = () => import('../core/closing.js');
+const asks = lazyModule(() => import('../core/asks.js'));
+const askList = lazyModule(() => import('../core/ask-list.js'));
+const claimable = lazyModule(() => import('../core/ask-claimable.js'));
+const closing = lazyModule(() => import('../core/closing.js'));
 
 export const askTools = [
   defineTool({

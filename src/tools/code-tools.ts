@@ -6,14 +6,15 @@ import { askOut, writeMetaOut } from '../schema/views.js';
 import { changesetInput } from './ask-tools.js';
 import { createArgs } from './common-args.js';
 import { defineTool, WRITE } from './define-tool.js';
+import { lazyModule } from './lazy-module.js';
 
 // The code toolset: commit_changeset, the only tool that writes the user's code; and
 // run_in_sandbox, which runs a command against a commit on the agent's machine (local only).
 
 // The use cases load with a tool's first call, not with the registry: every CLI command that
 // runs a tool in-process loads the registry, and need not load all of core with it.
-const changesets = () => import('../core/changesets.js');
-const sandbox = () => import('../core/changesets-sandbox.js');
+const changesets = lazyModule(() => import('../core/changesets.js'));
+const sandbox = lazyModule(() => import('../core/changesets-sandbox.js'));
 
 export const codeTools = [
   defineTool({

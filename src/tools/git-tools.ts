@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineTool, READ } from './define-tool.js';
+import { lazyModule } from './lazy-module.js';
 
 // Reads of the user's history (DESIGN §3, git toolset): commits, diffs, files. The use cases
 // are core/git-reads.ts; a revision left out means the default branch.
@@ -16,7 +17,7 @@ const signature = z.strictObject({
 
 // The use cases load with a tool's first call, not with the registry: every CLI command that
 // runs a tool in-process loads the registry, and need not load all of core with it.
-const reads = () => import('../core/git-reads.js');
+const reads = lazyModule(() => import('../core/git-reads.js'));
 
 export const gitTools = [
   defineTool({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { defineTool, READ, type ToolAnnotations } from './define-tool.js';
+import { lazyModule } from './lazy-module.js';
 
 // gh_fetch_*: GitHub issues, pull requests, releases, contributors and comment threads, read
 // with the user's own GitHub token on their machine (DESIGN §6). Local only, like
@@ -8,7 +9,7 @@ import { defineTool, READ, type ToolAnnotations } from './define-tool.js';
 
 const GH: ToolAnnotations = { ...READ, openWorldHint: true };
 
-const core = () => import('../core/github.js');
+const core = lazyModule(() => import('../core/github.js'));
 
 // Paged like every read; outputs list their key fields only (items carry more, see
 // src/github/fetch.ts) to keep the MCP tool list small.

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { requireCaller } from '../core/access.js';
 import { actor } from '../schema/ids.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
+import { lazyModule } from './lazy-module.js';
 
 // The authenticity config of refs/zz/config (DESIGN §7): each actor's allowed signing keys and
 // whether every op must be signed. Owners register anyone's key and turn signatures on; an actor
@@ -16,7 +17,7 @@ const keyLine = z
 
 // The use cases load with a tool's first call, not with the registry: every CLI command that
 // runs a tool in-process loads the registry, and need not load all of core with it.
-const keys = () => import('../core/sync/authenticity.js');
+const keys = lazyModule(() => import('../core/sync/authenticity.js'));
 
 export const keyTools = [
   defineTool({

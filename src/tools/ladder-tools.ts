@@ -21,6 +21,7 @@ import { writeMetaOut } from '../schema/views.js';
 import type { LadderSearch } from '../search/index.js';
 import { writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
+import { lazyModule } from './lazy-module.js';
 
 // The Ladder toolset (DESIGN §3, §6): read one rung, the tree (paged past 4 MiB), one rung's history, search
 // across every repository this front end knows, rebuild this repository's search entries, and
@@ -28,7 +29,7 @@ import { defineTool, READ, WRITE, type ToolContext } from './define-tool.js';
 // comes from ctx.services.search when the front end keeps one (the daemon does).
 
 // The search use cases load with their first call, not with the registry (lane-tools.ts).
-const search = () => import('../core/ladder/ladder-search.js');
+const search = lazyModule(() => import('../core/ladder/ladder-search.js'));
 
 const utf8Max = (max: number) => (s: string) => Buffer.byteLength(s, 'utf8') <= max;
 

@@ -14,11 +14,12 @@ import {
 } from '../schema/views.js';
 import { createArgs, writeArgs } from './common-args.js';
 import { defineTool, READ, WRITE } from './define-tool.js';
+import { lazyModule } from './lazy-module.js';
 
 // The use cases load with a tool's first call, not with the registry: every CLI command that
 // runs a tool in-process loads the registry, and need not load all of core with it.
-const lanes = () => import('../core/lanes.js');
-const closing = () => import('../core/closing.js');
+const lanes = lazyModule(() => import('../core/lanes.js'));
+const closing = lazyModule(() => import('../core/closing.js'));
 
 const laneIdArg = laneId.describe('e.g. "_repo" or "auth-rework"');
 const cursor = z.string().max(4096);

@@ -8,6 +8,7 @@ import {
   gitPath,
   historyRoots,
   listRemotes,
+  remoteCwd,
 } from '../git/index.js';
 import { normalizeKeyLine, type SshSigningKey } from '../git/index.js';
 import { repoLocalDir, writeFileAtomic } from '../local/index.js';
@@ -109,7 +110,7 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
     if (await ensureZzRefspec(g.gitdir, remote)) report.refspecs_added.push(remote);
     if (opts.noFetch) continue;
     try {
-      await fetchZz(g.gitdir, remote);
+      await fetchZz(g.gitdir, remote, remoteCwd(g));
     } catch (e) {
       report.fetch_failed.push({ remote, error: (e as Error).message });
     }

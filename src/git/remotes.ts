@@ -36,14 +36,28 @@ export async function ensureZzRefspec(gitdir: string, remote: string): Promise<b
   return true;
 }
 
-/** Fetches refs/zz/* of one remote into refs/zz-remotes/<remote>/*. */
-export async function fetchZz(gitdir: string, remote: string, timeoutMs = 60_000): Promise<void> {
+/**
+ * The directory git contacts a remote from: where a relative URL (`git remote add origin
+ * ../hub.git`) means what it means to the user's own `git fetch`. git moves to the top of the
+ * work tree before it reads one (a bare repository: its git dir); zz names the git dir with
+ * --git-dir, so run from the git dir `../hub.git` named a path beside `.git`, inside the
+ * checkout, and init and sync failed with "does not appear to be a git repository" where git
+ * itself worked.
+ */
+export function remoteCwd(repo: { gitdir: string; workTree: string | null }): string {
+  return repo.workTree ?? repo.gitdir;
+}
+
+/** Fetches refs/zz/* of one remote into refs/zz-remotes/<remote>/*. `cwd`: remoteCwd. */
+export async function fetchZz(
+  gitdir: string,
+  remote: string,
+  cwd: string,
+  timeoutMs = 60_000,
+): Promise<void> {
   await runGit(
     ['--git-dir', gitdir, 'fetch', '--quiet', '--no-tags', '--', remote, zzRefspec(remote)],
-    {
-      cwd: gitdir,
-      timeoutMs,
-    },
+    { cwd, timeoutMs },
   );
 }
 

@@ -106,16 +106,18 @@ function stderrOf(e: unknown): string {
 export async function fetchZzRefs(
   gitdir: string,
   remote: string,
-  opts: { timeoutMs?: number; keep?: (ref: string) => boolean } = {},
+  /** cwd: where a relative remote URL is resolved (remotes.ts `remoteCwd`); the git dir if unset. */
+  opts: { timeoutMs?: number; keep?: (ref: string) => boolean; cwd?: string } = {},
 ): Promise<Map<string, string>> {
   assertRemoteName(remote);
   const keep = opts.keep ?? (() => true);
+  const cwd = opts.cwd ?? gitdir;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const tracking = `refs/zz-remotes/${remote}/`;
   // A ref deleted on the remote between the listing and the fetch fails the fetch ("couldn't
   // find remote ref"): list again, a few times, as for any other race.
   for (let attempt = 1; ; attempt++) {
-    const listed = await listRemoteZzRefs(gitdir, remote, timeoutMs);
+    const listed = await listRemoteZzRefs(gitdir, remote, timeoutMs, cwd);
     const wanted = new Set([...listed.keys()].filter((ref) => keep(ref)));
     const stale: RefUpdate[] = [];
     const held = await listLocalRefs(gitdir, tracking);
@@ -154,7 +156,7 @@ export async function fetchZzRefs(
           '--',
           remote,
         ],
-        { cwd: gitdir, input: tips.join('\n') + '\n', timeoutMs },
+        { cwd, input: tips.join('\n') + '\n', timeoutMs },
       );
       await updateRefsAtomic(
         gitdir,
@@ -184,11 +186,12 @@ async function listRemoteZzRefs(
   gitdir: string,
   remote: string,
   timeoutMs: number,
+  cwd: string,
 ): Promise<Map<string, string>> {
   let r;
   try {
     r = await runGit(['--git-dir', gitdir, 'ls-remote', '--refs', '--', remote, 'refs/zz/*'], {
-      cwd: gitdir,
+      cwd,
       timeoutMs,
     });
   } catch (e) {
@@ -344,8 +347,8 @@ export async function pushZzRefs(
   gitdir: string,
   remote: string,
   updates: readonly PushUpdate[],
-  /** batch: refs a push names at most (PUSH_BATCH; smaller in tests). */
-  opts: { timeoutMs?: number; batch?: number } = {},
+  /** batch: refs a push names at most (PUSH_BATCH; smaller in tests). cwd: remoteCwd. */
+  opts: { timeoutMs?: number; batch?: number; cwd?: string } = {},
 ): Promise<PushOutcome> {
   assertRemoteName(remote);
   const batch = opts.batch ?? PUSH_BATCH;
@@ -372,7 +375,11 @@ export async function pushZzRefs(
   args.push('--', remote, ...updates.map((u) => `${u.next}:${u.ref}`));
   let r;
   try {
-    r = await runGit(args, { cwd: gitdir, okCodes: [1], timeoutMs: opts.timeoutMs ?? 120_000 });
+    r = await runGit(args, {
+      cwd: opts.cwd ?? gitdir,
+      okCodes: [1],
+      timeoutMs: opts.timeoutMs ?? 120_000,
+    });
   } catch (e) {
     const f = classifyTransportError(stderrOf(e));
     if (f.kind === 'offline') return { kind: 'offline', message: f.message };

@@ -1,3 +1,4 @@
+import { relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { askClaim, askPost, lanePropose, laneGet } from '../../src/core/index.js';
 import { fsckProblems, sh } from '../helpers/temp-repo.js';
@@ -59,6 +60,20 @@ describe('zz sync on real git', () => {
     expect(fsckProblems(a.dir)).toEqual([]);
     expect(fsckProblems(b.dir)).toEqual([]);
     void ask;
+  });
+
+  it('a remote named by a relative path, as git resolves it (from the top of the checkout)', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [(typeof cluster.clones)[0], (typeof cluster.clones)[0]];
+    // `git remote add origin ../hub.git`: git's own fetch works from anywhere in the checkout.
+    sh(b.dir, 'remote', 'set-url', 'origin', relative(b.dir, cluster.remote));
+    sh(b.dir, 'fetch', '-q', 'origin');
+    await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'Web' });
+    await a.sync();
+    expect((await b.sync()).adopted).toEqual(['refs/zz/lanes/web']);
+    await askPost(b.repo, ALICE, { lane_id: 'web', kind: 'work', title: 'from b' });
+    expect((await b.sync()).pushed).toEqual(['refs/zz/lanes/web']);
+    expect(zzRefs(cluster.remote)).toEqual(zzRefs(b.dir));
   });
 
   it('a pushed claim is never taken back by an offline one with a smaller clock; the loser is told', async () => {

@@ -5,6 +5,7 @@ import {
   pushZzRefs,
   rawCommits,
   reachesWithin,
+  remoteCwd,
   updateRefsAtomic,
   type GitRepository,
   type PendingDirs,
@@ -121,10 +122,13 @@ export class GitSyncRemote implements SyncRemote {
   fetch(): Promise<ReadonlyMap<string, string>> {
     // Only zz's layout is fetched: its names never conflict with one another, and a name
     // outside it (`lanes/junk/x` beside `lanes/junk`) then never lands in a local ref.
-    return fetchZzRefs(this.repo.gitdir, this.name, { keep: (ref) => layoutProblem(ref) === null });
+    return fetchZzRefs(this.repo.gitdir, this.name, {
+      keep: (ref) => layoutProblem(ref) === null,
+      cwd: remoteCwd(this.repo),
+    });
   }
 
   push(updates: readonly PushUpdate[]) {
-    return pushZzRefs(this.repo.gitdir, this.name, updates);
+    return pushZzRefs(this.repo.gitdir, this.name, updates, { cwd: remoteCwd(this.repo) });
   }
 }

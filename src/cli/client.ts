@@ -46,7 +46,10 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
           `zz serve is running at ${server}; run \`zz login\` to get a token for it`,
         );
       }
-      return withLocalTools(httpClient(server, repoKey, token), opts.cwd);
+      return withLocalTools(
+        httpClient(server, repoKey, token, opts.env.ZZ_TOKEN ? 'ZZ_TOKEN' : 'login'),
+        opts.cwd,
+      );
     }
   }
   const [{ ZzRepo }, { registry, runTool }] = await Promise.all([
@@ -172,7 +175,13 @@ export function requestSent(e: ZzError): boolean {
   return sentAnyway.has(e);
 }
 
-export function httpClient(server: string, repoKey: string, token: string): ToolClient {
+export function httpClient(
+  server: string,
+  repoKey: string,
+  token: string,
+  /** Where the token came from: a refused ZZ_TOKEN (an agent's) is not fixed by `zz login`. */
+  source: 'ZZ_TOKEN' | 'login' = 'login',
+): ToolClient {
   return {
     mode: 'daemon',
     repoKey,
@@ -224,6 +233,13 @@ export function httpClient(server: string, repoKey: string, token: string): Tool
         return body.result as Record<string, unknown>;
       const code: ErrorCode =
         body?.code && body.code in ERROR_CODES ? (body.code as ErrorCode) : 'internal';
+      if (code === 'unauthorized' && source === 'ZZ_TOKEN') {
+        throw new ZzError(
+          code,
+          `the daemon at ${server} refused ZZ_TOKEN (unknown or revoked): an agent gets a new token with \`zz agent create <name>\`; unset ZZ_TOKEN to act as your own login`,
+          body?.details,
+        );
+      }
       throw new ZzError(code, body?.error ?? `HTTP ${res.status} from ${server}`, body?.details);
     },
     close() {},

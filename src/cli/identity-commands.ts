@@ -183,6 +183,11 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
         if (!who)
           throw new ZzError('unauthorized', `ZZ_TOKEN is not a valid token for ${key} here`);
         [actor, via, tokenId] = [who.actor, 'ZZ_TOKEN', who.id];
+      } else if (!daemon) {
+        // Without a daemon, commands run in-process as the git identity; a stored login is
+        // what they send once `zz serve` runs (saying "stored login" here contradicted the
+        // "in-process" line below it).
+        [actor, via] = [await gitUserEmail(io.cwd, io.env), 'git identity (in-process)'];
       } else {
         const stored = (await readRepoCredentials(io.env, gitdir))?.login;
         const who = stored ? await tokens.verify(stored.token) : null;
@@ -191,13 +196,12 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
             'unauthorized',
             `the stored login token for ${key} was revoked; run \`zz login\``,
           );
-        if (who) [actor, via, tokenId] = [who.actor, 'stored login', who.id];
-        else if (daemon)
+        if (!who)
           throw new ZzError(
             'unauthorized',
             `not logged in to ${key} (its daemon runs at ${daemon}); run \`zz login\``,
           );
-        else [actor, via] = [await gitUserEmail(io.cwd, io.env), 'git identity (in-process)'];
+        [actor, via, tokenId] = [who.actor, 'stored login', who.id];
       }
       const out = { actor, via, token_id: tokenId, repo: key, gitdir, daemon };
       if (a.json) return print(io, out, true);

@@ -129,6 +129,13 @@ describe('credentials per daemon', { timeout: 180_000 }, () => {
     dA.child.kill('SIGTERM');
     dB.child.kill('SIGTERM');
     await Promise.all([dA.exited, dB.exited]);
+    // No daemon: commands run in-process as the git identity, and whoami says so (it said
+    // "stored login" beside "commands run in-process").
+    expect((await ok(zz(a, env, ['whoami', '--json']))).json()).toMatchObject({
+      via: 'git identity (in-process)',
+      token_id: null,
+      daemon: null,
+    });
     const both = await serve(a, env, ['--repo', b]);
     expect(both.repoKeys).toHaveLength(2);
     const again = (await ok(zz(b, env, ['login', '--json']))).json();
@@ -184,6 +191,10 @@ describe('named tokens: nothing is revoked unless asked', { timeout: 180_000 }, 
       'Revoked 1 token(s) of owner@example.com[claude].\n',
     );
     expect(await status(t3.token)).toBe(401);
+    // An agent's refused ZZ_TOKEN is not mended by `zz login`: the CLI says what is.
+    const refused = await zz(dir, { ...env, ZZ_TOKEN: t3.token }, ['lane', 'list']);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/refused ZZ_TOKEN \(unknown or revoked\).*zz agent create/);
     await ok(zz(dir, env, ['logout']));
     expect(await status(first.token)).toBe(401);
     expect(await status(elsewhere.token)).toBe(200);

@@ -2,7 +2,7 @@ import { resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argv } from 'yargs';
 import { knownError, ZzError } from '../errors.js';
-import { DEFAULT_HOST, DEFAULT_PORT } from '../local/paths.js';
+import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_PORT_TRIES } from '../local/paths.js';
 import type { LadderBuildResult } from '../core/index.js';
 import type { CliIO } from './io.js';
 import { print } from './format.js';
@@ -111,8 +111,7 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
       c
         .option('port', {
           type: 'number',
-          default: DEFAULT_PORT,
-          describe: 'Port (0 picks a free one)',
+          describe: `Port (default ${DEFAULT_PORT}, or the next free one up to ${DEFAULT_PORT + DEFAULT_PORT_TRIES}; 0 picks any free one)`,
         })
         .option('host', {
           type: 'string',
@@ -123,7 +122,7 @@ export function serveCommand(y: Argv, io: CliIO): Argv {
     async (a) => {
       // The same as a plain `zz serve` takes from the fast path (fast-path.ts, serve.ts).
       await runServe(io, {
-        port: a.port as number,
+        ...(a.port !== undefined ? { port: a.port as number } : {}),
         host: a.host as string,
         repos: ((a.repo as string[] | undefined) ?? []).map(String),
       });

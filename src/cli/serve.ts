@@ -2,7 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { setFlagsFromString } from 'node:v8';
 import { knownError, ZzError } from '../errors.js';
 import { isLoopback } from '../http/host-check.js';
-import { DEFAULT_HOST, DEFAULT_PORT, reposFile } from '../local/paths.js';
+import { DEFAULT_HOST, reposFile } from '../local/paths.js';
 import type { CliIO } from './io.js';
 import { lineWriter } from './terminal.js';
 
@@ -14,7 +14,8 @@ import { lineWriter } from './terminal.js';
 // malformed flag — is left to the command table, which explains it in the CLI's words.
 
 export interface ServeArgs {
-  port: number;
+  /** Unset: DEFAULT_PORT or the next free one (daemon.ts). */
+  port?: number;
   host: string;
   repos: string[];
 }
@@ -25,7 +26,7 @@ export interface ServeArgs {
  * may repeat), else null.
  */
 export function parseServeArgs(rest: readonly string[]): ServeArgs | null {
-  const out: ServeArgs = { port: DEFAULT_PORT, host: DEFAULT_HOST, repos: [] };
+  const out: ServeArgs = { host: DEFAULT_HOST, repos: [] };
   for (let i = 0; i < rest.length; i++) {
     const tok = rest[i]!;
     if (!tok.startsWith('--')) return null;
@@ -91,7 +92,10 @@ async function exposureWarning(host: string, url: string): Promise<string | null
 /** Runs the daemon until io.stopSignal; resolves with the exit code. */
 export async function runServe(io: CliIO, args: ServeArgs): Promise<number> {
   // yargs reads `--port abc` as NaN: said plainly, not as node's RangeError from listen().
-  if (!Number.isInteger(args.port) || args.port < 0 || args.port > 65_535) {
+  if (
+    args.port !== undefined &&
+    (!Number.isInteger(args.port) || args.port < 0 || args.port > 65_535)
+  ) {
     throw new ZzError('invalid_argument', '--port must be a whole number from 0 to 65535');
   }
   boundYoungGeneration();
@@ -102,7 +106,7 @@ export async function runServe(io: CliIO, args: ServeArgs): Promise<number> {
   const { startDaemon } = await import('../daemon/index.js');
   const d = await startDaemon({
     cwd: io.cwd,
-    port: args.port,
+    ...(args.port !== undefined ? { port: args.port } : {}),
     host: args.host,
     repos: args.repos,
     // The clones this machine lists, in the config home of the environment zz was given.

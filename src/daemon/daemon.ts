@@ -4,6 +4,7 @@ import type { AutoSyncOptions } from '../core/sync/auto-sync.js';
 import type { TokenStore } from '../core/token-store.js';
 import type { LadderSearch } from '../search/index.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
+import { DEFAULT_PORT_TRIES } from '../local/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
 import { createDashboard } from '../web/index.js';
 import { startMaintenance, type Maintenance } from './maintenance.js';
@@ -130,7 +131,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           sessionCaller: web.sessionCaller,
         });
       },
-      { host: opts.host ?? DEFAULT_HOST, port: opts.port ?? DEFAULT_PORT },
+      // Without a port of the caller's, the default and the next ones: a second checkout's
+      // `zz serve` failed with "port 7433 … in use" in a user's first hour.
+      opts.port === undefined
+        ? { host: opts.host ?? DEFAULT_HOST, port: DEFAULT_PORT, tryNext: DEFAULT_PORT_TRIES }
+        : { host: opts.host ?? DEFAULT_HOST, port: opts.port },
     );
     const { url, port } = server;
     const startedAt = new Date().toISOString();

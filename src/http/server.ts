@@ -19,6 +19,12 @@ export { DEFAULT_HOST, DEFAULT_PORT };
 export interface ListenOptions {
   host?: string;
   port?: number;
+  /**
+   * Ports after `port` tried in turn while each is in use (`zz serve` without --port: a second
+   * checkout's daemon takes the next port instead of failing; the CLI finds each daemon through
+   * its checkout's daemon.json, never by the port).
+   */
+  tryNext?: number;
 }
 
 export interface HttpServer {
@@ -71,24 +77,30 @@ export async function listen(source: AppSource, opts: ListenOptions = {}): Promi
   });
   server.keepAliveTimeout = 60_000;
   server.headersTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? DEFAULT_PORT, host, () => {
-      server.off('error', reject);
-      resolve();
+  const first = opts.port ?? DEFAULT_PORT;
+  const last = first === 0 ? 0 : Math.min(65_535, first + (opts.tryNext ?? 0));
+  const listenOn = (port: number): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    }).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'EADDRINUSE' && port < last) return listenOn(port + 1);
+      throw e;
     });
-  }).catch((e: NodeJS.ErrnoException) => {
+  await listenOn(first).catch((e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') {
       throw new ZzError(
         'unavailable',
-        `port ${opts.port ?? DEFAULT_PORT} on ${host} is already in use; pick another with --port`,
+        last > first
+          ? `ports ${first}-${last} on ${host} are all in use; pick another with --port`
+          : `port ${first} on ${host} is already in use; pick another with --port`,
       );
     }
     if (e.code === 'EADDRNOTAVAIL' || e.code === 'EACCES') {
-      throw new ZzError(
-        'unavailable',
-        `cannot listen on ${host}:${opts.port ?? DEFAULT_PORT} (${e.code})`,
-      );
+      throw new ZzError('unavailable', `cannot listen on ${host}:${first} (${e.code})`);
     }
     // `--host` naming no address of this machine is the caller's mistake, not a bug.
     if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' || e.code === 'EAI_NONAME') {

@@ -7,6 +7,8 @@ import { isAbsolute, join } from 'node:path';
 
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 7433;
+/** Ports after DEFAULT_PORT `zz serve` tries when it is in use and no --port was given. */
+export const DEFAULT_PORT_TRIES = 9;
 export const DEFAULT_SERVER = `http://${DEFAULT_HOST}:${DEFAULT_PORT}`;
 
 const home = (env: NodeJS.ProcessEnv) => env.HOME || homedir();

@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { parseServeArgs } from '../../src/cli/serve.js';
-import { DEFAULT_HOST, DEFAULT_PORT } from '../../src/local/paths.js';
+import { DEFAULT_HOST } from '../../src/local/paths.js';
 
 // The fast path's reading of `zz serve …` (src/cli/serve.ts): the command lines yargs reads
 // the same way, and null for anything it would explain or refuse itself.
 
 describe('parseServeArgs', () => {
   it('reads what the serve command takes, in both of yargs forms', () => {
-    expect(parseServeArgs([])).toEqual({ port: DEFAULT_PORT, host: DEFAULT_HOST, repos: [] });
+    // No --port: unset, so the daemon may take the next port when the default is in use.
+    expect(parseServeArgs([])).toEqual({ host: DEFAULT_HOST, repos: [] });
     expect(parseServeArgs(['--port', '0'])).toEqual({ port: 0, host: DEFAULT_HOST, repos: [] });
     expect(parseServeArgs(['--port=8080', '--host=::1'])).toEqual({
       port: 8080,

@@ -3,6 +3,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Server, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
+import {
+  PerformanceObserver,
+  constants as perfConstants,
+  type PerformanceEntry,
+} from 'node:perf_hooks';
 import type { Store } from '../src/store/index.js';
 import { percentile } from './util.js';
 
@@ -59,6 +64,50 @@ export function groupCommits(store: Store): () => GroupCommits {
     };
   };
 }
+
+export interface GcPauses {
+  /** Scavenges (young generation): count, wall ms p50 / p99 / max, and their sum. */
+  minor: { n: number; p50: number; p99: number; max: number; sum: number };
+  /** Mark-sweep-compact and incremental steps on the loop. */
+  major: { n: number; p50: number; p99: number; max: number; sum: number };
+}
+
+/**
+ * The daemon's (this process's) garbage-collection pauses while the window runs, as wall time
+ * on its thread: a read that arrives during one waits for it. On a loaded 2-core machine a
+ * scavenge's wall time includes waiting for a core (the main thread's and its helpers'): in
+ * the storm at load average 14-19, p50 10-25 ms, where `--trace-gc-nvp` gave 6-7 ms at load
+ * 5-12 (docs/performance.md, issue 17). PerformanceObserver's 'gc' entries, read in batches.
+ */
+export function gcPauses(): () => GcPauses {
+  const minor: number[] = [];
+  const major: number[] = [];
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
+      (kind === perfConstants.NODE_PERFORMANCE_GC_MINOR ? minor : major).push(e.duration);
+    }
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  const sum = (xs: number[]) => {
+    if (xs.length === 0) return { n: 0, p50: 0, p99: 0, max: 0, sum: 0 };
+    const total = xs.reduce((a, b) => a + b, 0);
+    return {
+      n: xs.length,
+      p50: round(percentile(xs, 50), 2),
+      p99: round(percentile(xs, 99), 2),
+      max: round(Math.max(...xs), 2),
+      sum: round(total, 0),
+    };
+  };
+  return () => {
+    obs.disconnect();
+    return { minor: sum(minor), major: sum(major) };
+  };
+}
+
+export const gcLine = (g: GcPauses): string =>
+  `  daemon GC pauses (wall) p50 / p99 / max ms: scavenges ${g.minor.n}, ${g.minor.p50} / ${g.minor.p99} / ${g.minor.max}, ${g.minor.sum} ms in all; major ${g.major.n}, ${g.major.sum} ms in all`;
 
 /**
  * CPU ms of this process's children that ended so far (Linux: /proc/self/stat's cutime and

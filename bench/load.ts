@@ -8,6 +8,8 @@ import { benchDaemon, percentile, type BenchDaemon, type DaemonCode } from './ut
 import { importFromCheckout } from './checkout.js';
 import {
   childrenCpuMs,
+  gcLine,
+  gcPauses,
   groupCommits,
   groupLine,
   loopCpu,
@@ -398,6 +400,7 @@ async function stormPart(s: Setup) {
   const ticks = process.env.ZZ_LOAD_TICKS === '1' ? loopCpu() : null;
   const stopProfile = await profileWindow('storm');
   const stopGroups = groupCommits(s.store);
+  const stopGc = gcPauses();
   const kids0 = childrenCpuMs();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
@@ -409,6 +412,7 @@ async function stormPart(s: Setup) {
   const windowMs = performance.now() - t0;
   const kidsMs = childrenCpuMs() - kids0;
   const groups = stopGroups();
+  const gc = stopGc();
   loopDelay.disable();
   await stopProfile();
   const tick = ticks?.();
@@ -428,6 +432,7 @@ async function stormPart(s: Setup) {
     `  daemon event loop delay during the storm p99 / max ms  ${round(loopP99)} / ${round(loopMax)}   daemon CPU ms per post  ${round(cpuPerPost, 2)}   git maintenance CPU ms  ${round(kidsMs, 0)}`,
   );
   console.log(groupLine(groups));
+  console.log(gcLine(gc));
   const stalls = tick?.stalls;
   if (stalls && stalls.ms > 0) {
     const pct = (x: number) => `${round((100 * x) / stalls.ms, 0)}%`;
@@ -454,6 +459,7 @@ async function stormPart(s: Setup) {
     storm_cpu_ms_per_post: round(cpuPerPost, 3),
     storm_git_children_cpu_ms: round(kidsMs, 0),
     storm_group_commits: groups,
+    storm_gc_pauses: gc,
     ...(stalls ? { storm_stalls: stalls } : {}),
     lane_get_p99_idle_ms: round(percentile(idle.lane_get!, 99), 2),
     lane_get_p99_storm_ms: round(percentile(storm.lane_get!, 99), 2),

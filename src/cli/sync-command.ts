@@ -83,6 +83,11 @@ export function formatSyncReport(r: SyncReport): string {
       `  refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${x.reason}${x.needed ? `: needs ${x.needed}` : ''})${fromRemote(x)}`,
     );
   }
+  for (const x of r.newly_refused) {
+    lines.push(
+      `  now refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${neutralize(x.reason)}${x.needed ? `: needs ${neutralize(x.needed)}` : ''}): op ${neutralize(x.op_id)}, written on this clone, was accepted until this sync`,
+    );
+  }
   for (const q of r.quarantined) {
     const kept =
       q.kept === false

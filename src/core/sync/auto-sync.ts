@@ -89,6 +89,12 @@ export function startAutoSync(
       }
       lastOffline.set(repo, offline);
       for (const line of ownersLostNotices(repo.key, report)) log(`zz sync ${repo.key}: ${line}`);
+      // Said when it happens: the next round folds the same and finds nothing new to say.
+      for (const x of report.newly_refused) {
+        log(
+          `zz sync ${repo.key}: ${x.ref.replace(/^refs\/zz\//, '')}: op ${x.op_id} (${x.op} by ${x.actor}), written here and accepted before, is now refused (${x.reason}) after syncing with ${report.remote}`,
+        );
+      }
       // What was quarantined or held back is said once when it changes, not every minute:
       // without a line the person behind the daemon never learns their work is not shared.
       const problems = [

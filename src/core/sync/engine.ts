@@ -3,13 +3,13 @@ import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '..
 import { publicationOrder } from '../../store/index.js';
 import type { RoleSource } from '../lane-state.js';
 import { isLostClaim } from '../lane-guards.js';
-import { syncCodecFor } from './codecs.js';
+import { syncCodecFor, type Rejection } from './codecs.js';
 import { emptyReport, type SyncReport } from './report.js';
 import { planMerge } from './merge.js';
 import { datedAhead, wrapsRival, rewrittenBehind } from './history-checks.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
-import { laneRejectionsUnder } from './refusals.js';
+import { laneRejectionsUnder, ownNewlyRefused } from './refusals.js';
 import { nameTakenBy, namesOutsideLayout } from './remote-names.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
@@ -19,6 +19,7 @@ import {
   parseZzCommit,
   validateIncoming,
   type Invalid,
+  type ParsedCommit,
 } from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
@@ -281,6 +282,26 @@ async function reconcile(
       if (ours.has(r.op_id) && !before.has(r.op_id)) report.rejected.push({ ...r, ref });
     }
   };
+  /** This clone's ops accepted at `mine` and refused where the round leaves `ref` (newly_refused). */
+  const newlyRefused = async (
+    ref: string,
+    [mine, all, fromMine]: [string, readonly ParsedCommit[], ReadonlySet<string>],
+    after: () => Promise<Iterable<Rejection>>,
+    reported: ReadonlySet<string> = new Set(),
+  ): Promise<void> => {
+    if (!ref.startsWith(LANES_REF_PREFIX)) return;
+    const history = all.filter((c) => fromMine.has(c.revision));
+    const rolesBefore = () => (oldRoles ??= rolesAt(local, locals.get(CONFIG_REF) ?? null));
+    const refused = await ownNewlyRefused(
+      local.replica,
+      history,
+      mine,
+      after,
+      rolesBefore,
+      reported,
+    );
+    for (const r of refused) report.newly_refused.push({ ...r, ref });
+  };
   /** Keeps the remote's `theirs` aside as refs/zz-quarantine/<remote>/…, reported, not adopted. */
   const quarantine = (
     ref: string,
@@ -418,6 +439,12 @@ async function reconcile(
       setTip(ref, theirs);
       updates.push({ ref, old: mine, new: theirs });
       report.fast_forwarded.push(ref);
+      await newlyRefused(ref, [mine, all, fromMine], async () =>
+        laneRejectionsUnder(
+          publicationOrder(history, theirs).map((o) => o.op),
+          await (roles ??= rolesAt(local, configTip)),
+        ),
+      );
       continue;
     }
     if (!codec || importing) {
@@ -490,6 +517,8 @@ async function reconcile(
         });
       } else report.rejected.push({ ...r, ref, ...origin });
     }
+    const reported = new Set(plan.rejected.map((r) => r.op_id));
+    await newlyRefused(ref, [mine, all, fromMine], async () => plan.refusals, reported);
     if (authoritative && !(await heldBack(ref, mine, theirs))) push(ref, theirs, commit);
   }
   const configBefore = locals.get(CONFIG_REF) ?? null;

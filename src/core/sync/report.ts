@@ -55,6 +55,15 @@ export interface SyncReport {
   /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
   rejected: Array<Rejection & { ref: string; origin?: Origin }>;
   /**
+   * This clone's own ops (written here: their replica is this clone's) that a Lane's fold
+   * accepted at the local tip before this round and refuses where the round leaves it, beside
+   * what `rejected` and `claims_lost` list of the ops a merge applied. A fast-forward can do
+   * it: a Lane deleted on the remote and recreated by another machine's rival proposal is
+   * answered ours first, that machine's answer back folds its own first, and fast-forwarding
+   * to that answer leaves our published lane_propose refused (`lane_exists`) on every machine.
+   */
+  newly_refused: Array<Rejection & { ref: string }>;
+  /**
    * `kept: false`: a name outside zz's layout, reported and never kept here (no
    * refs/zz-quarantine/ copy: such a name can conflict with another, `lanes/junk/x` beside
    * `lanes/junk`, and break every later fetch); an owner deletes it on the remote.
@@ -101,6 +110,7 @@ export function emptyReport(remote: string, authoritative: boolean): SyncReport 
     recreated: [],
     claims_lost: [],
     rejected: [],
+    newly_refused: [],
     quarantined: [],
     held_back: [],
     not_pushed: [],

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { laneGet, lanePropose } from '../../src/core/index.js';
+import { askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
 import { formatSyncReport } from '../../src/cli/sync-command.js';
 import { startAutoSync, type AutoSync } from '../../src/core/sync/index.js';
 import { sh } from '../helpers/temp-repo.js';
@@ -84,6 +84,30 @@ describe("a sync that leaves one of this clone's published ops refused", () => {
     // Said once: the next round has nothing new to say.
     const idle = await a.sync();
     expect([idle.newly_refused, idle.pushed, idle.merged]).toEqual([[], [], []]);
+  });
+
+  it('an op of ours refused before the round (a lost claim) is not reported again', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    await lanePropose(a.repo, ALICE, { lane_id: 'web', title: 'Web' });
+    const ask = (await askPost(a.repo, ALICE, { lane_id: 'web', kind: 'work', title: 'x' })).ask;
+    await a.sync();
+    await b.sync();
+    await askClaim(b.repo, BOB, { lane_id: 'web', ask_id: ask.ask_id });
+    await askClaim(a.repo, ALICE, { lane_id: 'web', ask_id: ask.ask_id });
+    await b.sync();
+    // Alice's claim is lost in her merge, and reported there as a lost claim only.
+    const merged = await a.sync();
+    expect(merged.claims_lost.map((c) => c.loser)).toEqual([ALICE.actor]);
+    expect(merged.newly_refused).toEqual([]);
+    // Bob's later work fast-forwards here: Alice's claim is refused after it as before.
+    await b.sync();
+    await askPost(b.repo, BOB, { lane_id: 'web', kind: 'work', title: 'y' });
+    await b.sync();
+    const ff = await a.sync();
+    expect(ff.fast_forwarded).toEqual([LANE]);
+    expect(ff.newly_refused).toEqual([]);
+    expect(await refusalsIn(a.repo, ALICE)).toEqual([['ask_claim', ALICE.actor, 'claim_lost']]);
   });
 
   it("the daemon's automatic sync logs it", async () => {

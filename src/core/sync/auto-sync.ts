@@ -102,6 +102,11 @@ export function startAutoSync(
           (q) =>
             `zz sync ${repo.key}: quarantined ${q.ref} from ${report.remote} (commit ${q.commit.slice(0, 10)}: ${q.reason})`,
         ),
+        ...(report.outside_layout?.truncated
+          ? [
+              `zz sync ${repo.key}: ${report.remote} holds ${report.outside_layout.count} names outside zz's layout under refs/zz/ (the first ${report.quarantined.filter((q) => q.kept === false).length} above); an owner deletes each: git push ${report.remote} :<ref>`,
+            ]
+          : []),
         ...report.held_back.map(
           (h) =>
             `zz sync ${repo.key}: not pushing ${h.ref} (commit ${h.commit.slice(0, 10)}: ${h.reason}); every other machine would quarantine it`,

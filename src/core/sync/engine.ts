@@ -6,7 +6,7 @@ import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
 import { emptyReport, type SyncReport } from './report.js';
 import { planMerge } from './merge.js';
-import { datedAhead, wrapsRival, rewrittenBehind } from './history-checks.js';
+import { datedAhead, reachable, wrapsRival, rewrittenBehind } from './history-checks.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
 import { laneRejectionsUnder, ownNewlyRefused } from './refusals.js';
@@ -187,9 +187,14 @@ async function reconcile(
   // Names outside zz's layout are reported and never kept (remote-names.ts); on import they
   // may be in the tracking refs, fetched by a `git pull` with zz's refspec.
   const outside = namesOutsideLayout(listed ?? tracked);
-  for (const o of outside) report.quarantined.push({ ...o, kept: false });
-  const remotes = new Map(tracked);
-  for (const o of outside) remotes.delete(o.ref);
+  for (const o of outside.shown) report.quarantined.push({ ...o, kept: false });
+  if (outside.count > 0) {
+    report.outside_layout = {
+      count: outside.count,
+      truncated: outside.count > outside.shown.length,
+    };
+  }
+  const remotes = listed === null ? outside.inside : namesOutsideLayout(tracked).inside;
   const updates: RefUpdate[] = [];
   const pushes: PushUpdate[] = [];
   // A quarantined ref the remote no longer has (an owner deleted the junk) is no longer the
@@ -540,19 +545,6 @@ async function reconcile(
 const LADDER_REF = 'refs/zz/ladder';
 /** Commits the cheap "only we moved" walk reads before leaving it to the full walk. */
 const NEAR_ANCESTOR_WALK = 32;
-
-/** The commits (oid → parents, closed under parents) that `tip` reaches. */
-function reachable(parentsOf: ReadonlyMap<string, readonly string[]>, tip: string): Set<string> {
-  const seen = new Set<string>();
-  const stack = [tip];
-  while (stack.length > 0) {
-    const oid = stack.pop()!;
-    if (seen.has(oid)) continue;
-    seen.add(oid);
-    for (const p of parentsOf.get(oid) ?? []) if (!seen.has(p)) stack.push(p);
-  }
-  return seen;
-}
 
 async function strip(
   p: Promise<Map<string, string>>,

@@ -70,6 +70,11 @@ export interface SyncReport {
    */
   quarantined: Array<{ ref: string; commit: string; reason: string; kept?: false }>;
   /**
+   * Set when the remote holds names outside zz's layout: how many (`count`), and `truncated`
+   * when `quarantined` lists only the first of them (remote-names.ts OUTSIDE_LAYOUT_SHOWN).
+   */
+  outside_layout: { count: number; truncated: boolean } | null;
+  /**
    * Local refs not pushed because what they would bring fails the checks every other machine
    * makes on import (an op not signed by a registered key where signatures are required, an
    * owner-level op not signed by an owner's key): pushed, it would quarantine the remote's ref
@@ -112,6 +117,7 @@ export function emptyReport(remote: string, authoritative: boolean): SyncReport 
     rejected: [],
     newly_refused: [],
     quarantined: [],
+    outside_layout: null,
     held_back: [],
     not_pushed: [],
     diverged: [],

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
 import { formatSyncReport } from '../../src/cli/sync-command.js';
+import { fastForwardFromRemotes } from '../../src/core/setup.js';
 import { startAutoSync, type AutoSync } from '../../src/core/sync/index.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
@@ -84,6 +85,16 @@ describe("a sync that leaves one of this clone's published ops refused", () => {
     // Said once: the next round has nothing new to say.
     const idle = await a.sync();
     expect([idle.newly_refused, idle.pushed, idle.merged]).toEqual([[], [], []]);
+  });
+
+  it("a `git pull`'s hook, fast-forwarding what the fetch brought, says so too", async () => {
+    const { a } = await recreatedByRival();
+    sh(a.dir, 'fetch', '-q', 'origin', '+refs/zz/*:refs/zz-remotes/origin/*');
+    const r = await fastForwardFromRemotes(a.repo);
+    expect(r.fast_forwarded).toEqual([LANE]);
+    expect(r.newly_refused.map((x) => [x.ref, x.op, x.actor, x.reason])).toEqual([
+      [LANE, 'lane_propose', ALICE.actor, 'lane_exists'],
+    ]);
   });
 
   it('an op of ours refused before the round (a lost claim) is not reported again', async () => {

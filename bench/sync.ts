@@ -16,6 +16,8 @@ import {
   type SyncReport,
 } from '../src/core/sync/index.js';
 import type { GitStore } from '../src/store/index.js';
+import { formatSyncReport, syncCounts } from '../src/cli/sync-command.js';
+import { jsonText } from '../src/cli/terminal.js';
 import { type CommitRecord, type OpRecord } from '../src/store/index.js';
 
 // zz sync figures (DESIGN §7, issue 12):
@@ -26,8 +28,10 @@ import { type CommitRecord, type OpRecord } from '../src/store/index.js';
 //                no commit made).
 //  bring-10k     `zz sync` on a clone that receives 10,000 new ops (1,000 commits of 10 ops),
 //                validated op by op; and the same with one local op, so it is a merge.
+//  junk-3k       a no-op `zz sync` (the round, its text and its JSON) while the remote holds 3,000
+//                names outside zz's layout, against the same without them.
 // Run: node --import tsx bench/sync.ts (ZZ_BENCH_SYNC=merge: only merge-1k and noop; =bring:
-// only bring-10k)
+// only bring-10k; =junk: only junk-3k)
 
 const sh = (cwd: string, ...args: string[]) =>
   execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
@@ -275,8 +279,54 @@ function restoreRefs(dir: string, remote: string, s: RefSnapshot): void {
   }
 }
 
+/** junk-3k: a no-op round with and without 3,000 junk names on the remote. */
+async function benchJunk(): Promise<void> {
+  const r = await rig();
+  try {
+    await grow(r.a.repo, 'a@example.com', 1, 1, 0);
+    // grow() dates its ops in 2027: a clock past them, or the push holds them back.
+    const opts = { now: () => Date.parse('2027-02-01T00:00:00Z') };
+    await syncRepo(r.a.repo, undefined, opts);
+    const tip = sh(r.remote, 'rev-parse', 'refs/zz/lanes/l');
+    const names = Array.from({ length: 3000 }, (_, i) => `refs/zz/junk/n${i}`);
+    const edit = (verb: string) =>
+      execFileSync('git', ['update-ref', '--stdin'], {
+        cwd: r.remote,
+        input: names.map((n) => `${verb} ${n}${verb === 'create' ? ` ${tip}` : ''}\n`).join(''),
+      });
+    for (const junk of [false, true]) {
+      if (junk) edit('create');
+      const round: number[] = [];
+      const out: number[] = [];
+      const cpu: number[] = [];
+      let bytes = [0, 0];
+      for (let i = 0; i < 7; i++) {
+        const t0 = process.hrtime.bigint();
+        const c0 = process.cpuUsage();
+        const rep = await syncRepo(r.a.repo, undefined, opts);
+        round.push(ms(t0));
+        const c = process.cpuUsage(c0);
+        cpu.push((c.user + c.system) / 1000);
+        const t1 = process.hrtime.bigint();
+        const text = formatSyncReport(rep);
+        const json = jsonText({ ...rep, counts: syncCounts(rep) });
+        out.push(ms(t1));
+        bytes = [text.length, json.length];
+        if (rep.pushed.length || rep.merged.length) throw new Error('not a no-op');
+      }
+      console.log(
+        `junk-3k (no-op zz sync, ${junk ? '3,000 junk names' : 'no junk'}): round median ${median(round).toFixed(0)} ms (range ${Math.min(...round).toFixed(0)}–${Math.max(...round).toFixed(0)}; zz's own CPU ${median(cpu).toFixed(0)} ms, git's not counted), text+JSON ${median(out).toFixed(1)} ms, ${bytes[0]} B of text, ${bytes[1]} B of JSON`,
+      );
+    }
+    edit('delete');
+  } finally {
+    r.cleanup();
+  }
+}
+
 /** `npm run bench -- sync` (bench/run.ts) or `node --import tsx bench/sync.ts`. */
 export async function benchSync(): Promise<void> {
+  if (process.env.ZZ_BENCH_SYNC === 'junk') return benchJunk();
   console.log(
     `zz sync bench — load average ${loadavg()
       .map((x) => x.toFixed(2))

@@ -162,6 +162,10 @@ export function hookCommand(y: Argv, io: CliIO): Argv {
             io.stderr(
               `zz: quarantined ${neutralize(q.ref)} (commit ${q.commit.slice(0, 10)}: ${neutralize(q.reason)}); not brought in\n`,
             );
+          for (const x of r.newly_refused)
+            io.stderr(
+              `zz: ${neutralize(x.ref)}: op ${neutralize(x.op_id)} (${neutralize(x.op)} by ${neutralize(x.actor)}), written here and accepted before, is now refused (${neutralize(x.reason)})\n`,
+            );
           if (r.diverged.length)
             io.stderr(
               `zz: ${r.diverged.length} zz ref(s) diverged from the remote and need a merge: ${r.diverged.join(', ')}\n`,

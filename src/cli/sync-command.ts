@@ -36,7 +36,8 @@ export function syncCounts(r: SyncReport): SyncCounts {
     merged: r.merged.length,
     pushed: r.pushed.length,
     held_back: r.held_back.length,
-    quarantined: r.quarantined.length,
+    // Names outside zz's layout past the first few are counted, not listed (remote-names.ts).
+    quarantined: r.quarantined.length + hiddenOutside(r),
     not_pushed: r.not_pushed.length,
   };
 }
@@ -83,6 +84,11 @@ export function formatSyncReport(r: SyncReport): string {
       `  refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${x.reason}${x.needed ? `: needs ${x.needed}` : ''})${fromRemote(x)}`,
     );
   }
+  for (const x of r.newly_refused) {
+    lines.push(
+      `  now refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${neutralize(x.reason)}${x.needed ? `: needs ${neutralize(x.needed)}` : ''}): op ${neutralize(x.op_id)}, written on this clone, was accepted until this sync`,
+    );
+  }
   for (const q of r.quarantined) {
     const kept =
       q.kept === false
@@ -90,6 +96,12 @@ export function formatSyncReport(r: SyncReport): string {
         : `kept as refs/zz-quarantine/${neutralize(r.remote)}/${short(q.ref)}`;
     lines.push(
       `  quarantined ${short(q.ref)}: commit ${q.commit.slice(0, 10)} ${neutralize(q.reason)} (${kept})`,
+    );
+  }
+  if (r.outside_layout?.truncated) {
+    const rem = neutralize(r.remote);
+    lines.push(
+      `  … and ${hiddenOutside(r)} more name(s) outside zz's layout on ${rem} (${r.outside_layout.count} in all; git ls-remote ${rem} 'refs/zz/*' lists them); an owner deletes each: git push ${rem} :<ref>`,
     );
   }
   for (const h of r.held_back) {
@@ -111,6 +123,12 @@ export function formatSyncReport(r: SyncReport): string {
   if (r.attempts > 1) lines.push(`  (${r.attempts} attempts: lost a race with another pusher)`);
   return lines.join('\n') + '\n';
 }
+
+/** How many names outside zz's layout the report counts but does not list. */
+const hiddenOutside = (r: SyncReport): number =>
+  r.outside_layout
+    ? r.outside_layout.count - r.quarantined.filter((q) => q.kept === false).length
+    : 0;
 
 /** Marks what a merge refused of the remote's ops (report.ts Origin): not this clone's. */
 const fromRemote = (x: { origin?: string }): string =>

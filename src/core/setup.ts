@@ -221,6 +221,8 @@ export async function fastForwardFromRemotes(
   fast_forwarded: string[];
   diverged: string[];
   quarantined: SyncReport['quarantined'];
+  /** This clone's ops a fast-forward here left refused (SyncReport.newly_refused). */
+  newly_refused: SyncReport['newly_refused'];
   refused: Array<{ remote: string; message: string }>;
 }> {
   const g = repo.git;
@@ -229,6 +231,7 @@ export async function fastForwardFromRemotes(
     fast_forwarded: [] as string[],
     diverged: [] as string[],
     quarantined: [] as SyncReport['quarantined'],
+    newly_refused: [] as SyncReport['newly_refused'],
     refused: [] as Array<{ remote: string; message: string }>,
   };
   if (!g || !(repo.store instanceof GitStore)) return out;
@@ -247,6 +250,7 @@ export async function fastForwardFromRemotes(
     out.fast_forwarded.push(...r.fast_forwarded);
     out.diverged.push(...r.diverged);
     out.quarantined.push(...r.quarantined);
+    out.newly_refused.push(...r.newly_refused);
   }
   return out;
 }

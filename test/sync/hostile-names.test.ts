@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { askPost, laneGet, lanePropose } from '../../src/core/index.js';
-import { formatSyncReport } from '../../src/cli/sync-command.js';
+import { formatSyncReport, syncCounts } from '../../src/cli/sync-command.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
 
@@ -164,5 +164,43 @@ describe('refs whose names conflict on the remote', () => {
     expect(healed.not_pushed).toEqual([]);
     expect(healed.pushed).toContain('refs/zz/lanes/web');
     expect(zzRefs(cluster!.remote).get('refs/zz/lanes/web')).toBe(web);
+  });
+
+  it('a thousand names outside the layout: counted, the first 10 listed with the command that deletes them', async () => {
+    const { a, b } = await setup();
+    const c = sh(cluster!.remote, 'rev-parse', 'refs/zz/lanes/web');
+    const junk = Array.from(
+      { length: 1000 },
+      (_, i) => `refs/zz/junk/n${String(i).padStart(4, '0')}`,
+    );
+    execFileSync('git', ['update-ref', '--stdin'], {
+      cwd: cluster!.remote,
+      input: junk.map((r) => `create ${r} ${c}\n`).join(''),
+    });
+    const r = await a.sync();
+    expect(r.quarantined.map((q) => [q.ref, q.kept])).toEqual(
+      junk.slice(0, 10).map((j) => [j, false]),
+    );
+    expect(r.outside_layout).toEqual({ count: 1000, truncated: true });
+    expect(syncCounts(r).quarantined).toBe(1000);
+    const text = formatSyncReport(r);
+    expect(text.split('\n').length).toBeLessThan(20);
+    expect(text).toContain('quarantined 1000');
+    expect(text).toContain(
+      "  … and 990 more name(s) outside zz's layout on origin (1000 in all; git ls-remote origin 'refs/zz/*' lists them); an owner deletes each: git push origin :<ref>",
+    );
+    // A few are listed whole, and nothing is counted twice.
+    execFileSync('git', ['update-ref', '--stdin'], {
+      cwd: cluster!.remote,
+      input: junk
+        .slice(3)
+        .map((r) => `delete ${r}\n`)
+        .join(''),
+    });
+    const few = await a.sync();
+    expect(few.quarantined.map((q) => q.ref)).toEqual(junk.slice(0, 3));
+    expect(few.outside_layout).toEqual({ count: 3, truncated: false });
+    expect(formatSyncReport(few)).not.toContain('more name(s)');
+    await bothWays(a, b);
   });
 });

@@ -89,6 +89,12 @@ export function startAutoSync(
       }
       lastOffline.set(repo, offline);
       for (const line of ownersLostNotices(repo.key, report)) log(`zz sync ${repo.key}: ${line}`);
+      // Said when it happens: the next round folds the same and finds nothing new to say.
+      for (const x of report.newly_refused) {
+        log(
+          `zz sync ${repo.key}: ${x.ref.replace(/^refs\/zz\//, '')}: op ${x.op_id} (${x.op} by ${x.actor}), written here and accepted before, is now refused (${x.reason}) after syncing with ${report.remote}`,
+        );
+      }
       // What was quarantined or held back is said once when it changes, not every minute:
       // without a line the person behind the daemon never learns their work is not shared.
       const problems = [
@@ -96,6 +102,11 @@ export function startAutoSync(
           (q) =>
             `zz sync ${repo.key}: quarantined ${q.ref} from ${report.remote} (commit ${q.commit.slice(0, 10)}: ${q.reason})`,
         ),
+        ...(report.outside_layout?.truncated
+          ? [
+              `zz sync ${repo.key}: ${report.remote} holds ${report.outside_layout.count} names outside zz's layout under refs/zz/ (the first ${report.quarantined.filter((q) => q.kept === false).length} above); an owner deletes each: git push ${report.remote} :<ref>`,
+            ]
+          : []),
         ...report.held_back.map(
           (h) =>
             `zz sync ${repo.key}: not pushing ${h.ref} (commit ${h.commit.slice(0, 10)}: ${h.reason}); every other machine would quarantine it`,

@@ -3,13 +3,13 @@ import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '..
 import { publicationOrder } from '../../store/index.js';
 import type { RoleSource } from '../lane-state.js';
 import { isLostClaim } from '../lane-guards.js';
-import { syncCodecFor } from './codecs.js';
+import { syncCodecFor, type Rejection } from './codecs.js';
 import { emptyReport, type SyncReport } from './report.js';
 import { planMerge } from './merge.js';
-import { datedAhead, wrapsRival, rewrittenBehind } from './history-checks.js';
+import { datedAhead, reachable, wrapsRival, rewrittenBehind } from './history-checks.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
-import { laneRejectionsUnder } from './refusals.js';
+import { laneRejectionsUnder, ownNewlyRefused } from './refusals.js';
 import { nameTakenBy, namesOutsideLayout } from './remote-names.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncCommit, SyncLocal, SyncRemote } from './ports.js';
@@ -19,6 +19,7 @@ import {
   parseZzCommit,
   validateIncoming,
   type Invalid,
+  type ParsedCommit,
 } from './validate.js';
 
 // One `zz sync` against one remote (DESIGN §7): fetch → validate what arrived → merge each
@@ -186,9 +187,14 @@ async function reconcile(
   // Names outside zz's layout are reported and never kept (remote-names.ts); on import they
   // may be in the tracking refs, fetched by a `git pull` with zz's refspec.
   const outside = namesOutsideLayout(listed ?? tracked);
-  for (const o of outside) report.quarantined.push({ ...o, kept: false });
-  const remotes = new Map(tracked);
-  for (const o of outside) remotes.delete(o.ref);
+  for (const o of outside.shown) report.quarantined.push({ ...o, kept: false });
+  if (outside.count > 0) {
+    report.outside_layout = {
+      count: outside.count,
+      truncated: outside.count > outside.shown.length,
+    };
+  }
+  const remotes = listed === null ? outside.inside : namesOutsideLayout(tracked).inside;
   const updates: RefUpdate[] = [];
   const pushes: PushUpdate[] = [];
   // A quarantined ref the remote no longer has (an owner deleted the junk) is no longer the
@@ -280,6 +286,26 @@ async function reconcile(
     for (const r of laneRejectionsUnder(ops, await (roles ??= rolesAt(local, configTip)))) {
       if (ours.has(r.op_id) && !before.has(r.op_id)) report.rejected.push({ ...r, ref });
     }
+  };
+  /** This clone's ops accepted at `mine` and refused where the round leaves `ref` (newly_refused). */
+  const newlyRefused = async (
+    ref: string,
+    [mine, all, fromMine]: [string, readonly ParsedCommit[], ReadonlySet<string>],
+    after: () => Promise<Iterable<Rejection>>,
+    reported: ReadonlySet<string> = new Set(),
+  ): Promise<void> => {
+    if (!ref.startsWith(LANES_REF_PREFIX)) return;
+    const history = all.filter((c) => fromMine.has(c.revision));
+    const rolesBefore = () => (oldRoles ??= rolesAt(local, locals.get(CONFIG_REF) ?? null));
+    const refused = await ownNewlyRefused(
+      local.replica,
+      history,
+      mine,
+      after,
+      rolesBefore,
+      reported,
+    );
+    for (const r of refused) report.newly_refused.push({ ...r, ref });
   };
   /** Keeps the remote's `theirs` aside as refs/zz-quarantine/<remote>/…, reported, not adopted. */
   const quarantine = (
@@ -418,6 +444,12 @@ async function reconcile(
       setTip(ref, theirs);
       updates.push({ ref, old: mine, new: theirs });
       report.fast_forwarded.push(ref);
+      await newlyRefused(ref, [mine, all, fromMine], async () =>
+        laneRejectionsUnder(
+          publicationOrder(history, theirs).map((o) => o.op),
+          await (roles ??= rolesAt(local, configTip)),
+        ),
+      );
       continue;
     }
     if (!codec || importing) {
@@ -490,6 +522,8 @@ async function reconcile(
         });
       } else report.rejected.push({ ...r, ref, ...origin });
     }
+    const reported = new Set(plan.rejected.map((r) => r.op_id));
+    await newlyRefused(ref, [mine, all, fromMine], async () => plan.refusals, reported);
     if (authoritative && !(await heldBack(ref, mine, theirs))) push(ref, theirs, commit);
   }
   const configBefore = locals.get(CONFIG_REF) ?? null;
@@ -511,19 +545,6 @@ async function reconcile(
 const LADDER_REF = 'refs/zz/ladder';
 /** Commits the cheap "only we moved" walk reads before leaving it to the full walk. */
 const NEAR_ANCESTOR_WALK = 32;
-
-/** The commits (oid → parents, closed under parents) that `tip` reaches. */
-function reachable(parentsOf: ReadonlyMap<string, readonly string[]>, tip: string): Set<string> {
-  const seen = new Set<string>();
-  const stack = [tip];
-  while (stack.length > 0) {
-    const oid = stack.pop()!;
-    if (seen.has(oid)) continue;
-    seen.add(oid);
-    for (const p of parentsOf.get(oid) ?? []) if (!seen.has(p)) stack.push(p);
-  }
-  return seen;
-}
 
 async function strip(
   p: Promise<Map<string, string>>,

@@ -38,6 +38,10 @@ export class GitSyncLocal implements SyncLocal {
     private readonly store: GitStore,
   ) {}
 
+  get replica(): string | undefined {
+    return this.store.replica;
+  }
+
   listRefs(prefix: string): Promise<Map<string, string>> {
     return this.repo.refs.list(prefix);
   }

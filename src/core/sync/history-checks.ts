@@ -88,6 +88,14 @@ export function wrapsRival(
   return null;
 }
 
+/** The commits (oid → parents, closed under parents) that `tip` reaches. */
+export function reachable(
+  parentsOf: ReadonlyMap<string, readonly string[]>,
+  tip: string,
+): Set<string> {
+  return closure([tip], (o) => parentsOf.get(o) ?? []);
+}
+
 /** Every oid reachable from `start` through `next`, `start` included. */
 function closure(start: readonly string[], next: (oid: string) => readonly string[]): Set<string> {
   const seen = new Set<string>();

@@ -23,6 +23,8 @@ export interface MergePlan {
   localOps: OpRecord[];
   /** Local-only ops the guarded fold refused (claims lost and the like). */
   rejected: Rejection[];
+  /** Every op the merge's fold refuses, the base's included (report.ts newly_refused). */
+  refusals: Iterable<Rejection>;
 }
 
 /**
@@ -55,6 +57,7 @@ export function planMerge<S>(
   for (const p of [...touched].sort()) changes.set(p, codec.file(state, p));
   const lams = commitLamports([...remoteHistory, ...localOnly]);
   const lamport = Math.max(lams.get(remoteTip) ?? 0, lams.get(localTip) ?? 0) + 1;
+  const refusals = sc.rejections?.(state) ?? [];
   const rejected = sc.rejections?.(state).slice(before) ?? [];
-  return { changes, lamport, localOps, rejected };
+  return { changes, lamport, localOps, rejected, refusals };
 }

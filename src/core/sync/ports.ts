@@ -12,6 +12,8 @@ export interface SyncCommit {
 }
 
 export interface SyncLocal {
+  /** This clone's replica id (ops it wrote carry it); unset where the store keeps none. */
+  readonly replica?: string;
   listRefs(prefix: string): Promise<Map<string, string>>;
   /** Commits reachable from `include` and not from `exclude`, parents first. */
   commits(include: readonly string[], exclude: readonly string[]): Promise<SyncCommit[]>;

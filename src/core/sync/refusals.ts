@@ -9,6 +9,7 @@ import { laneCodec, type LaneState, type RejectedOp, type RoleSource } from '../
 import { roleTimeline } from '../role-timeline.js';
 import { coordinatorTimeline, type CoordinatorTimeline } from '../ladder/ladder-roles.js';
 import type { ConfigOp } from '../../schema/index.js';
+import type { Rejection } from './codecs.js';
 
 // What a change of refs/zz/config does to a Lane's ops. Lane ops are judged against the roles
 // as they stood when each was made (lane-state.ts), so a revocation or a scope change that
@@ -54,4 +55,32 @@ export function coordinatorsUnder(
   roles: RoleSource,
 ): CoordinatorTimeline {
   return coordinatorTimeline(ops, laneRejectionsUnder(ops, roles));
+}
+
+/**
+ * The ops of `after` (what a Lane's fold refuses at the value a sync leaves it) that this clone
+ * wrote (`replica`) and its fold at `tip` (the local value before the round, whose `history`
+ * holds its ancestors) under `rolesBefore` did not refuse, leaving out the op ids in `reported`
+ * (listed already). `after` is asked only when the history holds an op of ours, the fold
+ * before only when one of them is refused after. An op that merely carries our
+ * replica id (anyone can forge one) is reported as ours: a report, nothing more.
+ */
+export async function ownNewlyRefused(
+  replica: string | undefined,
+  history: readonly CommitRecord[],
+  tip: string,
+  after: () => Promise<Iterable<Rejection>>,
+  rolesBefore: () => Promise<RoleSource>,
+  reported: ReadonlySet<string>,
+): Promise<Rejection[]> {
+  if (replica === undefined) return [];
+  const own = new Set<string>();
+  for (const c of history) for (const o of c.ops) if (o.replica === replica) own.add(o.id);
+  if (own.size === 0) return [];
+  const refused: Rejection[] = [];
+  for (const r of await after()) if (own.has(r.op_id) && !reported.has(r.op_id)) refused.push(r);
+  if (refused.length === 0) return [];
+  const ops = publicationOrder(history, tip).map((o) => o.op);
+  const before = new Set(laneRejectionsUnder(ops, await rolesBefore()).map((r) => r.op_id));
+  return refused.filter((r) => !before.has(r.op_id));
 }

@@ -8,16 +8,32 @@ import { layoutProblem } from './validate.js';
 // git-ports.ts), and a push of ours that one of them blocks is left out, said so, or the atomic
 // push would fail every round for every ref.
 
-/** The names of `names` outside zz's layout, each with why. */
-export function namesOutsideLayout(
-  names: ReadonlyMap<string, string>,
-): Array<{ ref: string; commit: string; reason: string }> {
-  const out: Array<{ ref: string; commit: string; reason: string }> = [];
+/**
+ * How many names outside zz's layout a round lists, each with why (report.ts `quarantined`,
+ * `kept: false`); the rest are counted (`outside_layout`). Anyone who can push can make such
+ * names: 3,000 of them were 3,000 lines of every round's report, every minute in a daemon's log.
+ */
+export const OUTSIDE_LAYOUT_SHOWN = 10;
+
+/**
+ * The first OUTSIDE_LAYOUT_SHOWN names of `names` outside zz's layout (in its order: git
+ * lists refs sorted, so each round shows the same), each with why; how many there are in all;
+ * and `names` without them.
+ */
+export function namesOutsideLayout(names: ReadonlyMap<string, string>): {
+  shown: Array<{ ref: string; commit: string; reason: string }>;
+  count: number;
+  inside: Map<string, string>;
+} {
+  const shown: Array<{ ref: string; commit: string; reason: string }> = [];
+  const inside = new Map<string, string>();
+  let count = 0;
   for (const [ref, commit] of names) {
     const reason = layoutProblem(ref);
-    if (reason !== null) out.push({ ref, commit, reason });
+    if (reason === null) inside.set(ref, commit);
+    else if (++count <= OUTSIDE_LAYOUT_SHOWN) shown.push({ ref, commit, reason });
   }
-  return out;
+  return { shown, count, inside };
 }
 
 /**

@@ -55,11 +55,25 @@ export interface SyncReport {
   /** Local-only ops other than lost claims that the guarded fold refuses (at merge, or under roles this round brought in). */
   rejected: Array<Rejection & { ref: string; origin?: Origin }>;
   /**
+   * This clone's own ops (written here: their replica is this clone's) that a Lane's fold
+   * accepted at the local tip before this round and refuses where the round leaves it, beside
+   * what `rejected` and `claims_lost` list of the ops a merge applied. A fast-forward can do
+   * it: a Lane deleted on the remote and recreated by another machine's rival proposal is
+   * answered ours first, that machine's answer back folds its own first, and fast-forwarding
+   * to that answer leaves our published lane_propose refused (`lane_exists`) on every machine.
+   */
+  newly_refused: Array<Rejection & { ref: string }>;
+  /**
    * `kept: false`: a name outside zz's layout, reported and never kept here (no
    * refs/zz-quarantine/ copy: such a name can conflict with another, `lanes/junk/x` beside
    * `lanes/junk`, and break every later fetch); an owner deletes it on the remote.
    */
   quarantined: Array<{ ref: string; commit: string; reason: string; kept?: false }>;
+  /**
+   * Set when the remote holds names outside zz's layout: how many (`count`), and `truncated`
+   * when `quarantined` lists only the first of them (remote-names.ts OUTSIDE_LAYOUT_SHOWN).
+   */
+  outside_layout: { count: number; truncated: boolean } | null;
   /**
    * Local refs not pushed because what they would bring fails the checks every other machine
    * makes on import (an op not signed by a registered key where signatures are required, an
@@ -101,7 +115,9 @@ export function emptyReport(remote: string, authoritative: boolean): SyncReport 
     recreated: [],
     claims_lost: [],
     rejected: [],
+    newly_refused: [],
     quarantined: [],
+    outside_layout: null,
     held_back: [],
     not_pushed: [],
     diverged: [],

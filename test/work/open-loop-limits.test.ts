@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createModel } from '../../src/models/index.js';
-import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from '../../src/work/limits.js';
+import {
+  MAX_CALLS_PER_TURN,
+  MAX_POSTS_PER_ASK,
+  MAX_PROPOSALS_PER_ASK,
+} from '../../src/work/limits.js';
 import { runWorker, type WorkEvent } from '../../src/work/index.js';
 import {
   fakeModelServer,
@@ -150,6 +154,40 @@ describe('the open loop under a hostile model', () => {
     expect(events.filter((e) => e.type === 'tool' && (e as { ok: boolean }).ok)).toHaveLength(
       MAX_POSTS_PER_ASK + 1,
     );
+  });
+
+  it(`proposes at most ${MAX_PROPOSALS_PER_ASK} Lanes per held Ask`, async () => {
+    const { lane, askId } = await setup();
+    const propose = (k: number) =>
+      toolCall(
+        `p${k}`,
+        'lane_propose',
+        JSON.stringify({ lane_id: `part-${k}`, title: `Part ${k}` }),
+      );
+    const { summary, events } = await work(lane, (_req, i) => {
+      // Two turns under the per-turn cap, together past the per-Ask one.
+      if (i < 2)
+        return reply(
+          '',
+          Array.from({ length: 4 }, (_, k) => propose(i * 4 + k)),
+        );
+      return reply('', [
+        toolCall(
+          'c',
+          'ask_answer',
+          JSON.stringify({ lane_id: lane, ask_id: askId, outcome: 'complete', result: 'split' }),
+        ),
+      ]);
+    });
+    expect(summary).toMatchObject({ answered: 1 });
+    const refused = toolMessages(server!.requests[2]!).filter((m) =>
+      /you may propose at most \d+ Lanes while working one Ask/.test(m.content),
+    );
+    expect(refused).toHaveLength(8 - MAX_PROPOSALS_PER_ASK);
+    const lanes = (await s!.owner('lane_list', {})).lanes as { lane_id: string }[];
+    expect(lanes.filter((l) => l.lane_id.startsWith('part-'))).toHaveLength(MAX_PROPOSALS_PER_ASK);
+    const proposals = events.filter((e) => e.type === 'tool' && e.tool === 'lane_propose');
+    expect(proposals.filter((e) => (e as { ok: boolean }).ok)).toHaveLength(MAX_PROPOSALS_PER_ASK);
   });
 
   it('keeps an API key the endpoint echoes out of the release reason in the Lane', async () => {

@@ -1,11 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createModel } from '../../src/models/index.js';
 import {
   MAX_CALLS_PER_TURN,
   MAX_POSTS_PER_ASK,
   MAX_PROPOSALS_PER_ASK,
 } from '../../src/work/limits.js';
-import { runWorker, type WorkEvent } from '../../src/work/index.js';
 import {
   fakeModelServer,
   type FakeModelServer,
@@ -14,7 +12,7 @@ import {
   reply,
   toolCall,
 } from '../models/fake-model-server.js';
-import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
+import { asksOf, demoLane, fakeOpenAI, served, workOnce, type Served } from './harness.js';
 
 // What one model reply can make the open loop do, against a real daemon over HTTP and a fake
 // model endpoint: arguments too big or too deep are answered as errors and not kept in the
@@ -43,21 +41,7 @@ async function setup() {
 
 async function work(lane: string, respond: (req: RecordedRequest, i: number) => FakeResponse) {
   server = await fakeModelServer(respond);
-  const model = createModel('openai:m', {
-    env: { OPENAI_BASE_URL: `${server.url}/v1` },
-    maxRetries: 0,
-  });
-  const events: WorkEvent[] = [];
-  const summary = await runWorker({
-    call: s!.agent,
-    model,
-    laneId: lane,
-    actor: AGENT,
-    once: true,
-    kinds: ['triage'],
-    onEvent: (e) => events.push(e),
-  });
-  return { summary, events };
+  return workOnce(s!, fakeOpenAI(server), lane, { kinds: ['triage'] });
 }
 
 const toolMessages = (r: RecordedRequest) =>
@@ -196,20 +180,8 @@ describe('the open loop under a hostile model', () => {
       status: 400,
       body: { error: { message: `bad request from ${String(req.headers.authorization)}` } },
     }));
-    const model = createModel('openai:m', {
-      env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: 'sk-LANE-SECRET-1234' },
-      maxRetries: 0,
-    });
-    const events: WorkEvent[] = [];
-    await runWorker({
-      call: s!.agent,
-      model,
-      laneId: lane,
-      actor: AGENT,
-      once: true,
-      kinds: ['triage'],
-      onEvent: (e) => events.push(e),
-    });
+    const model = fakeOpenAI(server, { OPENAI_API_KEY: 'sk-LANE-SECRET-1234' });
+    const { events } = await workOnce(s!, model, lane, { kinds: ['triage'] });
     const history = (await s!.owner('lane_get', { lane_id: lane })).history as {
       op: string;
       ask_id: string | null;

@@ -75,15 +75,7 @@ export function redactCutEnd(
   cut: string,
   secrets: readonly (string | null | undefined)[] = [],
 ): string {
-  let run = 0;
-  for (const f of secretForms(secrets)) {
-    for (let k = Math.min(f.length, cut.length); k >= MIN_CUT_RUN && k > run; k--) {
-      if (cut.endsWith(f.slice(0, k))) {
-        run = k;
-        break;
-      }
-    }
-  }
+  let run = longestPiece(secrets, cut.length, (f, k) => cut.endsWith(f.slice(0, k)));
   const shape = CUT_SHAPE.exec(cut.slice(-200));
   if (shape && shape[0].length > run) run = shape[0].length;
   return run ? cut.slice(0, -run) + REDACTED : cut;
@@ -98,16 +90,26 @@ export function redactCutStart(
   cut: string,
   secrets: readonly (string | null | undefined)[] = [],
 ): string {
+  const run = longestPiece(secrets, cut.length, (f, k) => cut.startsWith(f.slice(-k)));
+  return run ? REDACTED + cut.slice(run) : cut;
+}
+
+/** The longest k (8 or more, at most `max`) for which `at(form, k)` holds of a secret's form. */
+function longestPiece(
+  secrets: readonly (string | null | undefined)[],
+  max: number,
+  at: (form: string, k: number) => boolean,
+): number {
   let run = 0;
   for (const f of secretForms(secrets)) {
-    for (let k = Math.min(f.length, cut.length); k >= MIN_CUT_RUN && k > run; k--) {
-      if (cut.startsWith(f.slice(-k))) {
+    for (let k = Math.min(f.length, max); k >= MIN_CUT_RUN && k > run; k--) {
+      if (at(f, k)) {
         run = k;
         break;
       }
     }
   }
-  return run ? REDACTED + cut.slice(run) : cut;
+  return run;
 }
 
 /**

@@ -44,6 +44,16 @@ async function work(lane: string, respond: (req: RecordedRequest, i: number) => 
   return workOnce(s!, fakeOpenAI(server), lane, { kinds: ['triage'] });
 }
 
+/** The model's reply that answers the held Ask `complete`. */
+const answerSplit = (lane: string, askId: string) =>
+  reply('', [
+    toolCall(
+      'c',
+      'ask_answer',
+      JSON.stringify({ lane_id: lane, ask_id: askId, outcome: 'complete', result: 'split' }),
+    ),
+  ]);
+
 const toolMessages = (r: RecordedRequest) =>
   (r.body.messages as { role: string; tool_call_id?: string; content: string }[]).filter(
     (m) => m.role === 'tool',
@@ -110,13 +120,7 @@ describe('the open loop under a hostile model', () => {
           '',
           Array.from({ length: 4 }, (_, k) => post(`b${k}`)),
         );
-      return reply('', [
-        toolCall(
-          'c',
-          'ask_answer',
-          JSON.stringify({ lane_id: lane, ask_id: askId, outcome: 'complete', result: 'split' }),
-        ),
-      ]);
+      return answerSplit(lane, askId);
     });
     expect(summary).toMatchObject({ answered: 1 });
     const second = server!.requests[1]!;
@@ -155,13 +159,7 @@ describe('the open loop under a hostile model', () => {
           '',
           Array.from({ length: 4 }, (_, k) => propose(i * 4 + k)),
         );
-      return reply('', [
-        toolCall(
-          'c',
-          'ask_answer',
-          JSON.stringify({ lane_id: lane, ask_id: askId, outcome: 'complete', result: 'split' }),
-        ),
-      ]);
+      return answerSplit(lane, askId);
     });
     expect(summary).toMatchObject({ answered: 1 });
     const refused = toolMessages(server!.requests[2]!).filter((m) =>

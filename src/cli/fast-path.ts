@@ -33,7 +33,12 @@ import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 // without a key (token_revoke) whose answer was lost is not sent again: the user is told it
 // may have been applied. (Before, `zz ask post` whose answer was cut made two Asks.)
 
-function parseFlags(tool: ManifestTool, rest: string[]): Parsed | null {
+/**
+ * A tool command's flags (`rest`: what follows `zz <group> <sub>`) as the command table would
+ * parse them, or null to leave them to it. Hazard: it must never read a command line otherwise
+ * than yargs does — test/cli/fast-path-parity.test.ts checks that over every tool.
+ */
+export function parseToolFlags(tool: ManifestTool, rest: readonly string[]): Parsed | null {
   const args: Record<string, unknown> = {};
   let base: Record<string, unknown> = {};
   let json = false;
@@ -77,7 +82,10 @@ function parseFlags(tool: ManifestTool, rest: string[]): Parsed | null {
       continue;
     }
     const v = next();
-    if (v === undefined || (inline === undefined && v.startsWith('--'))) return null;
+    // A spaced value starting with `-` is a flag (or a stray `-`) to yargs: its to read.
+    if (v === undefined || (inline === undefined && v.startsWith('-'))) return null;
+    // yargs takes the quotes off a value in quotes (`--title="x"` is x): its to read, too.
+    if (/^["']/.test(v)) return null;
     if (o.choices && !o.choices.includes(v)) return null;
     if (o.kind === 'number') {
       const n = Number(v);
@@ -86,6 +94,8 @@ function parseFlags(tool: ManifestTool, rest: string[]): Parsed | null {
         return null;
       args[o.key] = n;
     } else if (o.kind === 'array') {
+      // yargs reads `--command=` as no element at all, not one empty one: its to say.
+      if (v === '') return null;
       args[o.key] = [...((args[o.key] as string[] | undefined) ?? []), v];
     } else if (o.kind === 'json') {
       try {
@@ -117,7 +127,7 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | s
   const tools = readToolManifest();
   const tool = tools?.find((t) => t.group === argv[0] && t.sub === argv[1]);
   if (!tool) return null;
-  const parsed = parseFlags(tool, argv.slice(2));
+  const parsed = parseToolFlags(tool, argv.slice(2));
   if (!parsed) return null;
   // A local tool (run_in_sandbox) runs in this process, never in the daemon's.
   const sent = tool.local ? null : await viaDaemon(io, tool, parsed);
@@ -143,7 +153,7 @@ async function runParsed(io: CliIO, tool: ManifestTool, parsed: Parsed): Promise
   }
 }
 
-type Parsed = { args: Record<string, unknown>; json: boolean };
+export type Parsed = { args: Record<string, unknown>; json: boolean };
 
 /**
  * Sends a parsed tool command to the checkout's running daemon. Answers its exit status, the

@@ -40,6 +40,9 @@ export function addToolCommands(
               c = c.option(o.flag, {
                 describe: optional ? 'Default: the Lane of --ask-id' : o.describe || undefined,
                 type: o.kind === 'json' ? 'string' : o.kind,
+                // An array flag's elements are strings: without this yargs made
+                // `--command 0x1f` the argument "31" (test/cli/fast-path-parity.test.ts).
+                ...(o.kind === 'array' ? { string: true } : {}),
                 ...(o.choices ? { choices: o.choices } : {}),
                 ...(o.required && !optional && !argvHasArgs && !o.file
                   ? { demandOption: true }

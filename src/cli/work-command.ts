@@ -3,7 +3,7 @@ import { ZzError } from '../errors.js';
 import type { CliIO } from './io.js';
 import { jsonText, neutralize } from './terminal.js';
 import type { Sandbox, WorkEvent as Event } from '../work/index.js';
-import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from '../work/limits.js';
+import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK, MAX_PROPOSALS_PER_ASK } from '../work/limits.js';
 
 // `zz work`: runs the agent loop of src/work against the checkout's daemon, as the stored
 // login or ZZ_TOKEN. Output: one line per step on a pipe, a live status line on a terminal
@@ -157,7 +157,7 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           describe:
             'Model turns per Ask for kinds without a built-in flow (default 20); a turn runs at ' +
             `most ${MAX_CALLS_PER_TURN} tool calls, and one Ask may post at most ` +
-            `${MAX_POSTS_PER_ASK} Asks`,
+            `${MAX_POSTS_PER_ASK} Asks and propose at most ${MAX_PROPOSALS_PER_ASK} Lanes`,
         })
         .option('once', { type: 'boolean', describe: 'Work one Ask (or none) and exit' })
         .option('test-cmd', {

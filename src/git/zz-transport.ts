@@ -127,7 +127,7 @@ export async function fetchZzRefs(
       }
     }
     try {
-      await updateRefsAtomic(gitdir, stale, true);
+      await updateRefsAtomic(gitdir, stale, { listedByGit: true });
     } catch (e) {
       // Another fetch moved one meanwhile: the fetch below says whether anything is left.
       if (!(e instanceof RefCasError)) throw e;
@@ -238,14 +238,18 @@ export interface RefUpdate {
 export async function updateRefsAtomic(
   gitdir: string,
   updates: readonly RefUpdate[],
-  /**
-   * The names came from git's own listing of this repository (for-each-ref): git accepted
-   * them, and zz's stricter check (assertRefName: no component starting with `-`, at most
-   * 1,024 characters) would refuse some a remote can push (`refs/zz/lanes/-x`), which then
-   * could never be deleted. Such names are checked only for what would break the
-   * transaction's lines.
-   */
-  listedByGit = false,
+  {
+    listedByGit = false,
+  }: {
+    /**
+     * The names came from git's own listing of this repository (for-each-ref): git accepted
+     * them, and zz's stricter check (assertRefName: no component starting with `-`, at most
+     * 1,024 characters) would refuse some a remote can push (`refs/zz/lanes/-x`), which then
+     * could never be deleted. Such names are checked only for what would break the
+     * transaction's lines.
+     */
+    listedByGit?: boolean;
+  } = {},
 ): Promise<void> {
   if (updates.length === 0) return;
   const lines = ['start'];

@@ -6,6 +6,7 @@ import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import { ZzError } from '../errors.js';
+import { redactCutEnd, redactSecrets } from '../schema/redact.js';
 import { writeFileAtomic } from '../local/index.js';
 import { readBodyBounded, retryAfterMs } from '../models/index.js';
 
@@ -62,23 +63,20 @@ export interface GitHubClient {
   stats: { requests: number; notModified: number };
   /** The text with this client's token, and anything shaped like a credential, blanked. */
   redact: (text: string) => string;
+  /** A redacted text that was then cut short, with a credential the cut split taken off. */
+  redactCut: (cut: string) => string;
 }
 
-// A server may echo the Authorization header in an error (GITHUB_API_URL may name any server;
-// a proxy may too): every text from an answer goes through redact() before it is printed or
-// stored. Besides the token itself, GitHub's token shapes and `Bearer …`/`token …` values of
-// credential length are blanked, so another identity's token is not printed either.
-const CREDENTIAL =
-  /\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})|\b(bearer|token)(\s+)[A-Za-z0-9_\-.~+/]{16,}=*/gi;
-const REDACTED = '[redacted]';
-
-export function redactor(token: string | null): (text: string) => string {
-  return (text) => {
-    let t = token ? text.split(token).join(REDACTED) : text;
-    t = t.replace(CREDENTIAL, (_m, word?: string, space?: string) =>
-      word ? `${word}${space}${REDACTED}` : REDACTED,
-    );
-    return t;
+// A server may echo the Authorization header in an error or in a 200 body (GITHUB_API_URL may
+// name any server; a proxy may too; an issue body may quote a token): every text from an
+// answer goes through redact() before it is printed or stored (schema/redact.ts: the token in
+// its echoed forms, GitHub's token shapes and `Bearer …`/`token …` values, so another
+// identity's token is not kept either). A text cut short runs redactCut() on the cut.
+export function redactor(token: string | null): Pick<GitHubClient, 'redact' | 'redactCut'> {
+  const secrets = token ? [token] : [];
+  return {
+    redact: (text) => redactSecrets(text, secrets),
+    redactCut: (cut) => redactCutEnd(cut, secrets),
   };
 }
 
@@ -255,7 +253,7 @@ export function createGitHub(opts: GitHubOptions): GitHubClient {
       throw e;
     }
   });
-  return { octokit, baseUrl, stats, redact: redactor(opts.token) };
+  return { octokit, baseUrl, stats, ...redactor(opts.token) };
 }
 
 /**
@@ -265,15 +263,19 @@ export function createGitHub(opts: GitHubOptions): GitHubClient {
 export function githubError(
   e: unknown,
   what: string,
-  gh: Pick<GitHubClient, 'baseUrl' | 'redact'>,
+  gh: Pick<GitHubClient, 'baseUrl' | 'redact' | 'redactCut'>,
 ): unknown {
-  const err = explained(e, what, gh.baseUrl);
+  const err = explained(e, what, gh);
   if (!(err instanceof ZzError)) return err;
   const message = gh.redact(err.message);
   return message === err.message ? err : new ZzError(err.code, message, err.details);
 }
 
-function explained(e: unknown, what: string, baseUrl: string): unknown {
+function explained(
+  e: unknown,
+  what: string,
+  { baseUrl, redact, redactCut }: Pick<GitHubClient, 'baseUrl' | 'redact' | 'redactCut'>,
+): unknown {
   // Octokit reports a connection that never got an answer (DNS, refused, reset) as status 500
   // with no response: that is not GitHub answering 500, and is said as the network failure.
   if (!isHttpError(e) || !e.response) {
@@ -283,7 +285,10 @@ function explained(e: unknown, what: string, baseUrl: string): unknown {
     const msg = e instanceof Error ? e.message : String(e);
     return new ZzError('unavailable', `could not reach GitHub at ${baseUrl} for ${what}: ${msg}`);
   }
-  const gh = (e.response?.data as { message?: string } | undefined)?.message ?? e.message;
+  // Redacted here, before the cut below can split a token the server echoed.
+  const gh = redact(
+    String((e.response?.data as { message?: unknown } | undefined)?.message ?? e.message),
+  );
   switch (e.status) {
     case 401:
       return new ZzError(
@@ -304,7 +309,7 @@ function explained(e: unknown, what: string, baseUrl: string): unknown {
     default:
       return new ZzError(
         'unavailable',
-        `GitHub answered ${e.status} for ${what} after retries: ${gh}`.slice(0, 500),
+        redactCut(`GitHub answered ${e.status} for ${what} after retries: ${gh}`.slice(0, 500)),
       );
   }
 }

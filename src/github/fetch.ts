@@ -75,9 +75,26 @@ export type CommentOut = {
   body: string;
 };
 
-function clip(s: string | null | undefined, max = MAX_BODY_CHARS): string {
+/** A body bounded; already redacted (itemsOf), so only the cut's backstop is left to run. */
+function clip(gh: GitHubClient, s: string | null | undefined, max = MAX_BODY_CHARS): string {
   const t = (s ?? '').replace(/\r\n/g, '\n');
-  return t.length <= max ? t : `${t.slice(0, max)}…`;
+  return t.length <= max ? t : `${gh.redactCut(t.slice(0, max))}…`;
+}
+
+/**
+ * Every string of a parsed item redacted (client.ts redactor): a server may echo the token in
+ * a 200 body too (an issue or PR text, a release note quoting a curl line), and what is read
+ * here is returned by gh_fetch_* and stored in rungs that sync to every remote. The items'
+ * shapes nest two deep (`head.ref`, `labels[i]`); deeper values (`pull_request`, only tested
+ * for presence) are left as they are, so no walk follows a hostile answer's depth.
+ */
+function redacted<T>(v: T, redact: (s: string) => string, depth = 0): T {
+  if (typeof v === 'string') return redact(v) as T;
+  if (depth >= 2 || typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) return v.map((x) => redacted(x, redact, depth + 1)) as T;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = redacted(x, redact, depth + 1);
+  return out as T;
 }
 
 /** GitHub's own page number, wrapped so a cursor of another listing is told apart. */
@@ -213,12 +230,12 @@ function itemsOf<T>(
   const out: T[] = [];
   for (const d of data) {
     const r = schema.safeParse(d);
-    if (r.success) out.push(r.data);
+    if (r.success) out.push(redacted(r.data, gh.redact));
   }
   return out;
 }
 
-const issueOut = (i: RawIssue): IssueOut => ({
+const issueOut = (gh: GitHubClient, i: RawIssue): IssueOut => ({
   number: i.number,
   title: i.title,
   state: i.state,
@@ -228,7 +245,7 @@ const issueOut = (i: RawIssue): IssueOut => ({
   created_at: i.created_at,
   updated_at: i.updated_at,
   closed_at: i.closed_at,
-  body: clip(i.body),
+  body: clip(gh, i.body),
   url: i.html_url,
 });
 
@@ -254,7 +271,7 @@ export async function fetchIssues(
   const raw = itemsOf(rawIssue, res, what, gh);
   const issues = raw.filter((i) => i.pull_request === undefined);
   return {
-    items: issues.map(issueOut),
+    items: issues.map((i) => issueOut(gh, i)),
     pull_requests_skipped: raw.length - issues.length,
     next_cursor: nextCursor(res.headers, page),
   };
@@ -280,7 +297,7 @@ export async function fetchPullRequests(
   );
   return {
     items: itemsOf(rawPull, res, what, gh).map((p) => ({
-      ...issueOut({ ...p, comments: 0 }),
+      ...issueOut(gh, { ...p, comments: 0 }),
       draft: p.draft ?? false,
       merged_at: p.merged_at,
       head: p.head.ref,
@@ -308,7 +325,7 @@ export async function fetchReleases(
       prerelease: x.prerelease,
       author: x.author,
       published_at: x.published_at,
-      body: clip(x.body),
+      body: clip(gh, x.body),
       url: x.html_url,
     })),
     next_cursor: nextCursor(res.headers, page),
@@ -360,7 +377,7 @@ export async function fetchThreadComments(
       author: c.user,
       created_at: c.created_at,
       updated_at: c.updated_at,
-      body: clip(c.body),
+      body: clip(gh, c.body),
     })),
     next_cursor: nextCursor(res.headers, page),
   };

@@ -3,7 +3,8 @@ import { ZzError } from '../errors.js';
 import { quote } from './http-call.js';
 import { parseArguments, tokenCount } from './json.js';
 import { splitCommand } from './argv.js';
-import { envSecrets, redactSecrets } from './redact.js';
+import { redactCutStart, redactSecrets } from '../schema/redact.js';
+import { envSecrets } from './redact.js';
 import type { ToolCall, Transport, WireRequest } from './types.js';
 
 // `exec:<command>`: one process per call. The request (DESIGN §9) goes to stdin as one JSON
@@ -13,6 +14,8 @@ import type { ToolCall, Transport, WireRequest } from './types.js';
 // not transient the way a 503 is.
 
 const MAX_STDOUT = 32 * 1024 * 1024;
+/** How much of a script's stderr is kept: its end, where a failure's error line is. */
+const STDERR_KEPT = 16 * 1024;
 
 // Model processes still running. A zz that exits (a signal ends a `zz ladder build` at once:
 // cli/main.ts) ends them first: `kill` or `timeout` reaches zz alone, not its process group
@@ -61,6 +64,7 @@ export function execTransport(
       const out: Buffer[] = [];
       let outLen = 0;
       let err = '';
+      let errCut = false;
       let why: string | null = null;
       const kill = (reason: string) => {
         why ??= reason;
@@ -75,10 +79,13 @@ export function execTransport(
         if (outLen > MAX_STDOUT) kill('more than 32 MiB on stdout');
         else out.push(b);
       });
-      // Its last 16 KiB: a failure's error line comes at the end, after whatever it logged.
+      // Its last STDERR_KEPT: a failure's error line comes at the end, after whatever it logged.
       child.stderr.on('data', (b: Buffer) => {
         err += b.toString('utf8');
-        if (err.length > 32 * 1024) err = err.slice(-16 * 1024);
+        if (err.length > 2 * STDERR_KEPT) {
+          err = err.slice(-STDERR_KEPT);
+          errCut = true;
+        }
       });
       // A script that exits without reading stdin makes our write fail with EPIPE; the exit
       // status says what happened, so the write error itself is not the story.
@@ -98,7 +105,11 @@ export function execTransport(
         if (why === 'cancelled' && req.signal?.aborted) return reject(req.signal.reason);
         if (why) return reject(new ZzError('unavailable', `${label}: ${why}`));
         if (code !== 0) {
-          const gist = stderrGist(err.slice(-16 * 1024));
+          // The tail kept may begin inside a key the script printed: its end no longer
+          // matches the key whole, so the cut's own backstop takes it off.
+          const last = err.slice(-STDERR_KEPT);
+          const cut = errCut || err.length > STDERR_KEPT;
+          const gist = stderrGist(cut ? redactCutStart(last, secrets) : last);
           const tail = gist ? `: ${quote(gist, 300, secrets)}` : '';
           return reject(
             new ZzError('unavailable', `${label} exited ${code ?? signal}${tail}`, { code }),

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ZzError } from '../errors.js';
-import { redactCutEnd, redactError, redactSecrets } from './redact.js';
+import { redactCutEnd, redactSecrets } from '../schema/redact.js';
+import { redactError } from './redact.js';
 
 // One POST of JSON to a model endpoint, with the retry policy every HTTP adapter shares:
 // 408/429/5xx and network failures are retried with exponential backoff and full jitter;

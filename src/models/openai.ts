@@ -1,5 +1,5 @@
 import { ZzError } from '../errors.js';
-import { postJson, type HttpCallOptions } from './http-call.js';
+import { postJson, quote, type HttpCallOptions } from './http-call.js';
 import { endpointBase } from './redact.js';
 import { isRecord, parseArguments, strictCompatible, tokenCount } from './json.js';
 import type { ChatMessage, ToolCall, Transport, WireRequest } from './types.js';
@@ -55,7 +55,7 @@ export function openaiTransport(
       signal: req.signal,
       secrets: [key],
     });
-    return fromWire(raw, label);
+    return fromWire(raw, label, [key]);
   };
 }
 
@@ -77,13 +77,15 @@ function toWire(m: ChatMessage): Record<string, unknown> {
 
 // The answer is untrusted JSON: every field is checked before use, so a malformed one is a
 // clear `unavailable` naming the field, never a TypeError reported as a bug in zz.
-function fromWire(raw: unknown, label: string) {
+function fromWire(raw: unknown, label: string, secrets: readonly (string | undefined)[]) {
   const bad = (what: string) => new ZzError('unavailable', `${label} answered ${what}`);
   const choices = isRecord(raw) ? raw.choices : undefined;
   const msg = Array.isArray(choices) && isRecord(choices[0]) ? choices[0].message : undefined;
   if (!isRecord(msg)) throw bad('without choices[0].message');
+  // A refusal is model text like an error body (it becomes an ask_release's reason, stored and
+  // synced): redacted of the key and cut like one.
   if (typeof msg.refusal === 'string' && msg.refusal) {
-    throw new ZzError('unavailable', `${label} refused: ${msg.refusal}`);
+    throw new ZzError('unavailable', `${label} refused: ${quote(msg.refusal, 1000, secrets)}`);
   }
   if (msg.content != null && typeof msg.content !== 'string') {
     throw bad('with a message content that is not a string');

@@ -1,62 +1,14 @@
 import { ZzError } from '../errors.js';
+import { redactSecrets } from '../schema/redact.js';
 
 // Secrets out of every text a model adapter builds. An error from an endpoint is printed by
 // `zz work` and stored as the reason of an ask_release, in the Lane's history, which syncs to
 // every remote: an API key in it is published. An endpoint may echo the request's
 // Authorization or x-api-key header in its error body, and a base URL may carry a password,
-// so every adapter error passes through `redactSecrets` (http-call.ts postJson does it for the
-// HTTP adapters; exec.ts with the keys in the script's environment, `envSecrets`), a quoted
-// body is redacted before it is cut (http-call.ts quote) and a base URL with credentials is
-// refused before any request is made.
-
-const REDACTED = '[redacted]';
-
-/**
- * Each secret (4 characters or more: replacing "a" everywhere would garble the message and
- * hides nothing) as an endpoint may echo it: as is, percent-encoded (a query string it quotes)
- * and JSON-escaped, `/` as `\/` too (PHP's json_encode). Longest first, so a form containing
- * another is replaced whole.
- */
-function secretForms(secrets: readonly (string | undefined)[]): string[] {
-  const forms = new Set<string>();
-  for (const s of secrets) {
-    if (!s || s.length < 4) continue;
-    const json = JSON.stringify(s).slice(1, -1);
-    for (const f of [s, encodeURIComponent(s), json, json.replace(/\//g, '\\/')]) forms.add(f);
-  }
-  return [...forms].sort((a, b) => b.length - a.length);
-}
-
-/**
- * `text` with each secret's value (in each form of `secretForms`), any `Bearer …` token and
- * any URL userinfo (`//user:pw@`) replaced.
- */
-export function redactSecrets(text: string, secrets: readonly (string | undefined)[]): string {
-  let out = text;
-  for (const f of secretForms(secrets)) out = out.split(f).join(REDACTED);
-  return out
-    .replace(/\b(bearer)\s+[^\s"',;]+/gi, `$1 ${REDACTED}`)
-    .replace(/(\/\/)[^/\s@"']*@/g, `$1${REDACTED}@`);
-}
-
-/**
- * A text already redacted and then cut short (`quote`), with its end replaced when the cut fell
- * inside a secret: the exact-value match above cannot see a key missing its last characters,
- * so a trailing run of 8 characters or more that begins some form of a secret goes. Redact
- * before cutting; this is the backstop for the cut itself.
- */
-export function redactCutEnd(cut: string, secrets: readonly (string | undefined)[]): string {
-  let run = 0;
-  for (const f of secretForms(secrets)) {
-    for (let k = Math.min(f.length, cut.length); k >= 8 && k > run; k--) {
-      if (cut.endsWith(f.slice(0, k))) {
-        run = k;
-        break;
-      }
-    }
-  }
-  return run ? cut.slice(0, -run) + REDACTED : cut;
-}
+// so every adapter error passes through `redactSecrets` (schema/redact.ts, shared with
+// github/; http-call.ts postJson does it for the HTTP adapters; exec.ts with the keys in the
+// script's environment, `envSecrets`), a quoted body is redacted before it is cut (http-call.ts
+// quote) and a base URL with credentials is refused before any request is made.
 
 /**
  * The secrets in a child process's environment: values of 8 characters or more of variables

@@ -7,7 +7,19 @@
  * real work sends at once (it reads, then writes), few enough that one reply does little
  * harm. The Asks posted while working one Ask: enough to break a job into a handful of parts;
  * a job needing more is better answered with the plan, for a person or a coordinator to post.
- * Documented in README (`zz work`) and `zz work --help`.
+ * The Lanes proposed while working one Ask: the same bound, for the same reason (each is a ref
+ * that syncs to every remote and a queue someone must read). Documented in README (`zz work`)
+ * and `zz work --help`.
  */
 export const MAX_CALLS_PER_TURN = 8;
 export const MAX_POSTS_PER_ASK = 5;
+export const MAX_PROPOSALS_PER_ASK = 5;
+
+/** The writes bounded per held Ask: the tool, its bound, and what the refusal calls it. */
+export const PER_ASK_CAPS: Readonly<Record<string, { max: number; what: string }>> = {
+  ask_post: { max: MAX_POSTS_PER_ASK, what: `post at most ${MAX_POSTS_PER_ASK} Asks` },
+  lane_propose: {
+    max: MAX_PROPOSALS_PER_ASK,
+    what: `propose at most ${MAX_PROPOSALS_PER_ASK} Lanes`,
+  },
+};

@@ -3,7 +3,7 @@ import { BUILTIN_KINDS, kindEntry } from '../core/kinds.js';
 import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
-import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from './limits.js';
+import { MAX_CALLS_PER_TURN, PER_ASK_CAPS } from './limits.js';
 import type { AskView } from './types.js';
 
 // Every kind without a code-driven flow: the model gets the Ask and the tools its scope allows
@@ -104,7 +104,8 @@ export async function openLoop(
   const tools = toolsFor(scope);
   const offered = new Set(tools.map((t) => t.name));
   const messages: ChatMessage[] = [{ role: 'user', content: askPrompt(ctx.ask, scope) }];
-  const posts = { count: 0 };
+  // Writes per held Ask (limits.ts PER_ASK_CAPS), by tool.
+  const writes = new Map<string, number>();
   for (let turn = 1; turn <= maxTurns; turn++) {
     ctx.step('model', `turn ${turn}/${maxTurns}`);
     const r = await ctx.model.chat({ system: SYSTEM_PROMPT, messages, tools, signal: ctx.signal });
@@ -121,7 +122,7 @@ export async function openLoop(
       });
     }
     for (const c of run) {
-      const reply = await runCall(ctx, offered, c.name, c.arguments, c.parse_error, posts);
+      const reply = await runCall(ctx, offered, c.name, c.arguments, c.parse_error, writes);
       onTool(c.name, reply.ok, reply.detail);
       if (reply.answered) return reply.answered;
       messages.push({ role: 'tool', tool_call_id: c.id, content: reply.content });
@@ -143,14 +144,15 @@ async function runCall(
   name: string,
   args: Record<string, unknown>,
   parseError: string | undefined,
-  posts: { count: number },
+  writes: Map<string, number>,
 ): Promise<{ ok: boolean; content: string; detail?: string; answered?: FlowResult }> {
   const fail = (msg: string) => ({ ok: false, content: `error: ${msg}`, detail: msg });
   if (parseError) return fail(parseError);
   if (!offered.has(name)) return fail(`${name} is not one of your tools for this Ask`);
-  if (name === 'ask_post' && posts.count >= MAX_POSTS_PER_ASK) {
+  const cap = Object.hasOwn(PER_ASK_CAPS, name) ? PER_ASK_CAPS[name] : undefined;
+  if (cap && (writes.get(name) ?? 0) >= cap.max) {
     return fail(
-      `you may post at most ${MAX_POSTS_PER_ASK} Asks while working one Ask; ` +
+      `you may ${cap.what} while working one Ask; ` +
         `answer this one and say in the result what else needs doing`,
     );
   }
@@ -176,7 +178,7 @@ async function runCall(
   }
   try {
     // Counted before the call: one that fails in transit may still have posted.
-    if (name === 'ask_post') posts.count++;
+    if (cap) writes.set(name, (writes.get(name) ?? 0) + 1);
     const result = await ctx.call(name, args);
     return { ok: true, content: clipResult(result) };
   } catch (e) {

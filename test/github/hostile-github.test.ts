@@ -1,9 +1,16 @@
+import { execFileSync } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ladderBuild, ZzRepo } from '../../src/core/index.js';
 import { githubClient } from '../../src/core/github.js';
-import { createGitHub, fetchIssues, fetchReleases, type RateWait } from '../../src/github/index.js';
+import {
+  createGitHub,
+  fetchIssues,
+  fetchReleases,
+  MAX_BODY_CHARS,
+  type RateWait,
+} from '../../src/github/index.js';
 import { OWNER } from '../helpers/core-fixture.js';
 import { addFixture } from '../helpers/ladder-fixture.js';
 import { zzErrorOf } from '../helpers/rejection.js';
@@ -65,8 +72,68 @@ describe('a hostile GitHub', () => {
     expect(client().redact(`a ${TOKEN} b github_pat_${'A'.repeat(30)}`)).toBe(
       'a [redacted] b [redacted]',
     );
+    // A token of no GitHub shape (a proxy's), echoed percent-encoded or JSON-escaped, and a
+    // URL's userinfo: the cases the model adapters handled, now the same helper's.
+    const odd = 'proxy/Tok+en=0123456789abcdef';
+    const oddClient = createGitHub({ token: odd, baseUrl: url });
+    const echoed = `${encodeURIComponent(odd)} ${JSON.stringify(odd).slice(1, -1).replace(/\//g, '\\/')} https://u:pw@proxy.example/`;
+    expect(oddClient.redact(echoed)).toBe(
+      '[redacted] [redacted] https://[redacted]@proxy.example/',
+    );
     // Prose about tokens is left as it is.
     expect(client().redact('the token cannot see it')).toBe('the token cannot see it');
+  });
+
+  it('keeps a token echoed in a 200 body out of what it returns and stores', async () => {
+    const OTHER = 'github_pat_' + 'P'.repeat(40);
+    const echo = `curl -H "Authorization: token ${TOKEN}" ${encodeURIComponent(TOKEN)} Bearer ${'k'.repeat(24)} ${OTHER}`;
+    // A body past the 4000-character clip with the token straddling the cut.
+    const long = 'L'.repeat(MAX_BODY_CHARS - 10) + TOKEN + ' and more';
+    const item = (number: number, body: string) => ({
+      number,
+      title: `MARK-${number} ${TOKEN}`,
+      state: 'open',
+      user: { login: 'u' },
+      labels: [{ name: `label ${TOKEN}` }],
+      comments: 1,
+      created_at: '2026-01-01T00:00:00Z',
+      updated_at: '2026-01-01T00:00:00Z',
+      closed_at: null,
+      body,
+      html_url: `https://x/${number}`,
+    });
+    handler = (req, res) => {
+      const path = new URL(req.url ?? '/', url).pathname;
+      if (path.endsWith('/issues')) send(res, 200, [item(1, echo), item(2, long)]);
+      else if (path.endsWith('/pulls'))
+        send(res, 200, [{ ...item(3, echo), head: { ref: TOKEN }, base: { ref: 'main' } }]);
+      else if (path.endsWith('/comments'))
+        send(res, 200, [
+          { id: 9, user: { login: 'u' }, created_at: '', updated_at: '', body: `MARK-c ${echo}` },
+        ]);
+      else if (path.endsWith('/releases'))
+        send(res, 200, [{ tag_name: 'v1', name: TOKEN, author: null, body: `MARK-r ${echo}` }]);
+      else send(res, 200, []);
+    };
+    const issues = await fetchIssues(client(), R, {});
+    expect(issues.items.map((i) => i.title)).toEqual(['MARK-1 [redacted]', 'MARK-2 [redacted]']);
+    expect(issues.items[1]!.body).toMatch(/^L+\[redacted\]…$/);
+    await ladderBuild(repo, { actor: OWNER.actor, github: { client: client(), repo: R } });
+    // Everything the build wrote, read back from git's object store.
+    const stored = execFileSync('git', ['cat-file', '--batch-all-objects', '--batch'], {
+      cwd: dir,
+      maxBuffer: 256 << 20,
+    }).toString('latin1');
+    const releases = await fetchReleases(client(), R, {});
+    expect([releases.items[0]!.name, releases.items[0]!.body]).toEqual([
+      '[redacted]',
+      'MARK-r curl -H "Authorization: token [redacted]" [redacted] Bearer [redacted] [redacted]',
+    ]);
+    // Release notes enrich a tag's rung only; the fixture has none, so they are checked above.
+    for (const mark of ['MARK-1', 'MARK-2', 'MARK-3', 'MARK-c'])
+      expect(stored, mark).toContain(mark);
+    for (const secret of ['SSSSSSSS', 'PPPPPPPP', 'kkkkkkkk'])
+      expect(stored, secret).not.toContain(secret);
   });
 
   it('refuses a malformed answer instead of reading it as an empty list', async () => {

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { httpClient } from '../../src/cli/client.js';
 import { ZzError } from '../../src/errors.js';
-import { createModel } from '../../src/models/index.js';
 import { Claims, LaneWatcher } from '../../src/work/claims.js';
 import {
   runWorker,
@@ -21,6 +20,7 @@ import {
   demoLane,
   goodChange,
   OWNER,
+  fakeOpenAI,
   served,
   text,
   type Served,
@@ -67,10 +67,7 @@ describe('a claim whose answer is lost', () => {
       server = await fakeModelServer((req) =>
         JSON.stringify(req.body).includes('Poison') ? text('{not json') : goodChange,
       );
-      const model = createModel('openai:m', {
-        env: { OPENAI_BASE_URL: `${server.url}/v1` },
-        maxRetries: 0,
-      });
+      const model = fakeOpenAI(server);
       proxy = await cutProxy(s.daemon.url);
       const viaProxy = httpClient(proxy.url, s.repoKey, s.agentToken);
       const claimArgs: Record<string, unknown>[] = [];
@@ -145,10 +142,7 @@ describe('the Asks a worker waits on', () => {
     server = await fakeModelServer((req) =>
       JSON.stringify(req.body).includes('Poison') ? text('{not json') : goodChange,
     );
-    const model = createModel('openai:m', {
-      env: { OPENAI_BASE_URL: `${server.url}/v1` },
-      maxRetries: 0,
-    });
+    const model = fakeOpenAI(server);
     const claimArgs: Record<string, unknown>[] = [];
     const call: CallTool = (tool, args) => {
       if (tool === 'ask_claim_next') claimArgs.push(args);
@@ -324,10 +318,7 @@ describe('a daemon that predates exclude', () => {
     server = await fakeModelServer((req) =>
       JSON.stringify(req.body).includes('Poison') ? text('{not json') : goodChange,
     );
-    const model = createModel('openai:m', {
-      env: { OPENAI_BASE_URL: `${server.url}/v1` },
-      maxRetries: 0,
-    });
+    const model = fakeOpenAI(server);
     // What such a daemon's strict schema answers (the same words as today's for a field it
     // does not know), before anything is claimed.
     const refused: string[] = [];
@@ -404,10 +395,7 @@ async function setup(responder: (i: number) => FakeResponse) {
   const lane = await demoLane(s);
   const r = await s.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write NOTES.md' });
   server = await fakeModelServer((_req, i) => responder(i));
-  const model = createModel('openai:m', {
-    env: { OPENAI_BASE_URL: `${server.url}/v1` },
-    maxRetries: 0,
-  });
+  const model = fakeOpenAI(server);
   proxy = await cutProxy(s.daemon.url);
   const viaProxy = httpClient(proxy.url, s.repoKey, s.agentToken);
   const call: CallTool = (tool, args) => viaProxy.call(tool, args);

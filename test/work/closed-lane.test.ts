@@ -9,6 +9,7 @@ import {
   asksOf,
   demoLane,
   endEachTest,
+  fakeOpenAI,
   goodChange,
   served,
   text,
@@ -151,10 +152,7 @@ describe('zz work on a closed Lane', () => {
     const events: WorkEvent[] = [];
     const summary = await runWorker({
       call: s.agent,
-      model: createModel('openai:m', {
-        env: { OPENAI_BASE_URL: `${model.url}/v1` },
-        maxRetries: 0,
-      }),
+      model: fakeOpenAI(model),
       laneId: lane,
       actor: AGENT,
       idleWaitMs: 60_000, // past the test's timeout, as above

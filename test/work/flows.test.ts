@@ -1,7 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createModel } from '../../src/models/index.js';
 import { ALL_TOOLS, isWrite, registry } from '../../src/tools/index.js';
 import {
   localSandbox,
@@ -19,7 +18,7 @@ import {
   reply,
   toolCall,
 } from '../models/fake-model-server.js';
-import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
+import { AGENT, asksOf, demoLane, fakeOpenAI, served, workOnce, type Served } from './harness.js';
 
 // The open tool loop's second permission layer, --test-cmd with failures fed back, and the
 // resolve_conflict flow, each against a real daemon over HTTP and a fake model endpoint.
@@ -38,7 +37,7 @@ afterEach(async () => {
 
 async function model(respond: (req: RecordedRequest, i: number) => FakeResponse) {
   server = await fakeModelServer(respond);
-  return createModel('openai:m', { env: { OPENAI_BASE_URL: `${server.url}/v1` }, maxRetries: 0 });
+  return fakeOpenAI(server);
 }
 
 const toolNames = (r: RecordedRequest): string[] =>
@@ -116,16 +115,7 @@ describe('the open tool loop', () => {
           ])
         : reply('Done.'),
     );
-    const events: WorkEvent[] = [];
-    await runWorker({
-      call: s.agent,
-      model: m,
-      laneId: lane,
-      actor: AGENT,
-      once: true,
-      kinds: ['triage'],
-      onEvent: (e) => events.push(e),
-    });
+    const { events } = await workOnce(s, m, lane, { kinds: ['triage'] });
     // The token could do both (the agent coordinates the Lane); the model was offered neither.
     const offered = toolNames(server!.requests[0]!);
     expect(offered).toContain('commit_changeset'); // coordinator scope, as DESIGN §9 says

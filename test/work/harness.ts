@@ -1,7 +1,14 @@
 import { afterEach } from 'vitest';
 import type { Daemon } from '../../src/daemon/index.js';
 import { httpClient } from '../../src/cli/client.js';
-import type { CallTool } from '../../src/work/index.js';
+import { createModel, type Model } from '../../src/models/index.js';
+import {
+  runWorker,
+  type CallTool,
+  type WorkEvent,
+  type WorkOptions,
+  type WorkSummary,
+} from '../../src/work/index.js';
 import { startTestDaemon } from '../helpers/test-daemon.js';
 import { killAll } from '../e2e/zz-process.js';
 import type { FakeModelServer, FakeResponse } from '../models/fake-model-server.js';
@@ -95,3 +102,37 @@ export const text = (content: string): FakeResponse => ({
 export const goodChange = text(
   JSON.stringify({ message: 'Add notes', files: [{ path: 'NOTES.md', content: 'notes\n' }] }),
 );
+
+/** `openai:m` at a fake endpoint, never retried: a fault the test makes shows at once. */
+export function fakeOpenAI(server: FakeModelServer, env: Record<string, string> = {}): Model {
+  return createModel('openai:m', {
+    env: { OPENAI_BASE_URL: `${server.url}/v1`, ...env },
+    maxRetries: 0,
+  });
+}
+
+/**
+ * One worker run (`once`) of the agent on `laneId` with `model`, as `zz work --once` makes it:
+ * its summary and every event it emitted (`extra.onEvent` sees them too).
+ */
+export async function workOnce(
+  s: Served,
+  model: Model,
+  laneId: string,
+  extra: Partial<WorkOptions> = {},
+): Promise<{ summary: WorkSummary; events: WorkEvent[] }> {
+  const events: WorkEvent[] = [];
+  const summary = await runWorker({
+    call: s.agent,
+    model,
+    laneId,
+    actor: AGENT,
+    once: true,
+    ...extra,
+    onEvent: (e) => {
+      events.push(e);
+      extra.onEvent?.(e);
+    },
+  });
+  return { summary, events };
+}

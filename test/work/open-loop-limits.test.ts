@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createModel } from '../../src/models/index.js';
-import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK } from '../../src/work/limits.js';
-import { runWorker, type WorkEvent } from '../../src/work/index.js';
+import {
+  MAX_CALLS_PER_TURN,
+  MAX_POSTS_PER_ASK,
+  MAX_PROPOSALS_PER_ASK,
+} from '../../src/work/limits.js';
 import {
   fakeModelServer,
   type FakeModelServer,
@@ -10,7 +12,7 @@ import {
   reply,
   toolCall,
 } from '../models/fake-model-server.js';
-import { AGENT, asksOf, demoLane, served, type Served } from './harness.js';
+import { asksOf, demoLane, fakeOpenAI, served, workOnce, type Served } from './harness.js';
 
 // What one model reply can make the open loop do, against a real daemon over HTTP and a fake
 // model endpoint: arguments too big or too deep are answered as errors and not kept in the
@@ -39,22 +41,18 @@ async function setup() {
 
 async function work(lane: string, respond: (req: RecordedRequest, i: number) => FakeResponse) {
   server = await fakeModelServer(respond);
-  const model = createModel('openai:m', {
-    env: { OPENAI_BASE_URL: `${server.url}/v1` },
-    maxRetries: 0,
-  });
-  const events: WorkEvent[] = [];
-  const summary = await runWorker({
-    call: s!.agent,
-    model,
-    laneId: lane,
-    actor: AGENT,
-    once: true,
-    kinds: ['triage'],
-    onEvent: (e) => events.push(e),
-  });
-  return { summary, events };
+  return workOnce(s!, fakeOpenAI(server), lane, { kinds: ['triage'] });
 }
+
+/** The model's reply that answers the held Ask `complete`. */
+const answerSplit = (lane: string, askId: string) =>
+  reply('', [
+    toolCall(
+      'c',
+      'ask_answer',
+      JSON.stringify({ lane_id: lane, ask_id: askId, outcome: 'complete', result: 'split' }),
+    ),
+  ]);
 
 const toolMessages = (r: RecordedRequest) =>
   (r.body.messages as { role: string; tool_call_id?: string; content: string }[]).filter(
@@ -122,13 +120,7 @@ describe('the open loop under a hostile model', () => {
           '',
           Array.from({ length: 4 }, (_, k) => post(`b${k}`)),
         );
-      return reply('', [
-        toolCall(
-          'c',
-          'ask_answer',
-          JSON.stringify({ lane_id: lane, ask_id: askId, outcome: 'complete', result: 'split' }),
-        ),
-      ]);
+      return answerSplit(lane, askId);
     });
     expect(summary).toMatchObject({ answered: 1 });
     const second = server!.requests[1]!;
@@ -152,26 +144,42 @@ describe('the open loop under a hostile model', () => {
     );
   });
 
+  it(`proposes at most ${MAX_PROPOSALS_PER_ASK} Lanes per held Ask`, async () => {
+    const { lane, askId } = await setup();
+    const propose = (k: number) =>
+      toolCall(
+        `p${k}`,
+        'lane_propose',
+        JSON.stringify({ lane_id: `part-${k}`, title: `Part ${k}` }),
+      );
+    const { summary, events } = await work(lane, (_req, i) => {
+      // Two turns under the per-turn cap, together past the per-Ask one.
+      if (i < 2)
+        return reply(
+          '',
+          Array.from({ length: 4 }, (_, k) => propose(i * 4 + k)),
+        );
+      return answerSplit(lane, askId);
+    });
+    expect(summary).toMatchObject({ answered: 1 });
+    const refused = toolMessages(server!.requests[2]!).filter((m) =>
+      /you may propose at most \d+ Lanes while working one Ask/.test(m.content),
+    );
+    expect(refused).toHaveLength(8 - MAX_PROPOSALS_PER_ASK);
+    const lanes = (await s!.owner('lane_list', {})).lanes as { lane_id: string }[];
+    expect(lanes.filter((l) => l.lane_id.startsWith('part-'))).toHaveLength(MAX_PROPOSALS_PER_ASK);
+    const proposals = events.filter((e) => e.type === 'tool' && e.tool === 'lane_propose');
+    expect(proposals.filter((e) => (e as { ok: boolean }).ok)).toHaveLength(MAX_PROPOSALS_PER_ASK);
+  });
+
   it('keeps an API key the endpoint echoes out of the release reason in the Lane', async () => {
     const { lane, askId } = await setup();
     server = await fakeModelServer((req) => ({
       status: 400,
       body: { error: { message: `bad request from ${String(req.headers.authorization)}` } },
     }));
-    const model = createModel('openai:m', {
-      env: { OPENAI_BASE_URL: `${server.url}/v1`, OPENAI_API_KEY: 'sk-LANE-SECRET-1234' },
-      maxRetries: 0,
-    });
-    const events: WorkEvent[] = [];
-    await runWorker({
-      call: s!.agent,
-      model,
-      laneId: lane,
-      actor: AGENT,
-      once: true,
-      kinds: ['triage'],
-      onEvent: (e) => events.push(e),
-    });
+    const model = fakeOpenAI(server, { OPENAI_API_KEY: 'sk-LANE-SECRET-1234' });
+    const { events } = await workOnce(s!, model, lane, { kinds: ['triage'] });
     const history = (await s!.owner('lane_get', { lane_id: lane })).history as {
       op: string;
       ask_id: string | null;

@@ -10,7 +10,17 @@ import {
   type FakeModelServer,
   type FakeResponse,
 } from '../models/fake-model-server.js';
-import { AGENT, asksOf, demoLane, goodChange, served, text, type Served } from './harness.js';
+import {
+  AGENT,
+  asksOf,
+  demoLane,
+  fakeOpenAI,
+  goodChange,
+  served,
+  text,
+  workOnce,
+  type Served,
+} from './harness.js';
 
 // What happens when things go wrong while an Ask is held: the claim always goes back, with the
 // reason; a slow step keeps its lease; an idle worker waits on the Lane's events.
@@ -37,7 +47,7 @@ async function openai(responses: FakeResponse[] | ((i: number) => FakeResponse))
   server = await fakeModelServer(
     typeof responses === 'function' ? (_req, i) => responses(i) : responses,
   );
-  return createModel('openai:m', { env: { OPENAI_BASE_URL: `${server.url}/v1` }, maxRetries: 0 });
+  return fakeOpenAI(server);
 }
 
 describe('zz work when an Ask goes wrong', () => {
@@ -48,15 +58,7 @@ describe('zz work when an Ask goes wrong', () => {
     const script = join(dir, 'crash.mjs');
     writeFileSync(script, `process.stderr.write('segfault in the model\\n'); process.exit(2);\n`);
     chmodSync(script, 0o755);
-    const events: WorkEvent[] = [];
-    const summary = await runWorker({
-      call: s!.agent,
-      model: createModel(`exec:node ${script}`),
-      laneId: lane,
-      actor: AGENT,
-      once: true,
-      onEvent: (e) => events.push(e),
-    });
+    const { summary, events } = await workOnce(s!, createModel(`exec:node ${script}`), lane);
     expect(summary).toMatchObject({ asks: 1, answered: 0, released: 1 });
     const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
     expect(ask).toMatchObject({ state: 'open', holder: null, answer: null });
@@ -67,15 +69,7 @@ describe('zz work when an Ask goes wrong', () => {
   it('gives invalid structured output one repair round, then releases with the reason', async () => {
     const { lane, askId } = await laneWithWork();
     const model = await openai([text('Sure! Here is the change.'), text('{"message": 5}')]);
-    const events: WorkEvent[] = [];
-    await runWorker({
-      call: s!.agent,
-      model,
-      laneId: lane,
-      actor: AGENT,
-      once: true,
-      onEvent: (e) => events.push(e),
-    });
+    const { events } = await workOnce(s!, model, lane);
     expect(server!.requests).toHaveLength(2);
     const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
     expect(ask.state).toBe('open');
@@ -248,10 +242,7 @@ describe('zz work when an Ask goes wrong', () => {
     server = await fakeModelServer((req) =>
       JSON.stringify(req.body).includes('Poison') ? text('{not json') : goodChange,
     );
-    const model = createModel('openai:m', {
-      env: { OPENAI_BASE_URL: `${server.url}/v1` },
-      maxRetries: 0,
-    });
+    const model = fakeOpenAI(server);
     const stop = new AbortController();
     const answered: string[] = [];
     const claimed: string[] = [];
@@ -280,15 +271,7 @@ describe('zz work when an Ask goes wrong', () => {
   it('--once with nothing claimable says so and returns', async () => {
     s = await served();
     const lane = await demoLane(s);
-    const events: WorkEvent[] = [];
-    const summary = await runWorker({
-      call: s.agent,
-      model: createModel('exec:true'),
-      laneId: lane,
-      actor: AGENT,
-      once: true,
-      onEvent: (e) => events.push(e),
-    });
+    const { summary, events } = await workOnce(s, createModel('exec:true'), lane);
     expect(summary.asks).toBe(0);
     expect(events.map((e) => e.type)).toEqual(['start', 'idle', 'done']);
   });

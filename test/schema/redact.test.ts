@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import {
+  redactAndCut,
+  redactCutEnd,
+  redactCutStart,
+  redactSecrets,
+} from '../../src/schema/redact.js';
+
+// The one redaction helper models/ and github/ share: every case either of them handled
+// before they shared it, for both.
+
+const KEY = 'sk-test/AbC+dEf=0123456789abcdefghijklmnopqrstuv';
+const GHP = 'ghp_' + 'S'.repeat(36);
+
+describe('redactSecrets', () => {
+  it('takes a known secret out as is, percent-encoded and JSON-escaped', () => {
+    const forms = [KEY, encodeURIComponent(KEY), JSON.stringify(KEY).slice(1, -1)];
+    forms.push(forms[2]!.replace(/\//g, '\\/'));
+    for (const f of forms) expect(redactSecrets(`a ${f} b`, [KEY])).toBe('a [redacted] b');
+    // Too short to take out without garbling the text: left.
+    expect(redactSecrets('a b c', ['a'])).toBe('a b c');
+  });
+
+  it("takes out credentials by shape, whoever's they are", () => {
+    const pat = `github_pat_${'A'.repeat(30)}`;
+    expect(redactSecrets(`a ${GHP} b ${pat} c gho_${'x'.repeat(20)}`)).toBe(
+      'a [redacted] b [redacted] c [redacted]',
+    );
+    expect(redactSecrets(`Authorization: token ${'t'.repeat(40)}`)).toBe(
+      'Authorization: token [redacted]',
+    );
+    expect(redactSecrets('from Bearer sk-LANE-1234, then')).toBe('from Bearer [redacted], then');
+    expect(redactSecrets(`Bearer ${'x'.repeat(30)}`)).toBe('Bearer [redacted]');
+    expect(redactSecrets('Bearer abc.def.ghi')).toBe('Bearer [redacted]');
+    expect(redactSecrets('https://bob:hunter2@example.com/x')).toBe(
+      'https://[redacted]@example.com/x',
+    );
+  });
+
+  it('leaves prose about tokens and bearers alone', () => {
+    for (const t of [
+      'the token cannot see it',
+      'the bearer of bad news',
+      'Bearer bonds.',
+      '// TODO @alice',
+    ])
+      expect(redactSecrets(t)).toBe(t);
+  });
+});
+
+describe('the backstops for a cut', () => {
+  it('takes a secret split by a cut off its end, or its start', () => {
+    expect(redactCutEnd(`abc ${KEY.slice(0, 12)}`, [KEY])).toBe('abc [redacted]');
+    expect(redactCutEnd(`abc ${KEY.slice(0, 5)}`, [KEY])).toBe(`abc ${KEY.slice(0, 5)}`);
+    expect(redactCutEnd(`abc ${GHP.slice(0, 9)}`)).toBe('abc [redacted]');
+    expect(redactCutEnd('abc Bearer sk-1')).toBe('abc [redacted]');
+    expect(redactCutEnd('the bearer of')).toBe('the bearer of');
+    expect(redactCutStart(`${KEY.slice(-12)} abc`, [KEY])).toBe('[redacted] abc');
+    expect(redactCutStart(`${KEY.slice(-5)} abc`, [KEY])).toBe(`${KEY.slice(-5)} abc`);
+  });
+
+  it('redacts before it cuts', () => {
+    const text = `${'x'.repeat(20)} ${KEY} tail`;
+    expect(redactAndCut(text, 25, [KEY])).toBe(`${'x'.repeat(20)} [red…`);
+    expect(redactAndCut(`${'x'.repeat(20)} ${KEY.slice(0, 30)}`, 40, [KEY])).toBe(
+      `${'x'.repeat(20)} [redacted]…`,
+    );
+    expect(redactAndCut('short', 25, [KEY])).toBe('short');
+  });
+});

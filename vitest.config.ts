@@ -1,8 +1,10 @@
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { SHARED_PROCESS } from './test/setup/shared-process.js';
 
 // The slowest test files (wall time of full runs on the shared 2-core machine on 2 December
-// 2026 under load, checked against each file's CPU seconds from ZZ_TEST_CPU the same day),
+// 2026 under load, checked against each file's CPU seconds from ZZ_TEST_CPU the same day; the
+// sync, signals and MCP files of 13-32 s of CPU added from ZZ_TEST_CPU on 3 December),
 // slowest first. Two workers take files from one queue: a long
 // file picked up last leaves the other worker idle for most of its run. Vitest orders by the
 // durations it cached on an earlier run, and on a fresh clone (CI) by file size, which puts
@@ -11,17 +13,28 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const SLOW_FIRST = [
   'test/e2e/identity.test.ts',
   'test/e2e/zz.e2e.test.ts',
+  'test/sync/project-identity.test.ts',
   'test/work/cli.test.ts',
   'test/web/views.test.ts',
   'test/e2e/hooks.test.ts',
   'test/git/history.test.ts',
+  'test/sync/hostile-history.test.ts',
+  'test/sync/hostile-names.test.ts',
   'test/git/pack-writer.test.ts',
+  'test/sync/hostile-refs.test.ts',
+  'test/sync/adopt-validated.test.ts',
   'test/web/dashboard.test.ts',
   'test/store/crash.test.ts',
   'test/sync/git-orders.test.ts',
+  'test/e2e/signals.test.ts',
+  'test/sync/ladder-fold.test.ts',
+  'test/sync/fold-refusals.test.ts',
   'test/core/properties.test.ts',
   'test/daemon/daemon.test.ts',
   'test/git/sandbox.test.ts',
+  'test/mcp/mcp-backpressure.test.ts',
+  'test/sync/fold-caps.test.ts',
+  'test/e2e/fast-path-lost-answer.test.ts',
   'test/store/interop.test.ts',
   'test/e2e/fast-path.test.ts',
   'test/search/ladder-index.test.ts',
@@ -53,7 +66,6 @@ class SlowFirstSequencer extends BaseSequencer {
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Removes the temporary repos and homes the test helpers made (test/helpers/temp-dirs.ts).
     // cpu-usage.ts measures only when ZZ_TEST_CPU names a file.
     setupFiles: ['test/setup/cpu-usage.ts', 'test/setup/remove-temp-dirs.ts'],
@@ -72,5 +84,12 @@ export default defineConfig({
     // A 2-core machine: more workers only fight over the disk and fsync.
     maxWorkers: 2,
     sequence: { sequencer: SlowFirstSequencer },
+    projects: [
+      { extends: true, test: { name: 'shared', include: SHARED_PROCESS, isolate: false } },
+      {
+        extends: true,
+        test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: SHARED_PROCESS },
+      },
+    ],
   },
 });

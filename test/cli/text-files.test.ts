@@ -1,30 +1,30 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo } from '../helpers/temp-repo.js';
+import { ensureBuilt, ZZ_MAIN } from '../e2e/zz-process.js';
 
 // Long text from a file: `--body-file PATH` (`-` for stdin) beside `--body`, and the same for
 // every field the tool schemas mark as long text (answers' --result, Lane descriptions, commit
 // messages). A 1 MB `--body` never reached zz: the kernel refuses the command line (E2BIG).
 
-const MAIN = join(process.cwd(), 'src/cli/main.ts');
-const TSX = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
 const { dir, cleanup } = makeRepo();
 const files = tempDir('zz-text-files-');
 const env = cliEnv();
 afterAll(() => cleanup());
 beforeAll(async () => {
+  ensureBuilt();
   expect((await zz(dir, env, 'init')).code).toBe(0);
 });
 
-/** The real CLI in a process of its own, `input` on its stdin. */
+/** The built CLI in a process of its own, `input` on its stdin (not the sources through tsx:
+ * ~1 s of CPU a start against ~2.3 s, which at CI's load took three starts past the bound). */
 function zzProcess(input: string, ...args: string[]) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], { cwd: dir, env });
+    const child = spawn(process.execPath, [ZZ_MAIN, ...args], { cwd: dir, env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));

@@ -92,6 +92,9 @@ export function json(
   return new TextAnswer(status, all, text);
 }
 
+const withCookies = (a: TextAnswer, setCookies: string[]): TextAnswer =>
+  setCookies.length ? new TextAnswer(a.status, a.headers, a.text, setCookies) : a;
+
 /** What a request did, for its log line. */
 interface Trace {
   repo: string | null;
@@ -382,10 +385,13 @@ export function createApp(opts: AppOptions): App {
       if (e.code === 'payload_too_large') headers.connection = 'close';
       const body: Record<string, unknown> = { error: e.message, code: e.code };
       if (e.details !== undefined && e.code !== 'method_not_allowed') body.details = e.details;
+      // A refusal may expire cookies (web/dashboard.ts: two session cookies in one request).
+      const cookies = (e as { setCookies?: unknown }).setCookies;
+      const setCookies = Array.isArray(cookies) ? cookies.map(String) : [];
       try {
-        return json(status, body, headers);
+        return withCookies(json(status, body, headers), setCookies);
       } catch {
-        return json(status, { error: e.message, code: e.code }, headers);
+        return withCookies(json(status, { error: e.message, code: e.code }, headers), setCookies);
       }
     }
     log(

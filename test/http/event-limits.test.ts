@@ -17,7 +17,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function daemon(daemon: Parameters<typeof startWebDaemon>[0]['daemon']): Promise<WebDaemon> {
+async function daemon(
+  daemon: NonNullable<Parameters<typeof startWebDaemon>[0]>['daemon'],
+): Promise<WebDaemon> {
   const w = await startWebDaemon({ daemon });
   cleanups.push(() => w.close());
   return w;

@@ -1,7 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { sh } from '../helpers/temp-repo.js';
 import { OWNER, startWebDaemon, useDashboardBrowser, type WebDaemon } from './harness.js';
+import { seedLane } from './seed.js';
 
 // What another page (another server on this host, or a link someone sent) can do to a signed-in
 // dashboard, in Chromium: shadow its session cookie from another port, sign it in as someone
@@ -83,5 +85,71 @@ describe('hostile pages against the dashboard', () => {
       await expect.poll(() => page.locator('main').textContent()).toContain('Nothing here');
     }
     expect(page.errors).toEqual([]);
+  });
+});
+
+describe("an Ask's diff after another Ask's", () => {
+  it('a failed load leaves no error behind; a late answer is not shown under the next Ask', async () => {
+    const w = await daemon();
+    const seeded = await seedLane(w);
+    // A second Ask with a changeset of its own.
+    const other = (
+      (await w.call(seeded.owner, 'ask_post', {
+        lane_id: 'web',
+        kind: 'work',
+        title: 'Other',
+      })) as {
+        ask: { ask_id: string };
+      }
+    ).ask.ask_id;
+    await w.call(seeded.agent, 'ask_claim', { lane_id: 'web', ask_id: other });
+    await w.call(seeded.agent, 'ask_answer', {
+      lane_id: 'web',
+      ask_id: other,
+      outcome: 'complete',
+      result: 'done',
+      changeset: {
+        base: sh(w.dir, 'rev-parse', 'HEAD'),
+        message: 'other',
+        files: [{ path: 'src/other.js', content: 'export const other = 1;\n' }],
+      },
+    });
+    const page = await signedIn(w, seeded.owner);
+    // The fix's diff fails the first time it is asked for, and answers late the second time.
+    let diffs = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route('**/tools/git_diff', async (route) => {
+      const n = ++diffs;
+      if (n === 1)
+        return route.fulfill({
+          status: 422,
+          contentType: 'application/json',
+          body: JSON.stringify({
+            error: 'the changeset could not be read',
+            code: 'entity_corrupt',
+          }),
+        });
+      if (n === 3) await held;
+      return route.continue();
+    });
+    await page.goto(`${w.url}/#/ask/web/${seeded.ids.fix}`);
+    await expect
+      .poll(() => page.locator('.error').first().textContent())
+      .toContain('could not be read');
+    await page.goto(`${w.url}/#/ask/web/${other}`);
+    await page.locator('.diff-file').first().waitFor();
+    expect(await page.locator('.error').count()).toBe(0);
+    // Back to the fix (its diff held), then on to the other Ask before it lands.
+    await page.goto(`${w.url}/#/ask/web/${seeded.ids.fix}`);
+    await expect.poll(() => diffs).toBe(3);
+    await page.goto(`${w.url}/#/ask/web/${other}`);
+    await expect.poll(() => page.locator('section.ask h2').textContent()).toContain('Other');
+    await page.locator('.diff-file').first().waitFor();
+    release();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await page.locator('.diff-file summary').allTextContents()).toEqual([
+      'src/other.js added',
+    ]);
   });
 });

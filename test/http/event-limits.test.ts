@@ -4,7 +4,7 @@ import { OWNER, startWebDaemon, type WebDaemon } from '../web/harness.js';
 
 // laneEvents counted where every caller (the event streams, the lane_events tool) reaches it.
 vi.mock('../../src/core/index.js', async (original) => {
-  const mod = await original<typeof import('../../src/core/index.js')>();
+  const mod = await original<typeof core>();
   return { ...mod, laneEvents: vi.fn(mod.laneEvents) };
 });
 

@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   unsafe_content: { status: 422, exit: 2, mcp: 'fixable' },
   local_only: { status: 400, exit: 2, mcp: 'fixable' },
   unavailable: { status: 503, exit: 7, mcp: 'shown' },
+  /** A per-caller or daemon-wide bound is reached (open event streams, dashboard sessions). */
+  too_many_requests: { status: 429, exit: 7, mcp: 'shown' },
   /** The repository (or a local zz file) cannot be written: read-only file system or no permission. */
   read_only: { status: 503, exit: 7, mcp: 'shown' },
   /** The disk (or the user's quota) is full. */

@@ -30,6 +30,9 @@ export interface DaemonOptions {
   mcpHandler?: RepoHandler | null;
   services?: Omit<ToolServices, 'repos'>;
   heartbeatMs?: number;
+  /** Open event streams per actor and in total (http/app.ts has the defaults). */
+  maxStreamsPerActor?: number;
+  maxStreams?: number;
   /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
   cacheDir?: string;
   /** Background `git gc --auto`: commits between runs, and the slow timer (see maintenance.ts). */
@@ -127,6 +130,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
           ...(mcpHandler ? { mcpHandler } : {}),
           ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
+          ...(opts.maxStreamsPerActor ? { maxStreamsPerActor: opts.maxStreamsPerActor } : {}),
+          ...(opts.maxStreams ? { maxStreams: opts.maxStreams } : {}),
           pageHandler: web.handle,
           sessionCaller: web.sessionCaller,
         });

@@ -59,6 +59,9 @@ export interface AppOptions {
   /** Extra services for tools (e.g. search); `repos` is always filled in. */
   services?: ToolServices;
   heartbeatMs?: number;
+  /** Open event streams per actor (default 32) and in total (default 512); past them, a 429. */
+  maxStreamsPerActor?: number;
+  maxStreams?: number;
 }
 
 export interface App {
@@ -91,6 +94,9 @@ export function json(
   const all = headers === NO_HEADERS ? JSON_HEADERS : { ...JSON_HEADERS, ...headers };
   return new TextAnswer(status, all, text);
 }
+
+const withCookies = (a: TextAnswer, setCookies: string[]): TextAnswer =>
+  setCookies.length ? new TextAnswer(a.status, a.headers, a.text, setCookies) : a;
 
 /** What a request did, for its log line. */
 interface Trace {
@@ -134,6 +140,10 @@ export function createApp(opts: AppOptions): App {
     repos,
   };
   const streams = new Set<() => void>();
+  /** Open event streams per actor: one token must not hold the daemon's every stream. */
+  const streamsOf = new Map<string, number>();
+  const maxStreamsPerActor = opts.maxStreamsPerActor ?? 32;
+  const maxStreams = opts.maxStreams ?? 512;
   let toolList: string | null = null;
   let active = 0;
   let idle: (() => void) | null = null;
@@ -254,11 +264,28 @@ export function createApp(opts: AppOptions): App {
       throw new ZzError('unauthorized', 'the event stream needs a bearer token (run `zz login`)');
     const cursor = req.headers.get('last-event-id') ?? url.searchParams.get('cursor');
     if (cursor !== null) decodePositions(cursor);
+    const held = streamsOf.get(caller.actor) ?? 0;
+    if (held >= maxStreamsPerActor)
+      throw new ZzError(
+        'too_many_requests',
+        `${caller.actor} already has ${held} event streams open, the most one actor may; close one (or share one stream between views) and retry`,
+      );
+    if (streams.size >= maxStreams)
+      throw new ZzError(
+        'too_many_requests',
+        `this daemon already serves ${streams.size} event streams, the most it keeps open; retry later`,
+      );
+    streamsOf.set(caller.actor, held + 1);
     const stream = openEventStream(repo, caller, {
       cursor,
       heartbeatMs: opts.heartbeatMs ?? 15_000,
       onError: (e) => log(`${new Date().toISOString()} events ${repo.key}: ${stackOf(e)}`),
-      onClose: () => streams.delete(stream.close),
+      onClose: () => {
+        streams.delete(stream.close);
+        const n = (streamsOf.get(caller.actor) ?? 1) - 1;
+        if (n > 0) streamsOf.set(caller.actor, n);
+        else streamsOf.delete(caller.actor);
+      },
       // Revoking a token (or the dashboard session it opened) ends its open streams too.
       stillAuthorized: () =>
         authenticate(req, repo, { repo: null, tool: null, actor: null }).then(
@@ -382,10 +409,13 @@ export function createApp(opts: AppOptions): App {
       if (e.code === 'payload_too_large') headers.connection = 'close';
       const body: Record<string, unknown> = { error: e.message, code: e.code };
       if (e.details !== undefined && e.code !== 'method_not_allowed') body.details = e.details;
+      // A refusal may expire cookies (web/dashboard.ts: two session cookies in one request).
+      const cookies = (e as { setCookies?: unknown }).setCookies;
+      const setCookies = Array.isArray(cookies) ? cookies.map(String) : [];
       try {
-        return json(status, body, headers);
+        return withCookies(json(status, body, headers), setCookies);
       } catch {
-        return json(status, { error: e.message, code: e.code }, headers);
+        return withCookies(json(status, { error: e.message, code: e.code }, headers), setCookies);
       }
     }
     log(

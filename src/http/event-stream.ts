@@ -49,6 +49,59 @@ export function decodePositions(cursor: string): Positions {
   }
 }
 
+type Page = Awaited<ReturnType<typeof laneEvents>>;
+
+/**
+ * One lane_events pull per cursor per commit for every stream of a repository. Streams that
+ * are caught up all sit at the same cursor, so a Lane commit used to cost one pull per stream
+ * (400 streams: 400 reads of the Lane's log a commit). A pull's answer depends only on the
+ * cursor and the refs (not on the caller, whose right to read each stream checks on its own),
+ * so the first stream to ask pulls and the rest share its answer until the next commit.
+ */
+interface SharedPulls {
+  pages: Map<string, Promise<Page>>;
+  users: number;
+  off: () => void;
+}
+const sharedPulls = new WeakMap<ZzRepo, SharedPulls>();
+
+function joinShared(repo: ZzRepo): {
+  pull: (cursor: string, caller: Caller) => Promise<Page>;
+  leave: () => void;
+} {
+  let shared = sharedPulls.get(repo);
+  if (!shared) {
+    const made: SharedPulls = { pages: new Map(), users: 0, off: () => {} };
+    // Any commit may change any answer: forget them all (listeners run in order of
+    // subscription, this one before the streams', whose pulls start later anyway).
+    made.off = repo.onCommit(() => made.pages.clear());
+    sharedPulls.set(repo, (shared = made));
+  }
+  const s = shared;
+  s.users++;
+  let left = false;
+  return {
+    pull(cursor, caller) {
+      let page = s.pages.get(cursor);
+      if (!page) {
+        const pages = s.pages;
+        page = laneEvents(repo, caller, { cursor, limit: 1000 });
+        pages.set(cursor, page);
+        // A failure is not shared with streams that ask later.
+        page.catch(() => pages.get(cursor) === page && pages.delete(cursor));
+      }
+      return page;
+    },
+    leave() {
+      if (left) return;
+      left = true;
+      if (--s.users > 0) return;
+      s.off();
+      sharedPulls.delete(repo);
+    },
+  };
+}
+
 const laneOf = (ref: string): string | null =>
   ref.startsWith(LANES_PREFIX) ? ref.slice(LANES_PREFIX.length) : null;
 
@@ -65,6 +118,7 @@ export function openEventStream(
   let cursor: string | null = opts.cursor;
   /** Pulls run one after another: each starts from the cursor the previous one left. */
   let chain: Promise<void> = Promise.resolve();
+  const shared = joinShared(repo);
 
   const write = (s: string) => {
     if (closed) return;
@@ -94,7 +148,7 @@ export function openEventStream(
     if (cursor === null) cursor = await headCursor(repo);
     for (;;) {
       if (closed) return;
-      const page = await laneEvents(repo, caller, { cursor, limit: 1000 });
+      const page = await shared.pull(cursor, caller);
       if (page.events.length === 0) {
         cursor = page.next_cursor;
         return;
@@ -148,7 +202,9 @@ export function openEventStream(
     schedule();
   });
   const offHealth = watchHealth(repo, () => inLine(() => write('event: health\ndata: {}\n\n')));
-  const heartbeat = setInterval(() => write(': ping\n\n'), opts.heartbeatMs);
+  // The ping re-checks the caller too: a revoked token's stream ends within a heartbeat even
+  // when nothing is committed.
+  const heartbeat = setInterval(() => inLine(() => write(': ping\n\n')), opts.heartbeatMs);
   heartbeat.unref();
 
   function close(): void {
@@ -156,6 +212,7 @@ export function openEventStream(
     closed = true;
     off();
     offHealth();
+    shared.leave();
     clearInterval(heartbeat);
     opts.onClose?.();
     try {

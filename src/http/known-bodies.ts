@@ -129,10 +129,14 @@ export class TextAnswer {
     /** Lower-case names. */
     readonly headers: Readonly<Record<string, string>>,
     readonly text: string,
+    /** Set-Cookie lines, each sent as a header of its own (a record holds one per name). */
+    readonly setCookies: readonly string[] = [],
   ) {}
 
   toResponse(): Response {
-    return new Response(this.text, { status: this.status, headers: this.headers });
+    const headers = new Headers(this.headers);
+    for (const c of this.setCookies) headers.append('set-cookie', c);
+    return new Response(this.text, { status: this.status, headers });
   }
 }
 

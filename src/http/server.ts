@@ -332,6 +332,7 @@ async function writeResponse(
       if (name !== 'connection' || req.complete) head.push(name, value);
     }
     if (!req.complete) head.push('connection', 'close');
+    for (const c of response.setCookies) head.push('set-cookie', c);
     // Written as the string: node:http sends it with the headers in one write, converted
     // outside the JS heap. A Buffer.from(text) first was the largest allocation of the daemon
     // under the storm (9% of sampled bytes: a 35 KB lane_get page a read) and its writev two
@@ -342,7 +343,12 @@ async function writeResponse(
     return;
   }
   res.statusCode = response.status;
-  response.headers.forEach((value, key) => res.setHeader(key, value));
+  response.headers.forEach((value, key) => {
+    if (key !== 'set-cookie') res.setHeader(key, value);
+  });
+  // Each Set-Cookie on a line of its own (setHeader per value would keep only the last).
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length) res.setHeader('set-cookie', cookies);
   if (!req.complete) res.setHeader('connection', 'close');
   if (!response.body) {
     res.end();

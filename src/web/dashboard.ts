@@ -78,14 +78,43 @@ async function readSmallJson(req: Request): Promise<Record<string, unknown>> {
   return v as Record<string, unknown>;
 }
 
+/**
+ * The value of this daemon's session cookie, or null without one. Cookies are not isolated by
+ * port: any server on this host (another user's too) can set a cookie of our name, say with
+ * `Path=/api` so the browser sends it first, and make our page act as a session it chose. Two
+ * of our cookies in one request are therefore refused, never picked between; the refusal
+ * expires the name at every path above the request so that signing in again starts clean.
+ */
 function cookieValue(req: Request, name: string): string | null {
   const header = req.headers.get('cookie');
   if (!header) return null;
+  const found: string[] = [];
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+    if (eq > 0 && part.slice(0, eq).trim() === name) found.push(part.slice(eq + 1).trim());
   }
-  return null;
+  if (found.length > 1) throw new DuplicateCookie(name, new URL(req.url).pathname);
+  return found[0] ?? null;
+}
+
+class DuplicateCookie extends ZzError {
+  constructor(name: string, path: string) {
+    super(
+      'unauthorized',
+      'signed out: this request carried two dashboard session cookies for this daemon (another server on this host may have set one); run `zz dashboard` to sign in again',
+      { cookie_paths_cleared: clearedPaths(path) },
+    );
+    this.setCookies = clearedPaths(path).map(
+      (p) => `${name}=; Path=${p}; HttpOnly; SameSite=Strict; Max-Age=0`,
+    );
+  }
+  readonly setCookies: string[];
+}
+
+/** "/", "/api", "/api/repos", ... up to the request's path (at most 8 levels). */
+function clearedPaths(path: string): string[] {
+  const parts = path.split('/').filter(Boolean).slice(0, 8);
+  return ['/', ...parts.map((_, i) => `/${parts.slice(0, i + 1).join('/')}`)];
 }
 
 const sameOrigin = (req: Request): boolean =>
@@ -136,9 +165,34 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
   async function session(req: Request): Promise<Response> {
     only(req, 'GET', 'POST', 'DELETE');
     requireSameOrigin(req);
-    const current = cookieValue(req, cookieName);
     if (req.method === 'POST') {
-      const { code } = await readSmallJson(req);
+      // A shadowing cookie must not stop the way out of it: signing in ends neither session
+      // (we cannot tell ours) and expires the name at the paths it may sit on.
+      let current: string | null = null;
+      let cleared: string[] = [];
+      try {
+        current = cookieValue(req, cookieName);
+      } catch (e) {
+        if (!(e instanceof DuplicateCookie)) throw e;
+        cleared = e.setCookies.filter((c) => !c.includes('Path=/;'));
+      }
+      const { code, switch: switching } = await readSmallJson(req);
+      // Login CSRF: any page can send the browser to /#code=<a code its author minted>. A
+      // page already signed in as someone else must ask its person before switching; this
+      // refusal (the code still unused) tells it whom the code signs in as.
+      const offered = typeof code === 'string' ? store.peek(code) : null;
+      const mine = current ? await store.lookup(current) : null;
+      if (
+        offered &&
+        mine &&
+        switching !== true &&
+        (mine.actor !== offered.actor || mine.repo !== offered.repo)
+      )
+        throw new ZzError(
+          'conflict',
+          `this link signs in as ${offered.actor}, but this browser is signed in as ${mine.actor}; confirm to switch`,
+          { signed_in_as: mine, code_signs_in_as: offered },
+        );
       const opened = typeof code === 'string' ? await store.redeem(code) : null;
       if (!opened)
         throw new ZzError(
@@ -147,8 +201,11 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
         );
       if (current) await store.end(current);
       const maxAge = Math.floor((Date.parse(opened.session.expires_at) - Date.now()) / 1000);
-      return json(200, opened.session, { 'set-cookie': setCookie(opened.secret, maxAge) });
+      const res = json(200, opened.session, { 'set-cookie': setCookie(opened.secret, maxAge) });
+      for (const c of cleared) res.headers.append('set-cookie', c);
+      return res;
     }
+    const current = cookieValue(req, cookieName);
     if (req.method === 'DELETE') {
       if (current) await store.end(current);
       return json(200, { ended: true }, { 'set-cookie': setCookie('', 0) });

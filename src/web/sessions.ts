@@ -2,13 +2,17 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { ZzError } from '../errors.js';
 import { writeJsonAtomic } from '../local/index.js';
 
 // Dashboard logins. `zz dashboard` (holding a bearer token) asks for a one-time code; the page
 // trades the code for a session whose secret lives only in an HttpOnly cookie. Codes are kept
 // in memory for a minute and work once. Sessions are stored as SHA-256 hashes (like tokens) in
 // <git common dir>/zz/dashboard-sessions.json, so an open page survives a daemon restart; the
-// file holds nothing a thief could replay. Both are bounded: the oldest entries are dropped.
+// file holds nothing a thief could replay. Both are bounded per actor and in total. Per actor,
+// a new one drops that actor's own oldest (a member cannot sign anyone else out); the total
+// bound never drops another actor's live entry: a new one is refused instead, with a message
+// saying so (one member minting codes or sessions in a loop fills only their own share).
 
 export interface Session {
   actor: string;
@@ -35,8 +39,14 @@ export interface SessionStoreOptions {
   clock?: () => Date;
   codeTtlMs?: number;
   sessionTtlMs?: number;
+  /** Live login codes in total (default 100); past it new codes are refused. */
   maxCodes?: number;
+  /** Live login codes per actor (default 5); a new one drops that actor's oldest. */
+  maxCodesPerActor?: number;
+  /** Live sessions in total (default 200); past it new sessions are refused. */
   maxSessions?: number;
+  /** Live sessions per actor (default 10); a new one ends that actor's oldest. */
+  maxSessionsPerActor?: number;
   log?: (line: string) => void;
 }
 
@@ -67,12 +77,28 @@ export class SessionStore {
   issueCode(actor: string, repo: string): { code: string; expires_at: string } {
     const now = this.clock().getTime();
     for (const [h, c] of this.codes) if (c.expires <= now) this.codes.delete(h);
+    // Map order is insertion order: the first of an actor's codes is their oldest.
+    const own = [...this.codes].filter(([, c]) => c.actor === actor);
+    const perActor = this.opts.maxCodesPerActor ?? 5;
+    for (const [h] of own.slice(0, Math.max(0, own.length - perActor + 1))) this.codes.delete(h);
     const max = this.opts.maxCodes ?? 100;
-    while (this.codes.size >= max) this.codes.delete(this.codes.keys().next().value!);
+    if (this.codes.size >= max)
+      throw new ZzError(
+        'too_many_requests',
+        `${max} dashboard login codes are waiting to be used; try again within a minute`,
+      );
     const code = newSecret();
     const expires = now + (this.opts.codeTtlMs ?? CODE_TTL_MS);
     this.codes.set(hashOf(code), { actor, repo, expires });
     return { code, expires_at: new Date(expires).toISOString() };
+  }
+
+  /** Who a live code signs in as, without using it up; null when unknown or expired. */
+  peek(code: string): { actor: string; repo: string } | null {
+    if (!SECRET.test(code)) return null;
+    const found = this.codes.get(hashOf(code));
+    if (!found || found.expires <= this.clock().getTime()) return null;
+    return { actor: found.actor, repo: found.repo };
   }
 
   /** Consumes a code (whatever the outcome, it cannot be used again) and opens a session. */
@@ -93,8 +119,17 @@ export class SessionStore {
       ).toISOString(),
     };
     await this.mutate((list) => {
+      // The list is in order of creation: an actor's first sessions are their oldest.
+      const perActor = this.opts.maxSessionsPerActor ?? 10;
+      const own = list.filter((s) => s.actor === found.actor);
+      const drop = new Set(own.slice(0, Math.max(0, own.length - perActor + 1)));
+      const kept = list.filter((s) => !drop.has(s));
       const max = this.opts.maxSessions ?? 200;
-      const kept = list.slice(Math.max(0, list.length - max + 1));
+      if (kept.length >= max)
+        throw new ZzError(
+          'too_many_requests',
+          `the dashboard has ${max} open sessions, the most it keeps; sign out of one (or wait for one to expire) and try again`,
+        );
       return [...kept, { ...session, hash: hashOf(secret) }];
     });
     return { secret, session };

@@ -2,11 +2,19 @@
 // the HttpOnly session cookie (the page never sees a token). Errors keep the API's own words.
 
 export class ApiError extends Error {
-  constructor(message, code, status) {
+  constructor(message, code, status, details) {
     super(message);
     this.code = code;
     this.status = status;
+    this.details = details;
   }
+}
+
+const signedOut = new Set();
+/** Calls f(error) when a call is refused as not signed in; returns the unsubscribe. */
+export function onSignedOut(f) {
+  signedOut.add(f);
+  return () => signedOut.delete(f);
 }
 
 let repoKey = null;
@@ -21,8 +29,17 @@ async function send(path, init = {}) {
     throw new ApiError('cannot reach the zz daemon (is `zz serve` running?)', 'unavailable', 0);
   }
   const body = await res.json().catch(() => null);
-  if (!res.ok)
-    throw new ApiError(body?.error ?? `HTTP ${res.status}`, body?.code ?? 'internal', res.status);
+  if (!res.ok) {
+    const err = new ApiError(
+      body?.error ?? `HTTP ${res.status}`,
+      body?.code ?? 'internal',
+      res.status,
+      body?.details,
+    );
+    // The session ended under the page (revoked, expired, or refused: two session cookies).
+    if (res.status === 401 && !path.startsWith('/auth/')) for (const f of signedOut) f(err);
+    throw err;
+  }
   return body;
 }
 
@@ -84,7 +101,9 @@ export function coalesced(read) {
 }
 
 export const getSession = () => send('/auth/session');
-export const redeemCode = (code) => postJson('/auth/session', { code });
+/** Trades a login code for a session; `switching` confirms replacing another actor's. */
+export const redeemCode = (code, switching = false) =>
+  postJson('/auth/session', { code, ...(switching ? { switch: true } : {}) });
 export const endSession = () => send('/auth/session', { method: 'DELETE' });
 
 let toolNames = null;

@@ -2,7 +2,16 @@
 // cookie, then wiping the fragment), hash routes, the Lane list and the live-stream status.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { call, callAll, coalesced, endSession, getSession, redeemCode, setRepo } from './api.js';
+import {
+  call,
+  callAll,
+  coalesced,
+  endSession,
+  getSession,
+  onSignedOut,
+  redeemCode,
+  setRepo,
+} from './api.js';
 import { AgentsView } from './agents.js';
 import { AskView } from './ask.js';
 import { Board } from './board.js';
@@ -12,7 +21,13 @@ import { connect, onCommit, onHealth, onStatus } from './live.js';
 import { ErrorBox, html, Plain } from './ui.js';
 
 function parseRoute(hash) {
-  const parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  let parts;
+  try {
+    parts = hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  } catch {
+    // A malformed escape (#/lane/%E0): nothing it could name exists.
+    return { view: 'notfound' };
+  }
   if (parts[0] === 'lane' && parts[1]) return { view: 'lane', laneId: parts[1] };
   if (parts[0] === 'ask' && parts[1] && parts[2])
     return { view: 'ask', laneId: parts[1], askId: parts[2] };
@@ -110,7 +125,17 @@ function Shell({ session }) {
             'Signed out: this dashboard session has ended (its tokens were revoked or it expired); run `zz dashboard` to sign in again.',
         });
     });
-    return () => (off(), offHealth(), offStatus(), clearTimeout(timer), clearTimeout(healthTimer));
+    const offSignedOut = onSignedOut((e) =>
+      setError({ message: `Signed out, sign in again: ${e.message}` }),
+    );
+    return () => (
+      off(),
+      offHealth(),
+      offStatus(),
+      offSignedOut(),
+      clearTimeout(timer),
+      clearTimeout(healthTimer)
+    );
   }, []);
   const laneId =
     route.view === 'lane' || route.view === 'ask'
@@ -128,6 +153,10 @@ function Shell({ session }) {
   else if (route.view === 'ladder')
     main = html`<${LadderView} path=${route.path} repo=${session.repo} />`;
   else if (route.view === 'agents') main = html`<${AgentsView} me=${session.actor} />`;
+  else if (route.view === 'notfound')
+    main = html`<p class="muted" role="alert">
+      Nothing here: this address is not one the dashboard knows. <a href="#/">Back to the Lanes</a>
+    </p>`;
   else if (laneId)
     main = html`<${Board} key=${laneId} laneId=${laneId} me=${session.actor} lanes=${lanes} />`;
   else main = html`<p class="muted">No Lanes yet: post one with <code>zz lane propose</code>.</p>`;
@@ -172,6 +201,30 @@ function SignedOut({ error }) {
   </main>`;
 }
 
+/** Asks whether to switch sessions; resolves true to switch, false to stay. */
+function confirmSwitch(root, { signed_in_as: now, code_signs_in_as: next }) {
+  return new Promise((resolve) =>
+    render(
+      html`<main class="signed-out switch" role="dialog" aria-labelledby="switch-title">
+        <h1 id="switch-title">Switch dashboard session?</h1>
+        <p>
+          This link signs in as <strong><${Plain} text=${next.actor} /></strong> on
+          <${Plain} text=${next.repo} />. This browser is signed in as
+          <strong><${Plain} text=${now.actor} /></strong>. Switch only if you ran
+          <code>zz dashboard</code> for this link yourself.
+        </p>
+        <button type="button" onClick=${() => resolve(false)} autofocus>
+          Stay signed in as <${Plain} text=${now.actor} />
+        </button>
+        <button type="button" class="link" onClick=${() => resolve(true)}>
+          Switch to <${Plain} text=${next.actor} />
+        </button>
+      </main>`,
+      root,
+    ),
+  );
+}
+
 async function start() {
   const root = document.getElementById('app');
   // Preact 11 renders beside existing children: drop the boot message first.
@@ -184,7 +237,13 @@ async function start() {
     try {
       await redeemCode(m[1]);
     } catch (e) {
-      loginError = e;
+      // Signed in as someone else: any page can open a link with its own code (login CSRF),
+      // so the person chooses. Staying leaves the code unused; it expires within a minute.
+      if (e.code === 'conflict' && e.details?.code_signs_in_as) {
+        const go = await confirmSwitch(root, e.details);
+        render(null, root);
+        if (go) await redeemCode(m[1], true).catch((e2) => (loginError = e2));
+      } else loginError = e;
     }
   }
   let session = null;

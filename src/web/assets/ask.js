@@ -83,8 +83,18 @@ function Diff({ changesetId }) {
   const [diff, setDiff] = useState(null);
   const [error, setError] = useState(null);
   useEffect(() => {
+    // Another changeset (the page moved to another Ask): the last one's diff or error goes, and
+    // its answer, if it lands late, is dropped rather than shown under this header.
+    let current = true;
     setDiff(null);
-    call('git_diff', { commit: `refs/zz/changesets/${changesetId}` }).then(setDiff, setError);
+    setError(null);
+    call('git_diff', { commit: `refs/zz/changesets/${changesetId}` }).then(
+      (d) => current && setDiff(d),
+      (e) => current && setError(e),
+    );
+    return () => {
+      current = false;
+    };
   }, [changesetId]);
   if (error) return html`<${ErrorBox} error=${error} />`;
   if (!diff) return html`<p class="muted">Loading the diff…</p>`;

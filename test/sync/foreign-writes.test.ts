@@ -2,7 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { initRepo } from '../../src/core/index.js';
 import { personKeyInfo, syncRepo } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
-import { cliEnv } from '../helpers/cli-env.js';
+import { TokenStore } from '../../src/core/token-store.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
+import { makeRepo } from '../helpers/temp-repo.js';
+import { join } from 'node:path';
 import { jsonClient, type JsonClient } from '../helpers/http-client.js';
 import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
 import { tempDir } from '../helpers/temp-dirs.js';
@@ -110,5 +113,18 @@ describe("another person's writes through the owner's daemon", () => {
     expect(s.held_back).toEqual([]);
     expect(s.pushed).toEqual(['refs/zz/lanes/web']);
     expect(zzRefs(remote).get('refs/zz/lanes/web')).toBe(zzRefs(d.dir).get('refs/zz/lanes/web'));
+  });
+
+  it('the CLI in-process refuses the same with a token of theirs (exit 3, nothing written)', async () => {
+    const { dir } = makeRepo();
+    const env = cliEnv();
+    expect((await zz(dir, env, 'init', '--no-fetch')).code).toBe(0);
+    const bob = (await new TokenStore(join(dir, '.git')).create(BOB, 'login')).token;
+    const before = zzRefs(dir);
+    const key = generateSigningKey().key.publicKey;
+    const r = await zz(dir, { ...env, ZZ_TOKEN: bob }, 'key', 'add', '--actor', BOB, '--key', key);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/signs commits only for owner@example\.com and their agents/);
+    expect(zzRefs(dir)).toEqual(before);
   });
 });

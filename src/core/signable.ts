@@ -30,18 +30,18 @@ export async function assertSignable(
   const signsFor = store.signsFor;
   const person = personOf(caller.actor);
   if (person === signsFor) return;
-  const here = `this zz process signs commits only for ${signsFor} and their agents, not for ${person}`;
-  const own = `run zz (zz serve, or the CLI) in your own clone of the repository, where your own key signs`;
+  const who = `${tool} by ${caller.actor} cannot be written here: this zz process signs commits only for ${signsFor} and their agents, not for ${person}`;
+  const register = `zz key add --actor ${person} --key "<your public key>"`;
   if (entity === repo.config) {
     throw new ZzError(
       'forbidden',
-      `${tool} by ${caller.actor} cannot be written here: ${here}, and every other clone refuses a change to the repository's config that is not signed by an owner's key (or, for one's own key, a key already registered for it). To change it, ${own} (an actor's own key_add counts only once an owner has registered a key for it), or ask an owner to run: zz key add --actor ${person} --key "<your public key>"`,
+      `${who}; unsigned, a change to the repository's config (keys, owners, policy) is refused by every other clone. Ask an owner to make it (for your signing key: ${register}), or make it from your own clone with your own zz, signed by a key an owner has registered for you`,
     );
   }
   if ((await repo.config.read()).state.signed) {
     throw new ZzError(
       'forbidden',
-      `${tool} by ${caller.actor} cannot be written here: ${here}, and this repository requires every op to be signed by a key of its actor. To write, ${own}, and have an owner register that key: zz key add --actor ${person} --key "<your public key>"`,
+      `${who}; this repository requires every op to be signed by a key of its actor. Write from your own clone with your own zz (zz serve, or the CLI), whose key signs, once an owner has registered that key: ${register}`,
     );
   }
 }

@@ -58,7 +58,7 @@ describe("another person's writes through the owner's daemon", () => {
     expect(r.status).toBe(403);
     expect(r.json.code).toBe('forbidden');
     expect(r.json.error).toMatch(
-      /signs commits only for owner@example\.com and their agents, not for bob@example\.com.*your own clone.*zz key add --actor bob@example\.com/,
+      /signs commits only for owner@example\.com and their agents, not for bob@example\.com.*Ask an owner.*zz key add --actor bob@example\.com.*your own clone/,
     );
     expect(zzRefs(d.dir)).toEqual(before);
 

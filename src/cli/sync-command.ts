@@ -130,6 +130,22 @@ const hiddenOutside = (r: SyncReport): number =>
     ? r.outside_layout.count - r.quarantined.filter((q) => q.kept === false).length
     : 0;
 
+/**
+ * `zz sync` exits 6 (precondition_failed) when it held back something of ours: that ref is
+ * frozen on the remote until the refused commit is gone or passes (held-back.ts).
+ */
+function heldBackError(r: SyncReport): ZzError {
+  const refs = r.held_back.map((h) => short(h.ref)).join(', ');
+  const dated = r.held_back.every((h) => / is dated /.test(h.reason));
+  const what = dated
+    ? 'they are pushed once this clock reaches their dates'
+    : `every other clone would refuse a commit on them (see "not pushed" above), and nothing written after it on those refs is pushed either. A commit not signed by a key registered for its actor passes once an owner registers that key (zz key add --actor <actor> --key "<public key>"); an owner-level op not signed by an owner's key never does: write such changes with the owner's own zz, signed by their key`;
+  return new ZzError(
+    'precondition_failed',
+    `${r.held_back.length} ref(s) of this clone not pushed to ${neutralize(r.remote)} (${refs}): ${what}`,
+  );
+}
+
 /** Marks what a merge refused of the remote's ops (report.ts Origin): not this clone's. */
 const fromRemote = (x: { origin?: string }): string =>
   x.origin === 'remote' ? " (the remote's op, not one of this clone's)" : '';
@@ -177,6 +193,9 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
         if (!a.json) io.stdout(formatSyncReport(report));
         for (const line of ownersLostNotices(repo.key, report))
           io.stderr(`zz: ${neutralize(line)}\n`);
+        // Not a success: nothing written after a held-back commit on that ref is shared
+        // either, the owner's own later changes included (a script must not read "synced").
+        if (report.held_back.length > 0) throw heldBackError(report);
       } finally {
         repo.close();
       }

@@ -1,10 +1,11 @@
 import { cmp } from './ask-order.js';
 import { firstOf } from './paging.js';
+import { readHeldBack, type HeldBack } from './sync/held-back.js';
 import { trackingConfigs, unrelatedRemotes } from './sync/run.js';
 import { CONFIG_REF, type ZzRepo } from './zz-repo.js';
 
 // The repository's health: what syncing will not bring in (repo_state.quarantined and
-// sync_refused). None of it is a commit on refs/zz/*, so nothing on the commit stream says
+// sync_refused) or take out (held_back). None of it is a commit on refs/zz/*, so nothing on the commit stream says
 // when it changes — a refused sync, a ref kept aside by a `zz sync` run elsewhere, a `git fetch`
 // bringing another project's config — and a dashboard that re-read it only with Lane commits
 // showed a warning late or never. watchHealth tells listeners (the events stream) when it
@@ -18,6 +19,14 @@ export type RepoHealth = {
   quarantined: Array<{ remote: string; ref: string; commit: string }>;
   /** How many more are kept aside. */
   quarantined_more: number;
+  /**
+   * Refs of ours the last sync with the authoritative remote did not push, with why: every
+   * other clone would refuse what they bring (an unsigned owner-level op, say), and nothing
+   * written after it on that ref is pushed either (sync/held-back.ts).
+   */
+  held_back: HeldBack[];
+  /** How many more were held back. */
+  held_back_more: number;
   /**
    * Remotes whose zz state belongs to another project (their config names other root
    * commits): sync refuses them until `zz sync <remote> --allow-unrelated`.
@@ -41,23 +50,26 @@ export async function repoHealth(repo: ZzRepo, initialised: boolean): Promise<Re
       return { remote, ref: `refs/zz/${rest.join('/')}`, commit };
     }),
     quarantined_more: more,
+    ...(await readHeldBack(repo)),
     sync_refused: initialised ? await unrelatedRemotes(repo) : [],
   };
 }
 
 /**
  * What health is made of, cheaply: the refs kept aside, the remotes' tracking configs (which
- * decide sync_refused) and refs/zz/config (the local roots). Health is worked out
+ * decide sync_refused), refs/zz/config (the local roots) and the held-back record (one small
+ * file read). Health is worked out
  * again only when this moved.
  */
 async function healthRefs(repo: ZzRepo): Promise<string> {
   // Only the remotes' configs: every sync moves their Lane refs, which say nothing of health.
-  const [quarantined, configs, config] = await Promise.all([
+  const [quarantined, configs, config, held] = await Promise.all([
     repo.store.listRefs(QUARANTINE_PREFIX),
     trackingConfigs(repo),
     repo.store.head(CONFIG_REF),
+    readHeldBack(repo),
   ]);
-  return JSON.stringify([[...quarantined].sort(), configs, config]);
+  return JSON.stringify([[...quarantined].sort(), configs, config, held]);
 }
 
 /** How often a watched repository's health refs are read (a few ref listings, no git process). */

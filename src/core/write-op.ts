@@ -2,6 +2,7 @@ import { ZzError } from '../errors.js';
 import type { ConfigDoc } from '../schema/config.js';
 import type { Entity, MutationMeta, MutationResult, OpRecord, OpSpec } from '../store/index.js';
 import { assertSelf, requireCaller, type Caller } from './access.js';
+import { assertSignable } from './signable.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // The one path of a write use case: who is calling (a token, and `actor`/`from` that match
@@ -58,6 +59,9 @@ export async function writeOp<S, R, Op extends OpRecord>(
   const caller = requireCaller(callerIn);
   assertSelf(caller, opts.actor, 'actor');
   assertSelf(caller, spec.from, 'from');
+  // Before anything is read or written: a commit this process cannot sign that every other
+  // clone would refuse would hold back its ref, and everything after it, for good.
+  await assertSignable(repo, caller, entity, spec.tool);
   // A Lane's group commit reads refs/zz/config when it reads the Lane, after this request
   // arrived: a write without a check() decides against that config instead of reading it here
   // too (one config read per group, not one per write plus one per group).

@@ -53,6 +53,13 @@ export class GitStore implements Store {
    */
   signer: ((actor: string) => SshSigningKey | null | Promise<SshSigningKey | null>) | null = null;
 
+  /**
+   * The person `signer` signs for (their agents too), or null when nothing signs here. Writes
+   * by anyone else are committed unsigned: core/signable.ts refuses those that every other
+   * machine would refuse on import.
+   */
+  signsFor: string | null = null;
+
   /** This clone's replica id (see local/replica-id.ts); unset, ops use the process's. */
   readonly replica?: string;
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { askPost, lanePropose, roleGrant } from '../../src/core/index.js';
+import { askPost, lanePropose, repoState, roleGrant } from '../../src/core/index.js';
 import { keyAdd, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
@@ -41,9 +41,25 @@ describe('a teammate whose key is not registered, signatures required', () => {
       }),
     ]);
     expect(zzRefs(cluster.remote).get('refs/zz/lanes/web')).toBe(remoteBefore);
+    // Said loudly: `zz sync` exits 6 (precondition_failed) with what to do, and repo_state
+    // (the dashboard's source) lists it, whoever synced.
     const cli = await zz(b.dir, cliEnv(), 'sync');
-    expect(cli.code).toBe(0);
+    expect(cli.code).toBe(6);
     expect(cli.stdout).toMatch(/not pushed: lanes\/web: commit [0-9a-f]{10} op ask_post by bob/);
+    expect(cli.stderr).toMatch(
+      /1 ref\(s\) of this clone not pushed to origin \(lanes\/web\): .*passes once an owner registers that key/,
+    );
+    expect(await repoState(b.repo, BOB)).toMatchObject({
+      held_back: [
+        {
+          remote: 'origin',
+          ref: 'refs/zz/lanes/web',
+          commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+          reason: expect.stringMatching(/bob@example\.com .*requires signatures/),
+        },
+      ],
+      held_back_more: 0,
+    });
 
     // The owner keeps working and sharing on that Lane.
     await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'from the owner' });
@@ -57,6 +73,7 @@ describe('a teammate whose key is not registered, signatures required', () => {
     const rb = await b.sync();
     expect(rb.held_back).toEqual([]);
     expect(rb.pushed).toContain('refs/zz/lanes/web');
+    expect(await repoState(b.repo, BOB)).toMatchObject({ held_back: [], held_back_more: 0 });
     const back = await a.sync();
     expect(back.quarantined).toEqual([]);
     expect(back.fast_forwarded).toContain('refs/zz/lanes/web');
@@ -85,6 +102,15 @@ describe('a teammate whose key is not registered, signatures required', () => {
         reason: expect.stringMatching(/owner's key/),
       }),
     ]);
+    expect((await repoState(b.repo, OWNER)).held_back).toEqual([
+      expect.objectContaining({ ref: 'refs/zz/config', reason: r.held_back[0]!.reason }),
+    ]);
+    const cli = await zz(b.dir, cliEnv(), 'sync', '--json');
+    expect(cli.code).toBe(6);
+    expect(JSON.parse(cli.stdout).held_back).toHaveLength(1);
+    expect(cli.stderr).toMatch(
+      /\(config\): .*an owner-level op not signed by an owner's key never does/,
+    );
     expect((await a.sync()).quarantined).toEqual([]);
   });
 });

@@ -8,7 +8,7 @@ import { OWNER, startWebDaemon, useDashboardBrowser } from './harness.js';
 
 // What the daemon's syncing will not bring in, where the dashboard shows the repository:
 // a remote holding another project's zz state (repo_state.sync_refused) and refs kept aside
-// (repo_state.quarantined). And every character the CLI neutralises is a mark here too.
+// (repo_state.quarantined), and refs of ours sync did not push (repo_state.held_back). And every character the CLI neutralises is a mark here too.
 
 const { cleanups, signedIn } = useDashboardBrowser();
 
@@ -95,6 +95,29 @@ describe('dashboard: repository health', { timeout: 120_000 }, () => {
     sh(w.dir, 'update-ref', '-d', 'refs/zz-remotes/delta/config');
     await page.locator('.health').waitFor({ state: 'detached' });
     expect(zzRefs()).toBe(before);
+    expect(page.errors).toEqual([]);
+  });
+
+  it('shows, as it happens, a ref of ours that sync held back and why', async () => {
+    // `zz init` registered the owner's key from another environment; this daemon holds no key
+    // for them (no signingEnv), so its owner-level op is unsigned and sync holds the config back.
+    const w = await startWebDaemon({ dir: (await project('eta')).dir, daemon: { sync: false } });
+    cleanups.push(() => w.close());
+    const token = await w.token(OWNER);
+    await w.call(token, 'lane_propose', { lane_id: 'web', title: 'Web' });
+    const page = await signedIn(w, token);
+    await page.locator('.lanes a').first().waitFor();
+    await page.locator('.live-live').waitFor();
+    expect(await page.locator('.health').count()).toBe(0);
+    await w.call(token, 'role_grant', { grantee: 'carol@example.com', role: 'owner' });
+    const r = await syncRepo(w.daemon.repos.get(w.key)!);
+    expect(r.held_back.map((h) => h.ref)).toEqual(['refs/zz/config']);
+    const held = page.locator('.health-warning', { hasText: 'not pushed to' });
+    await held.waitFor();
+    const text = (await held.textContent())!.replace(/\s+/g, ' ');
+    expect(text).toContain('1 ref of this clone not pushed to origin');
+    expect(text).toContain('refs/zz/config');
+    expect(text).toContain("is not signed by an owner's key");
     expect(page.errors).toEqual([]);
   });
 

@@ -11,6 +11,7 @@ import {
   type SshSigningKey,
 } from '../../git/index.js';
 import { ZzError } from '../../errors.js';
+import { personOf } from '../../schema/ids.js';
 import { LIMITS } from '../../schema/limits.js';
 import { configDir, createFileExclusive } from '../../local/index.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
@@ -31,11 +32,6 @@ import { laneCodec, type LaneState, type RoleSource } from '../lane-state.js';
 // point of the log (in every repo); in a repo that requires signatures, any other op whose
 // commit is not signed by a key of its actor is quarantined. So nothing fetched can make anyone
 // an owner without an owner's key.
-
-/** The person an actor acts for: `alice@x[claude]` → `alice@x`. */
-export function personOf(actor: string): string {
-  return actor.replace(/\[.*\]$/, '');
-}
 
 /**
  * The person's signing key under the user config dir (`zz/keys/<hash>.pem`, mode 0600),
@@ -170,6 +166,7 @@ export function signInProcess(repo: ZzRepo, person: string, env = process.env): 
   if (!g || !(repo.store instanceof GitStore)) return;
   const cwd = g.workTree ?? g.gitdir;
   let found: Promise<SshSigningKey | null> | null = null;
+  repo.store.signsFor = person;
   repo.store.signer = (actor) => {
     if (personOf(actor) !== person) return null;
     found ??= findKey(person, env, cwd, false).then((info) => info?.key ?? null);
@@ -202,6 +199,7 @@ function keyFile(person: string, env: NodeJS.ProcessEnv): string {
 /** Signs every commit this repository writes for `person` (and that person's agents). */
 export function signAs(repo: ZzRepo, person: string, key: SshSigningKey): void {
   if (!(repo.store instanceof GitStore)) return;
+  repo.store.signsFor = person;
   repo.store.signer = (actor) => (personOf(actor) === person ? key : null);
 }
 

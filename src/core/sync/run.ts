@@ -3,6 +3,7 @@ import { authoritativeRemote, listRemotes, assertRemoteName } from '../../git/in
 import { GitStore } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { authChecker } from './authenticity.js';
+import { recordHeldBack } from './held-back.js';
 import { syncWith, type SyncOptions } from './engine.js';
 import type { SyncReport } from './report.js';
 import { GitSyncLocal, GitSyncRemote } from './git-ports.js';
@@ -31,12 +32,15 @@ export async function syncRepo(
         : `no remote named ${name} (remotes: ${remotes.join(', ')})`,
     );
   }
-  return syncWith(new GitSyncLocal(g, repo.store), new GitSyncRemote(g, name), {
+  const report = await syncWith(new GitSyncLocal(g, repo.store), new GitSyncRemote(g, name), {
     checker: authChecker,
     now: () => repo.clock().getTime(),
     ...opts,
     authoritative: name === main,
   });
+  // repo_state lists what is held back, whoever synced (held-back.ts).
+  await recordHeldBack(repo, report);
+  return report;
 }
 
 /** A remote's tracking config: refs/zz-remotes/<remote>/config (remote names hold no "/"). */

@@ -48,8 +48,37 @@ function MoreQuarantined({ n }) {
   </p>`;
 }
 
+// Refs of ours the last sync with the authoritative remote did not push (repo_state.held_back):
+// every other clone would refuse a commit on them, and nothing written after it there is
+// shared either, so the team does not see this clone's later work on those refs.
+function HeldBack({ refs, more }) {
+  const n = refs.length + more;
+  const remote = refs[0]?.remote ?? 'the remote';
+  return html`<div class="health-warning" role="alert">
+    <p>
+      <strong>
+        ${`${n} ref${n === 1 ? '' : 's'} of this clone not pushed to `}<code
+          ><${Plain} text=${remote}
+        /></code>
+      </strong>
+      ${': every other clone would refuse a commit on '}${n === 1 ? 'it' : 'them'}
+      ${', and nothing written after it there is shared either. Run '}<code>zz sync</code>
+      ${' to see what to do.'}
+    </p>
+    <ul>
+      ${refs.map(
+        (h) =>
+          html`<li>
+            <code><${Plain} text=${h.ref} /></code> (commit ${h.commit.slice(0, 10)}):
+            ${' '}<${Plain} text=${h.reason} />
+          </li>`,
+      )}
+    </ul>
+  </div>`;
+}
+
 /** Nothing when all is well; otherwise one warning per refused remote and per remote with
- * quarantined refs. */
+ * quarantined refs, and one for what was held back. */
 export function RepoHealth({ state }) {
   if (!state) return null;
   const refused = state.sync_refused ?? [];
@@ -58,8 +87,12 @@ export function RepoHealth({ state }) {
   for (const q of state.quarantined ?? []) {
     byRemote.set(q.remote, [...(byRemote.get(q.remote) ?? []), q]);
   }
-  if (refused.length === 0 && byRemote.size === 0 && more === 0) return null;
+  const held = state.held_back ?? [];
+  const heldMore = state.held_back_more ?? 0;
+  const anyHeld = held.length + heldMore > 0;
+  if (refused.length === 0 && byRemote.size === 0 && more === 0 && !anyHeld) return null;
   return html`<section class="health" aria-label="Repository health">
+    ${anyHeld && html`<${HeldBack} refs=${held} more=${heldMore} />`}
     ${refused.map((r) => html`<${Refused} r=${r} />`)}
     ${[...byRemote].map(([remote, refs]) => html`<${Quarantined} remote=${remote} refs=${refs} />`)}
     ${more > 0 && html`<${MoreQuarantined} n=${more} />`}

@@ -31,7 +31,7 @@ export interface DaemonOptions {
   services?: Omit<ToolServices, 'repos'>;
   heartbeatMs?: number;
   /** Open event streams per actor and in total (http/app.ts has the defaults). */
-  maxStreamsPerActor?: number;
+  maxStreamsPerPerson?: number;
   maxStreams?: number;
   /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
   cacheDir?: string;
@@ -130,7 +130,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
           ...(mcpHandler ? { mcpHandler } : {}),
           ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}),
-          ...(opts.maxStreamsPerActor ? { maxStreamsPerActor: opts.maxStreamsPerActor } : {}),
+          ...(opts.maxStreamsPerPerson ? { maxStreamsPerPerson: opts.maxStreamsPerPerson } : {}),
           ...(opts.maxStreams ? { maxStreams: opts.maxStreams } : {}),
           pageHandler: web.handle,
           sessionCaller: web.sessionCaller,

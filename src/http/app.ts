@@ -1,6 +1,7 @@
 import { isPublicRepo, sealedJsonText, type Caller, type ZzRepo } from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
+import { personOf } from '../schema/ids.js';
 import {
   runTool,
   toolJsonSchema,
@@ -59,8 +60,11 @@ export interface AppOptions {
   /** Extra services for tools (e.g. search); `repos` is always filled in. */
   services?: ToolServices;
   heartbeatMs?: number;
-  /** Open event streams per actor (default 32) and in total (default 512); past them, a 429. */
-  maxStreamsPerActor?: number;
+  /**
+   * Open event streams per person, their agents included (default 64), and in total (default
+   * 512); past them, a 429. Per actor, sixteen agent names of one person filled the total.
+   */
+  maxStreamsPerPerson?: number;
   maxStreams?: number;
 }
 
@@ -142,7 +146,7 @@ export function createApp(opts: AppOptions): App {
   const streams = new Set<() => void>();
   /** Open event streams per actor: one token must not hold the daemon's every stream. */
   const streamsOf = new Map<string, number>();
-  const maxStreamsPerActor = opts.maxStreamsPerActor ?? 32;
+  const maxStreamsPerPerson = opts.maxStreamsPerPerson ?? 64;
   const maxStreams = opts.maxStreams ?? 512;
   let toolList: string | null = null;
   let active = 0;
@@ -264,27 +268,28 @@ export function createApp(opts: AppOptions): App {
       throw new ZzError('unauthorized', 'the event stream needs a bearer token (run `zz login`)');
     const cursor = req.headers.get('last-event-id') ?? url.searchParams.get('cursor');
     if (cursor !== null) decodePositions(cursor);
-    const held = streamsOf.get(caller.actor) ?? 0;
-    if (held >= maxStreamsPerActor)
+    const person = personOf(caller.actor);
+    const held = streamsOf.get(person) ?? 0;
+    if (held >= maxStreamsPerPerson)
       throw new ZzError(
         'too_many_requests',
-        `${caller.actor} already has ${held} event streams open, the most one actor may; close one (or share one stream between views) and retry`,
+        `${person} and their agents already have ${held} event streams open, the most one person may; close one (or share one stream between views) and retry`,
       );
     if (streams.size >= maxStreams)
       throw new ZzError(
         'too_many_requests',
         `this daemon already serves ${streams.size} event streams, the most it keeps open; retry later`,
       );
-    streamsOf.set(caller.actor, held + 1);
+    streamsOf.set(person, held + 1);
     const stream = openEventStream(repo, caller, {
       cursor,
       heartbeatMs: opts.heartbeatMs ?? 15_000,
       onError: (e) => log(`${new Date().toISOString()} events ${repo.key}: ${stackOf(e)}`),
       onClose: () => {
         streams.delete(stream.close);
-        const n = (streamsOf.get(caller.actor) ?? 1) - 1;
-        if (n > 0) streamsOf.set(caller.actor, n);
-        else streamsOf.delete(caller.actor);
+        const n = (streamsOf.get(person) ?? 1) - 1;
+        if (n > 0) streamsOf.set(person, n);
+        else streamsOf.delete(person);
       },
       // Revoking a token (or the dashboard session it opened) ends its open streams too.
       stillAuthorized: () =>

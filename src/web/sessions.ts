@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { ZzError } from '../errors.js';
 import { writeJsonAtomic } from '../local/index.js';
+import { personOf } from '../schema/ids.js';
 
 // Dashboard logins. `zz dashboard` (holding a bearer token) asks for a one-time code; the page
 // trades the code for a session whose secret lives only in an HttpOnly cookie. Codes are kept
@@ -41,12 +42,16 @@ export interface SessionStoreOptions {
   sessionTtlMs?: number;
   /** Live login codes in total (default 100); past it new codes are refused. */
   maxCodes?: number;
-  /** Live login codes per actor (default 5); a new one drops that actor's oldest. */
-  maxCodesPerActor?: number;
+  /**
+   * Live login codes per person (default 5), the person's agents included (`a@b[x]` is a@b's):
+   * a new one drops that person's oldest. Per actor, twenty agent names of one person filled
+   * the total and locked everyone else out.
+   */
+  maxCodesPerPerson?: number;
   /** Live sessions in total (default 200); past it new sessions are refused. */
   maxSessions?: number;
-  /** Live sessions per actor (default 10); a new one ends that actor's oldest. */
-  maxSessionsPerActor?: number;
+  /** Live sessions per person (default 10), agents included; a new one ends the person's oldest. */
+  maxSessionsPerPerson?: number;
   log?: (line: string) => void;
 }
 
@@ -78,9 +83,10 @@ export class SessionStore {
     const now = this.clock().getTime();
     for (const [h, c] of this.codes) if (c.expires <= now) this.codes.delete(h);
     // Map order is insertion order: the first of an actor's codes is their oldest.
-    const own = [...this.codes].filter(([, c]) => c.actor === actor);
-    const perActor = this.opts.maxCodesPerActor ?? 5;
-    for (const [h] of own.slice(0, Math.max(0, own.length - perActor + 1))) this.codes.delete(h);
+    const person = personOf(actor);
+    const own = [...this.codes].filter(([, c]) => personOf(c.actor) === person);
+    const perPerson = this.opts.maxCodesPerPerson ?? 5;
+    for (const [h] of own.slice(0, Math.max(0, own.length - perPerson + 1))) this.codes.delete(h);
     const max = this.opts.maxCodes ?? 100;
     if (this.codes.size >= max)
       throw new ZzError(
@@ -119,10 +125,11 @@ export class SessionStore {
       ).toISOString(),
     };
     await this.mutate((list) => {
-      // The list is in order of creation: an actor's first sessions are their oldest.
-      const perActor = this.opts.maxSessionsPerActor ?? 10;
-      const own = list.filter((s) => s.actor === found.actor);
-      const drop = new Set(own.slice(0, Math.max(0, own.length - perActor + 1)));
+      // The list is in order of creation: a person's first sessions are their oldest.
+      const perPerson = this.opts.maxSessionsPerPerson ?? 10;
+      const person = personOf(found.actor);
+      const own = list.filter((s) => personOf(s.actor) === person);
+      const drop = new Set(own.slice(0, Math.max(0, own.length - perPerson + 1)));
       const kept = list.filter((s) => !drop.has(s));
       const max = this.opts.maxSessions ?? 200;
       if (kept.length >= max)

@@ -60,15 +60,18 @@ async function stream(w: WebDaemon, token: string): Promise<Open> {
 }
 
 describe('event stream bounds', () => {
-  it('refuses past the per-actor and the total bound with a 429 that says which', async () => {
-    const w = await daemon({ maxStreamsPerActor: 3, maxStreams: 5 });
+  it('refuses past the per-person (agents included) and the total bound with a 429 that says which', async () => {
+    const w = await daemon({ maxStreamsPerPerson: 3, maxStreams: 5 });
     const member = await w.token('member@example.com');
     const owner = await w.token(OWNER);
     const mine = await Promise.all(Array.from({ length: 6 }, () => stream(w, member)));
     expect(mine.map((s) => s.status).sort()).toEqual([200, 200, 200, 429, 429, 429]);
     expect(mine.find((s) => s.status === 429)!.body).toMatch(
-      /member@example.com already has 3 event streams open/,
+      /member@example.com and their agents already have 3 event streams open/,
     );
+    // The member's agents count with the member.
+    const agent = await w.token('member@example.com[claude]');
+    expect((await stream(w, agent)).status).toBe(429);
     const others = [await stream(w, owner), await stream(w, owner), await stream(w, owner)];
     expect(others.map((s) => s.status)).toEqual([200, 200, 429]);
     expect(others[2]!.body).toMatch(/already serves 5 event streams/);

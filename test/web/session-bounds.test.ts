@@ -16,7 +16,7 @@ const open = async (store: SessionStore, actor: string) =>
 
 describe('dashboard session bounds', () => {
   it("a member's new sessions end only that member's oldest", async () => {
-    const store = new SessionStore({ maxSessionsPerActor: 3, maxSessions: 50 });
+    const store = new SessionStore({ maxSessionsPerPerson: 3, maxSessions: 50 });
     const alice = await open(store, OWNER);
     const bobs: string[] = [];
     for (let i = 0; i < 30; i++) bobs.push(await open(store, 'bob@example.com'));
@@ -27,7 +27,7 @@ describe('dashboard session bounds', () => {
   });
 
   it('past the total bound a new session is refused, nobody else is signed out', async () => {
-    const store = new SessionStore({ maxSessionsPerActor: 1, maxSessions: 4 });
+    const store = new SessionStore({ maxSessionsPerPerson: 1, maxSessions: 4 });
     const held = [await open(store, 'a@x'), await open(store, 'b@x'), await open(store, 'c@x')];
     held.push(await open(store, 'd@x'));
     await expect(open(store, 'e@x')).rejects.toMatchObject({
@@ -42,8 +42,20 @@ describe('dashboard session bounds', () => {
     for (const s of held.slice(1)) expect(await store.lookup(s)).not.toBeNull();
   });
 
+  it("a person's agents share the person's bound: twenty agent names sign nobody else out", async () => {
+    const store = new SessionStore({ maxSessionsPerPerson: 3, maxSessions: 10 });
+    const alice = await open(store, OWNER);
+    for (let i = 0; i < 20; i++) await open(store, `bob@example.com[a${i}]`);
+    // Bob's agents hold three places; the owner's session lives, and there is room for others.
+    expect(await store.lookup(alice)).toMatchObject({ actor: OWNER });
+    for (const c of ['c@x', 'd@x', 'e@x']) await open(store, c);
+    const codes = new SessionStore({ maxCodesPerPerson: 2, maxCodes: 5 });
+    for (let i = 0; i < 20; i++) codes.issueCode(`bob@example.com[a${i}]`, 'o/r');
+    expect(() => ['c@x', 'd@x', 'e@x'].map((a) => codes.issueCode(a, 'o/r'))).not.toThrow();
+  });
+
   it('login codes: a member minting in a loop drops only their own; the total refuses', async () => {
-    const store = new SessionStore({ maxCodesPerActor: 2, maxCodes: 5 });
+    const store = new SessionStore({ maxCodesPerPerson: 2, maxCodes: 5 });
     const alice = store.issueCode(OWNER, 'o/r').code;
     const bob = Array.from({ length: 50 }, () => store.issueCode('bob@x', 'o/r').code);
     expect(await store.redeem(alice)).not.toBeNull();

@@ -34,13 +34,24 @@ function secretForms(secrets: readonly (string | null | undefined)[]): string[] 
 // Credentials whose value zz does not know, recognised by shape, so another identity's token
 // is not kept either: GitHub's token formats; `Bearer …` (an echoed Authorization header) with
 // any value but a short plain word, so "the bearer of bad news" in an issue body stays; and
-// `token …` (GitHub's own Authorization scheme) only at credential length, since "token" is a
-// common word ("the token cannot see it").
+// `token …` (GitHub's own Authorization scheme) only for a value that looks like a credential
+// (`credentialLike`), since "token" is a common word ("the token cannot see it", "token
+// authentication/authorization", "token src/core/token-store.ts").
 const GITHUB_SHAPE = /\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})/g;
 const BEARER = /\b(bearer)(\s+)(?![a-z]{1,15}[.:!?)]?(?:[\s"',;]|$))[^\s"',;]+/gi;
-const TOKEN_WORD = /\b(token)(\s+)[A-Za-z0-9_\-.~+/]{16,}=*/gi;
-// The userinfo of a URL (`https://user:pw@host`): the password is in it.
-const USERINFO = /(\/\/)[^/\s@"']+@/g;
+const TOKEN_WORD = /\b(token)(\s+)([A-Za-z0-9_\-.~+/]{16,}=*)/gi;
+// The userinfo of a URL: `https://user:pw@host` (a password), or a credential-like user name
+// alone (`https://<token>@github.com`); a plain user (`ssh://git@host`) stays.
+const USERINFO = /(\/\/)([^/\s@"']+)@/g;
+
+// Words or a path of them: each piece a word's length (≤ 20), the first of letters only. A
+// random key of 16 characters or more is one long piece, or starts with a digit, or both.
+const WORDS = /^[a-z]{1,20}(?:[/\-._~+][a-z0-9]{1,20})*$/i;
+
+/** 16 characters or more, and not words joined by separators: a key, not prose or a path. */
+function credentialLike(s: string): boolean {
+  return s.length >= 16 && !WORDS.test(s.replace(/=+$/, ''));
+}
 
 /**
  * `text` with each secret's value (in each form of `secretForms`), GitHub token shapes,
@@ -55,8 +66,12 @@ export function redactSecrets(
   return out
     .replace(GITHUB_SHAPE, REDACTED)
     .replace(BEARER, `$1$2${REDACTED}`)
-    .replace(TOKEN_WORD, `$1$2${REDACTED}`)
-    .replace(USERINFO, `$1${REDACTED}@`);
+    .replace(TOKEN_WORD, (all, word: string, gap: string, value: string) =>
+      credentialLike(value) ? `${word}${gap}${REDACTED}` : all,
+    )
+    .replace(USERINFO, (all, slashes: string, info: string) =>
+      info.includes(':') || credentialLike(info) ? `${slashes}${REDACTED}@` : all,
+    );
 }
 
 // A GitHub token shape, or a Bearer value, that a cut ended inside of: too short for the

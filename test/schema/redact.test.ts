@@ -35,11 +35,23 @@ describe('redactSecrets', () => {
     expect(redactSecrets('https://bob:hunter2@example.com/x')).toBe(
       'https://[redacted]@example.com/x',
     );
+    // A token as the URL's user name, and GitHub's 40-hex classic tokens after `token`.
+    const hex = '0123456789abcdef'.repeat(2) + '01234567';
+    expect(redactSecrets(`https://${hex}@github.com/o/r`)).toBe(
+      'https://[redacted]@github.com/o/r',
+    );
+    expect(redactSecrets(`token ${'ab12'.repeat(10)} and token ${hex}`)).toBe(
+      'token [redacted] and token [redacted]',
+    );
   });
 
   it('leaves prose about tokens and bearers alone', () => {
     for (const t of [
       'the token cannot see it',
+      'token authentication/authorization is refused',
+      'see token src/core/token-store.ts for the hashing',
+      'git clone ssh://git@example.com/o/r.git',
+      'https://john.smith@example.com/o/r',
       'the bearer of bad news',
       'Bearer bonds.',
       '// TODO @alice',

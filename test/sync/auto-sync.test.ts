@@ -17,7 +17,7 @@ import {
   type SyncReport,
 } from '../../src/core/sync/index.js';
 import { ensureZzRefspec, generateSigningKey } from '../../src/git/index.js';
-import { GitStore } from '../../src/store/index.js';
+import type { GitStore } from '../../src/store/index.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 

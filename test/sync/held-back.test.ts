@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { askPost, lanePropose, repoState, roleGrant } from '../../src/core/index.js';
 import { keyAdd, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
-import { GitStore } from '../../src/store/index.js';
+import type { GitStore } from '../../src/store/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 

@@ -1,4 +1,5 @@
 import { normalizeKeyLine } from '../git/index.js';
+import { personOf } from '../schema/ids.js';
 import type { ConfigDoc } from '../schema/config.js';
 import { FORMAT_VERSION } from '../schema/config.js';
 import { LIMITS } from '../schema/limits.js';
@@ -198,3 +199,17 @@ export const configCodec: EntityCodec<ConfigState, ConfigOp> = {
   file: (s, path) =>
     path === CONFIG_FILE && s.config ? JSON.stringify(s.config, null, 2) + '\n' : null,
 };
+
+/** Whether `signer` (a normalised key line) is a key of an owner of `s`. */
+export function isOwnerKey(s: ConfigState, signer: string | null): boolean {
+  if (signer === null || !s.config) return false;
+  return s.config.owners.some((o) =>
+    (s.keys.get(o) ?? []).some((k) => normalizeKeyLine(k) === signer),
+  );
+}
+
+/** Whether `signer` is a key registered for `actor`'s person. */
+export function isActorKey(s: ConfigState, actor: string, signer: string | null): boolean {
+  if (signer === null) return false;
+  return (s.keys.get(personOf(actor)) ?? []).some((k) => normalizeKeyLine(k) === signer);
+}

@@ -1,6 +1,8 @@
 import { ZzError } from '../errors.js';
 import { personOf } from '../schema/ids.js';
+import { normalizeKeyLine } from '../git/index.js';
 import { GitStore } from '../store/index.js';
+import { isActorKey, isOwnerKey, type ConfigState } from './config-state.js';
 import type { Caller } from './access.js';
 import type { ZzRepo } from './zz-repo.js';
 
@@ -16,8 +18,10 @@ import type { ZzRepo } from './zz-repo.js';
 // are held back at sync, which says so.
 
 /**
- * Throws `forbidden` when `caller`'s write to `entity` would be committed unsigned and refused
- * on import. Reads the config only for a caller this process cannot sign for.
+ * Throws `forbidden` when `caller`'s write to `entity` would be committed unsigned, or signed
+ * by a key refs/zz/config does not list as needed, and so refused on import (the rules of
+ * sync/authenticity.ts ownerOpProblem and the signed-repository check). Reads the config
+ * only when this process signs, and looks the key up only for a write that needs it.
  */
 export async function assertSignable(
   repo: ZzRepo,
@@ -29,10 +33,45 @@ export async function assertSignable(
   if (!(store instanceof GitStore) || store.signsFor === null) return;
   const signsFor = store.signsFor;
   const person = personOf(caller.actor);
-  if (person === signsFor) return;
+  const isConfig = entity === repo.config;
+  if (person !== signsFor) return refuseForeign(repo, caller, isConfig, tool, signsFor);
+  // (repo_init is no writeOp: initRepo registers the key that signs it, trust on first use.)
+  let state: ConfigState | null = null;
+  if (!isConfig) {
+    state = (await repo.config.read()).state;
+    if (!state.signed) return;
+  }
+  const key = (await store.signer?.(caller.actor)) ?? null;
+  if (key === null) {
+    throw new ZzError(
+      'forbidden',
+      `${tool} by ${caller.actor} cannot be written here: no signing key on this machine for ${person}: run zz init (unsigned, ${isConfig ? "a change to the repository's config" : 'an op in this repository, which requires signatures,'} is refused by every other clone)`,
+    );
+  }
+  state ??= (await repo.config.read()).state;
+  if (!state.config) return; // not initialised: the write's own check says so
+  const line = normalizeKeyLine(key.publicKey);
+  // For the config an owner's key counts, and so does the actor's own (who may make the op is
+  // then the guarded fold's question, which decide() already asks here).
+  if (isActorKey(state, caller.actor, line) || (isConfig && isOwnerKey(state, line))) return;
+  throw new ZzError(
+    'forbidden',
+    `${tool} by ${caller.actor} cannot be written here: this machine's signing key for ${person} is not registered in refs/zz/config, so every other clone would refuse ${isConfig ? "this change to the repository's config" : 'this op (the repository requires signatures)'}. On a machine whose key is registered, run: zz key add --actor ${person} --key "${line}" ; then zz sync here`,
+  );
+}
+
+/** A caller of another person than the one this process signs for (its commits unsigned). */
+async function refuseForeign(
+  repo: ZzRepo,
+  caller: Caller,
+  isConfig: boolean,
+  tool: string,
+  signsFor: string,
+): Promise<void> {
+  const person = personOf(caller.actor);
   const who = `${tool} by ${caller.actor} cannot be written here: this zz process signs commits only for ${signsFor} and their agents, not for ${person}`;
   const register = `zz key add --actor ${person} --key "<your public key>"`;
-  if (entity === repo.config) {
+  if (isConfig) {
     throw new ZzError(
       'forbidden',
       `${who}; unsigned, a change to the repository's config (keys, owners, policy) is refused by every other clone. Ask an owner to make it (for your signing key: ${register}), or make it from your own clone with your own zz, signed by a key an owner has registered for you`,

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { askPost, lanePropose, repoState, roleGrant } from '../../src/core/index.js';
 import { keyAdd, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
+import type { GitStore } from '../../src/store/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
@@ -29,7 +30,11 @@ describe('a teammate whose key is not registered, signatures required', () => {
     await b.sync();
     const bobKey = generateSigningKey().key;
     signAs(b.repo, BOB.actor, bobKey); // signed, by a key nobody registered
+    // Written past the up-front check (signable.ts), as an older zz would have written it.
+    const store = b.repo.store as GitStore;
+    store.signsFor = null;
     await askPost(b.repo, BOB, { lane_id: 'web', kind: 'work', title: 'from bob' });
+    store.signsFor = BOB.actor;
     const remoteBefore = zzRefs(cluster.remote).get('refs/zz/lanes/web');
 
     const r = await b.sync();

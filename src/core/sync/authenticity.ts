@@ -15,7 +15,13 @@ import { personOf } from '../../schema/ids.js';
 import { LIMITS } from '../../schema/limits.js';
 import { configDir, createFileExclusive } from '../../local/index.js';
 import { GitStore, publicationOrder, type CommitRecord, type OpRecord } from '../../store/index.js';
-import { configCodec, OWNER_LEVEL_OPS, type ConfigState } from '../config-state.js';
+import {
+  configCodec,
+  isActorKey,
+  isOwnerKey,
+  OWNER_LEVEL_OPS,
+  type ConfigState,
+} from '../config-state.js';
 import { callerGitConfig, gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { requireCaller, type Caller } from '../access.js';
@@ -203,18 +209,6 @@ export function signAs(repo: ZzRepo, person: string, key: SshSigningKey): void {
   repo.store.signer = (actor) => (personOf(actor) === person ? key : null);
 }
 
-function isOwnerKey(s: ConfigState, signer: string | null): boolean {
-  if (signer === null || !s.config) return false;
-  return s.config.owners.some((o) =>
-    (s.keys.get(o) ?? []).some((k) => normalizeKeyLine(k) === signer),
-  );
-}
-
-export function isActorKey(s: ConfigState, actor: string, signer: string | null): boolean {
-  if (signer === null) return false;
-  return (s.keys.get(personOf(actor)) ?? []).some((k) => normalizeKeyLine(k) === signer);
-}
-
 /** Why an owner-level op may not count, judged against the config as it stood before it. */
 function ownerOpProblem(
   s: ConfigState,
@@ -252,11 +246,15 @@ function applyConfigRecord(s: ConfigState, op: OpRecord): void {
 }
 
 export interface AuthChecker {
-  /** `incoming`: the commits of `history` that arrived (not held locally before). */
+  /**
+   * `incoming`: the commits of `history` that arrived (not held locally before), or with
+   * `outgoing`, ours that a push would send (the push gate).
+   */
   check(
     ref: string,
     history: readonly ParsedCommit[],
     incoming: ReadonlySet<string>,
+    outgoing?: boolean,
   ): Promise<{ commit: string; reason: string } | null>;
 }
 
@@ -272,7 +270,11 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
     (trusted ??= (async () => {
       const refs = await local.listRefs('refs/z');
       const remoteTip = refs.get(`refs/zz-remotes/${remoteName}/config`);
-      const tip = (remoteConfigOk && remoteTip) || refs.get('refs/zz/config') || null;
+      // Our config held back, every other clone keeps the remote's: a Lane judged against ours
+      // (say, signatures no longer required) went out and was quarantined everywhere else.
+      const tip = configHeldBack
+        ? (remoteTip ?? null)
+        : (remoteConfigOk && remoteTip) || refs.get('refs/zz/config') || null;
       const history = tip
         ? (await local.commits([tip], [])).map((c) => parseZzCommit(c, 'refs/zz/config'))
         : [];
@@ -309,8 +311,9 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
     return p;
   };
   let remoteConfigOk = false;
+  let configHeldBack = false;
   return {
-    async check(ref, history, incoming) {
+    async check(ref, history, incoming, outgoing = false) {
       // The raw bytes (for the signatures) of just the commits that need a check.
       const rawOf = (keep: (c: ParsedCommit) => boolean) =>
         local.rawCommits(
@@ -326,7 +329,13 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
             const body = raw.get(revision);
             const signer = body ? verifyCommitBody(body) : null;
             const problem = ownerOpProblem(s, op, signer);
-            if (problem) return { commit: revision, reason: problem };
+            if (problem) {
+              if (outgoing) {
+                configHeldBack = true;
+                trusted = null;
+              }
+              return { commit: revision, reason: problem };
+            }
           }
           applyConfigRecord(s, op);
         }

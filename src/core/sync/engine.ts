@@ -236,7 +236,7 @@ async function reconcile(
       const history = whole
         ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref))
         : out;
-      bad = await checker.check(ref, history, withOps);
+      bad = await checker.check(ref, history, withOps, true);
     }
     if (bad) report.held_back.push({ ref, ...bad });
     return bad !== null;

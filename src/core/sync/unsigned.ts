@@ -1,7 +1,7 @@
 import { readCommit, verifyCommitBody } from '../../git/index.js';
 import { sliceOf, type Seq } from '../paging.js';
 import type { ZzRepo } from '../zz-repo.js';
-import { isActorKey } from './authenticity.js';
+import { isActorKey } from '../config-state.js';
 import { parseZzCommit } from './validate.js';
 
 // Unsigned ops flagged (DESIGN §7): in a repository that does not require signatures, an op

@@ -1,0 +1,130 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { lanePropose } from '../../src/core/index.js';
+import { keyAdd, requireSignatures, signAs } from '../../src/core/sync/index.js';
+import { generateSigningKey } from '../../src/git/index.js';
+import type { GitStore } from '../../src/store/index.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
+import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
+
+// A write signed by a key refs/zz/config does not list as needed (an owner's for the config,
+// the actor's own in a repository that requires signatures), or signed by none because this
+// machine holds no key, is refused on every other clone: sync held its ref back for good.
+// Such writes are refused up front (403), nothing moved, saying what to run.
+
+const OWNER = { actor: 'owner@example.com' };
+const BOB = { actor: 'bob@example.com' };
+
+let cluster: Cluster | null = null;
+afterEach(() => {
+  cluster?.cleanup();
+  cluster = null;
+});
+
+type Clone = Cluster['clones'][0];
+
+describe('the owner on a second machine, whose new key is not registered', () => {
+  it('is refused a config change, even registering that key, until a registered key adds it', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    const fresh = generateSigningKey().key;
+    signAs(b.repo, OWNER.actor, fresh);
+    const before = zzRefs(b.dir);
+    const err = await keyAdd(b.repo, OWNER, { actor: OWNER.actor, key: fresh.publicKey }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code: 'forbidden' });
+    expect((err as Error).message).toContain(
+      `not registered in refs/zz/config, so every other clone would refuse this change to the repository's config. On a machine whose key is registered, run: zz key add --actor ${OWNER.actor} --key "${fresh.publicKey}" ; then zz sync here`,
+    );
+    expect(zzRefs(b.dir)).toEqual(before);
+    expect((await b.sync()).held_back).toEqual([]);
+
+    // Registered from the first machine, the second one's config changes go out and count.
+    await keyAdd(a.repo, OWNER, { actor: OWNER.actor, key: fresh.publicKey });
+    await a.sync();
+    await b.sync();
+    await keyAdd(b.repo, OWNER, { actor: BOB.actor, key: generateSigningKey().key.publicKey });
+    const r = await b.sync();
+    expect(r.held_back).toEqual([]);
+    expect(r.pushed).toEqual(['refs/zz/config']);
+    expect((await a.sync()).quarantined).toEqual([]);
+  });
+
+  it('is refused Lane writes where signatures are required, until the key is registered', async () => {
+    cluster = await makeCluster(2, { signed: true });
+    const [a, b] = cluster.clones as [Clone, Clone];
+    const fresh = generateSigningKey().key;
+    signAs(b.repo, OWNER.actor, fresh);
+    const before = zzRefs(b.dir);
+    await expect(lanePropose(b.repo, OWNER, { lane_id: 'web', title: 'Web' })).rejects.toThrow(
+      /not registered in refs\/zz\/config, so every other clone would refuse this op \(the repository requires signatures\)/,
+    );
+    expect(zzRefs(b.dir)).toEqual(before);
+    await keyAdd(a.repo, OWNER, { actor: OWNER.actor, key: fresh.publicKey });
+    await a.sync();
+    await b.sync();
+    await lanePropose(b.repo, OWNER, { lane_id: 'web', title: 'Web' });
+    const r = await b.sync();
+    expect(r.held_back).toEqual([]);
+    expect(r.pushed).toEqual(['refs/zz/lanes/web']);
+    expect((await a.sync()).quarantined).toEqual([]);
+  });
+
+  it("takes a key add signed by a key registered for the actor (not an owner's)", async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    const bob1 = generateSigningKey().key;
+    await keyAdd(a.repo, OWNER, { actor: BOB.actor, key: bob1.publicKey });
+    await a.sync();
+    await b.sync();
+    signAs(b.repo, BOB.actor, bob1);
+    await keyAdd(b.repo, BOB, { actor: BOB.actor, key: generateSigningKey().key.publicKey });
+    const r = await b.sync();
+    expect(r.held_back).toEqual([]);
+    expect(r.pushed).toEqual(['refs/zz/config']);
+    expect((await a.sync()).quarantined).toEqual([]);
+  });
+});
+
+describe('the CLI in-process on a machine with no key for its person', () => {
+  it('refuses config changes and, where signatures are required, every write (exit 3)', async () => {
+    cluster = await makeCluster(1, { signed: true });
+    const [a] = cluster.clones as [Clone];
+    const env = cliEnv(); // a config home with no key in it
+    const before = zzRefs(a.dir);
+    const lane = await zz(a.dir, env, 'lane', 'propose', '--lane-id', 'l1', '--title', 'T');
+    expect(lane.code).toBe(3);
+    expect(lane.stderr).toMatch(
+      /no signing key on this machine for owner@example\.com: run zz init/,
+    );
+    const key = generateSigningKey().key.publicKey;
+    const add = await zz(a.dir, env, 'key', 'add', '--actor', BOB.actor, '--key', key);
+    expect(add.code).toBe(3);
+    expect(add.stderr).toMatch(
+      /no signing key on this machine for owner@example\.com: run zz init/,
+    );
+    expect(zzRefs(a.dir)).toEqual(before);
+    // A read still answers.
+    expect((await zz(a.dir, env, 'key', 'list')).code).toBe(0);
+  });
+});
+
+describe('the push gate, our config held back', () => {
+  it("judges a Lane against the remote's config, which every other clone keeps", async () => {
+    cluster = await makeCluster(2, { signed: true });
+    const [a, b] = cluster.clones as [Clone, Clone];
+    // Written unsigned, as a process signing for nobody (an embedder, an older zz) writes.
+    const store = b.repo.store as GitStore;
+    store.signer = null;
+    store.signsFor = null;
+    await requireSignatures(b.repo, OWNER, false);
+    await lanePropose(b.repo, OWNER, { lane_id: 'l1', title: 'T' });
+    const remoteBefore = zzRefs(cluster.remote);
+    const r = await b.sync();
+    expect(r.pushed).toEqual([]);
+    expect(r.held_back.map((h) => h.ref).sort()).toEqual(['refs/zz/config', 'refs/zz/lanes/l1']);
+    expect(r.held_back[1]!.reason).toMatch(/requires signatures/);
+    expect(zzRefs(cluster.remote)).toEqual(remoteBefore);
+    expect((await a.sync()).quarantined).toEqual([]);
+  });
+});

@@ -92,18 +92,23 @@ export function parseInitReport(text: string): InitReport | null {
 
 let probed: Promise<boolean> | null = null;
 
-/** Whether this process can run commands in a PID namespace (probed once, by running the init). */
-export function namespaceAvailable(): Promise<boolean> {
+/**
+ * Whether this process can run commands in a PID namespace (probed by running the init; a
+ * definite answer is kept for the process's life). A probe that timed out (a loaded machine)
+ * answers no for that run only, and the next run probes again: kept, one slow moment left a
+ * daemon on the weaker process-group isolation until it restarted.
+ */
+export function namespaceAvailable(timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
   if (process.env[ISOLATION_ENV] === 'process-group') return Promise.resolve(false);
   if (process.platform !== 'linux') return Promise.resolve(false);
-  probed ??= new Promise((resolve) => {
+  if (probed) return probed;
+  const probe = new Promise<boolean>((resolve) => {
     const l = namespaceLaunch(['true'], { PATH: process.env.PATH ?? '/usr/bin:/bin' });
-    execFile(
-      l.file,
-      l.args,
-      { env: l.env, timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL' },
-      (err) => resolve(err === null),
-    );
+    execFile(l.file, l.args, { env: l.env, timeout: timeoutMs, killSignal: 'SIGKILL' }, (err) => {
+      if (err?.killed && probed === probe) probed = null;
+      resolve(err === null);
+    });
   });
-  return probed;
+  probed = probe;
+  return probe;
 }

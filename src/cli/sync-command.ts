@@ -126,9 +126,7 @@ export function formatSyncReport(r: SyncReport): string {
 
 /** How many names outside zz's layout the report counts but does not list. */
 const hiddenOutside = (r: SyncReport): number =>
-  r.outside_layout
-    ? r.outside_layout.count - r.quarantined.filter((q) => q.kept === false).length
-    : 0;
+  r.outside_layout ? r.outside_layout.count - r.outside_layout.shown : 0;
 
 /**
  * `zz sync` exits 6 (precondition_failed) when it held back something of ours: that ref is

@@ -181,7 +181,7 @@ describe('refs whose names conflict on the remote', () => {
     expect(r.quarantined.map((q) => [q.ref, q.kept])).toEqual(
       junk.slice(0, 10).map((j) => [j, false]),
     );
-    expect(r.outside_layout).toEqual({ count: 1000, truncated: true });
+    expect(r.outside_layout).toEqual({ count: 1000, shown: 10, truncated: true });
     expect(syncCounts(r).quarantined).toBe(1000);
     const text = formatSyncReport(r);
     expect(text.split('\n').length).toBeLessThan(20);
@@ -199,7 +199,7 @@ describe('refs whose names conflict on the remote', () => {
     });
     const few = await a.sync();
     expect(few.quarantined.map((q) => q.ref)).toEqual(junk.slice(0, 3));
-    expect(few.outside_layout).toEqual({ count: 3, truncated: false });
+    expect(few.outside_layout).toEqual({ count: 3, shown: 3, truncated: false });
     expect(formatSyncReport(few)).not.toContain('more name(s)');
     await bothWays(a, b);
   });

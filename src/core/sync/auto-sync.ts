@@ -104,7 +104,7 @@ export function startAutoSync(
         ),
         ...(report.outside_layout?.truncated
           ? [
-              `zz sync ${repo.key}: ${report.remote} holds ${report.outside_layout.count} names outside zz's layout under refs/zz/ (the first ${report.quarantined.filter((q) => q.kept === false).length} above); an owner deletes each: git push ${report.remote} :<ref>`,
+              `zz sync ${repo.key}: ${report.remote} holds ${report.outside_layout.count} names outside zz's layout under refs/zz/ (the first ${report.outside_layout.shown} above); an owner deletes each: git push ${report.remote} :<ref>`,
             ]
           : []),
         ...report.held_back.map(

@@ -191,6 +191,7 @@ async function reconcile(
   if (outside.count > 0) {
     report.outside_layout = {
       count: outside.count,
+      shown: outside.shown.length,
       truncated: outside.count > outside.shown.length,
     };
   }

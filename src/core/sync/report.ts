@@ -70,10 +70,11 @@ export interface SyncReport {
    */
   quarantined: Array<{ ref: string; commit: string; reason: string; kept?: false }>;
   /**
-   * Set when the remote holds names outside zz's layout: how many (`count`), and `truncated`
-   * when `quarantined` lists only the first of them (remote-names.ts OUTSIDE_LAYOUT_SHOWN).
+   * Set when the remote holds names outside zz's layout: how many (`count`), how many of them
+   * `quarantined` lists (`shown`, the first ones: remote-names.ts OUTSIDE_LAYOUT_SHOWN), and
+   * `truncated` when that is not all of them.
    */
-  outside_layout: { count: number; truncated: boolean } | null;
+  outside_layout: { count: number; shown: number; truncated: boolean } | null;
   /**
    * Local refs not pushed because what they would bring fails the checks every other machine
    * makes on import (an op not signed by a registered key where signatures are required, an

@@ -35,6 +35,11 @@ process.stdin.on('end', () => { const req = JSON.parse(Buffer.concat(chunks).toS
   return file;
 }
 
+/** `zz work --lane LANE --once [extra…] --model MODEL`, run in this process as the built zz. */
+function work(env: NodeJS.ProcessEnv, lane: string, model: string, ...extra: string[]) {
+  return zzMain(t.s!.dir, env, ['work', '--lane', lane, '--once', ...extra, '--model', model]);
+}
+
 const CHANGE = JSON.stringify({
   object: { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content: 'notes\n' }] },
   usage: { input_tokens: 120, output_tokens: 30 },
@@ -79,25 +84,10 @@ describe('zz work (the binary)', () => {
 
   it('says there is nothing to do and exits 0; --json prints one event per line', async () => {
     const { env, lane } = await setup();
-    const r = await zzMain(t.s!.dir, env, [
-      'work',
-      '--lane',
-      lane,
-      '--once',
-      '--model',
-      'exec:true',
-    ]);
+    const r = await work(env, lane, 'exec:true');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('nothing to do in lane demo');
-    const j = await zzMain(t.s!.dir, env, [
-      'work',
-      '--lane',
-      lane,
-      '--once',
-      '--json',
-      '--model',
-      'exec:true',
-    ]);
+    const j = await work(env, lane, 'exec:true', '--json');
     expect(j.code).toBe(0);
     const events = j.stdout
       .trim()
@@ -206,14 +196,7 @@ describe('zz work (the binary)', () => {
     const posted = await t.s!.owner('ask_post', { lane_id: lane, kind: 'work', title: 'Write it' });
     const askId = (posted.ask as { ask_id: string }).ask_id;
     const script = agentScript(`process.stderr.write('no GPU here\\n'); process.exit(3);`);
-    const r = await zzMain(t.s!.dir, env, [
-      'work',
-      '--lane',
-      lane,
-      '--once',
-      '--model',
-      `exec:node ${script}`,
-    ]);
+    const r = await work(env, lane, `exec:node ${script}`);
     // unavailable: the model failed (exit 7, `zz help exit-codes`).
     expect(r.code).toBe(7);
     expect(r.stdout).toMatch(
@@ -245,14 +228,7 @@ describe('zz work (the binary)', () => {
       return { status: 500, body: { error: { message: 'overloaded' } }, delayMs: 500 };
     });
     env.OPENAI_BASE_URL = `${t.model.url}/v1`;
-    const r = await zzMain(t.s!.dir, env, [
-      'work',
-      '--lane',
-      lane,
-      '--once',
-      '--model',
-      'openai:m',
-    ]);
+    const r = await work(env, lane, 'openai:m');
     expect(r.code).toBe(7);
     expect(r.stdout).not.toMatch(new RegExp(`^${askId} released`, 'm'));
     expect(r.stdout).toMatch(/^done: 1 ask \(0 answered, 0 released\)/m);
@@ -288,16 +264,7 @@ process.stdout.write(JSON.stringify({ tool_calls: [{ name: 'ladder_tree', argume
     );
     const log = join(dirs.at(-1)!, 'calls.log');
     env.CALLS_LOG = log;
-    const r = await zzMain(t.s!.dir, env, [
-      'work',
-      '--lane',
-      'triage',
-      '--once',
-      '--max-turns',
-      '2',
-      '--model',
-      `exec:node ${script}`,
-    ]);
+    const r = await work(env, 'triage', `exec:node ${script}`, '--max-turns', '2');
     const calls = readFileSync(log, 'utf8').trim().split('\n');
     expect(calls).toHaveLength(2);
     // Member scope: no landing, no Ladder writes offered.
@@ -461,15 +428,7 @@ process.stdout.write(review
       },
     ]);
     env.OPENAI_BASE_URL = `${t.model.url}/v1`;
-    const r = await zzMain(t.s!.dir, env, [
-      'work',
-      '--lane',
-      lane,
-      '--once',
-      '--json',
-      '--model',
-      'openai:m',
-    ]);
+    const r = await work(env, lane, 'openai:m', '--json');
     expect(r.code, r.stderr).toBe(0);
     const events = r.stdout
       .trim()
@@ -495,14 +454,7 @@ process.stdout.write(review
     t.model = await fakeModelServer(() => ({ hang: true }));
     env.OPENAI_BASE_URL = `${t.model.url}/v1`;
     env.ZZ_MODEL_TIMEOUT_MS = '300';
-    const r = await zzMain(t.s!.dir, env, [
-      'work',
-      '--lane',
-      lane,
-      '--once',
-      '--model',
-      'openai:m',
-    ]);
+    const r = await work(env, lane, 'openai:m');
     expect(r.code).toBe(7);
     // The first try and 4 retries, each cut off at 300 ms.
     expect(t.model.requests).toHaveLength(5);
@@ -544,16 +496,7 @@ if (readFileSync('NOTES.md', 'utf8') !== 'notes\\n') { console.error('NOTES.md m
 const content = fed && fed.content.includes('NOTES.md must say notes') ? 'notes\\n' : 'todo\\n';
 process.stdout.write(JSON.stringify({ object: { message: 'Add NOTES.md', files: [{ path: 'NOTES.md', content }] } }));`,
     );
-    const r = await zzMain(t.s!.dir, env, [
-      'work',
-      '--lane',
-      lane,
-      '--once',
-      '--test-cmd',
-      'node check.mjs',
-      '--model',
-      `exec:node ${script}`,
-    ]);
+    const r = await work(env, lane, `exec:node ${script}`, '--test-cmd', 'node check.mjs');
     expect(r.code, r.stderr).toBe(0);
     const steps = r.stdout
       .split('\n')
@@ -567,8 +510,8 @@ process.stdout.write(JSON.stringify({ object: { message: 'Add NOTES.md', files: 
       'test round 2',
       'answer complete',
     ]);
-    const work = (await asksOf(t.s!, lane)).find((a) => a.kind === 'work')!;
-    expect(sh(t.s!.dir, 'show', `refs/zz/changesets/${work.answer!.changeset_id}:NOTES.md`)).toBe(
+    const worked = (await asksOf(t.s!, lane)).find((a) => a.kind === 'work')!;
+    expect(sh(t.s!.dir, 'show', `refs/zz/changesets/${worked.answer!.changeset_id}:NOTES.md`)).toBe(
       'notes',
     );
   });

@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
+import { formatMergeMessage, parseZzCommit } from '../../src/core/sync/index.js';
+import {
+  formatOpMessage,
+  parseOpMessage,
+  publicationOrder,
+  type OpRecord,
+} from '../../src/store/index.js';
+import { sh } from '../helpers/temp-repo.js';
+import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+
+// The published-prefix property (DESIGN §7) on real git, in the schedule the property test
+// (properties.test.ts, seed 999792686) shrank to: Alice's clone publishes Claude's claim;
+// Mallory, who can push, wraps a rival lane_propose around it; Bob's clone, which had not seen
+// the claim, answers the wrap; the ref is deleted; Alice's clone recreates it; Bob's clone,
+// with a claim of its own, syncs again. Bob's answer once folded Mallory's op before the claim
+// Alice had published (ours first, then the remote's ops by Lamport: the rival's clock of 1
+// sorted first), and after the deletion that order, merged back over Alice's recreation, was
+// taken by Alice's clone too: a forged op in a published op's place, on every clone.
+
+const OWNER = { actor: 'owner@example.com' };
+const CLAUDE = { actor: 'claude@example.com' };
+const BOB = { actor: 'bob@example.com' };
+const MALLORY = 'mallory@example.com';
+const LANE = 'refs/zz/lanes/fresh';
+
+let cluster: Cluster | null = null;
+afterEach(() => {
+  cluster?.cleanup();
+  cluster = null;
+});
+
+/** Op ids reachable from `tip` in `dir`, in publication order (what every clone folds). */
+function publishedOps(dir: string, tip: string): string[] {
+  const commits = sh(dir, 'rev-list', '--parents', tip)
+    .split('\n')
+    .map((line) => {
+      const [oid, ...parents] = line.split(' ') as [string, ...string[]];
+      return parseZzCommit({ oid, parents, message: sh(dir, 'log', '-1', '--format=%B', oid) });
+    });
+  return publicationOrder(commits, tip).map((o) => o.op.id);
+}
+
+function opsOf(dir: string, oid: string): OpRecord[] {
+  const parsed = parseOpMessage(sh(dir, 'log', '-1', '--format=%B', oid));
+  if (!parsed.ok) throw new Error(parsed.error);
+  return parsed.ops;
+}
+
+/**
+ * What Mallory pushes with plain git, in the bare remote: a parentless lane_propose of `fresh`
+ * by her, and a merge [rival, tip] over the remote's tip (a fast-forward: no force needed).
+ */
+function wrapOnRemote(remote: string, tip: string): { wrap: string; forged: string } {
+  const root = sh(remote, 'rev-list', '--max-parents=0', tip);
+  const forged = `forged${randomBytes(12).toString('hex')}`;
+  const propose: OpRecord = { ...opsOf(remote, root)[0]!, id: forged, actor: MALLORY, lamport: 1 };
+  const rival = sh(
+    remote,
+    'commit-tree',
+    sh(remote, 'mktree'),
+    '-m',
+    formatOpMessage('lane_propose (forged)', [propose]),
+  );
+  const lamport = Math.max(...opsOf(remote, tip).map((o) => o.lamport)) + 1;
+  const wrap = sh(
+    remote,
+    'commit-tree',
+    `${tip}^{tree}`,
+    '-p',
+    rival,
+    '-p',
+    tip,
+    '-m',
+    formatMergeMessage('Merge', lamport),
+  );
+  sh(remote, 'update-ref', LANE, wrap, tip);
+  return { wrap, forged };
+}
+
+describe('a wrap answered by a clone that had not seen the wrapped op, then the ref deleted', () => {
+  it('what was published keeps its place before the forged op on every clone, and all converge', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    const remote = cluster.remote;
+    await lanePropose(a.repo, OWNER, { lane_id: 'fresh', title: 'Fresh' });
+    const asks: string[] = [];
+    for (const title of ['one', 'two']) {
+      const posted = await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title });
+      asks.push(posted.ask.ask_id);
+    }
+    await a.sync();
+    expect((await b.sync()).adopted).toContain(LANE);
+
+    // Claude's claim, published by Alice's clone; Bob's clone has not synced since.
+    await askClaim(a.repo, CLAUDE, { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 900 });
+    await a.sync();
+    const published = sh(remote, 'rev-parse', LANE);
+    const publishedOrder = publishedOps(remote, published);
+
+    // Mallory wraps it; Bob's clone answers the wrap.
+    const { forged } = wrapOnRemote(remote, published);
+    const answered = await b.sync();
+    expect(answered.quarantined).toEqual([]);
+    expect(answered.merged.map((m) => m.rewritten?.wrapped)).toEqual([true]);
+    // The answer folds Claude's published claim before Mallory's op, as the remote had
+    // published it; Mallory's op is refused (the Lane exists).
+    const answer = sh(remote, 'rev-parse', LANE);
+    const answerOrder = publishedOps(remote, answer);
+    expect(answerOrder.slice(0, publishedOrder.length)).toEqual(publishedOrder);
+    expect(answerOrder.indexOf(forged)).toBe(publishedOrder.length);
+
+    // The ref is deleted on the remote; Bob's clone claims the other Ask meanwhile.
+    sh(remote, 'update-ref', '-d', LANE);
+    await askClaim(b.repo, BOB, { lane_id: 'fresh', ask_id: asks[1]!, lease_seconds: 900 });
+    // Alice's clone recreates what it had published.
+    expect((await a.sync()).recreated).toEqual([LANE]);
+    expect(sh(remote, 'rev-parse', LANE)).toBe(published);
+    // Bob's clone holds it already: its work goes on top, nothing reordered.
+    const rb = await b.sync();
+    expect(rb.quarantined).toEqual([]);
+    expect(rb.pushed).toEqual([LANE]);
+    const after = sh(remote, 'rev-parse', LANE);
+    expect(publishedOps(remote, after).slice(0, publishedOrder.length)).toEqual(publishedOrder);
+    // Alice's clone takes it; all agree.
+    const ra = await a.sync();
+    expect(ra.quarantined).toEqual([]);
+    expect(ra.fast_forwarded).toEqual([LANE]);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
+    const final = publishedOps(a.dir, sh(a.dir, 'rev-parse', LANE));
+    expect(final.slice(0, publishedOrder.length)).toEqual(publishedOrder);
+    expect(final.indexOf(forged)).toBeGreaterThan(publishedOrder.length - 1);
+    for (const c of [a, b]) {
+      expect(await refusalsIn(c.repo, OWNER, 'fresh')).toEqual([
+        ['lane_propose', MALLORY, 'lane_exists'],
+      ]);
+      const view = await laneGet(c.repo, OWNER, { lane_id: 'fresh' });
+      expect(view.lane.coordinators).toEqual([OWNER.actor]);
+      expect(view.asks.find((x) => x.ask_id === asks[0])?.holder).toBe(CLAUDE.actor);
+      expect(view.asks.find((x) => x.ask_id === asks[1])?.holder).toBe(BOB.actor);
+    }
+    const idle = [await a.sync(), await b.sync()];
+    expect(idle.map((r) => [r.merged, r.pushed, r.quarantined])).toEqual([
+      [[], [], []],
+      [[], [], []],
+    ]);
+  });
+});

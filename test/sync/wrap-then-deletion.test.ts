@@ -148,3 +148,109 @@ describe('a wrap answered by a clone that had not seen the wrapped op, then the 
     ]);
   });
 });
+
+describe('a merge that folds what was published as a side of an older value', () => {
+  it('[older value, published + forged claim] is quarantined by the clone that published the claim, and reported', async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    const remote = cluster.remote;
+    await lanePropose(a.repo, OWNER, { lane_id: 'fresh', title: 'Fresh' });
+    const { ask } = await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'one' });
+    await a.sync();
+    await b.sync();
+    const older = sh(remote, 'rev-parse', LANE);
+    await askClaim(a.repo, CLAUDE, { lane_id: 'fresh', ask_id: ask.ask_id, lease_seconds: 900 });
+    await a.sync();
+    const published = sh(remote, 'rev-parse', LANE);
+    const [claude] = opsOf(remote, published);
+    // Mallory's claim of the same Ask on the older value, with Claude's clock and an actor
+    // that sorts first, merged with what was published and folded as a side of the older
+    // value: [older, [published, forged]]. Plain fast-forwards, no force needed.
+    const time = new Date().toISOString();
+    const forgedClaim: OpRecord = {
+      ...claude!,
+      id: `forged${randomBytes(12).toString('hex')}`,
+      actor: 'amy@example.com',
+      time,
+      args: { lane_id: 'fresh', ask_id: ask.ask_id, lease_seconds: 60 },
+      out: { lease_expires_at: new Date(Date.parse(time) + 60_000).toISOString() },
+    };
+    const forged = sh(
+      remote,
+      'commit-tree',
+      `${older}^{tree}`,
+      '-p',
+      older,
+      '-m',
+      formatOpMessage('ask_claim (forged)', [forgedClaim]),
+    );
+    const merge = (first: string, second: string, lamport: number) =>
+      sh(
+        remote,
+        'commit-tree',
+        `${published}^{tree}`,
+        '-p',
+        first,
+        '-p',
+        second,
+        '-m',
+        formatMergeMessage('Merge', lamport),
+      );
+    const side = merge(published, forged, claude!.lamport + 1);
+    const wrap = merge(older, side, claude!.lamport + 2);
+    sh(remote, 'update-ref', LANE, wrap, published);
+    // Its fold puts the forged claim first: Claude's, published, would be lost.
+    const order = publishedOps(remote, wrap);
+    expect(order.indexOf(forgedClaim.id)).toBeLessThan(order.indexOf(claude!.id));
+
+    // Alice's clone, which published Claude's claim, refuses it and says so; Claude keeps the
+    // Ask, and her new work is not pushed over it.
+    await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'two' });
+    const ra = await a.sync();
+    expect(ra.fast_forwarded).toEqual([]);
+    expect(ra.merged).toEqual([]);
+    expect(ra.quarantined).toEqual([
+      {
+        ref: LANE,
+        commit: wrap,
+        reason: expect.stringContaining(`remote folds ops before what was synced at ${published}`),
+      },
+    ]);
+    expect(ra.not_pushed).toEqual([
+      { ref: LANE, commit: sh(a.dir, 'rev-parse', LANE), quarantined: wrap },
+    ]);
+    expect(sh(a.dir, 'rev-parse', `refs/zz-quarantine/origin/lanes/fresh`)).toBe(wrap);
+    expect(sh(a.dir, 'rev-parse', `refs/zz-sync/origin/lanes/fresh`)).toBe(published);
+    const view = await laneGet(a.repo, OWNER, { lane_id: 'fresh' });
+    expect(view.asks.find((x) => x.ask_id === ask.ask_id)?.holder).toBe(CLAUDE.actor);
+    expect(sh(remote, 'rev-parse', LANE)).toBe(wrap);
+    // Judged again every round: refused again, nothing moves.
+    const again = await a.sync();
+    expect([again.quarantined.length, again.pushed, again.merged]).toEqual([1, [], []]);
+    // A merge of that shape that keeps what was published as the prefix of its order (the
+    // forged claim after Claude's) is an honest-looking fast-forward: taken.
+    const late: OpRecord = { ...forgedClaim, actor: 'zed@example.com', id: `${forgedClaim.id}z` };
+    const lateCommit = sh(
+      remote,
+      'commit-tree',
+      `${older}^{tree}`,
+      '-p',
+      older,
+      '-m',
+      formatOpMessage('ask_claim (late)', [late]),
+    );
+    const kept = merge(
+      older,
+      merge(published, lateCommit, claude!.lamport + 1),
+      claude!.lamport + 2,
+    );
+    const keptOrder = publishedOps(remote, kept);
+    expect(keptOrder.indexOf(late.id)).toBeGreaterThan(keptOrder.indexOf(claude!.id));
+    sh(remote, 'update-ref', LANE, kept, wrap);
+    const rk = await a.sync();
+    expect(rk.quarantined).toEqual([]);
+    expect(rk.merged.map((m) => m.ref)).toEqual([LANE]);
+    const after = await laneGet(a.repo, OWNER, { lane_id: 'fresh' });
+    expect(after.asks.find((x) => x.ask_id === ask.ask_id)?.holder).toBe(CLAUDE.actor);
+  });
+});

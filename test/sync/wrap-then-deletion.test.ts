@@ -80,28 +80,35 @@ function wrapOnRemote(remote: string, tip: string): { wrap: string; forged: stri
   return { wrap, forged };
 }
 
+/**
+ * Alice's Lane `fresh` with two Asks, synced on both clones; then Claude's claim of the first,
+ * published by Alice's clone (Bob's clone has not synced since), and Mallory's wrap of it.
+ */
+async function wrappedClaim() {
+  cluster = await makeCluster(2);
+  const [a, b] = cluster.clones as [Clone, Clone];
+  const remote = cluster.remote;
+  await lanePropose(a.repo, OWNER, { lane_id: 'fresh', title: 'Fresh' });
+  const asks: string[] = [];
+  for (const title of ['one', 'two']) {
+    const posted = await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title });
+    asks.push(posted.ask.ask_id);
+  }
+  await a.sync();
+  expect((await b.sync()).adopted).toContain(LANE);
+  await askClaim(a.repo, CLAUDE, { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 900 });
+  await a.sync();
+  const published = sh(remote, 'rev-parse', LANE);
+  const publishedOrder = publishedOps(remote, published);
+  const { wrap, forged } = wrapOnRemote(remote, published);
+  return { a, b, remote, asks, published, publishedOrder, wrap, forged };
+}
+
 describe('a wrap answered by a clone that had not seen the wrapped op, then the ref deleted', () => {
   it('what was published keeps its place before the forged op on every clone, and all converge', async () => {
-    cluster = await makeCluster(2);
-    const [a, b] = cluster.clones as [Clone, Clone];
-    const remote = cluster.remote;
-    await lanePropose(a.repo, OWNER, { lane_id: 'fresh', title: 'Fresh' });
-    const asks: string[] = [];
-    for (const title of ['one', 'two']) {
-      const posted = await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title });
-      asks.push(posted.ask.ask_id);
-    }
-    await a.sync();
-    expect((await b.sync()).adopted).toContain(LANE);
-
-    // Claude's claim, published by Alice's clone; Bob's clone has not synced since.
-    await askClaim(a.repo, CLAUDE, { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 900 });
-    await a.sync();
-    const published = sh(remote, 'rev-parse', LANE);
-    const publishedOrder = publishedOps(remote, published);
-
-    // Mallory wraps it; Bob's clone answers the wrap.
-    const { forged } = wrapOnRemote(remote, published);
+    // Claude's claim, published by Alice's clone and wrapped by Mallory; Bob's clone, which
+    // has not synced since, answers the wrap.
+    const { a, b, remote, asks, published, publishedOrder, forged } = await wrappedClaim();
     const answered = await b.sync();
     expect(answered.quarantined).toEqual([]);
     expect(answered.merged.map((m) => m.rewritten?.wrapped)).toEqual([true]);
@@ -146,6 +153,50 @@ describe('a wrap answered by a clone that had not seen the wrapped op, then the 
       [[], [], []],
       [[], [], []],
     ]);
+  });
+});
+
+describe('a wrap answered by a clone with work of its own', () => {
+  it('its ops go after the continuation the remote published, the rival after them; its lost claim is its own', async () => {
+    const { a, b, remote, asks, published, publishedOrder, wrap, forged } = await wrappedClaim();
+    // Bob's clone, not knowing of Claude's claim, claims the same Ask.
+    await askClaim(b.repo, BOB, { lane_id: 'fresh', ask_id: asks[0]!, lease_seconds: 900 });
+    const mine = sh(b.dir, 'rev-parse', LANE);
+    const [bobClaim] = opsOf(b.dir, mine);
+    const rb = await b.sync();
+    expect(rb.quarantined).toEqual([]);
+    expect(rb.merged).toEqual([
+      {
+        ref: LANE,
+        commit: expect.any(String),
+        local_ops: 1,
+        rewritten: {
+          synced: sh(a.dir, 'rev-parse', `${published}~1`),
+          remote_ops: 1,
+          wrapped: true,
+        },
+      },
+    ]);
+    // The answer is [[published, ours], wrap]: what the remote published, then Bob's claim
+    // (lost: Claude's was published first), then Mallory's op (refused, the remote's).
+    const answer = rb.merged[0]!.commit;
+    const [base, second] = sh(b.dir, 'rev-parse', `${answer}^1`, `${answer}^2`).split('\n');
+    expect(second).toBe(wrap);
+    expect(sh(b.dir, 'rev-parse', `${base}^1`, `${base}^2`).split('\n')).toEqual([published, mine]);
+    expect(publishedOps(b.dir, answer)).toEqual([...publishedOrder, bobClaim!.id, forged]);
+    expect(rb.claims_lost).toEqual([
+      expect.objectContaining({ loser: BOB.actor, winner: CLAUDE.actor, op_id: bobClaim!.id }),
+    ]);
+    expect(rb.claims_lost[0]!.origin).toBeUndefined();
+    expect(rb.rejected.map((r) => [r.op, r.actor, r.reason, r.origin])).toEqual([
+      ['lane_propose', MALLORY, 'lane_exists', 'remote'],
+    ]);
+    expect(sh(remote, 'rev-parse', LANE)).toBe(answer);
+    // Alice's clone, which published the claim, takes the answer as it is.
+    expect((await a.sync()).fast_forwarded).toEqual([LANE]);
+    expect(zzRefs(b.dir)).toEqual(zzRefs(a.dir));
+    const view = await laneGet(a.repo, OWNER, { lane_id: 'fresh' });
+    expect(view.asks.find((x) => x.ask_id === asks[0])?.holder).toBe(CLAUDE.actor);
   });
 });
 

@@ -551,6 +551,27 @@ describe(`sync properties (seed ${SEED}, ${RUNS} runs)`, () => {
               ] as Action[],
             ],
           ],
+          // Found by seed 999792686: replica 1, which had synced only the seeded Lane, answered a
+          // wrap of replica 0's published claim by folding every remote op after its own by
+          // Lamport (the rival's lane_propose, Lamport 1, before the claim); after the ref was
+          // deleted and replica 0 recreated its claim, that order was merged back over it and
+          // taken (wrap-then-deletion.test.ts runs it on real git).
+          [
+            [
+              3,
+              [
+                { t: 'claim', r: 0, ask: 0 },
+                { t: 'sync', r: 0 },
+                { t: 'wrap' },
+                { t: 'sync', r: 1 },
+                { t: 'claim', r: 1, ask: 0 },
+                { t: 'vandal', rewind: false, back: 0 },
+                { t: 'partition', r: 0, on: false },
+                { t: 'wrap' },
+                { t: 'claim', r: 1, ask: 1 },
+              ] as Action[],
+            ],
+          ],
         ],
       },
     );

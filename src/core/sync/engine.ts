@@ -2,10 +2,9 @@ import { ZzError } from '../../errors.js';
 import { RefCasError, TransportError, type PushUpdate, type RefUpdate } from '../../git/index.js';
 import { publicationOrder } from '../../store/index.js';
 import type { RoleSource } from '../lane-state.js';
-import { isLostClaim } from '../lane-guards.js';
 import { syncCodecFor, type Rejection } from './codecs.js';
-import { emptyReport, type SyncReport } from './report.js';
-import { planMerge } from './merge.js';
+import { emptyReport, reportRefusals, type SyncReport } from './report.js';
+import { answerBase, planMerge } from './merge.js';
 import { datedAhead, reachable, wrapsRival, rewrittenBehind } from './history-checks.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
@@ -413,11 +412,15 @@ async function reconcile(
       codec && conf !== null && conf !== theirs && fromTheirs.has(conf)
         ? wrapsRival(history, conf, theirs)
         : null;
-    const rewritten = conf !== null && (!fromTheirs.has(conf) || wrapped !== null);
-    let bad =
-      rewritten && !fromMine.has(conf)
-        ? (wrapped ?? rewrittenBehind(conf, theirs, fromTheirs))
-        : null;
+    const rewritten = conf !== null && (!fromTheirs.has(conf) || wrapped?.kind === 'rival');
+    // A merge that folds what was synced as a side of an older value it was published on is
+    // refused, with or without our copy: answered, it is answered back for ever (wrapsRival).
+    let bad: Invalid | null =
+      wrapped?.kind === 'reorders'
+        ? wrapped
+        : rewritten && !fromMine.has(conf)
+          ? (wrapped ?? rewrittenBehind(conf, theirs, fromTheirs))
+          : null;
     if (!bad && codec) bad = validateIncoming(ref, history, incomingSet);
     if (!bad && codec) bad = datedAhead(ref, history, incomingSet, nowMs);
     if (!bad && checker) {
@@ -467,18 +470,29 @@ async function reconcile(
             await ladderRolesAt(local, all, tips, await (roles ??= rolesAt(local, configTip))),
           ) ?? codec)
         : codec;
-    // Publication order follows first parents (publicationOrder): the first is the base.
-    const plan = rewritten
+    // Publication order follows first parents (publicationOrder): the first is the base. After
+    // a rewrite it is ours, on the remote's continuation of what was synced when it has one.
+    const base = rewritten
+      ? await answerBase(merging, mine, wrapped?.continued ?? null, all, (parents, p) =>
+          local.writeMerge({
+            parents,
+            changes: p.changes,
+            message: formatMergeMessage(`Merge ${remoteName}'s ${rest} as synced`, p.lamport),
+          }),
+        )
+      : null;
+    const fromBase = new Set(base?.commits.map((c) => c.revision));
+    const plan = base
       ? planMerge(
           merging,
-          mine,
-          all.filter((c) => fromMine.has(c.revision)),
+          base.tip,
+          base.commits,
           theirs,
-          history.filter((c) => incomingSet.has(c.revision)),
+          history.filter((c) => !fromBase.has(c.revision)),
         )
       : planMerge(merging, theirs, history, mine, localOnly);
     const commit = await local.writeMerge({
-      parents: rewritten ? [mine, theirs] : [theirs, mine],
+      parents: base ? [base.tip, theirs] : [theirs, mine],
       changes: plan.changes,
       message: formatMergeMessage(
         rewritten
@@ -492,7 +506,7 @@ async function reconcile(
     report.merged.push({
       ref,
       commit,
-      local_ops: rewritten ? 0 : plan.localOps.length,
+      local_ops: base ? (base.plan?.localOps.length ?? 0) : plan.localOps.length,
       ...(rewritten
         ? {
             rewritten: {
@@ -503,27 +517,13 @@ async function reconcile(
           }
         : {}),
     });
-    // After a rewritten remote the ops the merge applied, and refused, are the remote's.
-    const origin = rewritten ? { origin: 'remote' as const } : {};
-    for (const r of plan.rejected) {
-      if (isLostClaim(r)) {
-        report.claims_lost.push({
-          ref,
-          ask_id: r.ask_id ?? null,
-          loser: r.actor,
-          winner: r.winner ?? null,
-          op_id: r.op_id,
-          reason:
-            r.reason === 'lane_closed' || r.reason === 'dependency_unresolved'
-              ? r.reason
-              : 'claim_lost',
-          ...(r.reason === 'lane_closed' ? { closed_by: r.closed_by ?? null } : {}),
-          ...(r.blocked_by === undefined ? {} : { blocked_by: r.blocked_by }),
-          ...origin,
-        });
-      } else report.rejected.push({ ...r, ref, ...origin });
-    }
-    const reported = new Set(plan.rejected.map((r) => r.op_id));
+    // After a rewritten remote the ops the merge applied, and refused, are the remote's (ours
+    // merged onto the remote's continuation are ours).
+    reportRefusals(report, ref, base?.plan?.rejected ?? [], undefined);
+    reportRefusals(report, ref, plan.rejected, rewritten ? 'remote' : undefined);
+    const reported = new Set(
+      [...(base?.plan?.rejected ?? []), ...plan.rejected].map((r) => r.op_id),
+    );
     await newlyRefused(ref, [mine, all, fromMine], async () => plan.refusals, reported);
     if (authoritative && !(await heldBack(ref, mine, theirs))) push(ref, theirs, commit);
   }

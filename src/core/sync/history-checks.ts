@@ -1,4 +1,4 @@
-import type { CommitRecord } from '../../store/index.js';
+import { publicationOrder, type CommitRecord } from '../../store/index.js';
 import { CONFIG_REF } from './roles-at.js';
 import type { Invalid, ParsedCommit } from './validate.js';
 
@@ -37,32 +37,53 @@ export function rewrittenBehind(
 }
 
 /**
+ * What wrapsRival found: `rival`, answered (merged with what was synced first, the rival's ops
+ * after); `reorders`, refused (quarantined). `continued` (rival only) is the remote's own
+ * continuation of what was synced, the value the wrap wrapped: the answer folds it first.
+ */
+export type Wrap = Invalid &
+  ({ kind: 'rival'; continued: string } | { kind: 'reorders'; continued?: undefined });
+
+/**
  * Whether the remote's tip `theirs`, which still reaches the value last confirmed there, folds
- * a rival history before it: a merge whose parents are [rival, confirmed] reaches it, and
- * publication order (first parents first, DESIGN §7) would fold the rival's ops before
- * everything published — a rival lane_propose would take the Lane. Such a tip is answered like
- * a rewrite: merged with ours as the first parent, the rival's ops after.
+ * ops before what was synced there: a merge reaches `confirmed` through a parent other than its
+ * first, and publication order (first parents first, DESIGN §7) folds that first parent's
+ * history before everything published.
  *
- * Judged where `confirmed` leaves the tip's first-parent chain: the history below that merge's
- * first parent folds first, and it is a rival when it holds none of the ops that were synced.
- * Not "the synced ops must fold first in their order": after a remote ref was deleted or
- * rewound, an honest replica's answer (ours first, the remote's after) reorders what the
- * replica that recreated it had confirmed, and that one answering back the same way made the
- * two ping-pong for ever (the property test found it in 4 runs). Every honest history of a
- * Lane shares its first commit, so an honest answer always holds some of what was synced.
- * What this leaves open: a rival forked after a shared commit, whose later ops (a claim) fold
- * before published ones. `history`: every commit `theirs` reaches.
+ * Judged where `confirmed` leaves the tip's first-parent chain, by that merge's first parent:
+ * - it holds none of the ops that were synced: a rival (a parentless lane_propose would take
+ *   the Lane). Answered like a rewrite, ours first; `continued` is where the remote went on
+ *   from what was synced (the wrapped value, its own wraps unwrapped), which the answer folds
+ *   before our local ops and the rival's: an answer of ours first and then every remote op by
+ *   Lamport folded the rival's op (Lamport 1) before a claim the remote had published on top of
+ *   what this clone last synced, and that order, pushed and merged back after a deletion, was
+ *   taken by the clone that had published the claim (the property test, seed 999792686).
+ * - it is an older value on the first-parent chain of what was synced (published before it):
+ *   the merge folds what was published after that value as a side, by Lamport, interleaved
+ *   with whatever else the side brings (a forged claim dated to sort first). No merge zz makes
+ *   has that shape (a sync's merge has the remote's value first, which a side holding what
+ *   was synced reaches; an answer to a rewrite has the answerer's history first, with the
+ *   remote's continuation of what it synced, above), so unless its order keeps what was synced
+ *   as a prefix it is refused, not answered: answered ours first, a clone that took it as a
+ *   fast-forward (one that synced only the older value) answers back the same way, for ever.
+ * - it holds ops that were synced and others: taken as a restoration, accepted. After a remote
+ *   ref was deleted or rewound, an honest replica's answer (ours first, the remote's after)
+ *   reorders what the replica that recreated it had confirmed, and that one answering back the
+ *   same way made the two ping-pong for ever (the property test found it in 4 runs). What this
+ *   leaves open: a rival forked after a shared commit, whose later ops (a claim) fold before
+ *   published ones — after a deletion only each clone's memory knows who published first, and
+ *   a tie-break from the DAG alone can be forged by anyone who can push.
+ * `history`: every commit `theirs` reaches.
  */
 export function wrapsRival(
   history: readonly CommitRecord[],
   confirmed: string,
   theirs: string,
-): Invalid | null {
+): Wrap | null {
   const byOid = new Map(history.map((c) => [c.revision, c]));
-  const synced = new Set<string>();
-  for (const oid of closure([confirmed], (o) => byOid.get(o)?.parents ?? [])) {
-    if ((byOid.get(oid)?.ops.length ?? 0) > 0) synced.add(oid);
-  }
+  const parentsOf = (o: string) => byOid.get(o)?.parents ?? [];
+  const below = closure([confirmed], parentsOf);
+  const synced = new Set([...below].filter((oid) => (byOid.get(oid)?.ops.length ?? 0) > 0));
   if (synced.size === 0) return null;
   // The commits that reach `confirmed`: its descendants, through the child links.
   const children = new Map<string, string[]>();
@@ -70,22 +91,60 @@ export function wrapsRival(
     for (const p of c.parents) children.set(p, [...(children.get(p) ?? []), c.revision]);
   }
   const reaches = closure([confirmed], (o) => children.get(o) ?? []);
-  for (let cur = theirs; cur !== confirmed;) {
-    const first = byOid.get(cur)?.parents[0];
-    if (first === undefined) return null;
-    if (reaches.has(first)) {
-      cur = first;
-      continue;
+  // What was published before `confirmed`, in its order: its first-parent chain.
+  const published = new Set<string>();
+  for (
+    let o: string | undefined = confirmed;
+    o !== undefined && byOid.has(o);
+    o = parentsOf(o)[0]
+  ) {
+    published.add(o);
+  }
+  /** The first merge down `tip`'s first parents whose first parent leaves `confirmed`'s line. */
+  const leaves = (tip: string): { merge: string; base: string; onward: string } | null => {
+    for (let cur = tip; cur !== confirmed;) {
+      const [first, ...rest] = parentsOf(cur);
+      if (first === undefined) return null;
+      if (reaches.has(first)) {
+        cur = first;
+        continue;
+      }
+      const onward = rest.find((p) => reaches.has(p));
+      return onward === undefined ? null : { merge: cur, base: first, onward };
     }
-    for (const oid of closure([first], (o) => byOid.get(o)?.parents ?? [])) {
-      if (synced.has(oid)) return null;
-    }
+    return null;
+  };
+  const rivalAt = (tip: string) => {
+    const at = leaves(tip);
+    if (at === null) return null;
+    if (published.has(at.base)) return { ...at, rival: false };
+    for (const oid of closure([at.base], parentsOf)) if (synced.has(oid)) return null;
+    return { ...at, rival: true };
+  };
+  const top = rivalAt(theirs);
+  if (top === null) return null;
+  if (!top.rival) {
+    const ids = (tip: string) => publicationOrder(history, tip).map((o) => o.op.id);
+    const before = ids(confirmed);
+    const after = ids(theirs);
+    if (before.every((id, i) => after[i] === id)) return null;
     return {
+      kind: 'reorders',
       commit: theirs,
-      reason: `remote folds a rival history before what was synced at ${confirmed} (merge ${cur} has it as a second parent, and a first that holds none of its ops)`,
+      reason: `remote folds ops before what was synced at ${confirmed} (merge ${top.merge} takes it as a second parent over ${top.base}, older than it)`,
     };
   }
-  return null;
+  // A wrap of a wrap: the rival's own merge may wrap another rival around what was synced.
+  let continued = top.onward;
+  for (let next = rivalAt(continued); next?.rival; next = rivalAt(continued)) {
+    continued = next.onward;
+  }
+  return {
+    kind: 'rival',
+    continued,
+    commit: theirs,
+    reason: `remote folds a rival history before what was synced at ${confirmed} (merge ${top.merge} has it as a second parent, and a first that holds none of its ops)`,
+  };
 }
 
 /** The commits (oid → parents, closed under parents) that `tip` reaches. */

@@ -61,3 +61,45 @@ export function planMerge<S>(
   const rejected = sc.rejections?.(state).slice(before) ?? [];
   return { changes, lamport, localOps, rejected, refusals };
 }
+
+/**
+ * The first parent of a merge answering a rewritten remote (engine.ts): what this clone holds,
+ * ours first. When the remote wrapped what was synced in a rival's merge and had gone on from
+ * it first (`continued`, history-checks.ts wrapsRival: a claim published on top of what this
+ * clone last synced), that continuation was published before the wrap: ours is merged onto it
+ * as a sync merges (the continuation first, our local-only ops after), so the answer folds it
+ * before our ops and the rival's. Folding every remote op after ours by Lamport put the rival's
+ * op (Lamport 1) before the published claim. `history`: every commit either tip reaches.
+ * `write` makes the merge commit [continued, mine] when neither holds the other.
+ */
+export async function answerBase<S>(
+  sc: SyncCodec<S>,
+  mine: string,
+  continued: string | null,
+  history: readonly CommitRecord[],
+  write: (parents: [string, string], plan: MergePlan) => Promise<string>,
+): Promise<{ tip: string; commits: CommitRecord[]; plan: MergePlan | null }> {
+  const byOid = new Map(history.map((c) => [c.revision, c]));
+  const from = (tip: string): Set<string> => {
+    const seen = new Set<string>();
+    for (const stack = [tip]; stack.length > 0;) {
+      const oid = stack.pop()!;
+      if (seen.has(oid) || !byOid.has(oid)) continue;
+      seen.add(oid);
+      stack.push(...byOid.get(oid)!.parents);
+    }
+    return seen;
+  };
+  const fromMine = from(mine);
+  const ofMine = history.filter((c) => fromMine.has(c.revision));
+  if (continued === null || fromMine.has(continued))
+    return { tip: mine, commits: ofMine, plan: null };
+  const fromCont = from(continued);
+  const ofCont = history.filter((c) => fromCont.has(c.revision));
+  if (fromCont.has(mine)) return { tip: continued, commits: ofCont, plan: null };
+  const mineOnly = ofMine.filter((c) => !fromCont.has(c.revision));
+  const plan = planMerge(sc, continued, ofCont, mine, mineOnly);
+  const tip = await write([continued, mine], plan);
+  const merge: CommitRecord = { revision: tip, parents: [continued, mine], ops: [] };
+  return { tip, commits: [...ofCont, ...mineOnly, merge], plan };
+}

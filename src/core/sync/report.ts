@@ -1,3 +1,4 @@
+import { isLostClaim } from '../lane-guards.js';
 import type { Rejection } from './codecs.js';
 
 // What one sync round reports (engine.ts fills it; the CLI, the daemon's events and the
@@ -38,9 +39,11 @@ export interface SyncReport {
   fast_forwarded: string[];
   /**
    * `rewritten`: the remote no longer held the value synced there (`synced`), or folded a rival
-   * history before it (`wrapped`: a merge whose first parent is the rival); the merge keeps ours first and
-   * applies the remote's `remote_ops` after (history-checks.ts). Its parents are [local tip,
-   * remote tip].
+   * history before it (`wrapped`: a merge whose first parent is the rival); the merge keeps ours
+   * first and applies the remote's `remote_ops` after (history-checks.ts). Its parents are
+   * [local tip, remote tip]; after a wrap of what the remote had gone on to publish from what
+   * was synced, [that continuation with our `local_ops` merged after it, remote tip]
+   * (merge.ts answerBase). `local_ops` is otherwise 0 after a rewrite.
    */
   merged: Array<{
     ref: string;
@@ -126,4 +129,32 @@ export function emptyReport(remote: string, authoritative: boolean): SyncReport 
     offline: null,
     owners_lost: null,
   };
+}
+
+/** What a merge of `ref` refused: lost claims as claims_lost, the rest as rejected. */
+export function reportRefusals(
+  report: SyncReport,
+  ref: string,
+  rejected: readonly Rejection[],
+  origin?: Origin,
+): void {
+  const from = origin ? { origin } : {};
+  for (const r of rejected) {
+    if (isLostClaim(r)) {
+      report.claims_lost.push({
+        ref,
+        ask_id: r.ask_id ?? null,
+        loser: r.actor,
+        winner: r.winner ?? null,
+        op_id: r.op_id,
+        reason:
+          r.reason === 'lane_closed' || r.reason === 'dependency_unresolved'
+            ? r.reason
+            : 'claim_lost',
+        ...(r.reason === 'lane_closed' ? { closed_by: r.closed_by ?? null } : {}),
+        ...(r.blocked_by === undefined ? {} : { blocked_by: r.blocked_by }),
+        ...from,
+      });
+    } else report.rejected.push({ ...r, ref, ...from });
+  }
 }

@@ -1,0 +1,352 @@
+import { ZzError } from '../../errors.js';
+import { RefCasError, TransportError, type RefUpdate } from '../../git/index.js';
+import { LANE_ID_RE } from '../../schema/ids.js';
+import { commitLamports, formatOpMessage, publicationOrder } from '../../store/index.js';
+import type { ZzRepo } from '../zz-repo.js';
+import { authChecker } from './authenticity.js';
+import { syncCodecFor } from './codecs.js';
+import { confirmedPrefix, confirmPushed, quarantinePrefix, trackingPrefix } from './engine.js';
+import { GitSyncLocal, GitSyncRemote } from './git-ports.js';
+import { forgetHeldBack } from './held-back.js';
+import { datedAhead, reachable } from './history-checks.js';
+import { unrelatedError, unrelatedRemote } from './project-identity.js';
+import { isDatedProblem, pushGateProblem } from './push-gate.js';
+import { CONFIG_REF, LANES_REF_PREFIX, rolesAt } from './roles-at.js';
+import { syncTarget } from './run.js';
+import { parseZzCommit, validateIncoming, type ParsedCommit } from './validate.js';
+
+// `zz sync --drop-held <ref>`: the way out for a clone whose own commits on a ref are held
+// back from every push (held-back.ts). Such a ref stays stuck for good otherwise: every later
+// op on it rides behind the refused commit, and the push gate holds back all of them.
+//
+// What it does, one ref only, against the authoritative remote:
+// 1. fetch, and refuse unless the remote's tip of the ref is a commit that passes the import
+//    checks (validated, not quarantined, not rewritten behind what was synced) and our ref is
+//    held back there for a reason that will not pass by itself (a date does);
+// 2. our ops = those reachable from the local tip and not from the remote's, in publication
+//    order; each is re-applied as a new commit on the remote's tip when the push gate (the very
+//    check every other clone makes on import) passes it as this process signs it, else dropped
+//    and reported (actor, op, id). A re-applied op keeps its id, arguments, result, time and
+//    idempotency key (a retry of its request is answered from the log, not written twice);
+//    only its clock changes (one above its new parent, as validation requires);
+// 3. the old local tip is kept as refs/zz-dropped/<ref path>/<time>-<oid> (the last
+//    DROPPED_KEPT per ref; never fetched or pushed), and the ref and that backup move in one
+//    transaction against the tip read in step 1: a write that landed meanwhile fails it, and
+//    then no ref has moved;
+// 4. the ref alone is pushed with a lease on the remote's tip. A push that loses a race leaves
+//    the rebuilt ref here: it is signable now, so the next `zz sync` merges and pushes it.
+
+/** Backups kept per ref under refs/zz-dropped/ (the oldest beyond it are deleted). */
+export const DROPPED_KEPT = 10;
+/** Ops one drop re-applies at most (each is a signature, a commit and a gate check). */
+export const MAX_DROP_OPS = 1000;
+export const DROPPED_PREFIX = 'refs/zz-dropped/';
+
+export interface DroppedOp {
+  id: string;
+  op: string;
+  actor: string;
+  reason: string;
+}
+
+export interface ReappliedOp {
+  id: string;
+  op: string;
+  actor: string;
+  /** The op's idempotency key, kept. */
+  key?: string;
+  /** Set when the fold refuses it on the remote's state (kept in the log, as a merge keeps it). */
+  refused?: string;
+}
+
+export interface DropHeldReport {
+  remote: string;
+  ref: string;
+  /** The local tip before: kept under `backup`. */
+  old_tip: string;
+  /** The remote's tip the ops were re-applied on. */
+  remote_tip: string;
+  /** The local tip after. */
+  new_tip: string;
+  backup: string;
+  /** Older backups of this ref deleted to keep DROPPED_KEPT. */
+  backups_removed: string[];
+  /** Why the ref was held back before. */
+  held_back_reason: string;
+  reapplied: ReappliedOp[];
+  dropped: DroppedOp[];
+  pushed: boolean;
+  /** Why the push did not happen (the local drop stands; `zz sync` pushes it later). */
+  push_problem: string | null;
+}
+
+export interface DropHeldOptions {
+  /** This machine's clock (ms); tests may fix it. */
+  now?: () => number;
+  /** Runs just before the refs move (tests write to the ref here to prove the CAS). */
+  beforeMove?: () => Promise<void>;
+}
+
+/** `lanes/<id>`, `config`, or their full refs/zz/ names; anything else is refused. */
+export function heldRefName(arg: string): string {
+  const rest = arg.startsWith('refs/zz/') ? arg.slice('refs/zz/'.length) : arg;
+  if (rest === 'config') return CONFIG_REF;
+  const lane = rest.startsWith('lanes/') ? rest.slice('lanes/'.length) : null;
+  if (lane !== null && LANE_ID_RE.test(lane)) return LANES_REF_PREFIX + lane;
+  throw new ZzError(
+    'invalid_argument',
+    `--drop-held takes a ref zz holds back: config or lanes/<lane id> (got ${JSON.stringify(arg.slice(0, 200))})`,
+  );
+}
+
+export async function dropHeld(
+  repo: ZzRepo,
+  refArg: string,
+  opts: DropHeldOptions = {},
+): Promise<DropHeldReport> {
+  const ref = heldRefName(refArg);
+  const rest = ref.slice('refs/zz/'.length);
+  const { g, store, main } = await syncTarget(repo);
+  const local = new GitSyncLocal(g, store);
+  const remote = new GitSyncRemote(g, main);
+  const refuse = (why: string): ZzError =>
+    new ZzError('precondition_failed', `cannot drop what is held back on ${rest}: ${why}`);
+  try {
+    await remote.fetch();
+  } catch (e) {
+    if (e instanceof TransportError && e.failure.kind === 'offline') {
+      throw new ZzError(
+        'unavailable',
+        `cannot reach ${main} (${e.message}); nothing changed: the remote's tip must be known to re-apply ops on it, run it again when ${main} is reachable`,
+      );
+    }
+    throw e;
+  }
+  const unrelated = await unrelatedRemote(local, main);
+  if (unrelated) throw unrelatedError(unrelated);
+  const nowMs = (opts.now ?? (() => repo.clock().getTime()))();
+  const refs = await local.listRefs('refs/z');
+  const mine = refs.get(ref) ?? null;
+  if (mine === null) throw new ZzError('not_found', `this clone has no ${ref}`);
+  const theirs = refs.get(trackingPrefix(main) + rest) ?? null;
+  const checker = authChecker(local, main);
+  if (theirs === null) {
+    if ((await pushGateProblem(local, ref, mine, null, checker, nowMs)) === null) {
+      throw refuse('it is not held back: zz sync pushes it as it is');
+    }
+    throw refuse(
+      `${main} does not hold it, so there is no tip of theirs to re-apply this clone's ops on (if it was deleted there, an owner pushes it back from a clone whose copy passes: zz sync there)`,
+    );
+  }
+  if ((await local.objectTypes([theirs])).get(theirs) !== 'commit') {
+    throw refuse(`${main}'s tip ${theirs.slice(0, 10)} is not a commit`);
+  }
+  if (refs.get(quarantinePrefix(main) + rest) === theirs) {
+    throw refuse(
+      `${main}'s tip ${theirs.slice(0, 10)} is quarantined here; an owner replaces it first (README, "A quarantined ref")`,
+    );
+  }
+  // A Lane is judged against the config every other clone holds: the remote's (ours may be
+  // held back too, and a key it registers counts nowhere else). Checking the remote's config
+  // first makes the checker judge by it (authenticity.ts, as a sync round does).
+  const remoteConfig = refs.get(trackingPrefix(main) + 'config') ?? null;
+  if (ref !== CONFIG_REF && remoteConfig !== null) {
+    const ownConfig = refs.get(CONFIG_REF) ?? null;
+    const all = await parsed(local, ref, [remoteConfig], [], CONFIG_REF);
+    const fresh = await parsed(
+      local,
+      ref,
+      [remoteConfig],
+      ownConfig ? [ownConfig] : [],
+      CONFIG_REF,
+    );
+    const bad = await checker.check(CONFIG_REF, all, new Set(fresh.map((c) => c.revision)));
+    if (bad) throw refuse(`${main}'s refs/zz/config fails the import checks: ${bad.reason}`);
+  }
+  // The remote's tip is built on only once it passes what a sync round checks on import.
+  const theirsHistory = await parsed(local, ref, [theirs], []);
+  const fromTheirs = reachable(new Map(theirsHistory.map((c) => [c.revision, c.parents])), theirs);
+  const confirmed = refs.get(confirmedPrefix(main) + rest) ?? null;
+  if (confirmed !== null && !fromTheirs.has(confirmed)) {
+    throw refuse(
+      `${main}'s tip no longer holds what was synced there (${confirmed.slice(0, 10)}); run zz sync first`,
+    );
+  }
+  const known = await parsed(local, ref, [theirs], [mine, ...(confirmed ? [confirmed] : [])]);
+  const incoming = new Set(known.map((c) => c.revision));
+  const badTip =
+    validateIncoming(ref, theirsHistory, incoming) ??
+    datedAhead(ref, theirsHistory, incoming, nowMs) ??
+    (await checker.check(ref, theirsHistory, incoming));
+  if (badTip) {
+    throw refuse(
+      `${main}'s tip fails the import checks (${badTip.reason}); zz sync quarantines it`,
+    );
+  }
+  const held = await pushGateProblem(local, ref, mine, theirs, checker, nowMs);
+  if (held === null) {
+    throw refuse('it is not held back: zz sync pushes it as it is');
+  }
+  if (isDatedProblem(held.reason)) {
+    throw refuse(
+      `it is held back only because ${held.reason}; it is pushed once this machine's clock reaches that date, nothing needs dropping`,
+    );
+  }
+
+  // Our ops, in the order this clone's fold applied them.
+  const ours = new Set((await parsed(local, ref, [mine], [theirs])).map((c) => c.revision));
+  const mineHistory = await parsed(local, ref, [mine], []);
+  const summaries = await summaryLines(local, mine, theirs);
+  const ordered = publicationOrder(mineHistory, mine).filter((o) => ours.has(o.revision));
+  if (ordered.length > MAX_DROP_OPS) {
+    throw refuse(
+      `${ordered.length} ops of this clone are on it, more than the ${MAX_DROP_OPS} one drop re-applies`,
+    );
+  }
+
+  // The entity's state at the remote's tip; each op re-applied goes through the same guarded
+  // fold a merge runs (a claim lost meanwhile is kept in the log and refused, as a merge keeps
+  // it), and its commit's tree is that tip's with just the paths it touched rewritten.
+  const sc =
+    ref === CONFIG_REF
+      ? syncCodecFor(ref)!
+      : syncCodecFor(ref, await rolesAt(local, refs.get(CONFIG_REF) ?? null))!;
+  const state = sc.codec.empty();
+  for (const { op } of publicationOrder(theirsHistory, theirs)) {
+    const p = sc.codec.parse(op);
+    if (p.ok) sc.codec.apply(state, p.op);
+  }
+  let lamport = commitLamports(theirsHistory).get(theirs) ?? 0;
+  let tip = theirs;
+  const reapplied: ReappliedOp[] = [];
+  const dropped: DroppedOp[] = [];
+  try {
+    for (const { op, revision } of ordered) {
+      const next = { ...op, lamport: lamport + 1 };
+      const message = formatOpMessage(summaries.get(revision) ?? op.op, [next]);
+      const who = { id: op.id, op: op.op, actor: op.actor };
+      const parsedOp = sc.codec.parse(next);
+      if (!parsedOp.ok) {
+        dropped.push({ ...who, reason: parsedOp.error });
+        continue;
+      }
+      // The gate judges a commit's message and signature, never its tree: a probe with the
+      // parent's tree says whether this op, signed as this process signs it, passes, before
+      // the fold's state (which cannot be rolled back) takes it.
+      const probe = await local.writeOpCommit({
+        parent: tip,
+        changes: new Map(),
+        author: op.actor,
+        message,
+      });
+      const bad = await pushGateProblem(local, ref, probe, tip, checker, nowMs);
+      if (bad) {
+        dropped.push({ ...who, reason: bad.reason });
+        continue;
+      }
+      const before = sc.rejections?.(state).length ?? 0;
+      const changes = new Map<string, string | null>();
+      for (const path of sc.codec.apply(state, parsedOp.op)) {
+        changes.set(path, sc.codec.file(state, path));
+      }
+      tip = await local.writeOpCommit({ parent: tip, changes, author: op.actor, message });
+      lamport += 1;
+      const refused = sc.rejections?.(state).slice(before)[0];
+      reapplied.push({
+        ...who,
+        ...(op.key === undefined ? {} : { key: op.key }),
+        ...(refused ? { refused: refused.reason } : {}),
+      });
+    }
+    // The whole rebuilt history, as the push will carry it: it must pass, or nothing moves.
+    const still =
+      tip === theirs ? null : await pushGateProblem(local, ref, tip, theirs, checker, nowMs);
+    if (still) {
+      throw new ZzError(
+        'internal',
+        `the rebuilt ${rest} would still be held back (${still.reason}); nothing moved`,
+      );
+    }
+    const backups = [...(await local.listRefs(`${DROPPED_PREFIX}${rest}/`))].sort(([a], [b]) =>
+      a < b ? -1 : a > b ? 1 : 0,
+    );
+    const backup = `${DROPPED_PREFIX}${rest}/${stamp(nowMs)}-${mine.slice(0, 12)}`;
+    const removed = backups.slice(0, Math.max(0, backups.length + 1 - DROPPED_KEPT));
+    const updates: RefUpdate[] = [
+      { ref, old: mine, new: tip },
+      { ref: backup, old: null, new: mine },
+      ...removed.map(([name, oid]) => ({ ref: name, old: oid, new: null })),
+    ];
+    await opts.beforeMove?.();
+    try {
+      await local.update(updates);
+    } catch (e) {
+      // Another writer moved the ref (RefCasError) or holds its lock right now (ref_locked).
+      if (!(e instanceof RefCasError) && !(e instanceof ZzError && e.code === 'ref_locked')) {
+        throw e;
+      }
+      throw new ZzError(
+        'conflict',
+        `${rest} moved while its ops were being re-applied (a write landed meanwhile); nothing moved: run zz sync --drop-held ${rest} again`,
+      );
+    }
+    await forgetHeldBack(repo, ref);
+    const report: DropHeldReport = {
+      remote: main,
+      ref,
+      old_tip: mine,
+      remote_tip: theirs,
+      new_tip: tip,
+      backup,
+      backups_removed: removed.map(([name]) => name),
+      held_back_reason: held.reason,
+      reapplied,
+      dropped,
+      pushed: false,
+      push_problem: null,
+    };
+    if (tip === theirs) return { ...report, pushed: true };
+    const push = [{ ref, expected: theirs, next: tip }];
+    const outcome = await remote.push(push);
+    if (outcome.kind === 'ok') {
+      await confirmPushed(local, main, push);
+      return { ...report, pushed: true };
+    }
+    return { ...report, push_problem: outcome.message };
+  } finally {
+    // Probes and anything written for a drop that did not move the ref: let their packs go.
+    local.releaseUnnamed();
+  }
+}
+
+/** `local.commits` parsed as `ref`'s entity (`as`: another entity's ref, the config). */
+async function parsed(
+  local: GitSyncLocal,
+  ref: string,
+  include: string[],
+  exclude: string[],
+  as: string = ref,
+): Promise<ParsedCommit[]> {
+  return (await local.commits(include, exclude)).map((c) => parseZzCommit(c, as));
+}
+
+/** Each of our commits' summary line, which its re-applied ops carry on. */
+async function summaryLines(
+  local: GitSyncLocal,
+  mine: string,
+  theirs: string,
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const c of await local.commits([mine], [theirs])) {
+    out.set(c.oid, c.message.split('\n', 1)[0] ?? '');
+  }
+  return out;
+}
+
+/** `20261203T140501Z`: sorts as it happened, and is a valid ref component. */
+function stamp(ms: number): string {
+  return new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
+}

@@ -232,4 +232,49 @@ describe('zz sync --drop-held', () => {
     expect(off.stderr).toMatch(/cannot reach origin/);
     expect(off.code).toBe(7);
   });
+
+  it("on refs/zz/config: another actor's unsigned owner-level op is dropped, the owner's own op goes out", async () => {
+    const env = cliEnv();
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    // The owner's second machine holds the owner's key; carol's op was written there unsigned
+    // (past the local checks, as another machine's zz may have), then the owner's own.
+    signAs(b.repo, OWNER.actor, a.key);
+    const store = b.repo.store as GitStore;
+    const signer = store.signer;
+    store.signer = null;
+    await b.repo.config.mutate({
+      actor: CAROL.actor,
+      recordRefused: true,
+      decide: () => ({
+        op: 'role_grant',
+        summary: 'role_grant: grant owner carol@example.com',
+        args: { grantee: CAROL.actor, role: 'owner', revoke: false },
+      }),
+      result: () => null,
+    });
+    store.signer = signer;
+    const bobKey = await personKey(BOB.actor, env);
+    await keyAdd(b.repo, OWNER, { actor: BOB.actor, key: bobKey.publicKey });
+    expect((await b.sync()).held_back).toEqual([
+      expect.objectContaining({ ref: 'refs/zz/config', reason: expect.stringMatching(/carol/) }),
+    ]);
+    const r = await dropHeld(b.repo, 'config');
+    expect(r.reapplied).toEqual([expect.objectContaining({ op: 'key_add', actor: OWNER.actor })]);
+    expect(r.dropped).toEqual([
+      expect.objectContaining({
+        op: 'role_grant',
+        actor: CAROL.actor,
+        reason: expect.stringMatching(/not signed by an owner's key/),
+      }),
+    ]);
+    expect(r.pushed).toBe(true);
+    expect(droppedRefs(b.dir).get(r.backup)).toBe(r.old_tip);
+    const back = await a.sync();
+    expect(back.quarantined).toEqual([]);
+    const config = (await a.repo.config.read()).state;
+    expect(config.keys.get(BOB.actor)).toEqual([bobKey.publicKey]);
+    expect(config.config?.owners).toEqual([OWNER.actor]);
+    expect((await b.sync()).held_back).toEqual([]);
+  });
 });

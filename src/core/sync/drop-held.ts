@@ -240,6 +240,10 @@ export async function dropHeld(
         message,
       });
       const bad = await pushGateProblem(local, ref, probe, tip, checker, nowMs);
+      if (bad && isDatedProblem(bad.reason)) {
+        // Not one it cannot sign: one that passes once this clock reaches its date.
+        throw refuse(`${bad.reason}; run it again once this machine's clock reaches that date`);
+      }
       if (bad) {
         dropped.push({ ...who, reason: bad.reason });
         continue;

@@ -12,8 +12,12 @@ const short = (ref: string): string => neutralize(ref.replace(/^refs\/zz\//, '')
 export function formatDropReport(r: DropHeldReport): string {
   const lines: string[] = [];
   const remote = neutralize(r.remote);
+  const on =
+    r.remote_tip === null
+      ? `what was last synced to ${remote} (${r.base.slice(0, 10)}; the ref was deleted there)`
+      : `${remote}'s tip ${r.remote_tip.slice(0, 10)}`;
   lines.push(
-    `Rebuilt ${short(r.ref)} on ${remote}'s tip ${r.remote_tip.slice(0, 10)}: re-applied ${r.reapplied.length} op(s), dropped ${r.dropped.length}.`,
+    `Rebuilt ${short(r.ref)} on ${on}: re-applied ${r.reapplied.length} op(s), dropped ${r.dropped.length}.`,
   );
   lines.push(`  it was held back: ${neutralize(r.held_back_reason)}`);
   for (const o of r.reapplied) {

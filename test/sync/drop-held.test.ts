@@ -277,4 +277,35 @@ describe('zz sync --drop-held', () => {
     expect(config.config?.owners).toEqual([OWNER.actor]);
     expect((await b.sync()).held_back).toEqual([]);
   });
+
+  it('rebuilds a Lane deleted on the remote on what was synced there, and pushes it back', async () => {
+    const env = cliEnv();
+    const { a, b } = await stuckClone(env);
+    await b.sync();
+    const synced = sh(b.dir, 'rev-parse', 'refs/zz-sync/origin/lanes/web').trim();
+    sh(cluster!.remote, 'update-ref', '-d', 'refs/zz/lanes/web');
+    expect((await b.sync()).held_back).toEqual([
+      expect.objectContaining({ ref: 'refs/zz/lanes/web' }),
+    ]);
+    const cli = await zz(b.dir, env, 'sync', '--drop-held', 'lanes/web');
+    expect(cli.stderr).toBe('');
+    expect(cli.code).toBe(0);
+    expect(cli.stdout).toContain(
+      `Rebuilt lanes/web on what was last synced to origin (${synced.slice(0, 10)}; the ref was deleted there): re-applied 2 op(s), dropped 1.`,
+    );
+    expect(cli.stdout).toMatch(/dropped: ask_post by carol@example\.com \(op [0-9a-f-]+\)/);
+    expect(cli.stdout).toContain('lanes/web is on origin now.');
+    const tip = zzRefs(b.dir).get('refs/zz/lanes/web');
+    expect(zzRefs(cluster!.remote).get('refs/zz/lanes/web')).toBe(tip);
+    // Built on what was synced: the other clone's copy is in its history (a fast-forward).
+    expect(sh(b.dir, 'merge-base', '--is-ancestor', synced, tip!)).toBe('');
+    const back = await a.sync();
+    expect(back.quarantined).toEqual([]);
+    expect(await titles(a.repo)).toEqual([
+      'bob, signed',
+      'bob, unsigned by an old zz',
+      'owner meanwhile',
+    ]);
+    expect((await zz(b.dir, env, 'sync')).code).toBe(0);
+  });
 });

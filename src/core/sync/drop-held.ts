@@ -3,7 +3,7 @@ import { RefCasError, TransportError, type RefUpdate } from '../../git/index.js'
 import { LANE_ID_RE } from '../../schema/ids.js';
 import { commitLamports, formatOpMessage, publicationOrder } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
-import { authChecker } from './authenticity.js';
+import { authChecker, type AuthChecker } from './authenticity.js';
 import { syncCodecFor } from './codecs.js';
 import { confirmedPrefix, confirmPushed, quarantinePrefix, trackingPrefix } from './engine.js';
 import { GitSyncLocal, GitSyncRemote } from './git-ports.js';
@@ -22,8 +22,10 @@ import { parseZzCommit, validateIncoming, type ParsedCommit } from './validate.j
 // What it does, one ref only, against the authoritative remote:
 // 1. fetch, and refuse unless the remote's tip of the ref is a commit that passes the import
 //    checks (validated, not quarantined, not rewritten behind what was synced) and our ref is
-//    held back there for a reason that will not pass by itself (a date does);
-// 2. our ops = those reachable from the local tip and not from the remote's, in publication
+//    held back there for a reason that will not pass by itself (a date does). A ref deleted on
+//    the remote is rebuilt on the value last confirmed there, and pushed back with a
+//    must-not-exist lease (as a sync round recreates it); one never synced there is refused;
+// 2. our ops = those reachable from the local tip and not from that base, in publication
 //    order; each is re-applied as a new commit on the remote's tip when the push gate (the very
 //    check every other clone makes on import) passes it as this process signs it, else dropped
 //    and reported (actor, op, id). A re-applied op keeps its id, arguments, result, time and
@@ -64,8 +66,10 @@ export interface DropHeldReport {
   ref: string;
   /** The local tip before: kept under `backup`. */
   old_tip: string;
-  /** The remote's tip the ops were re-applied on. */
-  remote_tip: string;
+  /** The remote's tip (null: the ref was deleted there, and the push made it again). */
+  remote_tip: string | null;
+  /** What the ops were re-applied on: the remote's tip, else the value last synced there. */
+  base: string;
   /** The local tip after. */
   new_tip: string;
   backup: string;
@@ -109,8 +113,7 @@ export async function dropHeld(
   const { g, store, main } = await syncTarget(repo);
   const local = new GitSyncLocal(g, store);
   const remote = new GitSyncRemote(g, main);
-  const refuse = (why: string): ZzError =>
-    new ZzError('precondition_failed', `cannot drop what is held back on ${rest}: ${why}`);
+  const refuse = (why: string): ZzError => refusal(rest, why);
   try {
     await remote.fetch();
   } catch (e) {
@@ -129,23 +132,8 @@ export async function dropHeld(
   const mine = refs.get(ref) ?? null;
   if (mine === null) throw new ZzError('not_found', `this clone has no ${ref}`);
   const theirs = refs.get(trackingPrefix(main) + rest) ?? null;
+  const confirmed = refs.get(confirmedPrefix(main) + rest) ?? null;
   const checker = authChecker(local, main);
-  if (theirs === null) {
-    if ((await pushGateProblem(local, ref, mine, null, checker, nowMs)) === null) {
-      throw refuse('it is not held back: zz sync pushes it as it is');
-    }
-    throw refuse(
-      `${main} does not hold it, so there is no tip of theirs to re-apply this clone's ops on (if it was deleted there, an owner pushes it back from a clone whose copy passes: zz sync there)`,
-    );
-  }
-  if ((await local.objectTypes([theirs])).get(theirs) !== 'commit') {
-    throw refuse(`${main}'s tip ${theirs.slice(0, 10)} is not a commit`);
-  }
-  if (refs.get(quarantinePrefix(main) + rest) === theirs) {
-    throw refuse(
-      `${main}'s tip ${theirs.slice(0, 10)} is quarantined here; an owner replaces it first (README, "A quarantined ref")`,
-    );
-  }
   // A Lane is judged against the config every other clone holds: the remote's (ours may be
   // held back too, and a key it registers counts nowhere else). Checking the remote's config
   // first makes the checker judge by it (authenticity.ts, as a sync round does).
@@ -163,27 +151,36 @@ export async function dropHeld(
     const bad = await checker.check(CONFIG_REF, all, new Set(fresh.map((c) => c.revision)));
     if (bad) throw refuse(`${main}'s refs/zz/config fails the import checks: ${bad.reason}`);
   }
-  // The remote's tip is built on only once it passes what a sync round checks on import.
-  const theirsHistory = await parsed(local, ref, [theirs], []);
-  const fromTheirs = reachable(new Map(theirsHistory.map((c) => [c.revision, c.parents])), theirs);
-  const confirmed = refs.get(confirmedPrefix(main) + rest) ?? null;
-  if (confirmed !== null && !fromTheirs.has(confirmed)) {
-    throw refuse(
-      `${main}'s tip no longer holds what was synced there (${confirmed.slice(0, 10)}); run zz sync first`,
+  // What the ops are re-applied on: the remote's tip, once it passes what a sync round checks
+  // on import; or, when the ref was deleted there, the value last confirmed there (published
+  // and accepted then), which the push makes again with a must-not-exist lease, as a sync
+  // round recreates a ref deleted on the remote.
+  let base: string;
+  if (theirs === null) {
+    if ((await pushGateProblem(local, ref, mine, null, checker, nowMs)) === null) {
+      throw refuse('it is not held back: zz sync pushes it as it is');
+    }
+    const mineReaches = confirmed === null ? false : await reaches(local, mine, confirmed);
+    if (confirmed === null || !mineReaches) {
+      throw refuse(
+        `${main} does not hold it and it was never synced there from this clone, so there is nothing published to re-apply this clone's ops on`,
+      );
+    }
+    base = confirmed;
+  } else {
+    await assertBuildable(
+      local,
+      ref,
+      rest,
+      main,
+      refs,
+      { mine, theirs, confirmed },
+      checker,
+      nowMs,
     );
+    base = theirs;
   }
-  const known = await parsed(local, ref, [theirs], [mine, ...(confirmed ? [confirmed] : [])]);
-  const incoming = new Set(known.map((c) => c.revision));
-  const badTip =
-    validateIncoming(ref, theirsHistory, incoming) ??
-    datedAhead(ref, theirsHistory, incoming, nowMs) ??
-    (await checker.check(ref, theirsHistory, incoming));
-  if (badTip) {
-    throw refuse(
-      `${main}'s tip fails the import checks (${badTip.reason}); zz sync quarantines it`,
-    );
-  }
-  const held = await pushGateProblem(local, ref, mine, theirs, checker, nowMs);
+  const held = await pushGateProblem(local, ref, mine, base, checker, nowMs);
   if (held === null) {
     throw refuse('it is not held back: zz sync pushes it as it is');
   }
@@ -194,9 +191,9 @@ export async function dropHeld(
   }
 
   // Our ops, in the order this clone's fold applied them.
-  const ours = new Set((await parsed(local, ref, [mine], [theirs])).map((c) => c.revision));
+  const ours = new Set((await parsed(local, ref, [mine], [base])).map((c) => c.revision));
   const mineHistory = await parsed(local, ref, [mine], []);
-  const summaries = await summaryLines(local, mine, theirs);
+  const summaries = await summaryLines(local, mine, base);
   const ordered = publicationOrder(mineHistory, mine).filter((o) => ours.has(o.revision));
   if (ordered.length > MAX_DROP_OPS) {
     throw refuse(
@@ -211,13 +208,14 @@ export async function dropHeld(
     ref === CONFIG_REF
       ? syncCodecFor(ref)!
       : syncCodecFor(ref, await rolesAt(local, refs.get(CONFIG_REF) ?? null))!;
+  const baseHistory = await parsed(local, ref, [base], []);
   const state = sc.codec.empty();
-  for (const { op } of publicationOrder(theirsHistory, theirs)) {
+  for (const { op } of publicationOrder(baseHistory, base)) {
     const p = sc.codec.parse(op);
     if (p.ok) sc.codec.apply(state, p.op);
   }
-  let lamport = commitLamports(theirsHistory).get(theirs) ?? 0;
-  let tip = theirs;
+  let lamport = commitLamports(baseHistory).get(base) ?? 0;
+  let tip = base;
   const reapplied: ReappliedOp[] = [];
   const dropped: DroppedOp[] = [];
   try {
@@ -264,7 +262,7 @@ export async function dropHeld(
     }
     // The whole rebuilt history, as the push will carry it: it must pass, or nothing moves.
     const still =
-      tip === theirs ? null : await pushGateProblem(local, ref, tip, theirs, checker, nowMs);
+      tip === base ? null : await pushGateProblem(local, ref, tip, base, checker, nowMs);
     if (still) {
       throw new ZzError(
         'internal',
@@ -300,6 +298,7 @@ export async function dropHeld(
       ref,
       old_tip: mine,
       remote_tip: theirs,
+      base,
       new_tip: tip,
       backup,
       backups_removed: removed.map(([name]) => name),
@@ -321,6 +320,57 @@ export async function dropHeld(
     // Probes and anything written for a drop that did not move the ref: let their packs go.
     local.releaseUnnamed();
   }
+}
+
+/**
+ * Refuses a remote tip no sync round would take: not a commit, quarantined here, no longer
+ * holding what was synced there (rewritten), or failing the import checks.
+ */
+async function assertBuildable(
+  local: GitSyncLocal,
+  ref: string,
+  rest: string,
+  main: string,
+  refs: ReadonlyMap<string, string>,
+  tips: { mine: string; theirs: string; confirmed: string | null },
+  checker: AuthChecker,
+  nowMs: number,
+): Promise<void> {
+  const { mine, theirs, confirmed } = tips;
+  const refuse = (why: string): ZzError => refusal(rest, why);
+  if ((await local.objectTypes([theirs])).get(theirs) !== 'commit') {
+    throw refuse(`${main}'s tip ${theirs.slice(0, 10)} is not a commit`);
+  }
+  if (refs.get(quarantinePrefix(main) + rest) === theirs) {
+    throw refuse(
+      `${main}'s tip ${theirs.slice(0, 10)} is quarantined here; an owner replaces it first (README, "A quarantined ref")`,
+    );
+  }
+  const history = await parsed(local, ref, [theirs], []);
+  if (confirmed !== null && !(await reaches(local, theirs, confirmed))) {
+    throw refuse(
+      `${main}'s tip no longer holds what was synced there (${confirmed.slice(0, 10)}); run zz sync first`,
+    );
+  }
+  const known = await parsed(local, ref, [theirs], [mine, ...(confirmed ? [confirmed] : [])]);
+  const incoming = new Set(known.map((c) => c.revision));
+  const bad =
+    validateIncoming(ref, history, incoming) ??
+    datedAhead(ref, history, incoming, nowMs) ??
+    (await checker.check(ref, history, incoming));
+  if (bad) {
+    throw refuse(`${main}'s tip fails the import checks (${bad.reason}); zz sync quarantines it`);
+  }
+}
+
+/** Why nothing was dropped on `rest` (exit 6: nothing moved). */
+const refusal = (rest: string, why: string): ZzError =>
+  new ZzError('precondition_failed', `cannot drop what is held back on ${rest}: ${why}`);
+
+/** Whether `ancestor` is in `tip`'s history. */
+async function reaches(local: GitSyncLocal, tip: string, ancestor: string): Promise<boolean> {
+  const history = await local.commits([tip], []);
+  return reachable(new Map(history.map((c) => [c.oid, c.parents])), tip).has(ancestor);
 }
 
 /** `local.commits` parsed as `ref`'s entity (`as`: another entity's ref, the config). */

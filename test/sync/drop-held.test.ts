@@ -8,7 +8,7 @@ import {
   signAs,
   type DropHeldReport,
 } from '../../src/core/sync/index.js';
-import type { SshSigningKey } from '../../src/git/index.js';
+import { generateSigningKey, type SshSigningKey } from '../../src/git/index.js';
 import type { GitStore } from '../../src/store/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
@@ -307,5 +307,44 @@ describe('zz sync --drop-held', () => {
       'owner meanwhile',
     ]);
     expect((await zz(b.dir, env, 'sync')).code).toBe(0);
+  });
+
+  it("judges a Lane's ops by the remote's config, not by a config of ours that is held back too", async () => {
+    cluster = await makeCluster(2, { signed: true });
+    const [a, b] = cluster.clones as [Clone, Clone];
+    await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'Web' });
+    await a.sync();
+    await b.sync();
+    // On b, bob's key registered by an unsigned owner-level op (held back: nobody else counts
+    // it), then bob's Ask signed by that key: it passes only against b's own config.
+    const bobKey = generateSigningKey().key;
+    await b.repo.config.mutate({
+      actor: OWNER.actor,
+      recordRefused: true,
+      decide: () => ({
+        op: 'key_add',
+        summary: 'key_add for bob@example.com',
+        args: { actor: BOB.actor, key: bobKey.publicKey },
+      }),
+      result: () => null,
+    });
+    signAs(b.repo, BOB.actor, bobKey);
+    await askPost(b.repo, BOB, { lane_id: 'web', kind: 'work', title: 'bob, key only here' });
+    expect((await b.sync()).held_back.map((h) => h.ref)).toEqual([
+      'refs/zz/config',
+      'refs/zz/lanes/web',
+    ]);
+    const remoteTip = zzRefs(cluster.remote).get('refs/zz/lanes/web');
+    const r = await dropHeld(b.repo, 'lanes/web');
+    expect(r.reapplied).toEqual([]);
+    expect(r.dropped).toEqual([
+      expect.objectContaining({
+        actor: BOB.actor,
+        reason: expect.stringMatching(/not signed by a key of bob@example\.com/),
+      }),
+    ]);
+    expect(r.new_tip).toBe(remoteTip);
+    expect(zzRefs(cluster.remote).get('refs/zz/lanes/web')).toBe(remoteTip);
+    expect((await a.sync()).quarantined).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { askPost, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
+import { askPost, laneGet, lanePropose, repoState, ZzRepo } from '../../src/core/index.js';
 import {
   dropHeld,
   DROPPED_KEPT,
@@ -140,6 +140,8 @@ describe('zz sync --drop-held', () => {
     expect(backups.size).toBe(DROPPED_KEPT);
     expect(r.backups_removed).toEqual(['refs/zz-dropped/lanes/web/20200100T000000Z-old']);
     expect(backups.has('refs/zz-dropped/lanes/web/20200100T000000Z-old')).toBe(false);
+    // repo_state no longer lists it (held-back.json forgets the ref at once).
+    expect((await repoState(b.repo, BOB)).held_back).toEqual([]);
     // Pushed: the remote holds the rebuilt Lane, and the other clone takes it.
     expect(zzRefs(remote).get('refs/zz/lanes/web')).toBe(r.new_tip);
     expect(zzRefs(b.dir).get('refs/zz/lanes/web')).toBe(r.new_tip);

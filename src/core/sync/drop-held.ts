@@ -191,7 +191,15 @@ export async function dropHeld(
   }
 
   // Our ops, in the order this clone's fold applied them.
-  const ours = new Set((await parsed(local, ref, [mine], [base])).map((c) => c.revision));
+  const oursCommits = await parsed(local, ref, [mine], [base]);
+  // An op this zz cannot read (a newer format, a broken message) would vanish unreported.
+  const unreadable = oursCommits.find((c) => c.problem !== null);
+  if (unreadable) {
+    throw refuse(
+      `commit ${unreadable.revision.slice(0, 10)} of this clone cannot be read (${unreadable.problem}); a newer zz may drop it`,
+    );
+  }
+  const ours = new Set(oursCommits.map((c) => c.revision));
   const mineHistory = await parsed(local, ref, [mine], []);
   const summaries = await summaryLines(local, mine, base);
   const ordered = publicationOrder(mineHistory, mine).filter((o) => ours.has(o.revision));

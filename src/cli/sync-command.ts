@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
 import type { SyncReport } from '../core/sync/index.js';
+import { dropHeldCommand } from './drop-held-command.js';
 import type { CliIO } from './io.js';
 import { jsonText, neutralize } from './terminal.js';
 
@@ -133,6 +134,9 @@ const hiddenOutside = (r: SyncReport): number =>
  * frozen on the remote until the refused commit is gone or passes (held-back.ts).
  */
 function heldBackError(r: SyncReport): ZzError {
+  const way = r.held_back.some((h) => !/ is dated /.test(h.reason))
+    ? `. To share the rest now, drop what cannot pass: zz sync --drop-held ${short(r.held_back[0]!.ref)} (re-applies the ops this machine can sign on the remote's tip, reports the ones dropped, keeps the old tip under refs/zz-dropped/)`
+    : '';
   const refs = r.held_back.map((h) => short(h.ref)).join(', ');
   const dated = r.held_back.every((h) => / is dated /.test(h.reason));
   const what = dated
@@ -140,7 +144,7 @@ function heldBackError(r: SyncReport): ZzError {
     : `every other clone would refuse a commit on them (see "not pushed" above), and nothing written after it on those refs is pushed either. A commit not signed by a key registered for its actor passes once an owner registers that key (zz key add --actor <actor> --key "<public key>"); an owner-level op not signed by an owner's key never does: write such changes with the owner's own zz, signed by their key`;
   return new ZzError(
     'precondition_failed',
-    `${r.held_back.length} ref(s) of this clone not pushed to ${neutralize(r.remote)} (${refs}): ${what}`,
+    `${r.held_back.length} ref(s) of this clone not pushed to ${neutralize(r.remote)} (${refs}): ${what}${way}`,
   );
 }
 
@@ -159,12 +163,18 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
           describe: 'Remote to sync with (default: git config zz.remote, else origin)',
         })
         .option('json', { type: 'boolean', describe: 'Print the report as JSON' })
+        .option('drop-held', {
+          type: 'string',
+          describe:
+            "Rebuild a ref this clone's pushes hold back (config or lanes/<id>) on the remote's tip: re-apply the ops this machine can sign, drop the rest (reported), keep the old tip under refs/zz-dropped/, push",
+        })
         .option('allow-unrelated', {
           type: 'boolean',
           describe:
             "Merge even when the remote's zz state names another project's root commits (as git merge --allow-unrelated-histories)",
         }),
     async (a) => {
+      if (a['drop-held'] !== undefined) return dropHeldCommand(io, a);
       const { ZzRepo } = await import('../core/index.js');
       const { ownersLostNotices, syncRepo } = await import('../core/sync/index.js');
       const repo = await ZzRepo.open(io.cwd);

@@ -6,6 +6,7 @@ import { syncCodecFor, type Rejection } from './codecs.js';
 import { emptyReport, reportRefusals, type SyncReport } from './report.js';
 import { answerBase, planMerge } from './merge.js';
 import { datedAhead, reachable, wrapsRival, rewrittenBehind } from './history-checks.js';
+import { pushGateProblem } from './push-gate.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
 import { laneRejectionsUnder, ownNewlyRefused } from './refusals.js';
@@ -220,24 +221,8 @@ async function reconcile(
   const nowMs = (opts.now ?? Date.now)();
   // What we would push is checked as the remote's next reader will check it (see held_back).
   const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {
-    if (!authoritative || !syncCodecFor(ref)) return false;
-    const out = (await local.commits([mine], theirs === null ? [] : [theirs])).map((c) =>
-      parseZzCommit(c, ref),
-    );
-    const withOps = new Set(out.filter((c) => c.ops.length > 0).map((c) => c.revision));
-    if (withOps.size === 0) return false;
-    // A clock set right after it ran ahead: what was dated by it waits until it is due.
-    let bad = datedAhead(ref, out, withOps, nowMs);
-    // The config's owner-level ops and a Lane's lane_add_related are judged against the whole
-    // log before them; signatures need only the outgoing commits.
-    const whole =
-      ref === CONFIG_REF || out.some((c) => c.ops.some((o) => o.op === 'lane_add_related'));
-    if (!bad && checker) {
-      const history = whole
-        ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref))
-        : out;
-      bad = await checker.check(ref, history, withOps, true);
-    }
+    if (!authoritative) return false;
+    const bad = await pushGateProblem(local, ref, mine, theirs, checker, nowMs);
     if (bad) report.held_back.push({ ref, ...bad });
     return bad !== null;
   };
@@ -557,7 +542,7 @@ async function strip(
 }
 
 /** After a push: the tracking and confirmed refs follow (a later fetch would anyway). */
-async function confirmPushed(
+export async function confirmPushed(
   local: SyncLocal,
   remoteName: string,
   pushes: readonly PushUpdate[],

@@ -98,6 +98,32 @@ export class GitSyncLocal implements SyncLocal {
     return oid;
   }
 
+  /**
+   * Writes (objects only, no ref) one op commit over `parent`: tree = the parent's with
+   * `changes`, signed as the store signs `author`'s writes (`zz sync --drop-held` re-applies an
+   * op with it). Its small pack stays .kept until update() names it or gives up, like a merge.
+   */
+  async writeOpCommit(req: {
+    parent: string;
+    changes: FileChanges;
+    author: string;
+    message: string;
+  }): Promise<string> {
+    const pending: PendingDirs = new Set();
+    this.unnamed.push(pending);
+    const oid = await this.store.writeCommit(
+      { parents: [req.parent], changes: req.changes, author: req.author, message: req.message },
+      pending,
+    );
+    await this.repo.objects.syncDirs(pending);
+    return oid;
+  }
+
+  /** Lets go of what writeMerge/writeOpCommit wrote when no update() will name it. */
+  releaseUnnamed(): void {
+    for (const pending of this.unnamed.splice(0)) this.repo.objects.release(pending);
+  }
+
   async update(updates: readonly RefUpdate[]): Promise<void> {
     try {
       // Deleting a ref may mean rewriting packed-refs: git's own transaction does that (a
@@ -112,7 +138,7 @@ export class GitSyncLocal implements SyncLocal {
         moves.map((u) => ({ ref: u.ref, expected: u.old, next: u.new! })),
       );
     } finally {
-      for (const pending of this.unnamed.splice(0)) this.repo.objects.release(pending);
+      this.releaseUnnamed();
     }
   }
 }

@@ -69,3 +69,20 @@ export async function readHeldBack(
     held_back_more: r.more,
   };
 }
+
+/**
+ * Takes `ref` off the record once `zz sync --drop-held` has rebuilt it (drop-held.ts), so
+ * repo_state stops listing it before the next sync round rewrites the record anyway. Like
+ * recordHeldBack, a failure to write never fails the caller.
+ */
+export async function forgetHeldBack(repo: ZzRepo, ref: string): Promise<void> {
+  const file = fileOf(repo);
+  if (!file) return;
+  try {
+    const r = await readJsonFile(file, record).catch(() => null);
+    if (!r || !r.held_back.some((h) => h.ref === ref)) return;
+    await writeJsonAtomic(file, { ...r, held_back: r.held_back.filter((h) => h.ref !== ref) });
+  } catch {
+    // The next sync round records what is held back then.
+  }
+}

@@ -15,3 +15,5 @@ export * from './unsigned.js';
 export * from './refusals.js';
 export * from './related-check.js';
 export * from './project-identity.js';
+export * from './push-gate.js';
+export * from './drop-held.js';

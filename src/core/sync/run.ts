@@ -1,5 +1,10 @@
 import { ZzError } from '../../errors.js';
-import { authoritativeRemote, listRemotes, assertRemoteName } from '../../git/index.js';
+import {
+  authoritativeRemote,
+  listRemotes,
+  assertRemoteName,
+  type GitRepository,
+} from '../../git/index.js';
 import { GitStore } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { authChecker } from './authenticity.js';
@@ -17,8 +22,29 @@ export async function syncRepo(
   remoteName?: string,
   opts: Omit<SyncOptions, 'authoritative'> = {},
 ): Promise<SyncReport> {
+  const { g, store, name, main } = await syncTarget(repo, remoteName);
+  const report = await syncWith(new GitSyncLocal(g, store), new GitSyncRemote(g, name), {
+    checker: authChecker,
+    now: () => repo.clock().getTime(),
+    ...opts,
+    authoritative: name === main,
+  });
+  // repo_state lists what is held back, whoever synced (held-back.ts).
+  await recordHeldBack(repo, report);
+  return report;
+}
+
+/**
+ * The repository's git side and the remote a sync talks to (`remoteName`, else the
+ * authoritative one: `git config zz.remote`, default origin), or a clear error.
+ */
+export async function syncTarget(
+  repo: ZzRepo,
+  remoteName?: string,
+): Promise<{ g: GitRepository; store: GitStore; name: string; main: string }> {
   const g = repo.git;
-  if (!g || !(repo.store instanceof GitStore)) {
+  const store = repo.store;
+  if (!g || !(store instanceof GitStore)) {
     throw new ZzError('local_only', 'zz sync needs a git repository');
   }
   const main = await authoritativeRemote(g.gitdir);
@@ -32,15 +58,7 @@ export async function syncRepo(
         : `no remote named ${name} (remotes: ${remotes.join(', ')})`,
     );
   }
-  const report = await syncWith(new GitSyncLocal(g, repo.store), new GitSyncRemote(g, name), {
-    checker: authChecker,
-    now: () => repo.clock().getTime(),
-    ...opts,
-    authoritative: name === main,
-  });
-  // repo_state lists what is held back, whoever synced (held-back.ts).
-  await recordHeldBack(repo, report);
-  return report;
+  return { g, store, name, main };
 }
 
 /** A remote's tracking config: refs/zz-remotes/<remote>/config (remote names hold no "/"). */

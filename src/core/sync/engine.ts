@@ -228,7 +228,7 @@ async function reconcile(
     const withOps = new Set(out.filter((c) => c.ops.length > 0).map((c) => c.revision));
     if (withOps.size === 0) return false;
     // A clock set right after it ran ahead: what was dated by it waits until it is due.
-    let bad = datedAhead(ref, out, withOps, nowMs);
+    let bad: (Invalid & { until?: string }) | null = datedAhead(ref, out, withOps, nowMs);
     // The config's owner-level ops and a Lane's lane_add_related are judged against the whole
     // log before them; signatures need only the outgoing commits.
     const whole =

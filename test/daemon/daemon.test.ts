@@ -287,9 +287,12 @@ describe('startDaemon', () => {
     const closed = d.close();
     // The port is given up while the write is still in flight; by then daemon.json no longer
     // names this daemon, or a CLI would send its token to whatever binds the freed port.
-    await refused(d.port);
-    expect(existsSync(join(gitdirOf(dir), 'zz', 'daemon.json'))).toBe(false);
-    release();
+    try {
+      await refused(d.port);
+      expect(existsSync(join(gitdirOf(dir), 'zz', 'daemon.json'))).toBe(false);
+    } finally {
+      release();
+    }
     const res = await pending;
     await closed;
     http.close();

@@ -157,6 +157,19 @@ function datedNotice(r: SyncReport, dated: SyncReport['held_back']): string {
   return `zz: ${dated.length} ref(s) not pushed to ${neutralize(r.remote)} yet (${refs}): ops of this clone are dated ahead of this machine's clock (written while it ran ahead); the first zz sync after ${neutralize(until)} pushes them, nothing else to do\n`;
 }
 
+/**
+ * What `zz sync` says of the refs it held back and how it exits: a notice (stderr, exit 0) for
+ * the holds that clear by themselves, an error (exit 6) naming only those that do not.
+ */
+export function heldBackOutcome(r: SyncReport): { notice: string | null; error: ZzError | null } {
+  const dated = r.held_back.filter((h) => h.until !== undefined);
+  const stuck = r.held_back.filter((h) => h.until === undefined);
+  return {
+    notice: dated.length > 0 ? datedNotice(r, dated) : null,
+    error: stuck.length > 0 ? heldBackError(r, stuck) : null,
+  };
+}
+
 /** Marks what a merge refused of the remote's ops (report.ts Origin): not this clone's. */
 const fromRemote = (x: { origin?: string }): string =>
   x.origin === 'remote' ? " (the remote's op, not one of this clone's)" : '';
@@ -207,10 +220,9 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
         // Not a success: nothing written after a held-back commit on that ref is shared
         // either, the owner's own later changes included (a script must not read "synced").
         // Unless the hold clears by itself (datedNotice): said, exit 0.
-        const dated = report.held_back.filter((h) => h.until !== undefined);
-        const stuck = report.held_back.filter((h) => h.until === undefined);
-        if (dated.length > 0) io.stderr(datedNotice(report, dated));
-        if (stuck.length > 0) throw heldBackError(report, stuck);
+        const held = heldBackOutcome(report);
+        if (held.notice !== null) io.stderr(held.notice);
+        if (held.error !== null) throw held.error;
       } finally {
         repo.close();
       }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { askClaim, askPost, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
-import { formatSyncReport } from '../../src/cli/sync-command.js';
-import { signAs, syncRepo } from '../../src/core/sync/index.js';
+import { formatSyncReport, heldBackOutcome } from '../../src/cli/sync-command.js';
+import { emptyReport, signAs, syncRepo } from '../../src/core/sync/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
@@ -112,5 +112,34 @@ describe('a machine whose clock runs ahead', () => {
     });
     expect([later.quarantined, later.fast_forwarded]).toEqual([[], ['refs/zz/lanes/web']]);
     expect(await titles(b)).toEqual(['w']);
+  });
+});
+
+describe('zz sync exit status when it holds refs back', () => {
+  it('a hold that clears by itself is a notice; one that does not is exit 6, naming only it', () => {
+    const r = emptyReport('origin', true);
+    const dated = {
+      ref: 'refs/zz/lanes/web',
+      commit: 'a'.repeat(40),
+      reason: 'op x (ask_claim) is dated 2099-01-01T00:00:00.000Z, past …',
+      until: '2098-12-31T23:50:00.000Z',
+    };
+    r.held_back = [dated];
+    expect(heldBackOutcome(r)).toEqual({
+      notice: expect.stringContaining(
+        'the first zz sync after 2098-12-31T23:50:00.000Z pushes them',
+      ),
+      error: null,
+    });
+    r.held_back = [
+      dated,
+      { ref: 'refs/zz/config', commit: 'b'.repeat(40), reason: 'not signed by an owner' },
+    ];
+    const both = heldBackOutcome(r);
+    expect(both.notice).toMatch(/^zz: 1 ref\(s\) not pushed to origin yet \(lanes\/web\)/);
+    expect(both.error).toMatchObject({ code: 'precondition_failed' });
+    expect(both.error!.message).toMatch(
+      /^1 ref\(s\) of this clone not pushed to origin \(config\):/,
+    );
   });
 });

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { get, request } from 'node:http';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { findCheckoutSync } from '../git/discover.js';
+import { sameProcess } from '../local/file-lock.js';
 import { credentialsFile, daemonFile } from '../local/paths.js';
 import { newIdempotencyKey } from '../schema/new-key.js';
 import {
@@ -32,6 +33,9 @@ import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 // first attempt, and the full path is handed the very same arguments, key included. A write
 // without a key (token_revoke) whose answer was lost is not sent again: the user is told it
 // may have been applied. (Before, `zz ask post` whose answer was cut made two Asks.)
+// Hazard: the token goes to daemon.json's URL only once the file is known to name a live
+// daemon (daemonAt): after a SIGKILL the file stays behind, its pid may be reused and its port
+// taken by any server, which would then be handed the bearer token. daemon-file.ts says how.
 
 /**
  * A tool command's flags (`rest`: what follows `zz <group> <sub>`) as the command table would
@@ -167,25 +171,9 @@ async function viaDaemon(
 ): Promise<number | string[] | null> {
   const gitdir = findCheckoutSync(io.cwd)?.gitdir ?? null;
   if (gitdir === null) return null;
-  let info: { pid?: unknown; url?: unknown; repo?: unknown };
-  try {
-    info = JSON.parse(readFileSync(daemonFile(gitdir), 'utf8')) as typeof info;
-  } catch {
-    return null;
-  }
-  if (typeof info.pid !== 'number' || typeof info.url !== 'string' || typeof info.repo !== 'string')
-    return null;
-  try {
-    process.kill(info.pid, 0);
-  } catch {
-    return null;
-  }
-  let server: string;
-  try {
-    server = new URL(info.url).origin;
-  } catch {
-    return null;
-  }
+  const info = await daemonAt(gitdir);
+  if (!info) return null;
+  const server = info.origin;
   const token = io.env.ZZ_TOKEN || storedLoginToken(io.env, gitdir);
   // No token, or one that is not a token (a stray line break): the full path explains.
   if (!token || !/^[\x21-\x7e]+$/.test(token)) return null;
@@ -246,6 +234,61 @@ async function viaDaemon(
   const code = (body.code in ERROR_CODES ? body.code : 'internal') as ErrorCode;
   io.stderr(`zz: ${neutralize(body.error ?? `HTTP ${res.status}`)}\n`);
   return ERROR_CODES[code].exit;
+}
+
+/**
+ * The daemon daemon.json names, once known to be the process that wrote it (the same rules as
+ * daemon-file.ts readDaemonInfo, without loading zod): by its process stamp, with no request;
+ * where no stamp can be compared, by its answer to /healthz, as the full path checks. Null
+ * when the file is missing, not a daemon's, or names a process or port no longer its: the full
+ * path then works as with no daemon.
+ */
+async function daemonAt(gitdir: string): Promise<{ origin: string; repo: string } | null> {
+  let info: { pid?: unknown; url?: unknown; repo?: unknown; process_start?: unknown };
+  try {
+    info = JSON.parse(readFileSync(daemonFile(gitdir), 'utf8')) as typeof info;
+  } catch {
+    return null;
+  }
+  const { pid, url, repo, process_start: stamp } = info ?? {};
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return null;
+  if (typeof url !== 'string' || typeof repo !== 'string') return null;
+  let origin: string;
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    return null;
+  }
+  const same = sameProcess(pid, typeof stamp === 'string' ? stamp : null);
+  if (same === 'other') return null;
+  if (same === 'unknown' && !(await healthPid(origin, pid))) return null;
+  return { origin, repo };
+}
+
+/** Whether the server at `origin` answers GET /healthz with `pid` (no token sent). */
+function healthPid(origin: string, pid: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = get(`${origin}/healthz`, { timeout: CONNECT_TIMEOUT_MS }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        // A daemon's answer is a few bytes; anything long is not one.
+        if ((size += c.length) > 4096) req.destroy(new Error('too long'));
+        else chunks.push(c);
+      });
+      res.on('end', () => {
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { pid?: unknown };
+          resolve(res.statusCode === 200 && body.pid === pid);
+        } catch {
+          resolve(false);
+        }
+      });
+      res.on('error', () => resolve(false));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(false));
+  });
 }
 
 /**

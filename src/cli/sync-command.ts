@@ -107,7 +107,7 @@ export function formatSyncReport(r: SyncReport): string {
   }
   for (const h of r.held_back) {
     lines.push(
-      `  not pushed: ${short(h.ref)}: commit ${h.commit.slice(0, 10)} ${neutralize(h.reason)}; every other machine would quarantine it, so it stays here${/ is dated /.test(h.reason) ? ' until this clock reaches it' : ' (`zz key list` shows the registered keys)'}`,
+      `  not pushed: ${short(h.ref)}: commit ${h.commit.slice(0, 10)} ${neutralize(h.reason)}; every other machine would quarantine it, so it stays here${h.until !== undefined ? ` until this clock reaches ${neutralize(h.until)}` : ' (`zz key list` shows the registered keys)'}`,
     );
   }
   for (const x of r.not_pushed) {
@@ -130,22 +130,45 @@ const hiddenOutside = (r: SyncReport): number =>
   r.outside_layout ? r.outside_layout.count - r.outside_layout.shown : 0;
 
 /**
- * `zz sync` exits 6 (precondition_failed) when it held back something of ours: that ref is
- * frozen on the remote until the refused commit is gone or passes (held-back.ts).
+ * `zz sync` exits 6 (precondition_failed) when it held back something of ours that stays held
+ * until someone acts: that ref is frozen on the remote until the refused commit passes (a key
+ * registered) or is gone (held-back.ts). A hold that clears by itself is not this: see
+ * datedNotice.
  */
-function heldBackError(r: SyncReport): ZzError {
-  const way = r.held_back.some((h) => !/ is dated /.test(h.reason))
-    ? `. To share the rest now, drop what cannot pass: zz sync --drop-held ${short(r.held_back[0]!.ref)} (re-applies the ops this machine can sign on the remote's tip, reports the ones dropped, keeps the old tip under refs/zz-dropped/)`
-    : '';
-  const refs = r.held_back.map((h) => short(h.ref)).join(', ');
-  const dated = r.held_back.every((h) => / is dated /.test(h.reason));
-  const what = dated
-    ? 'they are pushed once this clock reaches their dates'
-    : `every other clone would refuse a commit on them (see "not pushed" above), and nothing written after it on those refs is pushed either. A commit not signed by a key registered for its actor passes once an owner registers that key (zz key add --actor <actor> --key "<public key>"); an owner-level op not signed by an owner's key never does: write such changes with the owner's own zz, signed by their key`;
+function heldBackError(r: SyncReport, stuck: SyncReport['held_back']): ZzError {
+  const refs = stuck.map((h) => short(h.ref)).join(', ');
   return new ZzError(
     'precondition_failed',
-    `${r.held_back.length} ref(s) of this clone not pushed to ${neutralize(r.remote)} (${refs}): ${what}${way}`,
+    `${stuck.length} ref(s) of this clone not pushed to ${neutralize(r.remote)} (${refs}): every other clone would refuse a commit on them (see "not pushed" above), and nothing written after it on those refs is pushed either. A commit not signed by a key registered for its actor passes once that key is registered (zz key add --actor <actor> --key "<public key>", run where a registered key signs it); an owner-level op not signed by an owner's key never does: write such changes with the owner's own zz, signed by their key. To share the rest now, drop what cannot pass: zz sync --drop-held ${short(stuck[0]!.ref)} (re-applies the ops this machine can sign on the remote's tip, reports the ones dropped, keeps the old tip under refs/zz-dropped/)`,
   );
+}
+
+/**
+ * Ops of ours dated ahead of this clock (written while it ran ahead) are held back until it
+ * reaches them, and then go out with the next sync, with no one doing anything: `zz sync`
+ * says so on stderr and exits 0. Exit 6 there (as before) made a `set -e` script stop for as
+ * long as the clock lagged, and could not be told from a clone stuck until someone acts.
+ */
+function datedNotice(r: SyncReport, dated: SyncReport['held_back']): string {
+  const refs = dated.map((h) => short(h.ref)).join(', ');
+  const until = dated
+    .map((h) => h.until!)
+    .sort()
+    .at(-1)!;
+  return `zz: ${dated.length} ref(s) not pushed to ${neutralize(r.remote)} yet (${refs}): ops of this clone are dated ahead of this machine's clock (written while it ran ahead); the first zz sync after ${neutralize(until)} pushes them, nothing else to do\n`;
+}
+
+/**
+ * What `zz sync` says of the refs it held back and how it exits: a notice (stderr, exit 0) for
+ * the holds that clear by themselves, an error (exit 6) naming only those that do not.
+ */
+export function heldBackOutcome(r: SyncReport): { notice: string | null; error: ZzError | null } {
+  const dated = r.held_back.filter((h) => h.until !== undefined);
+  const stuck = r.held_back.filter((h) => h.until === undefined);
+  return {
+    notice: dated.length > 0 ? datedNotice(r, dated) : null,
+    error: stuck.length > 0 ? heldBackError(r, stuck) : null,
+  };
 }
 
 /** Marks what a merge refused of the remote's ops (report.ts Origin): not this clone's. */
@@ -203,7 +226,10 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
           io.stderr(`zz: ${neutralize(line)}\n`);
         // Not a success: nothing written after a held-back commit on that ref is shared
         // either, the owner's own later changes included (a script must not read "synced").
-        if (report.held_back.length > 0) throw heldBackError(report);
+        // Unless the hold clears by itself (datedNotice): said, exit 0.
+        const held = heldBackOutcome(report);
+        if (held.notice !== null) io.stderr(held.notice);
+        if (held.error !== null) throw held.error;
       } finally {
         repo.close();
       }

@@ -1,4 +1,4 @@
-import { ZzError } from '../errors.js';
+import { isZzError, ZzError } from '../errors.js';
 import { isCoordinator, isMaintainer, isOwner, type Caller } from './access.js';
 import {
   laneListFirst,
@@ -10,6 +10,7 @@ import {
 import { firstOf } from './paging.js';
 import { LIMITS, PAGE } from '../schema/limits.js';
 import { repoHealth, type RepoHealth } from './health.js';
+import { assertSignable } from './signable.js';
 import { writeOp } from './write-op.js';
 import type { ZzRepo } from './zz-repo.js';
 import type { ConfigDoc } from '../schema/config.js';
@@ -42,10 +43,10 @@ export async function initRepo(
   created: boolean;
   lane_created: boolean;
   /** What became of `project_roots` on a config that existed already. */
-  roots: 'added' | 'recorded' | 'not_owner' | null;
+  roots: RootsOutcome | null;
 }> {
   let created = false;
-  let roots: 'added' | 'recorded' | 'not_owner' | null = null;
+  let roots: RootsOutcome | null = null;
   const projectRoots = args.project_roots?.length ? args.project_roots : null;
   const snap = await repo.config.read();
   if (!snap.state.config) {
@@ -103,19 +104,33 @@ export async function initRepo(
   return { config: doc, created, lane_created: laneCreated, roots };
 }
 
+/** What became of the checkout's roots on a config that existed already (see addRoots). */
+export type RootsOutcome = 'added' | 'recorded' | 'not_owner' | 'unsignable';
+
 /**
  * A config made before zz recorded roots (or in a shallow clone) gets them from a later
  * `zz init` of an owner: an owner-level op like the others, so sync takes it only signed by
  * an owner's key, and no one else can give a repository an identity its syncs then enforce.
+ * Not a writeOp (it runs inside init, with no caller or idempotency key), but it gets the same
+ * up-front check: an owner's init on a second machine, whose key is not registered yet, signs
+ * it with that key; every other clone would quarantine it, and sync would hold refs/zz/config
+ * back, freezing every later config change of this clone with it. Left unwritten instead
+ * ('unsignable'), said by init, and written by a later init once the key is registered.
  */
 async function addRoots(
   repo: ZzRepo,
   owner: string,
   projectRoots: string[],
-): Promise<'added' | 'recorded' | 'not_owner'> {
+): Promise<RootsOutcome> {
   const s = (await repo.config.read()).state;
   if (s.roots.length > 0) return 'recorded';
   if (!s.config?.owners.includes(owner)) return 'not_owner';
+  try {
+    await assertSignable(repo, { actor: owner }, repo.config, 'repo_add_roots');
+  } catch (e) {
+    if (isZzError(e) && e.code === 'forbidden') return 'unsignable';
+    throw e;
+  }
   let added = false;
   await repo.config.mutate({
     actor: owner,

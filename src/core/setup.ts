@@ -13,6 +13,7 @@ import {
 import { normalizeKeyLine, type SshSigningKey } from '../git/index.js';
 import { repoLocalDir, writeFileAtomic } from '../local/index.js';
 import { initRepo } from './admin.js';
+import { registerKeyAdvice } from './signable.js';
 import { MAX_PROJECT_ROOTS } from '../schema/config-ops.js';
 import { GitStore } from '../store/index.js';
 import { authChecker, requireSignatures, signAs } from './sync/authenticity.js';
@@ -155,7 +156,9 @@ export async function zzInit(repo: ZzRepo, opts: InitOptions): Promise<InitRepor
         ? `the project's root commits were not recorded (${history.reason === 'shallow' ? 'a shallow clone: run git fetch --unshallow, then zz init again' : 'no commit yet: commit, then run zz init again'}); until they are, zz sync cannot tell this project's zz state from another's`
         : r.roots === 'not_owner'
           ? "this repository's zz config does not record the project's root commits, and only an owner's zz init may add them; until then zz sync cannot tell this project's zz state from another's"
-          : "the project's root commits were not recorded",
+          : r.roots === 'unsignable'
+            ? "the project's root commits were not recorded: this machine cannot sign them as every other clone requires (see below); once its key is registered, run zz init again"
+            : "the project's root commits were not recorded",
     );
   }
   await reconcileSigning(repo, opts, report);
@@ -198,8 +201,10 @@ async function reconcileSigning(repo: ZzRepo, opts: InitOptions, report: InitRep
     (k) => normalizeKeyLine(k) === mine,
   );
   if (!report.signing_key_registered) {
+    // Said with where to run it: on this machine the key_add is refused (signable.ts), and an
+    // owner's second machine read "an owner runs" as "run it here".
     report.notes.push(
-      `your signing key is not registered in refs/zz/config; an owner runs: zz key add --actor ${opts.owner} --key "${opts.signingKey.publicKey}"`,
+      `this machine's signing key for ${opts.owner} is not registered in refs/zz/config, so other clones refuse what it signs where a registered key is needed (config changes; every op in a repository that requires signatures). ${registerKeyAdvice(s, opts.owner, mine ?? opts.signingKey.publicKey)}`,
     );
   }
 }

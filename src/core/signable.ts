@@ -56,8 +56,27 @@ export async function assertSignable(
   if (isActorKey(state, caller.actor, line) || (isConfig && isOwnerKey(state, line))) return;
   throw new ZzError(
     'forbidden',
-    `${tool} by ${caller.actor} cannot be written here: this machine's signing key for ${person} is not registered in refs/zz/config, so every other clone would refuse ${isConfig ? "this change to the repository's config" : 'this op (the repository requires signatures)'}. On a machine whose key is registered, run: zz key add --actor ${person} --key "${line}" ; then zz sync here`,
+    `${tool} by ${caller.actor} cannot be written here: this machine's signing key for ${person} is not registered in refs/zz/config, so every other clone would refuse ${isConfig ? "this change to the repository's config" : 'this op (the repository requires signatures)'}. ${registerKeyAdvice(state, person, line ?? key.publicKey)}`,
   );
+}
+
+/**
+ * What to run, and where, so that `line` counts as `person`'s key: a key_add is itself a
+ * change to the config, taken by other clones only when signed by a key already registered
+ * (the person's own, from another machine of theirs, or an owner's). Run on the machine whose
+ * key is not registered, it is refused (assertSignable), so the advice names the other one.
+ * One sentence, for `zz init`'s note, the daemon's log and the refusal alike.
+ */
+export function registerKeyAdvice(state: ConfigState, person: string, line: string): string {
+  const cmd = `zz key add --actor ${person} --key "${line}"`;
+  const theirs = (state.keys.get(person) ?? []).length > 0;
+  const owners = state.config?.owners ?? [];
+  const others = owners.filter((o) => o !== person);
+  const named = `${others.slice(0, 5).join(', ')}${others.length > 5 ? ', …' : ''}`;
+  const where = theirs
+    ? `another machine of yours whose key refs/zz/config lists${others.length ? ` (or on an owner's: ${named})` : ''}`
+    : `the machine of an owner whose key refs/zz/config lists${others.length ? ` (${named})` : ''}`;
+  return `Not here (an unregistered key cannot vouch for itself) but on ${where}, run: ${cmd} ; then zz sync there, and zz sync here`;
 }
 
 /** A caller of another person than the one this process signs for (its commits unsigned). */

@@ -2,9 +2,10 @@ import { promises as fsp } from 'node:fs';
 import { z } from 'zod';
 import {
   daemonFile,
-  isAlive,
+  processStamp,
   readJsonFile,
   repoLocalDir,
+  sameProcess,
   writeJsonAtomic,
 } from '../local/index.js';
 import { fromSystemError, ZzError } from '../errors.js';
@@ -14,9 +15,24 @@ import { fromSystemError, ZzError } from '../errors.js';
 // repository's key. The file is created exclusively before the port is bound, so two starts
 // cannot both win; a file left by a dead process is taken over. Kept light: the CLI imports
 // this on every call.
+//
+// Hazard: the CLI sends its bearer token to the file's URL, so the file must name the daemon
+// that wrote it, not merely a live pid: after a SIGKILL the file stays, its pid may go to
+// another process, and its port to another server (zz serve tries 7433-7442, so a second
+// daemon, or anything, may listen there). The file records the daemon's process stamp (boot id
+// and start time, local/file-lock.ts processStamp); a reader trusts it only while the pid
+// still has that stamp. A process holds its listening socket for its life, so the daemon
+// alive means its port is still its own: no request is needed to know it (the CLI's fast path
+// makes none). It removes the file before it stops listening (daemon.ts close), so the port is
+// never free while the file still names it. Where no stamp can be read (not Linux) or the
+// file has none (an older zz), the daemon must answer /healthz with its pid before anything
+// is sent; that check is weaker (a hostile local process could echo a pid it read from ps),
+// which is why the stamp is preferred wherever it exists.
 
 export interface DaemonInfo {
   pid: number;
+  /** processStamp(pid) when written; absent where unreadable. */
+  process_start?: string;
   url: string;
   started_at?: string;
   /** The key the daemon serves this repository under. */
@@ -26,6 +42,7 @@ export interface DaemonInfo {
 // What a daemon writes; `url` is null while it is still starting (before the port is bound).
 const RawInfoSchema = z.object({
   pid: z.number().int().positive(),
+  process_start: z.string().max(200).optional(),
   url: z.string().nullable(),
   started_at: z.string().optional(),
   repo: z.string().optional(),
@@ -58,10 +75,13 @@ async function answers(url: string, pid: number): Promise<boolean> {
 /** The running daemon of a repository (by its common git dir), or null. */
 export async function readDaemonInfo(gitdir: string): Promise<DaemonInfo | null> {
   const info = await readInfoFile(daemonFile(gitdir));
-  if (!info || info.url === null || !isAlive(info.pid)) return null;
+  if (!info || info.url === null) return null;
+  // Still asked when the stamp matches: a daemon that hangs is worked around in-process.
+  if (sameProcess(info.pid, info.process_start) === 'other') return null;
   if (!(await answers(info.url, info.pid))) return null;
   return {
     pid: info.pid,
+    ...(info.process_start ? { process_start: info.process_start } : {}),
     url: info.url,
     ...(info.started_at ? { started_at: info.started_at } : {}),
     ...(info.repo ? { repo: info.repo } : {}),
@@ -71,7 +91,8 @@ export async function readDaemonInfo(gitdir: string): Promise<DaemonInfo | null>
 /** A claimed daemon.json: filled in once the port is known, removed on close if still ours. */
 export interface DaemonFileClaim {
   file: string;
-  publish(info: DaemonInfo): Promise<void>;
+  /** Writes the file, naming this process (selfStamp) as its daemon. */
+  publish(info: Omit<DaemonInfo, 'pid' | 'process_start'>): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -86,7 +107,7 @@ export async function claimDaemonFile(gitdir: string, startedAt: string): Promis
       const fh = await fsp.open(file, 'wx', 0o600);
       try {
         await fh.writeFile(
-          JSON.stringify({ pid: process.pid, url: null, started_at: startedAt }) + '\n',
+          JSON.stringify({ ...selfStamp(), url: null, started_at: startedAt }) + '\n',
         );
       } finally {
         await fh.close();
@@ -100,7 +121,7 @@ export async function claimDaemonFile(gitdir: string, startedAt: string): Promis
     const info = await readInfoFile(file);
     const live =
       info !== null &&
-      isAlive(info.pid) &&
+      sameProcess(info.pid, info.process_start) !== 'other' &&
       // A file that names a URL must be answered there; one without is still starting.
       (info.url === null || (await answers(info.url, info.pid)));
     if (info && live) {
@@ -119,12 +140,18 @@ export async function claimDaemonFile(gitdir: string, startedAt: string): Promis
   throw new ZzError('conflict', `could not take ${file}; another zz serve is starting`);
 }
 
+/** The pid and, where readable, the process stamp a daemon.json names its writer by. */
+function selfStamp(): { pid: number; process_start?: string } {
+  const stamp = processStamp(process.pid);
+  return { pid: process.pid, ...(stamp ? { process_start: stamp } : {}) };
+}
+
 function claimOf(file: string): DaemonFileClaim {
   let url: string | null = null;
   return {
     file,
     async publish(info) {
-      await writeJsonAtomic(file, info);
+      await writeJsonAtomic(file, { ...selfStamp(), ...info });
       url = info.url;
     },
     async release() {

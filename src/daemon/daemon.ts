@@ -147,7 +147,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     // `repo` lets the CLI's fast path address its checkout without asking git for its key.
     for (const [key, s] of served.byKey)
       await s.claim.publish({
-        pid: process.pid,
         url,
         started_at: startedAt,
         repo: key,
@@ -160,6 +159,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const close = () =>
       (closing ??= (async () => {
         try {
+          // daemon.json goes first: while it names this process, CLIs trust its port with
+          // their tokens, and a closed listener lets anyone else bind that port.
+          for (const s of served.byKey.values()) await s.claim.release().catch(() => {});
           await listening.close();
           await maintenance.close();
           await autoSync?.close();

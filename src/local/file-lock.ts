@@ -51,6 +51,42 @@ export function processStartTime(pid: number): string | null {
   return processState(pid)?.start ?? null;
 }
 
+let bootId: string | null | undefined;
+
+/**
+ * A name for a live process that no later process can share: this boot's id and the process's
+ * start time (Linux: /proc/sys/kernel/random/boot_id, /proc/<pid>/stat), or null where either
+ * is unreadable (not Linux) or the process is a zombie. A pid alone is reused; a start time
+ * alone repeats across reboots (a boot runs the same services at the same ticks).
+ */
+export function processStamp(pid: number): string | null {
+  if (bootId === undefined) {
+    try {
+      bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+    } catch {
+      bootId = null;
+    }
+  }
+  const state = bootId === null ? null : processState(pid);
+  return state && !state.zombie ? `${bootId}/${state.start}` : null;
+}
+
+/**
+ * Whether `pid` is still the process that recorded `stamp` (its processStamp): 'other' when it
+ * is dead or a later process given that pid, 'unknown' when no stamp was recorded (an older
+ * zz) or none can be read here (not Linux): the caller must then ask the process itself.
+ */
+export function sameProcess(
+  pid: number,
+  stamp: string | null | undefined,
+): 'same' | 'other' | 'unknown' {
+  if (!isAlive(pid)) return 'other';
+  const now = processStamp(pid);
+  if (now === null && processState(pid)?.zombie) return 'other';
+  if (now === null || typeof stamp !== 'string') return 'unknown';
+  return now === stamp ? 'same' : 'other';
+}
+
 const selfStamp = (): string => {
   const start = processStartTime(process.pid);
   return start ? `${process.pid} ${start}` : String(process.pid);

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -37,6 +38,20 @@ async function start(
 }
 
 const gitdirOf = (dir: string) => join(dir, '.git');
+
+/** Resolves once a connection to `port` on loopback is refused (its listener closed). */
+async function refused(port: number): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const sock = connect(port, '127.0.0.1');
+      sock.once('connect', () => (sock.destroy(), resolve(true)));
+      sock.once('error', () => resolve(false));
+    });
+    if (!open) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`port ${port} still accepts connections`);
+}
 
 describe('startDaemon', () => {
   it('refuses a second daemon for the same checkout, naming the first', async () => {
@@ -270,7 +285,14 @@ describe('startDaemon', () => {
     });
     await inHandler;
     const closed = d.close();
-    release();
+    // The port is given up while the write is still in flight; by then daemon.json no longer
+    // names this daemon, or a CLI would send its token to whatever binds the freed port.
+    try {
+      await refused(d.port);
+      expect(existsSync(join(gitdirOf(dir), 'zz', 'daemon.json'))).toBe(false);
+    } finally {
+      release();
+    }
     const res = await pending;
     await closed;
     http.close();

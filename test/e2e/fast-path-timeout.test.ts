@@ -2,13 +2,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { processStamp } from '../../src/local/file-lock.js';
 import { makeRepo } from '../helpers/temp-repo.js';
 import { ensureBuilt, killAll, privateEnv, zz } from './zz-process.js';
 
 // A daemon that accepts the connection and never answers (stopped with SIGSTOP, deadlocked):
 // the CLI's fast path (src/cli/fast-path.ts) must give up after its bound and say what that
 // means for the call, instead of hanging forever. The "daemon" here is a real loopback socket
-// that reads the request and never writes a byte; daemon.json names it, with this test's pid
+// that reads the request and never writes a byte; daemon.json names it, with this test's pid and stamp
 // as the daemon's (alive, so the CLI takes the fast path).
 
 beforeAll(() => ensureBuilt());
@@ -47,7 +48,12 @@ async function hungDaemon(timeoutMs = '1500') {
   mkdirSync(join(dir, '.git', 'zz'), { recursive: true });
   writeFileSync(
     join(dir, '.git', 'zz', 'daemon.json'),
-    JSON.stringify({ pid: process.pid, url: silent.url, repo: 'local/demo' }),
+    JSON.stringify({
+      pid: process.pid,
+      process_start: processStamp(process.pid) ?? undefined,
+      url: silent.url,
+      repo: 'local/demo',
+    }),
   );
   // A bound of 1.5 s instead of the default's minutes; the CLI's own kill is far above it.
   const env = privateEnv({ ZZ_TOKEN: 'zz_test_token', ZZ_DAEMON_TIMEOUT_MS: timeoutMs });

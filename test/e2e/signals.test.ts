@@ -10,6 +10,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { processStamp } from '../../src/local/file-lock.js';
 import { fsckProblems, makeRepo, sh } from '../helpers/temp-repo.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { ensureBuilt, killAll, privateEnv, spawnZz, zz, ZZ_MAIN } from './zz-process.js';
@@ -36,10 +37,15 @@ async function hungDaemon(dir: string): Promise<{ requested: Promise<IncomingMes
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as { port: number };
   mkdirSync(join(dir, '.git', 'zz'), { recursive: true });
-  // Our own pid: alive, as a stopped daemon's is.
+  // Our own pid and process stamp: alive, as a stopped daemon's is, and the one that wrote it.
   writeFileSync(
     join(dir, '.git', 'zz', 'daemon.json'),
-    JSON.stringify({ pid: process.pid, url: `http://127.0.0.1:${port}`, repo: 'local/demo' }),
+    JSON.stringify({
+      pid: process.pid,
+      process_start: processStamp(process.pid) ?? undefined,
+      url: `http://127.0.0.1:${port}`,
+      repo: 'local/demo',
+    }),
   );
   return { requested };
 }

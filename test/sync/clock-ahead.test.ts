@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { askClaim, askPost, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
-import { formatSyncReport } from '../../src/cli/sync-command.js';
-import { signAs, syncRepo } from '../../src/core/sync/index.js';
+import { formatSyncReport, heldBackOutcome } from '../../src/cli/sync-command.js';
+import { emptyReport, signAs, syncRepo } from '../../src/core/sync/index.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
 
@@ -80,10 +81,26 @@ describe('a machine whose clock runs ahead', () => {
         reason: expect.stringMatching(
           /^op \S+ \(ask_claim\) is dated \S+, past this machine's clock by more than 10 min$/,
         ),
+        until: expect.any(String),
       },
     ]);
     expect(formatSyncReport(held)).toMatch(
-      /not pushed: lanes\/web: commit \w{10} op \S+ \(ask_claim\) is dated .*; every other machine would quarantine it, so it stays here until this clock reaches it/,
+      /not pushed: lanes\/web: commit \w{10} op \S+ \(ask_claim\) is dated .*; every other machine would quarantine it, so it stays here until this clock reaches \S+Z$/m,
+    );
+    // `zz sync` says so and exits 0: the hold clears by itself once the clock reaches its
+    // date (exit 6 is for a clone stuck until someone acts). `until` says when.
+    const cli = await zz(a.dir, cliEnv(), 'sync', '--json');
+    expect(cli.code, cli.stderr).toBe(0);
+    const until = Date.parse(cli.json().held_back[0].until);
+    expect(until).toBeGreaterThan(Date.now() + AHEAD_MS - 11 * 60_000);
+    expect(until).toBeLessThan(Date.now() + AHEAD_MS - 9 * 60_000);
+    expect(cli.stderr).toBe(
+      `zz: 1 ref(s) not pushed to origin yet (lanes/web): ops of this clone are dated ahead of this machine's clock (written while it ran ahead); the first zz sync after ${new Date(until).toISOString()} pushes them, nothing else to do\n`,
+    );
+    const text = await zz(a.dir, cliEnv(), 'sync');
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(
+      `it stays here until this clock reaches ${new Date(until).toISOString()}`,
     );
     // Pushed anyway (its clock still ahead): b refuses the claim's tip until it is due.
     expect((await s.sync()).pushed).toEqual(['refs/zz/lanes/web']);
@@ -95,5 +112,34 @@ describe('a machine whose clock runs ahead', () => {
     });
     expect([later.quarantined, later.fast_forwarded]).toEqual([[], ['refs/zz/lanes/web']]);
     expect(await titles(b)).toEqual(['w']);
+  });
+});
+
+describe('zz sync exit status when it holds refs back', () => {
+  it('a hold that clears by itself is a notice; one that does not is exit 6, naming only it', () => {
+    const r = emptyReport('origin', true);
+    const dated = {
+      ref: 'refs/zz/lanes/web',
+      commit: 'a'.repeat(40),
+      reason: 'op x (ask_claim) is dated 2099-01-01T00:00:00.000Z, past …',
+      until: '2098-12-31T23:50:00.000Z',
+    };
+    r.held_back = [dated];
+    expect(heldBackOutcome(r)).toEqual({
+      notice: expect.stringContaining(
+        'the first zz sync after 2098-12-31T23:50:00.000Z pushes them',
+      ),
+      error: null,
+    });
+    r.held_back = [
+      dated,
+      { ref: 'refs/zz/config', commit: 'b'.repeat(40), reason: 'not signed by an owner' },
+    ];
+    const both = heldBackOutcome(r);
+    expect(both.notice).toMatch(/^zz: 1 ref\(s\) not pushed to origin yet \(lanes\/web\)/);
+    expect(both.error).toMatchObject({ code: 'precondition_failed' });
+    expect(both.error!.message).toMatch(
+      /^1 ref\(s\) of this clone not pushed to origin \(config\):/,
+    );
   });
 });

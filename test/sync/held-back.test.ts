@@ -52,7 +52,7 @@ describe('a teammate whose key is not registered, signatures required', () => {
     expect(cli.code).toBe(6);
     expect(cli.stdout).toMatch(/not pushed: lanes\/web: commit [0-9a-f]{10} op ask_post by bob/);
     expect(cli.stderr).toMatch(
-      /1 ref\(s\) of this clone not pushed to origin \(lanes\/web\): .*passes once an owner registers that key/,
+      /1 ref\(s\) of this clone not pushed to origin \(lanes\/web\): .*passes once that key is registered/,
     );
     expect(await repoState(b.repo, BOB)).toMatchObject({
       held_back: [

@@ -207,7 +207,7 @@ describe('the daemon and the signing key', () => {
       logs.length = 0;
       d = await serve();
       expect(keyLines()).toEqual([
-        `${name}: signing zz commits as ${OWNER} with ${file}; the key is not registered for ${OWNER} in refs/zz/config, so other machines see these commits as unsigned until an owner runs: zz key add --actor ${OWNER} --key "${key.publicKey}"`,
+        `${name}: signing zz commits as ${OWNER} with ${file}; the key is not registered for ${OWNER} in refs/zz/config, so other machines see these commits as unsigned until it is. Not here (an unregistered key cannot vouch for itself) but on the machine of an owner whose key refs/zz/config lists, run: zz key add --actor ${OWNER} --key "${key.publicKey}" ; then zz sync there, and zz sync here`,
       ]);
       await d.close();
     } finally {

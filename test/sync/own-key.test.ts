@@ -4,6 +4,7 @@ import { keyAdd, requireSignatures, signAs } from '../../src/core/sync/index.js'
 import { generateSigningKey } from '../../src/git/index.js';
 import type { GitStore } from '../../src/store/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
+import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
 // A write signed by a key refs/zz/config does not list as needed (an owner's for the config,
@@ -34,7 +35,7 @@ describe('the owner on a second machine, whose new key is not registered', () =>
     );
     expect(err).toMatchObject({ code: 'forbidden' });
     expect((err as Error).message).toContain(
-      `not registered in refs/zz/config, so every other clone would refuse this change to the repository's config. On a machine whose key is registered, run: zz key add --actor ${OWNER.actor} --key "${fresh.publicKey}" ; then zz sync here`,
+      `not registered in refs/zz/config, so every other clone would refuse this change to the repository's config. Not here (an unregistered key cannot vouch for itself) but on another machine of yours whose key refs/zz/config lists, run: zz key add --actor ${OWNER.actor} --key "${fresh.publicKey}" ; then zz sync there, and zz sync here`,
     );
     expect(zzRefs(b.dir)).toEqual(before);
     expect((await b.sync()).held_back).toEqual([]);
@@ -82,6 +83,50 @@ describe('the owner on a second machine, whose new key is not registered', () =>
     const r = await b.sync();
     expect(r.held_back).toEqual([]);
     expect(r.pushed).toEqual(['refs/zz/config']);
+    expect((await a.sync()).quarantined).toEqual([]);
+  });
+});
+
+describe("zz init on an owner's second machine (a new key, the config without roots)", () => {
+  it('says where to register the key, writes nothing others would refuse, and records the roots once it can', async () => {
+    // A config made before zz recorded the project's roots: an owner's init adds them, an
+    // owner-level op every other clone takes only signed by a registered key.
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    const remoteConfig = () => zzRefs(cluster!.remote).get('refs/zz/config');
+    const configBefore = remoteConfig();
+    const env = cliEnv(); // the second machine: a key of its own is made
+    const init = await zz(b.dir, env, 'init', '--json');
+    expect(init.code, init.stderr).toBe(0);
+    const report = init.json();
+    const fresh = report.signing_key.public_key as string;
+    expect(report).toMatchObject({
+      signing_key_registered: false,
+      project_roots_recorded: null,
+    });
+    expect(report.notes).toEqual([
+      "the project's root commits were not recorded: this machine cannot sign them as every other clone requires (see below); once its key is registered, run zz init again",
+      `this machine's signing key for ${OWNER.actor} is not registered in refs/zz/config, so other clones refuse what it signs where a registered key is needed (config changes; every op in a repository that requires signatures). Not here (an unregistered key cannot vouch for itself) but on another machine of yours whose key refs/zz/config lists, run: zz key add --actor ${OWNER.actor} --key "${fresh}" ; then zz sync there, and zz sync here`,
+    ]);
+    // Nothing of init's is held back: refs/zz/config is the remote's, unchanged.
+    expect(sh(b.dir, 'rev-parse', 'refs/zz/config')).toBe(sh(a.dir, 'rev-parse', 'refs/zz/config'));
+    const held = await zz(b.dir, env, 'sync', '--json');
+    expect(held.code, held.stderr).toBe(0);
+    expect(held.json().held_back).toEqual([]);
+    expect(remoteConfig()).toBe(configBefore);
+
+    // Done as said (on the first machine, then sync there and here), init records the roots.
+    await keyAdd(a.repo, OWNER, { actor: OWNER.actor, key: fresh });
+    await a.sync();
+    expect((await zz(b.dir, env, 'sync')).code).toBe(0);
+    const again = await zz(b.dir, env, 'init', '--json');
+    expect(again.json()).toMatchObject({
+      signing_key_registered: true,
+      project_roots_recorded: [sh(b.dir, 'rev-list', '--max-parents=0', 'HEAD')],
+      notes: [],
+    });
+    const pushed = await zz(b.dir, env, 'sync', '--json');
+    expect(pushed.json()).toMatchObject({ held_back: [], pushed: ['refs/zz/config'] });
     expect((await a.sync()).quarantined).toEqual([]);
   });
 });

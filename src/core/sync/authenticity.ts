@@ -25,6 +25,7 @@ import {
 import { callerGitConfig, gitUserEmail } from '../identity.js';
 import type { ZzRepo } from '../zz-repo.js';
 import { requireCaller, type Caller } from '../access.js';
+import { registerKeyAdvice } from '../signable.js';
 import { writeOp } from '../write-op.js';
 import type { SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
@@ -190,8 +191,9 @@ async function unregisteredNote(repo: ZzRepo, person: string, publicKey: string)
   } catch {
     return '';
   }
-  if (!state.config || isActorKey(state, person, normalizeKeyLine(publicKey))) return '';
-  return `; the key is not registered for ${person} in refs/zz/config, so other machines see these commits as unsigned until an owner runs: zz key add --actor ${person} --key "${publicKey}"`;
+  const line = normalizeKeyLine(publicKey);
+  if (!state.config || isActorKey(state, person, line)) return '';
+  return `; the key is not registered for ${person} in refs/zz/config, so other machines see these commits as unsigned until it is. ${registerKeyAdvice(state, person, line ?? publicKey)}`;
 }
 
 function keyFile(person: string, env: NodeJS.ProcessEnv): string {

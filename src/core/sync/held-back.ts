@@ -17,12 +17,21 @@ export interface HeldBack {
   ref: string;
   commit: string;
   reason: string;
+  /** When a hold for an op dated ahead clears by itself (SyncReport.held_back). */
+  until?: string;
 }
 
 const record = z.object({
   remote: z.string().max(200),
   held_back: z
-    .array(z.object({ ref: z.string().max(1000), commit: z.string().max(64), reason: z.string() }))
+    .array(
+      z.object({
+        ref: z.string().max(1000),
+        commit: z.string().max(64),
+        reason: z.string(),
+        until: z.string().max(64).optional(),
+      }),
+    )
     .max(PAGE.maxListedProblems),
   more: z.number().int().min(0),
 });

@@ -181,6 +181,12 @@ export function timeJudged(ref: string, op: string): boolean {
   return ref === CONFIG_REF || op === 'ask_claim' || op === 'lane_propose' || op === 'lane_grant';
 }
 
+/** A history refused for an op dated ahead: it passes by itself once the clock reaches `until`. */
+export interface DatedAhead extends Invalid {
+  /** When the last of its ops dated ahead comes within MAX_CLOCK_SKEW_MS of this clock. */
+  until: string;
+}
+
 /**
  * The first op of `incoming` (a time-judged one, see timeJudged) dated past `nowMs` plus
  * MAX_CLOCK_SKEW_MS. Ops dated before their parents are let through: a commit's date is as
@@ -197,18 +203,21 @@ export function datedAhead(
   history: readonly ParsedCommit[],
   incoming: ReadonlySet<string>,
   nowMs: number,
-): Invalid | null {
+): DatedAhead | null {
   const limit = nowMs + MAX_CLOCK_SKEW_MS;
+  let first: Invalid | null = null;
+  let latest = -Infinity;
   for (const c of history) {
     if (!incoming.has(c.revision)) continue;
     for (const op of c.ops) {
-      if (timeJudged(ref, op.op) && Date.parse(op.time) > limit) {
-        return {
-          commit: c.revision,
-          reason: `op ${op.id} (${op.op}) is dated ${op.time.slice(0, 40)}, past this machine's clock by more than ${MAX_CLOCK_SKEW_MS / 60_000} min`,
-        };
-      }
+      const t = Date.parse(op.time);
+      if (!timeJudged(ref, op.op) || !(t > limit)) continue;
+      latest = Math.max(latest, t);
+      first ??= {
+        commit: c.revision,
+        reason: `op ${op.id} (${op.op}) is dated ${op.time.slice(0, 40)}, past this machine's clock by more than ${MAX_CLOCK_SKEW_MS / 60_000} min`,
+      };
     }
   }
-  return null;
+  return first && { ...first, until: new Date(latest - MAX_CLOCK_SKEW_MS).toISOString() };
 }

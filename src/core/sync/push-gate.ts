@@ -1,5 +1,5 @@
 import { syncCodecFor } from './codecs.js';
-import { datedAhead } from './history-checks.js';
+import { datedAhead, type DatedAhead } from './history-checks.js';
 import { CONFIG_REF } from './roles-at.js';
 import type { AuthChecker } from './authenticity.js';
 import type { SyncLocal } from './ports.js';
@@ -22,7 +22,7 @@ export async function pushGateProblem(
   theirs: string | null,
   checker: AuthChecker | undefined,
   nowMs: number,
-): Promise<Invalid | null> {
+): Promise<Invalid | DatedAhead | null> {
   if (!syncCodecFor(ref)) return null;
   const out = (await local.commits([mine], theirs === null ? [] : [theirs])).map((c) =>
     parseZzCommit(c, ref),

@@ -84,7 +84,17 @@ export interface SyncReport {
    * owner-level op not signed by an owner's key): pushed, it would quarantine the remote's ref
    * for the whole team. Kept here; pushed once it passes (its key registered, say).
    */
-  held_back: Array<{ ref: string; commit: string; reason: string }>;
+  held_back: Array<{
+    ref: string;
+    commit: string;
+    reason: string;
+    /**
+     * Set when the hold clears by itself: an op of this clone's dated ahead of this clock
+     * (written while it ran ahead), pushed by the first sync once the clock reaches `until`.
+     * Absent: it passes only once something changes (a key registered, say).
+     */
+    until?: string;
+  }>;
   /**
    * Local refs with work the remote lacks, not pushed: the remote's tip (`quarantined`) was
    * refused, and they stay here until an owner replaces that tip (README, "A quarantined ref");

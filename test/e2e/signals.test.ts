@@ -51,6 +51,33 @@ async function hungDaemon(dir: string): Promise<{ requested: Promise<IncomingMes
 }
 
 /** Alive and not a zombie (an orphan is reaped by whoever adopted it, in its own time). */
+/**
+ * What a started process wrote to `file` (its pid, its cwd), or '' while it has not written it
+ * yet. Hazard: writeFileSync and the shell's `>` create the file before they write it, so
+ * "the file exists" is not "it holds the pid": Number('') is 0, and process.kill(0) signals
+ * this process's own group (the test runner, its workers, and under CI's setsid the whole pass).
+ */
+function written(file: string): string {
+  return existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
+}
+
+/** The pid a started process wrote to `file`, once it has (never 0: see written()). */
+async function pidIn(file: string): Promise<number> {
+  await expect.poll(() => /^[1-9]\d*$/.test(written(file)), { timeout: 30_000 }).toBe(true);
+  return Number(written(file));
+}
+
+/** Ends the process whose pid is in `file`, if it wrote one and is still there. */
+function killPidIn(file: string): void {
+  const pid = written(file);
+  if (!/^[1-9]\d*$/.test(pid)) return;
+  try {
+    process.kill(Number(pid), 'SIGKILL');
+  } catch {
+    /* gone */
+  }
+}
+
 function isRunning(pid: number): boolean {
   try {
     return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
@@ -138,22 +165,15 @@ describe('signals end a command that is not long-running', () => {
       const child = spawnZz(dir, env, ['ladder', 'build', '--model', `exec:node ${script}`]);
       child.stdin.end();
       const exited = exitOf(child);
-      await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
+      const model = await pidIn(started);
       child.kill('SIGINT');
       expect(await exited).toEqual({ code: null, signal: 'SIGINT' });
       expect(sh(dir, 'for-each-ref', 'refs/zz/ladder')).toBe('');
       // The signal reached zz alone (as `kill` or `timeout` would), not the model's process
       // group as a terminal's Ctrl-C does: zz ended the model itself on its way out.
-      const model = Number(readFileSync(started, 'utf8'));
       await expect.poll(() => isRunning(model), { timeout: 30_000 }).toBe(false);
     } finally {
-      if (existsSync(started)) {
-        try {
-          process.kill(Number(readFileSync(started, 'utf8')), 'SIGKILL');
-        } catch {
-          /* already gone */
-        }
-      }
+      killPidIn(started);
       cleanup();
     }
   });
@@ -181,13 +201,13 @@ describe('signals end a command that is not long-running', () => {
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       const exited = exitOf(child);
-      await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
+      const uploader = await pidIn(started);
       child.kill('SIGINT');
       expect(await exited).toEqual({ code: null, signal: 'SIGINT' });
       expect(stderr).toBe(
         'zz: sync interrupted; local zz state is intact (each ref is as it was or as synced), run zz sync again to finish\n',
       );
-      process.kill(Number(readFileSync(started, 'utf8')), 'SIGKILL');
+      process.kill(uploader, 'SIGKILL');
       // As it says: the next run finishes the job, and the repository is sound.
       sh(dir, 'config', '--unset', 'remote.origin.uploadpack');
       const again = await zz(dir, env, ['sync']);
@@ -201,11 +221,7 @@ describe('signals end a command that is not long-running', () => {
       ).toContain('refs/zz/lanes/web');
       expect(fsckProblems(dir)).toEqual([]);
     } finally {
-      try {
-        process.kill(Number(readFileSync(started, 'utf8')), 'SIGKILL');
-      } catch {
-        /* not started, or gone */
-      }
+      killPidIn(started);
       cleanup();
     }
   });
@@ -249,8 +265,10 @@ describe('signals end a command that is not long-running', () => {
       ]);
       child.stdin.end();
       const exited = exitOf(child);
-      await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
-      const checkout = readFileSync(started, 'utf8');
+      // Its content, not the file (see written()): read empty on a loaded machine, '' was
+      // "not in the worktree list" of anything.
+      await expect.poll(() => written(started), { timeout: 30_000 }).not.toBe('');
+      const checkout = written(started);
       child.kill('SIGINT');
       const { code } = await exited;
       expect(code).not.toBe(0);

@@ -468,6 +468,9 @@ async function reconcile(
           ) ?? codec)
         : codec;
     // Publication order follows first parents (publicationOrder): the first is the base.
+    const baseFiles = merging.codec.files
+      ? await local.files?.(rewritten ? mine : theirs)
+      : undefined;
     const plan = rewritten
       ? planMerge(
           merging,
@@ -475,8 +478,9 @@ async function reconcile(
           all.filter((c) => fromMine.has(c.revision)),
           theirs,
           history.filter((c) => incomingSet.has(c.revision)),
+          baseFiles,
         )
-      : planMerge(merging, theirs, history, mine, localOnly);
+      : planMerge(merging, theirs, history, mine, localOnly, baseFiles);
     const commit = await local.writeMerge({
       parents: rewritten ? [mine, theirs] : [theirs, mine],
       changes: plan.changes,

@@ -578,10 +578,18 @@ async function treeDriftOf<S, Op extends OpRecord>(
   state: S,
 ): Promise<string[]> {
   if (!codec.files) return [];
-  const tree = await store.readAll(revision);
+  return driftedFiles(codec, state, await store.readAll(revision));
+}
+
+/** The files where `tree` (path → text) differs from what `state` materialises (codec.files). */
+export function driftedFiles<S, Op extends OpRecord>(
+  codec: EntityCodec<S, Op>,
+  state: S,
+  tree: ReadonlyMap<string, string>,
+): string[] {
   const drift: string[] = [];
   for (const [path, text] of tree) if (codec.file(state, path) !== text) drift.push(path);
-  for (const path of codec.files(state)) if (!tree.has(path)) drift.push(path);
+  for (const path of codec.files?.(state) ?? []) if (!tree.has(path)) drift.push(path);
   return drift;
 }
 

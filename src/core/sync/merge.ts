@@ -2,6 +2,7 @@ import { ZzError } from '../../errors.js';
 import {
   commitLamports,
   compareOps,
+  driftedFiles,
   publicationOrder,
   type CommitRecord,
   type FileChanges,
@@ -53,10 +54,8 @@ export function planMerge<S>(
   };
   for (const { op } of publicationOrder(remoteHistory, remoteTip)) apply(op);
   const touched = new Set<string>();
-  if (baseFiles && codec.files) {
-    for (const [p, text] of baseFiles) if (codec.file(state, p) !== text) touched.add(p);
-    for (const p of codec.files(state)) if (!baseFiles.has(p)) touched.add(p);
-  }
+  if (baseFiles && codec.files)
+    for (const p of driftedFiles(codec, state, baseFiles)) touched.add(p);
   // The fold only appends to its list of refusals: the local ops' are those past this length.
   const before = sc.rejections?.(state).length ?? 0;
   const localOps = localOnly.flatMap((c) => c.ops).sort(compareOps);

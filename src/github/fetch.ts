@@ -142,9 +142,24 @@ async function call<T>(gh: GitHubClient, what: string, f: () => Promise<T>): Pro
 // login, a tag, a comment id) is left out, so one bad item neither stops a build with a
 // TypeError nor reaches a rung path.
 const text = z.string().catch('');
+
+/** Whether `s` is a time as GitHub's API writes one: `2024-05-01T12:00:00Z` (UTC), a real date. */
+export function isGitHubTime(s: string): boolean {
+  return (
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/.test(s) && !Number.isNaN(Date.parse(s))
+  );
+}
+/**
+ * A GitHub login: what GitHub allows (an app's bot with "[bot]"), so a login never adds a
+ * folder to a `_people/<login>` rung path (a server's "a/b" did, found in review).
+ */
+export const GITHUB_LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/;
+const loginText = z.string().regex(GITHUB_LOGIN);
+/** A time as GitHub's API writes it (UTC, whole seconds); anything else reads as ''. */
+const time = z.string().refine(isGitHubTime).catch('');
 const optText = z.string().nullable().catch(null);
 const login = z
-  .object({ login: z.string().min(1) })
+  .object({ login: loginText })
   .nullish()
   .catch(null)
   .transform((u) => u?.login ?? null);
@@ -160,8 +175,8 @@ const rawIssue = z.object({
     .catch([])
     .transform((ls) => ls.map((l) => (typeof l === 'string' ? l : (l.name ?? ''))).filter(Boolean)),
   comments: count,
-  created_at: text,
-  updated_at: text,
+  created_at: time,
+  updated_at: time,
   closed_at: optText,
   body: optText,
   html_url: text,
@@ -188,7 +203,7 @@ const rawRelease = z.object({
 });
 
 const rawContributor = z.object({
-  login: z.string().min(1),
+  login: loginText,
   contributions: count,
   type: text,
   html_url: optText,
@@ -197,8 +212,8 @@ const rawContributor = z.object({
 const rawComment = z.object({
   id: z.number().int().nonnegative(),
   user: login,
-  created_at: text,
-  updated_at: text,
+  created_at: time,
+  updated_at: time,
   body: optText,
 });
 

@@ -85,6 +85,9 @@ interface HeadSection {
   term_counts: string;
 }
 
+/** How far above the document count a shard's short ids may reach (see ShardFile.index). */
+const MAX_ID_SPREAD = 16;
+
 interface IndexSection {
   document_count: number;
   next_id: number;
@@ -455,8 +458,19 @@ export class ShardFile {
     for (let t = 0; t < nTerms; t++) {
       if (termOffsets[t]! >= termOffsets[t + 1]!) throw inconsistent();
     }
+    // Hazard: the ids size two arrays, so one flipped u32 (0x1FFFFFFF) allocated 2 GiB (found
+    // in review). They are minisearch's short ids, below its next id, which grows with every
+    // replaced or discarded document and never shrinks: past MAX_ID_SPREAD per document the
+    // shard counts as damaged and is rebuilt from the rungs, which numbers them afresh.
+    const nextId = idx.next_id;
+    if (!Number.isSafeInteger(nextId) || nextId < n || nextId > n * MAX_ID_SPREAD + 1024) {
+      throw inconsistent();
+    }
     let maxId = -1;
-    for (const id of shortIds) if (id > maxId) maxId = id;
+    for (const id of shortIds) {
+      if (id >= nextId) throw inconsistent();
+      if (id > maxId) maxId = id;
+    }
     const idRows = new Int32Array(maxId + 1).fill(-1);
     const lengths = new Uint32Array((maxId + 1) * nFields);
     for (let i = 0; i < n; i++) {

@@ -27,8 +27,12 @@ import { indexTerms } from './tokenize.js';
 // A shard built or changed here is a minisearch index in memory until it has been written;
 // then it is served from the file it was written to, like any other.
 
-/** Bump whenever tokenizing, fields, boosts or the stored shape change: persisted shards rebuild. */
-export const OPTIONS_VERSION = 1;
+/**
+ * Bump whenever tokenizing, fields, boosts, the stored shape or what is indexed change:
+ * persisted shards rebuild. 2: rungs come from the Ladder's guarded fold, not its tree (a shard
+ * of 1 may hold a rung the fold refused).
+ */
+export const OPTIONS_VERSION = 2;
 /**
  * Index sections kept in memory (all shards together) before the coldest are dropped. 50
  * shards of 2,000 rungs take ~17.5 MiB: under the budget nothing thrashes. Past it (~180 such

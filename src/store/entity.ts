@@ -31,6 +31,14 @@ export interface EntityCodec<S, Op extends OpRecord = OpRecord> {
   apply(draft: S, op: Op): string[];
   /** The file at `path` for this state, or null when it no longer exists. */
   file(state: S, path: string): string | null;
+  /**
+   * Every file this state materialises. Given, a commit on a tip whose tree this process did
+   * not write first compares that tree with the fold and rewrites each file that differs
+   * (removing those the fold has none of): a fast-forward or a merge keeps another machine's
+   * files as it wrote them, and a file its refused op put there (or an extra one) would
+   * otherwise be carried forward in our own commit (DESIGN §7; found in review, the Ladder).
+   */
+  files?(state: S): Iterable<string>;
   /** After a fold from the log: why this state cannot be the entity on `ref`, or null. */
   verify?(state: S, ref: string): string | null;
   /**
@@ -168,6 +176,8 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
   private headRead: { p: Promise<string | null>; commits: number } | null = null;
   /** Commits this Entity made; tells a shared ref read from before one of them. */
   private commits = 0;
+  /** The revision whose tree this process wrote from the fold (codec.files): no drift to undo. */
+  private foldedTree: string | null = null;
 
   constructor(
     readonly store: Store,
@@ -496,6 +506,10 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
         // A turn of the event loop between deciding the group's ops and committing them (see
         // GitStore.commit's for the figures): reads waiting behind a storm's group are served.
         await nextTurn();
+        if (snap.revision !== null && snap.revision !== this.foldedTree) {
+          for (const path of await treeDriftOf(this.store, this.codec, snap.revision, snap.state))
+            changed.add(path);
+        }
         const changes: FileChanges = new Map();
         for (const path of changed) changes.set(path, this.codec.file(draft, path));
         const lines = ops.map((o) => summaries.get(o) ?? o.op);
@@ -517,6 +531,7 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
           for (const p of group) p.reject(e);
           return;
         }
+        if (this.codec.files) this.foldedTree = revision;
         const logged = ops.map((o) => ({ ...o, revision: revision! }));
         this.lamport = lamport;
         for (const o of logged) if (o.key !== undefined) this.keys.set(keyOf(o.actor, o.key), o);
@@ -550,6 +565,32 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       return;
     }
   }
+}
+
+/**
+ * The files where `revision`'s tree differs from `state` (codec.files; none without it): one
+ * read of the whole tree, once per tip this process did not write.
+ */
+async function treeDriftOf<S, Op extends OpRecord>(
+  store: Store,
+  codec: EntityCodec<S, Op>,
+  revision: string,
+  state: S,
+): Promise<string[]> {
+  if (!codec.files) return [];
+  return driftedFiles(codec, state, await store.readAll(revision));
+}
+
+/** The files where `tree` (path → text) differs from what `state` materialises (codec.files). */
+export function driftedFiles<S, Op extends OpRecord>(
+  codec: EntityCodec<S, Op>,
+  state: S,
+  tree: ReadonlyMap<string, string>,
+): string[] {
+  const drift: string[] = [];
+  for (const [path, text] of tree) if (codec.file(state, path) !== text) drift.push(path);
+  for (const path of codec.files?.(state) ?? []) if (!tree.has(path)) drift.push(path);
+  return drift;
 }
 
 /** A local write's op that the entity's guarded fold refused: the write fails, no ref moves. */

@@ -160,6 +160,10 @@ export const ladderTools = [
           anchor: anchorOut.nullable(),
           inputs_hash: z.string().nullable(),
           generator: generatorOut.nullable(),
+          rejected: z
+            .looseObject({ reason: z.string() })
+            .optional()
+            .describe('Set when the guarded fold refused this op: it changed no rung'),
         }),
       ),
       next_cursor: z.string().nullable(),

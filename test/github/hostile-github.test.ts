@@ -6,6 +6,7 @@ import { initRepo, ladderBuild, ZzRepo } from '../../src/core/index.js';
 import { githubClient } from '../../src/core/github.js';
 import {
   createGitHub,
+  fetchContributors,
   fetchIssues,
   fetchReleases,
   MAX_BODY_CHARS,
@@ -256,5 +257,45 @@ describe('a hostile GitHub', () => {
     expect((await fetchReleases(client(), R, {})).items).toEqual([]);
     expect(n).toBe(2);
     expect(waits.map((w) => [w.kind, w.seconds])).toEqual([['secondary', 7]]);
+  });
+
+  it("keeps only logins of GitHub's shape and times as GitHub writes them", async () => {
+    const logins = ['a/b', '../x', '-lead', 'x'.repeat(40), 'ok-user', 'dependabot[bot]', ''];
+    handler = (req, res) => {
+      if (req.url!.includes('/contributors')) {
+        send(
+          res,
+          200,
+          logins.map((login) => ({ login, contributions: 1, type: 'User', html_url: null })),
+        );
+      } else {
+        const issue = (number: number, login: string, updated_at: string) => ({
+          number,
+          title: `#${number}`,
+          state: 'open',
+          user: { login },
+          labels: [],
+          comments: 0,
+          created_at: '2024-01-01T00:00:00Z',
+          updated_at,
+          closed_at: null,
+          body: null,
+          html_url: '',
+        });
+        send(res, 200, [
+          issue(1, 'a/b', 'not a time'),
+          issue(2, 'ok-user', '2024-05-01T12:00:00Z'),
+          issue(3, 'ok-user', '2024-05-01 12:00:00'),
+        ]);
+      }
+    };
+    const people = (await fetchContributors(client(), R, {})).items.map((c) => c.login);
+    expect(people).toEqual(['ok-user', 'dependabot[bot]']);
+    const issues = (await fetchIssues(client(), R, {})).items;
+    expect(issues.map((i) => [i.number, i.author, i.updated_at])).toEqual([
+      [1, null, ''],
+      [2, 'ok-user', '2024-05-01T12:00:00Z'],
+      [3, 'ok-user', ''],
+    ]);
   });
 });

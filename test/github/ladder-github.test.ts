@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initRepo, ladderBuild, readLadder, ZzRepo } from '../../src/core/index.js';
+import { initRepo, ladderBuild, ladderEntity, readLadder, ZzRepo } from '../../src/core/index.js';
 import { createGitHub } from '../../src/github/index.js';
 import { OWNER } from '../helpers/core-fixture.js';
 import { addFixture } from '../helpers/ladder-fixture.js';
@@ -94,5 +94,42 @@ describe('ladder build --github', () => {
     // Issues are asked since the newest update already in the Ladder.
     expect(asked.find((s) => /\/issues\?/.test(s.url))!.url).toContain('since=2017-10-10T16');
     expect(asked.filter((s) => s.headers['if-none-match'] !== undefined).length).toBeGreaterThan(0);
+  });
+
+  it('asks since the newest update its own rungs record: never a future one, never a hand-written one', async () => {
+    // Rungs that arrive by sync, written by an owner's (older, hostile) zz past the tools:
+    // one dated in year 9999 made every later build ask since=9999-… and import nothing.
+    const rung = (n: number, updated: string, method: 'extractive' | 'human') => ({
+      path: `_issues/${n}`,
+      kind: 'issue' as const,
+      title: `#${n}`,
+      summary: 'Planted.',
+      detail: `Updated ${updated}\nhttps://example.com/${n}\n`,
+      inputs_hash: 'b'.repeat(40),
+      generator: { method, version: '1' },
+    });
+    await ladderEntity(repo).mutate({
+      actor: OWNER.actor,
+      decide: () => ({
+        op: 'ladder_build',
+        summary: 'planted',
+        args: {
+          branch: 'main',
+          head: '0'.repeat(40),
+          generator: { method: 'extractive', version: '1' },
+          upsert: [
+            rung(901, '9999-12-31T00:00:00Z', 'extractive'),
+            rung(902, '2020-01-01T00:00:00Z', 'human'),
+            rung(903, 'yesterday', 'extractive'),
+          ],
+          remove: [],
+        },
+      }),
+      result: () => null,
+    });
+    const before = gh.seen.length;
+    await build();
+    const issues = gh.seen.slice(before).find((s) => /\/issues\?/.test(s.url))!.url;
+    expect(issues).toContain('since=2017-10-10T16');
   });
 });

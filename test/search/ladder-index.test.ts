@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ZzError } from '../../src/errors.js';
-import { LadderSearch, MAX_LIMIT, type IndexRung, type SearchHit } from '../../src/search/index.js';
+import {
+  LadderSearch,
+  MAX_LIMIT,
+  OPTIONS_VERSION,
+  type IndexRung,
+  type SearchHit,
+} from '../../src/search/index.js';
 import { bufferSource, ShardFile } from '../../src/search/shard-file.js';
 import { syntheticRungs, syntheticQueries } from '../../bench/search-corpus.js';
 
@@ -381,7 +387,10 @@ describe('LadderSearch persistence', () => {
       copy.write(replace, at);
       return copy;
     };
-    await writeFile(file, patched('"options_version":1', '"options_version":0'));
+    await writeFile(
+      file,
+      patched(`"options_version":${OPTIONS_VERSION}`, `"options_version":${OPTIONS_VERSION - 1}`),
+    );
     const opt = openSearch({ cacheDir: dir });
     expect(await opt.setRepo('acme/api', oid(99), changed)).toMatchObject({
       source: 'built',

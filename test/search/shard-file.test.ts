@@ -140,4 +140,28 @@ describe(`shard-file (seed ${SEED})`, () => {
     const file = open(patched('"kinds":"', '"kinds":"Z'));
     expect(() => file.index(file.head())).toThrow(/inconsistent/);
   });
+
+  it('refuses a short id flipped past the next id instead of allocating for it', () => {
+    // One 4-byte flip in short_ids[0] once made the reader allocate ~2 GiB (hostile review).
+    const { bytes } = roundTrip(40);
+    const pre = JSON.parse(bytes.subarray(0, bytes.indexOf('\n')).toString('utf8')) as {
+      head_bytes: number;
+      index_bytes: number;
+    };
+    const dataAt = bytes.indexOf('\n') + 1 + pre.head_bytes + 1 + pre.index_bytes + 1;
+    const flip = (id: number) => {
+      const copy = Buffer.from(bytes);
+      new DataView(copy.buffer, copy.byteOffset, copy.byteLength).setUint32(dataAt, id, true);
+      return new ShardFile(bufferSource(copy));
+    };
+    const before = process.memoryUsage().rss;
+    for (const id of [0x1fffffff, 40 * 16 + 1024, 0xffffffff]) {
+      const file = flip(id);
+      expect(() => file.index(file.head())).toThrow(/inconsistent/);
+    }
+    expect(process.memoryUsage().rss - before).toBeLessThan(256 * 1024 * 1024);
+    // The untouched file reads, so the offset above is short_ids[0]'s.
+    const whole = new ShardFile(bufferSource(Buffer.from(bytes)));
+    expect(whole.index(whole.head()).idRows.length).toBeLessThanOrEqual(41);
+  });
 });

@@ -4,6 +4,7 @@ import {
   fetchPullRequests,
   fetchReleases,
   fetchThreadComments,
+  isGitHubTime,
   type CommentOut,
   type GitHubClient,
   type IssueOut,
@@ -130,12 +131,19 @@ export async function githubRungs(ctx: BuildContext, opts: GitHubPhaseOptions): 
   progress(0, 4, 'issues');
 
   // Newest update already in the Ladder: only issues updated since are asked for.
+  // Hazard: rungs sync from other machines. One rung saying "Updated 9999-12-31T00:00:00Z"
+  // made every later build ask since=9999-… and import nothing, reporting success (found in
+  // review). Only what this build's own writer puts there counts (an extractive issue or pull
+  // request rung: the tools write no such rung), only as GitHub writes it, and never later
+  // than now.
+  const now = Date.now();
   let since: string | undefined;
   let threads = 0;
   for (const rung of ctx.prev.values()) {
     if (rung.kind !== 'issue' && rung.kind !== 'pull_request') continue;
+    if (rung.generator.method !== EXTRACTIVE.method) continue;
     const u = UPDATED.exec(rung.detail ?? '')?.[1];
-    if (u && (!since || u > since)) since = u;
+    if (u && isGitHubTime(u) && Date.parse(u) <= now && (!since || u > since)) since = u;
   }
   // Every previous GitHub rung stands unless rewritten below.
   for (const rung of ctx.prev.values()) {

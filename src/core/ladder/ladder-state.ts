@@ -44,6 +44,15 @@ export class LadderState extends Map<string, Rung> {
 
 export type { LadderBuildArgs, LadderWriteArgs, RungRecord };
 
+function isRungFile(file: string): boolean {
+  try {
+    rungPathFromFile(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A rung's ladder file cannot sit below a folder whose name is itself a rung file's name. */
 export function rungFileClash(path: string): boolean {
   const parts = path.split('/');
@@ -145,7 +154,11 @@ export const ladderCodec: EntityCodec<LadderState, LadderOp> = {
   apply: applyLadderOp,
   refusals: (s) => s.rejected,
   file(state, file) {
+    // A file that is no rung's (an extra one another machine's tree holds) is none of the fold's.
+    if (!isRungFile(file)) return null;
     const rung = state.get(rungPathFromFile(file));
     return rung ? JSON.stringify(rung, null, 2) + '\n' : null;
   },
+  // Our commits rewrite whatever the tree they go on holds that the fold does not (entity.ts).
+  files: (state) => [...state.keys()].map(rungFilePath),
 };

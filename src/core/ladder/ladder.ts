@@ -24,7 +24,7 @@ import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
 import { LIMITS } from '../../schema/limits.js';
 import { commitTree, entryAt, lsTree, tagCommit } from './git-tree.js';
 import { LadderEntity } from './ladder-entity.js';
-import { ladderRefusal, refusalError } from './ladder-guards.js';
+import { ladderRefusal, refusalError, type LadderRejection } from './ladder-guards.js';
 import {
   pathsOfOp,
   rungPlacementProblem,
@@ -215,6 +215,11 @@ export type RungRevision = {
   anchor: RungAnchor | null;
   inputs_hash: string | null;
   generator: RungGenerator | null;
+  /**
+   * Set when the guarded fold refused the op (ladder-guards.ts): it changed no rung (for
+   * rung_invalid, the op's other rungs applied). As a Lane's history marks its refused ops.
+   */
+  rejected?: Omit<LadderRejection, 'op_id' | 'op' | 'actor'>;
 };
 
 // Where each path was written, per op log (each snapshot has its own log, never changed).
@@ -237,7 +242,12 @@ function opsByPath(log: OpLog<LoggedOp>): Map<string, number[]> {
   return m;
 }
 
-function revisionOf(op: LoggedOp, path: string): RungRevision {
+function revisionOf(
+  op: LoggedOp,
+  path: string,
+  refused: ReadonlyMap<string, RungRevision['rejected']>,
+): RungRevision {
+  const rejected = refused.get(op.id);
   const a = op.args as Partial<LadderBuildArgs & LadderWriteArgs>;
   const list: RungRecord[] = op.op === 'ladder_build' ? (a.upsert ?? []) : (a.rungs ?? []);
   const r = list.find((x) => x.path === path);
@@ -255,6 +265,7 @@ function revisionOf(op: LoggedOp, path: string): RungRevision {
     anchor: r?.anchor ?? null,
     inputs_hash: r?.inputs_hash ?? null,
     generator: r ? (r.generator ?? a.generator ?? null) : null,
+    ...(rejected ? { rejected } : {}),
   };
 }
 
@@ -275,9 +286,11 @@ export async function ladderHistory(
   const start = args.cursor === undefined ? 0 : historyPages.decode(args.cursor);
   const limit = args.limit ?? 50;
   const newestFirst = [...at].reverse();
+  const refused = new Map<string, RungRevision['rejected']>();
+  for (const { op_id, op: _o, actor: _a, ...why } of snap.state.rejected) refused.set(op_id, why);
   const page = newestFirst
     .slice(start, start + limit)
-    .map((i) => revisionOf(snap.log.at(i)!, path));
+    .map((i) => revisionOf(snap.log.at(i)!, path, refused));
   const end = start + limit;
   return {
     path,

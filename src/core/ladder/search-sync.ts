@@ -1,7 +1,8 @@
 import { isZzError } from '../../errors.js';
 import { cacheDir } from '../../local/paths.js';
-import { changedPaths as gitChangedPaths, readCommit } from '../../git/index.js';
-import { rungDoc, rungFilePath, rungPathFromFile, type Rung } from '../../schema/rung.js';
+import { changedPaths as gitChangedPaths, commitMessages, readCommit } from '../../git/index.js';
+import { rungPathFromFile, type Rung } from '../../schema/rung.js';
+import type { OpRecord, Snapshot } from '../../store/index.js';
 import {
   LadderSearch,
   watchRefs,
@@ -11,10 +12,11 @@ import {
 } from '../../search/index.js';
 import { LADDER_REF, type CommitEvent, type ZzRepo } from '../zz-repo.js';
 import { mentionsOf } from './extract/mentions.js';
-import { pathsOfOp } from './ladder-state.js';
+import { ladderEntity } from './ladder.js';
+import { pathsOfOp, type LadderState } from './ladder-state.js';
 
 // Keeps a LadderSearch in step with the Ladders of the repositories a front end serves: each is
-// indexed from its ladder ref (the persisted shard is reused when the ref has not moved), then
+// indexed from its ladder ref's guarded fold (the persisted shard is reused when the ref has not moved), then
 // updated by diff (a) on this process's own ladder commits and (b) whenever refs/zz/ladder
 // moves from outside — another zz process, `git update-ref`, a fetch and its hook — as seen by
 // the ref watcher. Every update re-reads the ref, so a missed or coalesced signal only delays.
@@ -34,37 +36,21 @@ export function toIndexRung(r: Rung): IndexRung {
   };
 }
 
-/** A rung file's text as an index entry; null when it is not a valid rung of that path. */
-function rungOfFile(path: string, text: string | null): IndexRung | null {
-  if (text === null) return null;
-  let parsed: ReturnType<typeof rungDoc.safeParse>;
-  try {
-    parsed = rungDoc.safeParse(JSON.parse(text));
-  } catch {
-    return null;
-  }
-  return parsed.success && parsed.data.path === path ? toIndexRung(parsed.data) : null;
+/**
+ * The rungs of the Ladder as its guarded fold holds them (what ladder_read and ladder_tree
+ * show), never its tree's files: a fast-forward adopts another machine's tree as it is, and a
+ * merge keeps every file its local ops did not touch, so a file a refused op put there (or an
+ * extra one beside a permitted op) sits in the tree while the fold refuses it (DESIGN §7).
+ * Indexing the tree made such text searchable and fed it to `zz work` prompts (found in
+ * review). Hazard: this keeps the Ladder's entity (folded state and op log) for the life of
+ * the process, as the first ladder_read already does.
+ */
+async function foldAt(repo: ZzRepo): Promise<Snapshot<LadderState>> {
+  return ladderEntity(repo).read();
 }
 
-/**
- * The rungs of the Ladder at `revision`, read from its files rather than through the ladder
- * entity: the entity keeps its folded state and op log for the life of the process (tens of
- * MiB for a 2,000-rung Ladder), which a daemon serving 50 repos cannot afford just to index.
- * The files are what the fold wrote, so they are the state.
- */
-async function rungsAt(repo: ZzRepo, revision: string): Promise<IndexRung[]> {
-  const out: IndexRung[] = [];
-  for (const [file, text] of await repo.store.readAll(revision)) {
-    let path: string;
-    try {
-      path = rungPathFromFile(file);
-    } catch {
-      continue; // not a rung file
-    }
-    const r = rungOfFile(path, text);
-    if (r) out.push(r);
-  }
-  return out;
+function rungsOf(state: LadderState): IndexRung[] {
+  return [...state.values()].map(toIndexRung);
 }
 
 /**
@@ -82,7 +68,11 @@ export async function indexRepo(
     await search.removeRepo(repo.key);
     return null;
   }
-  return search.setRepo(repo.key, revision, () => rungsAt(repo, revision));
+  // Folded only when the index has no shard for this revision: a daemon starting on 50 indexed
+  // repositories loads their shards and folds none (the fold stays in memory, see foldAt). A
+  // fold that finds the ref moved on indexes the newer rungs under `revision`; the move's own
+  // update re-reads every path it changed, so the shard ends current either way.
+  return search.setRepo(repo.key, revision, async () => rungsOf((await foldAt(repo)).state));
 }
 
 export interface LadderSync {
@@ -115,58 +105,69 @@ export async function startLadderSync(
 
   const changedPaths = async (
     repo: ZzRepo,
+    snap: Snapshot<LadderState>,
     from: string,
     to: string,
     event: CommitEvent | null,
   ): Promise<string[] | null> => {
     const git = repo.git;
     if (!git) return null;
+    const paths = new Set<string>();
+    const ofOps = (ops: Iterable<OpRecord>) => {
+      for (const op of ops) {
+        const { upserted, removed } = pathsOfOp(op);
+        for (const p of upserted) paths.add(p);
+        for (const p of removed) paths.add(p);
+      }
+    };
     // Our own commit on top of what the index holds: its ops name every path it touched.
     if (event && event.revision === to) {
       if ((await readCommit(git.catFile, to))?.parents[0] === from) {
-        const paths = new Set<string>();
-        for (const op of event.ops) {
-          const { upserted, removed } = pathsOfOp(op);
-          for (const p of upserted) paths.add(p);
-          for (const p of removed) paths.add(p);
-        }
+        ofOps(event.ops);
         return [...paths];
       }
     }
-    const paths: string[] = [];
+    // Another machine's commits: the paths their trees changed (a file a refused op rewrote
+    // is put back to the fold's rung) and those their ops name (a tree need not match its ops).
     for (const file of await gitChangedPaths(git.gitdir, from, to)) {
       try {
-        paths.push(rungPathFromFile(file));
+        paths.add(rungPathFromFile(file));
       } catch {
         /* not a rung file: nothing to index */
       }
     }
-    return paths;
+    const arrived = new Set((await commitMessages(git.gitdir, to, from)).map((c) => c.oid));
+    const ops: OpRecord[] = [];
+    snap.log.forEach((op) => {
+      if (arrived.has(op.revision)) ops.push(op);
+    });
+    ofOps(ops);
+    return [...paths];
   };
 
   const syncOnce = async (repo: ZzRepo, event: CommitEvent | null): Promise<void> => {
-    // The ref alone says whether anything is to be done; the rungs are read only for a diff
-    // or a build (a persisted shard of the same revision needs neither).
-    const to = await repo.store.head(LADDER_REF);
+    // The ref alone says whether anything is to be done; the fold is read only for a diff or
+    // a build (a persisted shard of the same revision needs neither).
+    const head = await repo.store.head(LADDER_REF);
     const from = search.ladderOid(repo.key);
-    if (to === null) {
+    if (head === null) {
       if (from !== null) await search.removeRepo(repo.key);
       return;
     }
-    if (from === to) return;
+    if (from === head) return;
+    const snap = await foldAt(repo);
+    const to = snap.revision;
+    if (to === null || from === to) return;
     if (from !== null) {
-      const paths = await changedPaths(repo, from, to, event).catch(() => null);
+      const paths = await changedPaths(repo, snap, from, to, event).catch(() => null);
       if (paths !== null) {
         const upsert: IndexRung[] = [];
         const remove: string[] = [];
-        const texts = await Promise.all(
-          paths.map((p) => repo.store.readFile(to, rungFilePath(p)).catch(() => null)),
-        );
-        paths.forEach((p, i) => {
-          const r = rungOfFile(p, texts[i] ?? null);
-          if (r) upsert.push(r);
+        for (const p of paths) {
+          const r = snap.state.get(p);
+          if (r) upsert.push(toIndexRung(r));
           else remove.push(p);
-        });
+        }
         try {
           await search.applyDiff(repo.key, to, { upsert, remove, base: from });
           return;
@@ -176,7 +177,7 @@ export async function startLadderSync(
         }
       }
     }
-    await search.setRepo(repo.key, to, () => rungsAt(repo, to));
+    await search.setRepo(repo.key, to, () => rungsOf(snap.state));
   };
 
   const refresh = (repo: ZzRepo, event: CommitEvent | null = null): Promise<void> => {

@@ -457,16 +457,26 @@ async function reconcile(
         : codec;
     // Publication order follows first parents (publicationOrder): the first is the base. After
     // a rewrite it is ours, on the remote's continuation of what was synced when it has one.
+    // A codec with files (the Ladder) rewrites every file of the first parent's tree that
+    // differs from the fold (merge.ts).
+    const filesOf = merging.codec.files ? (oid: string) => local.files?.(oid) : undefined;
     const base = rewritten
-      ? await answerBase(merging, mine, wrapped?.continued ?? null, all, (parents, p) =>
-          local.writeMerge({
-            parents,
-            changes: p.changes,
-            message: formatMergeMessage(`Merge ${remoteName}'s ${rest} as synced`, p.lamport),
-          }),
+      ? await answerBase(
+          merging,
+          mine,
+          wrapped?.continued ?? null,
+          all,
+          (parents, p) =>
+            local.writeMerge({
+              parents,
+              changes: p.changes,
+              message: formatMergeMessage(`Merge ${remoteName}'s ${rest} as synced`, p.lamport),
+            }),
+          filesOf,
         )
       : null;
     const fromBase = new Set(base?.commits.map((c) => c.revision));
+    const baseFiles = await filesOf?.(base ? base.tip : theirs);
     const plan = base
       ? planMerge(
           merging,
@@ -474,8 +484,9 @@ async function reconcile(
           base.commits,
           theirs,
           history.filter((c) => !fromBase.has(c.revision)),
+          baseFiles,
         )
-      : planMerge(merging, theirs, history, mine, localOnly);
+      : planMerge(merging, theirs, history, mine, localOnly, baseFiles);
     const commit = await local.writeMerge({
       parents: base ? [base.tip, theirs] : [theirs, mine],
       changes: plan.changes,

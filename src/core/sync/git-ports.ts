@@ -75,6 +75,10 @@ export class GitSyncLocal implements SyncLocal {
     return rawCommits(this.repo.catFile, oids);
   }
 
+  files(commit: string): Promise<Map<string, string>> {
+    return this.store.readAll(commit);
+  }
+
   async writeMerge(req: {
     parents: [string, string];
     changes: FileChanges;

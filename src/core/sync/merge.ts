@@ -2,6 +2,7 @@ import { ZzError } from '../../errors.js';
 import {
   commitLamports,
   compareOps,
+  driftedFiles,
   publicationOrder,
   type CommitRecord,
   type FileChanges,
@@ -13,8 +14,10 @@ import type { Rejection, SyncCodec } from './codecs.js';
 // (after a rewritten remote [local tip, remote tip], the remote's ops applied after ours:
 // engine.ts, history-checks.ts), no ops of its own, clock one above both; its state is the state at the remote tip with the
 // local-only ops applied after it in (lamport, actor, replica, op id) order, through the same
-// guarded fold every replica runs. Only the paths those ops touched can differ from the remote
-// tip's tree, so the merge tree is the remote tree with just those files rewritten.
+// guarded fold every replica runs. The merge tree is the remote tree with the files those ops
+// touched rewritten, and, for an entity whose codec lists its files (the Ladder), every file
+// where that tree differs from the fold at the remote tip: another machine's tree is untrusted
+// (a refused op's file, an extra one), and our merge must not carry it forward.
 
 export interface MergePlan {
   changes: FileChanges;
@@ -37,6 +40,8 @@ export function planMerge<S>(
   remoteHistory: readonly CommitRecord[],
   localTip: string,
   localOnly: readonly CommitRecord[],
+  /** The first parent's tree (path → text), checked against the fold when codec.files is set. */
+  baseFiles?: ReadonlyMap<string, string>,
 ): MergePlan {
   const { codec } = sc;
   const state = codec.empty();
@@ -48,10 +53,12 @@ export function planMerge<S>(
     return codec.apply(state, p.op);
   };
   for (const { op } of publicationOrder(remoteHistory, remoteTip)) apply(op);
+  const touched = new Set<string>();
+  if (baseFiles && codec.files)
+    for (const p of driftedFiles(codec, state, baseFiles)) touched.add(p);
   // The fold only appends to its list of refusals: the local ops' are those past this length.
   const before = sc.rejections?.(state).length ?? 0;
   const localOps = localOnly.flatMap((c) => c.ops).sort(compareOps);
-  const touched = new Set<string>();
   for (const op of localOps) for (const p of apply(op)) touched.add(p);
   const changes: FileChanges = new Map();
   for (const p of [...touched].sort()) changes.set(p, codec.file(state, p));
@@ -78,6 +85,8 @@ export async function answerBase<S>(
   continued: string | null,
   history: readonly CommitRecord[],
   write: (parents: [string, string], plan: MergePlan) => Promise<string>,
+  /** The tree of a commit (path → text), for a codec with files (planMerge's baseFiles). */
+  filesOf?: (commit: string) => Promise<Map<string, string>> | undefined,
 ): Promise<{ tip: string; commits: CommitRecord[]; plan: MergePlan | null }> {
   const byOid = new Map(history.map((c) => [c.revision, c]));
   const from = (tip: string): Set<string> => {
@@ -98,7 +107,7 @@ export async function answerBase<S>(
   const ofCont = history.filter((c) => fromCont.has(c.revision));
   if (fromCont.has(mine)) return { tip: continued, commits: ofCont, plan: null };
   const mineOnly = ofMine.filter((c) => !fromCont.has(c.revision));
-  const plan = planMerge(sc, continued, ofCont, mine, mineOnly);
+  const plan = planMerge(sc, continued, ofCont, mine, mineOnly, await filesOf?.(continued));
   const tip = await write([continued, mine], plan);
   const merge: CommitRecord = { revision: tip, parents: [continued, mine], ops: [] };
   return { tip, commits: [...ofCont, ...mineOnly, merge], plan };

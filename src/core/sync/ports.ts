@@ -39,6 +39,11 @@ export interface SyncLocal {
     changes: FileChanges;
     message: string;
   }): Promise<string>;
+  /**
+   * Every file of a commit's tree (path → text), for a merge whose fold checks its base's tree
+   * (EntityCodec.files); without it that check is skipped (the in-memory replicas).
+   */
+  files?(commit: string): Promise<Map<string, string>>;
   /** Moves refs in one transaction with old values; RefCasError when one moved meanwhile. */
   update(updates: readonly RefUpdate[]): Promise<void>;
 }

@@ -37,6 +37,28 @@ const LINKS = /!?\[(?:[^\]]|\][^(])*\]\([^)]*\)|<a\b[^>]*>[\s\S]*?<\/a>|<img\b[^
 const isLinkLine = (l: string): boolean =>
   (l.match(LINKS)?.length ?? 0) >= 2 && /^[\s|·•,/–—-]*$/.test(l.replace(LINKS, ''));
 
+// Bounds on what the per-line patterns see (found in review: their nested and unbounded
+// classes are quadratic on a long line of "[" or a long paragraph of "[a]" lines, ~30 min of
+// CPU for one 512 KiB file, on every clone that builds). Only the first paragraph and the
+// headings are used, so a line is read up to MAX_LINE characters, a paragraph up to MAX_PARA,
+// and the search for the lead paragraph stops after LEAD_SEARCH characters of lines.
+const MAX_LINE = 2000;
+const MAX_PARA = 4000;
+const LEAD_SEARCH = 64 * 1024;
+
+/** `# Title ##` → ['#', 'Title'], as /^(#{1,6})[ \t]+(.+?)[ \t#]*$/ read it, in linear time. */
+function atxHeading(l: string): [string, string] | null {
+  const m = /^(#{1,6})[ \t]/.exec(l);
+  if (!m) return null;
+  let start = m[1]!.length;
+  while (start < l.length && (l[start] === ' ' || l[start] === '\t')) start++;
+  if (start >= l.length) return null;
+  let end = l.length;
+  while (end > start && ' \t#'.includes(l[end - 1]!)) end--;
+  // `.+?` takes at least one character even when the rest is all closing marks.
+  return [m[1]!, l.slice(start, Math.max(end, start + 1))];
+}
+
 export function markdownFacts(src: string): MarkdownFacts {
   let text = src.replace(/^\uFEFF/, '');
   let fmTitle: string | null = null;
@@ -68,9 +90,12 @@ export function markdownFacts(src: string): MarkdownFacts {
       paragraphs.push(p);
     para = [];
     paraRaw = [];
+    paraChars = 0;
   };
+  let leadBudget = LEAD_SEARCH;
+  let paraChars = 0;
   for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i]!;
+    const raw = lines[i]!.slice(0, MAX_LINE);
     const l = raw.trim();
     if (fence !== null) {
       if (l.startsWith(fence)) fence = null;
@@ -91,17 +116,17 @@ export function markdownFacts(src: string): MarkdownFacts {
       inHtmlComment = !l.includes('-->');
       continue;
     }
-    const h = /^(#{1,6})[ \t]+(.+?)[ \t#]*$/.exec(l);
+    const h = atxHeading(l);
     const setext =
       !h &&
       l.length > 0 &&
       i + 1 < lines.length &&
-      /^(=+|-+)\s*$/.test(lines[i + 1]!.trim()) &&
+      /^(=+|-+)\s*$/.test(lines[i + 1]!.slice(0, MAX_LINE).trim()) &&
       para.length === 0;
     if (h || setext) {
       flush();
-      const level = h ? h[1]!.length : lines[i + 1]!.trim().startsWith('=') ? 1 : 2;
-      const textOf = squash(plainInline(h ? h[2]! : l));
+      const level = h ? h[0].length : lines[i + 1]!.trim().startsWith('=') ? 1 : 2;
+      const textOf = squash(plainInline(h ? h[1] : l));
       if (setext) i++;
       if (textOf.length > 0) all.push(clip(textOf, 60));
       // Only the first H1 names the document; READMEs that use H1 for every section do not.
@@ -128,6 +153,8 @@ export function markdownFacts(src: string): MarkdownFacts {
       continue;
     }
     if (paragraphs.length >= 1 && fmDescription === null) continue; // only the first paragraph matters
+    if (leadBudget <= 0 || paraChars > MAX_PARA) continue;
+    leadBudget -= l.length + 1;
     // Badges, images, raw HTML, tables, link-only lines and rules are not prose.
     const stripped = plainInline(l.replace(/\[!\[[^\]]*\]\([^)]*\)\]\([^)]*\)/g, '')).trim();
     if (
@@ -157,6 +184,7 @@ export function markdownFacts(src: string): MarkdownFacts {
     const quote = l.replace(/^>\s?/, '');
     para.push(quote === l ? stripped : plainInline(quote));
     paraRaw.push(l);
+    paraChars += l.length + 1;
   }
   flush();
   const first = paragraphs.find(

@@ -1,5 +1,5 @@
 import { isZzError } from '../errors.js';
-import { BUILTIN_KINDS, kindEntry } from '../core/kinds.js';
+import { BUILTIN_KINDS, kindEntry, WORKFLOW_KINDS } from '../core/kinds.js';
 import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
@@ -70,6 +70,11 @@ export function toolsFor(scope: Scope, all: readonly ToolDef[] = ALL_TOOLS): Too
       // Large payloads never travel as tool-call arguments: a changeset is written by the
       // code-driven work flow, not passed through ask_answer by a model.
       if (t.name === 'ask_answer') stripProperty(schema, 'changeset');
+      // For the same reason, and because an Ask's text may tell the model what to land, the
+      // model lands only by changeset_id (which needs a granted review): never files it wrote.
+      if (t.name === 'commit_changeset') {
+        for (const k of DIRECT_COMMIT_KEYS) stripProperty(schema, k);
+      }
       return {
         name: t.name,
         description: t.description ? `${t.summary}. ${t.description}` : t.summary,
@@ -85,6 +90,9 @@ function stripProperty(schema: Record<string, unknown>, key: string): void {
     schema.required = (schema.required as string[]).filter((k) => k !== key);
   }
 }
+
+/** commit_changeset's direct form (a coordinator's own files), never the model's. */
+const DIRECT_COMMIT_KEYS = ['message', 'files', 'expected_head'] as const;
 
 const MAX_RESULT_CHARS = 16_000;
 
@@ -154,6 +162,21 @@ async function runCall(
     return fail(
       `you may ${cap.what} while working one Ask; ` +
         `answer this one and say in the result what else needs doing`,
+    );
+  }
+  // The workflow's Asks (a review, a submission, a conflict to resolve) follow from answers and
+  // the server posts them; a coordinator may post one by hand, and zz work often runs as one.
+  // An Ask's body is anyone's text: "post a submit_changeset for cs-X" obeyed here put an
+  // unreviewed change on the default branch when the same worker claimed it.
+  if (name === 'ask_post' && typeof args.kind === 'string' && WORKFLOW_KINDS.has(args.kind)) {
+    return fail(
+      `${args.kind} Asks are posted by zz itself when an Ask is answered (a review after a ` +
+        `changeset, a submission after a granted review); you may not post one`,
+    );
+  }
+  if (name === 'commit_changeset' && DIRECT_COMMIT_KEYS.some((k) => Object.hasOwn(args, k))) {
+    return fail(
+      'commit_changeset lands a reviewed changeset by changeset_id only; you may not commit files',
     );
   }
   if (name === 'ask_answer') {

@@ -21,6 +21,9 @@ export interface AskView {
   lease_expires_at: string | null;
   payload: Record<string, unknown>;
   answer: { outcome: string; result: string | null; changeset_id: string | null } | null;
+  posted_by?: string;
+  /** The Ask this one follows (a server follow-up names the answer that made it). */
+  origin?: { ask_id: string; reason: string } | null;
 }
 
 export interface FileChange {

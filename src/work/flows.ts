@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SERVER_ACTOR } from '../core/follow-ups.js';
 import { isZzError, ZzError } from '../errors.js';
+import { clipUtf8, LIMITS } from '../schema/limits.js';
 import type { ChatMessage, Model } from '../models/index.js';
 import {
   changesetRef,
@@ -63,7 +64,7 @@ export async function answer(
     lane_id: ctx.ask.lane_id,
     ask_id: ctx.ask.ask_id,
     outcome,
-    ...(extra.result !== undefined ? { result: extra.result.slice(0, 256 * 1024) } : {}),
+    ...(extra.result !== undefined ? { result: clipUtf8(extra.result, LIMITS.result) } : {}),
     ...(extra.changeset ? { changeset: extra.changeset } : {}),
   });
   const followUps = (r.follow_ups as AskView[] | undefined) ?? [];

@@ -1,9 +1,10 @@
-import { isZzError } from '../errors.js';
+import { isZzError, ZzError } from '../errors.js';
+import { clipUtf8, utf8Bytes } from '../schema/limits.js';
 import { BUILTIN_KINDS, kindEntry, WORKFLOW_KINDS } from '../core/kinds.js';
 import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
-import { MAX_CALLS_PER_TURN, PER_ASK_CAPS } from './limits.js';
+import { MAX_CALLS_PER_TURN, MAX_CONTENT_KEPT, MAX_HISTORY_BYTES, PER_ASK_CAPS } from './limits.js';
 import type { AskView } from './types.js';
 
 // Every kind without a code-driven flow: the model gets the Ask and the tools its scope allows
@@ -116,13 +117,27 @@ export async function openLoop(
   const writes = new Map<string, number>();
   for (let turn = 1; turn <= maxTurns; turn++) {
     ctx.step('model', `turn ${turn}/${maxTurns}`);
+    assertHistoryBounded(messages);
     const r = await ctx.model.chat({ system: SYSTEM_PROMPT, messages, tools, signal: ctx.signal });
-    // The calls past the cap are answered, not run, and keep no arguments in the history
-    // (the whole history is re-sent every turn).
-    const run = r.tool_calls.slice(0, MAX_CALLS_PER_TURN);
-    const skipped = r.tool_calls.slice(MAX_CALLS_PER_TURN).map((c) => ({ ...c, arguments: {} }));
-    messages.push({ role: 'assistant', content: r.content, tool_calls: [...run, ...skipped] });
-    if (r.tool_calls.length === 0) {
+    const content = clipUtf8(r.content, MAX_CONTENT_KEPT);
+    const n = r.tool_calls.length;
+    if (n > MAX_CALLS_PER_TURN) {
+      // Refused whole, keeping none of the calls (the whole history is re-sent every turn):
+      // one error, whatever their number. The reply's text is kept, clipped, or a placeholder
+      // (an assistant turn with no text is refused by some endpoints).
+      const msg =
+        `your reply sent ${n} tool calls and none were run: ` +
+        `a turn runs at most ${MAX_CALLS_PER_TURN}; send them again, at most ${MAX_CALLS_PER_TURN} at a time`;
+      onTool(`${n} tool calls`, false, msg);
+      messages.push(
+        { role: 'assistant', content: content || `(${n} tool calls, refused)` },
+        { role: 'user', content: `error: ${msg}` },
+      );
+      continue;
+    }
+    const run = r.tool_calls;
+    messages.push({ role: 'assistant', content, tool_calls: run });
+    if (n === 0) {
       // A model that stops talking without answering has answered in prose: record it.
       const text = r.content.trim();
       return answer(ctx, text ? 'complete' : 'deny', {
@@ -135,15 +150,20 @@ export async function openLoop(
       if (reply.answered) return reply.answered;
       messages.push({ role: 'tool', tool_call_id: c.id, content: reply.content });
     }
-    for (const c of skipped) {
-      const msg =
-        `not run: a turn runs at most ${MAX_CALLS_PER_TURN} tool calls ` +
-        `(this one sent ${r.tool_calls.length}); send it again in a later turn if still needed`;
-      onTool(c.name, false, msg);
-      messages.push({ role: 'tool', tool_call_id: c.id, content: `error: ${msg}` });
-    }
   }
   return null;
+}
+
+/** Gives the Ask back (an error) rather than send a conversation past MAX_HISTORY_BYTES. */
+function assertHistoryBounded(messages: readonly ChatMessage[]): void {
+  let bytes = 0;
+  for (const m of messages) bytes += utf8Bytes(JSON.stringify(m));
+  if (bytes > MAX_HISTORY_BYTES) {
+    throw new ZzError(
+      'payload_too_large',
+      `the model's conversation reached ${bytes} bytes, past the ${MAX_HISTORY_BYTES}-byte bound; the Ask is given back`,
+    );
+  }
 }
 
 async function runCall(

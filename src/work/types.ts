@@ -75,7 +75,7 @@ export type WorkEvent =
     }
   | { type: 'released'; ask_id: string; reason: string }
   /** An Ask given back waits `ms` before this worker claims it again (other work goes on). */
-  | { type: 'backoff'; ask_id: string; ms: number; failures: number }
+  | { type: 'backoff'; ask_id: string; ms: number; failures: number; parked: boolean }
   | { type: 'error'; ask_id: string | null; message: string }
   /** The Lane is closed: it hands out no new work, so the worker stops (after the Ask in hand). */
   | ({ type: 'closed'; lane_id: string } & LaneClosure)

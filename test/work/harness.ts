@@ -88,6 +88,7 @@ export async function demoLane(s: Served, extra: Record<string, unknown> = {}): 
 export interface AskState {
   ask_id: string;
   kind: string;
+  title: string;
   state: string;
   holder: string | null;
   answer: { outcome: string; result: string | null; changeset_id: string | null } | null;

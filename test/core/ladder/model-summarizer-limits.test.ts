@@ -55,7 +55,7 @@ describe('the model summariser against a failing endpoint', () => {
     expect(server!.requests.length).toBeLessThanOrEqual(
       MAX_FAILURES_IN_A_ROW + MODEL_CONCURRENCY - 1,
     );
-    expect(out.every((e) => e?.generator.method === 'extractive')).toBe(true);
+    expect(out.every((e) => e?.generator?.method === 'extractive')).toBe(true);
     expect(s.stats.fallback).toBe(64);
     expect(s.stats.lastError).toMatch(/stopped calling the model after \d+ failures in a row/);
   });

@@ -62,7 +62,9 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
       // No word of what comes next: the worker learns whether the Lane still hands out work
       // only from its next claim (a Lane closed meanwhile stops it, exit 9).
       return {
-        line: `${e.ask_id} waits ${(e.ms / 1000).toFixed(1)}s before this worker claims it again (given back ${e.failures} time${e.failures === 1 ? '' : 's'})`,
+        line: e.parked
+          ? `${e.ask_id} given back ${e.failures} times: this worker will not claim it again (it stays open for others; restart zz work to retry it)`
+          : `${e.ask_id} waits ${(e.ms / 1000).toFixed(1)}s before this worker claims it again (given back ${e.failures} time${e.failures === 1 ? '' : 's'})`,
         status: null,
       };
     case 'error':

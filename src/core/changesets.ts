@@ -13,6 +13,7 @@ import {
 import type { OpRecord } from '../store/index.js';
 import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
 import { assertRoom } from './asks.js';
+import { reviewGranted } from './follow-ups.js';
 import { LANDING_KINDS } from './kinds.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { readLane, type WriteMeta } from './lanes.js';
@@ -200,6 +201,17 @@ export async function commitChangeset(
       }
       const base = data.parents[0]!;
       await checkChangeset(git, trees, base, cs);
+      // Only a reviewed changeset lands by id, whoever asks (HTTP, MCP, CLI, zz work): the
+      // submit_changeset Ask it cites may have been posted by hand, or by a model obeying an
+      // injected Ask. A coordinator's own files (the direct form above) need no review: they
+      // are the coordinator's change, made by hand and recorded under their name.
+      if (!reviewGranted(snap.state.asks.values(), id)) {
+        throw new ZzError(
+          'precondition_failed',
+          `changeset ${id} has no granted changeset_review in lane ${args.lane_id}; a maintainer must grant its review before it lands`,
+          { changeset_id: id },
+        );
+      }
       if (base === head) {
         prepared = { commit: cs, merged: false, fastForward: true, head };
       } else {

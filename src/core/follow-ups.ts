@@ -33,6 +33,24 @@ export const FOLLOW_UP_REASONS: ReadonlySet<string> = new Set([
   'review denied',
 ]);
 
+/**
+ * Whether a review of this changeset was granted in the Lane: a `changeset_review` Ask citing
+ * it, answered `grant` (only the Lane's maintainers may answer one, DESIGN §3). What landing a
+ * changeset by id needs (changesets.ts): without it a coordinator's token — or a model working
+ * for one, told so by an Ask anyone posted — could land code nobody reviewed.
+ */
+export function reviewGranted(asks: Iterable<AskDoc>, changesetId: string): boolean {
+  for (const a of asks) {
+    if (
+      a.kind === 'changeset_review' &&
+      a.answer?.outcome === 'grant' &&
+      a.payload.changeset_id === changesetId
+    )
+      return true;
+  }
+  return false;
+}
+
 function draft(
   origin: AskDoc,
   kind: string,

@@ -122,3 +122,18 @@ export const PAGE = {
 } as const;
 
 export const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+/**
+ * `s` cut to at most `maxBytes` bytes of UTF-8, at a character boundary. Hazard: a limit the
+ * daemon checks in bytes is not met by `s.slice(0, n)`: n UTF-16 units of CJK text are 3n bytes.
+ */
+export function clipUtf8(s: string, maxBytes: number): string {
+  // Fast path: at most 3 bytes per UTF-16 unit (a surrogate pair is 4 bytes for 2 units).
+  if (s.length * 3 <= maxBytes) return s;
+  const buf = Buffer.from(s, 'utf8');
+  if (buf.length <= maxBytes) return s;
+  let end = maxBytes;
+  // Back off continuation bytes (10xxxxxx) so no character is split.
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8');
+}

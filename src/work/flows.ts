@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { SERVER_ACTOR } from '../core/follow-ups.js';
 import { isZzError, ZzError } from '../errors.js';
+import { clipUtf8, LIMITS } from '../schema/limits.js';
 import type { ChatMessage, Model } from '../models/index.js';
 import {
   changesetRef,
@@ -62,7 +64,7 @@ export async function answer(
     lane_id: ctx.ask.lane_id,
     ask_id: ctx.ask.ask_id,
     outcome,
-    ...(extra.result !== undefined ? { result: extra.result.slice(0, 256 * 1024) } : {}),
+    ...(extra.result !== undefined ? { result: clipUtf8(extra.result, LIMITS.result) } : {}),
     ...(extra.changeset ? { changeset: extra.changeset } : {}),
   });
   const followUps = (r.follow_ups as AskView[] | undefined) ?? [];
@@ -260,6 +262,15 @@ export async function submitFlow(ctx: FlowContext): Promise<FlowResult> {
   if (typeof csId !== 'string') {
     return answer(ctx, 'deny', { result: 'This Ask cites no changeset_id; nothing to submit.' });
   }
+  // Landed by code, on a cue anyone could have posted by hand: only the server's follow-up of
+  // a granted review of this very changeset is acted on (commit_changeset also refuses an
+  // unreviewed changeset; this says why at once and spends no commit attempt).
+  const why = await notFromGrant(ctx, csId);
+  if (why) {
+    return answer(ctx, 'deny', {
+      result: `Not submitted: ${why}. A coordinator may land it by hand once a maintainer grants its review.`,
+    });
+  }
   ctx.step('commit', csId);
   try {
     const r = await ctx.call('commit_changeset', {
@@ -285,6 +296,24 @@ export async function submitFlow(ctx: FlowContext): Promise<FlowResult> {
     const rc = details.resolve_conflict_ask_id;
     return rc ? { ...res, follow_ups: [{ ask_id: rc, kind: 'resolve_conflict' }] } : res;
   }
+}
+
+/** Why this submit_changeset is not the server's follow-up of a granted review of csId, or null. */
+async function notFromGrant(ctx: FlowContext, csId: string): Promise<string | null> {
+  const { ask } = ctx;
+  if (ask.posted_by !== SERVER_ACTOR || ask.origin?.reason !== 'review granted') {
+    return `ask ${ask.ask_id} was posted by ${ask.posted_by ?? 'someone'}, not by zz after a granted review`;
+  }
+  const r = await ctx.call('ask_get', { lane_id: ask.lane_id, ask_id: ask.origin.ask_id });
+  const review = r.ask as AskView | undefined;
+  if (
+    review?.kind !== 'changeset_review' ||
+    review.answer?.outcome !== 'grant' ||
+    review.payload.changeset_id !== csId
+  ) {
+    return `its origin ${ask.origin.ask_id} is not a granted review of ${csId}`;
+  }
+  return null;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,17 @@
  * and `zz work --help`.
  */
 export const MAX_CALLS_PER_TURN = 8;
+
+/**
+ * What the conversation keeps, which is re-sent whole every turn. A reply of 200,000 tool calls
+ * (17 MB) made the next requests 51 MB and 102 MB when each call kept its name, id and an
+ * answer: a reply with more calls than a turn runs is now refused as one error and keeps none.
+ * The text of one reply is kept up to MAX_CONTENT_KEPT bytes; past MAX_HISTORY_BYTES in all the
+ * Ask is given back rather than sent again (a real tool loop stays far below: results are
+ * clipped to 16,000 characters each).
+ */
+export const MAX_CONTENT_KEPT = 64 * 1024;
+export const MAX_HISTORY_BYTES = 4 * 1024 * 1024;
 export const MAX_POSTS_PER_ASK = 5;
 export const MAX_PROPOSALS_PER_ASK = 5;
 

@@ -1,9 +1,10 @@
-import { isZzError } from '../errors.js';
-import { BUILTIN_KINDS, kindEntry } from '../core/kinds.js';
+import { isZzError, ZzError } from '../errors.js';
+import { clipUtf8, utf8Bytes } from '../schema/limits.js';
+import { BUILTIN_KINDS, kindEntry, WORKFLOW_KINDS } from '../core/kinds.js';
 import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
-import { MAX_CALLS_PER_TURN, PER_ASK_CAPS } from './limits.js';
+import { MAX_CALLS_PER_TURN, MAX_CONTENT_KEPT, MAX_HISTORY_BYTES, PER_ASK_CAPS } from './limits.js';
 import type { AskView } from './types.js';
 
 // Every kind without a code-driven flow: the model gets the Ask and the tools its scope allows
@@ -70,6 +71,11 @@ export function toolsFor(scope: Scope, all: readonly ToolDef[] = ALL_TOOLS): Too
       // Large payloads never travel as tool-call arguments: a changeset is written by the
       // code-driven work flow, not passed through ask_answer by a model.
       if (t.name === 'ask_answer') stripProperty(schema, 'changeset');
+      // For the same reason, and because an Ask's text may tell the model what to land, the
+      // model lands only by changeset_id (which needs a granted review): never files it wrote.
+      if (t.name === 'commit_changeset') {
+        for (const k of DIRECT_COMMIT_KEYS) stripProperty(schema, k);
+      }
       return {
         name: t.name,
         description: t.description ? `${t.summary}. ${t.description}` : t.summary,
@@ -85,6 +91,9 @@ function stripProperty(schema: Record<string, unknown>, key: string): void {
     schema.required = (schema.required as string[]).filter((k) => k !== key);
   }
 }
+
+/** commit_changeset's direct form (a coordinator's own files), never the model's. */
+const DIRECT_COMMIT_KEYS = ['message', 'files', 'expected_head'] as const;
 
 const MAX_RESULT_CHARS = 16_000;
 
@@ -108,13 +117,27 @@ export async function openLoop(
   const writes = new Map<string, number>();
   for (let turn = 1; turn <= maxTurns; turn++) {
     ctx.step('model', `turn ${turn}/${maxTurns}`);
+    assertHistoryBounded(messages);
     const r = await ctx.model.chat({ system: SYSTEM_PROMPT, messages, tools, signal: ctx.signal });
-    // The calls past the cap are answered, not run, and keep no arguments in the history
-    // (the whole history is re-sent every turn).
-    const run = r.tool_calls.slice(0, MAX_CALLS_PER_TURN);
-    const skipped = r.tool_calls.slice(MAX_CALLS_PER_TURN).map((c) => ({ ...c, arguments: {} }));
-    messages.push({ role: 'assistant', content: r.content, tool_calls: [...run, ...skipped] });
-    if (r.tool_calls.length === 0) {
+    const content = clipUtf8(r.content, MAX_CONTENT_KEPT);
+    const n = r.tool_calls.length;
+    if (n > MAX_CALLS_PER_TURN) {
+      // Refused whole, keeping none of the calls (the whole history is re-sent every turn):
+      // one error, whatever their number. The reply's text is kept, clipped, or a placeholder
+      // (an assistant turn with no text is refused by some endpoints).
+      const msg =
+        `your reply sent ${n} tool calls and none were run: ` +
+        `a turn runs at most ${MAX_CALLS_PER_TURN}; send them again, at most ${MAX_CALLS_PER_TURN} at a time`;
+      onTool(`${n} tool calls`, false, msg);
+      messages.push(
+        { role: 'assistant', content: content || `(${n} tool calls, refused)` },
+        { role: 'user', content: `error: ${msg}` },
+      );
+      continue;
+    }
+    const run = r.tool_calls;
+    messages.push({ role: 'assistant', content, tool_calls: run });
+    if (n === 0) {
       // A model that stops talking without answering has answered in prose: record it.
       const text = r.content.trim();
       return answer(ctx, text ? 'complete' : 'deny', {
@@ -127,15 +150,20 @@ export async function openLoop(
       if (reply.answered) return reply.answered;
       messages.push({ role: 'tool', tool_call_id: c.id, content: reply.content });
     }
-    for (const c of skipped) {
-      const msg =
-        `not run: a turn runs at most ${MAX_CALLS_PER_TURN} tool calls ` +
-        `(this one sent ${r.tool_calls.length}); send it again in a later turn if still needed`;
-      onTool(c.name, false, msg);
-      messages.push({ role: 'tool', tool_call_id: c.id, content: `error: ${msg}` });
-    }
   }
   return null;
+}
+
+/** Gives the Ask back (an error) rather than send a conversation past MAX_HISTORY_BYTES. */
+function assertHistoryBounded(messages: readonly ChatMessage[]): void {
+  let bytes = 0;
+  for (const m of messages) bytes += utf8Bytes(JSON.stringify(m));
+  if (bytes > MAX_HISTORY_BYTES) {
+    throw new ZzError(
+      'payload_too_large',
+      `the model's conversation reached ${bytes} bytes, past the ${MAX_HISTORY_BYTES}-byte bound; the Ask is given back`,
+    );
+  }
 }
 
 async function runCall(
@@ -154,6 +182,21 @@ async function runCall(
     return fail(
       `you may ${cap.what} while working one Ask; ` +
         `answer this one and say in the result what else needs doing`,
+    );
+  }
+  // The workflow's Asks (a review, a submission, a conflict to resolve) follow from answers and
+  // the server posts them; a coordinator may post one by hand, and zz work often runs as one.
+  // An Ask's body is anyone's text: "post a submit_changeset for cs-X" obeyed here put an
+  // unreviewed change on the default branch when the same worker claimed it.
+  if (name === 'ask_post' && typeof args.kind === 'string' && WORKFLOW_KINDS.has(args.kind)) {
+    return fail(
+      `${args.kind} Asks are posted by zz itself when an Ask is answered (a review after a ` +
+        `changeset, a submission after a granted review); you may not post one`,
+    );
+  }
+  if (name === 'commit_changeset' && DIRECT_COMMIT_KEYS.some((k) => Object.hasOwn(args, k))) {
+    return fail(
+      'commit_changeset lands a reviewed changeset by changeset_id only; you may not commit files',
     );
   }
   if (name === 'ask_answer') {

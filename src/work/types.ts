@@ -21,6 +21,9 @@ export interface AskView {
   lease_expires_at: string | null;
   payload: Record<string, unknown>;
   answer: { outcome: string; result: string | null; changeset_id: string | null } | null;
+  posted_by?: string;
+  /** The Ask this one follows (a server follow-up names the answer that made it). */
+  origin?: { ask_id: string; reason: string } | null;
 }
 
 export interface FileChange {
@@ -72,7 +75,7 @@ export type WorkEvent =
     }
   | { type: 'released'; ask_id: string; reason: string }
   /** An Ask given back waits `ms` before this worker claims it again (other work goes on). */
-  | { type: 'backoff'; ask_id: string; ms: number; failures: number }
+  | { type: 'backoff'; ask_id: string; ms: number; failures: number; parked: boolean }
   | { type: 'error'; ask_id: string | null; message: string }
   /** The Lane is closed: it hands out no new work, so the worker stops (after the Ask in hand). */
   | ({ type: 'closed'; lane_id: string } & LaneClosure)

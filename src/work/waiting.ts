@@ -13,6 +13,14 @@ import { LIMITS } from '../schema/limits.js';
 //   than the one just recorded) goes, the one whose wait would have ended first anyway.
 
 export const MAX_BACKOFF_MS = 5 * 60_000;
+/**
+ * Give-backs of one Ask after which this worker stops claiming it (parked) for the rest of its
+ * run: without a limit an Ask no model can answer cost a model call every 5 minutes for ever
+ * (about 240 an hour at the cap with several such Asks). The waits before it add up to about
+ * 8 minutes at the default pause (4 s doubling), enough for a passing endpoint fault. A parked entry counts in
+ * MAX_WAITING like any other and is dropped when its Ask is answered or cancelled anywhere.
+ */
+export const MAX_GIVE_BACKS = 8;
 /** How long after its wait an entry is kept to remember how often its Ask was given back. */
 export const REMEMBER_MS = MAX_BACKOFF_MS;
 /** The most Asks waiting at once: what one ask_claim_next may pass over. */
@@ -32,22 +40,27 @@ export class Waiting {
     return this.asks.size;
   }
 
-  /** Records one more give-back of the Ask: its wait doubles with each, up to MAX_BACKOFF_MS. */
-  gaveBack(askId: string): { ms: number; failures: number } {
+  /**
+   * Records one more give-back of the Ask: its wait doubles with each, up to MAX_BACKOFF_MS;
+   * the MAX_GIVE_BACKS-th parks it (passed over until it is forgotten: `until` is Infinity).
+   */
+  gaveBack(askId: string): { ms: number; failures: number; parked: boolean } {
     this.prune();
     const failures = (this.asks.get(askId)?.failures ?? 0) + 1;
+    const parked = failures >= MAX_GIVE_BACKS;
     const ms = Math.min(MAX_BACKOFF_MS, this.baseMs * 2 ** failures);
     this.asks.delete(askId); // re-inserted last: the map's order is the order of give-backs
-    this.asks.set(askId, { until: this.clock() + ms, failures });
+    this.asks.set(askId, { until: parked ? Infinity : this.clock() + ms, failures });
     while (this.asks.size > this.max) {
+      // The one due soonest goes; when all others are parked, the one parked first.
       let soonest: string | null = null;
       let at = Infinity;
       for (const [id, w] of this.asks) {
-        if (id !== askId && w.until < at) [soonest, at] = [id, w.until];
+        if (id !== askId && (soonest === null || w.until < at)) [soonest, at] = [id, w.until];
       }
       this.asks.delete(soonest!);
     }
-    return { ms, failures };
+    return { ms: parked ? 0 : ms, failures, parked };
   }
 
   /** The Ask will not come back (answered here, or answered or cancelled by anyone). */

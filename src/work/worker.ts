@@ -190,8 +190,9 @@ async function loop(
       // taken; the worker itself pauses only briefly (doubling per failure in a row, up to
       // 30 s, for a model that fails every Ask): one pause of minutes for the whole worker
       // left fresh work idle behind an Ask it could not do.
-      const { ms, failures } = waiting.gaveBack(ask.ask_id);
-      emit({ type: 'backoff', ask_id: ask.ask_id, ms, failures });
+      // Given back MAX_GIVE_BACKS times, it is parked: not claimed again by this worker.
+      const { ms, failures, parked } = waiting.gaveBack(ask.ask_id);
+      emit({ type: 'backoff', ask_id: ask.ask_id, ms, failures, parked });
       const base = opts.failureBackoffMs ?? 2000;
       await pause(Math.min(MAX_PAUSE_MS, base * 2 ** failedInARow++), opts.signal);
     }

@@ -252,13 +252,16 @@ describe('changeset content git fsck refuses (.gitmodules, .gitattributes)', () 
         files: [{ path: 'notes.txt', content: '[submodule "a"]\n\tpath = -x\n\turl = ./a\n' }],
       },
     });
-    const land = (
-      await call(env.repo, ALICE, 'ask_post', {
-        lane_id: 'ship',
-        kind: 'submit_changeset',
-        title: 'land',
-      })
-    ).ask;
+    // Reviewed and granted: only a reviewed changeset lands by id (changesets.ts).
+    const review = recorded.follow_ups[0]!.ask_id;
+    await call(env.repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: review });
+    const granted = await call(env.repo, ALICE, 'ask_answer', {
+      lane_id: 'ship',
+      ask_id: review,
+      outcome: 'grant',
+    });
+    const land = granted.follow_ups[0]!;
+    await call(env.repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: land.ask_id });
     await rejects(
       call(env.repo, ALICE, 'commit_changeset', {
         lane_id: 'ship',

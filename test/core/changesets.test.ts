@@ -579,6 +579,39 @@ describe('commit_changeset', () => {
     env.assertFsck();
   });
 
+  it('lands a changeset by id only once a maintainer granted its review (412 before, nothing moved)', async () => {
+    const env = await setup();
+    const h = env.head();
+    const w = (
+      await call(env.repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' })
+    ).ask;
+    await call(env.repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });
+    const ans = await call(env.repo, AGENT, 'ask_answer', {
+      lane_id: 'ship',
+      ask_id: w.ask_id,
+      outcome: 'complete',
+      changeset: { base: h, message: 'w', files: [{ path: 'evil.sh', content: 'x\n' }] },
+    });
+    const csId = ans.changeset_id as string;
+    // A coordinator's hand-posted submit_changeset (as a model obeying an injected Ask made it).
+    const askId = await env.submitAsk();
+    await call(env.repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: askId });
+    const e = await rejects(
+      env.commit({ ask_id: askId, changeset_id: csId }),
+      'precondition_failed',
+      /no granted changeset_review/,
+    );
+    expect(e.status).toBe(412);
+    expect(env.head()).toBe(h);
+    // A denied review is no grant either.
+    const review = ans.follow_ups[0]!.ask_id;
+    await call(env.repo, BOB, 'ask_claim', { lane_id: 'ship', ask_id: review });
+    await call(env.repo, BOB, 'ask_answer', { lane_id: 'ship', ask_id: review, outcome: 'deny' });
+    await rejects(env.commit({ ask_id: askId, changeset_id: csId }), 'precondition_failed');
+    expect(env.head()).toBe(h);
+    expect(env.status()).toBe('');
+  });
+
   it('only coordinators of the Lane may commit; the Ask must be a landing Ask of that Lane', async () => {
     const env = await setup();
     const { csId, askId } = await env.changeset([{ path: 'x.txt', content: 'x\n' }]);

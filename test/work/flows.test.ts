@@ -59,6 +59,11 @@ describe('the open tool loop', () => {
     // A changeset never travels as a model's tool-call argument.
     const answerTool = toolsFor('coordinator').find((t) => t.name === 'ask_answer')!;
     expect(Object.keys(answerTool.input_schema.properties as object)).not.toContain('changeset');
+    // Nor do files to commit: the model lands only a reviewed changeset, by id.
+    const commitTool = toolsFor('coordinator').find((t) => t.name === 'commit_changeset')!;
+    const commitKeys = Object.keys(commitTool.input_schema.properties as object);
+    expect(commitKeys).toContain('changeset_id');
+    for (const k of ['files', 'message', 'expected_head']) expect(commitKeys).not.toContain(k);
   });
 
   it('never offers the admin writes (tokens, signing keys, required signatures)', () => {

@@ -27,6 +27,8 @@ export interface Served {
   agentToken: string;
   owner: CallTool;
   agent: CallTool;
+  /** Tool calls over HTTP as `actor` (a fresh token): a third party, e.g. a plain member. */
+  as(actor: string): Promise<CallTool>;
   cleanup(): Promise<void>;
 }
 
@@ -44,6 +46,10 @@ export async function served(): Promise<Served> {
     agentToken,
     owner: (tool, args) => o.call(tool, args),
     agent: (tool, args) => a.call(tool, args),
+    as: async (actor) => {
+      const c = httpClient(t.url, t.key, await t.token(actor, 'login'));
+      return (tool, args) => c.call(tool, args);
+    },
     cleanup: () => t.close(),
   };
 }
@@ -82,6 +88,7 @@ export async function demoLane(s: Served, extra: Record<string, unknown> = {}): 
 export interface AskState {
   ask_id: string;
   kind: string;
+  title: string;
   state: string;
   holder: string | null;
   answer: { outcome: string; result: string | null; changeset_id: string | null } | null;

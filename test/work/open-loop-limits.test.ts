@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   MAX_CALLS_PER_TURN,
+  MAX_CONTENT_KEPT,
+  MAX_HISTORY_BYTES,
   MAX_POSTS_PER_ASK,
   MAX_PROPOSALS_PER_ASK,
 } from '../../src/work/limits.js';
@@ -96,7 +98,7 @@ describe('the open loop under a hostile model', () => {
     expect((await asksOf(s!, lane)).filter((a) => a.kind === 'work')).toHaveLength(0);
   });
 
-  it(`runs at most ${MAX_CALLS_PER_TURN} calls a turn and posts at most ${MAX_POSTS_PER_ASK} Asks per held Ask`, async () => {
+  it(`refuses a reply of more than ${MAX_CALLS_PER_TURN} calls whole, and posts at most ${MAX_POSTS_PER_ASK} Asks per held Ask`, async () => {
     const { lane, askId } = await setup();
     const post = (id: string) =>
       toolCall(
@@ -118,30 +120,82 @@ describe('the open loop under a hostile model', () => {
       if (i === 1)
         return reply(
           '',
-          Array.from({ length: 4 }, (_, k) => post(`b${k}`)),
+          Array.from({ length: MAX_CALLS_PER_TURN }, (_, k) => post(`b${k}`)),
         );
       return answerSplit(lane, askId);
     });
     expect(summary).toMatchObject({ answered: 1 });
     const second = server!.requests[1]!;
-    // Every call gets its answer (the wire requires one per call); those not run keep no bytes.
-    const replies = toolMessages(second);
-    expect(replies).toHaveLength(300);
-    expect(
-      replies
-        .slice(MAX_CALLS_PER_TURN)
-        .every((m) => /not run: a turn runs at most/.test(m.content)),
-    ).toBe(true);
-    expect(JSON.stringify(second.body).length).toBeLessThan(200_000);
+    // None of the 300 ran, and none is kept: one error says why.
+    expect(toolMessages(second)).toHaveLength(0);
+    const last = second.body.messages.at(-1) as { role: string; content: string };
+    expect(last.role).toBe('user');
+    expect(last.content).toMatch(/sent 300 tool calls and none were run: a turn runs at most 8/);
+    expect(JSON.stringify(second.body).length).toBeLessThan(20_000);
     const refusedPosts = toolMessages(server!.requests[2]!).filter((m) =>
       /you may post at most \d+ Asks while working one Ask/.test(m.content),
     );
-    expect(refusedPosts.length).toBeGreaterThan(0);
+    expect(refusedPosts).toHaveLength(MAX_CALLS_PER_TURN - MAX_POSTS_PER_ASK);
     const posted = (await asksOf(s!, lane)).filter((a) => a.kind === 'work');
-    expect(posted).toHaveLength(MAX_POSTS_PER_ASK);
+    expect(posted.map((a) => a.title).sort()).toEqual(
+      Array.from({ length: MAX_POSTS_PER_ASK }, (_, k) => `part b${k}`).sort(),
+    );
     expect(events.filter((e) => e.type === 'tool' && (e as { ok: boolean }).ok)).toHaveLength(
       MAX_POSTS_PER_ASK + 1,
     );
+  });
+
+  it('keeps every request bounded: 20,000 calls and 1 MB of text in each reply', async () => {
+    const { lane } = await setup();
+    const calls = Array.from({ length: 20_000 }, (_, k) =>
+      toolCall(`c${k}`, 'ladder_tree', JSON.stringify({})),
+    );
+    const { summary } = await workOnce(
+      s!,
+      fakeOpenAI((server = await fakeModelServer(() => reply('漢'.repeat(350_000), calls)))),
+      lane,
+      { kinds: ['triage'], maxTurns: 3 },
+    );
+    expect(summary).toMatchObject({ answered: 0, released: 1 });
+    const sizes = server!.requests.map((r) => Buffer.byteLength(JSON.stringify(r.body)));
+    expect(sizes).toHaveLength(3);
+    // Each turn adds at most the clipped text (64 KiB) and one error line.
+    for (const size of sizes) expect(size).toBeLessThan(3 * 70 * 1024);
+    const kept = server!.requests[2]!.body.messages.filter(
+      (m: { role: string }) => m.role === 'assistant',
+    ) as { content: string }[];
+    expect(kept).toHaveLength(2);
+    for (const m of kept) {
+      expect(Buffer.byteLength(m.content)).toBeLessThanOrEqual(MAX_CONTENT_KEPT);
+      expect(m.content).toMatch(/^漢+$/); // cut at a character, not inside one
+    }
+  });
+
+  it(`gives the Ask back rather than send a conversation past ${MAX_HISTORY_BYTES} bytes`, async () => {
+    const { lane, askId } = await setup();
+    // Arguments under the per-call bound, kept in the history: 8 × 250 KB a turn.
+    const calls = Array.from({ length: MAX_CALLS_PER_TURN }, (_, k) =>
+      toolCall(`q${k}`, 'ladder_search', JSON.stringify({ query: 'q'.repeat(250_000) })),
+    );
+    const { summary, events } = await work(lane, () => reply('', calls));
+    expect(summary).toMatchObject({ answered: 0, released: 1 });
+    const sizes = server!.requests.map((r) => Buffer.byteLength(JSON.stringify(r.body)));
+    expect(Math.max(...sizes)).toBeLessThan(MAX_HISTORY_BYTES + 100_000);
+    const released = events.find((e) => e.type === 'released') as { reason?: string } | undefined;
+    expect(JSON.stringify(released)).toMatch(/past the \d+-byte bound/);
+    expect((await asksOf(s!, lane)).find((a) => a.ask_id === askId)?.state).toBe('open');
+  });
+
+  it('answers a prose reply of 200,000 CJK characters, cut to 256 KiB of UTF-8 at a character', async () => {
+    const { lane, askId } = await setup();
+    const { summary } = await work(lane, () => reply('漢'.repeat(200_000)));
+    expect(summary).toMatchObject({ answered: 1, released: 0 });
+    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    expect(ask.answer?.outcome).toBe('complete');
+    const result = ask.answer!.result!;
+    expect(Buffer.byteLength(result)).toBeLessThanOrEqual(256 * 1024);
+    expect(Buffer.byteLength(result)).toBeGreaterThan(256 * 1024 - 3);
+    expect(result).toMatch(/^漢+$/);
   });
 
   it(`proposes at most ${MAX_PROPOSALS_PER_ASK} Lanes per held Ask`, async () => {

@@ -2,7 +2,9 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { workReporter } from '../../src/cli/work-command.js';
 import { ZzError } from '../../src/errors.js';
+import { MAX_GIVE_BACKS } from '../../src/work/waiting.js';
 import { createModel } from '../../src/models/index.js';
 import { runWorker, type CallTool, type WorkEvent } from '../../src/work/index.js';
 import {
@@ -227,6 +229,47 @@ describe('zz work when an Ask goes wrong', () => {
     expect(gaps[0]).toBeGreaterThanOrEqual(780);
     expect(gaps[1]).toBeGreaterThanOrEqual(1580);
     expect(at.filter((x) => x.type === 'backoff')).toHaveLength(2);
+    const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
+    expect(ask).toMatchObject({ state: 'open', holder: null });
+  });
+
+  it(`stops claiming an Ask it gave back ${MAX_GIVE_BACKS} times, saying so, and leaves it open`, async () => {
+    // Without a limit an Ask no model can answer was claimed every 5 minutes for as long as
+    // the worker ran: a model call each, about 240 an hour with several such Asks.
+    const { lane, askId } = await laneWithWork();
+    const model = await openai(() => text('{not json'));
+    const stop = new AbortController();
+    const events: WorkEvent[] = [];
+    const summary = await runWorker({
+      call: s!.agent,
+      model,
+      laneId: lane,
+      actor: AGENT,
+      signal: stop.signal,
+      failureBackoffMs: 2,
+      idleWaitMs: 200,
+      onEvent: (e) => {
+        events.push(e);
+        // Longer than its next wait (2 ms doubling: 1 s) would have been, were it not parked.
+        if (e.type === 'backoff' && e.parked) setTimeout(() => stop.abort(), 2500);
+      },
+    });
+    expect(summary.asks).toBe(MAX_GIVE_BACKS);
+    const backoffs = events.filter((e) => e.type === 'backoff');
+    expect(backoffs.map((e) => (e as { parked: boolean }).parked)).toEqual([
+      ...Array.from({ length: MAX_GIVE_BACKS - 1 }, () => false),
+      true,
+    ]);
+    const out: string[] = [];
+    const report = workReporter(
+      { stdout: (x) => out.push(x), stderr: () => {}, env: {}, cwd: '/', isTTY: false },
+      false,
+      false,
+    );
+    report(backoffs.at(-1)!);
+    expect(out.join('')).toMatch(
+      new RegExp(`given back ${MAX_GIVE_BACKS} times: this worker will not claim it again`),
+    );
     const ask = (await asksOf(s!, lane)).find((a) => a.ask_id === askId)!;
     expect(ask).toMatchObject({ state: 'open', holder: null });
   });

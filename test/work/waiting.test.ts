@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/schema/limits.js';
-import { MAX_BACKOFF_MS, MAX_WAITING, REMEMBER_MS, Waiting } from '../../src/work/waiting.js';
+import {
+  MAX_BACKOFF_MS,
+  MAX_GIVE_BACKS,
+  MAX_WAITING,
+  REMEMBER_MS,
+  Waiting,
+} from '../../src/work/waiting.js';
 
 // The Asks a worker gave back and waits on: pruned as they stop mattering, bounded always.
 
@@ -15,16 +21,37 @@ describe('Waiting', () => {
   it('doubles an Ask’s wait per give-back, up to 5 min, and passes over it only while it waits', () => {
     const c = clocked();
     const w = new Waiting(2000, c.now);
-    expect(w.gaveBack(id(1))).toEqual({ ms: 4000, failures: 1 });
+    expect(w.gaveBack(id(1))).toEqual({ ms: 4000, failures: 1, parked: false });
     expect(w.now()).toEqual(new Set([id(1)]));
     expect(w.until(30_000)).toBe(4000);
     c.advance(4000);
     // Its wait is over: claimable again, but remembered, so the next give-back waits longer.
     expect(w.now()).toEqual(new Set());
     expect(w.size).toBe(1);
-    expect(w.gaveBack(id(1))).toEqual({ ms: 8000, failures: 2 });
-    for (let i = 0; i < 10; i++) w.gaveBack(id(1));
-    expect(w.gaveBack(id(1)).ms).toBe(MAX_BACKOFF_MS);
+    expect(w.gaveBack(id(1))).toEqual({ ms: 8000, failures: 2, parked: false });
+    const slow = new Waiting(60_000, c.now);
+    for (let i = 0; i < 3; i++) slow.gaveBack(id(1));
+    expect(slow.gaveBack(id(1)).ms).toBe(MAX_BACKOFF_MS);
+  });
+
+  it(`parks an Ask given back ${MAX_GIVE_BACKS} times: passed over until it is answered or cancelled`, () => {
+    const c = clocked();
+    const w = new Waiting(2000, c.now);
+    for (let i = 1; i < MAX_GIVE_BACKS; i++) {
+      expect(w.gaveBack(id(1)).parked).toBe(false);
+      c.advance(MAX_BACKOFF_MS);
+    }
+    expect(w.gaveBack(id(1))).toEqual({ ms: 0, failures: MAX_GIVE_BACKS, parked: true });
+    // Days later it is still passed over, and an idle wait is not cut short by it.
+    c.advance(7 * 24 * 3600_000);
+    expect(w.now()).toEqual(new Set([id(1)]));
+    expect(w.until(30_000)).toBe(30_000);
+    w.forget([id(1)]); // answered or cancelled by someone
+    expect(w.size).toBe(0);
+    // Bounded like any other entry: a Lane of parked Asks keeps the newest MAX_WAITING.
+    const v = new Waiting(2000, c.now, 3);
+    for (let k = 1; k <= 5; k++) for (let i = 0; i < MAX_GIVE_BACKS; i++) v.gaveBack(id(k));
+    expect(v.now()).toEqual(new Set([id(3), id(4), id(5)]));
   });
 
   it('drops an entry REMEMBER_MS after its wait, and an Ask that will not come back at once', () => {

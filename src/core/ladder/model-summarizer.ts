@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { isZzError } from '../../errors.js';
 import { writeFileAtomic } from '../../local/index.js';
 import type { Model } from '../../models/index.js';
 import type { RungGenerator } from '../../schema/rung.js';
@@ -33,7 +34,21 @@ export interface ModelSummarizerOptions {
   maxFiles?: number;
   /** Where answers are cached (`<cacheDir>/ladder-model/`); none when omitted. */
   cacheDir?: string;
+  /** Most model calls in flight at once (default MODEL_CONCURRENCY). */
+  concurrency?: number;
 }
+
+/**
+ * Model calls in flight at once. The build reads files 32 at a time, and each read called the
+ * model: 32 `exec:` processes at once, or 32 requests on one local endpoint.
+ */
+export const MODEL_CONCURRENCY = 4;
+/**
+ * Failures in a row after which the build stops calling the model (the rest stay extractive):
+ * a dead or hanging endpoint cost a timeout per file (192 requests for 64 files). A refused
+ * key (401/403) stops it at once: no other file will fare better.
+ */
+export const MAX_FAILURES_IN_A_ROW = 3;
 
 export interface ModelSummarizer extends Summarizer {
   /** Files the model wrote (from cache or a call), files that fell back, and why. */
@@ -50,6 +65,18 @@ export function modelSummarizer(opts: ModelSummarizerOptions): ModelSummarizer {
   const dir = opts.cacheDir ? join(opts.cacheDir, 'ladder-model') : null;
   const stats = { model: 0, cached: 0, fallback: 0, lastError: null as string | null };
   let budget = opts.maxFiles ?? Infinity;
+  let failedInARow = 0;
+  let stopped: string | null = null;
+  // A gate of `concurrency` slots: a call waits for a free one, in order.
+  let free = Math.max(1, opts.concurrency ?? MODEL_CONCURRENCY);
+  const queue: Array<() => void> = [];
+  const acquire = (): Promise<void> =>
+    free > 0 ? (free--, Promise.resolve()) : new Promise((r) => queue.push(r));
+  const release = () => {
+    const next = queue.shift();
+    if (next) next();
+    else free++;
+  };
 
   const fallback = (e: Extract, why: string | null): Extract => {
     stats.fallback++;
@@ -77,22 +104,38 @@ export function modelSummarizer(opts: ModelSummarizerOptions): ModelSummarizer {
         return { ...base, summary: hit.summary.slice(0, MAX_SUMMARY_CHARS), generator };
       }
     }
-    if (budget <= 0) return fallback(base, null);
-    budget--;
+    if (budget <= 0 || stopped) return fallback(base, null);
+    await acquire();
     try {
+      // Stopped while this file waited for a slot: no call.
+      if (budget <= 0 || stopped) return fallback(base, null);
+      budget--;
       const r = await opts.model.object({
         system: SYSTEM,
         messages: [{ role: 'user', content: prompt }],
         schema: answer,
         name: 'rung_summary',
       });
+      failedInARow = 0;
       const summary = r.object.summary.replace(/\s+/g, ' ').trim().slice(0, MAX_SUMMARY_CHARS);
       if (!summary) return fallback(base, 'the model answered an empty summary');
       stats.model++;
       if (cacheFile) await writeCache(cacheFile, { summary });
       return { ...base, summary, generator };
     } catch (e) {
-      return fallback(base, e instanceof Error ? e.message : String(e));
+      const why = e instanceof Error ? e.message : String(e);
+      failedInARow++;
+      if (
+        !stopped &&
+        ((isZzError(e) && e.code === 'unauthorized') || failedInARow >= MAX_FAILURES_IN_A_ROW)
+      ) {
+        stopped =
+          `stopped calling the model after ${failedInARow} failure${failedInARow > 1 ? 's' : ''} ` +
+          `in a row; the other files are extractive: ${why}`;
+      }
+      return fallback(base, stopped ?? why);
+    } finally {
+      release();
     }
   };
 

@@ -164,6 +164,11 @@ export class ZzRepo {
     return e;
   }
 
+  /** The shared entity on `ref` when something has made it already (see entity()). */
+  existingEntity(ref: string): Entity<unknown, OpRecord> | undefined {
+    return this.entities.get(ref) as Entity<unknown, OpRecord> | undefined;
+  }
+
   emitFor(ref: string, revision: string, ops: readonly LoggedOp[]): void {
     this.emit(ref, revision, ops);
   }

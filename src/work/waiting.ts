@@ -17,7 +17,8 @@ export const MAX_BACKOFF_MS = 5 * 60_000;
  * Give-backs of one Ask after which this worker stops claiming it (parked) for the rest of its
  * run: without a limit an Ask no model can answer cost a model call every 5 minutes for ever
  * (about 240 an hour at the cap with several such Asks). The waits before it add up to about
- * 8 minutes at the default pause (4 s doubling), enough for a passing endpoint fault. A parked entry counts in
+ * 13 minutes at the default pause (8 s doubling, 5 minutes at most), enough for a passing
+ * endpoint fault. A parked entry counts in
  * MAX_WAITING like any other and is dropped when its Ask is answered or cancelled anywhere.
  */
 export const MAX_GIVE_BACKS = 8;

@@ -12,7 +12,7 @@ import {
 } from '../../search/index.js';
 import { LADDER_REF, type CommitEvent, type ZzRepo } from '../zz-repo.js';
 import { mentionsOf } from './extract/mentions.js';
-import { ladderEntity } from './ladder.js';
+import { LadderEntity } from './ladder-entity.js';
 import { pathsOfOp, type LadderState } from './ladder-state.js';
 
 // Keeps a LadderSearch in step with the Ladders of the repositories a front end serves: each is
@@ -42,11 +42,14 @@ export function toIndexRung(r: Rung): IndexRung {
  * merge keeps every file its local ops did not touch, so a file a refused op put there (or an
  * extra one beside a permitted op) sits in the tree while the fold refuses it (DESIGN §7).
  * Indexing the tree made such text searchable and fed it to `zz work` prompts (found in
- * review). Hazard: this keeps the Ladder's entity (folded state and op log) for the life of
- * the process, as the first ladder_read already does.
+ * review). The shared entity (kept for the process's life once a ladder_read made it) is
+ * used when it exists; otherwise a fold of its own, dropped after indexing: a daemon serving 50
+ * repos must not keep every Ladder's folded state and op log (tens of MiB for 2,000 rungs) just
+ * to index it. Hazard: that fold reads the whole op log each time the ref moves.
  */
 async function foldAt(repo: ZzRepo): Promise<Snapshot<LadderState>> {
-  return ladderEntity(repo).read();
+  const shared = repo.existingEntity(LADDER_REF) as LadderEntity | undefined;
+  return (shared ?? new LadderEntity(repo)).read();
 }
 
 function rungsOf(state: LadderState): IndexRung[] {
@@ -69,7 +72,7 @@ export async function indexRepo(
     return null;
   }
   // Folded only when the index has no shard for this revision: a daemon starting on 50 indexed
-  // repositories loads their shards and folds none (the fold stays in memory, see foldAt). A
+  // repositories loads their shards and folds none (and keeps no fold: see foldAt). A
   // fold that finds the ref moved on indexes the newer rungs under `revision`; the move's own
   // update re-reads every path it changed, so the shard ends current either way.
   return search.setRepo(repo.key, revision, async () => rungsOf((await foldAt(repo)).state));

@@ -215,7 +215,7 @@ export async function dropHeld(
   const sc =
     ref === CONFIG_REF
       ? syncCodecFor(ref)!
-      : syncCodecFor(ref, await rolesAt(local, refs.get(CONFIG_REF) ?? null))!;
+      : syncCodecFor(ref, await rolesAt(local, remoteConfig ?? refs.get(CONFIG_REF) ?? null))!;
   const baseHistory = await parsed(local, ref, [base], []);
   const state = sc.codec.empty();
   for (const { op } of publicationOrder(baseHistory, base)) {

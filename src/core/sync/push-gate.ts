@@ -30,14 +30,17 @@ export async function pushGateProblem(
   const withOps = new Set(out.filter((c) => c.ops.length > 0).map((c) => c.revision));
   if (withOps.size === 0) return null;
   // A clock set right after it ran ahead: what was dated by it waits until it is due.
+  // A hold that clears by itself (`until`) only when nothing else holds the ref: a problem
+  // that needs someone to act wins, or `zz sync` would say "nothing else to do" and exit 0
+  // (and --drop-held refuse) for a ref that stays stuck once the clock catches up.
   const dated = datedAhead(ref, out, withOps, nowMs);
-  if (dated || !checker) return dated;
+  if (!checker) return dated;
   // The config's owner-level ops and a Lane's lane_add_related are judged against the whole
   // log before them; signatures need only the outgoing commits.
   const whole =
     ref === CONFIG_REF || out.some((c) => c.ops.some((o) => o.op === 'lane_add_related'));
   const history = whole ? (await local.commits([mine], [])).map((c) => parseZzCommit(c, ref)) : out;
-  return checker.check(ref, history, withOps, true);
+  return (await checker.check(ref, history, withOps, true)) ?? dated;
 }
 
 /** A gate problem that passes by itself once this machine's clock reaches an op's date. */

@@ -123,7 +123,6 @@ export const SHARED_PROCESS = [
   'test/search/ladder-index.test.ts',
   'test/search/ref-watcher.test.ts',
   'test/search/score-order.test.ts',
-  'test/search/shard-file.test.ts',
   'test/search/term-router.test.ts',
   'test/setup/shared-process.test.ts',
   'test/store/history-walk.test.ts',

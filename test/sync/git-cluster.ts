@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { initRepo, laneGet, ZzRepo } from '../../src/core/index.js';
+import { initRepo, ladderEntity, laneGet, ZzRepo, type RungRecord } from '../../src/core/index.js';
 import { signAs, syncRepo, type SyncOptions, type SyncReport } from '../../src/core/sync/index.js';
 import { generateSigningKey, type SshSigningKey } from '../../src/git/index.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
@@ -108,4 +108,33 @@ export async function refusalsIn(
   return (await laneGet(repo, viewer, { lane_id: laneId })).history
     .filter((h) => h.rejected)
     .map((h) => [h.op, h.actor, h.rejected?.reason]);
+}
+
+/**
+ * A ladder_build by `actor` upserting `upsert`, written past the local checks as another
+ * machine's zz may have (recordRefused: kept in the log even where the fold refuses it), or,
+ * with `recordRefused: false`, as a local write the fold must accept.
+ */
+export async function rawLadderBuild(
+  repo: ZzRepo,
+  actor: string,
+  upsert: RungRecord[],
+  { recordRefused = true }: { recordRefused?: boolean } = {},
+): Promise<void> {
+  await ladderEntity(repo).mutate({
+    actor,
+    ...(recordRefused ? { recordRefused: true as const } : {}),
+    decide: () => ({
+      op: 'ladder_build',
+      summary: `ladder_build by ${actor}`,
+      args: {
+        branch: 'main',
+        head: '0'.repeat(40),
+        generator: { method: 'extractive', version: '1' },
+        upsert,
+        remove: [],
+      },
+    }),
+    result: () => null,
+  });
 }

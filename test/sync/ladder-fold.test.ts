@@ -13,7 +13,14 @@ import {
   type RungRecord,
 } from '../../src/core/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
-import { makeCluster, onColdRepo, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  makeCluster,
+  onColdRepo,
+  rawLadderBuild,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // The Ladder's guarded fold (core/ladder/ladder-guards.ts), on real git with two clones and a
 // real sync: ops on refs/zz/ladder written past the local tools' checks (an older zz, a
@@ -49,27 +56,6 @@ async function rawWrite(repo: ZzRepo, actor: string, rungs: RungRecord[]): Promi
       op: 'ladder_write_rung',
       summary: `ladder_write_rung ${rungs[0]!.path} (${rungs.length})`,
       args: { lane_id: 'web', ask_id: 'ask-0000000001', rungs },
-    }),
-    result: () => null,
-  });
-}
-
-/** A ladder_build written past ladderBuild's checks. */
-async function rawBuild(repo: ZzRepo, actor: string, upsert: RungRecord[]): Promise<void> {
-  await ladderEntity(repo).mutate({
-    actor,
-    // Written past the local checks, as another machine's zz may have: kept even if refused.
-    recordRefused: true,
-    decide: () => ({
-      op: 'ladder_build',
-      summary: `ladder_build by ${actor}`,
-      args: {
-        branch: 'main',
-        head: '0'.repeat(40),
-        generator: { method: 'extractive', version: '1' },
-        upsert,
-        remove: [],
-      },
     }),
     result: () => null,
   });
@@ -114,7 +100,7 @@ describe('the Ladder fold, by sync', () => {
     );
     await rawWrite(b.repo, CO.actor, many);
     await rawWrite(b.repo, CO.actor, [record('_topics/from-co')]);
-    await rawBuild(b.repo, MALLORY.actor, [record('_topics/built')]);
+    await rawLadderBuild(b.repo, MALLORY.actor, [record('_topics/built')]);
 
     const report = await b.sync();
     expect(report.quarantined).toEqual([]);

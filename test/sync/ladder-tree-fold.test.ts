@@ -2,19 +2,12 @@ import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  ladderEntity,
-  ladderHistory,
-  ladderRead,
-  LADDER_REF,
-  type RungRecord,
-  type ZzRepo,
-} from '../../src/core/index.js';
+import { ladderHistory, ladderRead, LADDER_REF, type RungRecord } from '../../src/core/index.js';
 import { indexRepo, startLadderSync } from '../../src/core/ladder/search-sync.js';
 import { LadderSearch } from '../../src/search/index.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { sh } from '../helpers/temp-repo.js';
-import { makeCluster, pushRaw, type Clone, type Cluster } from './git-cluster.js';
+import { makeCluster, pushRaw, rawLadderBuild, type Clone, type Cluster } from './git-cluster.js';
 
 // What another machine's tree of refs/zz/ladder holds is not what the Ladder is: the guarded
 // fold is (DESIGN §7). A clone without any role pushes a ladder commit whose op the fold
@@ -43,26 +36,6 @@ const record = (path: string, summary: string): RungRecord => ({
   generator: { method: 'human', version: '1' },
 });
 
-/** A ladder_build by `actor`; `recordRefused` keeps it even where the fold refuses it. */
-async function build(repo: ZzRepo, actor: string, upsert: RungRecord[], refused = false) {
-  await ladderEntity(repo).mutate({
-    actor,
-    ...(refused ? { recordRefused: true as const } : {}),
-    decide: () => ({
-      op: 'ladder_build',
-      summary: `ladder_build by ${actor}`,
-      args: {
-        branch: 'main',
-        head: '0'.repeat(40),
-        generator: { method: 'extractive', version: '1' },
-        upsert,
-        remove: [],
-      },
-    }),
-    result: () => null,
-  });
-}
-
 /** The file a rung would have, with `summary` and author `actor` (as a hostile zz writes it). */
 function rungFile(path: string, summary: string, actor: string): string {
   const rung = {
@@ -80,7 +53,7 @@ function rungFile(path: string, summary: string, actor: string): string {
  * hostile zz commits), pushed with plain git.
  */
 async function pushHostile(c: Clone): Promise<void> {
-  await build(c.repo, EVIL, [record('_topics/x', INJECTED)], true);
+  await rawLadderBuild(c.repo, EVIL, [record('_topics/x', INJECTED)]);
   const tip = sh(c.dir, 'rev-parse', LADDER_REF);
   const index = join(tempDir('zz-hostile-index-'), 'index');
   const git = (input: string | null, ...args: string[]) =>
@@ -116,7 +89,9 @@ const treeFile = (dir: string, path: string): string | null => {
 async function setup(): Promise<{ a: Clone; b: Clone }> {
   cluster = await makeCluster(2);
   const [a, b] = cluster.clones as [Clone, Clone];
-  await build(a.repo, OWNER, [record('_topics/x', 'The true summary of x.')]);
+  await rawLadderBuild(a.repo, OWNER, [record('_topics/x', 'The true summary of x.')], {
+    recordRefused: false,
+  });
   await a.sync();
   await b.sync();
   return { a, b };
@@ -165,7 +140,9 @@ describe('a ladder tree the fold refuses, from another clone', () => {
     ]);
 
     // The owner's next commit writes the fold's files over the tree it goes on.
-    await build(a.repo, OWNER, [record('_topics/y', 'Another rung.')]);
+    await rawLadderBuild(a.repo, OWNER, [record('_topics/y', 'Another rung.')], {
+      recordRefused: false,
+    });
     expect(treeFile(a.dir, '_topics/x')).toContain('The true summary of x.');
     expect(treeFile(a.dir, '_topics/x')).not.toContain('zebraquux');
     expect(treeFile(a.dir, '_topics/extra')).toBeNull();
@@ -181,7 +158,9 @@ describe('a ladder tree the fold refuses, from another clone', () => {
     const { a, b } = await setup();
     await pushHostile(b);
     // A writes meanwhile, so the Ladder diverges and its sync merges.
-    await build(a.repo, OWNER, [record('_topics/y', 'Another rung.')]);
+    await rawLadderBuild(a.repo, OWNER, [record('_topics/y', 'Another rung.')], {
+      recordRefused: false,
+    });
     const report = await a.sync();
     expect(report.merged.map((m) => m.ref)).toContain(LADDER_REF);
     expect(treeFile(a.dir, '_topics/x')).toContain('The true summary of x.');

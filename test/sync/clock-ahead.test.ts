@@ -2,6 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { askClaim, askPost, laneGet, lanePropose, ZzRepo } from '../../src/core/index.js';
 import { formatSyncReport, heldBackOutcome } from '../../src/cli/sync-command.js';
 import { emptyReport, signAs, syncRepo } from '../../src/core/sync/index.js';
+import { GitSyncLocal } from '../../src/core/sync/git-ports.js';
+import { pushGateProblem } from '../../src/core/sync/push-gate.js';
+import type { AuthChecker } from '../../src/core/sync/authenticity.js';
+import type { GitStore } from '../../src/store/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Clone, type Cluster } from './git-cluster.js';
@@ -112,6 +116,38 @@ describe('a machine whose clock runs ahead', () => {
     });
     expect([later.quarantined, later.fast_forwarded]).toEqual([[], ['refs/zz/lanes/web']]);
     expect(await titles(b)).toEqual(['w']);
+  });
+});
+
+describe('the push gate on a ref held back twice over', () => {
+  it('reports what needs someone to act before an op that only waits for this clock', async () => {
+    // One ref, an ask_claim dated ahead (clears by itself) and a commit every other clone
+    // refuses (here a checker that says so for any outgoing commit): the second must win, or
+    // zz sync says "nothing else to do" and exits 0, and --drop-held refuses, for a ref that
+    // stays stuck once the clock catches up (found in review).
+    const [a, b] = await setup();
+    const s = await skewed(a, AHEAD_MS);
+    const ask = (await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'w' })).ask;
+    await a.sync();
+    await b.sync();
+    await askClaim(s.repo, OWNER, { lane_id: 'web', ask_id: ask.ask_id });
+    const ref = 'refs/zz/lanes/web';
+    const mine = sh(a.dir, 'rev-parse', ref);
+    const theirs = sh(a.dir, 'rev-parse', `${ref}^`);
+    const g = a.repo.git!;
+    const local = new GitSyncLocal(g, a.repo.store as GitStore);
+    const refusing: AuthChecker = {
+      check: async (_ref, _history, incoming) => ({
+        commit: [...incoming][0]!,
+        reason: 'not signed by a key registered for its actor',
+      }),
+    } as AuthChecker;
+    const passing: AuthChecker = { check: async () => null } as unknown as AuthChecker;
+    const stuck = await pushGateProblem(local, ref, mine, theirs, refusing, Date.now());
+    expect(stuck).toEqual({ commit: mine, reason: 'not signed by a key registered for its actor' });
+    const dated = await pushGateProblem(local, ref, mine, theirs, passing, Date.now());
+    expect(dated).toMatchObject({ commit: mine, until: expect.any(String) });
+    expect(dated!.reason).toMatch(/\(ask_claim\) is dated /);
   });
 });
 

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ZzError } from '../errors.js';
 import { RefCasError } from '../git/index.js';
@@ -10,7 +10,9 @@ import {
   publicationOrder,
   type OrderedOp,
 } from './publication-order.js';
+import { newOpId } from './op-ids.js';
 import type { CommitRecord, FileChanges, OpRecord, Store } from './store.js';
+import { treeDriftOf } from './tree-drift.js';
 
 // One entity = one ref whose tree is the entity's whole state and whose history is its op log.
 // Entity<S> keeps the derived state and the op log in memory keyed by the ref's revision,
@@ -120,35 +122,6 @@ interface Pending<S, Op extends OpRecord> {
   m: Mutation<S, unknown, Op>;
   resolve: (r: MutationResult<unknown, Op>) => void;
   reject: (e: unknown) => void;
-}
-
-/** A per-process replica id for stores that keep none (memory; a store that cannot write one). */
-export const PROCESS_REPLICA = randomBytes(8).toString('hex');
-
-/** `<16 hex replica>-<32 hex random>`: 128 random bits, unique across machines and restarts. */
-export function newOpId(replica: string = PROCESS_REPLICA): string {
-  return `${replica}-${randomHex(16)}`;
-}
-
-// Ids are drawn from a pool of CSPRNG bytes filled 4 KiB at a time, as crypto.randomUUID()
-// does: randomBytes(16) per op cost ~4 µs (a call into the CSPRNG and a new Buffer each), a
-// measurable part of a group commit's synchronous work. Each byte is handed out once.
-const POOL_BYTES = 4096;
-const pool = Buffer.allocUnsafe(POOL_BYTES);
-let poolAt = POOL_BYTES;
-
-/** `bytes` (≤ 64) fresh random bytes as hex. */
-export function randomHex(bytes: number): string {
-  if (!Number.isInteger(bytes) || bytes < 1 || bytes > 64) {
-    throw new RangeError(`randomHex takes 1 to 64 bytes, not ${bytes}`);
-  }
-  if (poolAt + bytes > POOL_BYTES) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  const hex = pool.toString('hex', poolAt, poolAt + bytes);
-  poolAt += bytes;
-  return hex;
 }
 
 const MAX_GROUP = 256;
@@ -565,32 +538,6 @@ export class Entity<S, Op extends OpRecord = OpRecord> {
       return;
     }
   }
-}
-
-/**
- * The files where `revision`'s tree differs from `state` (codec.files; none without it): one
- * read of the whole tree, once per tip this process did not write.
- */
-async function treeDriftOf<S, Op extends OpRecord>(
-  store: Store,
-  codec: EntityCodec<S, Op>,
-  revision: string,
-  state: S,
-): Promise<string[]> {
-  if (!codec.files) return [];
-  return driftedFiles(codec, state, await store.readAll(revision));
-}
-
-/** The files where `tree` (path → text) differs from what `state` materialises (codec.files). */
-export function driftedFiles<S, Op extends OpRecord>(
-  codec: EntityCodec<S, Op>,
-  state: S,
-  tree: ReadonlyMap<string, string>,
-): string[] {
-  const drift: string[] = [];
-  for (const [path, text] of tree) if (codec.file(state, path) !== text) drift.push(path);
-  for (const path of codec.files?.(state) ?? []) if (!tree.has(path)) drift.push(path);
-  return drift;
 }
 
 /** A local write's op that the entity's guarded fold refused: the write fails, no ref moves. */

@@ -5,6 +5,8 @@ export * from './entity.js';
 export * from './git-store.js';
 export * from './memory-store.js';
 export * from './op-log.js';
+export * from './op-ids.js';
 export * from './op-message.js';
 export * from './store.js';
 export * from './publication-order.js';
+export * from './tree-drift.js';

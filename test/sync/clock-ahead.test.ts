@@ -47,6 +47,17 @@ async function setup(): Promise<[Clone, Clone]> {
   return [a, b];
 }
 
+/** An Ask both clones hold, then claimed on a's clock running AHEAD_MS ahead (not yet synced). */
+async function claimedAhead() {
+  const [a, b] = await setup();
+  const s = await skewed(a, AHEAD_MS);
+  const ask = (await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'w' })).ask;
+  await a.sync();
+  await b.sync();
+  await askClaim(s.repo, OWNER, { lane_id: 'web', ask_id: ask.ask_id });
+  return { a, b, s };
+}
+
 const titles = async (c: Clone) =>
   (await laneGet(c.repo, OWNER, { lane_id: 'web' })).asks.map((x) => x.title).sort();
 
@@ -68,12 +79,7 @@ describe('a machine whose clock runs ahead', () => {
   });
 
   it('its claims are refused on import until due; set right, it holds them back until due', async () => {
-    const [a, b] = await setup();
-    const s = await skewed(a, AHEAD_MS);
-    const ask = (await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'w' })).ask;
-    await a.sync();
-    await b.sync();
-    await askClaim(s.repo, OWNER, { lane_id: 'web', ask_id: ask.ask_id });
+    const { a, b, s } = await claimedAhead();
     // Its clock set right (a.repo has the true one): the claim waits here, said so.
     const held = await a.sync();
     const tip = sh(a.dir, 'rev-parse', 'refs/zz/lanes/web');
@@ -125,12 +131,7 @@ describe('the push gate on a ref held back twice over', () => {
     // refuses (here a checker that says so for any outgoing commit): the second must win, or
     // zz sync says "nothing else to do" and exits 0, and --drop-held refuses, for a ref that
     // stays stuck once the clock catches up (found in review).
-    const [a, b] = await setup();
-    const s = await skewed(a, AHEAD_MS);
-    const ask = (await askPost(a.repo, OWNER, { lane_id: 'web', kind: 'work', title: 'w' })).ask;
-    await a.sync();
-    await b.sync();
-    await askClaim(s.repo, OWNER, { lane_id: 'web', ask_id: ask.ask_id });
+    const { a } = await claimedAhead();
     const ref = 'refs/zz/lanes/web';
     const mine = sh(a.dir, 'rev-parse', ref);
     const theirs = sh(a.dir, 'rev-parse', `${ref}^`);

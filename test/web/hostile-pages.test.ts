@@ -118,13 +118,20 @@ describe("an Ask's diff after another Ask's", () => {
       },
     });
     const page = await signedIn(w, seeded.owner);
-    // The fix's diff fails the first time it is asked for, and answers late the second time.
-    let diffs = 0;
+    // The fix's diff fails while `fixDiff` is 'fail', and is held while it is 'hold'. Keyed on the
+    // changeset asked for, not on a count of requests: the view may ask for a diff again (a
+    // remount when the Lane's event stream reloads the Ask), and that second answer must not
+    // clear the error the test is about to look for (a count-based route made this test flaky).
+    let fixCommit: string | undefined;
+    let fixDiff: 'fail' | 'hold' = 'fail';
+    let heldFix = 0;
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     await page.route('**/tools/git_diff', async (route) => {
-      const n = ++diffs;
-      if (n === 1)
+      const commit = (route.request().postDataJSON() as { commit?: string }).commit;
+      fixCommit ??= commit; // the first diff asked for is the fix's: its page is opened first
+      if (commit !== fixCommit) return route.continue();
+      if (fixDiff === 'fail')
         return route.fulfill({
           status: 422,
           contentType: 'application/json',
@@ -133,7 +140,8 @@ describe("an Ask's diff after another Ask's", () => {
             code: 'entity_corrupt',
           }),
         });
-      if (n === 3) await held;
+      heldFix++;
+      await held;
       return route.continue();
     });
     await page.goto(`${w.url}/#/ask/web/${seeded.ids.fix}`);
@@ -144,8 +152,9 @@ describe("an Ask's diff after another Ask's", () => {
     await page.locator('.diff-file').first().waitFor();
     expect(await page.locator('.error').count()).toBe(0);
     // Back to the fix (its diff held), then on to the other Ask before it lands.
+    fixDiff = 'hold';
     await page.goto(`${w.url}/#/ask/web/${seeded.ids.fix}`);
-    await expect.poll(() => diffs).toBe(3);
+    await expect.poll(() => heldFix).toBeGreaterThan(0);
     await page.goto(`${w.url}/#/ask/web/${other}`);
     await expect.poll(() => page.locator('section.ask h2').textContent()).toContain('Other');
     await page.locator('.diff-file').first().waitFor();

@@ -63,19 +63,24 @@ export function sortedAsks(s: LaneState): SortedAsks {
     const laneId = s.lane?.lane_id;
     const prior = laneId === undefined ? undefined : priors.get(laneId);
     const docs = s.asks.valuesArray();
-    const order = (prior && orderFrom(prior, docs)) ?? fullOrder(docs);
+    const carried = prior ? orderFrom(prior, docs) : null;
+    const order = carried ?? fullOrder(docs);
+    // An Ask the prior state held as it is (the same doc) has the lease end it had there.
+    const same = carried ? prior!.docs : null;
+    const endsAt = new Float64Array(docs.length);
     const asks: AskDoc[] = new Array<AskDoc>(order.length);
     const leaseEnds = new Float64Array(order.length);
     for (let i = 0; i < order.length; i++) {
-      const a = docs[order[i]!]!;
+      const p = order[i]!;
+      const a = docs[p]!;
       asks[i] = a;
-      leaseEnds[i] = leaseEndMs(a);
+      leaseEnds[i] = endsAt[p] = same !== null && same[p] === a ? prior!.endsAt[p]! : leaseEndMs(a);
     }
     c = { asks, leaseEnds };
     sortedCache.set(s, c);
     if (laneId !== undefined) {
       priors.delete(laneId);
-      priors.set(laneId, { docs, order });
+      priors.set(laneId, { docs, order, endsAt });
       if (priors.size > MAX_PRIORS) priors.delete(priors.keys().next().value!);
     }
   }
@@ -86,7 +91,7 @@ export function sortedAsks(s: LaneState): SortedAsks {
 // Asks again for each new state (under a steady load: every group commit, the first query after
 // it) cost ~1.4 ms a state on a Lane of ~1,700 Asks, ~1.8% of the daemon's time in the 64-client
 // load (a profile, 3 December). So the last order computed per Lane is kept (the Lanes read
-// last, MAX_PRIORS of them: each an array of its Asks and one of positions) and carried to the
+// last, MAX_PRIORS of them: an array of its Asks, and of positions and lease ends) and carried to the
 // next state in one pass: the Asks are positions in the state's CowMap (first-insertion order,
 // never deleted), so the prior's positions hold the same Asks in a later state of the same Lane;
 // those whose key did not move keep their place, the rest and the new ones are sorted (a few)
@@ -98,6 +103,8 @@ interface Prior {
   docs: AskDoc[];
   /** Positions in key order. */
   order: Int32Array;
+  /** Lease ends (views.ts leaseEndMs) by position. */
+  endsAt: Float64Array;
 }
 const priors = new Map<string, Prior>();
 

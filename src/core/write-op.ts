@@ -2,7 +2,7 @@ import { ZzError } from '../errors.js';
 import type { ConfigDoc } from '../schema/config.js';
 import type { Entity, MutationMeta, MutationResult, OpRecord, OpSpec } from '../store/index.js';
 import { assertSelf, requireCaller, type Caller } from './access.js';
-import { assertSignable } from './signable.js';
+import { signableCheck } from './signable.js';
 import type { ZzRepo } from './zz-repo.js';
 
 // The one path of a write use case: who is calling (a token, and `actor`/`from` that match
@@ -59,13 +59,15 @@ export async function writeOp<S, R, Op extends OpRecord>(
   const caller = requireCaller(callerIn);
   assertSelf(caller, opts.actor, 'actor');
   assertSelf(caller, spec.from, 'from');
-  // Before anything is read or written: a commit this process cannot sign that every other
-  // clone would refuse would hold back its ref, and everything after it, for good.
-  await assertSignable(repo, caller, entity, spec.tool);
   // A Lane's group commit reads refs/zz/config when it reads the Lane, after this request
   // arrived: a write without a check() decides against that config instead of reading it here
   // too (one config read per group, not one per write plus one per group).
   const early = spec.check !== undefined || !repo.readsConfig(entity);
+  // Before anything is written: a commit this process cannot sign that every other clone
+  // would refuse would hold back its ref, and everything after it, for good. Checked against
+  // the config the write decides with: read here, or the group's (in decide(), below).
+  const signable = await signableCheck(repo, caller, entity, spec.tool);
+  if (early && signable) signable((await repo.config.read()).state);
   const config = early ? await repo.requireConfig() : null;
   if (config) await spec.check?.({ caller, config });
   const done = await entity.mutate({
@@ -73,8 +75,10 @@ export async function writeOp<S, R, Op extends OpRecord>(
     ...(opts.idempotency_key === undefined ? {} : { idempotencyKey: opts.idempotency_key }),
     ...(opts.expected_revision === undefined ? {} : { expectedRevision: opts.expected_revision }),
     request: { tool: spec.tool, args: spec.request },
-    decide: (s, meta) =>
-      spec.decide(s, { caller, config: config ?? repo.configSeenByLanes(), meta }),
+    decide: (s, meta) => {
+      if (!config) signable?.(repo.configStateSeenByLanes());
+      return spec.decide(s, { caller, config: config ?? repo.configSeenByLanes(), meta });
+    },
     result: spec.result,
   });
   await answerTurn();

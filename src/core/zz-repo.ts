@@ -147,10 +147,19 @@ export class ZzRepo {
    * for a Lane (readsConfig), after a read of it.
    */
   configSeenByLanes(): NonNullable<ConfigState['config']> & { revision: string } {
+    return this.initialised(this.configSnapSeenByLanes());
+  }
+
+  /** The whole config state configSeenByLanes() answers from (keys, signatures required). */
+  configStateSeenByLanes(): ConfigState {
+    return this.configSnapSeenByLanes().state;
+  }
+
+  private configSnapSeenByLanes(): Snapshot<ConfigState, ConfigOp> {
     const seen = this.configSeen;
     if (!seen) throw new ZzError('internal', 'configSeenByLanes() before any Lane was read');
     if (seen.read instanceof Error) throw seen.read;
-    return this.initialised(seen.read);
+    return seen.read;
   }
 
   /** A generic entity on another ref (the Ladder), shared so that its mutex is shared. */

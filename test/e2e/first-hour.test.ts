@@ -1,0 +1,45 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startTestDaemon } from '../helpers/test-daemon.js';
+import { sh } from '../helpers/temp-repo.js';
+import { ensureBuilt, killAll, privateEnv, zz } from './zz-process.js';
+
+// A new user's first hour, as README's Quick start and docs/walkthrough.md have it, run with the
+// built `zz` on real repositories: each test is a friction met doing exactly that on
+// pallets/click, expressjs/express and prettier/prettier, kept from coming back.
+
+beforeAll(() => ensureBuilt());
+afterEach(async () => {
+  await killAll();
+});
+
+describe('the first hour', () => {
+  it('finds what `zz ladder build` just wrote beside a running daemon, before its ref watcher fires', async () => {
+    // Walkthrough §7: `zz ladder build` runs in-process and moves refs/zz/ladder under the
+    // daemon; the daemon's index followed only when its ref watcher fired, so the search run
+    // next answered "hits (0)". With the watcher off (as where inotify is unavailable) the
+    // search must still see the Ladder: it catches the index up when asked.
+    const td = await startTestDaemon({ daemon: { watchRefs: false } });
+    try {
+      const env = privateEnv();
+      mkdirSync(join(td.dir, 'src'));
+      writeFileSync(
+        join(td.dir, 'src', 'parser.py'),
+        '"""Parses command line options."""\n\ndef split_arg_string(s):\n    return s.split()\n',
+      );
+      sh(td.dir, 'add', '.');
+      sh(td.dir, 'commit', '-q', '-m', 'add the parser');
+      expect((await zz(td.dir, env, ['login'])).code).toBe(0);
+      const built = await zz(td.dir, env, ['ladder', 'build']);
+      expect(built.code, built.stderr).toBe(0);
+      const found = await zz(td.dir, env, ['ladder', 'search', '--query', 'parser', '--json']);
+      expect(found.code, found.stderr).toBe(0);
+      expect(found.json().hits.map((h: { path: string }) => h.path)).toContain('src/parser.py');
+      // It was the daemon's index that answered, not a one-off index in the CLI.
+      expect(td.logs.some((l) => / ladder_search owner@example\.com 200 /.test(l))).toBe(true);
+    } finally {
+      await td.close();
+    }
+  });
+});

@@ -1,7 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon } from '../helpers/test-daemon.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { sh } from '../helpers/temp-repo.js';
 import { ensureBuilt, killAll, privateEnv, zz } from './zz-process.js';
 
@@ -40,6 +42,19 @@ describe('the first hour', () => {
       expect(td.logs.some((l) => / ladder_search owner@example\.com 200 /.test(l))).toBe(true);
     } finally {
       await td.close();
+    }
+  });
+
+  it('outside a checkout, says where zz looked and where it must run instead', async () => {
+    // `zz lane list` in a home folder printed "not a git repository: /tmp" and nothing more.
+    const outside = tempDir('zz-nogit-');
+    const env = privateEnv({ GIT_CEILING_DIRECTORIES: tmpdir() });
+    for (const args of [['lane', 'list'], ['init'], ['serve'], ['sync'], ['mcp']]) {
+      const r = await zz(outside, env, args);
+      expect(r.code, args.join(' ')).toBe(6);
+      expect(r.stderr.trim().split('\n'), args.join(' ')).toEqual([
+        `zz: not a git repository: ${outside}; zz works inside a git checkout: cd into one (or give an MCP client the checkout as its cwd), or make one with git clone or git init`,
+      ]);
     }
   });
 });

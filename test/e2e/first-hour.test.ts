@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon } from '../helpers/test-daemon.js';
 import { tempDir } from '../helpers/temp-dirs.js';
-import { sh } from '../helpers/temp-repo.js';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
 import { ensureBuilt, killAll, privateEnv, zz } from './zz-process.js';
 
 // A new user's first hour, as README's Quick start and docs/walkthrough.md have it, run with the
@@ -56,5 +56,41 @@ describe('the first hour', () => {
         `zz: not a git repository: ${outside}; zz works inside a git checkout: cd into one (or give an MCP client the checkout as its cwd), or make one with git clone or git init`,
       ]);
     }
+  });
+
+  it('lines tables up by terminal columns and cuts a long path in the middle, keeping its file', async () => {
+    // Real names from prettier/prettier and expressjs/express: wide characters and emoji take
+    // two columns, and padding by string length pushed every column after them out of line;
+    // a long path cut at its end hid the file's name (every search hit read the same).
+    const { dir } = makeRepo('zz-wide-');
+    const env = privateEnv();
+    const folder = 'tests/integration/cli/special-characters-in-path/ignore-emoji/ignored';
+    mkdirSync(join(dir, folder), { recursive: true });
+    for (const name of ['中文.js', '😁.js', 'a.js'])
+      writeFileSync(join(dir, folder, name), `// ${name}\nexport default 1;\n`);
+    sh(dir, 'add', '.');
+    sh(dir, '-c', 'user.name=刘星', 'commit', '-q', '-m', 'Fix res.attachment Unicode filenames');
+    expect((await zz(dir, env, ['init'])).code).toBe(0);
+    expect((await zz(dir, env, ['ladder', 'build'])).code).toBe(0);
+    const tree = await zz(dir, env, ['ladder', 'tree', '--under', folder]);
+    expect(tree.code, tree.stderr).toBe(0);
+    const rows = tree.stdout.split('\n');
+    const header = rows.find((l) => l.startsWith('PATH'))!;
+    expect(header).toMatch(/^PATH {42}KIND {7}STALE {2}SUMMARY$/);
+    // Each path cell is 44 columns, as the header's PATH, whatever its characters take.
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        'tests/integrat…-in-path/ignore-emoji/ignored  directory  false  3 files (.js). …',
+        'tests/integrat…ath/ignore-emoji/ignored/a.js  file       false  Tests for a, 2 lines.',
+        'tests/integrat…/ignore-emoji/ignored/中文.js  file       false  Tests for 中文, 2 lines.',
+        'tests/integrat…th/ignore-emoji/ignored/😁.js  file       false  Tests for 😁, 2 lines.',
+      ]),
+    );
+    const log = await zz(dir, env, ['git', 'log', '--direction', 'newest', '--limit', '1']);
+    expect(log.code, log.stderr).toBe(0);
+    const oid = sh(dir, 'rev-parse', 'HEAD');
+    expect(log.stdout.split('\n')).toContain(
+      `${oid}  刘星    Fix res.attachment Unicode filenames`,
+    );
   });
 });

@@ -113,10 +113,27 @@ function block(key: string, v: string, pad: string): string {
     .join('\n')}\n`;
 }
 
+/**
+ * Fields a person reading the page does not need as lines of their own: where the next page
+ * starts (the hint under the page names the flag and value, and says nothing when there is
+ * none: `next_cursor: -` above every list, and `zz git log`'s cursor of 150 characters printed
+ * twice, read as noise in a first hour), and a count of more items when there are none
+ * (`corrupt_more: 0`). `--json` keeps them all.
+ */
+const CONTINUATION = new Set([
+  ...Object.keys(MORE),
+  'next_asks_offset',
+  'next_history_offset',
+  'lanes_next_cursor',
+]);
+const unsaid = (k: string, v: unknown, top: boolean) =>
+  (top && CONTINUATION.has(k)) || (k.endsWith('_more') && v === 0);
+
 function render(o: Record<string, unknown>, st: Style, pad: string): string {
   const scalars: string[] = [];
   let out = '';
   for (const [k, v] of Object.entries(o)) {
+    if (unsaid(k, v, pad === '')) continue;
     const key = neutralize(k);
     if (isRows(v) || (Array.isArray(v) && v.length === 0 && k in PREFERRED)) {
       const rows = v as Array<Record<string, unknown>>;

@@ -93,4 +93,25 @@ describe('the first hour', () => {
       `${oid}  刘星    Fix res.attachment Unicode filenames`,
     );
   });
+
+  it('says where the next page starts once, under the page, and no empty paging fields above it', async () => {
+    // `zz lane list` opened with `next_cursor: -` and `corrupt_more: 0`, and `zz git log`
+    // printed its 150-character cursor twice: once as a field, once in the hint.
+    const { dir } = makeRepo('zz-paging-');
+    const env = privateEnv();
+    expect((await zz(dir, env, ['init'])).code).toBe(0);
+    const lanes = await zz(dir, env, ['lane', 'list']);
+    expect(lanes.code, lanes.stderr).toBe(0);
+    expect(lanes.stdout.split('\n').slice(0, 3)).toEqual(['total: 1', 'corrupt: -', 'lanes (1)']);
+    sh(dir, 'commit', '-q', '--allow-empty', '-m', 'second');
+    const log = await zz(dir, env, ['git', 'log', '--limit', '1']);
+    expect(log.code, log.stderr).toBe(0);
+    const cursor = (await zz(dir, env, ['git', 'log', '--limit', '1', '--json'])).json()
+      .next_cursor as string;
+    expect(log.stdout.split(cursor)).toHaveLength(2);
+    expect(log.stdout).toContain(`(more: pass --cursor ${cursor} for the next page)`);
+    const state = await zz(dir, env, ['repo', 'state']);
+    expect(state.code, state.stderr).toBe(0);
+    expect(state.stdout).not.toMatch(/_more: 0|lanes_next_cursor/);
+  });
 });

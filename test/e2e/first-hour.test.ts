@@ -5,7 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon } from '../helpers/test-daemon.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
-import { ensureBuilt, killAll, privateEnv, zz } from './zz-process.js';
+import { ensureBuilt, killAll, privateEnv, serve, zz } from './zz-process.js';
 
 // A new user's first hour, as README's Quick start and docs/walkthrough.md have it, run with the
 // built `zz` on real repositories: each test is a friction met doing exactly that on
@@ -113,5 +113,42 @@ describe('the first hour', () => {
     const state = await zz(dir, env, ['repo', 'state']);
     expect(state.code, state.stderr).toBe(0);
     expect(state.stdout).not.toMatch(/_more: 0|lanes_next_cursor/);
+  });
+
+  it('whoami names the MCP endpoint a client configured by URL needs, and it answers', async () => {
+    // Walkthrough §10 gave `http://127.0.0.1:7433/api/repos/local/webapp/mcp`: a user's port
+    // and repository key differ, and nothing printed theirs.
+    const { dir } = makeRepo('zz-mcp-url-');
+    const env = privateEnv();
+    expect((await zz(dir, env, ['init'])).code).toBe(0);
+    const served = await serve(dir, env);
+    expect((await zz(dir, env, ['login'])).code).toBe(0);
+    const who = await zz(dir, env, ['whoami']);
+    expect(who.code, who.stderr).toBe(0);
+    const url = `${served.url}/api/repos/${served.repoKeys[0]}/mcp`;
+    expect(who.stdout).toContain(`\n  MCP over HTTP: ${url}\n`);
+    expect((await zz(dir, env, ['whoami', '--json'])).json().mcp_url).toBe(url);
+    expect((await zz(dir, env, ['agent', 'create', 'claude'])).code).toBe(0);
+    const token = (await zz(dir, env, ['agent', 'token', 'claude'])).stdout.trim();
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'first-hour', version: '1' },
+        },
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('"serverInfo":{"name":"zz"');
   });
 });

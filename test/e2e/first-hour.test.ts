@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon } from '../helpers/test-daemon.js';
 import { tempDir } from '../helpers/temp-dirs.js';
-import { makeRepo, sh } from '../helpers/temp-repo.js';
+import { makeProject, makeRepo, sh } from '../helpers/temp-repo.js';
 import { ensureBuilt, killAll, privateEnv, serve, zz } from './zz-process.js';
 
 // A new user's first hour, as README's Quick start and docs/walkthrough.md have it, run with the
@@ -150,5 +150,36 @@ describe('the first hour', () => {
     });
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('"serverInfo":{"name":"zz"');
+  });
+
+  it("registers a second machine's key by the steps its zz init prints, and says to sync", async () => {
+    // Walkthrough §9, two people on two machines through one bare remote: Bob's `zz init`
+    // names the command for an owner; `zz key add` then printed a revision alone, and the
+    // key reached Bob's clone only after two syncs nobody was told about.
+    const { dir: a, remote } = makeProject('first-hour');
+    const envA = privateEnv();
+    expect((await zz(a, envA, ['init'])).code).toBe(0);
+    const pushed = await zz(a, envA, ['sync']);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    const b = tempDir('zz-first-hour-bob-');
+    sh(b, 'clone', '-q', remote, '.');
+    sh(b, 'config', 'user.email', 'bob@example.com');
+    const envB = privateEnv();
+    const init = await zz(b, envB, ['init']);
+    expect(init.code, init.stderr).toBe(0);
+    const told = /run: zz key add --actor (\S+) --key "([^"]+)"/.exec(init.stdout + init.stderr);
+    expect(told, init.stdout + init.stderr).not.toBeNull();
+    const added = await zz(a, envA, ['key', 'add', '--actor', told![1]!, '--key', told![2]!]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toMatch(/^revision: [0-9a-f]{40}\n$/);
+    expect(added.stderr).toBe(
+      'zz: the key is registered in this clone; run `zz sync` here, then `zz sync` on the machine whose key it is\n',
+    );
+    expect((await zz(a, envA, ['sync'])).code).toBe(0);
+    expect((await zz(b, envB, ['sync'])).code).toBe(0);
+    const keys = (await zz(b, envB, ['key', 'list', '--json'])).json() as {
+      keys: Array<{ actor: string }>;
+    };
+    expect(keys.keys.map((k) => k.actor)).toContain('bob@example.com');
   });
 });

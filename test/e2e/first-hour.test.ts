@@ -182,4 +182,22 @@ describe('the first hour', () => {
     };
     expect(keys.keys.map((k) => k.actor)).toContain('bob@example.com');
   });
+
+  it('zz serve before zz init warns that every call will be refused, and serves it once initialised', async () => {
+    // README's Quick start has `zz init` first; started the other way round, the daemon
+    // printed its URL alone and every agent's call was refused with 412.
+    const { dir } = makeRepo('zz-serve-first-');
+    const env = privateEnv();
+    const served = await serve(dir, env);
+    const warning = await served.waitForLog(/not initialised/, 15_000);
+    expect(warning).toBe(
+      `zz: warning: ${served.repoKeys[0]} is not initialised for zz, so its tools refuse every call; run \`zz init\` in it (this daemon serves it from then on)`,
+    );
+    expect((await zz(dir, env, ['init'])).code).toBe(0);
+    expect((await zz(dir, env, ['login'])).code).toBe(0);
+    const lanes = await zz(dir, env, ['lane', 'list', '--json']);
+    expect(lanes.code, lanes.stderr).toBe(0);
+    expect(lanes.json().lanes.map((l: { lane_id: string }) => l.lane_id)).toEqual(['_repo']);
+    await served.waitForLog(/ lane_list owner@example\.com 200 /);
+  });
 });

@@ -110,6 +110,9 @@ describe('the first hour', () => {
       .next_cursor as string;
     expect(log.stdout.split(cursor)).toHaveLength(2);
     expect(log.stdout).toContain(`(more: pass --cursor ${cursor} for the next page)`);
+    // One file is one file (the build said "1 files").
+    const built = await zz(dir, env, ['ladder', 'build']);
+    expect(built.stdout).toMatch(/; 1 file in \d+\.\ds \(revision /);
     const state = await zz(dir, env, ['repo', 'state']);
     expect(state.code, state.stderr).toBe(0);
     expect(state.stdout).not.toMatch(/_more: 0|lanes_next_cursor/);

@@ -203,4 +203,21 @@ describe('the first hour', () => {
     expect(lanes.json().lanes.map((l: { lane_id: string }) => l.lane_id)).toEqual(['_repo']);
     await served.waitForLog(/ lane_list owner@example\.com 200 /);
   });
+
+  it('a Lane id that names no Lane says where the Lanes are listed', async () => {
+    const { dir } = makeRepo('zz-no-lane-');
+    const env = privateEnv();
+    expect((await zz(dir, env, ['init'])).code).toBe(0);
+    for (const args of [
+      ['lane', 'get', '--lane-id', 'dcos'],
+      ['ask', 'post', '--lane-id', 'dcos', '--kind', 'work', '--title', 'T'],
+      ['ask', 'query-claimable', '--lane-id', 'dcos'],
+    ]) {
+      const r = await zz(dir, env, args);
+      expect(r.code, args.join(' ')).toBe(4);
+      expect(r.stderr, args.join(' ')).toBe(
+        'zz: lane dcos does not exist; lane_list (zz lane list) names the Lanes there are\n',
+      );
+    }
+  });
 });

@@ -204,7 +204,7 @@ describe('the first hour', () => {
     await served.waitForLog(/ lane_list owner@example\.com 200 /);
   });
 
-  it('a Lane id that names no Lane says where the Lanes are listed', async () => {
+  it('a Lane id that names no Lane, or none given, says where the ids are listed', async () => {
     const { dir } = makeRepo('zz-no-lane-');
     const env = privateEnv();
     expect((await zz(dir, env, ['init'])).code).toBe(0);
@@ -219,5 +219,16 @@ describe('the first hour', () => {
         'zz: lane dcos does not exist; lane_list (zz lane list) names the Lanes there are\n',
       );
     }
+    // Left out, the flag is named with where its values are listed.
+    const work = await zz(dir, env, ['work', '--model', 'exec:false']);
+    expect([work.code, work.stderr]).toEqual([
+      2,
+      'zz: missing required flag --lane; zz lane list names the Lanes\n',
+    ]);
+    const claim = await zz(dir, env, ['ask', 'claim', '--lane-id', '_repo']);
+    expect([claim.code, claim.stderr]).toEqual([
+      2,
+      'zz: missing required flag --ask-id; zz ask list names the Asks\n',
+    ]);
   });
 });

@@ -86,8 +86,11 @@ function fitEnd(s: string, max: number): string {
  */
 export function fitColumns(s: string, max: number, where: 'end' | 'middle' = 'end'): string {
   if (displayWidth(s) <= max) return s;
-  if (where === 'end') return fitStart(s, max - 1) + '…';
-  const head = fitStart(s, Math.floor((max - 1) / 3));
+  // A name too long to keep whole (`_changesets/<40 hex>`) is known by its start, as a
+  // commit's hash is: cut at the end.
+  const name = displayWidth(s.slice(s.lastIndexOf('/') + 1));
+  if (where === 'end' || name > max - 5) return fitStart(s, max - 1) + '…';
+  const head = fitStart(s, Math.min(Math.floor((max - 1) / 3), max - 1 - name));
   return head + '…' + fitEnd(s, max - 1 - displayWidth(head));
 }
 

@@ -225,6 +225,12 @@ describe('the first hour', () => {
       2,
       'zz: missing required flag --lane; zz lane list names the Lanes\n',
     ]);
+    // A misspelt tool name for `zz call` is pointed at the one meant.
+    const call = await zz(dir, env, ['call', 'lane_lsit']);
+    expect([call.code, call.stderr]).toEqual([
+      4,
+      'zz: unknown tool "lane_lsit"; did you mean lane_list?\n',
+    ]);
     const claim = await zz(dir, env, ['ask', 'claim', '--lane-id', '_repo']);
     expect([claim.code, claim.stderr]).toEqual([
       2,

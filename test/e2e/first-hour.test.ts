@@ -204,7 +204,7 @@ describe('the first hour', () => {
     await served.waitForLog(/ lane_list owner@example\.com 200 /);
   });
 
-  it('a Lane id that names no Lane, or none given, says where the ids are listed', async () => {
+  it('a wrong or missing Lane id, Ask id or tool name says what to run instead', async () => {
     const { dir } = makeRepo('zz-no-lane-');
     const env = privateEnv();
     expect((await zz(dir, env, ['init'])).code).toBe(0);

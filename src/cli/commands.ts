@@ -313,7 +313,7 @@ function buildSummary(key: string, r: LadderBuildResult): string {
     (r.reanchored ? ` (${r.reanchored} re-anchored)` : '') +
     `, ${r.unchanged} unchanged${preserved}, ${r.removed} removed` +
     (r.pruned ? ` (${r.pruned} of commits no branch or tag holds any more)` : '') +
-    `; ${r.files} files in ${secs}s (revision ${r.revision?.slice(0, 12)}).${skipped}\n`
+    `; ${r.files} ${r.files === 1 ? 'file' : 'files'} in ${secs}s (revision ${r.revision?.slice(0, 12)}).${skipped}\n`
   );
 }
 

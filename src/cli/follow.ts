@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import { jsonText, neutralize } from './terminal.js';
+import { displayWidth, jsonText, neutralize, padColumns } from './terminal.js';
 import type { CliIO } from './io.js';
 
 // `zz lane events --follow`: long-polls lane_events (wait_ms) in a loop and prints each event
@@ -16,9 +16,31 @@ export function addFollowOption(c: Argv): Argv {
   });
 }
 
-function line(e: Record<string, unknown>): string {
-  const cols = [e.time, e.lane_id, e.op, e.actor, e.ask_id ?? '-'];
-  return cols.map((v) => neutralize(String(v ?? '-'))).join('  ');
+/**
+ * Columns for lines printed as they arrive: each as wide as the widest value seen so far (an
+ * ISO time, a Lane id, an op name, an actor to start with), so that the lines of a stream line
+ * up under the header as a table does; it printed `TIME  LANE_ID  OP  ACTOR  ASK_ID` above rows
+ * each two spaces apart, which no column followed. A wider value widens its column from there.
+ */
+function columns(): { header: string; line(e: Record<string, unknown>): string } {
+  const widths = [24, 12, 14, 24];
+  const row = (vals: string[]) =>
+    vals
+      .map((v, i) => {
+        if (i === vals.length - 1) return v;
+        widths[i] = Math.max(widths[i]!, displayWidth(v));
+        return padColumns(v, widths[i]!);
+      })
+      .join('  ');
+  return {
+    header: row(['TIME', 'LANE_ID', 'OP', 'ACTOR', 'ASK_ID']),
+    line: (e) =>
+      row(
+        [e.time, e.lane_id, e.op, e.actor, e.ask_id ?? '-'].map((v) =>
+          neutralize(String(v ?? '-')),
+        ),
+      ),
+  };
 }
 
 export async function followEvents(
@@ -40,7 +62,8 @@ export async function followEvents(
   const told = new Set<string>();
   let toldMore = 0;
   try {
-    if (!json) io.stdout('TIME  LANE_ID  OP  ACTOR  ASK_ID\n');
+    const table = columns();
+    if (!json) io.stdout(table.header + '\n');
     while (!stopped) {
       let r: Record<string, unknown>;
       try {
@@ -67,7 +90,7 @@ export async function followEvents(
         io.stderr(`zz: skipped ${more} more lane ref(s) that cannot be read\n`);
       }
       for (const e of (r.events as Array<Record<string, unknown>> | undefined) ?? []) {
-        io.stdout(json ? jsonText(e, 0) + '\n' : line(e) + '\n');
+        io.stdout(json ? jsonText(e, 0) + '\n' : table.line(e) + '\n');
       }
       cursor = r.next_cursor as string;
     }

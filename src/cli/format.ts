@@ -1,5 +1,5 @@
 import { useColor, type CliIO } from './io.js';
-import { jsonText, neutralize } from './terminal.js';
+import { displayWidth, fitColumns, jsonText, neutralize, padColumns } from './terminal.js';
 import { TOOL_RENDERERS } from './render-tools.js';
 
 // Human output: compact tables for lists, `key: value` for objects, multi-line values as
@@ -37,8 +37,15 @@ const MORE: Record<string, string> = {
   next_history_cursor: '--history-cursor',
 };
 
+/** Columns whose values are paths: cut in the middle, keeping the file's name. */
+const PATH_COLUMNS = new Set(['path']);
+
 /** A value on one line, neutralised; `cut` is set when a line break forced a cut. */
-function cell(v: unknown, max: number): { text: string; cut: boolean } {
+function cell(
+  v: unknown,
+  max: number,
+  where: 'end' | 'middle' = 'end',
+): { text: string; cut: boolean } {
   let s: string;
   let cut = false;
   if (v === null || v === undefined) s = '-';
@@ -61,7 +68,7 @@ function cell(v: unknown, max: number): { text: string; cut: boolean } {
               .join(' ') || '-';
   } else s = String(v);
   s = neutralize(s);
-  if (s.length > max) return { text: s.slice(0, max - 1) + '…', cut: true };
+  if (displayWidth(s) > max) return { text: fitColumns(s, max, where), cut: true };
   return { text: cut ? s + ' …' : s, cut };
 }
 
@@ -71,15 +78,15 @@ export function table(rows: Array<Record<string, unknown>>, cols: string[], st: 
   const cells = rows.map((r) =>
     cols.map((c) => {
       const wide = ['title', 'summary', 'message', 'counts'].includes(c);
-      const x = cell(r[c], wide ? 60 : 44);
+      const x = cell(r[c], wide ? 60 : 44, PATH_COLUMNS.has(c) ? 'middle' : 'end');
       cut ||= x.cut;
       return x.text;
     }),
   );
-  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
+  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((r) => displayWidth(r[i]!))));
   const line = (vals: string[]) =>
     vals
-      .map((v, i) => v.padEnd(widths[i]!))
+      .map((v, i) => padColumns(v, widths[i]!))
       .join('  ')
       .trimEnd();
   const note = cut ? dim('(… marks a value cut to fit; --json prints every value whole)', st) : '';
@@ -106,10 +113,27 @@ function block(key: string, v: string, pad: string): string {
     .join('\n')}\n`;
 }
 
+/**
+ * Fields a person reading the page does not need as lines of their own: where the next page
+ * starts (the hint under the page names the flag and value, and says nothing when there is
+ * none: `next_cursor: -` above every list, and `zz git log`'s cursor of 150 characters printed
+ * twice, read as noise in a first hour), and a count of more items when there are none
+ * (`corrupt_more: 0`). `--json` keeps them all.
+ */
+const CONTINUATION = new Set([
+  ...Object.keys(MORE),
+  'next_asks_offset',
+  'next_history_offset',
+  'lanes_next_cursor',
+]);
+const unsaid = (k: string, v: unknown, top: boolean) =>
+  (top && CONTINUATION.has(k)) || (k.endsWith('_more') && v === 0);
+
 function render(o: Record<string, unknown>, st: Style, pad: string): string {
   const scalars: string[] = [];
   let out = '';
   for (const [k, v] of Object.entries(o)) {
+    if (unsaid(k, v, pad === '')) continue;
     const key = neutralize(k);
     if (isRows(v) || (Array.isArray(v) && v.length === 0 && k in PREFERRED)) {
       const rows = v as Array<Record<string, unknown>>;

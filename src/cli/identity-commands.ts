@@ -203,10 +203,13 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
           );
         [actor, via, tokenId] = [who.actor, 'stored login', who.id];
       }
-      const out = { actor, via, token_id: tokenId, repo: key, gitdir, daemon };
+      // The daemon's MCP endpoint for this repository, for a client configured by URL
+      // (walkthrough §10): its port and repo key are this machine's, not the docs' example.
+      const mcpUrl = daemon ? `${daemon}/api/repos/${key}/mcp` : null;
+      const out = { actor, via, token_id: tokenId, repo: key, gitdir, daemon, mcp_url: mcpUrl };
       if (a.json) return print(io, out, true);
       io.stdout(
-        `${neutralize(actor)}\n  repository: ${key} (${gitdir})\n  acting as: ${via}${tokenId ? ` (token ${tokenId})` : ''}\n  ${daemonLine(daemon)}\n`,
+        `${neutralize(actor)}\n  repository: ${key} (${gitdir})\n  acting as: ${via}${tokenId ? ` (token ${tokenId})` : ''}\n  ${daemonLine(daemon)}\n${mcpUrl ? `  MCP over HTTP: ${mcpUrl}\n` : ''}`,
       );
     },
   );

@@ -106,7 +106,18 @@ const diff: Renderer = (r, st) => {
   return { stdout: text, ...(notes.length ? { note: notes.join('\n') + '\n' } : {}) };
 };
 
+/**
+ * A registered key counts in other clones only once refs/zz/config travels: `zz key add`
+ * printed a revision alone, and the owner in a first hour did not know the key was not
+ * registered for the machine that needed it until both had synced.
+ */
+const keyAdd: Renderer = (r) => ({
+  stdout: `revision: ${neutralize(String(r.revision))}\n`,
+  note: 'zz: the key is registered in this clone; run `zz sync` here, then `zz sync` on the machine whose key it is\n',
+});
+
 export const TOOL_RENDERERS: Record<string, Renderer> = {
   git_show_file: showFile,
   git_diff: diff,
+  key_add: keyAdd,
 };

@@ -6,6 +6,7 @@ import {
   exitCodesEpilogue,
   exitCodesText,
   kebabFlags,
+  nearest,
   rewriteParseFailure,
   stdinDashes,
 } from './usage.js';
@@ -86,10 +87,27 @@ export async function run(typedArgv: string[], io: CliIO): Promise<number> {
     async (a) => {
       const { callTool, readArgs } = await import('./tool-calls.js');
       const args = await readArgs(io, a as { args?: string; 'args-file'?: string });
-      const known = manifest.find((t) => t.name === String(a.tool));
-      await callTool(io, String(a.tool), args, true, {
+      const tool = String(a.tool);
+      const known = manifest.find((t) => t.name === tool);
+      await callTool(io, tool, args, true, {
         local: !!known?.local,
         ...(known ? { resend: known.resend } : {}),
+      }).catch((e: unknown) => {
+        // A misspelt tool name was answered `unknown tool "lane_lsit"` alone.
+        const near = known
+          ? null
+          : nearest(
+              tool,
+              manifest.map((t) => t.name),
+            );
+        if (
+          near &&
+          e instanceof ZzError &&
+          e.code === 'not_found' &&
+          /^unknown tool/.test(e.message)
+        )
+          throw new ZzError('not_found', `${e.message}; did you mean ${near}?`, e.details);
+        throw e;
       });
     },
   );

@@ -117,6 +117,14 @@ export async function runServe(io: CliIO, args: ServeArgs): Promise<number> {
   const exposed = await exposureWarning(args.host, d.url);
   if (exposed) log(`zz: warning: ${exposed}`);
   say(`zz serving ${[...d.repos.keys()].join(', ')} at ${d.url}`);
+  // Served before `zz init`, every tool call answers 412 "not initialised" to the agents
+  // pointed at it, while the terminal that started it said nothing was amiss.
+  for (const [key, repo] of d.repos) {
+    if (!(await repo.config.read()).state.config)
+      log(
+        `zz: warning: ${key} is not initialised for zz, so its tools refuse every call; run \`zz init\` in it (this daemon serves it from then on)`,
+      );
+  }
   await (io.stopSignal ?? new Promise<void>(() => {}));
   log('zz: stopping (finishing in-flight writes)');
   await d.close();

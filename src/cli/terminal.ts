@@ -36,3 +36,65 @@ export function jsonText(v: unknown, indent = 2): string {
     (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
 }
+
+// Columns a character takes on a terminal: none for combining marks and variation selectors,
+// two for East Asian wide and fullwidth characters and emoji shown as pictures, one for the
+// rest. Tables padded by string length came out of line on a real repository's paths
+// (`examples/downloads/files/CCTV大赛上海分赛区.txt`, prettier's `ignored/😁.js`) and authors
+// (`刘星`). Control characters never reach it: neutralize() has made them visible escapes.
+const ZERO_WIDTH = /[\p{Mn}\p{Me}\u200b]/u;
+const WIDE =
+  /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{20000}-\u{3fffd}\p{Emoji_Presentation}]/u;
+
+function charWidth(ch: string): number {
+  if (ZERO_WIDTH.test(ch)) return 0;
+  return WIDE.test(ch) ? 2 : 1;
+}
+
+/** The columns `s` takes on a terminal. */
+export function displayWidth(s: string): number {
+  let w = 0;
+  for (const ch of s) w += charWidth(ch);
+  return w;
+}
+
+/** The longest start of `s` that fits in `max` columns (a wide character is never split). */
+function fitStart(s: string, max: number): string {
+  let w = 0;
+  let end = 0;
+  for (const ch of s) {
+    w += charWidth(ch);
+    if (w > max) break;
+    end += ch.length;
+  }
+  return s.slice(0, end);
+}
+
+/** The longest end of `s` that fits in `max` columns. */
+function fitEnd(s: string, max: number): string {
+  const chars = [...s];
+  let w = 0;
+  let start = chars.length;
+  while (start > 0 && w + charWidth(chars[start - 1]!) <= max) w += charWidth(chars[--start]!);
+  return chars.slice(start).join('');
+}
+
+/**
+ * `s` in at most `max` columns, a cut marked with `…`: at the end, or for a path in the
+ * middle, so that the file's own name stays in view (search hits under one deep folder all
+ * read `tests/integration/cli/special-characters-in…` when cut at the end).
+ */
+export function fitColumns(s: string, max: number, where: 'end' | 'middle' = 'end'): string {
+  if (displayWidth(s) <= max) return s;
+  // A name too long to keep whole (`_changesets/<40 hex>`) is known by its start, as a
+  // commit's hash is: cut at the end.
+  const name = displayWidth(s.slice(s.lastIndexOf('/') + 1));
+  if (where === 'end' || name > max - 5) return fitStart(s, max - 1) + '…';
+  const head = fitStart(s, Math.min(Math.floor((max - 1) / 3), max - 1 - name));
+  return head + '…' + fitEnd(s, max - 1 - displayWidth(head));
+}
+
+/** `s` padded with spaces to `width` columns. */
+export function padColumns(s: string, width: number): string {
+  return s + ' '.repeat(Math.max(0, width - displayWidth(s)));
+}

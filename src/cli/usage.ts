@@ -146,6 +146,16 @@ function unknownFlags(names: readonly string[], flags: readonly string[]): strin
 }
 
 /**
+ * Where to find the value a missing flag wants: `zz work` without `--lane` (or `zz ask claim`
+ * without `--ask-id`) named the flag, and the user had to guess how to learn the ids.
+ */
+const LISTED_BY: Readonly<Record<string, string>> = {
+  '--lane': 'zz lane list names the Lanes',
+  '--lane-id': 'zz lane list names the Lanes',
+  '--ask-id': 'zz ask list names the Asks',
+};
+
+/**
  * yargs' failure messages in the CLI's words. `flags` are the options the command knows
  * (for did-you-mean), `typed` the arguments as given: unknown names are reported as typed,
  * never as an alias yargs derived, and a misspelt flag is named before the required flag it
@@ -162,7 +172,8 @@ export function rewriteParseFailure(
     const misspelt = unknownTyped(flags, typed);
     if (misspelt.length) return unknownFlags(misspelt, flags);
     const names = missing[1]!.split(', ').map((n) => `--${n}`);
-    return `missing required flag${names.length > 1 ? 's' : ''} ${names.join(', ')}`;
+    const where = [...new Set(names.map((n) => LISTED_BY[n]).filter((w) => w !== undefined))];
+    return `missing required flag${names.length > 1 ? 's' : ''} ${names.join(', ')}${where.map((w) => `; ${w}`).join('')}`;
   }
   const unknown = /^Unknown arguments?: (.+)$/.exec(msg);
   if (unknown) {

@@ -5,6 +5,7 @@ import { askKeyCursor, askKeyOf, sortedAsks, startAfter, type SortedAsks } from 
 import { assertKnownKinds, kindRule } from './kinds.js';
 import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState } from './lane-state.js';
+import { noSuchLane } from './lanes.js';
 import { pageEnd } from './paging.js';
 import { askViews, blockedBy, type AskView } from './views.js';
 import type { ZzRepo } from './zz-repo.js';
@@ -78,7 +79,7 @@ export async function askQueryClaimable(
   // Reading the Lane reads refs/zz/config first: use that read, not a second one.
   const read = await repo.lane(args.lane_id).read();
   const config = repo.configSeenByLanes();
-  if (!read.state.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
+  if (!read.state.lane) throw noSuchLane(args.lane_id);
   const snap = { ...read, lane: read.state.lane };
   assertKnownKinds(args.kinds, args.lane_id, snap.lane.ask_kinds, config.ask_kinds);
   const now = repo.clock();

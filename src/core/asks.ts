@@ -11,7 +11,7 @@ import { followUpsFor, newAskId, WORKFLOW_KINDS } from './workflow.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { assertClaimOnClosed, assertOpen, finishesWorkInHand } from './lane-closed.js';
 import { hasRoom } from './lane-guards.js';
-import { readLane, type WriteMeta, type WriteOpts } from './lanes.js';
+import { noSuchLane, readLane, type WriteMeta, type WriteOpts } from './lanes.js';
 import {
   leaseEndMs,
   askView,
@@ -62,7 +62,7 @@ export function assertRoom(s: LaneState, laneId: string, n: number): void {
 }
 
 export function laneOf(s: LaneState, laneId: string) {
-  if (!s.lane) throw new ZzError('not_found', `lane ${laneId} does not exist`);
+  if (!s.lane) throw noSuchLane(laneId);
   return s.lane;
 }
 

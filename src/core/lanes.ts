@@ -31,12 +31,23 @@ import { laneRef, type ZzRepo } from './zz-repo.js';
 
 export type { WriteMeta, WriteOpts } from './write-op.js';
 
+/**
+ * A Lane id that names no Lane, with where the real ones are listed: a misspelt `--lane-id`
+ * said only that it did not exist. The tool's name serves HTTP and MCP callers, the command
+ * the CLI's.
+ */
+export const noSuchLane = (laneId: string): ZzError =>
+  new ZzError(
+    'not_found',
+    `lane ${laneId} does not exist; lane_list (zz lane list) names the Lanes there are`,
+  );
+
 export async function readLane(
   repo: ZzRepo,
   laneId: string,
 ): Promise<Snapshot<LaneState> & { lane: NonNullable<LaneState['lane']> }> {
   const snap = await repo.lane(laneId).read();
-  if (!snap.state.lane) throw new ZzError('not_found', `lane ${laneId} does not exist`);
+  if (!snap.state.lane) throw noSuchLane(laneId);
   return { ...snap, lane: snap.state.lane };
 }
 
@@ -485,7 +496,7 @@ export async function laneAddRelated(
     tool: 'lane_add_related',
     request: { lane_id: args.lane_id, related_lane_id: args.related_lane_id },
     decide: (s, { caller, config }): LaneOpSpec => {
-      if (!s.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
+      if (!s.lane) throw noSuchLane(args.lane_id);
       // The coordinators of either side may link them: the one who created the new Lane
       // records where it came from.
       if (
@@ -533,7 +544,7 @@ export async function laneGrant(
     tool: 'lane_grant',
     request: { lane_id: args.lane_id, grantee: args.grantee, role: args.role, revoke },
     decide: (s, { caller, config }): LaneOpSpec => {
-      if (!s.lane) throw new ZzError('not_found', `lane ${args.lane_id} does not exist`);
+      if (!s.lane) throw noSuchLane(args.lane_id);
       if (!isCoordinator(s.lane, config, caller.actor) && !isOwner(config, caller.actor)) {
         throw new ZzError(
           'forbidden',

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import type { ZzRepo } from '../core/index.js';
 import type { AutoSyncOptions } from '../core/sync/auto-sync.js';
+import type { ServedSearch } from '../core/ladder/search-sync.js';
 import type { TokenStore } from '../core/token-store.js';
-import type { LadderSearch } from '../search/index.js';
 import { createApp, DEFAULT_HOST, DEFAULT_PORT, listen, type RepoHandler } from '../http/index.js';
 import { DEFAULT_PORT_TRIES } from '../local/index.js';
 import { registry as defaultRegistry, type Registry, type ToolServices } from '../tools/index.js';
@@ -35,6 +35,11 @@ export interface DaemonOptions {
   maxStreams?: number;
   /** Where the Ladder search index is persisted; default $XDG_CACHE_HOME/zz or ~/.cache/zz. */
   cacheDir?: string;
+  /**
+   * Watch the served repositories' refs to keep the Ladder search current (default true);
+   * false as where inotify is unavailable: a search then catches up when it is asked.
+   */
+  watchRefs?: boolean;
   /** Background `git gc --auto`: commits between runs, and the slow timer (see maintenance.ts). */
   gc?: { everyCommits?: number; everyMs?: number };
   /** Syncing with the zz remote by itself (DESIGN §7); false: never. */
@@ -71,7 +76,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   });
   const repos = new Map([...served.byKey].map(([k, s]) => [k, s.repo]));
   const tokenStores = new Map([...served.byKey].map(([k, s]) => [k, s.tokens]));
-  let ladder: { search: LadderSearch; ready: Promise<void>; close(): Promise<void> } | null = null;
+  let ladder: ServedSearch | null = null;
   let autoSync: { close(): Promise<void> } | null = null;
   let server: Awaited<ReturnType<typeof listen>> | null = null;
   try {
@@ -84,6 +89,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       log,
       ...(given ? { search: given } : {}),
       ...(opts.cacheDir ? { cacheDir: opts.cacheDir } : {}),
+      ...(opts.watchRefs === false ? { watch: false } : {}),
     });
     // Persisted shards load in milliseconds; a large Ladder indexed from scratch finishes in
     // the background rather than holding up the listener.
@@ -91,6 +97,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     const services: ToolServices = {
       ...opts.services,
       search: ladder.search,
+      searchCurrent: ladder.sync.refresh,
       repos,
       // token_list / token_revoke over HTTP and MCP alike: each repo's own store.
       tokensFor: (key) => tokenStores.get(key),

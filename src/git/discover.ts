@@ -87,7 +87,7 @@ export async function findCheckoutAt(cwd: string, offLoop = false): Promise<Chec
   };
   const withTop = await run(WITH_TOP);
   const out = withTop ?? (await run(WITHOUT_TOP));
-  if (out === null) throw new ZzError('not_a_repository', `not a git repository: ${cwd}`);
+  if (out === null) throw notARepository(cwd);
   return remember(cwd, out, withTop === null ? 3 : 4);
 }
 
@@ -108,7 +108,7 @@ function parse(cwd: string, stdout: string, fields: number): Checkout {
   // field, and every path below would be wrong (realpath's ENOENT, before this check).
   if (lines.length > fields) throw lineBreak(cwd);
   const [bare, common, dir, top] = lines;
-  if (!common || !dir) throw new ZzError('not_a_repository', `not a git repository: ${cwd}`);
+  if (!common || !dir) throw notARepository(cwd);
   const abs = (p: string) => realpathSync(isAbsolute(p) ? p : resolve(cwd, p));
   return {
     workTree: bare === 'true' || !top ? null : abs(top),
@@ -116,6 +116,14 @@ function parse(cwd: string, stdout: string, fields: number): Checkout {
     worktreeGitdir: abs(dir),
   };
 }
+
+// What a user who ran zz in the wrong folder (or an MCP client started without the project as
+// its cwd) needs next: where zz looked, and where it must run instead.
+const notARepository = (cwd: string) =>
+  new ZzError(
+    'not_a_repository',
+    `not a git repository: ${cwd}; zz works inside a git checkout: cd into one (or give an MCP client the checkout as its cwd), or make one with git clone or git init`,
+  );
 
 const lineBreak = (cwd: string) =>
   new ZzError(

@@ -19,6 +19,12 @@ export interface ToolAnnotations {
 export interface ToolServices {
   /** Cross-repo Ladder search, when the front end keeps one (the daemon does). */
   search?: LadderSearch;
+  /**
+   * Brings `search`'s entries for a served repository up to its ladder ref now. The ref watcher
+   * lags a move made by another process (an in-process `zz ladder build` beside the daemon),
+   * and a search in that gap found nothing in a user's first hour.
+   */
+  searchCurrent?: (repo: ZzRepo) => Promise<void>;
   /** Every repository this front end serves, by key. */
   repos?: ReadonlyMap<string, ZzRepo>;
   /** A served repository's token store (token_list, token_revoke). */

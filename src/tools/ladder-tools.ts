@@ -64,7 +64,7 @@ function searchServices(ctx: ToolContext): SearchServices {
     s && typeof s.search === 'function' && typeof s.setRepo === 'function'
       ? (s as LadderSearch)
       : null;
-  return { search, repos: ctx.services?.repos };
+  return { search, repos: ctx.services?.repos, current: ctx.services?.searchCurrent };
 }
 
 export const ladderTools = [

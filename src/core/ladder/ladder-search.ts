@@ -2,7 +2,7 @@ import { ZzError } from '../../errors.js';
 import { cacheDir } from '../../local/paths.js';
 import type { RungKind } from '../../schema/rung.js';
 import type { LadderSearch, SearchHit, SetRepoResult } from '../../search/index.js';
-import type { ZzRepo } from '../zz-repo.js';
+import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
 import { headIndex, isStale } from './ladder.js';
 
 // The `ladder_search` and `ladder_reindex` use cases. A front end that keeps a LadderSearch
@@ -42,6 +42,24 @@ export interface SearchServices {
   search?: LadderSearch | null;
   /** Every repository the front end serves, by key (for `repo` and for staleness). */
   repos?: ReadonlyMap<string, ZzRepo> | undefined;
+  /** Brings the front end's index up to a repository's ladder ref (see ensureCurrent). */
+  current?: ((repo: ZzRepo) => Promise<void>) | undefined;
+}
+
+/**
+ * The front end's index catches up with a ladder ref moved by another process only when its
+ * ref watcher fires (debounced): `zz ladder build` in-process beside a running daemon, then
+ * `zz ladder search`, answered no hits. A search of a repository whose ref is ahead of its
+ * entries waits for them instead; the check is one ref read, and a search across every
+ * repository checks only the caller's (the others' watchers keep them).
+ */
+async function ensureCurrent(
+  search: LadderSearch,
+  repo: ZzRepo | undefined,
+  current: SearchServices['current'],
+): Promise<void> {
+  if (!repo || !current) return;
+  if (search.ladderOid(repo.key) !== (await repo.store.head(LADDER_REF))) await current(repo);
 }
 
 /** A throwaway index of this repository alone, closed after use. */
@@ -116,6 +134,10 @@ export async function ladderSearch(
   const repos = services.repos;
   const known = (r: string) => (repos ? repos.has(r) : r === repo.key);
   const repoOf = (key: string) => (key === repo.key ? repo : repos?.get(key));
+  if (services.search) {
+    const scope = args.repo === undefined ? repo : repoOf(args.repo);
+    await ensureCurrent(services.search, scope, services.current);
+  }
   const page = services.search
     ? runSearch(services.search, args, known)
     : await withOneOffSearch(repo, false, (s) => runSearch(s, args, known));

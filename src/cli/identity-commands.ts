@@ -17,12 +17,13 @@ import { neutralize } from './terminal.js';
  * in git/ and zod with it (test/e2e/cli-startup.test.ts).
  */
 async function deps() {
-  const [identity, client, credentials] = await Promise.all([
+  const [identity, client, credentials, envToken] = await Promise.all([
     import('../core/identity.js'),
     import('./client.js'),
     import('./credentials.js'),
+    import('./env-token.js'),
   ]);
-  return { ...identity, ...client, ...credentials };
+  return { ...identity, ...client, ...credentials, ...envToken };
 }
 
 const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -172,14 +173,14 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
     'The identity and daemon this checkout’s CLI acts as',
     (c: Argv) => c.option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
     async (a) => {
-      const { checkTokenText, gitUserEmail, readRepoCredentials } = await deps();
+      const { envToken, gitUserEmail, readRepoCredentials } = await deps();
       const { gitdir, key, tokens, daemon } = await here(io);
       let actor: string;
       let via: string;
       let tokenId: string | null = null;
-      if (io.env.ZZ_TOKEN) {
-        checkTokenText(io.env.ZZ_TOKEN, 'ZZ_TOKEN');
-        const who = await tokens.verify(io.env.ZZ_TOKEN);
+      const fromEnv = envToken(io.env);
+      if (fromEnv !== undefined) {
+        const who = await tokens.verify(fromEnv);
         if (!who)
           throw new ZzError('unauthorized', `ZZ_TOKEN is not a valid token for ${key} here`);
         [actor, via, tokenId] = [who.actor, 'ZZ_TOKEN', who.id];

@@ -256,9 +256,13 @@ describe('dashboard login', () => {
     expect(text.stdout).toMatch(
       /^Open http:\/\/127\.0\.0\.1:\d+\/#code=\S+\nas dev@example\.com on /,
     );
-    const noToken = await zz(w.dir, { ...env, ZZ_TOKEN: '' }, 'dashboard', '--no-open');
+    const noToken = await zz(w.dir, { ...env, ZZ_TOKEN: undefined }, 'dashboard', '--no-open');
     expect(noToken.code).not.toBe(0);
     expect(noToken.stderr).toMatch(/zz login/);
+    // Set but empty is no fall back to a stored login: it is refused, saying so.
+    const empty = await zz(w.dir, { ...env, ZZ_TOKEN: '' }, 'dashboard', '--no-open');
+    expect(empty.code).not.toBe(0);
+    expect(empty.stderr).toMatch(/ZZ_TOKEN is set but empty/);
     // The daemon's log never held the code or the token.
     const log = w.logs.join('\n');
     expect(log).toContain('POST /auth/code');

@@ -132,3 +132,40 @@ describe('ladder_search across served repositories', () => {
     expect(all.json.result!.hits.some((h) => h.repo === SECRET)).toBe(false);
   });
 });
+
+describe('the served repositories a caller is told of', () => {
+  const names = async (c: JsonClient) =>
+    ((await c.get('/api/repos')).json.repos as { repo: string }[]).map((r) => r.repo);
+  const hint = async (c: JsonClient) => {
+    const r = await c.post('/api/repos/local/nosuch/tools/repo_state', {});
+    expect(r.status).toBe(404);
+    return r.json.details.repos as string[];
+  };
+
+  it('without a token, only public ones: in /api/repos and in a 404', async () => {
+    const anon = jsonClient(daemon.url);
+    try {
+      expect(await names(anon)).toEqual([OPEN]);
+      expect(await hint(anon)).toEqual([OPEN]);
+    } finally {
+      anon.close();
+    }
+  });
+
+  it('with a token, those it may read; a bad token is refused by /api/repos', async () => {
+    expect(await names(bot)).toEqual([MINE, OPEN]);
+    expect(await hint(bot)).toEqual([MINE, OPEN]);
+    const other = jsonClient(daemon.url, {
+      token: (await daemon.tokensFor(SECRET)!.create('carol@example.com', 'login')).token,
+    });
+    const bad = jsonClient(daemon.url, { token: 'zzt_' + 'x'.repeat(43) });
+    try {
+      expect(await names(other)).toEqual([SECRET, OPEN]);
+      expect((await bad.get('/api/repos')).status).toBe(401);
+      expect(await hint(bad)).toEqual([OPEN]);
+    } finally {
+      other.close();
+      bad.close();
+    }
+  });
+});

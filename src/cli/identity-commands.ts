@@ -137,7 +137,10 @@ export function loginCommand(y: Argv, io: CliIO): Argv {
           true,
         );
       io.stdout(
-        `${valid ? 'Already logged in' : 'Logged in'} to ${key} as ${actor} (token ${login.id}, in ${credentialsFile(io.env)}).\n${daemonLine(server)}\n`,
+        neutralize(
+          `${valid ? 'Already logged in' : 'Logged in'} to ${key} as ${actor} (token ${login.id}, in ${credentialsFile(io.env)}).\n${daemonLine(server)}\n`,
+          { multiline: true },
+        ),
       );
     },
   );
@@ -159,9 +162,12 @@ export function logoutCommand(y: Argv, io: CliIO): Argv {
         });
       if (a.json) return print(io, { repo: key, logged_out: !!stored, revoked }, true);
       io.stdout(
-        stored
-          ? `Logged out of ${key}: token ${stored.id} of ${stored.actor} revoked. Your agents' tokens still work (zz agent list).\n`
-          : `Not logged in to ${key}; nothing to do.\n`,
+        neutralize(
+          stored
+            ? `Logged out of ${key}: token ${stored.id} of ${stored.actor} revoked. Your agents' tokens still work (zz agent list).\n`
+            : `Not logged in to ${key}; nothing to do.\n`,
+          { multiline: true },
+        ),
       );
     },
   );
@@ -206,8 +212,12 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
       }
       const out = { actor, via, token_id: tokenId, repo: key, gitdir, daemon };
       if (a.json) return print(io, out, true);
+      // Every part: the git dir is a path of this machine's, the actor a git config value.
       io.stdout(
-        `${neutralize(actor)}\n  repository: ${key} (${gitdir})\n  acting as: ${via}${tokenId ? ` (token ${tokenId})` : ''}\n  ${daemonLine(daemon)}\n`,
+        neutralize(
+          `${actor}\n  repository: ${key} (${gitdir})\n  acting as: ${via}${tokenId ? ` (token ${tokenId})` : ''}\n  ${daemonLine(daemon)}\n`,
+          { multiline: true },
+        ),
       );
     },
   );
@@ -247,8 +257,11 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
           if (a.json)
             return print(io, { actor, token: t.token, id: t.id, revoked: t.revoked }, true);
           io.stdout(
-            `Created a token for ${actor} in ${key} (id ${t.id})${t.revoked ? `; revoked ${t.revoked} earlier token(s)` : ''}.\n` +
-              `Use it with: ZZ_TOKEN=$(zz agent token ${name})\n`,
+            neutralize(
+              `Created a token for ${actor} in ${key} (id ${t.id})${t.revoked ? `; revoked ${t.revoked} earlier token(s)` : ''}.\n` +
+                `Use it with: ZZ_TOKEN=$(zz agent token ${name})\n`,
+              { multiline: true },
+            ),
           );
         },
       )
@@ -327,7 +340,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
           if (!revoked && !had)
             throw new ZzError('not_found', `no agent ${name} (${actor}) in ${key}`);
           if (a.json) return print(io, { actor, revoked }, true);
-          io.stdout(`Revoked ${revoked} token(s) of ${actor}.\n`);
+          io.stdout(neutralize(`Revoked ${revoked} token(s) of ${actor}.\n`, { multiline: true }));
         },
       )
       .demandCommand(1, 'choose an agent command: create, token, list, revoke'),

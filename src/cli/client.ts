@@ -2,6 +2,7 @@ import { ERROR_CODES, ZzError, type ErrorCode } from '../errors.js';
 import type { ZzRepo } from '../core/zz-repo.js';
 import { gitUserEmail, locateRepository } from '../core/identity.js';
 import { normalizeServer, readRepoCredentials } from './credentials.js';
+import { checkTokenText, envToken } from './env-token.js';
 
 // How the CLI reaches the tools: through the checkout's running daemon when there is one
 // (found via <gitdir>/zz/daemon.json), otherwise in-process over the same runTool() path,
@@ -37,9 +38,9 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
     const info = await readDaemonInfo(found.gitdir);
     if (info) {
       const server = normalizeServer(info.url);
-      const token =
-        opts.env.ZZ_TOKEN || (await readRepoCredentials(opts.env, found.gitdir))?.login?.token;
-      if (token) checkTokenText(token, opts.env.ZZ_TOKEN ? 'ZZ_TOKEN' : 'the stored token');
+      const fromEnv = envToken(opts.env);
+      const token = fromEnv ?? (await readRepoCredentials(opts.env, found.gitdir))?.login?.token;
+      if (token && fromEnv === undefined) checkTokenText(token, 'the stored token');
       if (!token) {
         throw new ZzError(
           'unauthorized',
@@ -47,7 +48,7 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
         );
       }
       return withLocalTools(
-        httpClient(server, repoKey, token, opts.env.ZZ_TOKEN ? 'ZZ_TOKEN' : 'login'),
+        httpClient(server, repoKey, token, fromEnv === undefined ? 'login' : 'ZZ_TOKEN'),
         opts.cwd,
       );
     }
@@ -59,10 +60,11 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
   const repo = await ZzRepo.open(opts.cwd, { key: repoKey });
   let actor: string;
   let person: string | null;
-  if (opts.env.ZZ_TOKEN) {
+  const fromEnv = envToken(opts.env);
+  if (fromEnv !== undefined) {
     // A token names its actor even without a daemon: verify it against this machine's store.
     const { TokenStore } = await import('../core/token-store.js');
-    const who = await new TokenStore(found.gitdir).verify(opts.env.ZZ_TOKEN);
+    const who = await new TokenStore(found.gitdir).verify(fromEnv);
     if (!who)
       throw new ZzError('unauthorized', 'ZZ_TOKEN is not a valid token for this repository');
     actor = who.actor;
@@ -90,20 +92,6 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
       }),
     close: () => repo.close(),
   };
-}
-
-/**
- * A token is one line of visible ASCII. Anything else (a second line from a command
- * substitution, a stray space) is a local mistake, said as such — never sent, where it would
- * fail as an invalid header and look like a network failure.
- */
-export function checkTokenText(token: string, source: string): void {
-  if (!/^[\x21-\x7e]+$/.test(token)) {
-    throw new ZzError(
-      'invalid_argument',
-      `${source} is not a token: it holds ${/[\r\n]/.test(token) ? 'a line break' : 'spaces or other characters a token never has'}; set it to the token alone`,
-    );
-  }
 }
 
 /** The actor a daemon sees for this client's token (what `repo_state` answers). */

@@ -392,15 +392,16 @@ export function ladderBuildCommand(g: Argv, io: CliIO): Argv {
         if (a.json) return print(io, result, true);
         if (result.model) {
           const m = result.model;
+          // The failure is a model endpoint's text: C1 controls and bidi marks as well as C0
+          // are shown, never obeyed (stripping C0 alone let the rest reach the terminal).
           io.stdout(
-            `Model ${m.spec}: ${m.written} files written, ${m.cached} from cache, ${m.fallback} extractive; ${m.input_tokens} input + ${m.output_tokens} output tokens in ${m.calls} calls.` +
-              (m.last_error
-                ? ` Last failure: ${m.last_error.replace(/[\x00-\x1f\x7f]/g, ' ')}`
-                : '') +
-              '\n',
+            neutralize(
+              `Model ${m.spec}: ${m.written} files written, ${m.cached} from cache, ${m.fallback} extractive; ${m.input_tokens} input + ${m.output_tokens} output tokens in ${m.calls} calls.` +
+                (m.last_error ? ` Last failure: ${m.last_error}` : ''),
+            ) + '\n',
           );
         }
-        io.stdout(buildSummary(repo.key, result));
+        io.stdout(neutralize(buildSummary(repo.key, result), { multiline: true }));
       } finally {
         bar?.clear();
         repo.close();

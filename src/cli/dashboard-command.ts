@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
+import { envToken } from './env-token.js';
 import { print } from './format.js';
 import type { CliIO } from './io.js';
 
@@ -69,7 +70,7 @@ export function dashboardCommand(y: Argv, io: CliIO): Argv {
         );
       const server = normalizeServer(info.url);
       const token =
-        io.env.ZZ_TOKEN || (await readRepoCredentials(io.env, found.gitdir))?.login?.token;
+        envToken(io.env) ?? (await readRepoCredentials(io.env, found.gitdir))?.login?.token;
       if (!token)
         throw new ZzError(
           'unauthorized',

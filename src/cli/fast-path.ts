@@ -12,6 +12,7 @@ import {
   mayLackLadder,
   print,
 } from './format.js';
+import { envToken } from './env-token.js';
 import { neutralize } from './terminal.js';
 import type { CliIO } from './io.js';
 import { readToolManifest, type ManifestTool } from './tool-manifest.js';
@@ -174,8 +175,13 @@ async function viaDaemon(
   const info = await daemonAt(gitdir);
   if (!info) return null;
   const server = info.origin;
-  const token = io.env.ZZ_TOKEN || storedLoginToken(io.env, gitdir);
-  // No token, or one that is not a token (a stray line break): the full path explains.
+  let token: string | null | undefined;
+  try {
+    token = envToken(io.env) ?? storedLoginToken(io.env, gitdir);
+  } catch {
+    return null; // ZZ_TOKEN set but empty, or not a token: the full path says so
+  }
+  // No token, or a stored one that is not a token: the full path explains.
   if (!token || !/^[\x21-\x7e]+$/.test(token)) return null;
   // The key goes with the first attempt: only then can a second one be recognised as a repeat.
   const args =

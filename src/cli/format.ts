@@ -10,6 +10,8 @@ import { TOOL_RENDERERS } from './render-tools.js';
 
 export interface Style {
   color: boolean;
+  /** stdout is a terminal (io.isTTY): else a file's content goes out exact (render-tools.ts). */
+  tty?: boolean;
 }
 
 const bold = (s: string, st: Style) => (st.color ? `\x1b[1m${s}\x1b[22m` : s);
@@ -186,12 +188,15 @@ export function formatResult(result: unknown, st: Style): string {
  */
 export function print(io: CliIO, result: unknown, json: boolean, tool?: string): void {
   if (json) return io.stdout(jsonText(result) + '\n');
-  const st = { color: useColor(io) };
+  const st = { color: useColor(io), tty: io.isTTY };
   const own = tool ? TOOL_RENDERERS[tool] : undefined;
   if (own && result && typeof result === 'object') {
     const r = own(result as Record<string, unknown>, st);
-    io.stdout(r.stdout);
-    if (r.note) io.stderr(r.note);
+    const raw = r.raw && io.stdoutBytes ? r.raw : null;
+    if (raw) io.stdoutBytes!(raw.bytes);
+    else io.stdout(r.stdout);
+    const note = raw ? raw.note : r.note;
+    if (note) io.stderr(note);
     return;
   }
   io.stdout(formatResult(result, st));

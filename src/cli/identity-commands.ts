@@ -17,12 +17,13 @@ import { neutralize } from './terminal.js';
  * in git/ and zod with it (test/e2e/cli-startup.test.ts).
  */
 async function deps() {
-  const [identity, client, credentials] = await Promise.all([
+  const [identity, client, credentials, envToken] = await Promise.all([
     import('../core/identity.js'),
     import('./client.js'),
     import('./credentials.js'),
+    import('./env-token.js'),
   ]);
-  return { ...identity, ...client, ...credentials };
+  return { ...identity, ...client, ...credentials, ...envToken };
 }
 
 const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -136,7 +137,10 @@ export function loginCommand(y: Argv, io: CliIO): Argv {
           true,
         );
       io.stdout(
-        `${valid ? 'Already logged in' : 'Logged in'} to ${key} as ${actor} (token ${login.id}, in ${credentialsFile(io.env)}).\n${daemonLine(server)}\n`,
+        neutralize(
+          `${valid ? 'Already logged in' : 'Logged in'} to ${key} as ${actor} (token ${login.id}, in ${credentialsFile(io.env)}).\n${daemonLine(server)}\n`,
+          { multiline: true },
+        ),
       );
     },
   );
@@ -158,9 +162,12 @@ export function logoutCommand(y: Argv, io: CliIO): Argv {
         });
       if (a.json) return print(io, { repo: key, logged_out: !!stored, revoked }, true);
       io.stdout(
-        stored
-          ? `Logged out of ${key}: token ${stored.id} of ${stored.actor} revoked. Your agents' tokens still work (zz agent list).\n`
-          : `Not logged in to ${key}; nothing to do.\n`,
+        neutralize(
+          stored
+            ? `Logged out of ${key}: token ${stored.id} of ${stored.actor} revoked. Your agents' tokens still work (zz agent list).\n`
+            : `Not logged in to ${key}; nothing to do.\n`,
+          { multiline: true },
+        ),
       );
     },
   );
@@ -172,14 +179,14 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
     'The identity and daemon this checkout’s CLI acts as',
     (c: Argv) => c.option('json', { type: 'boolean', describe: 'Print the result as JSON' }),
     async (a) => {
-      const { checkTokenText, gitUserEmail, readRepoCredentials } = await deps();
+      const { envToken, gitUserEmail, readRepoCredentials } = await deps();
       const { gitdir, key, tokens, daemon } = await here(io);
       let actor: string;
       let via: string;
       let tokenId: string | null = null;
-      if (io.env.ZZ_TOKEN) {
-        checkTokenText(io.env.ZZ_TOKEN, 'ZZ_TOKEN');
-        const who = await tokens.verify(io.env.ZZ_TOKEN);
+      const fromEnv = envToken(io.env);
+      if (fromEnv !== undefined) {
+        const who = await tokens.verify(fromEnv);
         if (!who)
           throw new ZzError('unauthorized', `ZZ_TOKEN is not a valid token for ${key} here`);
         [actor, via, tokenId] = [who.actor, 'ZZ_TOKEN', who.id];
@@ -208,8 +215,12 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
       const mcpUrl = daemon ? `${daemon}/api/repos/${key}/mcp` : null;
       const out = { actor, via, token_id: tokenId, repo: key, gitdir, daemon, mcp_url: mcpUrl };
       if (a.json) return print(io, out, true);
+      // Every part: the git dir is a path of this machine's, the actor a git config value.
       io.stdout(
-        `${neutralize(actor)}\n  repository: ${key} (${gitdir})\n  acting as: ${via}${tokenId ? ` (token ${tokenId})` : ''}\n  ${daemonLine(daemon)}\n${mcpUrl ? `  MCP over HTTP: ${mcpUrl}\n` : ''}`,
+        neutralize(
+          `${actor}\n  repository: ${key} (${gitdir})\n  acting as: ${via}${tokenId ? ` (token ${tokenId})` : ''}\n  ${daemonLine(daemon)}\n${mcpUrl ? `  MCP over HTTP: ${mcpUrl}\n` : ''}`,
+          { multiline: true },
+        ),
       );
     },
   );
@@ -249,8 +260,11 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
           if (a.json)
             return print(io, { actor, token: t.token, id: t.id, revoked: t.revoked }, true);
           io.stdout(
-            `Created a token for ${actor} in ${key} (id ${t.id})${t.revoked ? `; revoked ${t.revoked} earlier token(s)` : ''}.\n` +
-              `Use it with: ZZ_TOKEN=$(zz agent token ${name})\n`,
+            neutralize(
+              `Created a token for ${actor} in ${key} (id ${t.id})${t.revoked ? `; revoked ${t.revoked} earlier token(s)` : ''}.\n` +
+                `Use it with: ZZ_TOKEN=$(zz agent token ${name})\n`,
+              { multiline: true },
+            ),
           );
         },
       )
@@ -329,7 +343,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
           if (!revoked && !had)
             throw new ZzError('not_found', `no agent ${name} (${actor}) in ${key}`);
           if (a.json) return print(io, { actor, revoked }, true);
-          io.stdout(`Revoked ${revoked} token(s) of ${actor}.\n`);
+          io.stdout(neutralize(`Revoked ${revoked} token(s) of ${actor}.\n`, { multiline: true }));
         },
       )
       .demandCommand(1, 'choose an agent command: create, token, list, revoke'),

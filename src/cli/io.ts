@@ -1,6 +1,8 @@
 // The CLI's window on the world, injected so that commands are tested in-process.
 export interface CliIO {
   stdout: (s: string) => void;
+  /** Bytes to stdout as they are (`zz git show-file` of a binary file into a pipe or file). */
+  stdoutBytes?: (b: Uint8Array) => void;
   stderr: (s: string) => void;
   env: NodeJS.ProcessEnv;
   cwd: string;

@@ -102,6 +102,9 @@ const io = {
   stdout: (s: string) => {
     if (!closed.stdout) process.stdout.write(s);
   },
+  stdoutBytes: (b: Uint8Array) => {
+    if (!closed.stdout) process.stdout.write(b);
+  },
   stderr: (s: string) => {
     if (!closed.stderr) process.stderr.write(s);
   },

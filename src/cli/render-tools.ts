@@ -3,35 +3,49 @@ import { neutralize } from './terminal.js';
 // Tools whose results read best as the text they hold: a file as its content, a diff as
 // unified hunks. What goes to stdout is only that text (so `zz git show-file … > f` works);
 // how to get the rest of a paged or cut answer goes to stderr as a note.
+// A file shown on a terminal is neutralised like every other text; into a pipe or a file
+// (stdout not a TTY: Style.tty, from io.isTTY) it goes out as its exact bytes, binary ones
+// too: neutralising there silently changed what `zz git show-file > f` wrote (a form feed, a
+// bare CR) with exit 0.
 
 export interface Rendered {
   stdout: string;
   note?: string;
+  /** What to write instead when the front end can write bytes (CliIO.stdoutBytes). */
+  raw?: { bytes: Uint8Array; note?: string };
 }
 
-type Renderer = (r: Record<string, unknown>, st: { color: boolean }) => Rendered;
+type Renderer = (r: Record<string, unknown>, st: { color: boolean; tty?: boolean }) => Rendered;
 
 const withNewline = (s: string): string => (s === '' || s.endsWith('\n') ? s : s + '\n');
 
-const showFile: Renderer = (r) => {
+const showFile: Renderer = (r, st) => {
   const path = neutralize(String(r.path));
   const size = Number(r.size);
   const offset = Number(r.offset);
-  if (r.encoding === 'base64') {
-    return {
-      stdout: '',
-      note: `zz: ${path} is binary (${size} bytes); --json gives its bytes as base64\n`,
-    };
-  }
-  const content = String(r.content);
   const next = r.next_offset;
-  const note =
+  const rest =
     typeof next === 'number'
       ? `zz: showed bytes ${offset}–${next - 1} of ${size} of ${path}; the rest: zz git show-file --path ${path} --commit ${neutralize(String(r.commit))} --offset ${next}\n`
       : undefined;
+  if (r.encoding === 'base64') {
+    return {
+      stdout: '',
+      note: `zz: ${path} is binary (${size} bytes); --json gives its bytes as base64, and redirected to a file it is written as is\n`,
+      ...(st.tty
+        ? {}
+        : {
+            raw: {
+              bytes: Buffer.from(String(r.content), 'base64'),
+              ...(rest ? { note: rest } : {}),
+            },
+          }),
+    };
+  }
+  const content = String(r.content);
   return {
-    stdout: neutralize(withNewline(content), { multiline: true }),
-    ...(note ? { note } : {}),
+    stdout: st.tty ? neutralize(withNewline(content), { multiline: true }) : content,
+    ...(rest ? { note: rest } : {}),
   };
 };
 

@@ -82,7 +82,7 @@ export function formatSyncReport(r: SyncReport): string {
   }
   for (const x of r.rejected) {
     lines.push(
-      `  refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${x.reason}${x.needed ? `: needs ${x.needed}` : ''})${fromRemote(x)}`,
+      `  refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${neutralize(x.reason)}${x.needed ? `: needs ${neutralize(x.needed)}` : ''})${fromRemote(x)}`,
     );
   }
   for (const x of r.newly_refused) {

@@ -58,6 +58,10 @@ export function addToolCommands(
               }
             }
             if (tool.name === 'lane_events') c = addFollowOption(c);
+            if (tool.name === 'git_show_file')
+              c = c.epilog(
+                'On a terminal the content is shown with control characters escaped; into a pipe or a file (`> f`) it is written as its exact bytes, binary files included.',
+              );
             return c
               .option('args', {
                 type: 'string',

@@ -220,6 +220,7 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           call: (tool, args) => client.call(tool, args),
           model,
           laneId: String(a.lane),
+          repo: client.repoKey,
           actor,
           ...(kinds.length ? { kinds } : {}),
           ...(maxTurns ? { maxTurns } : {}),

@@ -24,5 +24,6 @@ export * from './views.js';
 export * from './zz-repo.js';
 export * from './setup.js';
 export * from './token-store.js';
+export * from './repo-access.js';
 export * from './token-admin.js';
 export * from './identity.js';

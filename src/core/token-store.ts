@@ -200,6 +200,21 @@ export class TokenStore {
       .map(infoOf);
   }
 
+  /** Whether actor holds at least one live token here (one stat when the file is unchanged). */
+  async holds(actor: string): Promise<boolean> {
+    await this.refresh();
+    return this.records.some((t) => t.actor === actor);
+  }
+
+  /**
+   * Whether the token with this id (TokenInfo.id) is still live and acts as actor: what a
+   * dashboard session minted with it checks on every request (revoked → the session ends).
+   */
+  async isLive(id: string, actor: string): Promise<boolean> {
+    await this.refresh();
+    return this.records.some((t) => t.actor === actor && idOf(t.hash) === id);
+  }
+
   /** Waits for pending last_used_at writes (tests, shutdown). */
   async flush(): Promise<void> {
     while (this.touchTimer) await this.touchTimer;

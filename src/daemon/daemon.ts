@@ -123,8 +123,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
           host: authority,
           verifyToken: async (token, key) => (await tokenStores.get(key)?.verify(token)) ?? null,
           hasRepo: (key) => repos.has(key),
-          actorHasToken: async (actor, key) =>
-            ((await tokenStores.get(key)?.list()) ?? []).some((t) => t.actor === actor),
+          tokenLive: async (id, actor, key) =>
+            (await tokenStores.get(key)?.isLive(id, actor)) ?? false,
           stateDir: join(served.primary.repo.git!.gitdir, 'zz'),
         });
         return createApp({

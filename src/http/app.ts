@@ -1,4 +1,11 @@
-import { isPublicRepo, sealedJsonText, type Caller, type ZzRepo } from '../core/index.js';
+import {
+  isPublicRepo,
+  readableRepos,
+  sealedJsonText,
+  type Caller,
+  type Reader,
+  type ZzRepo,
+} from '../core/index.js';
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import { personOf } from '../schema/ids.js';
@@ -154,16 +161,40 @@ export function createApp(opts: AppOptions): App {
   let closing = false;
   const calls = new Set<AbortController>();
 
-  const requireRepo = (owner: string, name: string): ZzRepo => {
+  /**
+   * Who a bearer token is, in whichever served repository minted it; null without an
+   * Authorization header. For the routes that name no repository (the list of served ones).
+   */
+  const readerOf = async (req: AppRequest): Promise<Reader | null> => {
+    const header = req.headers.get('authorization');
+    if (header === null) return null;
+    const m = BEARER.exec(header);
+    if (m) {
+      for (const [key, repo] of repos) {
+        const found = await tokensOf(repo).verify(m[1]!);
+        if (found) return { actor: found.actor, repo: key };
+      }
+    }
+    throw new ZzError('unauthorized', 'unknown or revoked token (run `zz login` for a new one)');
+  };
+
+  /**
+   * The served repositories a request may know of (core/repo-access.ts): without a token the
+   * public ones alone. With `--host 0.0.0.0` the list went to anyone, private names included.
+   */
+  const visibleRepos = async (req: AppRequest): Promise<string[]> =>
+    readableRepos(repos, await readerOf(req), services.tokensFor);
+
+  const requireRepo = async (req: AppRequest, owner: string, name: string): Promise<ZzRepo> => {
     const key = `${owner}/${name}`;
     const repo = repos.get(key);
     if (!repo) {
+      // The repositories it may see, as a hint; a bad token here still gets its 404.
+      const visible = await visibleRepos(req).catch(() => readableRepos(repos, null, undefined));
       throw new ZzError(
         'not_found',
         `this server does not serve repository "${key.slice(0, 200)}"`,
-        {
-          repos: [...repos.keys()],
-        },
+        { repos: visible },
       );
     }
     return repo;
@@ -334,26 +365,26 @@ export function createApp(opts: AppOptions): App {
     if (url.pathname === '/api/repos') {
       only('GET');
       return json(200, {
-        repos: [...repos.keys()].map((key) => ({ repo: key, path: `/api/repos/${key}` })),
+        repos: (await visibleRepos(req)).map((key) => ({ repo: key, path: `/api/repos/${key}` })),
       });
     }
     if (parts[0] === 'api' && parts[1] === 'repos' && parts.length >= 5) {
       const [, , owner, name, what, tool] = parts;
       if (what === 'tools' && parts.length === 6) {
         only('POST');
-        const repo = requireRepo(owner!, name!);
+        const repo = await requireRepo(req, owner!, name!);
         trace.repo = repo.key;
         return callTool(req, repo, tool!, trace);
       }
       if (what === 'events' && parts.length === 5) {
         only('GET');
-        const repo = requireRepo(owner!, name!);
+        const repo = await requireRepo(req, owner!, name!);
         trace.repo = repo.key;
         trace.tool = 'events';
         return events(req, url, repo, trace);
       }
       if (what === 'mcp' && parts.length === 5 && opts.mcpHandler) {
-        const repo = requireRepo(owner!, name!);
+        const repo = await requireRepo(req, owner!, name!);
         trace.repo = repo.key;
         trace.tool = 'mcp';
         const caller = await authenticate(req, repo, trace);

@@ -44,6 +44,11 @@ const ABBREV_WEIGHT = 0.5;
 export interface SearchRequest {
   query: string;
   repo?: string;
+  /**
+   * Only these repositories (the ones the caller may read): others are never scored, counted
+   * or named. A `repo` outside them answers as an unknown one does. Absent: every loaded repo.
+   */
+  within?: readonly string[];
   kind?: RungKind | readonly RungKind[];
   limit?: number;
   cursor?: string;
@@ -60,6 +65,7 @@ const LEAF_OPTIONS: SearchOptions = {
 export interface Plan {
   tokens: QueryToken[];
   repo: string | null;
+  within: ReadonlySet<string> | null;
   kinds: ReadonlySet<string> | null;
   limit: number;
   offset: number;
@@ -115,10 +121,13 @@ export class QueryEngine {
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
       throw badArg(`limit must be an integer from 1 to ${MAX_LIMIT}`, 'limit');
     }
+    const within = req.within === undefined ? null : new Set(req.within);
     let repo: string | null = null;
     if (req.repo !== undefined) {
       repo = checkRepoKey(req.repo);
-      if (!this.store.shards.has(repo))
+      // One answer for a repo that is not there and one the caller may not read: the
+      // refusal must not tell a private repository's existence.
+      if (!this.store.shards.has(repo) || (within !== null && !within.has(repo)))
         throw new ZzError('not_found', `repo ${repo} is not indexed`, { repo });
     }
     let kinds: Set<string> | null = null;
@@ -129,9 +138,16 @@ export class QueryEngine {
       }
       kinds = new Set(list as string[]);
     }
-    const key = JSON.stringify([tokens, repo, kinds ? [...kinds].sort() : null]);
+    // `within` is in the key: a cursor (which carries the key's hash) minted for one caller's
+    // set of repositories does not page another's.
+    const key = JSON.stringify([
+      tokens,
+      repo,
+      kinds ? [...kinds].sort() : null,
+      within ? [...within].sort() : null,
+    ]);
     const offset = req.cursor === undefined ? 0 : decodeCursor(req.cursor, key, MAX_RESULTS);
-    return { tokens, repo, kinds, limit, offset, key };
+    return { tokens, repo, within, kinds, limit, offset, key };
   }
 
   private routerNow(): TermRouter {
@@ -153,6 +169,7 @@ export class QueryEngine {
       const s = this.store.byId.get(id);
       if (!s) return null;
       if (plan.repo !== null && s.repo !== plan.repo) return null;
+      if (plan.within !== null && !plan.within.has(s.repo)) return null;
       if (plan.kinds !== null && ![...plan.kinds].some((k) => (s.kinds.get(k) ?? 0) > 0))
         return null;
       return s;

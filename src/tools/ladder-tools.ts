@@ -64,7 +64,12 @@ function searchServices(ctx: ToolContext): SearchServices {
     s && typeof s.search === 'function' && typeof s.setRepo === 'function'
       ? (s as LadderSearch)
       : null;
-  return { search, repos: ctx.services?.repos, current: ctx.services?.searchCurrent };
+  return {
+    search,
+    repos: ctx.services?.repos,
+    current: ctx.services?.searchCurrent,
+    tokensFor: ctx.services?.tokensFor,
+  };
 }
 
 export const ladderTools = [
@@ -172,7 +177,8 @@ export const ladderTools = [
   }),
   defineTool({
     name: 'ladder_search',
-    summary: 'Full-text search over rung summaries across every repository this server knows',
+    summary:
+      'Full-text search over rung summaries across the repositories this server knows that you may read',
     description:
       'Words are ANDed (falling back to OR when nothing matches all); the last word matches as a prefix. Pass back next_cursor with the same query to page.',
     toolset: 'ladder',
@@ -200,7 +206,7 @@ export const ladderTools = [
       next_cursor: z.string().nullable(),
     }),
     handler: async (args, ctx) =>
-      (await search()).ladderSearch(ctx.repo, searchServices(ctx), args),
+      (await search()).ladderSearch(ctx.repo, ctx.caller, searchServices(ctx), args),
   }),
   defineTool({
     name: 'ladder_reindex',

@@ -16,15 +16,17 @@ import { SessionStore, type SessionStoreOptions } from './sessions.js';
 export interface DashboardOptions {
   /** host:port the daemon is bound to (names the cookie: cookies ignore ports). */
   host: string;
-  /** The actor a bearer token names for a repository, or null (the daemon's own check). */
-  verifyToken(token: string, repo: string): Promise<{ actor: string } | null>;
+  /** The actor and id of a bearer token of a repository, or null (the daemon's own check). */
+  verifyToken(token: string, repo: string): Promise<{ actor: string; id: string } | null>;
   /** Repositories served, to refuse codes for others. */
   hasRepo(repo: string): boolean;
   /**
-   * Whether the actor still holds a token for the repository: revoking every token of an actor
-   * ends their dashboard sessions too. Without it sessions run until they expire.
+   * Whether the token with this id (of this actor) is still live in the repository's store:
+   * revoking the token that opened a session ends the session, even while the actor holds
+   * other tokens. Asked on every request; keep it cheap (TokenStore.isLive: one stat when the
+   * file is unchanged). Without it sessions run until they expire.
    */
-  actorHasToken?(actor: string, repo: string): Promise<boolean>;
+  tokenLive?(tokenId: string, actor: string, repo: string): Promise<boolean>;
   /** Sessions persist under this directory (<git common dir>/zz); memory only when absent. */
   stateDir?: string;
   sessions?: Omit<SessionStoreOptions, 'dir'>;
@@ -157,7 +159,7 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
     const who = await opts.verifyToken(m[1]!, repo);
     if (!who)
       throw new ZzError('unauthorized', 'unknown or revoked token (run `zz login` for a new one)');
-    const { code, expires_at } = store.issueCode(who.actor, repo);
+    const { code, expires_at } = store.issueCode(who.actor, repo, who.id);
     // The code travels in the fragment: browsers never send it to a server or in a Referer.
     return json(200, { actor: who.actor, repo, code, path: `/#code=${code}`, expires_at });
   }
@@ -246,11 +248,11 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
         'forbidden',
         `this dashboard session is for ${found.repo}; run \`zz dashboard\` in the other checkout`,
       );
-    if (opts.actorHasToken && !(await opts.actorHasToken(found.actor, repo))) {
+    if (opts.tokenLive && !(await opts.tokenLive(found.token_id, found.actor, repo))) {
       await store.end(secret);
       throw new ZzError(
         'unauthorized',
-        `the tokens of ${found.actor} were revoked, which ends this dashboard session`,
+        `the token ${found.token_id} of ${found.actor} that opened this dashboard session was revoked, which ends the session; run \`zz dashboard\` to sign in again`,
       );
     }
     return { actor: found.actor };

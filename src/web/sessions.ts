@@ -14,11 +14,17 @@ import { personOf } from '../schema/ids.js';
 // a new one drops that actor's own oldest (a member cannot sign anyone else out); the total
 // bound never drops another actor's live entry: a new one is refused instead, with a message
 // saying so (one member minting codes or sessions in a loop fills only their own share).
+// A session records the id of the token that minted its code (TokenInfo.id, a prefix of the
+// token's hash: nothing usable) and lasts only while that token is live: the dashboard checks
+// it on every request, as a bearer token is checked. Sessions stored before that field existed
+// cannot be tied to a token and are ended when the file is read (their people sign in again).
 
 export interface Session {
   actor: string;
   /** The repository the session acts on (tokens belong to one repository). */
   repo: string;
+  /** The id of the token whose code opened the session: revoking it ends the session. */
+  token_id: string;
   created_at: string;
   expires_at: string;
 }
@@ -27,6 +33,7 @@ const storedSession = z.object({
   hash: z.string().regex(/^[0-9a-f]{64}$/),
   actor: z.string(),
   repo: z.string(),
+  token_id: z.string().min(1),
   created_at: z.string(),
   expires_at: z.string(),
 });
@@ -64,7 +71,10 @@ const hashOf = (secret: string): string =>
 const newSecret = (): string => randomBytes(32).toString('base64url');
 
 export class SessionStore {
-  private readonly codes = new Map<string, { actor: string; repo: string; expires: number }>();
+  private readonly codes = new Map<
+    string,
+    { actor: string; repo: string; token_id: string; expires: number }
+  >();
   private sessions: StoredSession[] | null = null;
   private loading: Promise<StoredSession[]> | null = null;
   private writing: Promise<void> = Promise.resolve();
@@ -78,8 +88,8 @@ export class SessionStore {
     this.log = opts.log ?? (() => {});
   }
 
-  /** A one-time login code for actor on repo, valid for codeTtlMs. */
-  issueCode(actor: string, repo: string): { code: string; expires_at: string } {
+  /** A one-time login code for actor on repo, minted with token tokenId, valid for codeTtlMs. */
+  issueCode(actor: string, repo: string, tokenId: string): { code: string; expires_at: string } {
     const now = this.clock().getTime();
     for (const [h, c] of this.codes) if (c.expires <= now) this.codes.delete(h);
     // Map order is insertion order: the first of an actor's codes is their oldest.
@@ -95,7 +105,7 @@ export class SessionStore {
       );
     const code = newSecret();
     const expires = now + (this.opts.codeTtlMs ?? CODE_TTL_MS);
-    this.codes.set(hashOf(code), { actor, repo, expires });
+    this.codes.set(hashOf(code), { actor, repo, token_id: tokenId, expires });
     return { code, expires_at: new Date(expires).toISOString() };
   }
 
@@ -119,6 +129,7 @@ export class SessionStore {
     const session: Session = {
       actor: found.actor,
       repo: found.repo,
+      token_id: found.token_id,
       created_at: now.toISOString(),
       expires_at: new Date(
         now.getTime() + (this.opts.sessionTtlMs ?? SESSION_TTL_MS),
@@ -186,10 +197,17 @@ export class SessionStore {
       return [];
     }
     // One bad entry (a hand edit, an older format) costs that session, not the others.
-    return doc.sessions.flatMap((x) => {
+    let untied = 0;
+    const kept = doc.sessions.flatMap((x) => {
       const r = storedSession.safeParse(x);
+      if (!r.success && storedSession.omit({ token_id: true }).safeParse(x).success) untied++;
       return r.success ? [r.data] : [];
     });
+    if (untied)
+      this.log(
+        `${this.file}: ended ${untied} dashboard session(s) opened before sessions recorded their token; sign in again with \`zz dashboard\``,
+      );
+    return kept;
   }
 
   /** Applies f to the list (dropping expired sessions) and persists it, one write at a time. */

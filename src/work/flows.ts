@@ -21,6 +21,8 @@ export interface FlowContext {
   ask: AskView;
   call: CallTool;
   model: Model;
+  /** The repository worked on (owner/name), when known: its Ladder alone is searched. */
+  repo?: string;
   signal: AbortSignal;
   sandbox?: Sandbox;
   testRounds: number;
@@ -99,7 +101,8 @@ async function workContext(ctx: FlowContext): Promise<{ base: string; context: s
   const [base, repoRung, hits] = await Promise.all([
     headCommit(call),
     call('ladder_read', { path: '_repo' }).catch(() => null),
-    call('ladder_search', { query, limit: 8 })
+    // Only this repository's rungs: the daemon's index spans every repository it serves.
+    call('ladder_search', { query, limit: 8, ...(ctx.repo ? { repo: ctx.repo } : {}) })
       .then((r) => (r.hits as { path: string; kind: string; summary: string }[]) ?? [])
       .catch(() => []),
   ]);

@@ -85,6 +85,8 @@ export interface WorkOptions {
   call: CallTool;
   model: Model;
   laneId: string;
+  /** The repository worked on (owner/name): Ladder searches are confined to it. */
+  repo?: string;
   /** The actor the token acts as (from repo_state), for prompts and output. */
   actor: string | null;
   kinds?: string[];

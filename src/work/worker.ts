@@ -279,6 +279,7 @@ async function workOne(
       return opts.call(tool, args);
     },
     model: opts.model,
+    ...(opts.repo ? { repo: opts.repo } : {}),
     signal: abort.signal,
     ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
     testRounds: opts.testRounds ?? 3,

@@ -133,7 +133,14 @@ describe('startDaemon', () => {
       cleanups.push(() => d.close());
       expect([...d.repos.keys()]).toEqual(['acme/main', 'acme/extra', 'acme/listed']);
       expect(logs.some((l) => l.includes('gone'))).toBe(true);
-      const http = jsonClient(d.url);
+      // Named to a caller holding a token of each (none is public: the anonymous list is empty).
+      const anon = jsonClient(d.url);
+      expect((await anon.get('/api/repos')).json.repos).toEqual([]);
+      anon.close();
+      const [first] = await Promise.all(
+        [...d.repos.keys()].map((k) => d.tokensFor(k)!.create('owner@example.com', 'login')),
+      );
+      const http = jsonClient(d.url, { token: first!.token });
       const repos = await http.get('/api/repos');
       http.close();
       expect(repos.json.repos.map((r: { repo: string }) => r.repo)).toEqual([

@@ -53,4 +53,31 @@ describe('output into a pipe', () => {
       cleanup();
     }
   });
+
+  it('zz git show-file > f writes the file as it is, binary or text', async () => {
+    const { dir, cleanup } = makeRepo();
+    try {
+      const binary = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0xff, 0x0c, 0x0d, 0x1b, 0x9b]);
+      const text = 'one\x0ctwo\rthree\u202e';
+      writeFileSync(join(dir, 'logo.png'), binary);
+      writeFileSync(join(dir, 'odd.txt'), text);
+      sh(dir, 'add', '.');
+      sh(dir, 'commit', '-q', '-m', 'odd files');
+      const env = privateEnv();
+      expect((await zz(dir, env, ['init', '--no-fetch'])).code).toBe(0);
+      for (const [path, bytes] of [
+        ['logo.png', binary],
+        ['odd.txt', Buffer.from(text)],
+      ] as const) {
+        const r = spawnSync(process.execPath, [ZZ_MAIN, 'git', 'show-file', '--path', path], {
+          cwd: dir,
+          env,
+        });
+        expect(r.status, r.stderr.toString()).toBe(0);
+        expect(r.stdout.equals(bytes), path).toBe(true);
+      }
+    } finally {
+      cleanup();
+    }
+  });
 });

@@ -6,11 +6,12 @@ import { tempDir } from './temp-dirs.js';
 // runs in a child vitest, and importing the CLI there tripled that child's cost.
 export function cliEnv(): NodeJS.ProcessEnv {
   const home = tempDir('zz-home-');
+  // No ZZ_TOKEN of the developer's shell: unset, not empty (an empty one is refused).
+  const { ZZ_TOKEN: _unset, ...rest } = process.env;
   return {
-    ...process.env,
+    ...rest,
     XDG_CONFIG_HOME: join(home, 'config'),
     XDG_CACHE_HOME: join(home, 'cache'),
     NO_COLOR: '1',
-    ZZ_TOKEN: '',
   };
 }

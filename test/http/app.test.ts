@@ -137,11 +137,16 @@ describe('routes', () => {
       repos: 2,
       pid: process.pid,
     });
-    const repos = await send('/api/repos', { token: null });
+    // Without a token, only the public repositories are named; a token of the (one) store
+    // names both.
+    const anonymous = await send('/api/repos', { token: null });
+    expect(anonymous.json.repos.map((r: { repo: string }) => r.repo)).toEqual(['local/public']);
+    const repos = await send('/api/repos');
     expect(repos.json.repos.map((r: { repo: string }) => r.repo)).toEqual([
       'local/demo',
       'local/public',
     ]);
+    expect((await send('/api/repos', { token: 'zzt_' + 'x'.repeat(43) })).status).toBe(401);
     const tools = await send('/api/tools', { token: null });
     expect(tools.status).toBe(200);
     const names = tools.json.tools.map((t: { name: string }) => t.name);

@@ -24,7 +24,7 @@ const rss = (pid: number): number =>
  */
 function unreadMcp({ readStderr = true } = {}) {
   const r = makeRepo();
-  const child = spawnZzMcp(r.dir, { ...cliEnv(), ZZ_TOKEN: '' });
+  const child = spawnZzMcp(r.dir, cliEnv());
   children.push(child);
   let stderr = '';
   const startStderr = () => child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));

@@ -16,8 +16,8 @@ afterEach(async () => {
   }
 });
 
-async function zzMcp(cwd: string, args: string[] = []) {
-  const child = spawnZzMcp(cwd, { ...cliEnv(), ZZ_TOKEN: '' }, args);
+async function zzMcp(cwd: string, args: string[] = [], env: NodeJS.ProcessEnv = cliEnv()) {
+  const child = spawnZzMcp(cwd, env, args);
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -54,6 +54,17 @@ describe('zz mcp', { timeout: 150_000 }, () => {
     expect(stderr()).toMatch(/^zz: /);
   });
 
+  it('with ZZ_TOKEN set but empty serves no tool, only the error (never the git identity)', async () => {
+    // What Cursor's "ZZ_TOKEN": "${env:ZZ_TOKEN}" starts when the variable is not exported.
+    const r = makeRepo();
+    const { client } = await zzMcp(r.dir, [], { ...cliEnv(), ZZ_TOKEN: '' });
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(['zz_setup_error']);
+    const e = await client.callTool({ name: 'zz_setup_error', arguments: {} });
+    expect(e.isError).toBe(true);
+    expect(textOf(e)).toMatch(/ZZ_TOKEN is set but empty/);
+  });
+
   it('--repo PATH serves that checkout from anywhere', async () => {
     const r = makeRepo();
     const elsewhere = tempDir('zz-elsewhere-');
@@ -67,7 +78,7 @@ describe('zz mcp', { timeout: 150_000 }, () => {
 
   it('stdin closed at once: every request piped in is answered, writes made, before exit 0', async () => {
     const r = makeRepo();
-    const env = { ...cliEnv(), ZZ_TOKEN: '' };
+    const env = cliEnv();
     expect((await zz(r.dir, env, 'init')).code).toBe(0);
     const { child, exited, out } = rawMcp(r.dir, env);
     const call = (id: number, name: string, args: Record<string, unknown>) => ({
@@ -102,7 +113,7 @@ describe('zz mcp', { timeout: 150_000 }, () => {
 
   it('answers a bad line with a short JSON-RPC error naming its first problem, and serves on', async () => {
     const r = makeRepo();
-    const env = { ...cliEnv(), ZZ_TOKEN: '' };
+    const env = cliEnv();
     expect((await zz(r.dir, env, 'init')).code).toBe(0);
     const { child, exited, out } = rawMcp(r.dir, env);
     const lines = [

@@ -68,7 +68,7 @@ const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 describe('zz mcp: requests in flight', { timeout: 180_000 }, () => {
   it('a cancellation and a ping behind a request held for a slot go at once', async () => {
     const r = makeRepo();
-    const env = { ...cliEnv(), ZZ_TOKEN: '' };
+    const env = cliEnv();
     expect((await zz(r.dir, env, 'init')).code).toBe(0);
     const child = spawnZzMcp(r.dir, env);
     children.push(child);
@@ -171,7 +171,7 @@ describe('zz mcp: requests in flight', { timeout: 180_000 }, () => {
 
   it('stdin closed by a client that no longer reads stdout: zz gives up after UNREAD_TIMEOUT_MS (30 s) and exits', async () => {
     const r = makeRepo();
-    const child = spawnZzMcp(r.dir, { ...cliEnv(), ZZ_TOKEN: '' });
+    const child = spawnZzMcp(r.dir, cliEnv());
     children.push(child);
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));

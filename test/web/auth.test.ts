@@ -107,7 +107,7 @@ describe('dashboard login', () => {
     await w.daemon.tokensFor(w.key)!.revoke(member);
     const revoked = await tool('repo_state', {});
     expect(revoked.status).toBe(401);
-    expect(await errorOf(revoked)).toMatch(/were revoked, which ends this dashboard session/);
+    expect(await errorOf(revoked)).toMatch(/opened this dashboard session was revoked/);
     // A made-up session is unauthorised, not anonymous.
     const fake = await tool(
       'repo_state',
@@ -159,16 +159,71 @@ describe('dashboard login', () => {
     expect(control.ended).toBe(false);
   });
 
+  it('revoking the token that opened a session ends it, though the actor holds other tokens', async () => {
+    const w = await daemon();
+    const member = 'member@example.com';
+    const store = w.daemon.tokensFor(w.key)!;
+    const opener = await store.create(member, 'laptop');
+    const other = await store.create(member, 'desktop');
+    const cookie = await signIn(w, opener.token);
+    const state = () =>
+      fetch(`${w.url}/api/repos/${w.key}/tools/repo_state`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie, 'sec-fetch-site': 'same-origin' },
+        body: '{}',
+      });
+    expect((await state()).status).toBe(200);
+    // Revoking another of the member's tokens leaves the session alone.
+    const third = await store.create(member, 'phone');
+    await store.revoke({ id: third.id });
+    expect((await state()).status).toBe(200);
+    await store.revoke({ id: opener.id });
+    const ended = await state();
+    expect(ended.status).toBe(401);
+    expect(await errorOf(ended)).toMatch(
+      new RegExp(`token ${opener.id} of ${member} that opened this dashboard session was revoked`),
+    );
+    // Ended for good, not only while the token is missing; the member's other token still works.
+    expect((await state()).status).toBe(401);
+    expect((await w.call(other.token, 'repo_state', {})).actor).toBe(member);
+    // The sessions file records the token's id, never the token.
+    const file = readFileSync(join(w.dir, '.git', 'zz', 'dashboard-sessions.json'), 'utf8');
+    expect(file).not.toContain(opener.token);
+  });
+
+  it('a session stored before sessions recorded their token is ended, and the log says so', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'zz-sessions-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const store = new SessionStore({ dir });
+    const opened = (await store.redeem(store.issueCode(OWNER, 'o/r', 'abc123def456').code))!;
+    expect(opened.session.token_id).toBe('abc123def456');
+    expect(await new SessionStore({ dir }).lookup(opened.secret)).toMatchObject({
+      actor: OWNER,
+      token_id: 'abc123def456',
+    });
+    // The same entry as an older zz wrote it: no token_id.
+    const file = join(dir, 'dashboard-sessions.json');
+    const doc = JSON.parse(readFileSync(file, 'utf8')) as { sessions: Record<string, unknown>[] };
+    for (const s of doc.sessions) delete s.token_id;
+    writeFileSync(file, JSON.stringify(doc));
+    const lines: string[] = [];
+    const old = new SessionStore({ dir, log: (l) => lines.push(l) });
+    expect(await old.lookup(opened.secret)).toBeNull();
+    expect(lines.join('\n')).toMatch(
+      /ended 1 dashboard session\(s\) opened before sessions recorded their token/,
+    );
+  });
+
   it('a code works only briefly; sessions are stored hashed and survive a new store', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'zz-sessions-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     let now = Date.parse('2026-01-01T00:00:00Z');
     const clock = () => new Date(now);
     const store = new SessionStore({ dir, clock, codeTtlMs: 60_000, sessionTtlMs: 3_600_000 });
-    const late = store.issueCode(OWNER, 'o/r');
+    const late = store.issueCode(OWNER, 'o/r', 'token-id');
     now += 60_001;
     expect(await store.redeem(late.code)).toBeNull();
-    const { code } = store.issueCode(OWNER, 'o/r');
+    const { code } = store.issueCode(OWNER, 'o/r', 'token-id');
     const opened = (await store.redeem(code))!;
     expect(opened.session).toMatchObject({ actor: OWNER, repo: 'o/r' });
     const file = readFileSync(join(dir, 'dashboard-sessions.json'), 'utf8');
@@ -184,7 +239,7 @@ describe('dashboard login', () => {
     const dir = mkdtempSync(join(tmpdir(), 'zz-sessions-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const store = new SessionStore({ dir });
-    const opened = (await store.redeem(store.issueCode(OWNER, 'o/r').code))!;
+    const opened = (await store.redeem(store.issueCode(OWNER, 'o/r', 'token-id').code))!;
     const file = join(dir, 'dashboard-sessions.json');
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const doc = JSON.parse(readFileSync(file, 'utf8')) as { sessions: unknown[] };
@@ -256,9 +311,13 @@ describe('dashboard login', () => {
     expect(text.stdout).toMatch(
       /^Open http:\/\/127\.0\.0\.1:\d+\/#code=\S+\nas dev@example\.com on /,
     );
-    const noToken = await zz(w.dir, { ...env, ZZ_TOKEN: '' }, 'dashboard', '--no-open');
+    const noToken = await zz(w.dir, { ...env, ZZ_TOKEN: undefined }, 'dashboard', '--no-open');
     expect(noToken.code).not.toBe(0);
     expect(noToken.stderr).toMatch(/zz login/);
+    // Set but empty is no fall back to a stored login: it is refused, saying so.
+    const empty = await zz(w.dir, { ...env, ZZ_TOKEN: '' }, 'dashboard', '--no-open');
+    expect(empty.code).not.toBe(0);
+    expect(empty.stderr).toMatch(/ZZ_TOKEN is set but empty/);
     // The daemon's log never held the code or the token.
     const log = w.logs.join('\n');
     expect(log).toContain('POST /auth/code');

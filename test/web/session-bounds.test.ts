@@ -12,7 +12,7 @@ afterEach(async () => {
 });
 
 const open = async (store: SessionStore, actor: string) =>
-  (await store.redeem(store.issueCode(actor, 'o/r').code))!.secret;
+  (await store.redeem(store.issueCode(actor, 'o/r', 'token-id').code))!.secret;
 
 describe('dashboard session bounds', () => {
   it("a member's new sessions end only that member's oldest", async () => {
@@ -50,20 +50,26 @@ describe('dashboard session bounds', () => {
     expect(await store.lookup(alice)).toMatchObject({ actor: OWNER });
     for (const c of ['c@x', 'd@x', 'e@x']) await open(store, c);
     const codes = new SessionStore({ maxCodesPerPerson: 2, maxCodes: 5 });
-    for (let i = 0; i < 20; i++) codes.issueCode(`bob@example.com[a${i}]`, 'o/r');
-    expect(() => ['c@x', 'd@x', 'e@x'].map((a) => codes.issueCode(a, 'o/r'))).not.toThrow();
+    for (let i = 0; i < 20; i++) codes.issueCode(`bob@example.com[a${i}]`, 'o/r', 'token-id');
+    expect(() =>
+      ['c@x', 'd@x', 'e@x'].map((a) => codes.issueCode(a, 'o/r', 'token-id')),
+    ).not.toThrow();
   });
 
   it('login codes: a member minting in a loop drops only their own; the total refuses', async () => {
     const store = new SessionStore({ maxCodesPerPerson: 2, maxCodes: 5 });
-    const alice = store.issueCode(OWNER, 'o/r').code;
-    const bob = Array.from({ length: 50 }, () => store.issueCode('bob@x', 'o/r').code);
+    const alice = store.issueCode(OWNER, 'o/r', 'token-id').code;
+    const bob = Array.from({ length: 50 }, () => store.issueCode('bob@x', 'o/r', 'token-id').code);
     expect(await store.redeem(alice)).not.toBeNull();
     expect(await store.redeem(bob[0]!)).toBeNull();
     expect(await store.redeem(bob[49]!)).not.toBeNull();
     // bob's last but one is still waiting: four more fill the five.
-    const others = ['c@x', 'd@x', 'e@x', 'f@x'].map((a) => store.issueCode(a, 'o/r').code);
-    expect(() => store.issueCode('g@x', 'o/r')).toThrow(/5 dashboard login codes are waiting/);
+    const others = ['c@x', 'd@x', 'e@x', 'f@x'].map(
+      (a) => store.issueCode(a, 'o/r', 'token-id').code,
+    );
+    expect(() => store.issueCode('g@x', 'o/r', 'token-id')).toThrow(
+      /5 dashboard login codes are waiting/,
+    );
     for (const c of others) expect(await store.redeem(c)).not.toBeNull();
   });
 });

@@ -206,7 +206,7 @@ describe('dashboard views (audit of issue 16)', () => {
     await column(page, 'open').locator('.card', { hasText: 'Posted after the refusal' }).waitFor();
   });
 
-  it('search finds rungs of every served repository; another repository’s hit is not opened as ours', async () => {
+  it('search finds rungs of every served repository the actor may read; another repository’s hit is not opened as ours', async () => {
     const other = makeRepo('zz-web-other-');
     cleanups.push(other.cleanup);
     const w = await daemon({ repos: [other.dir] });
@@ -215,6 +215,9 @@ describe('dashboard views (audit of issue 16)', () => {
     await initRepo(otherRepo, { owner: OWNER, default_branch: 'main' });
     await ladderBuild(w.daemon.repos.get(w.key)!, { actor: OWNER });
     await ladderBuild(otherRepo, { actor: OWNER });
+    // The other repository is private: its rungs are searchable here because the owner holds a
+    // token of its own too (test/search/search-access.test.ts has the refusals).
+    await w.daemon.tokensFor(otherKey)!.create(OWNER, 'login');
     const page = await signedIn(w, await w.token(OWNER), '#/ladder');
     await page.getByLabel('Search the Ladder').fill('demo');
     await page.getByRole('button', { name: 'Search' }).click();

@@ -134,6 +134,8 @@ export async function workOnce(
     model,
     laneId,
     actor: AGENT,
+    // As `zz work` passes its checkout's key: the Ladder context comes from this repo alone.
+    repo: s.repoKey,
     once: true,
     ...extra,
     onEvent: (e) => {

@@ -2,6 +2,9 @@ import { ZzError } from '../../errors.js';
 import { cacheDir } from '../../local/paths.js';
 import type { RungKind } from '../../schema/rung.js';
 import type { LadderSearch, SearchHit, SetRepoResult } from '../../search/index.js';
+import type { Caller } from '../access.js';
+import { readableRepos } from '../repo-access.js';
+import type { TokenStore } from '../token-store.js';
 import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
 import { headIndex, isStale } from './ladder.js';
 
@@ -11,6 +14,10 @@ import { headIndex, isStale } from './ladder.js';
 // call. minisearch and chokidar load only on that path (dynamic import), so plain CLI calls
 // never pay for them. Hits carry `stale`, computed like ladder_read's: the anchored object
 // differs from the one at the default branch head of the hit's repository.
+// Hazard: the daemon's index holds every served repository's Ladder, private ones included. A
+// search sees only those the caller may read (repo-access.ts); a `repo` naming another is
+// answered as an unknown one is. A hostile review's token of one repository read another
+// private repository's summaries here.
 
 export interface LadderSearchArgs {
   query: string;
@@ -44,6 +51,8 @@ export interface SearchServices {
   repos?: ReadonlyMap<string, ZzRepo> | undefined;
   /** Brings the front end's index up to a repository's ladder ref (see ensureCurrent). */
   current?: ((repo: ZzRepo) => Promise<void>) | undefined;
+  /** A served repository's own token store: whether the caller's actor holds a token there. */
+  tokensFor?: ((key: string) => TokenStore | undefined) | undefined;
 }
 
 /**
@@ -80,10 +89,16 @@ async function withOneOffSearch<T>(
   }
 }
 
-function runSearch(search: LadderSearch, args: LadderSearchArgs, known: (repo: string) => boolean) {
+function runSearch(
+  search: LadderSearch,
+  args: LadderSearchArgs,
+  within: readonly string[],
+  known: (repo: string) => boolean,
+) {
   try {
     return search.search({
       query: args.query,
+      within,
       ...(args.repo === undefined ? {} : { repo: args.repo }),
       ...(args.kind === undefined ? {} : { kind: args.kind }),
       ...(args.limit === undefined ? {} : { limit: args.limit }),
@@ -125,22 +140,30 @@ async function withStale(
   );
 }
 
-/** Full-text search over the Ladders this front end knows (or this repository's alone). */
+/**
+ * Full-text search over the Ladders this front end knows that the caller may read (or this
+ * repository's alone). caller: who asks, authenticated in `repo`.
+ */
 export async function ladderSearch(
   repo: ZzRepo,
+  caller: Caller | null,
   services: SearchServices,
   args: LadderSearchArgs,
 ): Promise<LadderSearchPage> {
   const repos = services.repos;
-  const known = (r: string) => (repos ? repos.has(r) : r === repo.key);
+  const reader = caller ? { actor: caller.actor, repo: repo.key } : null;
+  const within = repos ? await readableRepos(repos, reader, services.tokensFor) : [repo.key];
+  if (!within.includes(repo.key)) within.push(repo.key);
+  const readable = new Set(within);
+  const known = (r: string) => readable.has(r);
   const repoOf = (key: string) => (key === repo.key ? repo : repos?.get(key));
   if (services.search) {
-    const scope = args.repo === undefined ? repo : repoOf(args.repo);
+    const scope = args.repo === undefined ? repo : known(args.repo) ? repoOf(args.repo) : undefined;
     await ensureCurrent(services.search, scope, services.current);
   }
   const page = services.search
-    ? runSearch(services.search, args, known)
-    : await withOneOffSearch(repo, false, (s) => runSearch(s, args, known));
+    ? runSearch(services.search, args, within, known)
+    : await withOneOffSearch(repo, false, (s) => runSearch(s, args, within, known));
   return { hits: await withStale(page.hits, repoOf), next_cursor: page.next_cursor };
 }
 

@@ -122,7 +122,7 @@ function Shell({ session }) {
       if (s === 'signed out')
         setError({
           message:
-            'Signed out: this dashboard session has ended (its tokens were revoked or it expired); run `zz dashboard` to sign in again.',
+            'Signed out: this dashboard session has ended (the token that opened it was revoked, or it expired); run `zz dashboard` to sign in again.',
         });
     });
     const offSignedOut = onSignedOut((e) =>

@@ -109,7 +109,7 @@ function Search({ repo }) {
       <input
         name="q"
         type="search"
-        placeholder="Search the Ladder of every repository"
+        placeholder="Search the Ladders you may read"
         aria-label="Search the Ladder"
       />
       <button type="submit">Search</button>

@@ -3,7 +3,7 @@ import { LIMITS } from '../../src/schema/limits.js';
 
 // Arguments for the tool fuzz (test/http/fuzz-tools.test.ts): values derived from a tool's
 // published input schema (the JSON Schema GET /api/tools answers, made by z.toJSONSchema), then
-// mutated into what a careless or hostile client sends, and encoded into request bytes that are
+// mutated into what a careless or hostileArb client sends, and encoded into request bytes that are
 // sometimes not JSON, not UTF-8 or not an object at all.
 
 export type JsonSchema = {
@@ -22,6 +22,7 @@ export type JsonSchema = {
   minItems?: number;
   maxItems?: number;
   additionalProperties?: boolean | JsonSchema;
+  propertyNames?: JsonSchema;
 };
 
 /**
@@ -159,7 +160,8 @@ function nest(depth: number): unknown {
   return v;
 }
 
-const hostile = fc.oneof(
+/** A hostileArb value of any kind: a string from HOSTILE_STRINGS, a wrong type, random binary. */
+export const hostileArb = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) },
   { weight: 2, arbitrary: fc.constantFrom(...HOSTILE_VALUES) },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
@@ -262,7 +264,8 @@ export function objectArb(
   const keys = Object.keys(props).filter((k) => !(clean && GUESSED.has(k) && !required.has(k)));
   if (keys.length === 0) {
     if (s.additionalProperties && typeof s.additionalProperties === 'object') {
-      return fc.dictionary(fc.string({ maxLength: 10 }), valueArb(s.additionalProperties, pools), {
+      const names = s.propertyNames ? stringArb(s.propertyNames) : fc.string({ maxLength: 10 });
+      return fc.dictionary(names, valueArb(s.additionalProperties, pools), {
         maxKeys: 3,
       });
     }
@@ -292,7 +295,7 @@ export type Mutation =
 export const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   {
     weight: 4,
-    arbitrary: fc.record({ m: fc.constant('set' as const), at: fc.nat(), value: hostile }),
+    arbitrary: fc.record({ m: fc.constant('set' as const), at: fc.nat(), value: hostileArb }),
   },
   { weight: 1, arbitrary: fc.record({ m: fc.constant('drop' as const), at: fc.nat() }) },
   {
@@ -300,7 +303,7 @@ export const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
     arbitrary: fc.record({
       m: fc.constant('extra' as const),
       key: fc.constantFrom(...EXTRA_KEYS),
-      value: hostile,
+      value: hostileArb,
     }),
   },
 );
@@ -344,7 +347,7 @@ export function mutate(
     }
     if (all.length === 0) continue;
     const [obj, key] = all[mu.at % all.length]!;
-    // A copy: the hostile values are shared constants, and a later mutation of this case may
+    // A copy: the hostileArb values are shared constants, and a later mutation of this case may
     // write inside the value it set (a constant changed, or an array made to contain itself).
     if (mu.m === 'set') (obj as Record<string, unknown>)[key as string] = structuredClone(mu.value);
     else if (Array.isArray(obj)) obj.splice(key as number, 1);
@@ -356,7 +359,7 @@ export function mutate(
 /** How the arguments reach the wire. */
 export type Encoding =
   | { e: 'json' }
-  /** A field sent twice, a hostile value first (JSON.parse keeps the last). */
+  /** A field sent twice, a hostileArb value first (JSON.parse keeps the last). */
   | { e: 'duplicate'; value: unknown }
   /** Bytes that are not UTF-8 inside the body's first string. */
   | { e: 'bad_utf8'; bytes: number[] }
@@ -404,7 +407,7 @@ const RAW_BODIES = [
 
 export const encodingArb: fc.Arbitrary<Encoding> = fc.oneof(
   { weight: 12, arbitrary: fc.constant({ e: 'json' as const }) },
-  { weight: 1, arbitrary: fc.record({ e: fc.constant('duplicate' as const), value: hostile }) },
+  { weight: 1, arbitrary: fc.record({ e: fc.constant('duplicate' as const), value: hostileArb }) },
   {
     weight: 1,
     arbitrary: fc.record({

@@ -60,9 +60,8 @@ const NINE_MIB = 'x'.repeat(9 * 1024 * 1024);
  * bidi overrides, lone surrogates, path traversal, option-like and revision-syntax ref names,
  * ids of the right shape that name nothing, and one body past the daemon's 8 MiB limit.
  */
-export const HOSTILE_STRINGS: readonly string[] = [
-  '',
-  ' ',
+/** Strings just past each bound of src/schema/limits.ts, in characters and in UTF-8 bytes. */
+export const PAST_LIMITS: readonly string[] = [
   'x'.repeat(LIMITS.title + 1),
   'é'.repeat(LIMITS.title + 1),
   'x'.repeat(LIMITS.reason + 1),
@@ -70,6 +69,13 @@ export const HOSTILE_STRINGS: readonly string[] = [
   'x'.repeat(LIMITS.description + 1),
   '字'.repeat(Math.ceil(LIMITS.body / 3) + 1), // under the limit in characters, past it in bytes
   'x'.repeat(LIMITS.result + 1),
+  'x'.repeat(300_000),
+];
+
+export const HOSTILE_STRINGS: readonly string[] = [
+  '',
+  ' ',
+  ...PAST_LIMITS,
   '\u0000',
   'a\u0000b',
   '\u001b[2J\u001b[31mred\u0007',
@@ -115,7 +121,6 @@ export const HOSTILE_STRINGS: readonly string[] = [
   '{"a":1}',
   'null',
   '🤖'.repeat(100),
-  'x'.repeat(300_000),
   NINE_MIB,
 ];
 
@@ -160,11 +165,17 @@ function nest(depth: number): unknown {
   return v;
 }
 
-/** A hostileArb value of any kind: a string from HOSTILE_STRINGS, a wrong type, random binary. */
+/** A hostile value of any kind: a string from HOSTILE_STRINGS, a wrong type, random binary. */
 export const hostileArb = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) },
   { weight: 2, arbitrary: fc.constantFrom(...HOSTILE_VALUES) },
   { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
+);
+
+/** Most of the time a string just past a bound, else any hostile value. */
+export const pastLimitArb = fc.oneof(
+  { weight: 2, arbitrary: fc.constantFrom(...PAST_LIMITS) },
+  { weight: 1, arbitrary: hostileArb },
 );
 
 function stringArb(s: JsonSchema): fc.Arbitrary<string> {

@@ -12,10 +12,10 @@ import { jsonClient, type HttpReply, type JsonClient } from '../helpers/http-cli
 import {
   encode,
   encodingArb,
-  hostileArb,
   mutate,
   mutationArb,
   objectArb,
+  pastLimitArb,
   resolvePicks,
   type Encoding,
   type JsonSchema,
@@ -237,12 +237,13 @@ function caseArb(tool: ListedTool): fc.Arbitrary<Case> {
     headers: headerArb,
     method: methodArb,
   });
-  // A well-formed call with one of its fields (present or not) set to a hostile value: the
-  // way a bad value reaches a call that is otherwise accepted, and so the store.
+  // A well-formed call with one of its fields (present or not) set to a hostile value, most
+  // often a string just past a bound: the way a bad value reaches a call that is otherwise
+  // accepted, and so the store.
   const fields = Object.keys(tool.input_schema.properties ?? {});
   const oneBad = fields.length
     ? fc
-        .tuple(clean, fc.constantFrom(...fields), hostileArb)
+        .tuple(clean, fc.constantFrom(...fields), pastLimitArb)
         .map(([c, key, value]): Case => ({ ...c, mutations: [{ m: 'extra', key, value }] }))
     : clean;
   return fc.oneof(clean, oneBad, hostile);

@@ -88,6 +88,8 @@ let http: JsonClient;
 let tools: ListedTool[];
 const tok: Record<'owner' | 'agent' | 'revoked', string> = { owner: '', agent: '', revoked: '' };
 let pools: Pools;
+/** The checkout's HEAD commit. */
+let head = '';
 const calls = new Map<string, { n: number; ok: number }>();
 
 const git = (...args: string[]) =>
@@ -143,7 +145,7 @@ beforeAll(async () => {
     await as(tok.owner, 'ask_post', { lane_id: '_repo', kind: 'ladder_update', title: 'rungs' })
   ).json.result.ask.ask_id as string;
   await as(tok.owner, 'ask_claim', { lane_id: '_repo', ask_id: ladder, lease_seconds: 604800 });
-  const head = git('rev-parse', 'HEAD').trim();
+  head = git('rev-parse', 'HEAD').trim();
   const askIds = [open, held, done, ladder, 'ask-0000000000'];
   const lanes = ['fz', '_repo', 'no-such-lane'];
   const actors = [OWNER, AGENT, ALICE];
@@ -301,19 +303,26 @@ async function holdAsks(): Promise<void> {
 
 /** The case's arguments, kept from undoing the fixture for the cases after it. */
 function argsOf(c: Case): Record<string, unknown> {
-  const args = mutate(resolvePicks(c.args, pools) as Record<string, unknown>, c.mutations);
-  // A long-poll waits out wait_ms when nothing moves: keep each case short.
-  if (c.tool === 'lane_events' && typeof args.wait_ms === 'number' && args.wait_ms > 200)
-    args.wait_ms = 200;
+  const args = resolvePicks(c.args, pools) as Record<string, unknown>;
+  // Aimed at the caller's own Ask before the mutations, which may still spoil any of it.
   const mine = c.caller === 'owner' || c.caller === 'agent' ? heldAsks[c.caller] : null;
   if (c.held && mine && HOLDER_TOOLS.has(c.tool)) {
     const [lane, ask] = c.tool === 'ladder_write_rung' ? mine.ladder : mine.work;
     if ('ask_id' in args) args.ask_id = ask;
     if ('lane_id' in args) args.lane_id = lane;
+    // A rung's path must suit its kind and name a file of a commit: what the schema cannot say
+    // (the checkout has one file).
+    const first: unknown = Array.isArray(args.rungs) ? args.rungs[0] : undefined;
+    if (first && typeof first === 'object')
+      args.rungs = [{ ...first, path: 'README.md', kind: 'file', commit: head }];
   }
+  const out = mutate(args, c.mutations);
+  // A long-poll waits out wait_ms when nothing moves: keep each case short.
+  if (c.tool === 'lane_events' && typeof out.wait_ms === 'number' && out.wait_ms > 200)
+    out.wait_ms = 200;
   // The owner stays an owner (another owner granted earlier could otherwise leave it none).
-  if (c.tool === 'role_grant' && args.grantee === OWNER) args.grantee = ALICE;
-  return args;
+  if (c.tool === 'role_grant' && out.grantee === OWNER) out.grantee = ALICE;
+  return out;
 }
 
 function headersOf(c: Case): Record<string, string> {

@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   dirty_worktree: { status: 409, exit: 5, mcp: 'fixable' },
   ref_locked: { status: 409, exit: 5, mcp: 'fixable' },
   payload_too_large: { status: 413, exit: 2, mcp: 'fixable' },
+  /** The request line and headers are past the server's limit (http/server.ts). */
+  headers_too_large: { status: 431, exit: 2, mcp: 'fixable' },
   unsupported_media_type: { status: 415, exit: 2, mcp: 'shown' },
   unsupported_repository: { status: 422, exit: 6, mcp: 'shown' },
   not_a_repository: { status: 422, exit: 6, mcp: 'shown' },

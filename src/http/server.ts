@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { EVENTS_CURSOR_MAX_LENGTH } from '../core/index.js';
-import { ZzError } from '../errors.js';
+import { statusOf, ZzError, type ErrorCode } from '../errors.js';
 import { DEFAULT_HOST, DEFAULT_PORT } from '../local/index.js';
 import type { App } from './app.js';
 import { headersOf, ReadRequest, TextAnswer, type Answer } from './known-bodies.js';
@@ -75,6 +76,7 @@ export async function listen(source: AppSource, opts: ListenOptions = {}): Promi
       res.destroy(e instanceof Error ? e : undefined);
     });
   });
+  server.on('clientError', answerClientError);
   server.keepAliveTimeout = 60_000;
   server.headersTimeout = 65_000;
   const first = opts.port ?? DEFAULT_PORT;
@@ -133,6 +135,51 @@ export async function listen(source: AppSource, opts: ListenOptions = {}): Promi
       await stopped;
     })());
   return { server, host, port, authority, url: base, close };
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  413: 'Payload Too Large',
+  431: 'Request Header Fields Too Large',
+};
+
+/**
+ * A request node:http could not parse is answered here, before any app sees it. node's own
+ * answer was a bare status line and no body (a 431 for headers past maxHeaderSize, a 400 for a
+ * malformed request line), which clients showed as an empty error: this one has the app's
+ * error shape ({error, code}, the status ERROR_CODES gives the code) and closes the connection.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // node's own rule: write only when no answer on this connection has begun, else the bytes
+  // would land inside a pipelined request's response. (_httpMessage: node's in-flight response.)
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    // The client stopped sending: nobody is waiting for a body.
+    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+    return;
+  }
+  const [code, message]: [ErrorCode, string] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [
+          'headers_too_large',
+          `the request line and headers are larger than ${SERVER_OPTIONS.maxHeaderSize} bytes`,
+        ]
+      : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+        ? ['payload_too_large', 'the chunk extensions of the request body are too large']
+        : ['invalid_argument', 'malformed HTTP request'];
+  const status = statusOf(code);
+  const text = JSON.stringify({ error: message, code });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? ''}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(text)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      text,
+  );
 }
 
 function sendPlain(res: ServerResponse, status: number, body: unknown): void {

@@ -84,3 +84,60 @@ describe('a body over the limit is a 413 on every route', () => {
     expect(await r.text()).toContain('"serverInfo"');
   });
 });
+
+/** Whatever the daemon answers to `request` written on a raw socket, until it closes. */
+function rawExchange(request: string): Promise<string> {
+  const url = new URL(served.url);
+  return new Promise((resolve) => {
+    const sock = connect(Number(url.port), url.hostname);
+    let got = '';
+    sock.on('data', (c: Buffer) => (got += c.toString('utf8')));
+    sock.on('error', () => {});
+    sock.on('close', () => resolve(got));
+    sock.end(request);
+  });
+}
+
+describe('a request node:http cannot parse gets the error shape, not a bare status line', () => {
+  // Found by the tool fuzz (test/http/fuzz-tools.test.ts): headers past maxHeaderSize were
+  // answered "431" with no body at all, which clients showed as an empty error.
+  it('headers past the limit: 431 headers_too_large with a message', async () => {
+    const answer = await rawExchange(
+      [
+        `POST /api/repos/${served.key}/tools/lane_list HTTP/1.1`,
+        `Host: ${new URL(served.url).host}`,
+        `Authorization: Bearer ${token}`,
+        `X-Junk: ${'a'.repeat(300 * 1024)}`,
+        'Content-Length: 2',
+        '',
+        '{}',
+      ].join('\r\n'),
+    );
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 431 /);
+    expect(head).toMatch(/content-type: application\/json/i);
+    expect(JSON.parse(body!)).toEqual({
+      code: 'headers_too_large',
+      error: expect.stringMatching(/headers are larger than \d+ bytes/),
+    });
+  });
+
+  it('a malformed request line: 400 invalid_argument with a message', async () => {
+    const answer = await rawExchange('NOT A REQUEST\r\n\r\n');
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(body!)).toEqual({
+      code: 'invalid_argument',
+      error: 'malformed HTTP request',
+    });
+  });
+
+  it('the daemon answers normally afterwards', async () => {
+    const r = await fetch(`${served.url}/api/repos/${served.key}/tools/lane_list`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(r.status).toBe(200);
+  });
+});

@@ -37,6 +37,9 @@ const MORE: Record<string, string> = {
   next_cursor: '--cursor',
   next_asks_cursor: '--asks-cursor',
   next_history_cursor: '--history-cursor',
+  next_asks_offset: '--asks-offset',
+  next_history_offset: '--history-offset',
+  next_dependents_offset: '--dependents-offset',
 };
 
 /** Columns whose values are paths: cut in the middle, keeping the file's name. */
@@ -122,12 +125,7 @@ function block(key: string, v: string, pad: string): string {
  * twice, read as noise in a first hour), and a count of more items when there are none
  * (`corrupt_more: 0`). `--json` keeps them all.
  */
-const CONTINUATION = new Set([
-  ...Object.keys(MORE),
-  'next_asks_offset',
-  'next_history_offset',
-  'lanes_next_cursor',
-]);
+const CONTINUATION = new Set([...Object.keys(MORE), 'lanes_next_cursor']);
 const unsaid = (k: string, v: unknown, top: boolean) =>
   (top && CONTINUATION.has(k)) || (k.endsWith('_more') && v === 0);
 
@@ -161,9 +159,12 @@ function render(o: Record<string, unknown>, st: Style, pad: string): string {
 /** Hints for paged results: which flag continues where this answer stopped. */
 function moreHints(o: Record<string, unknown>, st: Style): string {
   const has = (k: string) => o[k] !== null && o[k] !== undefined;
-  // A cursor holds its place while others write (ask_list's does); its offset twin does not.
+  // A cursor holds its place while others write (ask_list's does); its offset twin does not,
+  // and is named only where there is no cursor (ask_get's history and dependents have none:
+  // a hint-less next_history_offset, left out above the page, was a page lost without a word).
+  const twin = (k: string) => k.replace(/_offset$/, '_cursor');
   const hints = Object.entries(MORE)
-    .filter(([k]) => has(k) && !(k === 'next_offset' && has('next_cursor')))
+    .filter(([k]) => has(k) && !(k.endsWith('_offset') && has(twin(k))))
     .map(([k, flag]) => `${flag} ${neutralize(String(o[k]))}`);
   // repo_state lists the first page of Lanes; its cursor continues in `zz lane list`.
   const lanes = has('lanes_next_cursor')

@@ -18,4 +18,22 @@ describe('the next-page hint', () => {
     const text = formatResult({ content: 'x', next_offset: 7 }, { color: false });
     expect(text).toContain('(more: pass --offset 7 for the next page)');
   });
+
+  // ask_get pages its history and dependents by offset alone: the field is left out above the
+  // page (as every continuation is), so the hint under it must name it, or a page is lost.
+  it("names ask_get's history and dependents offsets; lane_get's asks by cursor, not offset", () => {
+    const ask = formatResult(
+      { ask: { ask_id: 'a' }, next_history_offset: 100, next_dependents_offset: 50 },
+      { color: false },
+    );
+    expect(ask).toContain('--history-offset 100');
+    expect(ask).toContain('--dependents-offset 50');
+    expect(ask).not.toContain('next_history_offset');
+    const lane = formatResult(
+      { lane: { lane_id: 'l' }, next_asks_offset: 20, next_asks_cursor: 'Qw' },
+      { color: false },
+    );
+    expect(lane).toContain('--asks-cursor Qw');
+    expect(lane).not.toContain('--asks-offset');
+  });
 });

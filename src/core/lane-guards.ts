@@ -7,6 +7,7 @@ import { FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
 import { BUILTIN_KINDS, kindEntry, kindRule, LANDING_KINDS, WORKFLOW_KINDS } from './kinds.js';
 import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
+import { rootedCoordinatorAt } from './rooted-roles.js';
 import { isResolved, leaseEndMs } from './views.js';
 
 // What may apply to a Lane's state: the guards applyLaneOp (lane-state.ts) runs on every op
@@ -223,7 +224,17 @@ export function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
       const holds =
         scope === 'member' ||
         (scope === 'maintainer' ? lane.maintainers.includes(a) : isCoordinator(s, lane, op, a));
-      return holds ? null : deny(scope, ask.ask_id);
+      if (!holds) return deny(scope, ask.ask_id);
+      // The answer commit_changeset records beside its landing (out.commit) says code landed:
+      // like the landing itself, it stands only from a rooted coordinator (rooted-roles.ts).
+      if (
+        op.op === 'ask_answer' &&
+        op.out?.commit !== undefined &&
+        !rootedCoordinatorAt(s, a, op.time)
+      ) {
+        return deny('rooted_coordinator', ask.ask_id);
+      }
+      return null;
     }
     case 'ask_release': {
       const ask = s.asks.get(op.args.ask_id);
@@ -241,7 +252,10 @@ export function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
         ? null
         : deny('coordinator_or_owner');
     case 'commit_changeset':
-      return isCoordinator(s, lane, op, a) ? null : deny('coordinator');
+      // Landing code is a repo-wide effect: a coordinatorship no owner stands behind (a Lane a
+      // member proposed) records no landing on any replica (rooted-roles.ts).
+      if (!isCoordinator(s, lane, op, a)) return deny('coordinator');
+      return rootedCoordinatorAt(s, a, op.time) ? null : deny('rooted_coordinator');
     case 'lane_propose':
     case 'lane_add_related':
       return null;

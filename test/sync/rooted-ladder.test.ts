@@ -6,6 +6,7 @@ import {
   ladderEntity,
   ladderHistory,
   ladderRead,
+  askGet,
   ladderWriteRung,
   laneGrant,
   lanePropose,
@@ -13,7 +14,14 @@ import {
 } from '../../src/core/index.js';
 import { rejects } from '../helpers/core-fixture.js';
 import { sh } from '../helpers/temp-repo.js';
-import { makeCluster, onColdRepo, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  makeCluster,
+  onColdRepo,
+  refusalsIn,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // Rung writes from another machine are judged by the rooted rule too (ladder-guards.ts
 // coordinatedAt, core/rooted-roles.ts): a member's replica that proposed a Lane (so coordinates
@@ -128,6 +136,58 @@ describe("the Ladder's fold on another clone", () => {
         if (repo) await check(repo);
         else await onColdRepo(c, check);
       }
+    }
+  });
+});
+
+describe("the Lane's fold on another clone", () => {
+  it("refuses the record of a landing by a self-made Lane's coordinator: the Ask is not marked committed", async () => {
+    cluster = await makeCluster(2);
+    const [a, b] = cluster.clones as [Clone, Clone];
+    await lanePropose(b.repo, MALLORY, { lane_id: 'junk', title: 'junk' });
+    const { ask } = await askPost(b.repo, MALLORY, {
+      lane_id: 'junk',
+      kind: 'submit_changeset',
+      title: 'land',
+    });
+    await askClaim(b.repo, MALLORY, { lane_id: 'junk', ask_id: ask.ask_id, lease_seconds: 3600 });
+    const head = sh(b.dir, 'rev-parse', 'main');
+    // What commit_changeset records (changesets.ts record), written past its checks.
+    await b.repo.lane('junk').mutate({
+      actor: MALLORY.actor,
+      recordRefused: true,
+      decide: () => [
+        {
+          op: 'commit_changeset',
+          summary: 'commit_changeset',
+          args: { lane_id: 'junk', ask_id: ask.ask_id, changeset_id: null, paths: ['evil.sh'] },
+          out: { commit: head, branch: 'main', previous_head: head, answered: ask.ask_id },
+        },
+        {
+          op: 'ask_answer',
+          summary: 'ask_answer',
+          args: {
+            lane_id: 'junk',
+            ask_id: ask.ask_id,
+            outcome: 'complete',
+            result: `committed ${head} to main`,
+            changeset_id: null,
+          },
+          out: { commit: head },
+        },
+      ],
+      result: () => null,
+    });
+    await b.sync();
+    await a.sync();
+    for (const c of [a, b]) {
+      expect(await refusalsIn(c.repo, OWNER, 'junk')).toEqual([
+        ['commit_changeset', MALLORY.actor, 'scope_denied'],
+        ['ask_answer', MALLORY.actor, 'scope_denied'],
+      ]);
+      const got = await askGet(c.repo, OWNER, { lane_id: 'junk', ask_id: ask.ask_id });
+      expect(got.ask.state).toBe('claimed');
+      expect(got.ask.answer).toBeNull();
     }
   });
 });

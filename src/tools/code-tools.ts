@@ -19,9 +19,10 @@ const sandbox = lazyModule(() => import('../core/changesets-sandbox.js'));
 export const codeTools = [
   defineTool({
     name: 'commit_changeset',
-    summary: 'Land a changeset (or whole files) on the default branch; coordinators of the Lane',
+    summary:
+      'Land a changeset (or whole files) on the default branch; coordinators of the Lane an owner stands behind',
     description:
-      'Pass changeset_id (merged onto a moved branch when clean; a conflict is a 409 that posts a resolve_conflict Ask), or message + files + expected_head.',
+      "Pass changeset_id (merged onto a moved branch when clean; a conflict is a 409 that posts a resolve_conflict Ask), or message + files + expected_head. The caller must be an owner coordinating the Lane, or one of its rooted_coordinators (the Lane proposed by an owner, or a lane_grant by an owner or by such a coordinator): proposing a Lane yourself is not enough. By changeset_id, its granted review must come from an owner or one of the Lane's rooted_maintainers.",
     toolset: 'code',
     annotations: WRITE,
     input: z.strictObject({

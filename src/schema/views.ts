@@ -14,16 +14,9 @@ export const laneOut = z.looseObject({
   created_at: z.string(),
   closed: z.looseObject({ by: z.string(), at: z.string(), reason: z.string() }).optional(),
   revision: z.string().nullable(),
-  rooted_coordinators: z
-    .array(z.string())
-    .describe(
-      'The coordinators an owner stands behind (the Lane proposed by an owner, or a lane_grant by an owner or by such a coordinator): only they, and owners who coordinate the Lane, may commit_changeset and ladder_write_rung citing it',
-    ),
-  rooted_maintainers: z
-    .array(z.string())
-    .describe(
-      "The maintainers an owner stands behind: only their (or an owner's) granted changeset_review lets a changeset land by id",
-    ),
+  // Whom an owner stands behind (core/rooted-roles.ts; the tools' descriptions say what for).
+  rooted_coordinators: z.array(z.string()),
+  rooted_maintainers: z.array(z.string()),
 });
 
 export const answerOut = z.looseObject({

@@ -20,9 +20,9 @@ export const codeTools = [
   defineTool({
     name: 'commit_changeset',
     summary:
-      'Land a changeset (or whole files) on the default branch; coordinators of the Lane an owner stands behind',
+      'Land a changeset (or whole files) on the default branch; rooted coordinators of the Lane',
     description:
-      "Pass changeset_id (merged onto a moved branch when clean; a conflict is a 409 that posts a resolve_conflict Ask), or message + files + expected_head. The caller must be an owner coordinating the Lane, or one of its rooted_coordinators (the Lane proposed by an owner, or a lane_grant by an owner or by such a coordinator): proposing a Lane yourself is not enough. By changeset_id, its granted review must come from an owner or one of the Lane's rooted_maintainers.",
+      'Pass changeset_id (merged onto a moved branch when clean; a conflict is a 409 that posts a resolve_conflict Ask), or message + files + expected_head. By id: reviewed by an owner or rooted maintainer.',
     toolset: 'code',
     annotations: WRITE,
     input: z.strictObject({

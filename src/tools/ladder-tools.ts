@@ -226,10 +226,9 @@ export const ladderTools = [
   }),
   defineTool({
     name: 'ladder_write_rung',
-    summary:
-      'Write Ladder rungs, as a coordinator an owner stands behind, working a claimed Ask of the cited Lane',
+    summary: 'Write Ladder rungs, as a rooted coordinator working a claimed Ask of the cited Lane',
     description:
-      "Repo, directory, file, release and changeset rungs must cite the commit they describe; the rung is anchored to the path's object at that commit. The caller must be an owner coordinating the Lane, or one of its rooted_coordinators (the Lane proposed by an owner, or a lane_grant by an owner or by such a coordinator): proposing a Lane yourself is not enough; post a ladder_update Ask in an owner's Lane instead.",
+      "Repo, directory, file, release and changeset rungs must cite the commit they describe; the rung is anchored to the path's object at that commit.",
     toolset: 'ladder',
     annotations: WRITE,
     input: z.strictObject({

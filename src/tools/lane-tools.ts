@@ -29,8 +29,6 @@ export const laneTools = [
   defineTool({
     name: 'lane_propose',
     summary: 'Create a Lane (a stream of work); the proposer becomes its coordinator',
-    description:
-      "Inside the Lane its coordinators claim and answer coordinator-scope Asks and grant roles. Landing code and writing Ladder rungs citing it need a coordinator an owner stands behind (the lane's rooted_coordinators): a Lane proposed by a non-owner gets that from an owner's lane_grant.",
     toolset: 'lanes',
     annotations: WRITE,
     input: z.strictObject({
@@ -103,8 +101,7 @@ export const laneTools = [
   }),
   defineTool({
     name: 'lane_add_related',
-    summary:
-      "Record a Lane created from this one in its related_lanes (that Lane's coordinators and owners)",
+    summary: "Record a Lane created from this one in its related_lanes (its coordinators')",
     toolset: 'lanes',
     annotations: { ...WRITE, idempotentHint: true },
     input: z.strictObject({ lane_id: laneIdArg, related_lane_id: laneId, ...writeArgs }),
@@ -114,8 +111,6 @@ export const laneTools = [
   defineTool({
     name: 'lane_grant',
     summary: 'Add or remove a coordinator or maintainer of a Lane (coordinators and owners)',
-    description:
-      "A role granted by an owner, or by a coordinator in the Lane's rooted_coordinators, is rooted in an owner: only rooted coordinators land code and write rungs, and only rooted maintainers' reviews let a changeset land.",
     toolset: 'lanes',
     annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
     input: z.strictObject({

@@ -2,7 +2,6 @@ import type { ConfigDoc } from '../schema/config.js';
 import type { AskDoc, LaneDoc, Scope } from '../schema/lane.js';
 import type { OpLog } from '../store/index.js';
 import type { CowMap } from './cow-map.js';
-import type { RootedRoles } from './rooted-roles.js';
 
 // The shape of a Lane's state (lane-state.ts folds it, lane-guards.ts checks ops against it).
 
@@ -68,6 +67,14 @@ export interface LaneState {
   unrooted: CowMap<string, true>;
   /** changeset_review Asks granted by a rooted maintainer or an owner (rooted-roles.ts). */
   rootedReviews: CowMap<string, true>;
+}
+
+/** A Lane's coordinators and maintainers whose role an owner stands behind (rooted-roles.ts). */
+export interface RootedRoles {
+  /** The Lane's coordinators whose role is rooted (a subset of lane.coordinators). */
+  coordinators: readonly string[];
+  /** The Lane's maintainers whose role is rooted (a subset of lane.maintainers). */
+  maintainers: readonly string[];
 }
 
 /**

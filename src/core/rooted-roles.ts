@@ -1,6 +1,8 @@
 import type { AskDoc } from '../schema/lane.js';
 import type { LaneOp } from '../schema/lane-ops.js';
-import type { LaneState } from './lane-state-types.js';
+import type { LaneState, RootedRoles } from './lane-state-types.js';
+
+export type { RootedRoles } from './lane-state-types.js';
 
 // Lane roles rooted in an owner. Any member may propose a Lane and so coordinate it (DESIGN §3),
 // which is right inside that Lane (claim and answer its coordinator-scope Asks, grant in it) and
@@ -18,13 +20,6 @@ import type { LaneState } from './lane-state-types.js';
 // they conferred rooted (revoke them). An owner's own roles are rooted while they are an owner:
 // access.ts asks the config for that. Where the fold cannot see refs/zz/config (s.roles null),
 // owner-derived rights are trusted, as everywhere in the guards.
-
-export interface RootedRoles {
-  /** The Lane's coordinators whose role is rooted (a subset of lane.coordinators). */
-  coordinators: readonly string[];
-  /** The Lane's maintainers whose role is rooted (a subset of lane.maintainers). */
-  maintainers: readonly string[];
-}
 
 export const NOT_ROOTED: RootedRoles = Object.freeze({
   coordinators: Object.freeze([]) as readonly string[],

@@ -3,7 +3,6 @@ import type { ConfigDoc } from '../../schema/config.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
 import { LIMITS } from '../../schema/limits.js';
 import type { Rung } from '../../schema/rung.js';
-import type { CoordinatorsAt } from './ladder-roles.js';
 
 // The guarded apply of refs/zz/ladder (DESIGN §7): ops from anywhere (this process, a merge of
 // another replica's work, a fast-forward to it) are re-checked before they change a rung, with
@@ -20,6 +19,12 @@ import type { CoordinatorsAt } from './ladder-roles.js';
 // `rejected` alike on every replica that folds the same Ladder, Lanes and config. Not checked:
 // that the writer held a live claim on the cited Ask (the local tool demands it; the Ask's
 // lease lives in the Lane's log) and anything a build decided (its rungs are only bounded).
+
+/** A Lane's coordinators at a time, and those of them whose role is rooted in an owner. */
+export interface CoordinatorsAt {
+  coordinators: readonly string[];
+  rooted: readonly string[];
+}
 
 /**
  * Who held which role when, for the Ladder's fold. Pure: the same refs give the same answers

@@ -1,7 +1,7 @@
 import { parseLaneOp } from '../../schema/lane-op-parse.js';
 import type { OpRecord } from '../../store/index.js';
 import type { RoleSource } from '../lane-state.js';
-import type { LadderRoles } from './ladder-guards.js';
+import type { CoordinatorsAt, LadderRoles } from './ladder-guards.js';
 
 // The roles the Ladder's fold judges ops by (ladder-guards.ts): the repository's owners over
 // time (role-timeline.ts) and, for each Lane a write cites (and _repo, whose coordinators may
@@ -24,12 +24,6 @@ interface CoordinatorChange {
    * owner nor a rooted coordinator then): its coordinators may not write rungs.
    */
   rooted: boolean;
-}
-
-/** A Lane's coordinators at a time, and those of them whose role is rooted in an owner. */
-export interface CoordinatorsAt {
-  coordinators: readonly string[];
-  rooted: readonly string[];
 }
 
 /** A Lane's honoured coordinator changes, from its log in fold order and its fold's refusals. */

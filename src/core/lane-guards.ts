@@ -178,9 +178,11 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
 // the Lane's Ask kinds) come from this Lane's own fold, so a lane_grant revoke published
 // before an op defeats it; owners and the repo's Ask kinds come from refs/zz/config as of
 // the op's recorded time (s.roles). A refused op changes nothing and is shown as scope_denied
-// on every replica. Not checked: lane_add_related (the related Lane's coordinators may add it,
-// and this fold cannot see that Lane: sync checks it on import, core/sync/related-check.ts)
-// and lane_propose (any member may propose).
+// on every replica. Not checked: lane_add_related (zz before the rooted rule let the related
+// Lane's coordinators add it, and refusing those here would drop links on upgrade: sync checks
+// what arrives, core/sync/related-check.ts) and lane_propose (any member may propose). Landing
+// records (commit_changeset and its answer) need a coordinator rooted in an owner
+// (rooted-roles.ts).
 // Role checks as plain functions, not closures made per op: the guard runs for every op of
 // every fold (5,000 ops on a cold load), and the config at an op's time is looked up only by
 // the checks that need it.

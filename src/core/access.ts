@@ -1,6 +1,7 @@
 import { ZzError } from '../errors.js';
 import type { ConfigDoc } from '../schema/config.js';
 import type { LaneDoc, Scope } from '../schema/lane.js';
+import type { LaneState } from './lane-state-types.js';
 
 // Who may do what (DESIGN §3, scope rules). Roles match actors exactly: an agent
 // `you@x[claude]` does not inherit `you@x`'s roles until someone grants them to it.
@@ -45,4 +46,45 @@ export function inScope(scope: Scope, lane: LaneDoc, config: ConfigDoc, actor: s
 export function scopeDenied(scope: Scope, lane: LaneDoc, what: string): ZzError {
   const who = scope === 'maintainer' ? 'maintainers' : 'coordinators';
   return new ZzError('forbidden', `only the ${who} of lane ${lane.lane_id} may ${what}`, { scope });
+}
+
+/** What isRootedCoordinator reads of a Lane: its document and its rooted roles. */
+export type RootedLane = { lane: LaneDoc; rooted: LaneState['rooted'] };
+
+/** A read Lane (lanes.ts readLane) as isRootedCoordinator takes it. */
+export function rootedOf(snap: { lane: LaneDoc; state: Pick<LaneState, 'rooted'> }): RootedLane {
+  return { lane: snap.lane, rooted: snap.state.rooted };
+}
+
+/**
+ * Whether `actor` coordinates the Lane by a role an owner stands behind (rooted-roles.ts): an
+ * owner who coordinates it, or a coordinator by a chain of grants from an owner. What landing
+ * code (commit_changeset) and writing Ladder rungs (ladder_write_rung) need; a Lane a non-owner
+ * proposed is theirs to run inside, and reaches no further until an owner grants the role.
+ */
+export function isRootedCoordinator(s: RootedLane, config: ConfigDoc, actor: string): boolean {
+  return (
+    isCoordinator(s.lane, config, actor) &&
+    (isOwner(config, actor) || s.rooted.coordinators.includes(actor))
+  );
+}
+
+/** The refusal of `what` to a caller whose coordinatorship of the Lane is not rooted. */
+export function notRootedError(
+  s: RootedLane,
+  config: ConfigDoc,
+  actor: string,
+  what: string,
+): ZzError {
+  const id = s.lane.lane_id;
+  if (!isCoordinator(s.lane, config, actor)) {
+    return new ZzError('forbidden', `only the coordinators of lane ${id} may ${what}`, {
+      scope: 'coordinator',
+    });
+  }
+  return new ZzError(
+    'forbidden',
+    `${actor} coordinates lane ${id} by a role no owner granted (a Lane a non-owner proposes is run by its proposer, but reaches no further), so it may not ${what}; ask an owner to run \`zz lane grant --lane-id ${id} --grantee '${actor}' --role coordinator\``,
+    { scope: 'rooted_coordinator' },
+  );
 }

@@ -11,7 +11,14 @@ import {
   type ChangeFileInput,
 } from './changesets-policy.js';
 import type { OpRecord } from '../store/index.js';
-import { assertSelf, isCoordinator, requireCaller, type Caller } from './access.js';
+import {
+  assertSelf,
+  isRootedCoordinator,
+  notRootedError,
+  rootedOf,
+  requireCaller,
+  type Caller,
+} from './access.js';
 import { assertRoom } from './asks.js';
 import { reviewGranted } from './follow-ups.js';
 import { LANDING_KINDS } from './kinds.js';
@@ -126,12 +133,10 @@ export async function commitChangeset(
     }
 
     const snap = await readLane(repo, args.lane_id);
-    if (!isCoordinator(snap.lane, config, caller.actor)) {
-      throw new ZzError(
-        'forbidden',
-        `only the coordinators of lane ${args.lane_id} may commit changesets`,
-        { scope: 'coordinator' },
-      );
+    // Landing reaches the whole repository: a coordinatorship an owner stands behind, not one
+    // a member made by proposing a Lane (rooted-roles.ts; the fold refuses the record alike).
+    if (!isRootedCoordinator(rootedOf(snap), config, caller.actor)) {
+      throw notRootedError(rootedOf(snap), config, caller.actor, 'commit changesets');
     }
     const ask = snap.state.asks.get(args.ask_id);
     if (!ask) {
@@ -210,6 +215,17 @@ export async function commitChangeset(
           'precondition_failed',
           `changeset ${id} has no granted changeset_review in lane ${args.lane_id}; a maintainer must grant its review before it lands`,
           { changeset_id: id },
+        );
+      }
+      // A review counts from a maintainer an owner stands behind: a Lane's proposer names its
+      // maintainers (itself by default) and could otherwise review its own change in.
+      if (
+        !reviewGranted(snap.state.asks.values(), id, (r) => snap.state.rootedReviews.has(r.ask_id))
+      ) {
+        throw new ZzError(
+          'forbidden',
+          `changeset ${id}'s review in lane ${args.lane_id} was granted by a maintainer no owner appointed, which does not let it land; ask an owner to run \`zz lane grant --lane-id ${args.lane_id} --grantee <reviewer> --role maintainer\` and have the changeset reviewed again, or review it as an owner`,
+          { changeset_id: id, scope: 'rooted_maintainer' },
         );
       }
       if (base === head) {

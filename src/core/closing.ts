@@ -83,7 +83,11 @@ export async function laneClose(
         args: { lane_id: lane.lane_id, reason: reason(args.reason) },
       };
     },
-    result: (s) => s.lane!,
+    result: (s) => s,
   });
-  return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
+  return {
+    lane: laneView(r.result.lane!, r.revision, r.result.rooted),
+    revision: r.revision,
+    replayed: r.replayed,
+  };
 }

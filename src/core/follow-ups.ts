@@ -39,12 +39,17 @@ export const FOLLOW_UP_REASONS: ReadonlySet<string> = new Set([
  * changeset by id needs (changesets.ts): without it a coordinator's token — or a model working
  * for one, told so by an Ask anyone posted — could land code nobody reviewed.
  */
-export function reviewGranted(asks: Iterable<AskDoc>, changesetId: string): boolean {
+export function reviewGranted(
+  asks: Iterable<AskDoc>,
+  changesetId: string,
+  counts: (review: AskDoc) => boolean = () => true,
+): boolean {
   for (const a of asks) {
     if (
       a.kind === 'changeset_review' &&
       a.answer?.outcome === 'grant' &&
-      a.payload.changeset_id === changesetId
+      a.payload.changeset_id === changesetId &&
+      counts(a)
     )
       return true;
   }

@@ -7,6 +7,7 @@ import { FOLLOW_UP_REASONS, SERVER_ACTOR } from './follow-ups.js';
 import { BUILTIN_KINDS, kindEntry, kindRule, LANDING_KINDS, WORKFLOW_KINDS } from './kinds.js';
 import { finishesWorkInHand } from './lane-closed.js';
 import type { LaneState, RejectedOp } from './lane-state-types.js';
+import { rootedCoordinatorAt } from './rooted-roles.js';
 import { isResolved, leaseEndMs } from './views.js';
 
 // What may apply to a Lane's state: the guards applyLaneOp (lane-state.ts) runs on every op
@@ -177,9 +178,11 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
 // the Lane's Ask kinds) come from this Lane's own fold, so a lane_grant revoke published
 // before an op defeats it; owners and the repo's Ask kinds come from refs/zz/config as of
 // the op's recorded time (s.roles). A refused op changes nothing and is shown as scope_denied
-// on every replica. Not checked: lane_add_related (the related Lane's coordinators may add it,
-// and this fold cannot see that Lane: sync checks it on import, core/sync/related-check.ts)
-// and lane_propose (any member may propose).
+// on every replica. Not checked: lane_add_related (zz before the rooted rule let the related
+// Lane's coordinators add it, and refusing those here would drop links on upgrade: sync checks
+// what arrives, core/sync/related-check.ts) and lane_propose (any member may propose). Landing
+// records (commit_changeset and its answer) need a coordinator rooted in an owner
+// (rooted-roles.ts).
 // Role checks as plain functions, not closures made per op: the guard runs for every op of
 // every fold (5,000 ops on a cold load), and the config at an op's time is looked up only by
 // the checks that need it.
@@ -223,7 +226,17 @@ export function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
       const holds =
         scope === 'member' ||
         (scope === 'maintainer' ? lane.maintainers.includes(a) : isCoordinator(s, lane, op, a));
-      return holds ? null : deny(scope, ask.ask_id);
+      if (!holds) return deny(scope, ask.ask_id);
+      // The answer commit_changeset records beside its landing (out.commit) says code landed:
+      // like the landing itself, it stands only from a rooted coordinator (rooted-roles.ts).
+      if (
+        op.op === 'ask_answer' &&
+        op.out?.commit !== undefined &&
+        !rootedCoordinatorAt(s, a, op.time)
+      ) {
+        return deny('rooted_coordinator', ask.ask_id);
+      }
+      return null;
     }
     case 'ask_release': {
       const ask = s.asks.get(op.args.ask_id);
@@ -241,7 +254,10 @@ export function roleGuard(s: LaneState, op: LaneOp): Refusal | null {
         ? null
         : deny('coordinator_or_owner');
     case 'commit_changeset':
-      return isCoordinator(s, lane, op, a) ? null : deny('coordinator');
+      // Landing code is a repo-wide effect: a coordinatorship no owner stands behind (a Lane a
+      // member proposed) records no landing on any replica (rooted-roles.ts).
+      if (!isCoordinator(s, lane, op, a)) return deny('coordinator');
+      return rootedCoordinatorAt(s, a, op.time) ? null : deny('rooted_coordinator');
     case 'lane_propose':
     case 'lane_add_related':
       return null;

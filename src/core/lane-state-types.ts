@@ -57,6 +57,24 @@ export interface LaneState {
    * refused as of an unknown kind (lane-guards.ts).
    */
   refusedKinds: CowMap<string, true>;
+  /**
+   * The Lane's coordinators and maintainers whose role an owner stands behind (rooted-roles.ts):
+   * only they land code and write rungs, only their reviews let a changeset land. Replaced,
+   * never mutated.
+   */
+  rooted: RootedRoles;
+  /** Op ids of honoured lane_propose and lane_grant ops that rooted nobody (rooted-roles.ts). */
+  unrooted: CowMap<string, true>;
+  /** changeset_review Asks granted by a rooted maintainer or an owner (rooted-roles.ts). */
+  rootedReviews: CowMap<string, true>;
+}
+
+/** A Lane's coordinators and maintainers whose role an owner stands behind (rooted-roles.ts). */
+export interface RootedRoles {
+  /** The Lane's coordinators whose role is rooted (a subset of lane.coordinators). */
+  coordinators: readonly string[];
+  /** The Lane's maintainers whose role is rooted (a subset of lane.maintainers). */
+  maintainers: readonly string[];
 }
 
 /**
@@ -109,7 +127,7 @@ export interface RejectedOp {
   /** For conflicting_answer: the resolve_conflict Ask raised for the coordinator. */
   resolve_ask_id?: string;
   /** For scope_denied: the role the op needed and its actor did not hold at that point. */
-  needed?: Scope | 'coordinator_or_owner' | 'poster_or_coordinator';
+  needed?: Scope | 'coordinator_or_owner' | 'poster_or_coordinator' | 'rooted_coordinator';
 }
 
 /** An op a Lane use case decides. */

@@ -6,6 +6,7 @@ import { CowMap } from './cow-map.js';
 import { deriveFollowUps, SERVER_ACTOR } from './follow-ups.js';
 import { claimLeaseEnd, derivedAskId, guard, roleGuard, type Refusal } from './lane-guards.js';
 import type { LaneState } from './lane-state-types.js';
+import { applyRooted, noteRootedReview, NOT_ROOTED } from './rooted-roles.js';
 
 export type { LaneState, RejectedOp, RoleSource } from './lane-state-types.js';
 
@@ -153,6 +154,7 @@ function setLane(s: LaneState, lane: LaneDoc): string {
 function applyGuarded(s: LaneState, op: LaneOp): string[] {
   switch (op.op) {
     case 'lane_propose': {
+      applyRooted(s, op);
       const a = op.args;
       return [
         setLane(s, {
@@ -176,6 +178,7 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
     }
     case 'lane_grant': {
       if (!s.lane) return [];
+      applyRooted(s, op);
       const field = op.args.role === 'maintainer' ? 'maintainers' : 'coordinators';
       const who = op.args.grantee;
       const list = s.lane[field].filter((x) => x !== who);
@@ -239,6 +242,7 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
     case 'ask_answer': {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return [];
+      noteRootedReview(s, ask, op);
       const follow = postFollowUps(s, ask, op);
       return [
         ...follow,
@@ -346,6 +350,9 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     refusedPosts: new CowMap(),
     refusedResolutions: new CowMap(),
     refusedKinds: new CowMap(),
+    rooted: NOT_ROOTED,
+    unrooted: new CowMap(),
+    rootedReviews: new CowMap(),
   }),
   // The maps are forked (changed in place by apply, without touching the original). `rejected`
   // is an OpLog, shared: apply replaces it with a longer one (concat, in place when no other
@@ -366,6 +373,9 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     refusedPosts: s.refusedPosts.fork(),
     refusedResolutions: s.refusedResolutions.fork(),
     refusedKinds: s.refusedKinds.fork(),
+    rooted: s.rooted,
+    unrooted: s.unrooted.fork(),
+    rootedReviews: s.rootedReviews.fork(),
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,

@@ -134,10 +134,14 @@ export async function lanePropose(
           },
         };
       },
-      result: (s) => s.lane!,
+      result: (s) => s,
     }),
   );
-  return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
+  return {
+    lane: laneView(r.result.lane!, r.revision, r.result.rooted),
+    revision: r.revision,
+    replayed: r.replayed,
+  };
 }
 
 export type LaneGetArgs = {
@@ -202,7 +206,7 @@ export async function laneGet(
   const nextAsks = aEnd < all.length ? aEnd : null;
   const nextHistory = hEnd < fullHistory.length ? hEnd : null;
   return {
-    lane: laneView(snap.lane, snap.revision),
+    lane: laneView(snap.lane, snap.revision, snap.state.rooted),
     asks,
     history: await markUnsignedPage(
       repo,
@@ -374,7 +378,10 @@ function readLanesById(repo: ZzRepo): Promise<LanesRead> {
 }
 
 function laneSummary(snap: LanesRead['lanes'][number]['snap'], now: Date): LaneSummary {
-  return { ...laneView(snap.state.lane!, snap.revision), counts: laneCounts(snap.state, now) };
+  return {
+    ...laneView(snap.state.lane!, snap.revision, snap.state.rooted),
+    counts: laneCounts(snap.state, now),
+  };
 }
 
 export interface LaneListArgs {
@@ -497,16 +504,13 @@ export async function laneAddRelated(
     request: { lane_id: args.lane_id, related_lane_id: args.related_lane_id },
     decide: (s, { caller, config }): LaneOpSpec => {
       if (!s.lane) throw noSuchLane(args.lane_id);
-      // The coordinators of either side may link them: the one who created the new Lane
-      // records where it came from.
-      if (
-        !isCoordinator(s.lane, config, caller.actor) &&
-        !isCoordinator(related, config, caller.actor) &&
-        !isOwner(config, caller.actor)
-      ) {
+      // Only this Lane's coordinators (or an owner) write its list. "Either side" let any
+      // member propose a Lane and, as its coordinator, fill any other Lane's related_lanes up
+      // to its cap for good (the list has no removal).
+      if (!isCoordinator(s.lane, config, caller.actor) && !isOwner(config, caller.actor)) {
         throw new ZzError(
           'forbidden',
-          `only coordinators of ${args.lane_id} or ${args.related_lane_id} may relate them`,
+          `only the coordinators of lane ${args.lane_id} (or an owner) may add to its related_lanes; link from your own Lane (lane_add_related with lane_id ${args.related_lane_id}) or ask a coordinator of ${args.lane_id}`,
         );
       }
       const rel = s.lane.related_lanes;
@@ -522,9 +526,13 @@ export async function laneAddRelated(
         args: { lane_id: args.lane_id, related_lane_id: args.related_lane_id },
       };
     },
-    result: (s) => s.lane!,
+    result: (s) => s,
   });
-  return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
+  return {
+    lane: laneView(r.result.lane!, r.revision, r.result.rooted),
+    revision: r.revision,
+    replayed: r.replayed,
+  };
 }
 
 export type LaneGrantArgs = WriteOpts & {
@@ -572,7 +580,11 @@ export async function laneGrant(
         args: { lane_id: args.lane_id, grantee: args.grantee, role: args.role, revoke },
       };
     },
-    result: (s) => s.lane!,
+    result: (s) => s,
   });
-  return { lane: laneView(r.result, r.revision), revision: r.revision, replayed: r.replayed };
+  return {
+    lane: laneView(r.result.lane!, r.revision, r.result.rooted),
+    revision: r.revision,
+    replayed: r.replayed,
+  };
 }

@@ -1,3 +1,4 @@
+import type { RootedRoles } from './rooted-roles.js';
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import { OpLog, type LoggedOp, type OpRecord } from '../store/index.js';
@@ -23,6 +24,10 @@ export type AskView = Omit<AskDoc, 'origin'> & {
 
 export type LaneView = LaneDoc & {
   revision: string | null;
+  /** The coordinators whose role an owner stands behind (rooted-roles.ts). */
+  rooted_coordinators: string[];
+  /** The maintainers whose role an owner stands behind: only their reviews let code land. */
+  rooted_maintainers: string[];
 };
 
 export const isResolved = (a: AskDoc | undefined): boolean =>
@@ -220,8 +225,13 @@ export function askView(s: LaneState, a: AskDoc, now: Date): AskView {
   };
 }
 
-export function laneView(lane: LaneDoc, revision: string | null): LaneView {
-  return { ...lane, revision };
+export function laneView(lane: LaneDoc, revision: string | null, rooted: RootedRoles): LaneView {
+  return {
+    ...lane,
+    revision,
+    rooted_coordinators: [...rooted.coordinators],
+    rooted_maintainers: [...rooted.maintainers],
+  };
 }
 
 export type HistoryEntry = {

@@ -14,6 +14,9 @@ export const laneOut = z.looseObject({
   created_at: z.string(),
   closed: z.looseObject({ by: z.string(), at: z.string(), reason: z.string() }).optional(),
   revision: z.string().nullable(),
+  // Whom an owner stands behind (core/rooted-roles.ts; the tools' descriptions say what for).
+  rooted_coordinators: z.array(z.string()),
+  rooted_maintainers: z.array(z.string()),
 });
 
 export const answerOut = z.looseObject({

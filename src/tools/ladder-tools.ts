@@ -232,7 +232,7 @@ export const ladderTools = [
   }),
   defineTool({
     name: 'ladder_write_rung',
-    summary: 'Write Ladder rungs, as a coordinator working a claimed Ask of the cited Lane',
+    summary: 'Write Ladder rungs, as a rooted coordinator working a claimed Ask of the cited Lane',
     description:
       "Repo, directory, file, release and changeset rungs must cite the commit they describe; the rung is anchored to the path's object at that commit.",
     toolset: 'ladder',

@@ -101,7 +101,7 @@ export const laneTools = [
   }),
   defineTool({
     name: 'lane_add_related',
-    summary: 'Record a Lane created from this one in its related_lanes',
+    summary: "Record a Lane created from this one in its related_lanes (its coordinators')",
     toolset: 'lanes',
     annotations: { ...WRITE, idempotentHint: true },
     input: z.strictObject({ lane_id: laneIdArg, related_lane_id: laneId, ...writeArgs }),

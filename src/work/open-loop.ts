@@ -29,7 +29,9 @@ When a call fails, read the error and fix the arguments; reuse an idempotency_ke
  * - ask_post, lane_propose: DESIGN §9 lets the model break work up into new Lanes and Asks;
  *   they add work for others to take and change nothing that exists;
  * - commit_changeset, ladder_write_rung: DESIGN §9 offers them only while the model works a
- *   coordinator-scope Ask (COORDINATOR_ONLY).
+ *   coordinator-scope Ask (COORDINATOR_ONLY), and only to a worker whose coordinatorship an
+ *   owner stands behind (rootedIn): a Lane the model proposed itself makes it coordinator there,
+ *   which must not reach the default branch or the Ladder.
  * Not offered: ask_cancel and lane_close (an injected body would cancel other people's Asks or
  * close the Lane for every worker: these are a coordinator's decisions, for people), ask_claim,
  * ask_claim_next and ask_release (the loop claims, renews and gives back itself), lane_grant,
@@ -43,9 +45,10 @@ const WRITES_OFFERED = new Set(['ask_answer', 'ask_post', 'lane_propose']);
 const COORDINATOR_ONLY = new Set(['commit_changeset', 'ladder_write_rung']);
 const READS_WITHHELD = new Set(['lane_events']);
 
-const offeredAt = (t: ToolDef, scope: Scope): boolean =>
+const offeredAt = (t: ToolDef, scope: Scope, rooted: boolean): boolean =>
   isWrite(t)
-    ? WRITES_OFFERED.has(t.name) || (COORDINATOR_ONLY.has(t.name) && scope === 'coordinator')
+    ? WRITES_OFFERED.has(t.name) ||
+      (COORDINATOR_ONLY.has(t.name) && scope === 'coordinator' && rooted)
     : !READS_WITHHELD.has(t.name);
 
 export type Scope = 'member' | 'maintainer' | 'coordinator';
@@ -62,10 +65,30 @@ export async function scopeOf(ctx: FlowContext): Promise<Scope> {
   return s === 'maintainer' || s === 'coordinator' ? s : 'member';
 }
 
-/** The tools offered for an Ask of this scope (a pure function of the scope: tested as such). */
-export function toolsFor(scope: Scope, all: readonly ToolDef[] = ALL_TOOLS): ToolSpec[] {
+/**
+ * Whether the worker (the Ask's holder) coordinates the Ask's Lane by a role an owner stands
+ * behind (the Lane's rooted_coordinators): the daemon lands code and writes rungs for no one
+ * else (core/rooted-roles.ts), so nobody else is offered the tools. Conservative: an owner who
+ * coordinates the Lane only by an unrooted grant is not offered them either.
+ */
+export async function rootedIn(ctx: FlowContext): Promise<boolean> {
+  const r = await ctx
+    .call('lane_get', { lane_id: ctx.ask.lane_id, asks_limit: 1, include_history: false })
+    .catch(() => null);
+  const rooted = (r?.lane as { rooted_coordinators?: unknown } | undefined)?.rooted_coordinators;
+  return Array.isArray(rooted) && ctx.ask.holder !== null && rooted.includes(ctx.ask.holder);
+}
+
+/**
+ * The tools offered for an Ask of this scope, to a worker whose coordinatorship is `rooted` or
+ * not (a pure function of the two: tested as such).
+ */
+export function toolsFor(
+  scope: Scope,
+  { rooted = false, all = ALL_TOOLS }: { rooted?: boolean; all?: readonly ToolDef[] } = {},
+): ToolSpec[] {
   return all
-    .filter((t) => !t.local && offeredAt(t, scope))
+    .filter((t) => !t.local && offeredAt(t, scope, rooted))
     .map((t) => {
       const schema = jsonSchemaOf(t.input, 'input');
       // Large payloads never travel as tool-call arguments: a changeset is written by the
@@ -110,7 +133,7 @@ export async function openLoop(
   onTool: (tool: string, ok: boolean, detail?: string) => void,
 ): Promise<FlowResult | null> {
   const scope = await scopeOf(ctx);
-  const tools = toolsFor(scope);
+  const tools = toolsFor(scope, { rooted: scope === 'coordinator' && (await rootedIn(ctx)) });
   const offered = new Set(tools.map((t) => t.name));
   const messages: ChatMessage[] = [{ role: 'user', content: askPrompt(ctx.ask, scope) }];
   // Writes per held Ask (limits.ts PER_ASK_CAPS), by tool.

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ALICE, BOB, call, memoryRepo, OWNER, rejects } from '../helpers/core-fixture.js';
+import {
+  ALICE,
+  BOB,
+  call,
+  memoryRepo,
+  OWNER,
+  rejects,
+  ownerGrants,
+} from '../helpers/core-fixture.js';
 
 // Issue 13.11 (tool side): ask_list across Lanes, ask_get, ask_cancel, lane_close.
 
@@ -231,6 +239,7 @@ describe('rungs citing an Ask on a closed Lane', () => {
   it('say the lapsed claim can no longer be worked, not "claim it again" (which the Lane refuses)', async () => {
     const { repo, clock } = await memoryRepo();
     await call(repo, ALICE, 'lane_propose', { lane_id: 'r', title: 'R' });
+    await ownerGrants(repo, 'r', { coordinators: [ALICE] });
     const ask = (await call(repo, ALICE, 'ask_post', { lane_id: 'r', kind: 'work', title: 'up' }))
       .ask as Ask;
     await call(repo, ALICE, 'ask_claim', { lane_id: 'r', ask_id: ask.ask_id, lease_seconds: 60 });

@@ -3,7 +3,15 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { assertTreePath } from '../../src/git/ref-names.js';
-import { AGENT, ALICE, call, gitRepo, memoryRepo, rejects } from '../helpers/core-fixture.js';
+import {
+  AGENT,
+  ALICE,
+  call,
+  gitRepo,
+  memoryRepo,
+  rejects,
+  ownerGrants,
+} from '../helpers/core-fixture.js';
 import { fsckProblems, sh } from '../helpers/temp-repo.js';
 
 // Hardening 11.8: one path policy, applied when a changeset is recorded (ask_answer complete),
@@ -26,6 +34,7 @@ async function setup() {
   sh(dir, 'add', '-A');
   sh(dir, 'commit', '-q', '-m', 'links');
   await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+  await ownerGrants(repo, 'ship', { coordinators: [ALICE], maintainers: [ALICE] });
   const head = sh(dir, 'rev-parse', 'HEAD');
   const answer = async (path: string, content: string | null = 'x\n') => {
     const w = (await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' }))
@@ -107,6 +116,7 @@ describe('changeset path policy at ask_answer', () => {
   it('applies the same syntax to a memory repository and to direct commits', async () => {
     const { repo } = await memoryRepo();
     await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+    await ownerGrants(repo, 'ship', { coordinators: [ALICE], maintainers: [ALICE] });
     const w = (await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' }))
       .ask;
     await call(repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });
@@ -277,6 +287,7 @@ describe('changeset content git fsck refuses (.gitmodules, .gitattributes)', () 
   it('refuses it in a memory repository too', async () => {
     const { repo } = await memoryRepo();
     await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+    await ownerGrants(repo, 'ship', { coordinators: [ALICE], maintainers: [ALICE] });
     const w = (await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: 'w' }))
       .ask;
     await call(repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });

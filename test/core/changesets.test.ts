@@ -10,7 +10,16 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ZzError } from '../../src/errors.js';
-import { AGENT, ALICE, BOB, call, gitRepo, memoryRepo, rejects } from '../helpers/core-fixture.js';
+import {
+  AGENT,
+  ALICE,
+  BOB,
+  call,
+  gitRepo,
+  memoryRepo,
+  rejects,
+  ownerGrants,
+} from '../helpers/core-fixture.js';
 import { fsckProblems, sh } from '../helpers/temp-repo.js';
 
 // commit_changeset on real repositories whose `main` is checked out in the served worktree:
@@ -37,6 +46,7 @@ async function setup() {
     title: 'Ship',
     maintainers: [BOB.actor],
   });
+  await ownerGrants(repo, 'ship', { coordinators: [ALICE], maintainers: [BOB] });
   const git = (...args: string[]) => sh(dir, ...args);
   const head = () => git('rev-parse', 'refs/heads/main');
   const read = (p: string) => readFileSync(join(dir, p), 'utf8');

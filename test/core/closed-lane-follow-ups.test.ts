@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { AGENT, ALICE, BOB, call, gitRepo, rejects } from '../helpers/core-fixture.js';
+import { AGENT, ALICE, BOB, call, gitRepo, rejects, ownerGrants } from '../helpers/core-fixture.js';
 
 // Closing a Lane stops new work, not work in hand (src/core/lane-closed.ts). Work answered
 // after the close with a changeset must still be reviewed and landed: before, its review (and
@@ -21,6 +21,7 @@ describe('the follow-ups of work in hand on a closed Lane', () => {
         title: 'WF',
         maintainers: [BOB.actor],
       });
+      await ownerGrants(repo, 'wf', { coordinators: [ALICE], maintainers: [BOB] });
       const post = async (title: string) =>
         (await call(repo, ALICE, 'ask_post', { lane_id: 'wf', kind: 'work', title })).ask as Ask;
       const w = await post('Add hello');

@@ -11,7 +11,7 @@ import {
   type LadderBuildArgs,
   type LadderBuildResult,
 } from '../../src/core/index.js';
-import { ALICE, BOB, call, OWNER, rejects } from '../helpers/core-fixture.js';
+import { ALICE, BOB, call, OWNER, rejects, ownerGrants } from '../helpers/core-fixture.js';
 import { run } from '../../src/cli/index.js';
 import type { ToolOutput } from '../../src/tools/index.js';
 import { zz, cliEnv } from '../helpers/cli-harness.js';
@@ -262,6 +262,7 @@ describe('ladder_write_rung', () => {
 
   beforeAll(async () => {
     await call(repo, ALICE, 'lane_propose', { lane_id: 'docs', title: 'Documentation' });
+    await ownerGrants(repo, 'docs', { coordinators: [ALICE] });
     askId = (
       await call(repo, ALICE, 'ask_post', {
         lane_id: 'docs',

@@ -118,7 +118,13 @@ describe('lanes', () => {
     const { repo } = await memoryRepo();
     await call(repo, ALICE, 'lane_propose', { lane_id: 'a', title: 'A' });
     await call(repo, BOB, 'lane_propose', { lane_id: 'b', title: 'B', related_lanes: ['a'] });
-    const r = await call(repo, BOB, 'lane_add_related', { lane_id: 'a', related_lane_id: 'b' });
+    // Only a's coordinators (or an owner) write a's list: Bob coordinates b, not a.
+    await rejects(
+      call(repo, BOB, 'lane_add_related', { lane_id: 'a', related_lane_id: 'b' }),
+      'forbidden',
+      /only the coordinators of lane a/,
+    );
+    const r = await call(repo, ALICE, 'lane_add_related', { lane_id: 'a', related_lane_id: 'b' });
     expect(r.lane.related_lanes).toEqual(['b']);
     await rejects(
       call(repo, BOB, 'lane_add_related', { lane_id: 'a', related_lane_id: 'zz' }),

@@ -87,8 +87,35 @@ export function call<N extends ToolName>(
 }
 
 /**
- * A Lane `laneId` proposed by `caller` with a ladder_update Ask it has claimed: what
- * ladder_write_rung must cite. Answers the Ask's id.
+ * The owner grants these roles in Lane `laneId`, so that an owner stands behind them
+ * (core/rooted-roles.ts): what landing code, writing rungs and a review that lets a changeset
+ * land need of a Lane a non-owner proposed.
+ */
+export async function ownerGrants(
+  repo: ZzRepo,
+  laneId: string,
+  roles: { coordinators?: Caller[]; maintainers?: Caller[] },
+): Promise<void> {
+  for (const c of roles.coordinators ?? []) {
+    await call(repo, OWNER, 'lane_grant', {
+      lane_id: laneId,
+      grantee: c.actor,
+      role: 'coordinator',
+    });
+  }
+  for (const m of roles.maintainers ?? []) {
+    await call(repo, OWNER, 'lane_grant', {
+      lane_id: laneId,
+      grantee: m.actor,
+      role: 'maintainer',
+    });
+  }
+}
+
+/**
+ * A Lane `laneId` proposed by `caller` (its coordinatorship granted again by the owner, so that
+ * it may write rungs) with a ladder_update Ask it has claimed: what ladder_write_rung must cite.
+ * Answers the Ask's id.
  */
 export async function ladderUpdateClaim(
   repo: ZzRepo,
@@ -97,6 +124,7 @@ export async function ladderUpdateClaim(
   title: string,
 ): Promise<string> {
   await call(repo, caller, 'lane_propose', { lane_id: laneId, title });
+  if (caller.actor !== OWNER.actor) await ownerGrants(repo, laneId, { coordinators: [caller] });
   const ask = await call(repo, caller, 'ask_post', {
     lane_id: laneId,
     kind: 'ladder_update',

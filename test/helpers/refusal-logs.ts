@@ -94,7 +94,10 @@ export function ladderRefusalLog(n: number): OpRecord[] {
 }
 
 /** The Ladder's roles for ladderRefusalLog: no Lane has a coordinator, no config. */
-export const NO_LADDER_ROLES = { at: () => null, coordinatorsAt: () => [] };
+export const NO_LADDER_ROLES = {
+  at: () => null,
+  coordinatorsAt: () => ({ coordinators: [], rooted: [] }),
+};
 
 /** Each log folded cold, as Entity.load folds a log it has never read. */
 export function foldLane(ops: readonly OpRecord[]): LaneState {

@@ -1,5 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { AGENT, ALICE, call, gitRepo, memoryRepo, rejects } from '../helpers/core-fixture.js';
+import {
+  AGENT,
+  ALICE,
+  call,
+  gitRepo,
+  memoryRepo,
+  rejects,
+  ownerGrants,
+} from '../helpers/core-fixture.js';
 import { sh } from '../helpers/temp-repo.js';
 import type { ZzRepo } from '../../src/core/index.js';
 
@@ -30,6 +38,7 @@ describe('a changeset never loses one of its own files', () => {
     const { repo, dir, cleanup } = await gitRepo();
     cleanups.push(cleanup);
     await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+    await ownerGrants(repo, 'ship', { coordinators: [ALICE], maintainers: [ALICE] });
     const head = sh(dir, 'rev-parse', 'HEAD');
     const shapes = [
       [
@@ -81,6 +90,7 @@ describe('a changeset never loses one of its own files', () => {
   it('holds in a memory repository too (syntax only, no base tree)', async () => {
     const { repo } = await memoryRepo();
     await call(repo, ALICE, 'lane_propose', { lane_id: 'ship', title: 'Ship' });
+    await ownerGrants(repo, 'ship', { coordinators: [ALICE], maintainers: [ALICE] });
     await rejects(
       answerWith(repo, 'a'.repeat(40), [
         { path: 'a/b', content: 'y' },

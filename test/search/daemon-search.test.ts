@@ -179,6 +179,13 @@ describe('daemon search', () => {
   it('enforces write scope over HTTP and indexes its own writes', async () => {
     const lane = await alice.post(tool('lane_propose'), { lane_id: 'docs', title: 'Docs' });
     expect(lane.status, lane.text).toBe(200);
+    // Rung writes need a coordinator an owner stands behind (core/rooted-roles.ts).
+    const grant = await owner.post(tool('lane_grant'), {
+      lane_id: 'docs',
+      grantee: ALICE,
+      role: 'coordinator',
+    });
+    expect(grant.status, grant.text).toBe(200);
     const ask = await alice.post(tool('ask_post'), {
       lane_id: 'docs',
       kind: 'ladder_update',

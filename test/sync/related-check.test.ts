@@ -3,7 +3,8 @@ import { laneAddRelated, laneGet, lanePropose, type ZzRepo } from '../../src/cor
 import { makeCluster, pushRaw, type Clone, type Cluster } from './git-cluster.js';
 
 // lane_add_related arriving by sync is role-checked like every other op (DESIGN §7): its actor
-// must have been a coordinator of the Lane or of the related Lane, or an owner. The daemon
+// must have been a coordinator of the Lane it writes, or an owner (not merely a coordinator of
+// the related Lane, which any member becomes by proposing one). The daemon
 // refuses anyone else; a hand-made commit that skips the daemon is quarantined on import.
 
 const OWNER = { actor: 'owner@example.com' };
@@ -63,19 +64,32 @@ describe('lane_add_related on import', () => {
     expect(await relatedOf(a.repo, 'web')).toEqual([]);
   });
 
-  it('from the coordinator of the related Lane (which arrives in the same round): taken', async () => {
+  it('from a coordinator of the related Lane only (a Lane it proposed itself): quarantined', async () => {
     cluster = await makeCluster(2);
     const [a, b] = cluster.clones as [Clone, Clone];
     await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'Web' });
     await a.sync();
     await b.sync();
-    // Bob proposes a Lane split from web on b and records it in web (the related Lane's
-    // coordinator); the owner relates web to another Lane on a. Both arrive by sync.
+    // Bob proposes a Lane on b (so coordinates it) and links it from his own side: fine. Linking
+    // it into web, whose list only web's coordinators and owners write, the daemon refuses…
     await lanePropose(b.repo, BOB, { lane_id: 'web-2', title: 'Web 2', related_lanes: ['web'] });
-    await laneAddRelated(b.repo, BOB, { lane_id: 'web', related_lane_id: 'web-2' });
+    await expect(
+      laneAddRelated(b.repo, BOB, { lane_id: 'web', related_lane_id: 'web-2' }),
+    ).rejects.toMatchObject({ code: 'forbidden' });
+    // …and an op written past it, pushed with git, is quarantined on import.
+    await forgeRelated(b.repo, BOB.actor, 'web', 'web-2');
     await b.sync();
+    pushRaw(b, 'refs/zz/lanes/web');
     const r = await a.sync();
-    expect(r.quarantined).toEqual([]);
-    expect(await relatedOf(a.repo, 'web')).toEqual(['web-2']);
+    expect(r.quarantined).toEqual([
+      expect.objectContaining({
+        ref: 'refs/zz/lanes/web',
+        reason: expect.stringMatching(/lane_add_related by bob@example\.com/),
+      }),
+    ]);
+    expect(await relatedOf(a.repo, 'web')).toEqual([]);
+    expect((await laneGet(a.repo, OWNER, { lane_id: 'web-2' })).lane.related_lanes).toEqual([
+      'web',
+    ]);
   });
 });

@@ -44,11 +44,15 @@ const toolNames = (r: RecordedRequest): string[] =>
   (r.body.tools as { function: { name: string } }[]).map((t) => t.function.name);
 
 describe('the open tool loop', () => {
-  it('offers commit_changeset and ladder_write_rung only for a coordinator-scope Ask', () => {
-    const member = toolsFor('member').map((t) => t.name);
-    const coordinator = toolsFor('coordinator').map((t) => t.name);
+  it('offers commit_changeset and ladder_write_rung only for a coordinator-scope Ask, to a rooted coordinator', () => {
+    const member = toolsFor('member', { rooted: true }).map((t) => t.name);
+    const coordinator = toolsFor('coordinator', { rooted: true }).map((t) => t.name);
+    // A coordinator by a Lane it proposed itself, no owner behind it (core/rooted-roles.ts).
+    const unrooted = toolsFor('coordinator').map((t) => t.name);
     expect(member).not.toContain('commit_changeset');
     expect(member).not.toContain('ladder_write_rung');
+    expect(unrooted).not.toContain('commit_changeset');
+    expect(unrooted).not.toContain('ladder_write_rung');
     expect(coordinator).toEqual(expect.arrayContaining(['commit_changeset', 'ladder_write_rung']));
     for (const names of [member, coordinator]) {
       expect(names).toEqual(expect.arrayContaining(['ask_post', 'lane_propose', 'ask_answer']));
@@ -60,7 +64,9 @@ describe('the open tool loop', () => {
     const answerTool = toolsFor('coordinator').find((t) => t.name === 'ask_answer')!;
     expect(Object.keys(answerTool.input_schema.properties as object)).not.toContain('changeset');
     // Nor do files to commit: the model lands only a reviewed changeset, by id.
-    const commitTool = toolsFor('coordinator').find((t) => t.name === 'commit_changeset')!;
+    const commitTool = toolsFor('coordinator', { rooted: true }).find(
+      (t) => t.name === 'commit_changeset',
+    )!;
     const commitKeys = Object.keys(commitTool.input_schema.properties as object);
     expect(commitKeys).toContain('changeset_id');
     for (const k of ['files', 'message', 'expected_head']) expect(commitKeys).not.toContain(k);
@@ -81,7 +87,7 @@ describe('the open tool loop', () => {
     // An Ask's body is anyone's text, and zz work often holds an owner's or coordinator's
     // token: a model steered by it must not cancel other people's Asks or close the Lane.
     const writes = (scope: 'member' | 'maintainer' | 'coordinator') =>
-      toolsFor(scope)
+      toolsFor(scope, { rooted: true })
         .map((t) => t.name)
         .filter((n) => isWrite(registry.require(n)))
         .sort();
@@ -97,6 +103,21 @@ describe('the open tool loop', () => {
       expect.arrayContaining(reads.filter((n) => n !== 'lane_events')),
     );
     expect(toolsFor('coordinator').map((t) => t.name)).not.toContain('lane_events');
+  });
+
+  it('offers no landing or Ladder writes on a coordinator-scope Ask of a Lane the agent proposed itself', async () => {
+    // The agent coordinates its own Lane, but no owner stands behind that (core/rooted-roles.ts):
+    // the daemon would refuse both, and the model is not offered them.
+    s = await served();
+    await s.agent('lane_propose', { lane_id: 'own', title: 'Own lane' });
+    await s.agent('ask_post', { lane_id: 'own', kind: 'ladder_update', title: 'Rewrite _repo' });
+    const m = await model(() => reply('Left for a coordinator an owner stands behind.'));
+    await runWorker({ call: s.agent, model: m, laneId: 'own', actor: AGENT, once: true });
+    const reqs = server!.requests;
+    expect(reqs).toHaveLength(1);
+    expect(toolNames(reqs[0]!)).not.toContain('commit_changeset');
+    expect(toolNames(reqs[0]!)).not.toContain('ladder_write_rung');
+    expect(toolNames(reqs[0]!)).toContain('ask_answer');
   });
 
   it('an Ask whose body asks for cancels and a close gets neither: not offered, refused', async () => {

@@ -8,7 +8,8 @@ import type { Rung } from '../../schema/rung.js';
 // another replica's work, a fast-forward to it) are re-checked before they change a rung, with
 // what the local tools refuse up front (ladder.ts ladderWriteRung, build.ts ladderBuild), so
 // locally written ops always pass:
-// - a ladder_write_rung needs a coordinator of the cited Lane (an owner, for Lane _repo);
+// - a ladder_write_rung needs a coordinator of the cited Lane (an owner, for Lane _repo) whose
+//   role is rooted in an owner (rooted-roles.ts): a member who proposed a Lane writes no rung;
 // - a ladder_build, once the repository has a config, an owner or a coordinator of _repo;
 // - at most LIMITS.rungsPerWrite rungs per write, LIMITS.ladderRungs per build;
 // - the Ladder holds at most LIMITS.ladderRungs rungs.
@@ -18,6 +19,12 @@ import type { Rung } from '../../schema/rung.js';
 // `rejected` alike on every replica that folds the same Ladder, Lanes and config. Not checked:
 // that the writer held a live claim on the cited Ask (the local tool demands it; the Ask's
 // lease lives in the Lane's log) and anything a build decided (its rungs are only bounded).
+
+/** A Lane's coordinators at a time, and those of them whose role is rooted in an owner. */
+export interface CoordinatorsAt {
+  coordinators: readonly string[];
+  rooted: readonly string[];
+}
 
 /**
  * Who held which role when, for the Ladder's fold. Pure: the same refs give the same answers
@@ -31,7 +38,7 @@ export interface LadderRoles {
    * here); undefined when this source never read the Lane (a fold in progress before the
    * Entity re-reads its inputs: trusted, as a fold without roles trusts every op).
    */
-  coordinatorsAt(laneId: string, time: string): readonly string[] | null | undefined;
+  coordinatorsAt(laneId: string, time: string): CoordinatorsAt | null | undefined;
 }
 
 /** A Ladder op the guarded fold refused (or, for rung_invalid, the rungs of it it skipped). */
@@ -51,17 +58,23 @@ export interface LadderRejection {
 
 export type LadderRefusal = Omit<LadderRejection, 'op_id' | 'op' | 'actor'>;
 
-/** Whether `actor` coordinated `laneId` at `time` (access.ts isCoordinator, as it stood). */
+/**
+ * Whether `actor` coordinated `laneId` at `time` by a role rooted in an owner (access.ts
+ * isRootedCoordinator, as it stood): an owner then who coordinated it, or a coordinator by a
+ * chain of grants from an owner. A Lane a member proposed lets its proposer write no rung.
+ */
 export function coordinatedAt(
   roles: LadderRoles,
   laneId: string,
   actor: string,
   time: string,
 ): boolean {
-  const coordinators = roles.coordinatorsAt(laneId, time);
-  if (coordinators === undefined) return true;
-  if (coordinators?.includes(actor)) return true;
-  return laneId === '_repo' && (roles.at(time)?.owners.includes(actor) ?? false);
+  const at = roles.coordinatorsAt(laneId, time);
+  if (at === undefined) return true;
+  const owner = roles.at(time)?.owners.includes(actor) ?? false;
+  if (laneId === '_repo' && owner) return true;
+  if (!at?.coordinators.includes(actor)) return false;
+  return owner || at.rooted.includes(actor);
 }
 
 /** Why `op` may not apply to a Ladder of `rungs`, judged by `roles` (null: unknown, trusted). */

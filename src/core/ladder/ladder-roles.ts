@@ -1,7 +1,7 @@
 import { parseLaneOp } from '../../schema/lane-op-parse.js';
 import type { OpRecord } from '../../store/index.js';
 import type { RoleSource } from '../lane-state.js';
-import type { LadderRoles } from './ladder-guards.js';
+import type { CoordinatorsAt, LadderRoles } from './ladder-guards.js';
 
 // The roles the Ladder's fold judges ops by (ladder-guards.ts): the repository's owners over
 // time (role-timeline.ts) and, for each Lane a write cites (and _repo, whose coordinators may
@@ -9,7 +9,8 @@ import type { LadderRoles } from './ladder-guards.js';
 // the coordinator changes of the Lane that its fold honoured (a refused lane_grant counts for
 // nothing) and whose recorded time is at or before the op's, applied in the Lane's
 // publication order; an op recorded before the Lane's first such change is judged against the
-// Lane as proposed. Same Lane and config histories, same answers, on every replica.
+// Lane as proposed. Same Lane and config histories, same answers, on every replica. Each change
+// carries whether it was rooted in an owner (rooted-roles.ts), as the Lane's fold decided it.
 
 /** One coordinator change a Lane's fold honoured. */
 interface CoordinatorChange {
@@ -18,6 +19,11 @@ interface CoordinatorChange {
   set?: readonly string[];
   grant?: string;
   revoke?: string;
+  /**
+   * False when the propose or grant rooted nobody (rooted-roles.ts: made by someone neither an
+   * owner nor a rooted coordinator then): its coordinators may not write rungs.
+   */
+  rooted: boolean;
 }
 
 /** A Lane's honoured coordinator changes, from its log in fold order and its fold's refusals. */
@@ -33,9 +39,14 @@ export function citedLanes(ops: Iterable<OpRecord>): string[] {
   return [...ids].sort();
 }
 
+/**
+ * `rejected`: the ops the Lane's fold refused; `unrooted`: the honoured proposes and grants that
+ * rooted nobody (LaneState.unrooted).
+ */
 export function coordinatorTimeline(
   log: Iterable<OpRecord>,
   rejected: Iterable<{ op_id: string }>,
+  unrooted: { has(opId: string): boolean },
 ): CoordinatorTimeline {
   const refused = new Set(Array.from(rejected, (r) => r.op_id));
   const out: CoordinatorChange[] = [];
@@ -45,28 +56,37 @@ export function coordinatorTimeline(
     if (!p.ok) continue;
     const op = p.op;
     const time = Date.parse(op.time);
-    if (op.op === 'lane_propose') out.push({ time, set: op.args.coordinators ?? [op.actor] });
-    else if (op.op === 'lane_grant' && op.args.role === 'coordinator') {
+    const rooted = !unrooted.has(op.id);
+    if (op.op === 'lane_propose') {
+      out.push({ time, set: op.args.coordinators ?? [op.actor], rooted });
+    } else if (op.op === 'lane_grant' && op.args.role === 'coordinator') {
       out.push(
-        op.args.revoke ? { time, revoke: op.args.grantee } : { time, grant: op.args.grantee },
+        op.args.revoke
+          ? { time, revoke: op.args.grantee, rooted }
+          : { time, grant: op.args.grantee, rooted },
       );
     }
   }
   return out;
 }
 
-function coordinatorsAt(changes: CoordinatorTimeline, time: string): readonly string[] | null {
+function coordinatorsAt(changes: CoordinatorTimeline, time: string): CoordinatorsAt | null {
   const t = Date.parse(time);
-  let list: string[] | null = null;
-  let first: readonly string[] | null = null;
+  let now: { coordinators: string[]; rooted: string[] } | null = null;
+  let first: CoordinatorsAt | null = null;
   for (const c of changes) {
-    if (c.set && first === null) first = c.set;
+    if (c.set && first === null) first = { coordinators: c.set, rooted: c.rooted ? c.set : [] };
     if (!(c.time <= t)) continue;
-    if (c.set) list ??= [...c.set];
-    else if (list && c.grant !== undefined && !list.includes(c.grant)) list.push(c.grant);
-    else if (list && c.revoke !== undefined) list = list.filter((a) => a !== c.revoke);
+    if (c.set) now ??= { coordinators: [...c.set], rooted: c.rooted ? [...c.set] : [] };
+    else if (now && c.grant !== undefined) {
+      if (!now.coordinators.includes(c.grant)) now.coordinators.push(c.grant);
+      if (c.rooted && !now.rooted.includes(c.grant)) now.rooted.push(c.grant);
+    } else if (now && c.revoke !== undefined) {
+      now.coordinators = now.coordinators.filter((a) => a !== c.revoke);
+      now.rooted = now.rooted.filter((a) => a !== c.revoke);
+    }
   }
-  return list ?? first;
+  return now ?? first;
 }
 
 /**

@@ -15,7 +15,14 @@ import { offsetCursor } from '../../schema/cursor.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
 import type { Entity } from '../../store/index.js';
 import { type LoggedOp, type OpLog, type OpSpec, type Snapshot } from '../../store/index.js';
-import { assertSelf, isCoordinator, requireCaller, type Caller } from '../access.js';
+import {
+  assertSelf,
+  isRootedCoordinator,
+  notRootedError,
+  rootedOf,
+  requireCaller,
+  type Caller,
+} from '../access.js';
 import { assertClaimOnClosed } from '../lane-closed.js';
 import { readLane, type WriteMeta, type WriteOpts } from '../lanes.js';
 import { writeOp } from '../write-op.js';
@@ -407,14 +414,10 @@ export async function ladderWriteRung(
   const records: RungRecord[] = [];
   if (!prior) {
     const lane = await readLane(repo, args.lane_id);
-    if (!isCoordinator(lane.lane, config, caller.actor)) {
-      throw new ZzError(
-        'forbidden',
-        `only the coordinators of lane ${args.lane_id} may write Ladder rungs`,
-        {
-          scope: 'coordinator',
-        },
-      );
+    // Rungs are read by every agent of the repository: a coordinatorship an owner stands
+    // behind (rooted-roles.ts; the Ladder's fold refuses others' writes alike, ladder-guards.ts).
+    if (!isRootedCoordinator(rootedOf(lane), config, caller.actor)) {
+      throw notRootedError(rootedOf(lane), config, caller.actor, 'write Ladder rungs');
     }
     const ask = lane.state.asks.get(args.ask_id);
     if (!ask)

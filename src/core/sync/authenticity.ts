@@ -31,7 +31,7 @@ import type { SyncLocal } from './ports.js';
 import { parseZzCommit, type ParsedCommit } from './validate.js';
 import { relatedLaneProblem } from './related-check.js';
 import { rolesOf } from './refusals.js';
-import { laneCodec, type LaneState, type RoleSource } from '../lane-state.js';
+import type { RoleSource } from '../lane-state.js';
 
 // Authenticity of what arrives by fetch (DESIGN §7). Every commit a daemon writes is signed
 // with the key of the person it acts for; refs/zz/config lists each actor's allowed keys. On
@@ -284,34 +284,6 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
       if (tip) for (const { op } of publicationOrder(history, tip)) applyConfigRecord(config, op);
       return { config, roles: rolesOf(history, tip), refs };
     })());
-  // A Lane's coordinators as this round sees it: ours and the remote's (either may be newer).
-  const coordinators = new Map<string, Promise<ReadonlySet<string>>>();
-  const coordinatorsOf = (t: Trusted, laneId: string): Promise<ReadonlySet<string>> => {
-    let p = coordinators.get(laneId);
-    if (!p) {
-      p = (async () => {
-        const out = new Set<string>();
-        const ref = `refs/zz/lanes/${laneId}`;
-        for (const tip of [
-          t.refs.get(ref),
-          t.refs.get(`refs/zz-remotes/${remoteName}/lanes/${laneId}`),
-        ]) {
-          if (!tip) continue;
-          const history = (await local.commits([tip], [])).map((c) => parseZzCommit(c, ref));
-          const ops = publicationOrder(history, tip).map((o) => o.op);
-          const state: LaneState = { ...laneCodec.empty(), roles: t.roles };
-          for (const op of ops) {
-            const parsed = laneCodec.parse(op);
-            if (parsed.ok) laneCodec.apply(state, parsed.op);
-          }
-          for (const c of state.lane?.coordinators ?? []) out.add(c);
-        }
-        return out;
-      })();
-      coordinators.set(laneId, p);
-    }
-    return p;
-  };
   let remoteConfigOk = false;
   let configHeldBack = false;
   return {
@@ -345,10 +317,12 @@ export function authChecker(local: SyncLocal, remoteName: string): AuthChecker {
         return null;
       }
       if (ref.startsWith('refs/zz/lanes/')) {
-        const problem = await relatedLaneProblem(ref, history, incoming, async () => {
-          const t = await trust();
-          return { roles: t.roles, coordinatorsOf: (id) => coordinatorsOf(t, id) };
-        });
+        const problem = await relatedLaneProblem(
+          ref,
+          history,
+          incoming,
+          async () => (await trust()).roles,
+        );
         if (problem) return problem;
       }
       const { config } = await trust();

@@ -39,14 +39,19 @@ export function ownersOf(history: readonly CommitRecord[], tip: string | null): 
   return s.config?.owners ?? [];
 }
 
-/** The ops of a Lane's log (in fold order) that its fold refuses when judged under `roles`. */
-export function laneRejectionsUnder(ops: Iterable<OpRecord>, roles: RoleSource): OpLog<RejectedOp> {
+/** A Lane's state from its log (in fold order), judged under `roles`. */
+function laneFoldUnder(ops: Iterable<OpRecord>, roles: RoleSource): LaneState {
   const state: LaneState = { ...laneCodec.empty(), roles };
   for (const op of ops) {
     const p = laneCodec.parse(op);
     if (p.ok) laneCodec.apply(state, p.op);
   }
-  return state.rejected;
+  return state;
+}
+
+/** The ops of a Lane's log (in fold order) that its fold refuses when judged under `roles`. */
+export function laneRejectionsUnder(ops: Iterable<OpRecord>, roles: RoleSource): OpLog<RejectedOp> {
+  return laneFoldUnder(ops, roles).rejected;
 }
 
 /** A Lane's coordinators over time (ladder-roles.ts), from its log in fold order. */
@@ -54,7 +59,8 @@ export function coordinatorsUnder(
   ops: readonly OpRecord[],
   roles: RoleSource,
 ): CoordinatorTimeline {
-  return coordinatorTimeline(ops, laneRejectionsUnder(ops, roles));
+  const s = laneFoldUnder(ops, roles);
+  return coordinatorTimeline(ops, s.rejected, s.unrooted);
 }
 
 /**

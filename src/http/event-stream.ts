@@ -34,8 +34,20 @@ export interface EventStreamOptions {
   stillAuthorized?: () => Promise<boolean>;
 }
 
-/** Queued chunks a client may fall behind by before it is dropped (it resumes by cursor). */
-const MAX_BACKLOG = 1000;
+/**
+ * What a client may fall behind by before it is dropped (it reconnects and resumes by cursor).
+ * Counted in bytes: one Ladder write of up to ~8 MiB is one chunk to every stream, so the
+ * 1,000 chunks this used to count let one client that stopped reading hold ~8 GB, and one
+ * person may hold 64 streams. Each chunk counts at least CHUNK_WEIGHT, so no more than ~1,000
+ * small ones (pings, notices) queue either. A chunk larger than the bound (a Ladder write near
+ * the body limit) is queued when nothing else is: a client that keeps up must get it.
+ */
+export const MAX_BACKLOG_BYTES = 8 * 1024 * 1024;
+const CHUNK_WEIGHT = 8 * 1024;
+const queuing: QueuingStrategy<Uint8Array> = {
+  highWaterMark: 0,
+  size: (chunk) => Math.max(chunk.byteLength, CHUNK_WEIGHT),
+};
 
 // The same codec as lane_events, with a message that names both ways a cursor arrives.
 export function decodePositions(cursor: string): Positions {
@@ -122,11 +134,16 @@ export function openEventStream(
 
   const write = (s: string) => {
     if (closed) return;
-    if ((controller.desiredSize ?? 0) < -MAX_BACKLOG) {
-      close();
+    const chunk = enc.encode(s);
+    // desiredSize is highWaterMark (0) less what is queued and not yet taken by the socket.
+    const queued = -(controller.desiredSize ?? 0);
+    if (queued > 0 && queued + queuing.size!(chunk) > MAX_BACKLOG_BYTES) {
+      // Dropped, its backlog discarded at once (not sent first: the client is not reading);
+      // the adapter cuts the connection and the client reconnects from its Last-Event-ID.
+      close(new ZzError('unavailable', 'event stream client fell too far behind'));
       return;
     }
-    controller.enqueue(enc.encode(s));
+    controller.enqueue(chunk);
   };
   const send = (e: CommitEvent | { ref: string; revision: string; ops: unknown[] }, id?: string) =>
     write(
@@ -207,7 +224,8 @@ export function openEventStream(
   const heartbeat = setInterval(() => inLine(() => write(': ping\n\n')), opts.heartbeatMs);
   heartbeat.unref();
 
-  function close(): void {
+  /** Ends the stream; with `failed`, what is queued is discarded and the connection cut. */
+  function close(failed?: Error): void {
     if (closed) return;
     closed = true;
     off();
@@ -216,21 +234,26 @@ export function openEventStream(
     clearInterval(heartbeat);
     opts.onClose?.();
     try {
-      controller.close();
+      if (failed) controller.error(failed);
+      else controller.close();
     } catch {
       /* already closed or errored */
     }
   }
 
-  const body = new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c;
-      c.enqueue(enc.encode(`retry: 2000\n: connected to ${repo.key}\n\n`));
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+        c.enqueue(enc.encode(`retry: 2000\n: connected to ${repo.key}\n\n`));
+      },
+      cancel() {
+        close();
+      },
     },
-    cancel() {
-      close();
-    },
-  });
+    queuing,
+  );
   schedule();
-  return { body, close };
+  // Not `close` itself: an abort listener would hand it an Event as the failure.
+  return { body, close: () => close() };
 }

@@ -12,6 +12,7 @@ import {
   watchHealth,
 } from '../core/index.js';
 import { ZzError } from '../errors.js';
+import { HELD } from '../schema/limits.js';
 
 // Server-sent events of commits on refs/zz/*. Each Lane event carries as its id the same
 // cursor `lane_events` takes (ops seen per Lane), so a client that reconnects with
@@ -35,14 +36,12 @@ export interface EventStreamOptions {
 }
 
 /**
- * What a client may fall behind by before it is dropped (it reconnects and resumes by cursor).
- * Counted in bytes: one Ladder write of up to ~8 MiB is one chunk to every stream, so the
- * 1,000 chunks this used to count let one client that stopped reading hold ~8 GB, and one
- * person may hold 64 streams. Each chunk counts at least CHUNK_WEIGHT, so no more than ~1,000
- * small ones (pings, notices) queue either. A chunk larger than the bound (a Ladder write near
- * the body limit) is queued when nothing else is: a client that keeps up must get it.
+ * HELD.streamBacklogBytes: what a client may fall behind by before it is dropped. Each chunk
+ * counts at least CHUNK_WEIGHT, so no more than ~1,000 small ones (pings, notices) queue
+ * either. A chunk larger than the bound (a Ladder write near the body limit) is queued when
+ * nothing else is: a client that keeps up must get it.
  */
-export const MAX_BACKLOG_BYTES = 8 * 1024 * 1024;
+export const MAX_BACKLOG_BYTES = HELD.streamBacklogBytes;
 const CHUNK_WEIGHT = 8 * 1024;
 const queuing: QueuingStrategy<Uint8Array> = {
   highWaterMark: 0,

@@ -27,8 +27,15 @@ const resetPeak = () => writeFileSync('/proc/self/clear_refs', '5');
 /** Line i of the big text file: numbered, with a two-byte character to split pages on. */
 const line = (i: number) => `line ${String(i).padStart(9, '0')} é ${'x'.repeat(i % 50)}\n`;
 
+/** Where line i starts: line(j) is 19 + j % 50 bytes ("é" is two). */
+function lineStart(i: number): number {
+  const c = Math.floor(i / 50);
+  const r = i % 50;
+  return c * (50 * 19 + (49 * 50) / 2) + r * 19 + (r * (r - 1)) / 2;
+}
+
 /** Writes `size` bytes of lines into git's object store (no file on disk); the blob's id. */
-async function hashText(dir: string, size: number): Promise<string> {
+async function hashText(dir: string, size: number, tail = Buffer.alloc(0)): Promise<string> {
   const git = spawn('git', ['hash-object', '-w', '--stdin'], { cwd: dir });
   let out = '';
   git.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -41,7 +48,7 @@ async function hashText(dir: string, size: number): Promise<string> {
     left -= b.length;
     if (!git.stdin.write(b)) await new Promise((r) => git.stdin.once('drain', r));
   }
-  git.stdin.end();
+  git.stdin.end(tail);
   await done;
   return out.trim();
 }
@@ -67,6 +74,7 @@ let td: TestDaemon;
 let token: string;
 let textOid: string;
 let zeroOid: string;
+let badOid: string;
 
 beforeAll(async () => {
   td = await startTestDaemon({ prefix: 'zz-bigblob-' });
@@ -79,6 +87,9 @@ beforeAll(async () => {
   spawnSync('rm', [zeros]);
   sh(td.dir, 'update-index', '--add', '--cacheinfo', `100644,${textOid},big.txt`);
   sh(td.dir, 'update-index', '--add', '--cacheinfo', `100644,${zeroOid},zeros.bin`);
+  // Past the size read whole (4 MiB), text but for one byte at its very end.
+  badOid = await hashText(td.dir, 6 * MiB, Buffer.from([0xff]));
+  sh(td.dir, 'update-index', '--add', '--cacheinfo', `100644,${badOid},bad-end.txt`);
   sh(td.dir, 'commit', '-q', '-m', 'big files');
 }, 300_000);
 
@@ -163,6 +174,35 @@ describe('git_show_file on a blob larger than a page', { timeout: 300_000 }, () 
     const all = Buffer.concat(got);
     expect(all.equals(await nativeRange(td.dir, textOid, BIG - all.length, BIG))).toBe(true);
     expect(all.length).toBeGreaterThanOrEqual(3 * MiB + 7);
+  });
+});
+
+describe('text pages of a large blob', { timeout: 300_000 }, () => {
+  it('move off the middle of a character at both ends, as for a small file', async () => {
+    const e = lineStart(3_000_000) + 15; // the "é" of a line ~125 MiB in
+    expect(await nativeRange(td.dir, textOid, e, e + 2)).toEqual(Buffer.from('é'));
+    const inside = await show({ path: 'big.txt', offset: e + 1, limit: 100 });
+    expect(inside.offset).toBe(e);
+    expect(inside.content.startsWith('é')).toBe(true);
+    // A page that would end after the first byte of "é" ends before it.
+    const cut = await show({ path: 'big.txt', offset: e - 10, limit: 11 });
+    expect(cut).toMatchObject({ offset: e - 10, next_offset: e, encoding: 'utf8' });
+    expect(bytesOf(cut).equals(await nativeRange(td.dir, textOid, e - 10, e))).toBe(true);
+    // A limit smaller than the character gives the character whole.
+    const one = await show({ path: 'big.txt', offset: e, limit: 1 });
+    expect(one).toMatchObject({ content: 'é', offset: e, next_offset: e + 2 });
+  });
+});
+
+describe('the kind of a large blob', { timeout: 300_000 }, () => {
+  it('is of the whole file: one invalid byte at the end makes its first page base64', async () => {
+    const first = await show({ path: 'bad-end.txt', offset: 0, limit: 10 });
+    expect(first).toMatchObject({ encoding: 'base64', size: 6 * MiB + 1, next_offset: 10 });
+    expect(bytesOf(first).toString()).toBe(line(0).slice(0, 10));
+    // Remembered: the next page says the same without reading to the end.
+    const again = await show({ path: 'bad-end.txt', offset: 10, limit: 10 });
+    expect(again.encoding).toBe('base64');
+    expect(bytesOf(again).equals(await nativeRange(td.dir, badOid, 10, 20))).toBe(true);
   });
 });
 

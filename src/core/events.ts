@@ -2,7 +2,9 @@ import { markUnsigned } from './sync/unsigned.js';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { cursorCodec } from '../schema/cursor.js';
-import { laneId } from '../schema/ids.js';
+import { laneId, personOf } from '../schema/ids.js';
+import { HELD } from '../schema/limits.js';
+import { ZzError } from '../errors.js';
 import { publicationOrder, type CommitRecord, type LoggedOp, type OpLog } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
 import { listedCorrupt, readLanes, readLanesOrOne, type CorruptEntity } from './lanes.js';
@@ -355,21 +357,71 @@ async function collect(repo: ZzRepo, args: LaneEventsArgs, pos: Positions, limit
   return { events, next, corrupt };
 }
 
+export interface LaneEventsPage {
+  events: LaneEvent[];
+  next_cursor: string;
+  corrupt: CorruptEntity[];
+  corrupt_more: number;
+}
+
 export async function laneEvents(
   repo: ZzRepo,
   callerIn: Caller | null,
   args: LaneEventsArgs,
   signal?: AbortSignal,
-): Promise<{
-  events: LaneEvent[];
-  next_cursor: string;
-  corrupt: CorruptEntity[];
-  corrupt_more: number;
-}> {
-  requireCaller(callerIn);
+): Promise<LaneEventsPage> {
+  const caller = requireCaller(callerIn);
   const pos = decodeCursor(args.cursor);
   const limit = args.limit ?? 500;
   const deadline = Date.now() + (args.wait_ms ?? 0);
+  const release = (args.wait_ms ?? 0) > 0 ? holdLongPoll(personOf(caller.actor)) : null;
+  try {
+    return await eventsAfter(repo, args, pos, limit, deadline, signal);
+  } finally {
+    release?.();
+  }
+}
+
+/**
+ * Waiting lane_events calls per person (their agents included), in this process (the
+ * daemon): each wakes on every commit and re-reads the Lanes, so one token must not hold
+ * hundreds. Past HELD.longPollsPerPerson, a 429 at once (as for event streams, http/app.ts).
+ */
+const longPolls = new Map<string, number>();
+
+function holdLongPoll(person: string): () => void {
+  const held = longPolls.get(person) ?? 0;
+  if (held >= HELD.longPollsPerPerson) {
+    throw new ZzError(
+      'too_many_requests',
+      `${person} and their agents already have ${held} lane_events calls waiting (wait_ms), the most one person may; wait on fewer at once (one call can follow every Lane) and retry`,
+    );
+  }
+  longPolls.set(person, held + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const n = (longPolls.get(person) ?? 1) - 1;
+    if (n > 0) longPolls.set(person, n);
+    else longPolls.delete(person);
+  };
+}
+
+/**
+ * How often a waiting call looks again with no commit notice: a commit of this daemon (a write,
+ * a sync merge) wakes it at once; this only catches a Lane ref moved by another process.
+ */
+const SAFETY_POLL_MS = 2_000;
+
+async function eventsAfter(
+  repo: ZzRepo,
+  args: LaneEventsArgs,
+  pos: Positions,
+  limit: number,
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<LaneEventsPage> {
   for (;;) {
     const { events, next, corrupt } = await collect(repo, args, pos, limit);
     if (events.length > 0 || Date.now() >= deadline || signal?.aborted) {
@@ -380,7 +432,7 @@ export async function laneEvents(
       };
     }
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, Math.min(250, Math.max(0, deadline - Date.now())));
+      const timer = setTimeout(done, Math.min(SAFETY_POLL_MS, Math.max(0, deadline - Date.now())));
       const off = repo.onCommit(() => done());
       const onAbort = () => done();
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -29,6 +29,17 @@ export interface GitObject {
   data: Buffer;
 }
 
+/** An object's type and size, read without its content (`--batch-check`). */
+export interface ObjectInfo {
+  oid: string;
+  type: GitObject['type'];
+  size: number;
+}
+
+/** A reply: the object, or (from a `--batch-check` process) its header with empty data. */
+type Reply = GitObject & { size: number };
+const NO_DATA = Buffer.alloc(0);
+
 const OID = /^[0-9a-f]{40}$/;
 const TYPES = new Set(['blob', 'tree', 'commit', 'tag']);
 const MAX_PEEL = 16;
@@ -42,13 +53,16 @@ export type RefResolver = (ref: string) => Promise<string | null>;
 
 interface Request {
   oid: string;
-  resolve: (o: GitObject | null) => void;
+  resolve: (o: Reply | null) => void;
   reject: (e: Error) => void;
   /** Processes this request was sent to. */
   tries: number;
 }
 
-/** One `git cat-file --batch` process: its own pipe, buffer and queue, never shared with a successor. */
+/**
+ * One `git cat-file --batch` process (or `--batch-check`: headers only, `check`): its own pipe,
+ * buffer and queue, never shared with a successor.
+ */
 class BatchProcess {
   readonly proc: ChildProcessWithoutNullStreams;
   /** Sent and not yet answered, in the order git answers. */
@@ -60,9 +74,11 @@ class BatchProcess {
 
   constructor(
     gitdir: string,
+    private readonly check: boolean,
     private readonly onDeath: (orphans: Request[]) => void,
   ) {
-    const p = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch'], {
+    const mode = check ? '--batch-check' : '--batch';
+    const p = spawn('git', ['--git-dir', gitdir, 'cat-file', mode], {
       env: gitEnv(),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -151,7 +167,8 @@ class BatchProcess {
         if (b.filled < b.buf.length) return;
         this.body = null;
         if (b.buf[b.buf.length - 1] !== 10) return this.desync();
-        this.answer({ oid: r.oid, type: b.type, data: b.buf.subarray(0, b.buf.length - 1) });
+        const data = b.buf.subarray(0, b.buf.length - 1);
+        this.answer({ oid: r.oid, type: b.type, data, size: data.length });
         continue;
       }
       const nl = chunk.indexOf(10, at);
@@ -173,6 +190,10 @@ class BatchProcess {
       if (!m || m[1] !== r.oid || !TYPES.has(m[2]!)) return this.desync();
       const size = Number(m[3]);
       if (!Number.isSafeInteger(size)) return this.desync();
+      if (this.check) {
+        this.answer({ oid: r.oid, type: m[2] as GitObject['type'], data: NO_DATA, size });
+        continue;
+      }
       this.body = {
         type: m[2] as GitObject['type'],
         buf: Buffer.allocUnsafe(size + 1),
@@ -181,7 +202,7 @@ class BatchProcess {
     }
   }
 
-  private answer(o: GitObject | null): void {
+  private answer(o: Reply | null): void {
     const r = this.queue.shift()!;
     if (this.queue.length === 0) this.setRef(false);
     r.resolve(o);
@@ -190,6 +211,8 @@ class BatchProcess {
 
 export class CatFile {
   private current: BatchProcess | null = null;
+  /** `--batch-check`, started on the first info(): sizes before deciding how to read a blob. */
+  private checker: BatchProcess | null = null;
   private closed = false;
   /** Processes started (tests watch a reader being replaced). */
   spawned = 0;
@@ -208,19 +231,22 @@ export class CatFile {
     }
   }
 
-  private process(): BatchProcess {
-    if (this.current && !this.current.dead) return this.current;
+  private process(check = false): BatchProcess {
+    const running = check ? this.checker : this.current;
+    if (running && !running.dead) return running;
     this.spawned++;
-    const p = new BatchProcess(this.gitdir, (orphans) => {
-      if (this.current === p) this.current = null;
+    const p = new BatchProcess(this.gitdir, check, (orphans) => {
+      if (check && this.checker === p) this.checker = null;
+      if (!check && this.current === p) this.current = null;
       for (const r of orphans) {
         if (this.closed) r.reject(new ZzError('unavailable', 'repository is closed'));
         else if (r.tries >= 2) {
           r.reject(new ZzError('git_failed', `git cat-file stopped while reading ${r.oid}`));
-        } else this.process().send(r);
+        } else this.process(check).send(r);
       }
     });
-    this.current = p;
+    if (check) this.checker = p;
+    else this.current = p;
     return p;
   }
 
@@ -237,6 +263,21 @@ export class CatFile {
     }
     return new Promise((resolve, reject) => {
       this.process().send({ oid, resolve, reject, tries: 0 });
+    });
+  }
+
+  /**
+   * An object's type and size by full id, without reading it: a caller that must not hold a
+   * huge blob whole (git_show_file) asks first. Null when the object is missing.
+   */
+  info(oid: string): Promise<ObjectInfo | null> {
+    if (this.closed) return Promise.reject(new ZzError('unavailable', 'repository is closed'));
+    if (!OID.test(oid)) {
+      return Promise.reject(new ZzError('invalid_argument', 'invalid object id'));
+    }
+    return new Promise((resolve, reject) => {
+      const answer = (o: Reply | null) => resolve(o && { oid: o.oid, type: o.type, size: o.size });
+      this.process(true).send({ oid, resolve: answer, reject, tries: 0 });
     });
   }
 
@@ -334,29 +375,37 @@ export class CatFile {
 
   /** `<oid>:<path>` by walking trees: any byte but NUL is a legal path byte here. */
   private async readPath(oid: string, path: string): Promise<GitObject | null> {
+    const found = await this.pathOid(oid, path);
+    return found === null ? null : this.readOid(found);
+  }
+
+  /**
+   * The id of what `<commit-ish>:<path>` names, walking trees without reading that last object
+   * (a blob may be too large to hold: git_show_file reads it by its info). Null when the path
+   * is not there (or crosses a submodule).
+   */
+  async pathOid(oid: string, path: string): Promise<string | null> {
+    if (!OID.test(oid)) throw new ZzError('invalid_argument', 'invalid object id');
     const root = await this.peel(oid, 'tree');
     if (!root) return null;
     const p = path.endsWith('/') ? path.slice(0, -1) : path;
-    if (p === '') return root;
+    if (p === '') return root.oid;
     let tree: GitObject = root;
     const parts = p.split('/');
-    for (let i = 0; i < parts.length; i++) {
+    for (let i = 0; ; i++) {
       const found = findEntry(tree.data, Buffer.from(parts[i]!, 'utf8'));
       if (!found || found.mode === '160000') return null;
+      if (i === parts.length - 1) return found.oid;
       const o = await this.readOid(found.oid);
-      if (!o) return null;
-      if (i === parts.length - 1) return o;
-      if (o.type !== 'tree') return null;
+      if (!o || o.type !== 'tree') return null;
       tree = o;
     }
-    return null;
   }
 
   close(): void {
     this.closed = true;
-    const p = this.current;
-    this.current = null;
-    p?.close();
+    for (const p of [this.current, this.checker]) p?.close();
+    this.current = this.checker = null;
   }
 }
 

@@ -65,13 +65,14 @@ export interface SpawnResult {
 }
 
 /**
- * Like runGit, but can stream stdout (`onData`, nothing kept) or stop at `cap` bytes and keep
- * the prefix, which a truncating reader needs (runGit rejects past maxBuffer).
+ * Like runGit, but can stream stdout (`onData`, nothing kept; returning false stops git, and
+ * the result is `cut`) or stop at `cap` bytes and keep the prefix, which a truncating reader
+ * needs (runGit rejects past maxBuffer).
  */
 export function spawnGit(
   gitdir: string,
   args: readonly string[],
-  opts: { input?: string; cap?: number; onData?: (chunk: Buffer) => void } = {},
+  opts: { input?: string; cap?: number; onData?: (chunk: Buffer) => boolean | void } = {},
 ): Promise<SpawnResult> {
   return new Promise((resolve, reject) => {
     const child = spawn('git', args as string[], {
@@ -87,7 +88,10 @@ export function spawnGit(
     child.stdout.on('data', (b: Buffer) => {
       if (cut) return;
       if (opts.onData) {
-        opts.onData(b);
+        if (opts.onData(b) === false) {
+          cut = true;
+          child.kill('SIGKILL');
+        }
         return;
       }
       if (opts.cap !== undefined && len + b.length > opts.cap) {

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { ZzError } from '../errors.js';
+import { BINARY_SNIFF, blobWindow, type BlobWindow } from './blob-window.js';
 import { confinePath, intArg, resolveCommit, type HistoryRepo } from './history-common.js';
 import { printable } from './ref-names.js';
 
@@ -26,7 +27,14 @@ export interface GitShowFileResult {
 
 const SHOW_LIMIT_DEFAULT = 1024 * 1024;
 const SHOW_LIMIT_MAX = 16 * 1024 * 1024;
-const BINARY_SNIFF = 8000;
+/**
+ * Blobs up to this size are read whole through the shared cat-file process (one round trip);
+ * larger ones are streamed and only the page is kept (blob-window.ts): reading one byte of a
+ * 100 MB file used to hold all 100 MB, and a multi-GB one could exhaust the daemon's memory.
+ */
+const WHOLE_BLOB_MAX = 4 * 1024 * 1024;
+/** Bytes around a page a text page may need: its start moves back, its end looks one past. */
+const CHAR_SLACK = 4;
 
 /**
  * A file's content at a commit. Pages are byte ranges [offset, offset + limit); text pages
@@ -42,9 +50,11 @@ export async function gitShowFile(
   const offset = intArg(opts.offset, 'offset', 0, Number.MAX_SAFE_INTEGER, 0);
   const limit = intArg(opts.limit, 'limit', 1, SHOW_LIMIT_MAX, SHOW_LIMIT_DEFAULT);
   const commit = await resolveCommit(repo, opts.commit, 'commit');
-  // Resolved by cat-file walking the trees (any path byte but NUL is fine, newlines included).
-  const obj = await repo.catFile.read(`${commit.oid}:${path}`);
-  if (!obj) {
+  // Resolved by cat-file walking the trees (any path byte but NUL is fine, newlines included);
+  // the blob's size is asked before any of it is read.
+  const oid = await repo.catFile.pathOid(commit.oid, path);
+  const info = oid === null ? null : await repo.catFile.info(oid);
+  if (!info) {
     throw new ZzError(
       'not_found',
       `path "${printable(path)}" does not exist at commit ${commit.oid}`,
@@ -54,15 +64,14 @@ export async function gitShowFile(
       },
     );
   }
-  if (obj.type !== 'blob') {
+  if (info.type !== 'blob') {
     throw new ZzError(
       'invalid_argument',
-      `path "${printable(path)}" is a ${obj.type === 'tree' ? 'directory' : obj.type} at commit ${commit.oid}, not a file`,
+      `path "${printable(path)}" is a ${info.type === 'tree' ? 'directory' : info.type} at commit ${commit.oid}, not a file`,
       { field: 'path', path, commit: commit.oid },
     );
   }
-  const data = obj.data;
-  const size = data.length;
+  const size = info.size;
   if (offset > size) {
     throw new ZzError(
       'invalid_argument',
@@ -72,12 +81,23 @@ export async function gitShowFile(
       },
     );
   }
-  const binary = data.subarray(0, BINARY_SNIFF).includes(0) || !isUtf8(data);
+  const win: BlobWindow =
+    size <= WHOLE_BLOB_MAX
+      ? await wholeBlob(repo, info.oid)
+      : await blobWindow(
+          repo.gitdir,
+          info.oid,
+          size,
+          Math.max(0, offset - CHAR_SLACK),
+          Math.min(size, offset + limit + CHAR_SLACK),
+        );
+  const { binary, base, bytes } = win;
   let start = offset;
   let end = Math.min(size, offset + limit);
   if (!binary) {
-    const cont = (i: number) => i < size && (data[i]! & 0xc0) === 0x80;
-    while (start > 0 && cont(start)) start--;
+    // Within the window: a valid UTF-8 character is at most 4 bytes.
+    const cont = (i: number) => i < size && i >= base && (bytes[i - base]! & 0xc0) === 0x80;
+    while (start > base && cont(start)) start--;
     end = Math.min(size, start + limit);
     while (end > start && cont(end)) end--;
     // A limit smaller than the character at `start`: return that one character whole.
@@ -86,7 +106,7 @@ export async function gitShowFile(
       while (cont(end)) end++;
     }
   }
-  const slice = data.subarray(start, end);
+  const slice = bytes.subarray(start - base, end - base);
   return {
     commit: commit.oid,
     path,
@@ -96,4 +116,13 @@ export async function gitShowFile(
     offset: start,
     next_offset: end < size ? end : null,
   };
+}
+
+/** A blob small enough to hold whole, read through the shared cat-file process. */
+async function wholeBlob(repo: HistoryRepo, oid: string): Promise<BlobWindow> {
+  const obj = await repo.catFile.readOid(oid);
+  if (!obj) throw new ZzError('git_failed', `blob ${oid} vanished while it was read`);
+  const data = obj.data;
+  const binary = data.subarray(0, BINARY_SNIFF).includes(0) || !isUtf8(data);
+  return { size: data.length, base: 0, bytes: data, binary };
 }

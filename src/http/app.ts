@@ -9,6 +9,7 @@ import {
 import type { TokenStore } from '../core/token-store.js';
 import { ERROR_CODES, knownError, ZzError } from '../errors.js';
 import { personOf } from '../schema/ids.js';
+import { HELD } from '../schema/limits.js';
 import {
   runTool,
   toolJsonSchema,
@@ -68,8 +69,8 @@ export interface AppOptions {
   services?: ToolServices;
   heartbeatMs?: number;
   /**
-   * Open event streams per person, their agents included (default 64), and in total (default
-   * 512); past them, a 429. Per actor, sixteen agent names of one person filled the total.
+   * Open event streams per person, their agents included, and in total (default
+   * HELD.streamsPerPerson and HELD.streams); past them, a 429.
    */
   maxStreamsPerPerson?: number;
   maxStreams?: number;
@@ -153,8 +154,8 @@ export function createApp(opts: AppOptions): App {
   const streams = new Set<() => void>();
   /** Open event streams per actor: one token must not hold the daemon's every stream. */
   const streamsOf = new Map<string, number>();
-  const maxStreamsPerPerson = opts.maxStreamsPerPerson ?? 64;
-  const maxStreams = opts.maxStreams ?? 512;
+  const maxStreamsPerPerson = opts.maxStreamsPerPerson ?? HELD.streamsPerPerson;
+  const maxStreams = opts.maxStreams ?? HELD.streams;
   let toolList: string | null = null;
   let active = 0;
   let idle: (() => void) | null = null;

@@ -12,6 +12,7 @@ import {
   watchHealth,
 } from '../core/index.js';
 import { ZzError } from '../errors.js';
+import { HELD } from '../schema/limits.js';
 
 // Server-sent events of commits on refs/zz/*. Each Lane event carries as its id the same
 // cursor `lane_events` takes (ops seen per Lane), so a client that reconnects with
@@ -34,8 +35,18 @@ export interface EventStreamOptions {
   stillAuthorized?: () => Promise<boolean>;
 }
 
-/** Queued chunks a client may fall behind by before it is dropped (it resumes by cursor). */
-const MAX_BACKLOG = 1000;
+/**
+ * HELD.streamBacklogBytes: what a client may fall behind by before it is dropped. Each chunk
+ * counts at least CHUNK_WEIGHT, so no more than ~1,000 small ones (pings, notices) queue
+ * either. A chunk larger than the bound (a Ladder write near the body limit) is queued when
+ * nothing else is: a client that keeps up must get it.
+ */
+export const MAX_BACKLOG_BYTES = HELD.streamBacklogBytes;
+const CHUNK_WEIGHT = 8 * 1024;
+const queuing: QueuingStrategy<Uint8Array> = {
+  highWaterMark: 0,
+  size: (chunk) => Math.max(chunk.byteLength, CHUNK_WEIGHT),
+};
 
 // The same codec as lane_events, with a message that names both ways a cursor arrives.
 export function decodePositions(cursor: string): Positions {
@@ -122,11 +133,16 @@ export function openEventStream(
 
   const write = (s: string) => {
     if (closed) return;
-    if ((controller.desiredSize ?? 0) < -MAX_BACKLOG) {
-      close();
+    const chunk = enc.encode(s);
+    // desiredSize is highWaterMark (0) less what is queued and not yet taken by the socket.
+    const queued = -(controller.desiredSize ?? 0);
+    if (queued > 0 && queued + queuing.size!(chunk) > MAX_BACKLOG_BYTES) {
+      // Dropped, its backlog discarded at once (not sent first: the client is not reading);
+      // the adapter cuts the connection and the client reconnects from its Last-Event-ID.
+      close(new ZzError('unavailable', 'event stream client fell too far behind'));
       return;
     }
-    controller.enqueue(enc.encode(s));
+    controller.enqueue(chunk);
   };
   const send = (e: CommitEvent | { ref: string; revision: string; ops: unknown[] }, id?: string) =>
     write(
@@ -207,7 +223,8 @@ export function openEventStream(
   const heartbeat = setInterval(() => inLine(() => write(': ping\n\n')), opts.heartbeatMs);
   heartbeat.unref();
 
-  function close(): void {
+  /** Ends the stream; with `failed`, what is queued is discarded and the connection cut. */
+  function close(failed?: Error): void {
     if (closed) return;
     closed = true;
     off();
@@ -216,21 +233,26 @@ export function openEventStream(
     clearInterval(heartbeat);
     opts.onClose?.();
     try {
-      controller.close();
+      if (failed) controller.error(failed);
+      else controller.close();
     } catch {
       /* already closed or errored */
     }
   }
 
-  const body = new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c;
-      c.enqueue(enc.encode(`retry: 2000\n: connected to ${repo.key}\n\n`));
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+        c.enqueue(enc.encode(`retry: 2000\n: connected to ${repo.key}\n\n`));
+      },
+      cancel() {
+        close();
+      },
     },
-    cancel() {
-      close();
-    },
-  });
+    queuing,
+  );
   schedule();
-  return { body, close };
+  // Not `close` itself: an abort listener would hand it an Event as the failure.
+  return { body, close: () => close() };
 }

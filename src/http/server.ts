@@ -415,7 +415,12 @@ async function writeResponse(
         if (!res.write(value)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
       }
     } catch {
-      /* the stream was cancelled: the client left or the daemon is closing */
+      // The stream failed (a client too far behind: event-stream.ts) or was cancelled (the
+      // client left): cut the connection, so that what the socket still buffers is let go
+      // now rather than when a client that stopped reading reads again.
+      res.off('close', stop);
+      res.destroy();
+      return;
     } finally {
       res.off('close', stop);
     }

@@ -121,6 +121,29 @@ export const PAGE = {
   maxListedProblems: 50,
 } as const;
 
+/**
+ * What one client may hold open in the daemon. A person counts with their agents
+ * (`alice@x[claude]` is alice@x): sixteen agent names of one person filled the per-actor
+ * total. Past a bound, a 429 that says which.
+ */
+export const HELD = {
+  /** Event streams (GET …/events) open per person, and in all. */
+  streamsPerPerson: 64,
+  streams: 512,
+  /**
+   * lane_events calls waiting (wait_ms) at once per person, as many as streams: a waiting
+   * call wakes on every commit and re-reads the Lanes (300 open from one token kept an idle
+   * daemon at ~15% of a core when each also re-read every 250 ms).
+   */
+  longPollsPerPerson: 64,
+  /**
+   * Bytes an event stream's client may fall behind by before it is dropped (it reconnects
+   * and resumes by its Last-Event-ID). One Ladder write of up to ~8 MiB is one chunk to every
+   * stream: the 1,000 chunks once allowed let one client that stopped reading hold ~8 GB.
+   */
+  streamBacklogBytes: 8 * 1024 * 1024,
+} as const;
+
 export const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
 /**

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { EVENTS_CURSOR_MAX_LENGTH, laneEvents } from '../core/events.js';
 import { actor, laneId, newLaneId } from '../schema/ids.js';
 import { askKinds } from '../schema/lane.js';
-import { LIMITS } from '../schema/limits.js';
+import { HELD, LIMITS } from '../schema/limits.js';
 import { longText } from '../schema/ops.js';
 import {
   askOut,
@@ -126,7 +126,7 @@ export const laneTools = [
   defineTool({
     name: 'lane_events',
     summary: 'Events after a cursor across one Lane or all; wait_ms long-polls for the next one',
-    description: 'Pass back next_cursor to continue where you left off.',
+    description: `Pass back next_cursor to continue where you left off. At most ${HELD.longPollsPerPerson} calls of one person (agents included) may wait at once: past that, 429 too_many_requests.`,
     toolset: 'lanes',
     annotations: READ,
     input: z.strictObject({

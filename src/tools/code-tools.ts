@@ -19,8 +19,7 @@ const sandbox = lazyModule(() => import('../core/changesets-sandbox.js'));
 export const codeTools = [
   defineTool({
     name: 'commit_changeset',
-    summary:
-      'Land a changeset (or whole files) on the default branch; rooted coordinators of the Lane',
+    summary: 'Land a changeset (or files) on the default branch; rooted coordinators of the Lane',
     description:
       'Pass changeset_id (merged onto a moved branch when clean; a conflict is a 409 that posts a resolve_conflict Ask), or message + files + expected_head. By id: reviewed by an owner or rooted maintainer.',
     toolset: 'code',

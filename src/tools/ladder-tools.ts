@@ -177,8 +177,7 @@ export const ladderTools = [
   }),
   defineTool({
     name: 'ladder_search',
-    summary:
-      'Full-text search over rung summaries across the repositories this server knows that you may read',
+    summary: 'Full-text search over rung summaries across the repositories you may read',
     description:
       'Words are ANDed (falling back to OR when nothing matches all); the last word matches as a prefix. Pass back next_cursor with the same query to page.',
     toolset: 'ladder',

@@ -126,7 +126,7 @@ export const laneTools = [
   defineTool({
     name: 'lane_events',
     summary: 'Events after a cursor across one Lane or all; wait_ms long-polls for the next one',
-    description: `Pass back next_cursor to continue where you left off. At most ${HELD.longPollsPerPerson} calls of one person (agents included) may wait at once: past that, 429 too_many_requests.`,
+    description: `Pass back next_cursor to continue. At most ${HELD.longPollsPerPerson} waiting calls a person (429 past that).`,
     toolset: 'lanes',
     annotations: READ,
     input: z.strictObject({

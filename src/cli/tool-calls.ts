@@ -161,12 +161,30 @@ export async function callTool(
         throw lostAnswer(e, tool, args, opts.resend);
       throw e;
     }
+    // `zz git show-file > f` with no page asked for writes the whole file, page after page at
+    // the commit the first page resolved (a branch moving meanwhile changes nothing): one page
+    // of a file past the page size, with exit 0 and a note on stderr, read as the whole file.
+    if (tool === 'git_show_file' && wholeFileWanted(io, json, args)) {
+      while (typeof result.next_offset === 'number' && typeof result.commit === 'string') {
+        print(io, { ...result, next_offset: null }, json, tool);
+        result = await client.call(tool, {
+          ...callArgs,
+          commit: result.commit,
+          offset: result.next_offset,
+        });
+      }
+    }
     print(io, result, json, tool);
     if (mayLackLadder(tool, args, result)) await hintLadderBuild(io, client);
     if (mayLackInit(tool, result)) await hintInit(io, client);
   } finally {
     client.close();
   }
+}
+
+/** Into a pipe or a file, with neither --offset nor --limit: the file, not its first page. */
+function wholeFileWanted(io: CliIO, json: boolean, args: Record<string, unknown>): boolean {
+  return !json && !io.isTTY && args.offset === undefined && args.limit === undefined;
 }
 
 /**

@@ -13,6 +13,9 @@ import { makeRepo, sh } from '../helpers/temp-repo.js';
 
 const TEXT = 'page one\x0cpage two\rover\u202eright\x1b[2J'; // no final newline either
 const BINARY = Buffer.from([0x00, 0xff, 0x0c, 0x0d, 0x1b, 0x9b, 0x89, 0x50, 0x4e, 0x47]);
+// Past the tool's page (1 MiB), with a 3-byte character across each page boundary region.
+const LONG = ('ab€\n'.repeat(100_000) + 'x'.repeat(1000)).repeat(5);
+const LONG_BIN = Buffer.concat([BINARY, Buffer.alloc(2_500_000, 0x9b), BINARY]);
 
 let dir: string;
 
@@ -20,6 +23,8 @@ beforeAll(async () => {
   dir = makeRepo('zz-show-raw-').dir;
   writeFileSync(join(dir, 'weird.txt'), TEXT);
   writeFileSync(join(dir, 'blob.bin'), BINARY);
+  writeFileSync(join(dir, 'long.txt'), LONG);
+  writeFileSync(join(dir, 'long.bin'), LONG_BIN);
   sh(dir, 'add', '.');
   sh(dir, 'commit', '-q', '-m', 'odd files');
   const repo = await ZzRepo.open(dir);
@@ -28,11 +33,11 @@ beforeAll(async () => {
 });
 
 /** The CLI in-process with stdout a terminal or not, capturing bytes written as bytes. */
-async function showFile(path: string, isTTY: boolean) {
+async function showFile(path: string, isTTY: boolean, ...more: string[]) {
   let stdout = '';
   let stderr = '';
   const bytes: Buffer[] = [];
-  const code = await run(['git', 'show-file', '--path', path], {
+  const code = await run(['git', 'show-file', '--path', path, ...more], {
     stdout: (s) => (stdout += s),
     stdoutBytes: (b) => bytes.push(Buffer.from(b)),
     stderr: (s) => (stderr += s),
@@ -57,6 +62,24 @@ describe('zz git show-file', () => {
     expect(r.bytes.equals(BINARY)).toBe(true);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe('');
+  });
+
+  // The review's LOW: `> f` of a file past one page wrote its first MiB, with exit 0.
+  it('into a pipe or file writes a file past one page whole; --offset/--limit ask for one page', async () => {
+    const text = await showFile('long.txt', false);
+    expect(text.code, text.stderr).toBe(0);
+    expect(Buffer.byteLength(LONG)).toBeGreaterThan(2 * 1024 * 1024);
+    expect(text.stdout.length).toBe(LONG.length);
+    expect(text.stdout === LONG).toBe(true);
+    expect(text.stderr).toBe('');
+    const bin = await showFile('long.bin', false);
+    expect(bin.code, bin.stderr).toBe(0);
+    expect(bin.bytes.equals(LONG_BIN)).toBe(true);
+    const page = await showFile('long.txt', false, '--limit', '1000');
+    expect(page.code).toBe(0);
+    expect(page.stdout).toBe(LONG.slice(0, page.stdout.length));
+    expect(Buffer.byteLength(page.stdout)).toBeLessThanOrEqual(1000);
+    expect(page.stderr).toMatch(/--offset \d+/);
   });
 
   it('on a terminal shows control characters as escapes and says a binary file is binary', async () => {

@@ -19,7 +19,7 @@ const MINE = 'local/rvrepo';
 const SECRET = 'local/rvsecret';
 const OPEN = 'local/rvpublic';
 const WORDS: Record<string, string> = {
-  [MINE]: ' Its quokkahandler and wombathandler.',
+  [MINE]: ' Its quokkahandler, wombathandler and handler.',
   [SECRET]: ' Project quokka acquisition plan.',
 };
 
@@ -37,8 +37,9 @@ const search = (c: JsonClient, args: Record<string, unknown>) =>
 
 /**
  * A checkout keyed `key` whose files all mention bluefalcon. Its own README also holds
- * `quokkahandler` and `wombathandler`; the private one's holds `quokka` alone: whether a search
- * for `quokka` finds the caller's README must not depend on it (the review's oracle).
+ * `quokkahandler`, `wombathandler` and `handler`; the private one's holds `quokka` alone. A
+ * prefix expansion skips `quokkahandler` as a compound when `quokka` is itself a word: whether
+ * a search for `quokka` finds the caller's README must not depend on a word it cannot read.
  */
 function checkout(key: string): string {
   const { dir } = makeRepo('zz-search-access-');

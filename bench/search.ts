@@ -146,6 +146,15 @@ export async function benchSearch(): Promise<Record<string, unknown>> {
     const repoQ = timedQueries(queries, (q, i) =>
       cold.search({ query: q, repo: repoKey(i % REPOS) }),
     );
+    // As the daemon asks for a caller: within the repositories it may read, whose vocabulary
+    // alone the query's words expand over (every served one, or its own and two public ones).
+    const everyRepo = Array.from({ length: REPOS }, (_, i) => repoKey(i));
+    const withinAllQ = timedQueries(queries, (q) =>
+      cold.search({ query: q, limit: 10, within: everyRepo }),
+    );
+    const withinFewQ = timedQueries(queries, (q, i) =>
+      cold.search({ query: q, limit: 10, within: [repoKey(i % REPOS), repoKey(0), repoKey(1)] }),
+    );
     // Paging: the next page of a query just asked (results are kept per query and generation).
     const pageWall: number[] = [];
     const pageCpu: number[] = [];
@@ -244,6 +253,16 @@ export async function benchSearch(): Promise<Record<string, unknown>> {
       { measure: 'search', wall: pq(main, 'wall'), cpu: pq(main, 'cpu') },
       { measure: 'search kind=directory', wall: pq(kindQ, 'wall'), cpu: pq(kindQ, 'cpu') },
       { measure: 'search repo=…', wall: pq(repoQ, 'wall'), cpu: pq(repoQ, 'cpu') },
+      {
+        measure: 'search within every repo',
+        wall: pq(withinAllQ, 'wall'),
+        cpu: pq(withinAllQ, 'cpu'),
+      },
+      {
+        measure: 'search within 3 repos',
+        wall: pq(withinFewQ, 'wall'),
+        cpu: pq(withinFewQ, 'cpu'),
+      },
       { measure: 'next page', wall: pq(pageQ, 'wall'), cpu: pq(pageQ, 'cpu') },
       { measure: 'search via minisearch search()', wall: pq(miniQ, 'wall'), cpu: pq(miniQ, 'cpu') },
       {

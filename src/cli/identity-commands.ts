@@ -3,7 +3,7 @@ import { ZzError } from '../errors.js';
 import { credentialsFile } from '../local/paths.js';
 import { print } from './format.js';
 import type { CliIO } from './io.js';
-import { neutralize } from './terminal.js';
+import { neutralize, oneLine } from './terminal.js';
 
 // Who the CLI acts as, per repository: `zz login`, `zz logout`, `zz whoami` and the agent
 // identities you[NAME] (`zz agent create|token|list|revoke`). Tokens are minted into this
@@ -137,10 +137,10 @@ export function loginCommand(y: Argv, io: CliIO): Argv {
           true,
         );
       io.stdout(
-        neutralize(
-          `${valid ? 'Already logged in' : 'Logged in'} to ${key} as ${actor} (token ${login.id}, in ${credentialsFile(io.env)}).\n${daemonLine(server)}\n`,
-          { multiline: true },
-        ),
+        [
+          oneLine`${valid ? 'Already logged in' : 'Logged in'} to ${key} as ${actor} (token ${login.id}, in ${credentialsFile(io.env)}).`,
+          oneLine`${daemonLine(server)}`,
+        ].join('\n') + '\n',
       );
     },
   );
@@ -162,12 +162,9 @@ export function logoutCommand(y: Argv, io: CliIO): Argv {
         });
       if (a.json) return print(io, { repo: key, logged_out: !!stored, revoked }, true);
       io.stdout(
-        neutralize(
-          stored
-            ? `Logged out of ${key}: token ${stored.id} of ${stored.actor} revoked. Your agents' tokens still work (zz agent list).\n`
-            : `Not logged in to ${key}; nothing to do.\n`,
-          { multiline: true },
-        ),
+        (stored
+          ? oneLine`Logged out of ${key}: token ${stored.id} of ${stored.actor} revoked. Your agents' tokens still work (zz agent list).`
+          : oneLine`Not logged in to ${key}; nothing to do.`) + '\n',
       );
     },
   );
@@ -215,13 +212,16 @@ export function whoamiCommand(y: Argv, io: CliIO): Argv {
       const mcpUrl = daemon ? `${daemon}/api/repos/${key}/mcp` : null;
       const out = { actor, via, token_id: tokenId, repo: key, gitdir, daemon, mcp_url: mcpUrl };
       if (a.json) return print(io, out, true);
-      // Every part: the git dir is a path of this machine's, the actor a git config value.
-      io.stdout(
-        neutralize(
-          `${actor}\n  repository: ${key} (${gitdir})\n  acting as: ${via}${tokenId ? ` (token ${tokenId})` : ''}\n  ${daemonLine(daemon)}\n${mcpUrl ? `  MCP over HTTP: ${mcpUrl}\n` : ''}`,
-          { multiline: true },
-        ),
-      );
+      // Every part, each as one line: the git dir is a path of this machine's, the actor a
+      // git config value (which may hold a newline).
+      const lines = [
+        oneLine`${actor}`,
+        oneLine`  repository: ${key} (${gitdir})`,
+        oneLine`  acting as: ${via}${tokenId ? ` (token ${tokenId})` : ''}`,
+        oneLine`  ${daemonLine(daemon)}`,
+        ...(mcpUrl ? [oneLine`  MCP over HTTP: ${mcpUrl}`] : []),
+      ];
+      io.stdout(lines.join('\n') + '\n');
     },
   );
 }
@@ -260,11 +260,10 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
           if (a.json)
             return print(io, { actor, token: t.token, id: t.id, revoked: t.revoked }, true);
           io.stdout(
-            neutralize(
-              `Created a token for ${actor} in ${key} (id ${t.id})${t.revoked ? `; revoked ${t.revoked} earlier token(s)` : ''}.\n` +
-                `Use it with: ZZ_TOKEN=$(zz agent token ${name})\n`,
-              { multiline: true },
-            ),
+            [
+              oneLine`Created a token for ${actor} in ${key} (id ${t.id})${t.revoked ? `; revoked ${t.revoked} earlier token(s)` : ''}.`,
+              oneLine`Use it with: ZZ_TOKEN=$(zz agent token ${name})`,
+            ].join('\n') + '\n',
           );
         },
       )
@@ -343,7 +342,7 @@ export function agentCommand(y: Argv, io: CliIO): Argv {
           if (!revoked && !had)
             throw new ZzError('not_found', `no agent ${name} (${actor}) in ${key}`);
           if (a.json) return print(io, { actor, revoked }, true);
-          io.stdout(neutralize(`Revoked ${revoked} token(s) of ${actor}.\n`, { multiline: true }));
+          io.stdout(oneLine`Revoked ${revoked} token(s) of ${actor}.` + '\n');
         },
       )
       .demandCommand(1, 'choose an agent command: create, token, list, revoke'),

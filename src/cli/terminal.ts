@@ -26,6 +26,18 @@ export function lineWriter(
 }
 
 /**
+ * A template for one line of a terminal's text: each inserted value is neutralised as one
+ * line (a newline shown as `\n`), the literal parts are this program's. Text of several lines
+ * is such lines joined: neutralising the whole text with its newlines kept let a newline in a
+ * value (a git config user.email) forge a line of its own (`acting as: …`).
+ */
+export function oneLine(parts: TemplateStringsArray, ...values: unknown[]): string {
+  let out = parts[0]!;
+  values.forEach((v, i) => (out += neutralize(String(v)) + parts[i + 1]!));
+  return out;
+}
+
+/**
  * `--json` output: JSON.stringify escapes C0 controls only; C1 controls and bidi marks are
  * escaped as well (`\u009b`, `\u202e`), so that JSON on a terminal is as safe as text. It
  * parses to the same value.

@@ -116,6 +116,8 @@ export class TokenStore {
   private readonly nowMs: () => number;
   private readonly lockTimeoutMs: number;
   private readonly log: (line: string) => void;
+  /** The file version (statStamp) last logged as unreadable by holdsOrNone. */
+  private unreadable: string | null = null;
 
   /** The token file, <gitdir>/zz/tokens.json. */
   readonly file: string;
@@ -204,6 +206,26 @@ export class TokenStore {
   async holds(actor: string): Promise<boolean> {
     await this.refresh();
     return this.records.some((t) => t.actor === actor);
+  }
+
+  /**
+   * holds(actor), or false when the file cannot be read (not JSON, a newer format): for views
+   * across repositories, where one broken store must not fail every caller's request nor put
+   * its path in their answer. Logged once per version of the file, not once per request.
+   */
+  async holdsOrNone(actor: string): Promise<boolean> {
+    try {
+      return await this.holds(actor);
+    } catch (e) {
+      const stamp = this.statStamp();
+      if (this.unreadable !== stamp) {
+        this.unreadable = stamp;
+        this.log(
+          `tokens: ${(e as Error).message}; its repository is left out of other repositories' views`,
+        );
+      }
+      return false;
+    }
   }
 
   /**

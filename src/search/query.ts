@@ -174,11 +174,19 @@ export class QueryEngine {
         return null;
       return s;
     };
+    // The shards of the repositories the caller may read: what the query's words expand to
+    // is computed from their vocabulary alone (TermRouter.expand, ExpandOptions.shards).
+    let shards: Set<number> | null = null;
+    if (plan.within !== null) {
+      shards = new Set();
+      for (const s of this.store.shards.values()) if (plan.within.has(s.repo)) shards.add(s.id);
+    }
     const n = plan.tokens.length;
     const expand = (term: string, last: boolean): Group => {
       const expansions = router.expand(term, {
         prefix: last && term.length >= 2,
         fuzzy: fuzzyDistance(term),
+        shards,
       });
       // The word's abbreviations that are terms too (ABBREV_*): "increment" meets `inc`.
       const have = new Set(expansions.map((e) => e.term));
@@ -186,7 +194,7 @@ export class QueryEngine {
       for (let len = longest; len >= ABBREV_MIN; len--) {
         const head = term.slice(0, len);
         if (have.has(head)) continue;
-        for (const e of router.expand(head, { prefix: false, fuzzy: 0 }))
+        for (const e of router.expand(head, { prefix: false, fuzzy: 0, shards }))
           expansions.push({ ...e, weight: ABBREV_WEIGHT * (len / term.length) });
       }
       return { expansions };

@@ -30,6 +30,14 @@ export interface ExpandOptions {
   prefix: boolean;
   /** Maximum edit distance, 0 for none. */
   fuzzy: number;
+  /**
+   * The shards the caller may read (null: all). A term none of them holds is treated as absent
+   * throughout (exact match, compound skip, caps, tie-breaks): the vocabulary is every served
+   * repository's, and a word only a private one holds must not change what the caller's own
+   * shards answer — `quokka` dropping `quokkahandler` as a compound of a word it cannot see
+   * told whether a private repository holds `quokka`.
+   */
+  shards?: ReadonlySet<number> | null;
 }
 
 export class TermRouter {
@@ -125,18 +133,32 @@ export class TermRouter {
       fn(this.shards[k]!, this.counts[k]!);
   }
 
-  /** Total (field, doc) postings of a term across shards: a cheap document frequency. */
-  frequency(row: number): number {
+  /**
+   * Total (field, doc) postings of a term across shards (those in `shards` when given): a cheap
+   * document frequency; 0 when none of them holds it.
+   */
+  frequency(row: number, shards?: ReadonlySet<number> | null): number {
     let n = 0;
-    for (let k = this.offsets[row]!; k < this.offsets[row + 1]!; k++) n += this.counts[k]!;
+    for (let k = this.offsets[row]!; k < this.offsets[row + 1]!; k++)
+      if (!shards || shards.has(this.shards[k]!)) n += this.counts[k]!;
     return n;
+  }
+
+  /** Whether some shard in `shards` (any, when null) holds the term at `row`. */
+  private holds(row: number, shards: ReadonlySet<number> | null | undefined): boolean {
+    if (row < 0) return false;
+    if (!shards) return true;
+    for (let k = this.offsets[row]!; k < this.offsets[row + 1]!; k++)
+      if (shards.has(this.shards[k]!)) return true;
+    return false;
   }
 
   /** The term itself and, as asked, its prefix and fuzzy relatives present in some shard. */
   expand(term: string, opts: ExpandOptions): Expansion[] {
     const out = new Map<string, Expansion>();
+    const shards = opts.shards;
     const found0 = this.row(term);
-    const exact = found0 < 0 ? undefined : found0;
+    const exact = this.holds(found0, shards) ? found0 : undefined;
     if (exact !== undefined) out.set(term, { term, weight: 1, row: exact });
     if (opts.prefix) {
       const found: Expansion[] = [];
@@ -145,11 +167,14 @@ export class TermRouter {
       const [lo, hi] = this.prefixRange(term);
       for (let row = hi - 1; row >= lo; row--) {
         const t = this.terms[row]!;
+        // Unseen terms are skipped before the count: else a private repository's words could
+        // push the caller's own past the cap. (Skipping one costs a scan of its shard list.)
+        if (!this.holds(row, shards)) continue;
         if (++visits > MAX_PREFIX_VISITS) break;
         if (t === term) continue;
         // `requesthandler` is indexed from `requestHandler` together with its parts, so every
         // document holding it already matches `request` itself: expanding to it only costs.
-        if (exact !== undefined && this.isCompoundOf(term, t)) continue;
+        if (exact !== undefined && this.isCompoundOf(term, t, shards)) continue;
         const distance = t.length - term.length;
         found.push({
           term: t,
@@ -157,25 +182,29 @@ export class TermRouter {
           weight: (PREFIX_WEIGHT * t.length) / (t.length + 0.3 * distance),
         });
       }
-      this.keepBest(found, MAX_PREFIX_EXPANSIONS, out);
+      this.keepBest(found, MAX_PREFIX_EXPANSIONS, out, shards);
     }
     if (opts.fuzzy > 0) {
       const found: Expansion[] = [];
       for (const [t, row, distance] of this.fuzzy(term, opts.fuzzy)) {
         // A term that is also a prefix match keeps its (higher) prefix weight, as in minisearch.
-        if (distance === 0 || out.has(t)) continue;
+        if (distance === 0 || out.has(t) || !this.holds(row, shards)) continue;
         found.push({ term: t, row, weight: (FUZZY_WEIGHT * t.length) / (t.length + distance) });
       }
-      this.keepBest(found, MAX_FUZZY_EXPANSIONS, out);
+      this.keepBest(found, MAX_FUZZY_EXPANSIONS, out, shards);
     }
     return [...out.values()];
   }
 
   /** Whether `term` is `head` followed by another indexed word (`request` + `handler…`). */
-  private isCompoundOf(head: string, term: string): boolean {
+  private isCompoundOf(
+    head: string,
+    term: string,
+    shards: ReadonlySet<number> | null | undefined,
+  ): boolean {
     const rest = term.slice(head.length).replace(/^[_$]+/, '');
     for (let i = 3; i <= Math.min(rest.length, 16); i++)
-      if (this.row(rest.slice(0, i)) >= 0) return true;
+      if (this.holds(this.row(rest.slice(0, i)), shards)) return true;
     return false;
   }
 
@@ -272,9 +301,14 @@ export class TermRouter {
     return out;
   }
 
-  private keepBest(found: Expansion[], max: number, out: Map<string, Expansion>): void {
+  private keepBest(
+    found: Expansion[],
+    max: number,
+    out: Map<string, Expansion>,
+    shards: ReadonlySet<number> | null | undefined,
+  ): void {
     if (found.length > max) {
-      const freq = new Map(found.map((e) => [e.row, this.frequency(e.row)]));
+      const freq = new Map(found.map((e) => [e.row, this.frequency(e.row, shards)]));
       found.sort(
         (a, b) =>
           b.weight - a.weight ||

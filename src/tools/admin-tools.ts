@@ -9,6 +9,7 @@ import { lazyModule } from './lazy-module.js';
 // The use cases load with a tool's first call, not with the registry: every CLI command that
 // runs a tool in-process loads the registry, and need not load all of core with it.
 const admin = lazyModule(() => import('../core/admin.js'));
+const access = lazyModule(() => import('../core/repo-access.js'));
 
 export const adminTools = [
   defineTool({
@@ -49,10 +50,18 @@ export const adminTools = [
       corrupt_more: z.number().describe('How many more cannot be read'),
       repos: z.array(z.string()),
     }),
-    handler: async (_args, ctx: ToolContext) => ({
-      ...(await (await admin()).repoState(ctx.repo, ctx.caller)),
-      repos: ctx.services?.repos ? [...ctx.services.repos.keys()] : [ctx.repo.key],
-    }),
+    handler: async (_args, ctx: ToolContext) => {
+      const repos = ctx.services?.repos;
+      const reader = ctx.caller ? { actor: ctx.caller.actor, repo: ctx.repo.key } : null;
+      return {
+        ...(await (await admin()).repoState(ctx.repo, ctx.caller)),
+        // Those the caller may read (core/repo-access.ts), as /api/repos: the daemon's
+        // list named every private repository it serves to any caller of any repository.
+        repos: repos
+          ? await (await access()).readableRepos(repos, reader, ctx.services?.tokensFor)
+          : [ctx.repo.key],
+      };
+    },
   }),
   defineTool({
     name: 'role_grant',

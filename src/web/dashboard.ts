@@ -215,7 +215,24 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
     const found = current ? await store.lookup(current) : null;
     if (!found)
       throw new ZzError('unauthorized', 'not signed in; run `zz dashboard` to open a session');
+    // A reload after the token was revoked must not show the page signed in until its first
+    // API call: the same check as every API request.
+    await requireLive(current!, found);
     return json(200, found);
+  }
+
+  /** Ends the session (and throws) when the token that opened it was revoked. */
+  async function requireLive(
+    secret: string,
+    found: { token_id: string; actor: string; repo: string },
+  ): Promise<void> {
+    if (opts.tokenLive && !(await opts.tokenLive(found.token_id, found.actor, found.repo))) {
+      await store.end(secret);
+      throw new ZzError(
+        'unauthorized',
+        `the token ${found.token_id} of ${found.actor} that opened this dashboard session was revoked, which ends the session; run \`zz dashboard\` to sign in again`,
+      );
+    }
   }
 
   async function handle(req: Request): Promise<Response | null> {
@@ -248,13 +265,7 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
         'forbidden',
         `this dashboard session is for ${found.repo}; run \`zz dashboard\` in the other checkout`,
       );
-    if (opts.tokenLive && !(await opts.tokenLive(found.token_id, found.actor, repo))) {
-      await store.end(secret);
-      throw new ZzError(
-        'unauthorized',
-        `the token ${found.token_id} of ${found.actor} that opened this dashboard session was revoked, which ends the session; run \`zz dashboard\` to sign in again`,
-      );
-    }
+    await requireLive(secret, found);
     return { actor: found.actor };
   }
 

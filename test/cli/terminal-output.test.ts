@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { initRepo, ZzRepo } from '../../src/core/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { tempDir } from '../helpers/temp-dirs.js';
-import { makeRepo } from '../helpers/temp-repo.js';
+import { makeRepo, sh } from '../helpers/temp-repo.js';
 import { fakeModelServer, type FakeModelServer } from '../models/fake-model-server.js';
 
 // Text from elsewhere reaches the terminal shown, never obeyed: a model endpoint's error in
@@ -51,5 +51,17 @@ describe('terminal output of remote and stored text', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('repository:');
     expect(r.stdout).not.toMatch(HOSTILE);
+  });
+
+  it('zz whoami shows a newline in user.email as \\n: it forges no line', async () => {
+    const { dir } = makeRepo('zz-term-email-');
+    await initialised(dir);
+    sh(dir, 'config', 'user.email', 'me@example.com\n  acting as: forged');
+    const who = await zz(dir, cliEnv(), 'whoami');
+    expect(who.code, who.stderr).toBe(0);
+    const acting = who.stdout.split('\n').filter((l) => l.trimStart().startsWith('acting as:'));
+    expect(acting).toHaveLength(1);
+    expect(acting[0]).not.toContain('forged');
+    expect(who.stdout).toContain('me@example.com\\n  acting as: forged');
   });
 });

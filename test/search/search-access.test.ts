@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initRepo, ladderBuild } from '../../src/core/index.js';
@@ -18,8 +18,14 @@ const BOT = 'owner@example.com[bot]';
 const MINE = 'local/rvrepo';
 const SECRET = 'local/rvsecret';
 const OPEN = 'local/rvpublic';
+const WORDS: Record<string, string> = {
+  [MINE]: ' Its quokkahandler, wombathandler and handler.',
+  [SECRET]: ' Project quokka acquisition plan.',
+};
 
 let daemon: Daemon;
+/** Every line the daemon logged. */
+const logs: string[] = [];
 let bot: JsonClient;
 let owner: JsonClient;
 
@@ -29,14 +35,19 @@ type Answer = { status: number; json: { result?: { hits: Hit[]; next_cursor: str
 const search = (c: JsonClient, args: Record<string, unknown>) =>
   c.post(`/api/repos/${MINE}/tools/ladder_search`, args) as Promise<Answer>;
 
-/** A checkout keyed `key` whose files all mention bluefalcon. */
+/**
+ * A checkout keyed `key` whose files all mention bluefalcon. Its own README also holds
+ * `quokkahandler`, `wombathandler` and `handler`; the private one's holds `quokka` alone. A
+ * prefix expansion skips `quokkahandler` as a compound when `quokka` is itself a word: whether
+ * a search for `quokka` finds the caller's README must not depend on a word it cannot read.
+ */
 function checkout(key: string): string {
   const { dir } = makeRepo('zz-search-access-');
   sh(dir, 'config', 'zz.repo', key);
   const name = key.split('/')[1]!;
   writeFileSync(
     join(dir, 'README.md'),
-    `# ${name}\n\nThe bluefalcon payment service of ${name}.\n`,
+    `# ${name}\n\nThe bluefalcon payment service of ${name}.${WORDS[key] ?? ''}\n`,
   );
   sh(dir, 'add', '.');
   sh(dir, 'commit', '-q', '-m', `${name}: bluefalcon`);
@@ -46,7 +57,11 @@ function checkout(key: string): string {
 beforeAll(async () => {
   const [mine, secret, open] = [checkout(MINE), checkout(SECRET), checkout(OPEN)];
   daemon = await startDaemon(
-    daemonOptions(mine, { repos: [secret, open], cacheDir: tempDir('zz-search-access-cache-') }),
+    daemonOptions(mine, {
+      repos: [secret, open],
+      cacheDir: tempDir('zz-search-access-cache-'),
+      log: (line) => logs.push(line),
+    }),
   );
   for (const [key, visibility] of [
     [MINE, 'private'],
@@ -166,6 +181,73 @@ describe('the served repositories a caller is told of', () => {
     } finally {
       other.close();
       bad.close();
+    }
+  });
+});
+
+describe('what a caller may read, however the other repositories are set up', () => {
+  const names = async (c: JsonClient) =>
+    ((await c.get('/api/repos')).json.repos as { repo: string }[]).map((r) => r.repo);
+
+  it("a word only a private repository holds changes nothing in the caller's own hits", async () => {
+    const paths = async (query: string) =>
+      (await search(bot, { query })).json.result!.hits.map((h) => `${h.repo}:${h.path}`);
+    // `quokka` is a word of rvsecret alone: it must expand to rvrepo's `quokkahandler` as
+    // `wombat` (a word of no repository) expands to `wombathandler`.
+    expect(await paths('wombat')).toContain(`${MINE}:README.md`);
+    expect(await paths('quokka')).toEqual(await paths('wombat'));
+  });
+
+  it('an agent of the same name in another repository is another agent: it reads nothing there', async () => {
+    await daemon.tokensFor(SECRET)!.create(BOT, 'bot');
+    try {
+      expect((await search(bot, { query: 'bluefalcon', repo: SECRET })).status).toBe(404);
+      const all = await search(bot, { query: 'bluefalcon', limit: 50 });
+      expect(all.json.result!.hits.some((h) => h.repo === SECRET)).toBe(false);
+      expect(await names(bot)).toEqual([MINE, OPEN]);
+    } finally {
+      await daemon.tokensFor(SECRET)!.revoke(BOT);
+    }
+  });
+
+  it('repo_state names only the repositories the caller may read', async () => {
+    const r = await bot.post(`/api/repos/${MINE}/tools/repo_state`, {});
+    expect(r.status).toBe(200);
+    expect(r.json.result.repos).toEqual([MINE, OPEN]);
+  });
+
+  it("a broken token file of another repository fails no one's request and shows no path", async () => {
+    const file = daemon.tokensFor(SECRET)!.file;
+    const kept = readFileSync(file, 'utf8');
+    // A person holding a token there, so its store is read for this caller (an agent's never is).
+    const dave = jsonClient(daemon.url, {
+      token: (await daemon.tokensFor(MINE)!.create('dave@example.com', 'login')).token,
+    });
+    await daemon.tokensFor(SECRET)!.create('dave@example.com', 'login');
+    expect(await names(dave)).toEqual([MINE, SECRET, OPEN]);
+    const before = logs.length;
+    writeFileSync(file, '{ not json');
+    try {
+      for (const c of [bot, dave]) {
+        const r = await search(c, { query: 'bluefalcon', limit: 50 });
+        expect(r.status).toBe(200);
+        expect(new Set(r.json.result!.hits.map((h) => h.repo))).toEqual(new Set([MINE, OPEN]));
+        const l = await c.get('/api/repos');
+        expect(l.status).toBe(200);
+        expect(await names(c)).toEqual([MINE, OPEN]);
+        expect(JSON.stringify([r.json, l.json])).not.toContain('tokens.json');
+      }
+      // Logged, once for this version of the file however many requests read it.
+      const said = logs.slice(before).filter((l) => l.includes(file));
+      expect(said.length).toBe(1);
+      // A search filtered to its own repository reads no other repository's token file.
+      const quiet = logs.length;
+      writeFileSync(file, '{ still not json');
+      expect((await search(dave, { query: 'bluefalcon', repo: MINE })).status).toBe(200);
+      expect(logs.slice(quiet).filter((l) => l.includes(file))).toEqual([]);
+    } finally {
+      writeFileSync(file, kept);
+      dave.close();
     }
   });
 });

@@ -177,12 +177,18 @@ describe('dashboard login', () => {
     const third = await store.create(member, 'phone');
     await store.revoke({ id: third.id });
     expect((await state()).status).toBe(200);
+    const session = () =>
+      fetch(`${w.url}/auth/session`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } });
+    expect((await session()).status).toBe(200);
     await store.revoke({ id: opener.id });
-    const ended = await state();
-    expect(ended.status).toBe(401);
-    expect(await errorOf(ended)).toMatch(
+    // A reload asks /auth/session first: signed out there already, not at the first API call.
+    const reload = await session();
+    expect(reload.status).toBe(401);
+    expect(await errorOf(reload)).toMatch(
       new RegExp(`token ${opener.id} of ${member} that opened this dashboard session was revoked`),
     );
+    const ended = await state();
+    expect(ended.status).toBe(401);
     // Ended for good, not only while the token is missing; the member's other token still works.
     expect((await state()).status).toBe(401);
     expect((await w.call(other.token, 'repo_state', {})).actor).toBe(member);

@@ -152,7 +152,9 @@ export async function ladderSearch(
 ): Promise<LadderSearchPage> {
   const repos = services.repos;
   const reader = caller ? { actor: caller.actor, repo: repo.key } : null;
-  const within = repos ? await readableRepos(repos, reader, services.tokensFor) : [repo.key];
+  const within = repos
+    ? await readableRepos(repos, reader, services.tokensFor, args.repo)
+    : [repo.key];
   if (!within.includes(repo.key)) within.push(repo.key);
   const readable = new Set(within);
   const known = (r: string) => readable.has(r);

@@ -2,6 +2,7 @@ import { ZzError } from '../errors.js';
 import type { ConfigDoc } from '../schema/config.js';
 import type { LaneDoc, Scope } from '../schema/lane.js';
 import type { LaneState } from './lane-state-types.js';
+import { rootedNow } from './rooted-roles.js';
 
 // Who may do what (DESIGN §3, scope rules). Roles match actors exactly: an agent
 // `you@x[claude]` does not inherit `you@x`'s roles until someone grants them to it.
@@ -58,14 +59,15 @@ export function rootedOf(snap: { lane: LaneDoc; state: Pick<LaneState, 'rooted'>
 
 /**
  * Whether `actor` coordinates the Lane by a role an owner stands behind (rooted-roles.ts): an
- * owner who coordinates it, or a coordinator by a chain of grants from an owner. What landing
+ * owner who coordinates it, or a coordinator by a chain of grants from an owner who is an owner
+ * now (`config`: demoting an owner unroots what rests on them). What landing
  * code (commit_changeset) and writing Ladder rungs (ladder_write_rung) need; a Lane a non-owner
  * proposed is theirs to run inside, and reaches no further until an owner grants the role.
  */
 export function isRootedCoordinator(s: RootedLane, config: ConfigDoc, actor: string): boolean {
   return (
     isCoordinator(s.lane, config, actor) &&
-    (isOwner(config, actor) || s.rooted.coordinators.includes(actor))
+    (isOwner(config, actor) || rootedNow(s.rooted.coordinators, actor, (x) => isOwner(config, x)))
   );
 }
 

@@ -86,7 +86,7 @@ export async function laneClose(
     result: (s) => s,
   });
   return {
-    lane: laneView(r.result.lane!, r.revision, r.result.rooted),
+    lane: laneView(r.result.lane!, r.revision, r.result),
     revision: r.revision,
     replayed: r.replayed,
   };

@@ -63,18 +63,31 @@ export interface LaneState {
    * never mutated.
    */
   rooted: RootedRoles;
-  /** Op ids of honoured lane_propose and lane_grant ops that rooted nobody (rooted-roles.ts). */
-  unrooted: CowMap<string, true>;
+  /**
+   * The roots (owners, rooted-roles.ts) of each honoured lane_propose and lane_grant that
+   * rooted its roles, by op id; absent: it rooted nobody. The Ladder's fold reads Lane
+   * timelines by op (ladder-roles.ts).
+   */
+  roots: CowMap<string, readonly string[]>;
   /** changeset_review Asks granted by a rooted maintainer or an owner (rooted-roles.ts). */
   rootedReviews: CowMap<string, true>;
 }
 
+/**
+ * A role conferred by an owner or a rooted coordinator, and the owners it rests on (its roots):
+ * it counts only while one of them is an owner now (rooted-roles.ts).
+ */
+export interface RootedRole {
+  actor: string;
+  roots: readonly string[];
+}
+
 /** A Lane's coordinators and maintainers whose role an owner stands behind (rooted-roles.ts). */
 export interface RootedRoles {
-  /** The Lane's coordinators whose role is rooted (a subset of lane.coordinators). */
-  coordinators: readonly string[];
-  /** The Lane's maintainers whose role is rooted (a subset of lane.maintainers). */
-  maintainers: readonly string[];
+  /** The Lane's coordinators by a rooted role (a subset of lane.coordinators), with roots. */
+  coordinators: readonly RootedRole[];
+  /** The Lane's maintainers by a rooted role (a subset of lane.maintainers), with roots. */
+  maintainers: readonly RootedRole[];
 }
 
 /**
@@ -86,6 +99,11 @@ export interface RootedRoles {
 export interface RoleSource {
   /** The config as of `time` (an ISO time recorded in an op), or null when unknown. */
   at(time: string): ConfigDoc | null;
+  /**
+   * The config now: after every config op this clone holds, whatever their times. Rooted roles
+   * count only while their root is an owner now (rooted-roles.ts), since op times are claims.
+   */
+  now(): ConfigDoc | null;
 }
 
 export interface RejectedOp {

@@ -351,7 +351,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     refusedResolutions: new CowMap(),
     refusedKinds: new CowMap(),
     rooted: NOT_ROOTED,
-    unrooted: new CowMap(),
+    roots: new CowMap(),
     rootedReviews: new CowMap(),
   }),
   // The maps are forked (changed in place by apply, without touching the original). `rejected`
@@ -374,7 +374,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     refusedResolutions: s.refusedResolutions.fork(),
     refusedKinds: s.refusedKinds.fork(),
     rooted: s.rooted,
-    unrooted: s.unrooted.fork(),
+    roots: s.roots.fork(),
     rootedReviews: s.rootedReviews.fork(),
   }),
   parse: parseLaneOp,

@@ -138,7 +138,7 @@ export async function lanePropose(
     }),
   );
   return {
-    lane: laneView(r.result.lane!, r.revision, r.result.rooted),
+    lane: laneView(r.result.lane!, r.revision, r.result),
     revision: r.revision,
     replayed: r.replayed,
   };
@@ -206,7 +206,7 @@ export async function laneGet(
   const nextAsks = aEnd < all.length ? aEnd : null;
   const nextHistory = hEnd < fullHistory.length ? hEnd : null;
   return {
-    lane: laneView(snap.lane, snap.revision, snap.state.rooted),
+    lane: laneView(snap.lane, snap.revision, snap.state),
     asks,
     history: await markUnsignedPage(
       repo,
@@ -379,7 +379,7 @@ function readLanesById(repo: ZzRepo): Promise<LanesRead> {
 
 function laneSummary(snap: LanesRead['lanes'][number]['snap'], now: Date): LaneSummary {
   return {
-    ...laneView(snap.state.lane!, snap.revision, snap.state.rooted),
+    ...laneView(snap.state.lane!, snap.revision, snap.state),
     counts: laneCounts(snap.state, now),
   };
 }
@@ -529,7 +529,7 @@ export async function laneAddRelated(
     result: (s) => s,
   });
   return {
-    lane: laneView(r.result.lane!, r.revision, r.result.rooted),
+    lane: laneView(r.result.lane!, r.revision, r.result),
     revision: r.revision,
     replayed: r.replayed,
   };
@@ -583,7 +583,7 @@ export async function laneGrant(
     result: (s) => s,
   });
   return {
-    lane: laneView(r.result.lane!, r.revision, r.result.rooted),
+    lane: laneView(r.result.lane!, r.revision, r.result),
     revision: r.revision,
     replayed: r.replayed,
   };

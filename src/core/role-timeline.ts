@@ -23,7 +23,7 @@ import type { RoleSource } from './lane-state.js';
 // earlier time arrives later (an offline owner's revocation): what an op was granted is then
 // re-decided on every replica alike, as the revocation says.
 
-const NO_ROLES: RoleSource = { at: () => null };
+const NO_ROLES: RoleSource = { at: () => null, now: () => null };
 
 /** `ops`: refs/zz/config's ops in publication order (its Entity's log). */
 export function roleTimeline(ops: readonly ConfigOp[]): RoleSource {
@@ -62,5 +62,6 @@ export function roleTimeline(ops: readonly ConfigOp[]): RoleSource {
     if (cache.size < 4096) cache.set(time, out);
     return out;
   };
-  return { at };
+  const now = states[states.length - 1] ?? initial;
+  return { at, now: () => now };
 }

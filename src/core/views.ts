@@ -1,4 +1,4 @@
-import type { RootedRoles } from './rooted-roles.js';
+import { rootedNowOf, type RootedState } from './rooted-roles.js';
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import { OpLog, type LoggedOp, type OpRecord } from '../store/index.js';
@@ -225,12 +225,13 @@ export function askView(s: LaneState, a: AskDoc, now: Date): AskView {
   };
 }
 
-export function laneView(lane: LaneDoc, revision: string | null, rooted: RootedRoles): LaneView {
+/** `rooted`: the Lane's state, whose rooted roles are listed as they count now. */
+export function laneView(lane: LaneDoc, revision: string | null, rooted: RootedState): LaneView {
   return {
     ...lane,
     revision,
-    rooted_coordinators: [...rooted.coordinators],
-    rooted_maintainers: [...rooted.maintainers],
+    rooted_coordinators: rootedNowOf(rooted, 'coordinators'),
+    rooted_maintainers: rootedNowOf(rooted, 'maintainers'),
   };
 }
 

@@ -96,6 +96,7 @@ export function ladderRefusalLog(n: number): OpRecord[] {
 /** The Ladder's roles for ladderRefusalLog: no Lane has a coordinator, no config. */
 export const NO_LADDER_ROLES = {
   at: () => null,
+  now: () => null,
   coordinatorsAt: () => ({ coordinators: [], rooted: [] }),
 };
 

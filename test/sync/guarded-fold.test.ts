@@ -355,7 +355,7 @@ describe('guarded fold', () => {
     expect([...s.rejected]).toEqual([]);
     // Repo kinds known: the kind is unknown, refused like any other.
     const k = laneCodec.empty();
-    k.roles = { at: () => repoConfig() };
+    k.roles = { at: () => repoConfig(), now: () => repoConfig() };
     for (const o of [propose, post, claim('a@x', 10), answer('a@x', 'complete')]) {
       laneCodec.apply(k, parsedLaneOp(o));
     }
@@ -366,7 +366,7 @@ describe('guarded fold', () => {
   it('refuses a post of a kind neither the repo nor the Lane defines; a kind of a refused proposal of the Lane stands', () => {
     const s = laneCodec.empty();
     const config = repoConfig({ triage: 'member' });
-    s.roles = { at: () => config };
+    s.roles = { at: () => config, now: () => config };
     const postKind = (kind: string, id: string) =>
       op('o@x', { op: 'ask_post', args: { lane_id: 'l', kind, title: kind }, out: { ask_id: id } });
     for (const o of [

@@ -37,7 +37,7 @@ function timeline(lane: Snapshot<LaneState, LaneOp> | null) {
   if (!lane?.state.lane) return null;
   let t = timelineOf.get(lane);
   if (!t) {
-    const timeline = coordinatorTimeline(lane.log, lane.state.rejected, lane.state.unrooted);
+    const timeline = coordinatorTimeline(lane.log, lane.state.rejected, lane.state.roots);
     t = { timeline, json: JSON.stringify(timeline) };
     timelineOf.set(lane, t);
   }

@@ -3,6 +3,7 @@ import type { ConfigDoc } from '../../schema/config.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
 import { LIMITS } from '../../schema/limits.js';
 import type { Rung } from '../../schema/rung.js';
+import { rootedNow, type RootedRole } from '../rooted-roles.js';
 
 // The guarded apply of refs/zz/ladder (DESIGN §7): ops from anywhere (this process, a merge of
 // another replica's work, a fast-forward to it) are re-checked before they change a rung, with
@@ -23,7 +24,8 @@ import type { Rung } from '../../schema/rung.js';
 /** A Lane's coordinators at a time, and those of them whose role is rooted in an owner. */
 export interface CoordinatorsAt {
   coordinators: readonly string[];
-  rooted: readonly string[];
+  /** The coordinators by a rooted role, with its roots (rooted-roles.ts). */
+  rooted: readonly RootedRole[];
 }
 
 /**
@@ -33,6 +35,8 @@ export interface CoordinatorsAt {
 export interface LadderRoles {
   /** refs/zz/config as of `time` (the RoleSource rule), null before any config. */
   at(time: string): ConfigDoc | null;
+  /** refs/zz/config now (RoleSource.now): a rooted role counts while a root is an owner now. */
+  now(): ConfigDoc | null;
   /**
    * A Lane's coordinators as of `time`; null when that Lane did not exist (or is not held
    * here); undefined when this source never read the Lane (a fold in progress before the
@@ -60,8 +64,10 @@ export type LadderRefusal = Omit<LadderRejection, 'op_id' | 'op' | 'actor'>;
 
 /**
  * Whether `actor` coordinated `laneId` at `time` by a role rooted in an owner (access.ts
- * isRootedCoordinator, as it stood): an owner then who coordinated it, or a coordinator by a
- * chain of grants from an owner. A Lane a member proposed lets its proposer write no rung.
+ * isRootedCoordinator, as it stood): an owner then and now who coordinated it, or a coordinator
+ * by a chain of grants from an owner who is an owner now (op times are claims: a grant dated
+ * back by a demoted owner must not count, rooted-roles.ts). A Lane a member proposed lets its
+ * proposer write no rung.
  */
 export function coordinatedAt(
   roles: LadderRoles,
@@ -71,10 +77,11 @@ export function coordinatedAt(
 ): boolean {
   const at = roles.coordinatorsAt(laneId, time);
   if (at === undefined) return true;
-  const owner = roles.at(time)?.owners.includes(actor) ?? false;
+  const owners = roles.now()?.owners ?? [];
+  const owner = (roles.at(time)?.owners.includes(actor) ?? false) && owners.includes(actor);
   if (laneId === '_repo' && owner) return true;
   if (!at?.coordinators.includes(actor)) return false;
-  return owner || at.rooted.includes(actor);
+  return owner || rootedNow(at.rooted, actor, (x) => owners.includes(x));
 }
 
 /** Why `op` may not apply to a Ladder of `rungs`, judged by `roles` (null: unknown, trusted). */
@@ -97,7 +104,10 @@ export function ladderRefusal(
     case 'ladder_build': {
       // A build made before `zz init` (no config at its time) needed no role.
       if (roles && roles.at(op.time) !== null) {
-        const owner = roles.at(op.time)!.owners.includes(op.actor);
+        // An owner then and now: a build dated back by a demoted owner does not count.
+        const owner =
+          roles.at(op.time)!.owners.includes(op.actor) &&
+          (roles.now()?.owners.includes(op.actor) ?? false);
         if (!owner && !coordinatedAt(roles, '_repo', op.actor, op.time)) {
           return { reason: 'scope_denied', needed: 'owner_or_repo_coordinator' };
         }

@@ -1,6 +1,7 @@
 import { parseLaneOp } from '../../schema/lane-op-parse.js';
 import type { OpRecord } from '../../store/index.js';
 import type { RoleSource } from '../lane-state.js';
+import { proposedRoles, type RootedRole } from '../rooted-roles.js';
 import type { CoordinatorsAt, LadderRoles } from './ladder-guards.js';
 
 // The roles the Ladder's fold judges ops by (ladder-guards.ts): the repository's owners over
@@ -15,15 +16,15 @@ import type { CoordinatorsAt, LadderRoles } from './ladder-guards.js';
 /** One coordinator change a Lane's fold honoured. */
 interface CoordinatorChange {
   time: number;
-  /** lane_propose: the Lane's first coordinators. */
-  set?: readonly string[];
+  /** lane_propose: the Lane's first coordinators, and their roots (empty: not rooted). */
+  set?: readonly RootedRole[];
   grant?: string;
   revoke?: string;
   /**
-   * False when the propose or grant rooted nobody (rooted-roles.ts: made by someone neither an
-   * owner nor a rooted coordinator then): its coordinators may not write rungs.
+   * The owners the grant rooted its grantee in (rooted-roles.ts); empty when it rooted nobody
+   * (made by someone neither an owner nor a rooted coordinator then).
    */
-  rooted: boolean;
+  roots: readonly string[];
 }
 
 /** A Lane's honoured coordinator changes, from its log in fold order and its fold's refusals. */
@@ -40,13 +41,13 @@ export function citedLanes(ops: Iterable<OpRecord>): string[] {
 }
 
 /**
- * `rejected`: the ops the Lane's fold refused; `unrooted`: the honoured proposes and grants that
- * rooted nobody (LaneState.unrooted).
+ * `rejected`: the ops the Lane's fold refused; `roots`: the roots of the honoured proposes and
+ * grants that rooted someone (LaneState.roots).
  */
 export function coordinatorTimeline(
   log: Iterable<OpRecord>,
   rejected: Iterable<{ op_id: string }>,
-  unrooted: { has(opId: string): boolean },
+  roots: { get(opId: string): readonly string[] | undefined },
 ): CoordinatorTimeline {
   const refused = new Set(Array.from(rejected, (r) => r.op_id));
   const out: CoordinatorChange[] = [];
@@ -56,14 +57,20 @@ export function coordinatorTimeline(
     if (!p.ok) continue;
     const op = p.op;
     const time = Date.parse(op.time);
-    const rooted = !unrooted.has(op.id);
+    const rooted = roots.get(op.id) ?? [];
     if (op.op === 'lane_propose') {
-      out.push({ time, set: op.args.coordinators ?? [op.actor], rooted });
+      const names = op.args.coordinators ?? [op.actor];
+      const set = proposedRoles(op.args.lane_id, names, rooted);
+      out.push({
+        time,
+        set: rooted.length > 0 ? set : names.map((actor) => ({ actor, roots: [] })),
+        roots: rooted,
+      });
     } else if (op.op === 'lane_grant' && op.args.role === 'coordinator') {
       out.push(
         op.args.revoke
-          ? { time, revoke: op.args.grantee, rooted }
-          : { time, grant: op.args.grantee, rooted },
+          ? { time, revoke: op.args.grantee, roots: [] }
+          : { time, grant: op.args.grantee, roots: rooted },
       );
     }
   }
@@ -72,18 +79,28 @@ export function coordinatorTimeline(
 
 function coordinatorsAt(changes: CoordinatorTimeline, time: string): CoordinatorsAt | null {
   const t = Date.parse(time);
-  let now: { coordinators: string[]; rooted: string[] } | null = null;
+  let now: { coordinators: string[]; rooted: RootedRole[] } | null = null;
   let first: CoordinatorsAt | null = null;
+  const asSet = (set: readonly RootedRole[]) => ({
+    coordinators: set.map((r) => r.actor),
+    rooted: set.filter((r) => r.roots.length > 0),
+  });
   for (const c of changes) {
-    if (c.set && first === null) first = { coordinators: c.set, rooted: c.rooted ? c.set : [] };
+    if (c.set && first === null) first = asSet(c.set);
     if (!(c.time <= t)) continue;
-    if (c.set) now ??= { coordinators: [...c.set], rooted: c.rooted ? [...c.set] : [] };
+    if (c.set) now ??= asSet(c.set);
     else if (now && c.grant !== undefined) {
-      if (!now.coordinators.includes(c.grant)) now.coordinators.push(c.grant);
-      if (c.rooted && !now.rooted.includes(c.grant)) now.rooted.push(c.grant);
+      const grant = c.grant;
+      if (!now.coordinators.includes(grant)) now.coordinators.push(grant);
+      if (c.roots.length > 0) {
+        // A re-grant adds roots (rooted-roles.ts applyRooted).
+        const prior = now.rooted.find((r) => r.actor === grant)?.roots ?? [];
+        const roots = [...prior, ...c.roots.filter((x) => !prior.includes(x))];
+        now.rooted = [...now.rooted.filter((r) => r.actor !== grant), { actor: grant, roots }];
+      }
     } else if (now && c.revoke !== undefined) {
       now.coordinators = now.coordinators.filter((a) => a !== c.revoke);
-      now.rooted = now.rooted.filter((a) => a !== c.revoke);
+      now.rooted = now.rooted.filter((r) => r.actor !== c.revoke);
     }
   }
   return now ?? first;
@@ -99,6 +116,7 @@ export function ladderRoles(
 ): LadderRoles {
   return {
     at: (time) => roles.at(time),
+    now: () => roles.now(),
     coordinatorsAt(laneId, time) {
       const changes = lanes.get(laneId);
       if (changes === undefined) return undefined;

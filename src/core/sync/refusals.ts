@@ -60,7 +60,7 @@ export function coordinatorsUnder(
   roles: RoleSource,
 ): CoordinatorTimeline {
   const s = laneFoldUnder(ops, roles);
-  return coordinatorTimeline(ops, s.rejected, s.unrooted);
+  return coordinatorTimeline(ops, s.rejected, s.roots);
 }
 
 /**

@@ -76,9 +76,17 @@ describe('one-off blob readers', { timeout: 300_000 }, () => {
       call({ path: 'big.txt', limit: 1 }, ac.signal).catch((e: unknown) => e),
     );
     await expect.poll(() => readersOf(oid).length, { timeout: 20_000 }).toBe(3);
-    for (const ac of acs) ac.abort();
-    await Promise.all(calls);
-    await expect.poll(() => readersOf(oid).length, { timeout: 5_000 }).toBe(0);
+    // Stopped, so that none can finish on its own: only a kill ends them (SIGKILL ends a
+    // stopped process too).
+    const pids = readersOf(oid);
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    try {
+      for (const ac of acs) ac.abort();
+      await Promise.all(calls);
+      await expect.poll(() => readersOf(oid).length, { timeout: 10_000 }).toBe(0);
+    } finally {
+      for (const pid of readersOf(oid)) process.kill(pid, 'SIGKILL');
+    }
   });
 
   it(`no more than ${BLOB_READERS_MAX} run at once; past the queue, a 429`, async () => {

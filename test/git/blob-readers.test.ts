@@ -89,6 +89,40 @@ describe('one-off blob readers', { timeout: 300_000 }, () => {
     }
   });
 
+  it('a caller that leaves while waiting for a reader gives up its place in line', async () => {
+    const pending = Symbol('pending');
+    const settledBy = <T>(p: Promise<T>, ms: number) =>
+      Promise.race([p, new Promise<typeof pending>((r) => setTimeout(() => r(pending), ms))]);
+    const start = (ac: AbortController) =>
+      call({ path: 'big.txt', limit: 1 }, ac.signal).then(
+        (r) => r.status,
+        () => 'aborted',
+      );
+    const running = Array.from({ length: BLOB_READERS_MAX }, () => new AbortController());
+    const later = Array.from({ length: BLOB_READERS_QUEUE_MAX }, () => new AbortController());
+    const runningCalls = running.map(start);
+    try {
+      await expect.poll(() => readersOf(oid).length, { timeout: 20_000 }).toBe(BLOB_READERS_MAX);
+      // Every reader stopped: nothing leaves the line but by leaving.
+      for (const pid of readersOf(oid)) process.kill(pid, 'SIGSTOP');
+      const left = Array.from({ length: BLOB_READERS_QUEUE_MAX }, () => new AbortController());
+      const leftCalls = left.map(start);
+      await new Promise((r) => setTimeout(r, 1000));
+      for (const ac of left) ac.abort();
+      await Promise.all(leftCalls);
+      // A full line again, none refused: the ones that left no longer hold places.
+      const laterCalls = later.map(start);
+      await new Promise((r) => setTimeout(r, 1000));
+      for (const c of laterCalls) expect(await settledBy(c, 0)).toBe(pending);
+      // And the line is full now.
+      expect((await call({ path: 'big.txt', limit: 1 })).status).toBe(429);
+    } finally {
+      for (const ac of [...running, ...later]) ac.abort();
+      await Promise.all(runningCalls);
+    }
+    await expect.poll(() => readersOf(oid).length, { timeout: 10_000 }).toBe(0);
+  });
+
   it(`no more than ${BLOB_READERS_MAX} run at once; past the queue, a 429`, async () => {
     const n = BLOB_READERS_MAX + BLOB_READERS_QUEUE_MAX + 3;
     let most = 0;

@@ -374,7 +374,7 @@ export async function laneEvents(
   const pos = decodeCursor(args.cursor);
   const limit = args.limit ?? 500;
   const deadline = Date.now() + (args.wait_ms ?? 0);
-  const release = (args.wait_ms ?? 0) > 0 ? holdLongPoll(personOf(caller.actor)) : null;
+  const release = (args.wait_ms ?? 0) > 0 ? holdLongPoll(repo.key, personOf(caller.actor)) : null;
   try {
     return await eventsAfter(repo, args, pos, limit, deadline, signal);
   } finally {
@@ -383,28 +383,32 @@ export async function laneEvents(
 }
 
 /**
- * Waiting lane_events calls per person (their agents included), in this process (the
- * daemon): each wakes on every commit and re-reads the Lanes, so one token must not hold
- * hundreds. Past HELD.longPollsPerPerson, a 429 at once (as for event streams, http/app.ts).
+ * Waiting lane_events calls per person (their agents included) and repository, in this
+ * process (the daemon): each wakes on every commit and re-reads the Lanes, so one token must
+ * not hold hundreds. Per repository as tokens are: a person's calls on one repository do not
+ * use up their places on another. Past HELD.longPollsPerPerson, a 429 at once (as for event
+ * streams, http/app.ts).
  */
 const longPolls = new Map<string, number>();
 
-function holdLongPoll(person: string): () => void {
-  const held = longPolls.get(person) ?? 0;
+function holdLongPoll(repoKey: string, person: string): () => void {
+  // NUL: in neither a repo key nor an actor.
+  const key = `${repoKey}\0${person}`;
+  const held = longPolls.get(key) ?? 0;
   if (held >= HELD.longPollsPerPerson) {
     throw new ZzError(
       'too_many_requests',
       `${person} and their agents already have ${held} lane_events calls waiting (wait_ms), the most one person may; wait on fewer at once (one call can follow every Lane) and retry`,
     );
   }
-  longPolls.set(person, held + 1);
+  longPolls.set(key, held + 1);
   let released = false;
   return () => {
     if (released) return;
     released = true;
-    const n = (longPolls.get(person) ?? 1) - 1;
-    if (n > 0) longPolls.set(person, n);
-    else longPolls.delete(person);
+    const n = (longPolls.get(key) ?? 1) - 1;
+    if (n > 0) longPolls.set(key, n);
+    else longPolls.delete(key);
   };
 }
 

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { ZzError } from '../errors.js';
-import { gitFailure, spawnGit } from './history-common.js';
+import { cancelled, gitFailure, spawnGit } from './history-common.js';
 
 // A byte range of a blob too large to hold whole (git_show_file pages of a multi-GB file): git
 // streams the blob through a one-off `git cat-file blob`, only the range is kept, and git is
@@ -21,6 +21,56 @@ export interface BlobWindow {
   base: number;
   bytes: Buffer;
   binary: boolean;
+}
+
+/**
+ * One-off readers running at once in this process (the daemon), and calls waiting for one.
+ * Each is a git process streaming up to a whole multi-GB blob (a text check reads to the end)
+ * plus the page it keeps: unbounded, a handful of callers asking for big files could hold the
+ * two cores and a page each per request. Past the queue a caller is told to come back (429).
+ */
+export const BLOB_READERS_MAX = 4;
+export const BLOB_READERS_QUEUE_MAX = 16;
+let readers = 0;
+const queue = new Set<() => void>();
+
+/** A reader slot, waiting in line for one; rejects if `signal` aborts while waiting. */
+function acquire(signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(cancelled());
+  if (readers < BLOB_READERS_MAX) {
+    readers++;
+    return Promise.resolve();
+  }
+  if (queue.size >= BLOB_READERS_QUEUE_MAX) {
+    return Promise.reject(
+      new ZzError(
+        'too_many_requests',
+        `${BLOB_READERS_MAX} large files are being read and ${queue.size} more wait: try again shortly`,
+      ),
+    );
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      queue.delete(go);
+      reject(cancelled());
+    };
+    // Handed the slot of a reader that finished (readers is not decremented in between).
+    const go = () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    queue.add(go);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function release(): void {
+  const next = queue.values().next();
+  if (next.done) readers--;
+  else {
+    queue.delete(next.value);
+    next.value();
+  }
 }
 
 /** Blob id → binary, for blobs read through blobWindow: a later page need not read to the end. */
@@ -80,7 +130,8 @@ export class Utf8Stream {
 
 /**
  * Bytes [lo, hi) of blob `oid` (`size` bytes, from cat-file's info) and whether the blob is
- * binary, holding no more than hi - lo bytes of it.
+ * binary, holding no more than hi - lo bytes of it. Waits for one of BLOB_READERS_MAX slots;
+ * `signal` (the request's) ends the wait or kills git.
  */
 export async function blobWindow(
   gitdir: string,
@@ -88,12 +139,30 @@ export async function blobWindow(
   size: number,
   lo: number,
   hi: number,
+  signal?: AbortSignal,
+): Promise<BlobWindow> {
+  await acquire(signal);
+  try {
+    return await readWindow(gitdir, oid, size, lo, hi, signal);
+  } finally {
+    release();
+  }
+}
+
+async function readWindow(
+  gitdir: string,
+  oid: string,
+  size: number,
+  lo: number,
+  hi: number,
+  signal: AbortSignal | undefined,
 ): Promise<BlobWindow> {
   const bytes = Buffer.alloc(Math.max(0, hi - lo));
   let binary = binaryOf.get(oid);
   const utf8 = new Utf8Stream();
   let pos = 0;
   const r = await spawnGit(gitdir, ['cat-file', 'blob', oid], {
+    signal,
     onData(b) {
       const from = Math.max(pos, lo);
       const to = Math.min(pos + b.length, hi);

@@ -396,6 +396,10 @@ export class CatFile {
       const found = findEntry(tree.data, Buffer.from(parts[i]!, 'utf8'));
       if (!found || found.mode === '160000') return null;
       if (i === parts.length - 1) return found.oid;
+      // Only a tree can hold the next part. Checked by mode, before any read: reading a blob
+      // in the middle of a path ("huge.bin/x") would pull it whole through the shared --batch
+      // process, holding its bytes and stalling every other reader behind it.
+      if (found.mode !== '040000') return null;
       const o = await this.readOid(found.oid);
       if (!o || o.type !== 'tree') return null;
       tree = o;

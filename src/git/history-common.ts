@@ -72,9 +72,20 @@ export interface SpawnResult {
 export function spawnGit(
   gitdir: string,
   args: readonly string[],
-  opts: { input?: string; cap?: number; onData?: (chunk: Buffer) => boolean | void } = {},
+  opts: {
+    input?: string;
+    cap?: number;
+    onData?: (chunk: Buffer) => boolean | void;
+    /** Kills git when it aborts (a client that left): the promise then rejects. */
+    signal?: AbortSignal;
+  } = {},
 ): Promise<SpawnResult> {
   return new Promise((resolve, reject) => {
+    const signal = opts.signal;
+    if (signal?.aborted) {
+      reject(cancelled());
+      return;
+    }
     const child = spawn('git', args as string[], {
       cwd: gitdir,
       // Literal pathspecs: a user path like "*.ts" or ":(exclude)x" names that exact file.
@@ -107,16 +118,26 @@ export function spawnGit(
     child.stderr.on('data', (b: Buffer) => {
       if (err.length < 64 * 1024) err += b.toString('utf8');
     });
-    child.on('error', (e) =>
-      reject(new ZzError('git_failed', `could not run git: ${e.message}`, undefined, { cause: e })),
-    );
+    const abort = () => child.kill('SIGKILL');
+    signal?.addEventListener('abort', abort, { once: true });
+    child.on('error', (e) => {
+      signal?.removeEventListener('abort', abort);
+      reject(new ZzError('git_failed', `could not run git: ${e.message}`, undefined, { cause: e }));
+    });
     child.on('close', (code) => {
-      resolve({ stdout: Buffer.concat(out, len), stderr: err, code: code ?? 128, cut });
+      signal?.removeEventListener('abort', abort);
+      if (signal?.aborted) reject(cancelled());
+      else resolve({ stdout: Buffer.concat(out, len), stderr: err, code: code ?? 128, cut });
     });
     // EPIPE when git exits early (bad revision) surfaces through its exit code instead.
     child.stdin.on('error', () => undefined);
     child.stdin.end(opts.input ?? '');
   });
+}
+
+/** What a git run stopped by its caller's signal (a request aborted, the daemon closing) is. */
+export function cancelled(): ZzError {
+  return new ZzError('unavailable', 'the request was cancelled before git finished');
 }
 
 export function gitFailure(what: string, r: SpawnResult): ZzError {

@@ -11,6 +11,8 @@ export interface GitShowFileOptions {
   path: string;
   offset?: number;
   limit?: number;
+  /** The request's: a client that leaves stops the one-off git reading a large blob. */
+  signal?: AbortSignal;
 }
 
 export interface GitShowFileResult {
@@ -90,6 +92,7 @@ export async function gitShowFile(
           size,
           Math.max(0, offset - CHAR_SLACK),
           Math.min(size, offset + limit + CHAR_SLACK),
+          opts.signal,
         );
   const { binary, base, bytes } = win;
   let start = offset;

@@ -152,7 +152,7 @@ export function createApp(opts: AppOptions): App {
     repos,
   };
   const streams = new Set<() => void>();
-  /** Open event streams per actor: one token must not hold the daemon's every stream. */
+  /** Open event streams per repository and person: one token must not hold every stream. */
   const streamsOf = new Map<string, number>();
   const maxStreamsPerPerson = opts.maxStreamsPerPerson ?? HELD.streamsPerPerson;
   const maxStreams = opts.maxStreams ?? HELD.streams;
@@ -301,7 +301,9 @@ export function createApp(opts: AppOptions): App {
     const cursor = req.headers.get('last-event-id') ?? url.searchParams.get('cursor');
     if (cursor !== null) decodePositions(cursor);
     const person = personOf(caller.actor);
-    const held = streamsOf.get(person) ?? 0;
+    // Per repository, as tokens and lane_events' waiting calls are (core/events.ts).
+    const slot = `${repo.key}\0${person}`;
+    const held = streamsOf.get(slot) ?? 0;
     if (held >= maxStreamsPerPerson)
       throw new ZzError(
         'too_many_requests',
@@ -312,16 +314,16 @@ export function createApp(opts: AppOptions): App {
         'too_many_requests',
         `this daemon already serves ${streams.size} event streams, the most it keeps open; retry later`,
       );
-    streamsOf.set(person, held + 1);
+    streamsOf.set(slot, held + 1);
     const stream = openEventStream(repo, caller, {
       cursor,
       heartbeatMs: opts.heartbeatMs ?? 15_000,
       onError: (e) => log(`${new Date().toISOString()} events ${repo.key}: ${stackOf(e)}`),
       onClose: () => {
         streams.delete(stream.close);
-        const n = (streamsOf.get(person) ?? 1) - 1;
-        if (n > 0) streamsOf.set(person, n);
-        else streamsOf.delete(person);
+        const n = (streamsOf.get(slot) ?? 1) - 1;
+        if (n > 0) streamsOf.set(slot, n);
+        else streamsOf.delete(slot);
       },
       // Revoking a token (or the dashboard session it opened) ends its open streams too.
       stillAuthorized: () =>

@@ -408,11 +408,16 @@ async function writeResponse(
     const reader = response.body.getReader();
     const stop = () => void reader.cancel().catch(() => {});
     res.on('close', stop);
+    // Settles when the stream fails (or ends with nothing queued). A failed stream is one the
+    // adapter dropped and whose slot it freed (event-stream.ts): waiting only for 'drain' kept
+    // a client that never reads again connected, holding its socket's chunk, beside the new
+    // stream its slot let in (review M3). After it, the next read() throws and the socket is cut.
+    const ended = reader.closed.catch(() => {});
     try {
       for (;;) {
         const { done, value } = await reader.read();
         if (done || res.destroyed) break;
-        if (!res.write(value)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+        if (!res.write(value)) await drainOrEnd(res, ended);
       }
     } catch {
       // The stream failed (a client too far behind: event-stream.ts) or was cancelled (the
@@ -425,5 +430,19 @@ async function writeResponse(
       res.off('close', stop);
     }
     res.end();
+  }
+}
+
+/** Until `res` drains or closes, or `ended` settles; the listeners it adds are removed after. */
+async function drainOrEnd(res: ServerResponse, ended: Promise<void>): Promise<void> {
+  const ac = new AbortController();
+  try {
+    await Promise.race([
+      once(res, 'drain', { signal: ac.signal }),
+      once(res, 'close', { signal: ac.signal }),
+      ended,
+    ]);
+  } finally {
+    ac.abort();
   }
 }

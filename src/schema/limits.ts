@@ -127,11 +127,11 @@ export const PAGE = {
  * total. Past a bound, a 429 that says which.
  */
 export const HELD = {
-  /** Event streams (GET …/events) open per person, and in all. */
+  /** Event streams (GET …/events) open per person and repository, and in all. */
   streamsPerPerson: 64,
   streams: 512,
   /**
-   * lane_events calls waiting (wait_ms) at once per person, as many as streams: a waiting
+   * lane_events calls waiting (wait_ms) at once per person and repository, as many as streams: a waiting
    * call wakes on every commit and re-reads the Lanes (300 open from one token kept an idle
    * daemon at ~15% of a core when each also re-read every 250 ms).
    */

@@ -134,6 +134,7 @@ export const gitTools = [
       offset: z.number().int(),
       next_offset: z.number().int().nullable(),
     }),
-    handler: async (args, ctx) => (await reads()).showFile(ctx.repo, args),
+    handler: async (args, ctx) =>
+      (await reads()).showFile(ctx.repo, { ...args, signal: ctx.signal }),
   }),
 ];

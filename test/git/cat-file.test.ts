@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ZzRepo } from '../../src/core/index.js';
 import { CatFile } from '../../src/git/cat-file.js';
 import type { ZzError } from '../../src/errors.js';
@@ -239,6 +239,24 @@ describe('CatFile', () => {
       objs.forEach((o, i) => expect(o?.data.equals(byOid.get(oids[i % oids.length]!)!)).toBe(true));
       expect(cf.spawned).toBeGreaterThanOrEqual(2);
       expect(cf.readMany([])).toEqual([]);
+    } finally {
+      cf.close();
+    }
+  });
+  it('pathOid walks only trees: a blob mid-path is "not found" without being read', async () => {
+    // Review M1: "huge.bin/x" once read the whole blob through the shared --batch process.
+    const cf = new CatFile(join(dir, '.git'));
+    try {
+      const read = vi.spyOn(cf, 'readOid');
+      expect(await cf.pathOid(head, 'f1.txt/x')).toBeNull();
+      expect(await cf.pathOid(head, 'f1.txt/x/y')).toBeNull();
+      const blob = gitOut(['rev-parse', 'HEAD:f1.txt']).toString().trim();
+      expect(read.mock.calls.map(([oid]) => oid)).not.toContain(blob);
+      // A real path still walks its trees to the blob's id.
+      const nested = gitOut(['rev-parse', 'HEAD:dir 0/nested/f0.txt']).toString().trim();
+      expect(await cf.pathOid(head, 'dir 0/nested/f0.txt')).toBe(nested);
+      expect(await cf.pathOid(head, 'dir 0/nested/f0.txt/x')).toBeNull();
+      expect(read.mock.calls.map(([oid]) => oid)).not.toContain(nested);
     } finally {
       cf.close();
     }

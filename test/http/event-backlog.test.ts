@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BACKLOG_BYTES } from '../../src/http/event-stream.js';
@@ -151,4 +152,35 @@ describe('event stream backlog', { timeout: 300_000 }, () => {
     reader.close();
     again.close();
   });
+
+  it('cuts a dropped client that never reads again at once, not when it next reads', async () => {
+    // Review M3: the dropped stream's slot was freed while the server still waited for a
+    // 'drain' that never came, so the socket (and the chunk it was writing) stayed open for
+    // as long as the client stayed silent. Seen from the kernel, not the client: one that
+    // never reads never sees the FIN queued behind what it left unread.
+    const stalled = await open();
+    const port = stalled.res.socket!.localPort!;
+    expect(serverSideState(port)).toBe('ESTABLISHED');
+    for (let i = 0; i < 8; i++) await writeBoth(100 + i);
+    await expect.poll(() => serverSideState(port), { timeout: 10_000 }).not.toBe('ESTABLISHED');
+    expect(stalled.bytes).toBe(0);
+    stalled.close();
+  });
 });
+
+/**
+ * The TCP state (from /proc/net/tcp) of the daemon's end of the loopback connection whose
+ * client end is `clientPort`; 'gone' once the kernel has let it go.
+ */
+function serverSideState(clientPort: number): string {
+  const hex = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');
+  const local = `:${hex(Number(new URL(t.url).port))}`;
+  const remote = `:${hex(clientPort)}`;
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f[1]?.endsWith(local) && f[2]?.endsWith(remote)) {
+      return f[3] === '01' ? 'ESTABLISHED' : `state ${f[3]}`;
+    }
+  }
+  return 'gone';
+}

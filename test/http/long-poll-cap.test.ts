@@ -1,6 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initRepo } from '../../src/core/index.js';
 import { HELD } from '../../src/schema/limits.js';
 import { jsonClient, type HttpReply, type JsonClient } from '../helpers/http-client.js';
+import { makeRepo } from '../helpers/temp-repo.js';
 import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
 
 // lane_events long-polls are bounded per person, their agents included, as event streams are
@@ -11,10 +14,19 @@ import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
 const OWNER = 'owner@example.com';
 let t: TestDaemon;
 let http: JsonClient;
-const tok = { owner: '', agent: '', other: '' };
+const tok = { owner: '', agent: '', other: '', ownerThere: '' };
+/** A second repository the daemon serves: places are per repository, as tokens are. */
+const second = makeRepo('zz-longpoll-2-');
+const SECOND = 'acme/second';
 
 beforeAll(async () => {
-  t = await startTestDaemon({ prefix: 'zz-longpoll-' });
+  spawnSync('git', ['config', 'zz.repo', SECOND], { cwd: second.dir });
+  t = await startTestDaemon({
+    prefix: 'zz-longpoll-',
+    daemon: { repos: [second.dir], maxStreamsPerPerson: 1 },
+  });
+  await initRepo(t.daemon.repos.get(SECOND)!, { owner: OWNER, default_branch: 'main' });
+  tok.ownerThere = (await t.daemon.tokensFor(SECOND)!.create(OWNER, 'login')).token;
   tok.owner = await t.token(OWNER);
   tok.agent = await t.token(`${OWNER}[claude]`);
   tok.other = await t.token('member@example.com');
@@ -30,6 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   http?.close();
   await t?.close();
+  second.cleanup();
 });
 
 const events = (args: Record<string, unknown>, token: string): Promise<HttpReply> =>
@@ -64,6 +77,13 @@ describe('lane_events long-polls', { timeout: 200_000 }, () => {
     // A call that does not wait is not counted; another person is not affected.
     expect((await events({ cursor: head }, tok.owner)).status).toBe(200);
     expect((await events({ cursor: head, wait_ms: 1 }, tok.other)).status).toBe(200);
+    // Nor is the same person on another repository the daemon serves.
+    const there = await http.post(
+      `/api/repos/${SECOND}/tools/lane_events`,
+      { wait_ms: 1 },
+      tok.ownerThere,
+    );
+    expect(there.status, there.text.slice(0, 300)).toBe(200);
 
     // A write answers every waiting call (long before their 60 s), with the event.
     const posted = await http.post(
@@ -80,5 +100,22 @@ describe('lane_events long-polls', { timeout: 200_000 }, () => {
     // Their places are free again.
     const next = answers[1]!.json.result.next_cursor as string;
     expect((await events({ cursor: next, wait_ms: 1 }, tok.owner)).status).toBe(200);
+  });
+  it('event streams are capped per person and repository too', async () => {
+    const ac = new AbortController();
+    const open = (repo: string, token: string) =>
+      fetch(`${t.url}/api/repos/${repo}/events`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: ac.signal,
+      });
+    try {
+      expect((await open(t.key, tok.owner)).status).toBe(200);
+      const refused = await open(t.key, tok.agent);
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { code: string }).code).toBe('too_many_requests');
+      expect((await open(SECOND, tok.ownerThere)).status).toBe(200);
+    } finally {
+      ac.abort();
+    }
   });
 });

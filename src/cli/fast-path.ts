@@ -14,7 +14,7 @@ import {
 } from './format.js';
 import { envToken } from './env-token.js';
 import { neutralize } from './terminal.js';
-import type { CliIO } from './io.js';
+import { wholeFileWanted, type CliIO } from './io.js';
 import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 
 // `zz serve` without yargs (serve.ts). And `zz lane list` through a running daemon without
@@ -134,8 +134,12 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | s
   if (!tool) return null;
   const parsed = parseToolFlags(tool, argv.slice(2));
   if (!parsed) return null;
-  // A local tool (run_in_sandbox) runs in this process, never in the daemon's.
-  const sent = tool.local ? null : await viaDaemon(io, tool, parsed);
+  // A local tool (run_in_sandbox) runs in this process, never in the daemon's; a whole file
+  // into a pipe goes through the full path, whose callTool pages it.
+  const sent =
+    tool.local || wholeFileWanted(io, tool.name, parsed.json, parsed.args)
+      ? null
+      : await viaDaemon(io, tool, parsed);
   return sent ?? runParsed(io, tool, parsed);
 }
 

@@ -31,3 +31,22 @@ export interface CliIO {
 export function useColor(io: CliIO): boolean {
   return io.isTTY && !io.env.NO_COLOR && io.env.TERM !== 'dumb';
 }
+
+/**
+ * `zz git show-file` into a pipe or a file, with neither --offset nor --limit: the whole file,
+ * not its first page. The fast path leaves such a call to the full path, which pages it.
+ */
+export function wholeFileWanted(
+  io: CliIO,
+  tool: string,
+  json: boolean,
+  args: Record<string, unknown>,
+): boolean {
+  return (
+    tool === 'git_show_file' &&
+    !json &&
+    !io.isTTY &&
+    args.offset === undefined &&
+    args.limit === undefined
+  );
+}

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
-import { ensureBuilt, killAll, privateEnv, zz, ZZ_MAIN } from './zz-process.js';
+import { ensureBuilt, killAll, privateEnv, serve, zz, ZZ_MAIN } from './zz-process.js';
 
 // `zz … --json | next-step` in a script: the whole output reaches a reader slower than zz.
 // zz exits with process.exit, which drops whatever a pipe had not yet taken: past the pipe's
@@ -76,6 +76,37 @@ describe('output into a pipe', () => {
         expect(r.status, r.stderr.toString()).toBe(0);
         expect(r.stdout.equals(bytes), path).toBe(true);
       }
+    } finally {
+      cleanup();
+    }
+  });
+
+  // Through a running daemon (the CLI's fast path answered the first page and stopped: a file
+  // past one page came out as its first MiB, exit 0), and past 4 MiB, where the daemon streams
+  // the blob from a one-off git for each page.
+  it('zz git show-file > f through a running daemon writes a file of several pages whole', async () => {
+    const { dir, cleanup } = makeRepo();
+    try {
+      const line = (i: number) => `${String(i).padStart(7, '0')} ${'é'.repeat(40)}\n`;
+      const text = Array.from({ length: 70_000 }, (_, i) => line(i)).join(''); // ~6.2 MB
+      writeFileSync(join(dir, 'big.txt'), text);
+      sh(dir, 'add', 'big.txt');
+      sh(dir, 'commit', '-q', '-m', 'big');
+      const env = privateEnv();
+      expect((await zz(dir, env, ['init', '--no-fetch'])).code).toBe(0);
+      expect((await zz(dir, env, ['login'])).code).toBe(0);
+      const daemon = await serve(dir, env);
+      const r = spawnSync(process.execPath, [ZZ_MAIN, 'git', 'show-file', '--path', 'big.txt'], {
+        cwd: dir,
+        env,
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      expect(r.status, r.stderr.toString()).toBe(0);
+      expect(r.stdout.length).toBe(Buffer.byteLength(text));
+      expect(r.stdout.equals(Buffer.from(text))).toBe(true);
+      expect(r.stderr.toString()).toBe('');
+      // It went through the daemon (its request log names the calls).
+      await daemon.waitForLog(/git_show_file/);
     } finally {
       cleanup();
     }

@@ -16,7 +16,8 @@ export interface WatchRefsOptions {
 export type RefWatcher = (() => Promise<void>) & { ready: Promise<void> };
 
 /**
- * Watches `<gitdir>/refs/zz/ladder`, `<gitdir>/packed-refs` and `<gitdir>/refs/zz-remotes/**`
+ * Watches `<gitdir>/refs/zz/ladder`, `<gitdir>/refs/zz/config` (the Ladder's fold judges rung
+ * writes by the roles it holds now), `<gitdir>/packed-refs` and `<gitdir>/refs/zz-remotes/**`
  * of each gitdir (the common dir of a clone) and calls onChange(gitdir) after each burst.
  */
 export function watchRefs(
@@ -46,7 +47,8 @@ export function watchRefs(
       rel === 'packed-refs' ||
       rel === 'refs' ||
       rel === 'refs/zz' ||
-      rel === 'refs/zz/ladder'
+      rel === 'refs/zz/ladder' ||
+      rel === 'refs/zz/config'
     )
       return true;
     return rel === 'refs/zz-remotes' || rel.startsWith('refs/zz-remotes/');

@@ -12,9 +12,12 @@ import {
   ZzRepo,
   type RungRecord,
 } from '../../src/core/index.js';
+import { startLadderSync } from '../../src/core/ladder/search-sync.js';
 import { keyAdd, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
+import { LadderSearch } from '../../src/search/index.js';
 import { rejects } from '../helpers/core-fixture.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
 
@@ -231,5 +234,43 @@ describe('a rooted role counts while its root is an owner now', () => {
       CO.actor,
       KEPT.actor,
     ]);
+  });
+
+  // The fold refuses a demoted owner's coordinators' rungs retroactively, with the ladder ref
+  // where it was: the search index (keyed on that ref) kept finding them, and fed them to
+  // `zz work` prompts (whole-diff review). A config move now re-indexes the repository.
+  it('a rung the demotion refused leaves the search index', async () => {
+    cluster = await makeCluster(1);
+    const [a] = cluster.clones as [Clone];
+    const repo = a.repo;
+    await roleGrant(repo, INIT, { grantee: BOSS.actor, role: 'owner' });
+    const key = generateSigningKey().key;
+    await keyAdd(repo, INIT, { actor: BOSS.actor, key: key.publicKey });
+    const boss = await ZzRepo.open(a.dir, { key: 'local/test' });
+    signAs(boss, BOSS.actor, key);
+    onTestFinished(() => boss.close());
+    await lanePropose(repo, INIT, { lane_id: 'web', title: 'web' });
+    await laneGrant(repo, INIT, { lane_id: 'web', grantee: CO.actor, role: 'coordinator' });
+    await ladderWriteRung(repo, CO, {
+      lane_id: 'web',
+      ask_id: await claimed(repo, CO, 'web'),
+      rungs: [{ path: '_topics/co1', kind: 'topic', title: 'co1', summary: 'zebrafalcon notes' }],
+    });
+    const search = new LadderSearch({ cacheDir: tempDir('zz-demoted-search-'), persistDelayMs: 0 });
+    const live = await startLadderSync(search, new Map([['local/test', repo]]), { watch: false });
+    onTestFinished(() => live.close());
+    await live.ready;
+    const hits = () =>
+      search.search({ query: 'zebrafalcon', repo: 'local/test', limit: 5 }).hits.map((h) => h.path);
+    expect(hits()).toEqual(['_topics/co1']);
+    await roleGrant(boss, BOSS, { grantee: INIT.actor, role: 'owner', revoke: true });
+    // What the ref watcher does when refs/zz/config moves (another ZzRepo wrote it here).
+    await live.refresh(repo);
+    expect((await ladderOn(repo, '_topics/co1'))[0]).toBe(false);
+    expect(hits()).toEqual([]);
+    // Re-promoted, the rung is back in the fold and in the index.
+    await roleGrant(boss, BOSS, { grantee: INIT.actor, role: 'owner' });
+    await live.refresh(repo);
+    expect(hits()).toEqual(['_topics/co1']);
   });
 });

@@ -10,7 +10,7 @@ import {
   type RefWatcher,
   type SetRepoResult,
 } from '../../search/index.js';
-import { LADDER_REF, type CommitEvent, type ZzRepo } from '../zz-repo.js';
+import { CONFIG_REF, LADDER_REF, type CommitEvent, type ZzRepo } from '../zz-repo.js';
 import { mentionsOf } from './extract/mentions.js';
 import { LadderEntity } from './ladder-entity.js';
 import { pathsOfOp, type LadderState } from './ladder-state.js';
@@ -148,7 +148,22 @@ export async function startLadderSync(
     return [...paths];
   };
 
+  // The config each repository was last indexed under. The Ladder's fold judges rung writes
+  // by the roles in refs/zz/config now (a demoted owner's rungs, and those resting on them, are
+  // refused retroactively), so a config move can change the fold with the ladder ref where it
+  // was: the search kept showing refused rungs (found in review). Then the repository is
+  // indexed whole again. Not covered: a shard persisted for the same ladder revision, loaded by
+  // a daemon started after the config moved (a rebuild of the Ladder moves the ref and cures it).
+  const configSeen = new Map<string, string | null>();
+
   const syncOnce = async (repo: ZzRepo, event: CommitEvent | null): Promise<void> => {
+    const config = await repo.store.head(CONFIG_REF);
+    const seen = configSeen.get(repo.key);
+    configSeen.set(repo.key, config);
+    if (seen !== undefined && seen !== config && search.ladderOid(repo.key) !== null) {
+      await indexRepo(search, repo, { force: true });
+      return;
+    }
     // The ref alone says whether anything is to be done; the fold is read only for a diff or
     // a build (a persisted shard of the same revision needs neither).
     const head = await repo.store.head(LADDER_REF);
@@ -213,6 +228,7 @@ export async function startLadderSync(
     unsubscribe.push(
       repo.onCommit((e) => {
         if (e.ref === LADDER_REF) void refresh(repo, e);
+        else if (e.ref === CONFIG_REF) void refresh(repo);
       }),
     );
   }

@@ -87,7 +87,6 @@ export const SHARED_PROCESS = [
   'test/core/write-pacing.test.ts',
   'test/daemon/maintenance-git.test.ts',
   'test/git/branch-update.test.ts',
-  'test/git/cat-file.test.ts',
   'test/git/git-config.test.ts',
   'test/git/reachability.test.ts',
   'test/git/ref-names.test.ts',

@@ -66,7 +66,10 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
     const { TokenStore } = await import('../core/token-store.js');
     const who = await new TokenStore(found.gitdir).verify(fromEnv);
     if (!who)
-      throw new ZzError('unauthorized', 'ZZ_TOKEN is not a valid token for this repository');
+      throw new ZzError(
+        'unauthorized',
+        'ZZ_TOKEN is not a valid token for this repository; mint one here with `zz agent token <name>`, or unset ZZ_TOKEN to act as your login',
+      );
     actor = who.actor;
     person = await gitUserEmail(opts.cwd, opts.env).catch(() => null);
   } else {

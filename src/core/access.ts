@@ -80,9 +80,13 @@ export function notRootedError(
 ): ZzError {
   const id = s.lane.lane_id;
   if (!isCoordinator(s.lane, config, actor)) {
-    return new ZzError('forbidden', `only the coordinators of lane ${id} may ${what}`, {
-      scope: 'coordinator',
-    });
+    return new ZzError(
+      'forbidden',
+      `only the coordinators of lane ${id} may ${what}; ask an owner (or a coordinator an owner stands behind) to run \`zz lane grant --lane-id ${id} --grantee '${actor}' --role coordinator\``,
+      {
+        scope: 'coordinator',
+      },
+    );
   }
   return new ZzError(
     'forbidden',

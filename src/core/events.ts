@@ -398,7 +398,7 @@ function holdLongPoll(repoKey: string, person: string): () => void {
   if (held >= HELD.longPollsPerPerson) {
     throw new ZzError(
       'too_many_requests',
-      `${person} and their agents already have ${held} lane_events calls waiting (wait_ms), the most one person may; wait on fewer at once (one call can follow every Lane) and retry`,
+      `${person} and their agents already have ${held} lane_events calls waiting (wait_ms), the most one person may in one repository; wait on fewer at once (one call can follow every Lane) and retry`,
     );
   }
   longPolls.set(key, held + 1);

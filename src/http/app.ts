@@ -69,7 +69,7 @@ export interface AppOptions {
   services?: ToolServices;
   heartbeatMs?: number;
   /**
-   * Open event streams per person, their agents included, and in total (default
+   * Open event streams per person and repository, their agents included, and in total (default
    * HELD.streamsPerPerson and HELD.streams); past them, a 429.
    */
   maxStreamsPerPerson?: number;

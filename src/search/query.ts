@@ -128,7 +128,11 @@ export class QueryEngine {
       // One answer for a repo that is not there and one the caller may not read: the
       // refusal must not tell a private repository's existence.
       if (!this.store.shards.has(repo) || (within !== null && !within.has(repo)))
-        throw new ZzError('not_found', `repo ${repo} is not indexed`, { repo });
+        throw new ZzError(
+          'not_found',
+          `repo ${repo} is not indexed; repo_state (zz repo state) lists the repositories you may read, and \`zz ladder build\` in a checkout indexes its Ladder`,
+          { repo },
+        );
     }
     let kinds: Set<string> | null = null;
     if (req.kind !== undefined) {

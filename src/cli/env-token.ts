@@ -28,8 +28,13 @@ export function envToken(env: NodeJS.ProcessEnv): string | undefined {
  * substitution, a stray space) is a local mistake, said as such — never sent, where it would
  * fail as an invalid header and look like a network failure.
  */
+/** Whether `token` has a token's shape: printable ASCII, no spaces (what a header can carry). */
+export function isTokenText(token: string): boolean {
+  return /^[\x21-\x7e]+$/.test(token);
+}
+
 export function checkTokenText(token: string, source: string): void {
-  if (!/^[\x21-\x7e]+$/.test(token)) {
+  if (!isTokenText(token)) {
     throw new ZzError(
       'invalid_argument',
       `${source} is not a token: it holds ${/[\r\n]/.test(token) ? 'a line break' : 'spaces or other characters a token never has'}; set it to the token alone`,

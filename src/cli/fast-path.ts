@@ -12,7 +12,7 @@ import {
   mayLackLadder,
   print,
 } from './format.js';
-import { envToken } from './env-token.js';
+import { envToken, isTokenText } from './env-token.js';
 import { neutralize } from './terminal.js';
 import { wholeFileWanted, type CliIO } from './io.js';
 import { readToolManifest, type ManifestTool } from './tool-manifest.js';
@@ -186,7 +186,7 @@ async function viaDaemon(
     return null; // ZZ_TOKEN set but empty, or not a token: the full path says so
   }
   // No token, or a stored one that is not a token: the full path explains.
-  if (!token || !/^[\x21-\x7e]+$/.test(token)) return null;
+  if (!token || !isTokenText(token)) return null;
   // The key goes with the first attempt: only then can a second one be recognised as a repeat.
   const args =
     tool.resend === 'keyed' && parsed.args.idempotency_key === undefined

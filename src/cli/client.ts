@@ -68,7 +68,7 @@ export async function connect(opts: ConnectOptions): Promise<ToolClient> {
     if (!who)
       throw new ZzError(
         'unauthorized',
-        'ZZ_TOKEN is not a valid token for this repository; mint one here with `zz agent token <name>`, or unset ZZ_TOKEN to act as your login',
+        "ZZ_TOKEN is not a valid token for this repository; set it to this repository's (`zz agent create <name>` mints one, `zz agent token <name>` prints it), or unset ZZ_TOKEN to act as your login",
       );
     actor = who.actor;
     person = await gitUserEmail(opts.cwd, opts.env).catch(() => null);

@@ -17,10 +17,15 @@ export function envToken(env: NodeJS.ProcessEnv): string | undefined {
   if (value.trim() === '')
     throw new ZzError(
       'invalid_argument',
-      'ZZ_TOKEN is set but empty (an MCP config\'s "${env:ZZ_TOKEN}" of a variable that is not exported gives that): set it to a token (`zz agent token <name>`), or unset it to act as your own login',
+      'ZZ_TOKEN is set but empty (an MCP config\'s "${env:ZZ_TOKEN}" of a variable that is not exported gives that): set it to a token (`zz agent create <name>` mints one, `zz agent token <name>` prints it), or unset it to act as your own login',
     );
   checkTokenText(value, 'ZZ_TOKEN');
   return value;
+}
+
+/** Whether `token` has a token's shape: printable ASCII, no spaces (what a header can carry). */
+export function isTokenText(token: string): boolean {
+  return /^[\x21-\x7e]+$/.test(token);
 }
 
 /**
@@ -28,11 +33,6 @@ export function envToken(env: NodeJS.ProcessEnv): string | undefined {
  * substitution, a stray space) is a local mistake, said as such — never sent, where it would
  * fail as an invalid header and look like a network failure.
  */
-/** Whether `token` has a token's shape: printable ASCII, no spaces (what a header can carry). */
-export function isTokenText(token: string): boolean {
-  return /^[\x21-\x7e]+$/.test(token);
-}
-
 export function checkTokenText(token: string, source: string): void {
   if (!isTokenText(token)) {
     throw new ZzError(

@@ -14,7 +14,7 @@ import {
 } from './format.js';
 import { envToken, isTokenText } from './env-token.js';
 import { neutralize } from './terminal.js';
-import { wholeFileWanted, type CliIO } from './io.js';
+import { WHOLE_FILE_PAGE, wholeFileWanted, type CliIO } from './io.js';
 import { readToolManifest, type ManifestTool } from './tool-manifest.js';
 
 // `zz serve` without yargs (serve.ts). And `zz lane list` through a running daemon without
@@ -134,12 +134,8 @@ export async function tryFastPath(argv: string[], io: CliIO): Promise<number | s
   if (!tool) return null;
   const parsed = parseToolFlags(tool, argv.slice(2));
   if (!parsed) return null;
-  // A local tool (run_in_sandbox) runs in this process, never in the daemon's; a whole file
-  // into a pipe goes through the full path, whose callTool pages it.
-  const sent =
-    tool.local || wholeFileWanted(io, tool.name, parsed.json, parsed.args)
-      ? null
-      : await viaDaemon(io, tool, parsed);
+  // A local tool (run_in_sandbox) runs in this process, never in the daemon's.
+  const sent = tool.local ? null : await viaDaemon(io, tool, parsed);
   return sent ?? runParsed(io, tool, parsed);
 }
 
@@ -188,10 +184,16 @@ async function viaDaemon(
   // No token, or a stored one that is not a token: the full path explains.
   if (!token || !isTokenText(token)) return null;
   // The key goes with the first attempt: only then can a second one be recognised as a repeat.
+  // `zz git show-file` into a pipe with no page asked for is the whole file: asked for in the
+  // largest page here, and handed to the full path (whose callTool pages it) when it has more.
+  // Skipping the fast path for every such call cost agents' piped reads ~100 ms of start-up.
+  const wholeFile = wholeFileWanted(io, tool.name, parsed.json, parsed.args);
   const args =
     tool.resend === 'keyed' && parsed.args.idempotency_key === undefined
       ? { ...parsed.args, idempotency_key: newIdempotencyKey('cli') }
-      : parsed.args;
+      : wholeFile
+        ? { ...parsed.args, limit: WHOLE_FILE_PAGE }
+        : parsed.args;
   const bounds = { connectMs: CONNECT_TIMEOUT_MS, answerMs: answerTimeoutMs(io.env) };
   let res: Reply;
   try {
@@ -214,6 +216,7 @@ async function viaDaemon(
   const body = res.body;
   if (res.status === 200 && body && typeof body.result === 'object' && body.result !== null) {
     const result = body.result as Record<string, unknown>;
+    if (wholeFile && typeof result.next_offset === 'number') return null;
     print(io, result, parsed.json, tool.name);
     if (mayLackLadder(tool.name, parsed.args, result)) {
       const url = `${server}/api/repos/${info.repo}/tools/ladder_read`;

@@ -26,7 +26,16 @@ export interface CliIO {
    * stopped reading): main.ts then exits without waiting for stdout to drain, dropping it.
    */
   dropStdout?: () => void;
+  /**
+   * Resolves once stdout has taken what was written (at once when it needs no draining or is
+   * closed). A pipe to a slow reader is written asynchronously: a loop writing a file's pages
+   * without waiting would hold the whole file in memory.
+   */
+  drain?: () => Promise<void>;
 }
+
+/** The page a whole file is read in (the tool's largest: see callTool's loop). */
+export const WHOLE_FILE_PAGE = 16 * 1024 * 1024;
 
 export function useColor(io: CliIO): boolean {
   return io.isTTY && !io.env.NO_COLOR && io.env.TERM !== 'dumb';

@@ -105,6 +105,17 @@ const io = {
   stdoutBytes: (b: Uint8Array) => {
     if (!closed.stdout) process.stdout.write(b);
   },
+  drain: () =>
+    closed.stdout || !process.stdout.writableNeedDrain
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          // 'close' or 'error' too: a reader gone (EPIPE) never drains.
+          const done = () => {
+            for (const ev of ['drain', 'close', 'error'] as const) process.stdout.off(ev, done);
+            resolve();
+          };
+          for (const ev of ['drain', 'close', 'error'] as const) process.stdout.once(ev, done);
+        }),
   stderr: (s: string) => {
     if (!closed.stderr) process.stderr.write(s);
   },

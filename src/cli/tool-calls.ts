@@ -8,8 +8,9 @@ import {
   mayLackLadder,
   print,
 } from './format.js';
-import { wholeFileWanted, type CliIO } from './io.js';
+import { WHOLE_FILE_PAGE, wholeFileWanted, type CliIO } from './io.js';
 import { LANE_FROM_ASK, type ToolOption } from './tool-args.js';
+import { neutralize } from './terminal.js';
 import type { ManifestTool, Resend } from './tool-manifest.js';
 
 // Running a tool command once its command line is parsed (tool-commands.ts): its arguments
@@ -152,7 +153,11 @@ export async function callTool(
     const callArgs = opts.laneFromAsk ? await withLaneOfAsk(client, tool, args) : args;
     let result: Record<string, unknown>;
     try {
-      result = await client.call(tool, callArgs, local ? { signal: local.signal } : undefined);
+      // A whole file is asked for in the largest pages (one call for most files).
+      const first = wholeFileWanted(io, tool, json, args)
+        ? { ...callArgs, limit: WHOLE_FILE_PAGE }
+        : callArgs;
+      result = await client.call(tool, first, local ? { signal: local.signal } : undefined);
     } catch (e) {
       if (isZzError(e) && e.code === 'not_found' && tool.startsWith('ladder_'))
         await hintLadderBuild(io, client);
@@ -166,16 +171,32 @@ export async function callTool(
     // of a file past the page size, with exit 0 and a note on stderr, read as the whole file.
     if (wholeFileWanted(io, tool, json, args)) {
       while (typeof result.next_offset === 'number' && typeof result.commit === 'string') {
+        const offset = Number(result.offset);
+        const next = result.next_offset;
+        // A page must move on, at the same commit: anything else (a daemon's bug) would loop
+        // and write for ever.
+        if (!(next > offset))
+          throw new ZzError('internal', `git_show_file answered next_offset ${next} at ${offset}`);
         print(io, { ...result, next_offset: null }, json, tool);
-        result = await client.call(tool, {
-          ...callArgs,
-          commit: result.commit,
-          offset: result.next_offset,
-          // The largest page: a blob past 4 MiB is streamed from its start for every page, so
-          // 1 MiB pages made a file of n MiB cost ~n²/2 MiB of reading (a 72 MB file: 10.4 s
-          // through the daemon, 3.8 s in 16 MiB pages).
-          limit: 16 * 1024 * 1024,
-        });
+        await io.drain?.();
+        try {
+          // The largest page: past 4 MiB the daemon streams the blob from its start for every
+          // page, so 1 MiB pages made a file of n MiB cost ~n²/2 MiB of reading (a 72 MB file:
+          // 10.4 s through the daemon, 3.8 s in 16 MiB pages).
+          result = await client.call(tool, {
+            ...callArgs,
+            commit: result.commit,
+            offset: next,
+            limit: WHOLE_FILE_PAGE,
+          });
+        } catch (e) {
+          if (!isZzError(e)) throw e;
+          throw new ZzError(
+            e.code,
+            `${e.message}; bytes 0–${next - 1} were written: the rest with zz git show-file --path ${neutralize(String(args.path))} --commit ${result.commit} --offset ${next}`,
+            e.details,
+          );
+        }
       }
     }
     print(io, result, json, tool);

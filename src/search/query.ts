@@ -130,7 +130,7 @@ export class QueryEngine {
       if (!this.store.shards.has(repo) || (within !== null && !within.has(repo)))
         throw new ZzError(
           'not_found',
-          `repo ${repo} is not indexed; repo_state (zz repo state) lists the repositories you may read, and \`zz ladder build\` in a checkout indexes its Ladder`,
+          `repo ${repo} is not indexed: search names a repository this daemon serves and you may read; repo_state (zz repo state) lists them`,
           { repo },
         );
     }

@@ -84,11 +84,11 @@ describe('output into a pipe', () => {
   // Through a running daemon (the CLI's fast path answered the first page and stopped: a file
   // past one page came out as its first MiB, exit 0), and past 4 MiB, where the daemon streams
   // the blob from a one-off git for each page.
-  it('zz git show-file > f through a running daemon writes a file of several pages whole', async () => {
+  it('zz git show-file > f through a running daemon writes a file past the largest page whole', async () => {
     const { dir, cleanup } = makeRepo();
     try {
       const line = (i: number) => `${String(i).padStart(7, '0')} ${'é'.repeat(40)}\n`;
-      const text = Array.from({ length: 70_000 }, (_, i) => line(i)).join(''); // ~6.2 MB
+      const text = Array.from({ length: 200_000 }, (_, i) => line(i)).join(''); // ~17.8 MB: 2 pages
       writeFileSync(join(dir, 'big.txt'), text);
       sh(dir, 'add', 'big.txt');
       sh(dir, 'commit', '-q', '-m', 'big');

@@ -159,11 +159,12 @@ export async function startLadderSync(
   const syncOnce = async (repo: ZzRepo, event: CommitEvent | null): Promise<void> => {
     const config = await repo.store.head(CONFIG_REF);
     const seen = configSeen.get(repo.key);
-    configSeen.set(repo.key, config);
     if (seen !== undefined && seen !== config && search.ladderOid(repo.key) !== null) {
       await indexRepo(search, repo, { force: true });
+      configSeen.set(repo.key, config); // only once indexed: a failure is retried next time
       return;
     }
+    configSeen.set(repo.key, config);
     // The ref alone says whether anything is to be done; the fold is read only for a diff or
     // a build (a persisted shard of the same revision needs neither).
     const head = await repo.store.head(LADDER_REF);

@@ -116,6 +116,26 @@ async function ladderOn(repo: ZzRepo, path: string): Promise<[boolean, string[]]
   return [held, state.rejected.map((r) => r.actor)];
 }
 
+/**
+ * One clone whose `zz init` owner (INIT, so in _repo's stored coordinators) a second owner,
+ * BOSS, can demote: BOSS's config ops are signed by a key INIT registers (the review's setup).
+ * Lane `web` is INIT's, with CO a coordinator INIT granted.
+ */
+async function demotable(): Promise<{ a: Clone; repo: ZzRepo; boss: ZzRepo }> {
+  cluster = await makeCluster(1);
+  const [a] = cluster.clones as [Clone];
+  const repo = a.repo;
+  await roleGrant(repo, INIT, { grantee: BOSS.actor, role: 'owner' });
+  const key = generateSigningKey().key;
+  await keyAdd(repo, INIT, { actor: BOSS.actor, key: key.publicKey });
+  const boss = await ZzRepo.open(a.dir, { key: 'local/test' });
+  signAs(boss, BOSS.actor, key);
+  onTestFinished(() => boss.close());
+  await lanePropose(repo, INIT, { lane_id: 'web', title: 'web' });
+  await laneGrant(repo, INIT, { lane_id: 'web', grantee: CO.actor, role: 'coordinator' });
+  return { a, repo, boss };
+}
+
 describe('a rooted role counts while its root is an owner now', () => {
   it("a demoted owner's lane_grant to herself dated while she was an owner is not rooted on either clone", async () => {
     cluster = await makeCluster(2);
@@ -174,19 +194,7 @@ describe('a rooted role counts while its root is an owner now', () => {
   });
 
   it('demoting an owner unroots the coordinators they granted and their own _repo coordinatorship; one rooted by a kept owner writes on; re-promoting re-roots', async () => {
-    cluster = await makeCluster(1);
-    const [a] = cluster.clones as [Clone];
-    const repo = a.repo;
-    // The owner demoted is the one `zz init` made (so in _repo's stored coordinators), by BOSS.
-    await roleGrant(repo, INIT, { grantee: BOSS.actor, role: 'owner' });
-    // BOSS's config ops are signed by a key INIT registers (the review's setup).
-    const key = generateSigningKey().key;
-    await keyAdd(repo, INIT, { actor: BOSS.actor, key: key.publicKey });
-    const boss = await ZzRepo.open(a.dir, { key: 'local/test' });
-    signAs(boss, BOSS.actor, key);
-    onTestFinished(() => boss.close());
-    await lanePropose(repo, INIT, { lane_id: 'web', title: 'web' });
-    await laneGrant(repo, INIT, { lane_id: 'web', grantee: CO.actor, role: 'coordinator' });
+    const { a, repo, boss } = await demotable();
     await laneGrant(repo, BOSS, { lane_id: 'web', grantee: KEPT.actor, role: 'coordinator' });
     const coAsk = await claimed(repo, CO, 'web');
     const keptAsk = await claimed(repo, KEPT, 'web');
@@ -240,17 +248,7 @@ describe('a rooted role counts while its root is an owner now', () => {
   // where it was: the search index (keyed on that ref) kept finding them, and fed them to
   // `zz work` prompts (whole-diff review). A config move now re-indexes the repository.
   it('a rung the demotion refused leaves the search index', async () => {
-    cluster = await makeCluster(1);
-    const [a] = cluster.clones as [Clone];
-    const repo = a.repo;
-    await roleGrant(repo, INIT, { grantee: BOSS.actor, role: 'owner' });
-    const key = generateSigningKey().key;
-    await keyAdd(repo, INIT, { actor: BOSS.actor, key: key.publicKey });
-    const boss = await ZzRepo.open(a.dir, { key: 'local/test' });
-    signAs(boss, BOSS.actor, key);
-    onTestFinished(() => boss.close());
-    await lanePropose(repo, INIT, { lane_id: 'web', title: 'web' });
-    await laneGrant(repo, INIT, { lane_id: 'web', grantee: CO.actor, role: 'coordinator' });
+    const { repo, boss } = await demotable();
     await ladderWriteRung(repo, CO, {
       lane_id: 'web',
       ask_id: await claimed(repo, CO, 'web'),

@@ -1,10 +1,10 @@
+import { PersonSlots } from './person-slots.js';
 import { markUnsigned } from './sync/unsigned.js';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { cursorCodec } from '../schema/cursor.js';
 import { laneId, personOf } from '../schema/ids.js';
 import { HELD } from '../schema/limits.js';
-import { ZzError } from '../errors.js';
 import { publicationOrder, type CommitRecord, type LoggedOp, type OpLog } from '../store/index.js';
 import { requireCaller, type Caller } from './access.js';
 import { listedCorrupt, readLanes, readLanesOrOne, type CorruptEntity } from './lanes.js';
@@ -374,7 +374,7 @@ export async function laneEvents(
   const pos = decodeCursor(args.cursor);
   const limit = args.limit ?? 500;
   const deadline = Date.now() + (args.wait_ms ?? 0);
-  const release = (args.wait_ms ?? 0) > 0 ? holdLongPoll(repo.key, personOf(caller.actor)) : null;
+  const release = (args.wait_ms ?? 0) > 0 ? longPolls.take(repo.key, personOf(caller.actor)) : null;
   try {
     return await eventsAfter(repo, args, pos, limit, deadline, signal);
   } finally {
@@ -383,34 +383,14 @@ export async function laneEvents(
 }
 
 /**
- * Waiting lane_events calls per person (their agents included) and repository, in this
- * process (the daemon): each wakes on every commit and re-reads the Lanes, so one token must
- * not hold hundreds. Per repository as tokens are: a person's calls on one repository do not
- * use up their places on another. Past HELD.longPollsPerPerson, a 429 at once (as for event
- * streams, http/app.ts).
+ * Waiting lane_events calls per person and repository, in this process (the daemon): each wakes
+ * on every commit and re-reads the Lanes, so one token must not hold hundreds.
  */
-const longPolls = new Map<string, number>();
-
-function holdLongPoll(repoKey: string, person: string): () => void {
-  // NUL: in neither a repo key nor an actor.
-  const key = `${repoKey}\0${person}`;
-  const held = longPolls.get(key) ?? 0;
-  if (held >= HELD.longPollsPerPerson) {
-    throw new ZzError(
-      'too_many_requests',
-      `${person} and their agents already have ${held} lane_events calls waiting (wait_ms), the most one person may in one repository; wait on fewer at once (one call can follow every Lane) and retry`,
-    );
-  }
-  longPolls.set(key, held + 1);
-  let released = false;
-  return () => {
-    if (released) return;
-    released = true;
-    const n = (longPolls.get(key) ?? 1) - 1;
-    if (n > 0) longPolls.set(key, n);
-    else longPolls.delete(key);
-  };
-}
+const longPolls = new PersonSlots(
+  HELD.longPollsPerPerson,
+  (person, held) =>
+    `${person} and their agents already have ${held} lane_events calls waiting (wait_ms), the most one person may in one repository; wait on fewer at once (one call can follow every Lane) and retry`,
+);
 
 /**
  * How often a waiting call looks again with no commit notice: a commit of this daemon (a write,

@@ -2,6 +2,7 @@
 // and the authenticated Caller; core enforces every rule. It knows nothing of HTTP, MCP or CLI,
 // and builds no git command line (git/ does).
 export * from './access.js';
+export * from './person-slots.js';
 export * from './admin.js';
 export * from './health.js';
 export * from './ask-list.js';

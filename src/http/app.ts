@@ -1,6 +1,7 @@
 import {
   isPublicRepo,
   readableRepos,
+  PersonSlots,
   sealedJsonText,
   type Caller,
   type Reader,
@@ -153,8 +154,11 @@ export function createApp(opts: AppOptions): App {
   };
   const streams = new Set<() => void>();
   /** Open event streams per repository and person: one token must not hold every stream. */
-  const streamsOf = new Map<string, number>();
-  const maxStreamsPerPerson = opts.maxStreamsPerPerson ?? HELD.streamsPerPerson;
+  const streamsOf = new PersonSlots(
+    opts.maxStreamsPerPerson ?? HELD.streamsPerPerson,
+    (person, held) =>
+      `${person} and their agents already have ${held} event streams open, the most one person may; close one (or share one stream between views) and retry`,
+  );
   const maxStreams = opts.maxStreams ?? HELD.streams;
   let toolList: string | null = null;
   let active = 0;
@@ -300,30 +304,21 @@ export function createApp(opts: AppOptions): App {
       throw new ZzError('unauthorized', 'the event stream needs a bearer token (run `zz login`)');
     const cursor = req.headers.get('last-event-id') ?? url.searchParams.get('cursor');
     if (cursor !== null) decodePositions(cursor);
-    const person = personOf(caller.actor);
-    // Per repository, as tokens and lane_events' waiting calls are (core/events.ts).
-    const slot = `${repo.key}\0${person}`;
-    const held = streamsOf.get(slot) ?? 0;
-    if (held >= maxStreamsPerPerson)
-      throw new ZzError(
-        'too_many_requests',
-        `${person} and their agents already have ${held} event streams open, the most one person may; close one (or share one stream between views) and retry`,
-      );
-    if (streams.size >= maxStreams)
+    const release = streamsOf.take(repo.key, personOf(caller.actor));
+    if (streams.size >= maxStreams) {
+      release();
       throw new ZzError(
         'too_many_requests',
         `this daemon already serves ${streams.size} event streams, the most it keeps open; retry later`,
       );
-    streamsOf.set(slot, held + 1);
+    }
     const stream = openEventStream(repo, caller, {
       cursor,
       heartbeatMs: opts.heartbeatMs ?? 15_000,
       onError: (e) => log(`${new Date().toISOString()} events ${repo.key}: ${stackOf(e)}`),
       onClose: () => {
         streams.delete(stream.close);
-        const n = (streamsOf.get(slot) ?? 1) - 1;
-        if (n > 0) streamsOf.set(slot, n);
-        else streamsOf.delete(slot);
+        release();
       },
       // Revoking a token (or the dashboard session it opened) ends its open streams too.
       stillAuthorized: () =>

@@ -6,6 +6,7 @@ import { startTestDaemon } from '../helpers/test-daemon.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { makeProject, makeRepo, sh } from '../helpers/temp-repo.js';
 import { ensureBuilt, killAll, privateEnv, serve, zz } from './zz-process.js';
+import { initializeRequest } from '../mcp/helpers.js';
 
 // A new user's first hour, as README's Quick start and docs/walkthrough.md have it, run with the
 // built `zz` on real repositories: each test is a friction met doing exactly that on
@@ -140,16 +141,7 @@ describe('the first hour', () => {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
       },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-06-18',
-          capabilities: {},
-          clientInfo: { name: 'first-hour', version: '1' },
-        },
-      }),
+      body: JSON.stringify(initializeRequest()),
     });
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('"serverInfo":{"name":"zz"');

@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDaemon, type TestDaemon } from '../helpers/test-daemon.js';
+import { initializeRequest } from '../mcp/helpers.js';
 
 // Hardening 11.10 on every route that reads a body, found by the audit: a 20 MiB chunked body
 // sent to the MCP endpoint was answered 400 "Parse error: the request body could not be read"
@@ -69,16 +70,7 @@ describe('a body over the limit is a 413 on every route', () => {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
       },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-06-18',
-          capabilities: {},
-          clientInfo: { name: 't', version: '1' },
-        },
-      }),
+      body: JSON.stringify(initializeRequest()),
     });
     expect(r.status).toBe(200);
     expect(await r.text()).toContain('"serverInfo"');

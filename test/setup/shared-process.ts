@@ -52,6 +52,7 @@ export const SHARED_PROCESS = [
   'test/core/ask-get-detail.test.ts',
   'test/core/ask-list.test.ts',
   'test/core/bounds.test.ts',
+  'test/core/changesets-checkout.test.ts',
   'test/core/changesets-fsck.test.ts',
   'test/core/changesets-policy.test.ts',
   'test/core/changesets.test.ts',

@@ -84,6 +84,7 @@ export const SHARED_PROCESS = [
   'test/core/shared-snapshots.test.ts',
   'test/core/tracking-configs.test.ts',
   'test/core/views-shape.test.ts',
+  'test/core/workflow-follow-ups.test.ts',
   'test/core/write-config.test.ts',
   'test/core/write-pacing.test.ts',
   'test/daemon/maintenance-git.test.ts',

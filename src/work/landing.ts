@@ -5,16 +5,22 @@ import type { CallTool } from './types.js';
 // by commit_changeset, which the daemon takes only from a coordinator an owner stands behind
 // (core/access.ts isRootedCoordinator). Claimed anyway, the landing was refused 403, the Ask
 // given back and claimed again until parked after 8 tries, and nobody who could land it was
-// told. So before each claim the worker reads whom the daemon lets land (the Lane view's
+// told. So before claiming, the worker reads whom the daemon lets land (the Lane view's
 // rooted_coordinators, listed by that same predicate) and, if it is not among them, passes
 // over those kinds (ask_claim_next's exclude_kinds), saying once why and what an owner runs.
-// Read before every claim, not once: a grant made while the worker runs lets it land next.
+// Read at the first claim and again after each idle wait, not before every claim (one more
+// call per Ask): a grant or revocation is a Lane event, which ends an idle wait, so a grant made
+// while the worker runs lets it land once it next waits; one made while it is busy with other
+// work waits until then (a revocation meanwhile: the landing is refused and given back, as
+// before).
 
 const NONE: ReadonlySet<string> = new Set();
 
 export class LandingCheck {
   /** Whether the last check passed over the landing kinds (said once per change). */
   private passing = false;
+  /** The last check's answer, until forget(). */
+  private known: ReadonlySet<string> | null = null;
 
   constructor(
     private readonly call: CallTool,
@@ -28,6 +34,18 @@ export class LandingCheck {
    * worker's landing, else none. `onPass` gets the reason when the worker starts passing over.
    */
   async skipKinds(onPass: (kinds: string[], reason: string) => void): Promise<ReadonlySet<string>> {
+    this.known ??= await this.check(onPass);
+    return this.known;
+  }
+
+  /** Reads whom the daemon lets land again at the next claim (after an idle wait). */
+  forget(): void {
+    this.known = null;
+  }
+
+  private async check(
+    onPass: (kinds: string[], reason: string) => void,
+  ): Promise<ReadonlySet<string>> {
     // Without its actor the worker cannot tell (the daemon then answers a landing as before);
     // with --kinds that name no landing kind there is nothing to pass over and nothing to read.
     if (this.actor === null) return NONE;

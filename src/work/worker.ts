@@ -168,6 +168,7 @@ async function loop(
         // An Ask given back is claimable again when its wait ends, which no event announces.
         // Asks the events show answered or cancelled will not come back: no longer waited on.
         waiting.forget(await watcher.wait(waiting.until(opts.idleWaitMs ?? 30_000), opts.signal));
+        landing.forget();
       } catch (e) {
         if (!(isZzError(e) && e.code === 'unavailable')) throw e;
         emit({ type: 'error', ask_id: null, message: e.message });

@@ -64,6 +64,45 @@ describe('landing Asks and a coordinatorship no owner stands behind', () => {
     expect(second.events.find((e) => e.type === 'claimed')).toMatchObject({ ask_id: askId });
   });
 
+  it('a running worker reads the grant an owner made while it waited, and takes the landing', async () => {
+    const s = (t.s = await served());
+    await s.agent('lane_propose', { lane_id: 'own', title: 'Own lane' });
+    const posted = await s.agent('ask_post', {
+      lane_id: 'own',
+      kind: 'submit_changeset',
+      title: 'Submit cs-1',
+      payload: { changeset_id: 'cs-1' },
+    });
+    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const model = (t.model = await fakeModelServer(() => reply('unused')));
+    const events: WorkEvent[] = [];
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), 30_000);
+    let granted: Promise<unknown> | null = null;
+    await runWorker({
+      call: s.agent,
+      model: fakeOpenAI(model),
+      laneId: 'own',
+      actor: AGENT,
+      signal: stop.signal,
+      idleWaitMs: 10_000,
+      onEvent: (e) => {
+        events.push(e);
+        // Idle, passing the landing over: the owner roots the agent, a Lane event that ends
+        // the wait.
+        if (e.type === 'idle' && !granted) {
+          granted = s.owner('lane_grant', { lane_id: 'own', grantee: AGENT, role: 'coordinator' });
+        }
+        if (e.type === 'answered' || e.type === 'released') stop.abort();
+      },
+    });
+    clearTimeout(timer);
+    await granted;
+    const types = events.map((e) => e.type);
+    expect(types.slice(0, 3)).toEqual(['start', 'passing_over', 'idle']);
+    expect(events.find((e) => e.type === 'claimed')).toMatchObject({ ask_id: askId });
+  });
+
   it('a daemon that predates exclude_kinds: query then claim passes over the landing', async () => {
     const s = (t.s = await served());
     await s.agent('lane_propose', { lane_id: 'own', title: 'Own lane' });

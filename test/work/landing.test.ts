@@ -12,6 +12,7 @@ import {
   OWNER,
   served,
   workOnce,
+  type Served,
 } from './harness.js';
 
 // zz work claims only landings the daemon would let it make (work/landing.ts), and offers the
@@ -23,18 +24,26 @@ const t = endEachTest();
 const toolNames = (r: RecordedRequest): string[] =>
   (r.body.tools as { function: { name: string } }[]).map((x) => x.function.name);
 
+/**
+ * The agent's own Lane `own` (it coordinates it, but no owner stands behind that) holding a
+ * submit_changeset posted by hand; its id.
+ */
+async function ownLaneWithSubmit(s: Served, extra: Record<string, unknown> = {}): Promise<string> {
+  await s.agent('lane_propose', { lane_id: 'own', title: 'Own lane' });
+  const posted = await s.agent('ask_post', {
+    lane_id: 'own',
+    kind: 'submit_changeset',
+    title: 'Submit cs-1',
+    payload: { changeset_id: 'cs-1' },
+    ...extra,
+  });
+  return (posted.ask as { ask_id: string }).ask_id;
+}
+
 describe('landing Asks and a coordinatorship no owner stands behind', () => {
   it('passes over a submit_changeset it could not land, says what an owner runs, and claims it once granted', async () => {
     const s = (t.s = await served());
-    // The agent proposes its own Lane: it coordinates it, but no owner stands behind that.
-    await s.agent('lane_propose', { lane_id: 'own', title: 'Own lane' });
-    const posted = await s.agent('ask_post', {
-      lane_id: 'own',
-      kind: 'submit_changeset',
-      title: 'Submit cs-1',
-      payload: { changeset_id: 'cs-1' },
-    });
-    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const askId = await ownLaneWithSubmit(s);
     const model = (t.model = await fakeModelServer(() => reply('unused')));
 
     const first = await workOnce(s, fakeOpenAI(model), 'own');
@@ -66,14 +75,7 @@ describe('landing Asks and a coordinatorship no owner stands behind', () => {
 
   it('a running worker reads the grant an owner made while it waited, and takes the landing', async () => {
     const s = (t.s = await served());
-    await s.agent('lane_propose', { lane_id: 'own', title: 'Own lane' });
-    const posted = await s.agent('ask_post', {
-      lane_id: 'own',
-      kind: 'submit_changeset',
-      title: 'Submit cs-1',
-      payload: { changeset_id: 'cs-1' },
-    });
-    const askId = (posted.ask as { ask_id: string }).ask_id;
+    const askId = await ownLaneWithSubmit(s);
     const model = (t.model = await fakeModelServer(() => reply('unused')));
     const events: WorkEvent[] = [];
     const stop = new AbortController();
@@ -105,14 +107,7 @@ describe('landing Asks and a coordinatorship no owner stands behind', () => {
 
   it('a daemon that predates exclude_kinds: query then claim passes over the landing', async () => {
     const s = (t.s = await served());
-    await s.agent('lane_propose', { lane_id: 'own', title: 'Own lane' });
-    await s.agent('ask_post', {
-      lane_id: 'own',
-      kind: 'submit_changeset',
-      title: 'Submit cs-1',
-      payload: { changeset_id: 'cs-1' },
-      priority: 0,
-    });
+    await ownLaneWithSubmit(s, { priority: 0 });
     await s.agent('ask_post', { lane_id: 'own', kind: 'work', title: 'Fresh', priority: 3 });
     // What such a daemon's strict schema answers for a field it does not know.
     const refused: string[] = [];

@@ -69,6 +69,11 @@ function describe(e: Event, once: boolean): { line: string | null; status: strin
       };
     case 'error':
       return { line: `${e.ask_id ?? 'zz work'} error: ${clean(e.message, 500)}`, status: null };
+    case 'passing_over':
+      return {
+        line: `zz work: passing over ${e.kinds.map((k) => clean(k)).join(' and ')} Asks in lane ${clean(e.lane_id)}: ${clean(e.reason, 500)}`,
+        status: null,
+      };
     case 'closed':
       // Said once, as the command's error (stderr, exit 9) after the done line: see below.
       return { line: null, status: null };

@@ -71,6 +71,22 @@ export function isRootedCoordinator(s: RootedLane, config: ConfigDoc, actor: str
   );
 }
 
+/**
+ * Every actor isRootedCoordinator accepts for the Lane under `config`: what lane views list as
+ * rooted_coordinators, so a worker offered the landing tools (work/open-loop.ts), or passing
+ * over Asks it could not land (work/worker.ts), reads the daemon's own rule, not a restatement.
+ * Hence an owner who coordinates the Lane by a grant no owner made (or, in _repo, by being an
+ * owner) is listed: the daemon lets them land. Rooted roles first, in the fold's order.
+ */
+export function rootedCoordinators(s: RootedLane, config: ConfigDoc): string[] {
+  const candidates = new Set([
+    ...s.rooted.coordinators.map((r) => r.actor),
+    ...s.lane.coordinators,
+    ...(s.lane.lane_id === '_repo' ? config.owners : []),
+  ]);
+  return [...candidates].filter((actor) => isRootedCoordinator(s, config, actor));
+}
+
 /** The refusal of `what` to a caller whose coordinatorship of the Lane is not rooted. */
 export function notRootedError(
   s: RootedLane,

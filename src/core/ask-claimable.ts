@@ -31,10 +31,10 @@ export const CLAIMABLE_DEFAULT_LIMIT = 50;
 // checked per call.
 const candidateCache = new WeakMap<LaneState, SortedAsks>();
 
-function candidates(s: LaneState): SortedAsks {
+function candidates(s: LaneState, repoKey: string): SortedAsks {
   let c = candidateCache.get(s);
   if (!c) {
-    const all = sortedAsks(s);
+    const all = sortedAsks(s, repoKey);
     const asks: AskDoc[] = [];
     const ends: number[] = [];
     for (let i = 0; i < all.asks.length; i++) {
@@ -89,7 +89,7 @@ export async function askQueryClaimable(
   const inHandOnly = !!snap.lane.closed;
   const keyOf = (a: AskDoc) => askKeyOf(args.lane_id, a);
   const limit = args.limit ?? CLAIMABLE_DEFAULT_LIMIT;
-  const { asks, leaseEnds } = candidates(snap.state);
+  const { asks, leaseEnds } = candidates(snap.state, repo.key);
   // The candidates are in key order: the page starts at the first one after the cursor's.
   // One pass counts every claimable Ask (total) and those before the page, and keeps the
   // page's: no list of every hit is built (a query is on the claim path, and a Lane may hold

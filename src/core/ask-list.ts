@@ -103,7 +103,7 @@ export async function askList(
   let before = 0;
   const page: Hit[] = [];
   for (const { id, snap } of [...lanes].sort((x, y) => cmp(x.id, y.id))) {
-    const { asks, leaseEnds } = sortedAsks(snap.state);
+    const { asks, leaseEnds } = sortedAsks(snap.state, repo.key);
     // This Lane's first Ask after the cursor: none in a Lane before the cursor's, all after it.
     const c = after ? cmp(id, after[0]) : 1;
     const from = c < 0 ? asks.length : c > 0 ? 0 : startAfter(asks, (a) => askKeyOf(id, a), after!);

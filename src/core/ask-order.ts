@@ -56,14 +56,21 @@ export type SortedAsks = { asks: AskDoc[]; leaseEnds: Float64Array };
 // object per Ask per state was young garbage that survived scavenges (issue 17).
 const sortedCache = new WeakMap<LaneState, SortedAsks>();
 
-/** Every Ask of a Lane state in key order (compareAsks), computed once per state. */
-export function sortedAsks(s: LaneState): SortedAsks {
+/**
+ * Every Ask of a Lane state in key order (compareAsks), computed once per state. `repoKey`: the
+ * repository the state is of (ZzRepo.key), whose Lane's last order is carried to it.
+ */
+export function sortedAsks(s: LaneState, repoKey: string): SortedAsks {
   let c = sortedCache.get(s);
   if (!c) {
     const laneId = s.lane?.lane_id;
-    const prior = laneId === undefined ? undefined : priors.get(laneId);
+    // By repository and Lane: by Lane alone, every repository's _repo Lane (and any two Lane
+    // ids repositories share) took the one entry in turn, each evicting the other's order.
+    const key = laneId === undefined ? undefined : `${repoKey}\0${laneId}`;
+    const prior = key === undefined ? undefined : priors.get(key);
     const docs = s.asks.valuesArray();
     const carried = prior ? orderFrom(prior, docs) : null;
+    askOrderStats[carried ? 'carried' : 'sorted']++;
     const order = carried ?? fullOrder(docs);
     // An Ask the prior state held as it is (the same doc) has the lease end it had there.
     const same = carried ? prior!.docs : null;
@@ -78,9 +85,9 @@ export function sortedAsks(s: LaneState): SortedAsks {
     }
     c = { asks, leaseEnds };
     sortedCache.set(s, c);
-    if (laneId !== undefined) {
-      priors.delete(laneId);
-      priors.set(laneId, { docs, order, endsAt });
+    if (key !== undefined) {
+      priors.delete(key);
+      priors.set(key, { docs, order, endsAt });
       if (priors.size > MAX_PRIORS) priors.delete(priors.keys().next().value!);
     }
   }
@@ -90,7 +97,7 @@ export function sortedAsks(s: LaneState): SortedAsks {
 // A Lane's next state differs from its last by a group commit's few ops, and sorting all of its
 // Asks again for each new state (under a steady load: every group commit, the first query after
 // it) cost ~1.4 ms a state on a Lane of ~1,700 Asks, ~1.8% of the daemon's time in the 64-client
-// load (a profile, 3 December). So the last order computed per Lane is kept (the Lanes read
+// load (a profile, 3 December). So the last order computed per Lane (of each repository) is kept (the Lanes read
 // last, MAX_PRIORS of them: an array of its Asks, and of positions and lease ends) and carried to the
 // next state in one pass: the Asks are positions in the state's CowMap (first-insertion order,
 // never deleted), so the prior's positions hold the same Asks in a later state of the same Lane;
@@ -106,7 +113,14 @@ interface Prior {
   /** Lease ends (views.ts leaseEndMs) by position. */
   endsAt: Float64Array;
 }
+/** By `${repository key}\0${Lane id}`, the least recently set first. */
 const priors = new Map<string, Prior>();
+
+/**
+ * How many states' orders were carried from a prior and how many sorted in full, since the
+ * process started: what a test of the carrying reads (a count, not a timing).
+ */
+export const askOrderStats = { carried: 0, sorted: 0 };
 
 function fullOrder(docs: readonly AskDoc[]): Int32Array {
   const positions = Array.from({ length: docs.length }, (_, i) => i);

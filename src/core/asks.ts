@@ -214,6 +214,8 @@ export interface AskClaimNextArgs {
   kinds?: string[];
   /** Asks to pass over (a worker's Asks that wait to be retried); at most LIMITS.claimExclude. */
   exclude?: string[];
+  /** Kinds to pass over (zz work's landing kinds when the daemon would not let it land). */
+  exclude_kinds?: string[];
   lease_seconds?: number;
   idempotency_key?: string;
   actor?: string;
@@ -251,6 +253,8 @@ export async function askClaimNext(
   // (its idempotency key replays), and no exclude at all hashes as before exclude existed.
   const exclude = [...new Set(args.exclude ?? [])].sort();
   const skip = exclude.length > 0 ? new Set(exclude) : null;
+  const skipKinds = [...new Set(args.exclude_kinds ?? [])].sort();
+  const passKinds = skipKinds.length > 0 ? new Set(skipKinds) : null;
   const r = await writeOp(repo, callerIn, repo.lane(args.lane_id), args, {
     tool: 'ask_claim_next',
     request: {
@@ -258,6 +262,7 @@ export async function askClaimNext(
       kinds: args.kinds ?? null,
       lease_seconds: lease,
       ...(skip ? { exclude } : {}),
+      ...(passKinds ? { exclude_kinds: skipKinds } : {}),
     },
     decide: (s, { caller, config, meta }): LaneOpSpec[] => {
       const lane = laneOf(s, args.lane_id);
@@ -275,6 +280,7 @@ export async function askClaimNext(
         if (a.state === 'answered' || a.state === 'cancelled') continue;
         if (a.state === 'claimed' && leaseEndMs(a) > nowMs) continue;
         if (kinds && !kinds.has(a.kind)) continue;
+        if (passKinds?.has(a.kind)) continue;
         if (skip?.has(a.ask_id)) continue;
         if (inHandOnly && !finishesWorkInHand(a)) continue;
         if (best && compareAsks(a, best) >= 0) continue;

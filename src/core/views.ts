@@ -1,4 +1,5 @@
 import { rootedNowOf, type RootedState } from './rooted-roles.js';
+import { rootedCoordinators } from './access.js';
 import { ZzError } from '../errors.js';
 import type { AskDoc, LaneDoc } from '../schema/lane.js';
 import { OpLog, type LoggedOp, type OpRecord } from '../store/index.js';
@@ -230,9 +231,21 @@ export function laneView(lane: LaneDoc, revision: string | null, rooted: RootedS
   return {
     ...lane,
     revision,
-    rooted_coordinators: rootedNowOf(rooted, 'coordinators'),
+    rooted_coordinators: rootedCoordinatorsOf(lane, rooted),
     rooted_maintainers: rootedNowOf(rooted, 'maintainers'),
   };
+}
+
+/**
+ * Whom the daemon lets land code and write rungs in the Lane now (access.ts rootedCoordinators,
+ * the very predicate commit_changeset and ladder_write_rung check). A fold that cannot see the
+ * config (roles null) trusts owner-derived rights, as the guards do: its rooted roles, listed.
+ */
+function rootedCoordinatorsOf(lane: LaneDoc, s: RootedState): string[] {
+  const config = s.roles?.now() ?? null;
+  return config === null
+    ? rootedNowOf(s, 'coordinators')
+    : rootedCoordinators({ lane, rooted: s.rooted }, config);
 }
 
 export type HistoryEntry = {

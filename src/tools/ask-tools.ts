@@ -98,10 +98,9 @@ export const askTools = [
   }),
   defineTool({
     name: 'ask_claim_next',
-    summary:
-      'Take work: claims the highest-priority, oldest Ask you may claim in a Lane, in one call',
+    summary: 'Take work: claims the highest-priority, oldest Ask you may claim in a Lane',
     description:
-      'THE way to take work: the server picks and claims in one commit, so agents never race for an Ask (no query-then-claim). {ask: null} when nothing is claimable for you (all claimed, blocked or out of your scope). Retry with the same idempotency_key and exclude to get the same Ask back; renew a lease with ask_claim.',
+      'THE way to take work: picked and claimed in one commit, no races. {ask: null} when none is claimable for you. The same idempotency_key and arguments get the same Ask back; renew a lease with ask_claim.',
     toolset: 'asks',
     annotations: WRITE,
     input: z.strictObject({
@@ -115,6 +114,8 @@ export const askTools = [
         )
         .optional()
         .describe(`Asks to pass over (at most ${LIMITS.claimExclude})`),
+      // Self-explaining beside exclude; a description would cost the MCP tool list budget.
+      exclude_kinds: z.array(askKind).max(50).optional(),
       lease_seconds: z
         .number()
         .int()

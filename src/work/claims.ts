@@ -34,6 +34,7 @@ export interface GivenBack {
 export class Claims {
   private claimNextMissing = false;
   private excludeMissing = false;
+  private excludeKindsMissing = false;
   /** The claim sent whose answer has not arrived: sent again, as it is, by the next claim. */
   private pending: Record<string, unknown> | null = null;
   /**
@@ -50,26 +51,40 @@ export class Claims {
     private readonly leaseSeconds: number,
   ) {}
 
-  /** Claims the next Ask, passing over those in `avoid` (at most LIMITS.claimExclude). */
-  async next(avoid: ReadonlySet<string> = new Set()): Promise<AskView | null> {
+  /**
+   * Claims the next Ask, passing over those in `avoid` (at most LIMITS.claimExclude) and those
+   * of the kinds in `skipKinds`. A daemon without ask_claim_next's exclude_kinds gets
+   * query-then-claim, which passes over them here: never a claim of an Ask to be passed over.
+   */
+  async next(
+    avoid: ReadonlySet<string> = new Set(),
+    skipKinds: ReadonlySet<string> = new Set(),
+  ): Promise<AskView | null> {
     const kinds = this.kinds?.length ? { kinds: this.kinds } : {};
-    if (!this.claimNextMissing && !(this.excludeMissing && avoid.size > 0)) {
+    if (
+      !this.claimNextMissing &&
+      !(this.excludeMissing && avoid.size > 0) &&
+      !(this.excludeKindsMissing && skipKinds.size > 0)
+    ) {
       try {
-        return await this.claimNext(avoid, kinds);
+        return await this.claimNext(avoid, kinds, skipKinds);
       } catch (e) {
         if (!isZzError(e)) throw e;
         if (e.code === 'not_found' && /unknown tool/.test(e.message)) this.claimNextMissing = true;
         else if (e.code === 'invalid_argument' && /unknown field "exclude"/.test(e.message))
           this.excludeMissing = true;
+        else if (e.code === 'invalid_argument' && /unknown field "exclude_kinds"/.test(e.message))
+          this.excludeKindsMissing = true;
         else throw e;
       }
     }
-    return this.queryThenClaim(avoid, kinds);
+    return this.queryThenClaim(avoid, kinds, skipKinds);
   }
 
   private async claimNext(
     avoid: ReadonlySet<string>,
     kinds: { kinds?: string[] },
+    skipKinds: ReadonlySet<string>,
   ): Promise<AskView | null> {
     // A lost answer is asked again with the same key, once at once and then by every later
     // claim until one is answered (the worker waits an outage out between them). The same
@@ -81,6 +96,7 @@ export class Claims {
         idempotency_key: newIdempotencyKey('claim'),
         ...kinds,
         ...(avoid.size > 0 ? { exclude: [...avoid].slice(0, LIMITS.claimExclude) } : {}),
+        ...(skipKinds.size > 0 ? { exclude_kinds: [...skipKinds] } : {}),
       };
       const args = this.pending;
       let r: Record<string, unknown>;
@@ -128,15 +144,17 @@ export class Claims {
   private async queryThenClaim(
     avoid: ReadonlySet<string>,
     kinds: { kinds?: string[] },
+    skipKinds: ReadonlySet<string>,
   ): Promise<AskView | null> {
     for (let round = 0; round < 5; round++) {
       const q = await this.call('ask_query_claimable', {
         lane_id: this.laneId,
-        limit: Math.min(500, 20 + avoid.size),
+        // Asks of a kind passed over may fill a page of 20: then the page is as long as it goes.
+        limit: skipKinds.size > 0 ? 500 : Math.min(500, 20 + avoid.size),
         ...kinds,
       });
       const listed = (q.asks as AskView[] | undefined) ?? [];
-      const asks = spread(listed.filter((a) => !avoid.has(a.ask_id)));
+      const asks = spread(listed.filter((a) => !avoid.has(a.ask_id) && !skipKinds.has(a.kind)));
       if (asks.length === 0) return null;
       for (const a of asks) {
         try {

@@ -66,10 +66,10 @@ export async function scopeOf(ctx: FlowContext): Promise<Scope> {
 }
 
 /**
- * Whether the worker (the Ask's holder) coordinates the Ask's Lane by a role an owner stands
- * behind (the Lane's rooted_coordinators): the daemon lands code and writes rungs for no one
- * else (core/rooted-roles.ts), so nobody else is offered the tools. Conservative: an owner who
- * coordinates the Lane only by an unrooted grant is not offered them either.
+ * Whether the daemon lets the worker (the Ask's holder) land code and write rungs in the Ask's
+ * Lane: the Lane's rooted_coordinators, listed by the predicate those tools check (core/access.ts
+ * rootedCoordinators), so an owner coordinating by a grant no owner made is offered them and
+ * nobody the daemon would refuse is.
  */
 export async function rootedIn(ctx: FlowContext): Promise<boolean> {
   const r = await ctx

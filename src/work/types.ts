@@ -77,6 +77,8 @@ export type WorkEvent =
   /** An Ask given back waits `ms` before this worker claims it again (other work goes on). */
   | { type: 'backoff'; ask_id: string; ms: number; failures: number; parked: boolean }
   | { type: 'error'; ask_id: string | null; message: string }
+  /** Asks of these kinds are not claimed: the daemon would refuse this worker their landing. */
+  | { type: 'passing_over'; lane_id: string; kinds: string[]; reason: string }
   /** The Lane is closed: it hands out no new work, so the worker stops (after the Ask in hand). */
   | ({ type: 'closed'; lane_id: string } & LaneClosure)
   | { type: 'done'; asks: number; answered: number; released: number; usage: Usage };

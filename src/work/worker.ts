@@ -1,5 +1,6 @@
 import { isZzError, ZzError, type ErrorCode } from '../errors.js';
 import { Claims, LaneWatcher } from './claims.js';
+import { LandingCheck } from './landing.js';
 import {
   resolveFlow,
   reviewFlow,
@@ -134,10 +135,14 @@ async function loop(
   let outage = 0;
   let failedInARow = 0;
   const waiting = new Waiting(opts.failureBackoffMs ?? 2000);
+  const landing = new LandingCheck(opts.call, opts.laneId, opts.actor, opts.kinds);
   while (!opts.signal?.aborted) {
     let ask: AskView | null;
     try {
-      ask = await claims.next(waiting.now());
+      const skip = await landing.skipKinds((kinds, reason) =>
+        emit({ type: 'passing_over', lane_id: opts.laneId, kinds, reason }),
+      );
+      ask = await claims.next(waiting.now(), skip);
       outage = 0;
     } catch (e) {
       // A daemon that restarts or is briefly unreachable is waited out (with backoff) by a
@@ -163,6 +168,7 @@ async function loop(
         // An Ask given back is claimable again when its wait ends, which no event announces.
         // Asks the events show answered or cancelled will not come back: no longer waited on.
         waiting.forget(await watcher.wait(waiting.until(opts.idleWaitMs ?? 30_000), opts.signal));
+        landing.forget();
       } catch (e) {
         if (!(isZzError(e) && e.code === 'unavailable')) throw e;
         emit({ type: 'error', ask_id: null, message: e.message });

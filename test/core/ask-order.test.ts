@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareAsks, sortedAsks } from '../../src/core/ask-order.js';
+import { askOrderStats, compareAsks, sortedAsks } from '../../src/core/ask-order.js';
 import { CowMap } from '../../src/core/cow-map.js';
 import type { LaneState } from '../../src/core/lane-state.js';
 import { leaseEndMs } from '../../src/core/views.js';
@@ -18,6 +18,8 @@ type Doc = Pick<
   'ask_id' | 'priority' | 'posted_at' | 'state' | 'lease_expires_at' | 'title'
 >;
 
+const REPO = 'example/repo';
+
 const stateOf = (laneId: string, asks: CowMap<string, Doc>) =>
   ({ lane: { lane_id: laneId }, asks }) as unknown as LaneState;
 
@@ -28,9 +30,11 @@ function expected(s: LaneState) {
 }
 
 function got(s: LaneState) {
-  const r = sortedAsks(s);
+  const r = sortedAsks(s, REPO);
   return { ids: r.asks.map((a) => a.ask_id), ends: [...r.leaseEnds] };
 }
+
+const idsOf = (s: LaneState, repoKey: string) => sortedAsks(s, repoKey).asks.map((x) => x.ask_id);
 
 describe('sortedAsks from the Lane’s previous order', () => {
   it('answers the full sort of every state of a changing Lane', () => {
@@ -101,7 +105,7 @@ describe('sortedAsks from the Lane’s previous order', () => {
       const s = stateOf(lane.id, next);
       expect(got(s)).toEqual(expected(s));
       // Asked again: the same answer (the state's own cache).
-      expect(sortedAsks(s)).toBe(sortedAsks(s));
+      expect(sortedAsks(s, REPO)).toBe(sortedAsks(s, REPO));
     }
   });
 
@@ -121,5 +125,34 @@ describe('sortedAsks from the Lane’s previous order', () => {
     expect(got(stateOf('l', v2)).ids).toEqual(['y', 'x', 'z']);
     // The older state, read after: more Asks in the prior than in it, sorted in full.
     expect(got(stateOf('l', v1)).ids).toEqual(['x', 'y']);
+  });
+
+  it("carries each repository's _repo order: two repositories read in turn both hit", () => {
+    const a = (id: string): Doc => ({
+      ask_id: id,
+      priority: 2,
+      posted_at: '2026-12-03T10:00:00.000Z',
+      state: 'open',
+      lease_expires_at: null,
+      title: 't',
+    });
+    const repos = ['one/repo', 'two/repo'].map((key) => {
+      const asks = new CowMap<string, Doc>(undefined, 1);
+      for (let i = 0; i < 10; i++) asks.set(`${key}-${i}`, a(`${key}-${i}`));
+      return { key, asks };
+    });
+    // First read of each: nothing to carry from.
+    for (const r of repos) sortedAsks(stateOf('_repo', r.asks), r.key);
+    const before = { ...askOrderStats };
+    for (let round = 0; round < 5; round++) {
+      for (const r of repos) {
+        r.asks = r.asks.fork();
+        r.asks.set(`${r.key}-new-${round}`, a(`${r.key}-new-${round}`));
+        const s = stateOf('_repo', r.asks);
+        expect(idsOf(s, r.key)).toEqual(expected(s).ids);
+      }
+    }
+    expect(askOrderStats.carried - before.carried).toBe(10);
+    expect(askOrderStats.sorted - before.sorted).toBe(0);
   });
 });

@@ -3,44 +3,39 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  initRepo,
   ladderBuild,
   LADDER_REF,
   readLadder,
-  ZzRepo,
   type LadderBuildArgs,
   type LadderBuildResult,
 } from '../../src/core/index.js';
 import { ALICE, BOB, call, OWNER, rejects, ownerGrants } from '../helpers/core-fixture.js';
-import { run } from '../../src/cli/index.js';
 import type { ToolOutput } from '../../src/tools/index.js';
-import { zz, cliEnv } from '../helpers/cli-harness.js';
-import { addFixture, commitFile, FIXTURE_FILES } from '../helpers/ladder-fixture.js';
-import { makeRepo, sh } from '../helpers/temp-repo.js';
+import {
+  commitFile,
+  FIXTURE_FILES,
+  ladderDir as dir,
+  ladderRepo as repo,
+  ladderTestRepo,
+  revParse,
+} from '../helpers/ladder-fixture.js';
+import { sh } from '../helpers/temp-repo.js';
 
 // The Ladder on a small real repository: a full build, no-op rebuilds, an incremental rebuild
 // after one commit (exactly which rungs are rewritten), staleness, moves that reuse summaries,
 // ladder_write_rung's scope and anchors, history, and hostile paths.
 
-let dir: string;
-let cleanup: () => void;
-let repo: ZzRepo;
+ladderTestRepo();
 let cache: string;
 const prevCache = process.env.XDG_CACHE_HOME;
 
-beforeAll(async () => {
-  ({ dir, cleanup } = makeRepo('zz-ladder-'));
-  addFixture(dir);
-  repo = await ZzRepo.open(dir, { key: 'acme/tern' });
-  await initRepo(repo, { owner: OWNER.actor, default_branch: 'main' });
+beforeAll(() => {
   // ladder_search in-process persists its one-off index in the user cache: keep it private.
   cache = mkdtempSync(join(tmpdir(), 'zz-cache-'));
   process.env.XDG_CACHE_HOME = cache;
 });
 
 afterAll(() => {
-  repo.close();
-  cleanup();
   rmSync(cache, { recursive: true, force: true });
   if (prevCache === undefined) delete process.env.XDG_CACHE_HOME;
   else process.env.XDG_CACHE_HOME = prevCache;
@@ -48,7 +43,6 @@ afterAll(() => {
 
 const build = (actor = OWNER.actor) => ladderBuild(repo, { actor });
 const ladderHead = () => sh(dir, 'rev-parse', '--verify', '-q', LADDER_REF);
-const revParse = (spec: string) => sh(dir, 'rev-parse', spec);
 
 /** Paths the latest ladder_build op upserted and removed. */
 async function lastBuildOp(): Promise<LadderBuildArgs> {
@@ -586,51 +580,5 @@ describe('ladder reads', () => {
       call(repo, OWNER, 'ladder_search', { query: 'x', limit: 51 }),
       'invalid_argument',
     );
-  });
-});
-
-describe('zz ladder build (CLI)', () => {
-  it('prints the result with --json and refuses a malformed --model', async () => {
-    const env = cliEnv();
-    commitFile(
-      dir,
-      'src/util/clock.ts',
-      'export const now = () => Date.now();\n',
-      'chore: simpler clock',
-    );
-    const r = await zz(dir, env, 'ladder', 'build', '--json');
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toBe('');
-    const out = r.json();
-    expect(out).toMatchObject({
-      committed: true,
-      head: revParse('HEAD'),
-      files: expect.any(Number),
-    });
-    expect(out.written).toBeGreaterThanOrEqual(3);
-    const again = await zz(dir, env, 'ladder', 'build');
-    expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(/is up to date/);
-    const m = await zz(dir, env, 'ladder', 'build', '--model', 'gpt-4o');
-    expect(m.code).toBe(2);
-    expect(m.stderr).toMatch(/is not one of openai:<model>/);
-  });
-
-  it('draws a progress bar on stderr when it is a terminal, and clears it', async () => {
-    commitFile(dir, 'src/util/clock.ts', 'export const now = () => 0;\n', 'chore: frozen clock');
-    let stdout = '';
-    let stderr = '';
-    const code = await run(['ladder', 'build'], {
-      stdout: (x) => (stdout += x),
-      stderr: (x) => (stderr += x),
-      env: cliEnv(),
-      cwd: dir,
-      isTTY: false,
-      stderrIsTTY: true,
-    });
-    expect(code, stderr).toBe(0);
-    expect(stderr).toMatch(/Ladder \[#+-*\] files \d+\/\d+/);
-    expect(stderr.endsWith('\r\x1b[K')).toBe(true);
-    expect(stdout).toMatch(/rungs written/);
   });
 });

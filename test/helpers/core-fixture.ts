@@ -1,11 +1,13 @@
-import { expect } from 'vitest';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, expect } from 'vitest';
 import { initRepo, ZzRepo, type Caller } from '../../src/core/index.js';
 import type { ZzError } from '../../src/errors.js';
 import { parseLaneOp, type LaneOp } from '../../src/schema/index.js';
 import type { OpRecord } from '../../src/store/index.js';
 import { registry, runTool, type ToolName, type ToolOutput } from '../../src/tools/index.js';
 import { zzErrorOf } from './rejection.js';
-import { makeRepo } from './temp-repo.js';
+import { fsckProblems, makeRepo, sh } from './temp-repo.js';
 
 export const OWNER: Caller = { actor: 'owner@example.com' };
 export const ALICE: Caller = { actor: 'alice@example.com' };
@@ -147,4 +149,113 @@ export function parsedLaneOp(raw: OpRecord): LaneOp {
   const p = parseLaneOp(raw);
   if (!p.ok) throw new Error(p.error);
   return p.op;
+}
+
+// commit_changeset's tests (changesets*.test.ts): a git repository whose `main` is checked out,
+// Lane `ship` proposed by ALICE with BOB its maintainer, both rooted by the owner.
+const shipCleanups: Array<() => void> = [];
+const shipFsckDirs: string[] = [];
+
+/**
+ * Call once at the top of a commit_changeset test file: answers the set-up its tests call, and
+ * after each test has git fsck every repository it made (whatever the test did, git must find
+ * it sound) and removes them.
+ */
+export function shipLanes(): typeof shipLane {
+  afterEach(() => {
+    try {
+      for (const dir of shipFsckDirs.splice(0)) expect(fsckProblems(dir), dir).toEqual([]);
+    } finally {
+      while (shipCleanups.length) shipCleanups.pop()!();
+    }
+  });
+  return shipLane;
+}
+
+export type ShipEnv = Awaited<ReturnType<typeof shipLane>>;
+
+/** Lane `ship`'s Asks. */
+export const shipAsks = async (env: ShipEnv) =>
+  (await call(env.repo, ALICE, 'lane_get', { lane_id: 'ship' })).asks;
+
+async function shipLane() {
+  const { repo, dir, cleanup } = await gitRepo();
+  shipCleanups.push(cleanup);
+  shipFsckDirs.push(dir);
+  await call(repo, ALICE, 'lane_propose', {
+    lane_id: 'ship',
+    title: 'Ship',
+    maintainers: [BOB.actor],
+  });
+  await ownerGrants(repo, 'ship', { coordinators: [ALICE], maintainers: [BOB] });
+  const git = (...args: string[]) => sh(dir, ...args);
+  const head = () => git('rev-parse', 'refs/heads/main');
+  const read = (p: string) => readFileSync(join(dir, p), 'utf8');
+  const write = (p: string, s: string) => {
+    mkdirSync(join(dir, p, '..'), { recursive: true });
+    writeFileSync(join(dir, p), s);
+  };
+  /** A commit on main made by the user in the checkout. */
+  const userCommit = (files: Record<string, string>, msg = 'user change') => {
+    for (const [p, s] of Object.entries(files)) write(p, s);
+    git('add', '-A');
+    git('commit', '-q', '-m', msg);
+    return head();
+  };
+  /** work → changeset → review granted → submit_changeset claimed by ALICE. */
+  const changeset = async (
+    files: Array<{ path: string; content: string | null }>,
+    base = head(),
+    message = 'Change',
+  ) => {
+    const w = (
+      await call(repo, ALICE, 'ask_post', { lane_id: 'ship', kind: 'work', title: message })
+    ).ask;
+    await call(repo, AGENT, 'ask_claim', { lane_id: 'ship', ask_id: w.ask_id });
+    const ans = await call(repo, AGENT, 'ask_answer', {
+      lane_id: 'ship',
+      ask_id: w.ask_id,
+      outcome: 'complete',
+      changeset: { base, message, files },
+    });
+    const review = ans.follow_ups[0]!;
+    await call(repo, BOB, 'ask_claim', { lane_id: 'ship', ask_id: review.ask_id });
+    const granted = await call(repo, BOB, 'ask_answer', {
+      lane_id: 'ship',
+      ask_id: review.ask_id,
+      outcome: 'grant',
+      result: 'lgtm',
+    });
+    const submit = granted.follow_ups[0]!;
+    expect(submit.kind).toBe('submit_changeset');
+    await call(repo, ALICE, 'ask_claim', { lane_id: 'ship', ask_id: submit.ask_id });
+    return { csId: ans.changeset_id as string, askId: submit.ask_id as string };
+  };
+  /** A submit_changeset Ask posted by hand (coordinators may), for direct file commits. */
+  const submitAsk = async () =>
+    (
+      await call(repo, ALICE, 'ask_post', {
+        lane_id: 'ship',
+        kind: 'submit_changeset',
+        title: 'Direct',
+      })
+    ).ask.ask_id as string;
+  const commit = (args: Record<string, unknown>, who = ALICE) =>
+    call(repo, who, 'commit_changeset', { lane_id: 'ship', ...args });
+  const status = () => git('status', '--porcelain=v1', '--untracked-files=all');
+  const assertFsck = () => expect(fsckProblems(dir)).toEqual([]);
+  return {
+    repo,
+    dir,
+    git,
+    head,
+    read,
+    write,
+    userCommit,
+    changeset,
+    submitAsk,
+    commit,
+    status,
+    assertFsck,
+  };
 }

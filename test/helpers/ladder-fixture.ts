@@ -1,6 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { sh } from './temp-repo.js';
+import { afterAll, beforeAll } from 'vitest';
+import { initRepo, ZzRepo } from '../../src/core/index.js';
+import { OWNER } from './core-fixture.js';
+import { makeRepo, sh } from './temp-repo.js';
 
 // A small, realistic project for Ladder tests: README, package.json, TypeScript sources with
 // doc comments and exports, a guide, a licence copied into a vendored folder, a binary, a
@@ -149,3 +152,25 @@ export function commitFile(dir: string, path: string, content: string, message: 
   sh(dir, 'commit', '-q', '-m', message);
   return sh(dir, 'rev-parse', 'HEAD');
 }
+
+// The repository of ladder*.test.ts: the fixture committed in a fresh checkout, zz initialised
+// (acme/tern), opened in this process. Live bindings, set by the hooks ladderTestRepo() adds.
+export let ladderDir: string;
+export let ladderRepo: ZzRepo;
+
+/** Call once at the top of the file: the repository made before its tests, removed after. */
+export function ladderTestRepo(): void {
+  let cleanup: () => void;
+  beforeAll(async () => {
+    ({ dir: ladderDir, cleanup } = makeRepo('zz-ladder-'));
+    addFixture(ladderDir);
+    ladderRepo = await ZzRepo.open(ladderDir, { key: 'acme/tern' });
+    await initRepo(ladderRepo, { owner: OWNER.actor, default_branch: 'main' });
+  });
+  afterAll(() => {
+    ladderRepo.close();
+    cleanup();
+  });
+}
+
+export const revParse = (spec: string) => sh(ladderDir, 'rev-parse', spec);

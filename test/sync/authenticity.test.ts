@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askPost, lanePropose, repoState } from '../../src/core/index.js';
 import { keyAdd, requireSignatures, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
-import { pushRaw, zzRefs, makeCluster, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, pushRaw, zzRefs, makeCluster, type Cluster } from './git-cluster.js';
 import { sh } from '../helpers/temp-repo.js';
 
 // Imports are authorised and authentic (DESIGN §7), shown on real git: a member who forges
@@ -13,10 +13,7 @@ const OWNER = { actor: 'owner@example.com' };
 const MALLORY = { actor: 'mallory@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 /** Writes a role_grant straight into the config, as a hand-made commit would (no daemon checks). */
 async function forgeGrant(repo: Cluster['clones'][number]['repo'], asActor: string) {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askPost, laneGet, lanePropose, repoState, ZzRepo } from '../../src/core/index.js';
 import {
   dropHeld,
@@ -12,7 +12,7 @@ import { generateSigningKey, type SshSigningKey } from '../../src/git/index.js';
 import type { GitStore } from '../../src/store/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
-import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
 // `zz sync --drop-held <ref>`: a clone whose own commits on a ref every other clone would
 // refuse (here: another person's op written unsigned on bob's clone, in a repository that
@@ -27,10 +27,7 @@ const CAROL = { actor: 'carol@example.com' };
 type Clone = Cluster['clones'][0];
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 /** Refs under refs/zz-dropped/ of a clone, name → oid. */
 function droppedRefs(dir: string): Map<string, string> {

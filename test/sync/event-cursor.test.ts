@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   askPost,
   laneEvents,
@@ -6,7 +6,7 @@ import {
   type LaneEvent,
   type ZzRepo,
 } from '../../src/core/index.js';
-import { makeCluster, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, type Cluster } from './git-cluster.js';
 import { readEventStream, type StreamedCommit } from './sse-reader.js';
 
 // A cursor taken before a sync merge: the merge folds the remote ops ahead of the local-only
@@ -16,10 +16,7 @@ import { readEventStream, type StreamedCommit } from './sse-reader.js';
 const OWNER = { actor: 'owner@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const key = (e: { revision: string; lamport: number; actor: string; op: string }) =>
   `${e.revision}/${e.lamport}/${e.actor}/${e.op}`;

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ZzRepo } from '../../src/core/index.js';
 import {
   askClaim,
@@ -15,6 +15,7 @@ import { keyAdd, keyList, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
 import {
+  cleanUpClusters,
   makeCluster,
   onColdRepo,
   refusalsIn,
@@ -36,10 +37,7 @@ const DAVE = { actor: 'dave@example.com' };
 const CO = { actor: 'co@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const refused = (repo: ZzRepo) => refusalsIn(repo, OWNER);
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   askAnswer,
   askClaim,
@@ -11,7 +11,14 @@ import {
 } from '../../src/core/index.js';
 import { signAs } from '../../src/core/sync/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
-import { makeCluster, onColdRepo, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  cleanUpClusters,
+  makeCluster,
+  onColdRepo,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // The count caps (Asks per Lane, owners, Lanes per repo), refused locally with a clear error and,
 // where the fold can hold them, by the guarded fold for what arrives by sync — alike on every
@@ -28,10 +35,7 @@ const CAROL = { actor: 'carol@example.com' };
 const DAVE = { actor: 'dave@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const post = (repo: ZzRepo, title: string) =>
   askPost(repo, OWNER, { lane_id: 'web', kind: 'work', title });

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ZzRepo } from '../../src/core/index.js';
 import {
   askAnswer,
@@ -11,6 +11,7 @@ import {
 import { formatSyncReport } from '../../src/cli/sync-command.js';
 import type { LaneOp } from '../../src/schema/lane-ops.js';
 import {
+  cleanUpClusters,
   makeCluster,
   onColdRepo,
   refusalsIn,
@@ -32,10 +33,7 @@ const CAROL = { actor: 'carol@example.com' };
 const CO = { actor: 'co@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const refused = (repo: ZzRepo) => refusalsIn(repo, OWNER);
 

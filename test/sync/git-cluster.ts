@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { afterEach } from 'vitest';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initRepo, ladderEntity, laneGet, ZzRepo, type RungRecord } from '../../src/core/index.js';
@@ -24,6 +25,19 @@ export interface Cluster {
 }
 
 const noSleep = async () => {};
+
+/** The clusters made and not yet cleaned up. */
+const made = new Set<Cluster>();
+
+/**
+ * Call once at the top of a test file that makes clusters: after each test, every cluster it
+ * made is cleaned up (the `let cluster …; afterEach(() => cluster?.cleanup())` each file wrote).
+ */
+export function cleanUpClusters(): void {
+  afterEach(() => {
+    for (const c of [...made]) c.cleanup();
+  });
+}
 
 export async function makeCluster(
   n: number,
@@ -60,13 +74,17 @@ export async function makeCluster(
   }
   // Later clones adopt the config the first one pushed.
   if (!opts.initAll) for (const c of clones.slice(1)) await c.sync();
-  return {
+  const cluster: Cluster = {
     remote,
     clones,
+    // Once only: a file may clean up itself as well as by cleanUpClusters.
     cleanup: () => {
+      if (!made.delete(cluster)) return;
       for (const c of cleanups.reverse()) c();
     },
   };
+  made.add(cluster);
+  return cluster;
 }
 
 /** refs/zz/* of a repository (or the bare remote), name → oid. */

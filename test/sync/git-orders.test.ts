@@ -1,16 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askClaim, askPost, lanePropose, laneGet } from '../../src/core/index.js';
 import { fsckProblems } from '../helpers/temp-repo.js';
-import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
 // Three clones of one bare remote, offline work on all of them, then sync in every order:
 // whatever the order, all converge on one state that holds every op, with one holder per Ask.
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const PERMUTATIONS = [
   [0, 1, 2],

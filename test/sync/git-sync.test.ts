@@ -1,8 +1,8 @@
 import { relative } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askClaim, askPost, lanePropose, laneGet } from '../../src/core/index.js';
 import { fsckProblems, sh } from '../helpers/temp-repo.js';
-import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
 // zz sync on real git: a bare remote and clones that work offline, then sync in every order.
 
@@ -11,10 +11,7 @@ const ALICE = { actor: 'alice@example.com' };
 const BOB = { actor: 'bob@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 async function laneState(c: Cluster, i: number, lane: string) {
   const r = await laneGet(c.clones[i]!.repo, OWNER, { lane_id: lane });

@@ -1,10 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askPost, lanePropose, repoState, roleGrant } from '../../src/core/index.js';
 import { keyAdd, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import type { GitStore } from '../../src/store/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
-import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
 // `zz sync` does not push what every other machine would quarantine. A teammate whose key no
 // owner had registered, in a repository that requires signatures, used to push their ops: the
@@ -16,10 +16,7 @@ const OWNER = { actor: 'owner@example.com' };
 const BOB = { actor: 'bob@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 describe('a teammate whose key is not registered, signatures required', () => {
   it('keeps their ops at home, says why, and the Lane stays shared for everyone else', async () => {

@@ -1,12 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askAnswer, askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
 import { formatSyncReport } from '../../src/cli/sync-command.js';
 import { fastForwardFromRemotes } from '../../src/core/setup.js';
 import { formatMergeMessage } from '../../src/core/sync/index.js';
 import { formatOpMessage, parseOpMessage, type OpRecord } from '../../src/store/index.js';
 import { sh } from '../helpers/temp-repo.js';
-import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  cleanUpClusters,
+  makeCluster,
+  refusalsIn,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // A peer who can push to the shared remote is untrusted (DESIGN §7): it may write any commit
 // with plain git. What it pushes must not rewrite what was published (a rival history of a
@@ -19,10 +26,7 @@ const BOB = 'bob@example.com';
 const LANE = 'refs/zz/lanes/fresh';
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 /** The ops of commit `oid` (in `dir`), as recorded. */
 function opsOf(dir: string, oid: string): OpRecord[] {

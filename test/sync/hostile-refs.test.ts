@@ -1,9 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askPost, laneGet, lanePropose } from '../../src/core/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { makeRepo, sh } from '../helpers/temp-repo.js';
-import { makeCluster, onColdRepo, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  cleanUpClusters,
+  makeCluster,
+  onColdRepo,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // What a hostile peer can push to a shared remote by hand, past every zz check: ops nested
 // 100,000 deep, an oversized `out`, refs naming a blob, refs outside zz's layout. Each is
@@ -13,10 +20,7 @@ const OWNER = { actor: 'owner@example.com' };
 const MALLORY = 'mallory@example.com';
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 function git(dir: string, args: string[], input?: string): string {
   return execFileSync('git', args, {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ZzRepo } from '../../src/core/index.js';
 import {
   askClaim,
@@ -14,6 +14,7 @@ import {
 } from '../../src/core/index.js';
 import { LIMITS } from '../../src/schema/limits.js';
 import {
+  cleanUpClusters,
   makeCluster,
   onColdRepo,
   rawLadderBuild,
@@ -32,10 +33,7 @@ const CO = { actor: 'co@example.com' };
 const MALLORY = { actor: 'mallory@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const record = (path: string, summary = `About ${path}.`): RungRecord => ({
   path,

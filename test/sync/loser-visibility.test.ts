@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   askClaim,
   askPost,
@@ -8,7 +8,7 @@ import {
   type LaneEvent,
   type ZzRepo,
 } from '../../src/core/index.js';
-import { makeCluster, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, type Cluster } from './git-cluster.js';
 
 // The loser of a claim race made offline learns it after sync, on every replica: lane_get
 // marks the refused claim with the winner, and a lane_events cursor taken before the merge
@@ -19,10 +19,7 @@ const ALICE = { actor: 'alice@example.com' };
 const BOB = { actor: 'bob@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 async function drain(repo: ZzRepo, cursor: string | undefined) {
   const got: LaneEvent[] = [];

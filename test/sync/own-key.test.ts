@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lanePropose } from '../../src/core/index.js';
 import { keyAdd, requireSignatures, signAs } from '../../src/core/sync/index.js';
 import { generateSigningKey } from '../../src/git/index.js';
 import type { GitStore } from '../../src/store/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
-import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
 // A write signed by a key refs/zz/config does not list as needed (an owner's for the config,
 // the actor's own in a repository that requires signatures), or signed by none because this
@@ -16,10 +16,7 @@ const OWNER = { actor: 'owner@example.com' };
 const BOB = { actor: 'bob@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 type Clone = Cluster['clones'][0];
 

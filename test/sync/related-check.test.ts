@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { laneAddRelated, laneGet, lanePropose, type ZzRepo } from '../../src/core/index.js';
-import { makeCluster, pushRaw, type Clone, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, pushRaw, type Clone, type Cluster } from './git-cluster.js';
 
 // lane_add_related arriving by sync is role-checked like every other op (DESIGN §7): its actor
 // must have been a coordinator of the Lane it writes, or an owner (not merely a coordinator of
@@ -12,10 +12,7 @@ const BOB = { actor: 'bob@example.com' };
 const MALLORY = { actor: 'mallory@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 /** Writes lane_add_related straight into the Lane's log, as a hand-made commit would. */
 async function forgeRelated(repo: ZzRepo, actor: string, lane: string, related: string) {

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askPost, lanePropose, ZzRepo } from '../../src/core/index.js';
 import { replicaId, replicaPath } from '../../src/local/index.js';
-import { makeCluster, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, type Cluster } from './git-cluster.js';
 
 // Each clone keeps one replica id under <git common dir>/zz/replica: every op it writes
 // carries it (op id prefix and `replica`), across processes and restarts; clones differ.
@@ -11,10 +11,7 @@ import { makeCluster, type Cluster } from './git-cluster.js';
 const OWNER = { actor: 'owner@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 describe('replica id per clone', () => {
   it('is created once, shared by every ZzRepo of the clone, and stamped on each op', async () => {

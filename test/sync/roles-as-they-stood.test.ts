@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ZzRepo } from '../../src/core/index.js';
 import {
   askAnswer,
@@ -11,6 +11,7 @@ import {
   roleGrant,
 } from '../../src/core/index.js';
 import {
+  cleanUpClusters,
   makeCluster,
   onColdRepo,
   refusalsIn,
@@ -29,10 +30,7 @@ const MAINT = { actor: 'mia@example.com' };
 const CO = { actor: 'co@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const refused = (repo: ZzRepo, lane = 'web') => refusalsIn(repo, OWNER, lane);
 

@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lanePropose } from '../../src/core/index.js';
 import { fsckProblems, sh } from '../helpers/temp-repo.js';
-import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
 // refs/zz/config (and refs/zz/ladder) start from a fixed root commit, so two independent
 // `zz init`s share history: the sync merge has a common base instead of joining two roots.
@@ -9,10 +9,7 @@ import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 const OWNER = { actor: 'owner@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const roots = (dir: string, ref: string) =>
   sh(dir, 'rev-list', '--max-parents=0', ref).split('\n').filter(Boolean);

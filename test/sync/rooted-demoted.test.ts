@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   askClaim,
   askPost,
@@ -19,7 +19,14 @@ import { LadderSearch } from '../../src/search/index.js';
 import { rejects } from '../helpers/core-fixture.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 import { sh } from '../helpers/temp-repo.js';
-import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  cleanUpClusters,
+  makeCluster,
+  refusalsIn,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // A rooted role counts only while one of its roots is an owner now (core/rooted-roles.ts): op
 // times are claims a hostile replica chooses, so "an owner at the op's time" alone let a
@@ -36,10 +43,7 @@ const BOSS = { actor: 'boss@example.com' };
 const INIT = OWNER;
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

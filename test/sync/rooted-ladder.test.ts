@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ZzRepo } from '../../src/core/index.js';
 import {
   askClaim,
@@ -15,6 +15,7 @@ import {
 import { rejects } from '../helpers/core-fixture.js';
 import { sh } from '../helpers/temp-repo.js';
 import {
+  cleanUpClusters,
   makeCluster,
   onColdRepo,
   refusalsIn,
@@ -34,10 +35,7 @@ const CO = { actor: 'co@example.com' };
 const MALLORY = { actor: 'mallory@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 /** A ladder_write_rung citing `laneId`/`askId`, written past ladderWriteRung's checks. */
 async function rawWrite(

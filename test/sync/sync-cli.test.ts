@@ -1,16 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askPost, lanePropose } from '../../src/core/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
-import { makeCluster, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, type Cluster } from './git-cluster.js';
 
 // `zz sync` as a person runs it: what it prints, --json, and exit code 7 when offline.
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 describe('zz sync (CLI)', () => {
   it('prints what it did, --json too, and exits 7 with one line when the remote is unreachable', async () => {

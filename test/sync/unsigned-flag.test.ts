@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askPost, laneEvents, laneGet, lanePropose, type ZzRepo } from '../../src/core/index.js';
-import { makeCluster, type Clone, type Cluster } from './git-cluster.js';
+import { cleanUpClusters, makeCluster, type Clone, type Cluster } from './git-cluster.js';
 
 // Unsigned ops flagged in a plain repository (DESIGN §7): folded as usual, but lane_get history
 // and lane_events mark each op that came from another replica without a signature by a key of
@@ -10,10 +10,7 @@ const OWNER = { actor: 'owner@example.com' };
 const BOB = { actor: 'bob@example.com' };
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 const marks = async (repo: ZzRepo) =>
   (await laneGet(repo, OWNER, { lane_id: 'web' })).history.map((h) => [

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { askClaim, askPost, laneGet, lanePropose } from '../../src/core/index.js';
 import { formatMergeMessage, parseZzCommit } from '../../src/core/sync/index.js';
 import {
@@ -9,7 +9,14 @@ import {
   type OpRecord,
 } from '../../src/store/index.js';
 import { sh } from '../helpers/temp-repo.js';
-import { makeCluster, refusalsIn, zzRefs, type Clone, type Cluster } from './git-cluster.js';
+import {
+  cleanUpClusters,
+  makeCluster,
+  refusalsIn,
+  zzRefs,
+  type Clone,
+  type Cluster,
+} from './git-cluster.js';
 
 // The published-prefix property (DESIGN §7) on real git, in the schedule the property test
 // (properties.test.ts, seed 999792686) shrank to: Alice's clone publishes Claude's claim;
@@ -27,10 +34,7 @@ const MALLORY = 'mallory@example.com';
 const LANE = 'refs/zz/lanes/fresh';
 
 let cluster: Cluster | null = null;
-afterEach(() => {
-  cluster?.cleanup();
-  cluster = null;
-});
+cleanUpClusters();
 
 /** Op ids reachable from `tip` in `dir`, in publication order (what every clone folds). */
 function publishedOps(dir: string, tip: string): string[] {

@@ -76,6 +76,22 @@ describe('zz work output', () => {
     expect((parsed[0] as { title: string }).title).toBe('Fix \x1b]0;pwned\x07 it\u202e');
   });
 
+  it('says once, as a lasting line, which landing kinds it passes over and what an owner runs', () => {
+    const { cli, out, err } = io(true);
+    const emit = workReporter(cli, false, false);
+    emit({
+      type: 'passing_over',
+      lane_id: 'own',
+      kinds: ['submit_changeset', 'resolve_conflict'],
+      reason:
+        "bot@x\x1b[2J coordinates lane own by a role no owner stands behind; an owner runs `zz lane grant --lane-id own --grantee 'bot@x' --role coordinator`",
+    });
+    expect(err).toEqual([]);
+    expect(out.join('')).toBe(
+      "zz work: passing over submit_changeset and resolve_conflict Asks in lane own: bot@x\\x1b[2J coordinates lane own by a role no owner stands behind; an owner runs `zz lane grant --lane-id own --grantee 'bot@x' --role coordinator`\n",
+    );
+  });
+
   it('on a terminal: a long step shows its running time, redrawn in place, until the next', () => {
     vi.useFakeTimers();
     const { cli, out, err } = io(true);

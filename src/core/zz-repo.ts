@@ -126,7 +126,10 @@ export class ZzRepo {
    * roles(), with the refs/zz/config revision they were built from (what a search shard is
    * keyed on, search-sync.ts): one object, so the two cannot come from different reads.
    */
-  async rolesWithRevision(): Promise<{ readonly revision: string | null; readonly source: RoleSource }> {
+  async rolesWithRevision(): Promise<{
+    readonly revision: string | null;
+    readonly source: RoleSource;
+  }> {
     const seq = ++this.configSeq;
     let read: Snapshot<ConfigState, ConfigOp> | Error;
     try {

@@ -33,12 +33,7 @@ import {
 // cursor.ts (paging). This class is the API: set, diff and remove repos; search; stats.
 
 export { DEFAULT_LIMIT, MAX_LIMIT, MAX_RESULTS, type SearchRequest } from './query.js';
-export {
-  OPTIONS_VERSION,
-  shardFileName,
-  type IndexRung,
-  type InputsCheck,
-} from './shard-store.js';
+export { OPTIONS_VERSION, shardFileName, type IndexRung, type InputsCheck } from './shard-store.js';
 
 const RESULT_CACHE_SIZE = 32;
 // Above this share of a shard changed at once, a fresh build beats replace/discard + vacuum.

@@ -12,13 +12,8 @@ import {
   type SetRepoResult,
 } from '../../search/index.js';
 import type { LadderOp } from '../../schema/ladder-ops.js';
-import {
-  CONFIG_REF,
-  LADDER_REF,
-  LANES_PREFIX,
-  type CommitEvent,
-  type ZzRepo,
-} from '../zz-repo.js';
+import { CONFIG_REF, LADDER_REF, LANES_PREFIX, type CommitEvent, type ZzRepo } from '../zz-repo.js';
+import { CLAIM_LOST_EVENT } from '../sync/auto-sync.js';
 import { mentionsOf } from './extract/mentions.js';
 import { LadderEntity, roleKeyOfFold } from './ladder-entity.js';
 import { pathsOfOp, type LadderState } from './ladder-state.js';
@@ -104,11 +99,13 @@ export async function indexRepo(
 }
 
 /**
- * Whether a Lane commit may change a coordinator timeline: only a propose or a grant does (ops
- * are appended, so earlier ones fold as before). Another process's commits, merges included,
- * are seen by the ref watcher.
+ * Whether a Lane commit event may change a coordinator timeline. A local write appends its ops
+ * (earlier ones fold as before), so only a propose or a grant can; a sync that adopted or
+ * merged another machine's history (auto-sync.ts announce: no ops, or only claim_lost notices)
+ * may have brought anything. Other processes' moves are seen by the ref watcher.
  */
 function movesRoles(e: CommitEvent): boolean {
+  if (e.ops.length === 0 || e.ops.every((op) => op.op === CLAIM_LOST_EVENT)) return true;
   return e.ops.some((op) => op.op === 'lane_propose' || op.op === 'lane_grant');
 }
 

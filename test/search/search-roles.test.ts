@@ -13,6 +13,7 @@ import { syncRepo } from '../../src/core/sync/index.js';
 import { CONFIG_REF, LADDER_REF } from '../../src/core/zz-repo.js';
 import { LadderSearch } from '../../src/search/index.js';
 import { tempDir } from '../helpers/temp-dirs.js';
+import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, onColdRepo, type Clone } from '../sync/git-cluster.js';
 import { BOSS, claimed, CO, demotable, INIT, OWNER } from '../sync/rooted-fixture.js';
 
@@ -89,9 +90,9 @@ describe('the search index follows the Ladder fold’s roles', () => {
     const [a, b] = cluster.clones as [Clone, Clone];
     await lanePropose(a.repo, OWNER, { lane_id: 'web', title: 'web' });
     await laneGrant(a.repo, OWNER, { lane_id: 'web', grantee: CO.actor, role: 'coordinator' });
+    const ask = await claimed(a.repo, CO, 'web');
     await a.sync();
     await b.sync();
-    const ask = await claimed(a.repo, CO, 'web');
     await laneGrant(b.repo, OWNER, {
       lane_id: 'web',
       grantee: CO.actor,
@@ -99,7 +100,9 @@ describe('the search index follows the Ladder fold’s roles', () => {
       revoke: true,
     });
     await new Promise((r) => setTimeout(r, 20));
+    // A has not seen the revoke: the write is honoured there, and pushed.
     await writeRung(a.repo, CO, '_topics/co1', ask);
+    await a.sync();
 
     const search = newSearch(tempDir('zz-roles-sync-'));
     const live = await startLadderSync(search, new Map([['local/test', a.repo]]), {
@@ -112,8 +115,14 @@ describe('the search index follows the Ladder fold’s roles', () => {
     const config = await a.repo.store.head(CONFIG_REF);
 
     await b.sync();
-    // The sync runs in another process's ZzRepo (a `zz sync` beside the daemon): only the
-    // ref watcher tells the index.
+    // B's work fetched first (a plain `git fetch`): the watcher's look finds no ref of the
+    // fold moved. Then the sync runs in another ZzRepo (a `zz sync` beside the daemon): it
+    // fast-forwards refs/zz/lanes/web and pushes nothing (no tracking ref moves), so only the
+    // watch on the Lanes tells the index.
+    sh(a.dir, 'fetch', '-q', 'origin', '+refs/zz/*:refs/zz-remotes/origin/*');
+    await new Promise((r) => setTimeout(r, 500));
+    await live.refresh(a.repo);
+    expect(hits(search)).toEqual(['_topics/co1']);
     await onColdRepo(a, (r) => syncRepo(r, undefined, { backoff: async () => {} }));
     expect(await a.repo.store.head(LADDER_REF)).toBe(ladder);
     expect(await a.repo.store.head(CONFIG_REF)).toBe(config);

@@ -11,11 +11,11 @@ import { coordinatorTimeline, type CoordinatorTimeline } from './ladder-roles.js
 // Lane's grant or revoke arriving by sync), so whatever keeps the rungs (the search shards,
 // search-sync.ts) is keyed on them too: a role key.
 //
-// A role key holds the config's revision, each cited Lane's head, and a digest of what the
-// fold used (the config revision and the Lanes' coordinator timelines, never their claims or
-// answers). Checking one is cheap while the refs stand: one ref read each, no fold. When a
-// cited Lane moved, its timeline is read (a Lane fold, not the Ladder's) and compared by the
-// digest: a claim or an answer in a cited Lane leaves the key good, with its new head.
+// A role key holds the config's revision and, per cited Lane, its head and a digest of its
+// coordinator timeline as the fold used it (never its claims or answers). Checking one is cheap
+// while the refs stand: one ref read each, no fold. When a cited Lane moved, that Lane alone is
+// read (a Lane fold, not the Ladder's) and its timeline compared by the digest: a claim or an
+// answer in a cited Lane leaves the key good, with its new head.
 // Hazard: any move of refs/zz/config counts (its revision is in the digest), so an op there
 // that changes no owner (a key added) costs a re-index too.
 
@@ -89,17 +89,15 @@ export async function readRoleInputs(repo: ZzRepo, ids: readonly string[]): Prom
 
 interface RoleKey {
   config: string | null;
-  /** Cited Lanes and their heads; null past MAX_KEYED_LANES (not followed). */
-  lanes: Array<[string, string | null]> | null;
-  digest: string;
+  /**
+   * Per cited Lane: its id, its head, and a digest of its coordinator timeline (null: none).
+   * Null past MAX_KEYED_LANES (not followed).
+   */
+  lanes: Array<[string, string | null, string | null]> | null;
 }
 
-function digestOf(inputs: RoleInputs): string {
-  const lanes = inputs.ids.length > MAX_KEYED_LANES ? [] : inputs.lanes.map((l) => l.json);
-  return createHash('sha256')
-    .update(JSON.stringify([inputs.config, inputs.ids.length, lanes]))
-    .digest('hex');
-}
+const digest = (json: string | null): string | null =>
+  json === null ? null : createHash('sha256').update(json).digest('hex').slice(0, 32);
 
 /** The role key of a fold that read `inputs`: JSON, opaque to the search index. */
 export function roleKeyOf(inputs: RoleInputs): string {
@@ -108,8 +106,10 @@ export function roleKeyOf(inputs: RoleInputs): string {
     lanes:
       inputs.ids.length > MAX_KEYED_LANES
         ? null
-        : inputs.ids.map((id, i) => [id, inputs.lanes[i]!.head]),
-    digest: digestOf(inputs),
+        : inputs.ids.map((id, i) => {
+            const lane = inputs.lanes[i]!;
+            return [id, lane.head, digest(lane.json)];
+          }),
   };
   return JSON.stringify(key);
 }
@@ -117,23 +117,30 @@ export function roleKeyOf(inputs: RoleInputs): string {
 function parseKey(text: string): RoleKey | null {
   try {
     const k = JSON.parse(text) as RoleKey;
-    const oid = (v: unknown) => v === null || typeof v === 'string';
-    if (typeof k?.digest !== 'string' || !oid(k.config)) return null;
+    const str = (v: unknown) => v === null || typeof v === 'string';
+    if (k === null || typeof k !== 'object' || !str(k.config)) return null;
     if (k.lanes === null) return k;
     if (!Array.isArray(k.lanes) || k.lanes.length > MAX_KEYED_LANES) return null;
-    const pairs = k.lanes.every(
-      (p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && oid(p[1]),
+    const ok = k.lanes.every(
+      (p) =>
+        Array.isArray(p) && p.length === 3 && typeof p[0] === 'string' && str(p[1]) && str(p[2]),
     );
-    return pairs ? k : null;
+    return ok ? k : null;
   } catch {
     return null;
   }
 }
 
-/** Whether two role keys say the fold used the same roles (their heads may differ). */
+/** Whether two role keys say the fold used the same roles (their Lanes' heads may differ). */
 export function sameRoles(a: string | null, b: string | null): boolean {
-  if (a === null || b === null) return false;
-  return parseKey(a)?.digest === parseKey(b)?.digest;
+  const x = a === null ? null : parseKey(a);
+  const y = b === null ? null : parseKey(b);
+  if (x === null || y === null || x.config !== y.config) return false;
+  if (x.lanes === null || y.lanes === null) return x.lanes === y.lanes;
+  return (
+    x.lanes.length === y.lanes.length &&
+    x.lanes.every((p, i) => p[0] === y.lanes![i]![0] && p[2] === y.lanes![i]![2])
+  );
 }
 
 /** The heads of refs/zz/config and of `ids`' Lanes: a ref read each, or one listing. */
@@ -149,8 +156,9 @@ async function headsOf(repo: ZzRepo, ids: readonly string[]) {
 
 /**
  * Whether a fold now would use the roles `held` was made from: the key to hold from now on
- * (`held` itself while no ref moved; with the new heads when only non-role ops moved a Lane),
- * or null when the fold's answer may have changed (or `held` is no key: fold to know).
+ * (`held` itself while no ref moved; with new heads when only non-role ops moved its Lanes),
+ * or null when the fold's answer may have changed (or `held` is no key: fold to know). Only
+ * the Lanes that moved are read.
  */
 export async function checkRoleKey(repo: ZzRepo, held: string | null): Promise<string | null> {
   const key = held === null ? null : parseKey(held);
@@ -159,17 +167,19 @@ export async function checkRoleKey(repo: ZzRepo, held: string | null): Promise<s
   // Read before the Lanes are: a Lane moving meanwhile leaves an older head in the key,
   // checked again next time, never a newer head beside an older timeline.
   const heads = await headsOf(repo, ids);
-  if (key.lanes === null) return heads.config === key.config ? held : null;
-  if (heads.config === key.config && key.lanes.every((p, i) => p[1] === heads.lanes[i])) {
-    return held;
-  }
   if (heads.config !== key.config) return null;
-  const inputs = await readRoleInputs(repo, ids);
-  if (digestOf(inputs) !== key.digest) return null;
-  const next: RoleKey = {
-    config: heads.config,
-    lanes: ids.map((id, i) => [id, heads.lanes[i]!]),
-    digest: key.digest,
-  };
-  return JSON.stringify(next);
+  if (key.lanes === null) return held;
+  const moved = ids.filter((_, i) => key.lanes![i]![1] !== heads.lanes[i]);
+  if (moved.length === 0) return held;
+  // The config stood, so a Lane that did not move folds as before: only the moved are read.
+  const inputs = await readRoleInputs(repo, moved);
+  const timelines = new Map(moved.map((id, i) => [id, digest(inputs.lanes[i]!.json)]));
+  if (inputs.config !== key.config) return null;
+  const lanes = key.lanes.map(([id, , t], i): [string, string | null, string | null] => [
+    id,
+    heads.lanes[i]!,
+    t,
+  ]);
+  for (const [id, , t] of lanes) if (timelines.has(id) && timelines.get(id) !== t) return null;
+  return JSON.stringify({ config: key.config, lanes } satisfies RoleKey);
 }

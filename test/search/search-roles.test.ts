@@ -154,7 +154,7 @@ describe('the search index follows the Ladder fold’s roles', () => {
 
   // A daemon start folded every repository before loading its shard (50 repositories: 50
   // folds). The key is checked by ref reads; no Ladder is folded.
-  it('a start loads a persisted shard whose key holds without folding the Ladder', async () => {
+  it('a start loads a persisted shard whose key holds without folding the Ladder; a claim in a cited Lane folds none either', async () => {
     const { repo } = await demotable();
     await writeRung(repo, CO, '_topics/co1');
     const dir = tempDir('zz-roles-start-');
@@ -170,6 +170,15 @@ describe('the search index follows the Ladder fold’s roles', () => {
     await live.ready;
     expect(search.stats().shards.map((s) => s.source)).toEqual(['cache']);
     expect(hits(search)).toEqual(['_topics/co1']);
+    expect(folds).not.toHaveBeenCalled();
+
+    // A claim in a cited Lane moves its ref, not its coordinators: the running index reads that
+    // Lane, re-keys its shard and folds no Ladder (what the ref watcher's look does).
+    const held = search.inputsOf('local/test');
+    await claimed(repo, CO, 'web');
+    await live.refresh(repo);
+    expect(search.inputsOf('local/test')).not.toBe(held);
+    expect(search.stats().shards.map((s) => s.source)).toEqual(['cache']);
     expect(folds).not.toHaveBeenCalled();
   });
 });

@@ -8,6 +8,7 @@ import {
   type ZzRepo,
 } from '../../src/core/index.js';
 import { LadderEntity } from '../../src/core/ladder/ladder-entity.js';
+import { ladderSearch } from '../../src/core/ladder/ladder-search.js';
 import { indexRepo, startLadderSync } from '../../src/core/ladder/search-sync.js';
 import { syncRepo } from '../../src/core/sync/index.js';
 import { CONFIG_REF, LADDER_REF } from '../../src/core/zz-repo.js';
@@ -128,6 +129,24 @@ describe('the search index follows the Ladder fold’s roles', () => {
     expect(await a.repo.store.head(CONFIG_REF)).toBe(config);
     expect((await ladderEntity(a.repo).read()).state.get('_topics/co1')).toBeUndefined();
     await until(() => hits(search).length === 0, 'the refused rung to leave the index');
+  });
+
+  // A daemon's search between a demotion by another process and its watcher's look: the
+  // refused rung was answered (the search checked the ladder ref alone).
+  it('a daemon search right after a demotion another process made answers no refused rung', async () => {
+    const { repo, boss } = await demotable();
+    await writeRung(repo, CO, '_topics/co1');
+    const search = newSearch(tempDir('zz-roles-daemon-'));
+    // No watcher: the search's own check is what must notice.
+    const live = await startLadderSync(search, new Map([['local/test', repo]]), { watch: false });
+    onTestFinished(() => live.close());
+    await live.ready;
+    const services = { search, current: (r: ZzRepo) => live.refresh(r) };
+    const found = async () =>
+      (await ladderSearch(repo, null, services, { query: WORD })).hits.map((h) => h.path);
+    expect(await found()).toEqual(['_topics/co1']);
+    await roleGrant(boss, BOSS, { grantee: INIT.actor, role: 'owner', revoke: true });
+    expect(await found()).toEqual([]);
   });
 
   it('a forced re-index keeps the old entries searchable until the new ones replace them', async () => {

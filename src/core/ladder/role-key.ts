@@ -150,7 +150,9 @@ async function headsOf(repo: ZzRepo, ids: readonly string[]) {
     const refs = await repo.store.listRefs(LANES_PREFIX);
     return { config, lanes: ids.map((id) => refs.get(laneRef(id)) ?? null) };
   }
-  const lanes = await Promise.all(ids.map((id) => repo.store.head(laneRef(id))));
+  // An id that names no ref (cited by another machine's op: refused, or not a lane id) reads
+  // as absent, as the fold reads it; a throw would fail every check of the key.
+  const lanes = await Promise.all(ids.map((id) => repo.store.head(laneRef(id)).catch(() => null)));
   return { config, lanes };
 }
 

@@ -20,8 +20,9 @@ import {
 } from './shard-store.js';
 
 // Full-text search over the Ladders of every known repo: one shard per repo, persisted under
-// <cacheDir>/search/ and keyed by the ladder ref's oid, updated in place (replace / discard /
-// vacuum) when the ref moves. A persisted shard is served from its file: only its vocabulary
+// <cacheDir>/search/ and keyed by the ladder ref's oid and whatever else the caller says its
+// rungs depend on (opaque `inputs`, checked by the caller's InputsCheck: the Ladder fold's
+// role inputs), updated in place (replace / discard / vacuum) when the ref moves. A persisted shard is served from its file: only its vocabulary
 // is read at start, its index when a query first needs it (dropped again, least recently used
 // first, past the memory budget), its documents row by row for the hits shown (shard-store.ts).
 // Queries are planned against a router holding every shard's vocabulary (term-router.ts):

@@ -28,9 +28,10 @@ const citedOf = new WeakMap<OpLog<LoggedOp>, string[]>();
 const inputsOfSnap = new WeakMap<object, RoleInputs>();
 
 /**
- * The role key (role-key.ts) of a snapshot LadderEntity.read() returned: the config revision
- * and cited Lanes' heads its fold used. Null for a snapshot not folded against current roles
- * (three folds that never settled; a key for it could be newer than its rungs).
+ * The role key (role-key.ts) of a snapshot LadderEntity.read() returned: the config revision,
+ * and the cited Lanes' heads and coordinator timelines, its fold used. Null for a snapshot not
+ * folded against current roles (three folds that never settled: a key read for it could be
+ * newer than its rungs, so none is given and whoever keeps its rungs folds again).
  */
 export function roleKeyOfFold(snap: Snapshot<LadderState, LadderOp>): string | null {
   const inputs = inputsOfSnap.get(snap);

@@ -206,7 +206,7 @@ export async function startLadderSync(
     if (to === null || from === to) return;
     // A diff re-reads the paths the ladder commits touched; when the roles moved too, any rung
     // may have changed: index it whole.
-    if (from !== null && sameRoles(search.inputsOf(repo.key) ?? null, inputs)) {
+    if (sameRoles(search.inputsOf(repo.key) ?? null, inputs)) {
       const paths = await changedPaths(repo, snap, from, to, event).catch(() => null);
       if (paths !== null) {
         const upsert: IndexRung[] = [];

@@ -48,8 +48,15 @@ function git(cwd: string, ...args: string[]): void {
   execFileSync('git', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-/** One checkout with a commit on main and a Ladder of `RUNGS` synthetic rungs. */
-async function makeLadderRepo(dir: string, i: number): Promise<void> {
+/**
+ * One checkout with a commit on main and a Ladder of `rungs` synthetic rungs; `zz init`ed when
+ * it is the first (`i` 0) or `init` asks (the Ladder's fold then judges by its roles).
+ */
+export async function makeLadderRepo(
+  dir: string,
+  i: number,
+  opts: { rungs?: number; init?: boolean } = {},
+): Promise<void> {
   mkdirSync(dir, { recursive: true });
   git(dir, 'init', '-q', '-b', 'main');
   git(dir, 'config', 'user.email', OWNER);
@@ -61,8 +68,8 @@ async function makeLadderRepo(dir: string, i: number): Promise<void> {
   git(dir, 'commit', '-q', '-m', 'initial');
   const repo = await ZzRepo.open(dir);
   try {
-    if (i === 0) await initRepo(repo, { owner: OWNER, default_branch: 'main' });
-    const upsert: RungRecord[] = syntheticRungs(i, RUNGS).map((r, n) => ({
+    if (i === 0 || opts.init) await initRepo(repo, { owner: OWNER, default_branch: 'main' });
+    const upsert: RungRecord[] = syntheticRungs(i, opts.rungs ?? RUNGS).map((r, n) => ({
       ...r,
       inputs_hash: n.toString(16).padStart(40, '0'),
     }));

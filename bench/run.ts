@@ -19,6 +19,7 @@ const suites: Array<[string, string, string]> = [
   ['ladder-build', './ladder-build.ts', 'benchLadderBuild'],
   ['pack-threshold', './ladder-build.ts', 'benchPackThreshold'],
   ['search', './search.ts', 'benchSearch'],
+  ['search-start', './search-start.ts', 'benchSearchStart'],
   ['quality', './quality.ts', 'benchQuality'],
   ['mcp', './mcp.ts', 'benchMcp'],
   ['cli-startup', './cli-startup.ts', 'benchCliStartup'],

@@ -119,6 +119,17 @@ export class ZzRepo {
    * A config that cannot be read keeps the last good timeline: Lanes stay readable.
    */
   async roles(): Promise<RoleSource> {
+    return (await this.rolesWithRevision()).source;
+  }
+
+  /**
+   * roles(), with the refs/zz/config revision they were built from (what a search shard is
+   * keyed on, search-sync.ts): one object, so the two cannot come from different reads.
+   */
+  async rolesWithRevision(): Promise<{
+    readonly revision: string | null;
+    readonly source: RoleSource;
+  }> {
     const seq = ++this.configSeq;
     let read: Snapshot<ConfigState, ConfigOp> | Error;
     try {
@@ -131,7 +142,7 @@ export class ZzRepo {
       read = e instanceof Error ? e : new Error(String(e));
     }
     if (!this.configSeen || this.configSeen.seq < seq) this.configSeen = { seq, read };
-    return this.roleCache.source;
+    return this.roleCache;
   }
 
   /** Whether `entity` is one of this repository's Lanes, whose reads read refs/zz/config. */

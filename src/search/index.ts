@@ -11,6 +11,8 @@ export {
   shardFileName,
   type ApplyDiffResult,
   type IndexRung,
+  type InputsCheck,
+  type KeyedRungs,
   type LadderDiff,
   type LadderSearchOptions,
   type LadderSearchStats,
@@ -18,6 +20,7 @@ export {
   type SearchHit,
   type SearchPage,
   type SearchRequest,
+  type SetRepoOptions,
   type SetRepoResult,
   type ShardStats,
 } from './ladder-index.js';

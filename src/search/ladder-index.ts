@@ -15,12 +15,14 @@ import {
   ShardStore,
   toDoc,
   type IndexRung,
+  type InputsCheck,
   type LoadFailure,
 } from './shard-store.js';
 
 // Full-text search over the Ladders of every known repo: one shard per repo, persisted under
-// <cacheDir>/search/ and keyed by the ladder ref's oid, updated in place (replace / discard /
-// vacuum) when the ref moves. A persisted shard is served from its file: only its vocabulary
+// <cacheDir>/search/ and keyed by the ladder ref's oid and whatever else the caller says its
+// rungs depend on (opaque `inputs`, checked by the caller's InputsCheck: the Ladder fold's
+// role inputs), updated in place (replace / discard / vacuum) when the ref moves. A persisted shard is served from its file: only its vocabulary
 // is read at start, its index when a query first needs it (dropped again, least recently used
 // first, past the memory budget), its documents row by row for the hits shown (shard-store.ts).
 // Queries are planned against a router holding every shard's vocabulary (term-router.ts):
@@ -32,15 +34,40 @@ import {
 // cursor.ts (paging). This class is the API: set, diff and remove repos; search; stats.
 
 export { DEFAULT_LIMIT, MAX_LIMIT, MAX_RESULTS, type SearchRequest } from './query.js';
-export { OPTIONS_VERSION, shardFileName, type IndexRung } from './shard-store.js';
+export { OPTIONS_VERSION, shardFileName, type IndexRung, type InputsCheck } from './shard-store.js';
 
 const RESULT_CACHE_SIZE = 32;
 // Above this share of a shard changed at once, a fresh build beats replace/discard + vacuum.
 const REBUILD_FRACTION = 0.3;
 
+/** Rungs, and the inputs (besides the ladder oid) they were produced from. */
+export interface KeyedRungs {
+  rungs: readonly IndexRung[];
+  inputs: string | null;
+}
+
 /** Rungs, or a function producing them; the function is only called when a build is needed. */
 export type RungSource =
-  readonly IndexRung[] | (() => readonly IndexRung[] | Promise<readonly IndexRung[]>);
+  | readonly IndexRung[]
+  | (() =>
+      | readonly IndexRung[]
+      | KeyedRungs
+      | Promise<readonly IndexRung[]>
+      | Promise<KeyedRungs>
+      | Promise<readonly IndexRung[] | KeyedRungs>);
+
+export interface SetRepoOptions {
+  /**
+   * Whether a shard held (in memory, or persisted for the same ladder oid) is current by what
+   * it is keyed on besides the oid; without it any such shard is. Not called for a rebuild.
+   */
+  check?: InputsCheck;
+  /**
+   * Build from the rungs even if a shard is held for this oid. The shard held stays searchable
+   * until the new one replaces it: readers see the old entries or the new, never none.
+   */
+  rebuild?: boolean;
+}
 
 export interface LadderSearchOptions {
   /** The per-user cache (`~/.cache/zz`); shards live in `<cacheDir>/search/`. */
@@ -78,6 +105,8 @@ export interface LadderDiff {
   remove?: readonly string[];
   /** The ladder oid the diff was computed from; a mismatch is a conflict (reindex instead). */
   base?: string;
+  /** What the shard is keyed on besides the oid from now on (kept when not given). */
+  inputs?: string | null;
 }
 
 export interface ApplyDiffResult {
@@ -168,11 +197,34 @@ export class LadderSearch {
     return this.store.shards.get(repo)?.ladderOid ?? null;
   }
 
+  /** What a repo's shard is keyed on besides its ladder oid; undefined when it is not loaded. */
+  inputsOf(repo: string): string | null | undefined {
+    return this.store.shards.get(repo)?.inputs;
+  }
+
+  /**
+   * Re-keys a repo's shard held at `ladderOid` (its inputs moved without changing its rungs:
+   * see InputsCheck). Memory only: a persisted file keeps the inputs it was written with, which
+   * the next load checks again. False when the shard is not held at that oid.
+   */
+  setInputs(repo: string, ladderOid: string, inputs: string | null): boolean {
+    const shard = this.store.shards.get(repo);
+    if (!shard || shard.ladderOid !== ladderOid) return false;
+    shard.inputs = inputs;
+    return true;
+  }
+
   /**
    * Makes `repo` searchable at `ladderOid`: nothing to do if already there, else the persisted
-   * shard when it was written for the same oid and options, else a build from `rungs`.
+   * shard when it was written for the same oid and options, else a build from `rungs`. See
+   * SetRepoOptions for what else keys a shard and for a rebuild.
    */
-  async setRepo(repo: string, ladderOid: string, rungs: RungSource): Promise<SetRepoResult> {
+  async setRepo(
+    repo: string,
+    ladderOid: string,
+    rungs: RungSource,
+    opts: SetRepoOptions = {},
+  ): Promise<SetRepoResult> {
     checkRepoKey(repo);
     checkOid(ladderOid);
     return this.writes.run(repo, async () => {
@@ -189,15 +241,27 @@ export class LadderSearch {
         ...(reason ? { reason } : {}),
         ms: Math.round((performance.now() - started) * 10) / 10,
       });
-      const current = this.store.shards.get(repo);
-      if (current && current.ladderOid === ladderOid) return done('memory', current.docs.size);
-
-      const loaded = await this.store.load(repo, ladderOid);
-      if ('shard' in loaded) {
-        this.store.install(loaded.shard);
-        return done('cache', loaded.shard.docs.size);
+      let reason: LoadFailure | undefined;
+      if (!opts.rebuild) {
+        const current = this.store.shards.get(repo);
+        if (current && current.ladderOid === ladderOid) {
+          const inputs = opts.check ? await opts.check(current.inputs).catch(() => null) : null;
+          if (!opts.check || inputs !== null) {
+            if (opts.check) current.inputs = inputs;
+            return done('memory', current.docs.size);
+          }
+        }
+        const loaded = await this.store.load(repo, ladderOid, opts.check);
+        if ('shard' in loaded) {
+          this.store.install(loaded.shard);
+          return done('cache', loaded.shard.docs.size);
+        }
+        reason = loaded.reason;
       }
-      const input = typeof rungs === 'function' ? await rungs() : rungs;
+      const produced = typeof rungs === 'function' ? await rungs() : rungs;
+      const keyed = !Array.isArray(produced) && produced !== null && typeof produced === 'object';
+      const input = keyed ? (produced as KeyedRungs).rungs : produced;
+      const inputs = keyed ? (produced as KeyedRungs).inputs : null;
       if (!Array.isArray(input)) throw badArg('rungs must be an array', 'rungs');
       const docs = new Map<string, ShardDoc>();
       for (const r of input) {
@@ -211,12 +275,14 @@ export class LadderSearch {
         docs,
         'built',
         null,
+        inputs,
       );
+      // Replaces the shard held (if any) in one step: a search sees the old or the new.
       this.store.install(shard);
       // Written on the next turn, then served from its file: a built shard holds ~10 MiB of
       // minisearch maps until then (the debounce is for diffs, which come in bursts).
       this.store.schedulePersist(shard, 0);
-      return done('built', docs.size, loaded.reason);
+      return done('built', docs.size, reason);
     });
   }
 
@@ -288,6 +354,7 @@ export class LadderSearch {
       forgetScratch(ms);
       shard.kinds = countKinds(shard.docs.values());
       shard.ladderOid = ladderOid;
+      if (diff.inputs !== undefined) shard.inputs = diff.inputs;
       shard.terms = null;
       shard.source = 'diff';
       shard.updatedAt = Date.now();

@@ -16,8 +16,9 @@ export interface WatchRefsOptions {
 export type RefWatcher = (() => Promise<void>) & { ready: Promise<void> };
 
 /**
- * Watches `<gitdir>/refs/zz/ladder`, `<gitdir>/refs/zz/config` (the Ladder's fold judges rung
- * writes by the roles it holds now), `<gitdir>/packed-refs` and `<gitdir>/refs/zz-remotes/**`
+ * Watches `<gitdir>/refs/zz/ladder`, `<gitdir>/refs/zz/config` and `<gitdir>/refs/zz/lanes/**`
+ * (the Ladder's fold judges rung writes by the roles they hold), `<gitdir>/packed-refs` and
+ * `<gitdir>/refs/zz-remotes/**`
  * of each gitdir (the common dir of a clone) and calls onChange(gitdir) after each burst.
  */
 export function watchRefs(
@@ -51,6 +52,9 @@ export function watchRefs(
       rel === 'refs/zz/config'
     )
       return true;
+    // The Lanes: the Ladder's fold judges rungs by their coordinator histories (a grant or a
+    // revoke arriving by sync moves a Lane ref, neither the ladder's nor the config's).
+    if (rel === 'refs/zz/lanes' || rel.startsWith('refs/zz/lanes/')) return true;
     return rel === 'refs/zz-remotes' || rel.startsWith('refs/zz-remotes/');
   };
 

@@ -79,6 +79,11 @@ interface Preamble extends ShardMeta {
 
 interface HeadSection {
   doc_count: number;
+  /**
+   * What the shard is keyed on besides the ladder oid (opaque here: the Ladder fold's role
+   * inputs, core/ladder/role-key.ts); null or absent when it was written without.
+   */
+  inputs?: string | null;
   kinds: Record<string, number>;
   terms: string[];
   /** Per term, its (field, doc) postings, base64 varints. */
@@ -160,6 +165,7 @@ export function encodeShard(
   ms: MiniSearch<never>,
   docs: Iterable<ShardDoc>,
   meta: ShardMeta,
+  inputs: string | null = null,
 ): { bytes: Buffer; terms: ShardTerms } {
   const inner = internalsOf(ms);
   if (inner === null) throw new Error('minisearch internals changed: cannot write a shard');
@@ -239,6 +245,7 @@ export function encodeShard(
   termOffsets.push(out.length);
   const head: HeadSection = {
     doc_count: list.length,
+    inputs,
     kinds,
     terms,
     term_counts: varintsToBase64(counts),
@@ -354,6 +361,7 @@ export function bufferSource(bytes: Buffer): ShardSource {
 /** What a cold start reads of a shard: enough to route queries to it. */
 export interface ShardHead {
   docCount: number;
+  inputs: string | null;
   kinds: Map<string, number>;
   terms: ShardTerms;
 }
@@ -410,7 +418,8 @@ export class ShardFile {
         throw new Error('shard kinds are malformed');
       kinds.set(k, c);
     }
-    return { docCount: h.doc_count, kinds, terms: { terms: h.terms, counts } };
+    const inputs = typeof h.inputs === 'string' ? h.inputs : null;
+    return { docCount: h.doc_count, inputs, kinds, terms: { terms: h.terms, counts } };
   }
 
   /**

@@ -56,7 +56,13 @@ export interface IndexRung {
 }
 
 export type LoadFailure =
-  'missing' | 'ladder_moved' | 'options_changed' | 'unreadable' | 'other_repo';
+  'missing' | 'ladder_moved' | 'inputs_changed' | 'options_changed' | 'unreadable' | 'other_repo';
+
+/**
+ * Whether a shard keyed with `held` inputs (besides its ladder oid) is current: the inputs to
+ * key it with from now on, or null when it is not (it is then rebuilt).
+ */
+export type InputsCheck = (held: string | null) => Promise<string | null>;
 
 export const FIELDS = ['title', 'path', 'symbols', 'summary'] as const;
 export const BOOST: Record<string, number> = { title: 3, symbols: 2, path: 2, summary: 1 };
@@ -82,6 +88,8 @@ export interface Shard {
   id: number;
   repo: string;
   ladderOid: string;
+  /** What it is keyed on besides the ladder oid (opaque here; see InputsCheck). */
+  inputs: string | null;
   /** The index when built or changed here (or materialized); null while served from its file. */
   ms: MiniSearch<ShardDoc> | null;
   /** The persisted file the shard is served from, while it is what that file holds. */
@@ -241,8 +249,15 @@ export class ShardStore {
     return join(this.dir, shardFileName(checkRepoKey(repo)));
   }
 
-  /** Opens the persisted shard of `repo` when it was written for `ladderOid`; reads its head. */
-  async load(repo: string, ladderOid: string): Promise<{ shard: Shard } | { reason: LoadFailure }> {
+  /**
+   * Opens the persisted shard of `repo` when it was written for `ladderOid` (and, given
+   * `check`, for inputs it accepts); reads its head.
+   */
+  async load(
+    repo: string,
+    ladderOid: string,
+    check?: InputsCheck,
+  ): Promise<{ shard: Shard } | { reason: LoadFailure }> {
     let file: ShardFile;
     try {
       const src = fileSource(this.fileFor(repo));
@@ -272,7 +287,13 @@ export class ShardStore {
     } catch {
       return reject('unreadable');
     }
-    const shard = this.newShard(repo, ladderOid, null, new Map(), 'cache', head.terms);
+    let inputs = head.inputs;
+    if (check) {
+      const checked = await check(inputs).catch(() => null);
+      if (checked === null) return reject('inputs_changed');
+      inputs = checked;
+    }
+    const shard = this.newShard(repo, ladderOid, null, new Map(), 'cache', head.terms, inputs);
     this.serveFrom(shard, file, head);
     return { shard };
   }
@@ -284,11 +305,13 @@ export class ShardStore {
     docs: DocStore,
     source: Shard['source'],
     terms: ShardTerms | null,
+    inputs: string | null,
   ): Shard {
     return {
       id: this.nextShardId++,
       repo,
       ladderOid,
+      inputs,
       ms,
       file: null,
       head: null,
@@ -477,7 +500,12 @@ export class ShardStore {
     };
     let encoded: ReturnType<typeof encodeShard>;
     try {
-      encoded = encodeShard(this.msOf(shard) as MiniSearch<never>, shard.docs.values(), meta);
+      encoded = encodeShard(
+        this.msOf(shard) as MiniSearch<never>,
+        shard.docs.values(),
+        meta,
+        shard.inputs,
+      );
     } catch (e) {
       shard.lastWriteError = e instanceof Error ? e.message : String(e);
       return;
@@ -518,7 +546,8 @@ export class ShardStore {
       file?.close();
       return;
     }
-    this.serveFrom(shard, file, { docCount: shard.docs.size, kinds: shard.kinds, terms });
+    const inputs = shard.inputs;
+    this.serveFrom(shard, file, { docCount: shard.docs.size, inputs, kinds: shard.kinds, terms });
   }
 
   /** Writes every changed shard now. Rejects with the first write failure. */

@@ -84,7 +84,7 @@ function expectBurst(calls: string[], gitdir: string): void {
 }
 
 describe('watchRefs', () => {
-  it('fires when refs/zz/ladder moves, is packed, or a remote ladder arrives', async () => {
+  it('fires when refs/zz/ladder moves, is packed, a remote ladder arrives or a Lane moves', async () => {
     // A second clone, watched too, is the flush for the negative checks: a change there fires
     // after anything the watcher made of the earlier changes here (one event queue, same debounce).
     const flushWork = join(root, 'flush');
@@ -112,10 +112,14 @@ describe('watchRefs', () => {
       git(work, 'update-ref', 'refs/zz-remotes/origin/ladder', c1);
       expectBurst(await collect(calls, 300), gitdir);
 
+      // A Lane: the Ladder's fold judges rungs by its coordinator history (search-sync.ts).
+      calls.length = 0;
+      git(work, 'update-ref', 'refs/zz/lanes/demo', c1);
+      expectBurst(await collect(calls, 300), gitdir);
+
       // Refs that are not ours do not wake the daemon.
       calls.length = 0;
       git(work, 'update-ref', 'refs/heads/side', c1);
-      git(work, 'update-ref', 'refs/zz/lanes/demo', c1);
       git(flushWork, 'update-ref', 'refs/zz/ladder', flushHead);
       await until(() => calls.includes(flushGitdir), 'the flush clone');
       expect(calls.filter((g) => g === gitdir)).toEqual([]);

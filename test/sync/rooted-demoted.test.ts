@@ -1,7 +1,5 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
-  askClaim,
-  askPost,
   ladderEntity,
   ladderRead,
   ladderWriteRung,
@@ -13,8 +11,6 @@ import {
   type RungRecord,
 } from '../../src/core/index.js';
 import { startLadderSync } from '../../src/core/ladder/search-sync.js';
-import { keyAdd, signAs } from '../../src/core/sync/index.js';
-import { generateSigningKey } from '../../src/git/index.js';
 import { LadderSearch } from '../../src/search/index.js';
 import { rejects } from '../helpers/core-fixture.js';
 import { tempDir } from '../helpers/temp-dirs.js';
@@ -27,6 +23,7 @@ import {
   type Clone,
   type Cluster,
 } from './git-cluster.js';
+import { BOSS, claimed, CO, demotable, INIT, OWNER } from './rooted-fixture.js';
 
 // A rooted role counts only while one of its roots is an owner now (core/rooted-roles.ts): op
 // times are claims a hostile replica chooses, so "an owner at the op's time" alone let a
@@ -34,13 +31,8 @@ import {
 // rooted it (review HIGH). And a demoted owner stayed a rooted coordinator of _repo and of the
 // Lanes she proposed (review MEDIUM). Real git, real clones and sync.
 
-const OWNER = { actor: 'owner@example.com' };
 const MALLORY = { actor: 'mallory@example.com' };
-const CO = { actor: 'co@example.com' };
 const KEPT = { actor: 'kept@example.com' };
-const BOSS = { actor: 'boss@example.com' };
-/** The owner `zz init` made (git-cluster.ts). */
-const INIT = OWNER;
 
 let cluster: Cluster | null = null;
 cleanUpClusters();
@@ -55,13 +47,6 @@ async function backdated(c: Clone, when: Date, f: (r: ZzRepo) => Promise<unknown
   } finally {
     r.close();
   }
-}
-
-/** A ladder_update Ask of `laneId` that `who` claims: its id. */
-async function claimed(repo: ZzRepo, who: { actor: string }, laneId: string): Promise<string> {
-  const { ask } = await askPost(repo, who, { lane_id: laneId, kind: 'ladder_update', title: 'r' });
-  await askClaim(repo, who, { lane_id: laneId, ask_id: ask.ask_id, lease_seconds: 3600 });
-  return ask.ask_id;
 }
 
 /** The rung record of the Ladder's last honoured write (a real record to imitate). */
@@ -118,26 +103,6 @@ async function ladderOn(repo: ZzRepo, path: string): Promise<[boolean, string[]]
   );
   const state = (await ladderEntity(repo).read()).state;
   return [held, state.rejected.map((r) => r.actor)];
-}
-
-/**
- * One clone whose `zz init` owner (INIT, so in _repo's stored coordinators) a second owner,
- * BOSS, can demote: BOSS's config ops are signed by a key INIT registers (the review's setup).
- * Lane `web` is INIT's, with CO a coordinator INIT granted.
- */
-async function demotable(): Promise<{ a: Clone; repo: ZzRepo; boss: ZzRepo }> {
-  cluster = await makeCluster(1);
-  const [a] = cluster.clones as [Clone];
-  const repo = a.repo;
-  await roleGrant(repo, INIT, { grantee: BOSS.actor, role: 'owner' });
-  const key = generateSigningKey().key;
-  await keyAdd(repo, INIT, { actor: BOSS.actor, key: key.publicKey });
-  const boss = await ZzRepo.open(a.dir, { key: 'local/test' });
-  signAs(boss, BOSS.actor, key);
-  onTestFinished(() => boss.close());
-  await lanePropose(repo, INIT, { lane_id: 'web', title: 'web' });
-  await laneGrant(repo, INIT, { lane_id: 'web', grantee: CO.actor, role: 'coordinator' });
-  return { a, repo, boss };
 }
 
 describe('a rooted role counts while its root is an owner now', () => {

@@ -2,15 +2,9 @@ import type { LadderOp } from '../../schema/ladder-ops.js';
 import { Entity, type LoggedOp, type OpLog, type Snapshot } from '../../store/index.js';
 import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
 import type { LadderRoles } from './ladder-guards.js';
-import type { LaneOp } from '../../schema/lane-ops.js';
-import type { LaneState } from '../lane-state.js';
-import {
-  citedLanes,
-  coordinatorTimeline,
-  ladderRoles,
-  type CoordinatorTimeline,
-} from './ladder-roles.js';
+import { citedLanes, ladderRoles } from './ladder-roles.js';
 import { ladderCodec, LadderState } from './ladder-state.js';
+import { readRoleInputs, roleKeyOf, type RoleInputs } from './role-key.js';
 
 // refs/zz/ladder's Entity. Its guarded fold (ladder-guards.ts) also depends on refs/zz/config
 // (owners over time) and on the Lanes its writes cite (their coordinators over time), so a
@@ -30,22 +24,19 @@ interface Inputs {
 }
 
 const citedOf = new WeakMap<OpLog<LoggedOp>, string[]>();
-/** A Lane snapshot's coordinator timeline, and its JSON to compare by. */
-const timelineOf = new WeakMap<object, { timeline: CoordinatorTimeline; json: string }>();
+/** What each snapshot read() returned was folded from (see roleKeyOfFold). */
+const inputsOfSnap = new WeakMap<object, RoleInputs>();
 
-function timeline(lane: Snapshot<LaneState, LaneOp> | null) {
-  if (!lane?.state.lane) return null;
-  let t = timelineOf.get(lane);
-  if (!t) {
-    const timeline = coordinatorTimeline(lane.log, lane.state.rejected, lane.state.roots);
-    t = { timeline, json: JSON.stringify(timeline) };
-    timelineOf.set(lane, t);
-  }
-  return t;
+/**
+ * The role key (role-key.ts) of a snapshot LadderEntity.read() returned: the config revision,
+ * and the cited Lanes' heads and coordinator timelines, its fold used. Null for a snapshot not
+ * folded against current roles (three folds that never settled: a key read for it could be
+ * newer than its rungs, so none is given and whoever keeps its rungs folds again).
+ */
+export function roleKeyOfFold(snap: Snapshot<LadderState, LadderOp>): string | null {
+  const inputs = inputsOfSnap.get(snap);
+  return inputs ? roleKeyOf(inputs) : null;
 }
-
-/** Cited Lanes looked up one by one; past this many, the existing Lanes are listed first. */
-const CITED_LOOKUPS = 32;
 
 export class LadderEntity extends Entity<LadderState, LadderOp> {
   private inputs: Inputs | null = null;
@@ -68,8 +59,17 @@ export class LadderEntity extends Entity<LadderState, LadderOp> {
     // Three folds at most: one against the roles of its own log's Lanes matches on the second.
     for (let i = 0; ; i++) {
       const snap = await super.read();
-      const roles = await this.rolesFor(snap.log);
-      if (snap.state.roles === roles || i === 2) return snap;
+      const { roles, inputs } = await this.rolesFor(snap.log);
+      if (snap.state.roles === roles) {
+        // The inputs just read are those the state was folded with: the same config roles and
+        // timelines (by rolesFor), with heads at least as new as the fold's.
+        inputsOfSnap.set(snap, inputs);
+        return snap;
+      }
+      if (i === 2) {
+        inputsOfSnap.delete(snap);
+        return snap;
+      }
       this.invalidate();
     }
   }
@@ -78,34 +78,20 @@ export class LadderEntity extends Entity<LadderState, LadderOp> {
    * The roles for a log citing these Lanes: the same object while the config and the cited
    * Lanes' coordinators stand (other Lane activity, a claim or an answer, folds nothing again).
    */
-  private async rolesFor(log: OpLog<LoggedOp>): Promise<LadderRoles> {
+  private async rolesFor(
+    log: OpLog<LoggedOp>,
+  ): Promise<{ roles: LadderRoles; inputs: RoleInputs }> {
     let ids = citedOf.get(log);
     if (!ids) citedOf.set(log, (ids = citedLanes(log)));
-    // Hazard: cited ids come from other machines, refused ops included; a log citing thousands
-    // of Lanes that do not exist made every read look each one up and keep an entity for each
-    // (found in review). Past a few, the Lanes that exist are listed once and only those read;
-    // an absent Lane has no coordinators, as a failed read already meant.
-    const existing = ids.length > CITED_LOOKUPS ? new Set(await this.repo.laneIds()) : null;
-    const [roles, ...lanes] = await Promise.all([
-      this.repo.roles(),
-      ...ids.map((id) =>
-        existing && !existing.has(id)
-          ? null
-          : this.repo
-              .lane(id)
-              .read()
-              .catch(() => null),
-      ),
-    ]);
-    const timelines = lanes.map(timeline);
-    const from = [roles, ...ids, ...timelines.map((t) => t?.json ?? null)];
+    const inputs = await readRoleInputs(this.repo, ids);
+    const from = [inputs.roles, ...ids, ...inputs.lanes.map((l) => l.json)];
     const prev = this.inputs;
     if (prev && prev.from.length === from.length && prev.from.every((x, i) => x === from[i])) {
-      return prev.roles;
+      return { roles: prev.roles, inputs };
     }
-    const byLane = new Map(ids.map((id, i) => [id, timelines[i]?.timeline ?? null]));
-    this.inputs = { roles: ladderRoles(roles, byLane), from };
+    const byLane = new Map(ids.map((id, i) => [id, inputs.lanes[i]!.timeline]));
+    this.inputs = { roles: ladderRoles(inputs.roles, byLane), from };
     this.holder.roles = this.inputs.roles;
-    return this.inputs.roles;
+    return { roles: this.inputs.roles, inputs };
   }
 }

@@ -7,6 +7,7 @@ import { readableRepos } from '../repo-access.js';
 import type { TokenStore } from '../token-store.js';
 import { LADDER_REF, type ZzRepo } from '../zz-repo.js';
 import { headIndex, isStale } from './ladder.js';
+import { checkRoleKey } from './role-key.js';
 
 // The `ladder_search` and `ladder_reindex` use cases. A front end that keeps a LadderSearch
 // (the daemon) passes it in; without one (the CLI in-process) a one-off index of this
@@ -59,7 +60,7 @@ export interface SearchServices {
  * The front end's index catches up with a ladder ref moved by another process only when its
  * ref watcher fires (debounced): `zz ladder build` in-process beside a running daemon, then
  * `zz ladder search`, answered no hits. A search of a repository whose ref is ahead of its
- * entries waits for them instead; the check is one ref read, and a search across every
+ * entries waits for them instead; the check is a few ref reads, and a search across every
  * repository checks only the caller's (the others' watchers keep them).
  */
 async function ensureCurrent(
@@ -68,7 +69,12 @@ async function ensureCurrent(
   current: SearchServices['current'],
 ): Promise<void> {
   if (!repo || !current) return;
-  if (search.ladderOid(repo.key) !== (await repo.store.head(LADDER_REF))) await current(repo);
+  if (search.ladderOid(repo.key) !== (await repo.store.head(LADDER_REF))) return current(repo);
+  // Nor while its role key no longer holds (a demotion, a Lane's revoke arriving by sync): the
+  // watcher's look may be pending, and a refused rung must not be answered meanwhile. While
+  // the refs stand the check is a ref read each.
+  const held = search.inputsOf(repo.key);
+  if (held !== undefined && (await checkRoleKey(repo, held)) === null) await current(repo);
 }
 
 /** A throwaway index of this repository alone, closed after use. */

@@ -7,19 +7,32 @@ import {
   LadderSearch,
   watchRefs,
   type IndexRung,
+  type KeyedRungs,
   type RefWatcher,
   type SetRepoResult,
 } from '../../search/index.js';
-import { CONFIG_REF, LADDER_REF, type CommitEvent, type ZzRepo } from '../zz-repo.js';
+import type { LadderOp } from '../../schema/ladder-ops.js';
+import { CONFIG_REF, LADDER_REF, LANES_PREFIX, type CommitEvent, type ZzRepo } from '../zz-repo.js';
+import { CLAIM_LOST_EVENT } from '../sync/auto-sync.js';
 import { mentionsOf } from './extract/mentions.js';
-import { LadderEntity } from './ladder-entity.js';
+import { LadderEntity, roleKeyOfFold } from './ladder-entity.js';
 import { pathsOfOp, type LadderState } from './ladder-state.js';
+import { checkRoleKey, sameRoles } from './role-key.js';
 
 // Keeps a LadderSearch in step with the Ladders of the repositories a front end serves: each is
-// indexed from its ladder ref's guarded fold (the persisted shard is reused when the ref has not moved), then
-// updated by diff (a) on this process's own ladder commits and (b) whenever refs/zz/ladder
-// moves from outside — another zz process, `git update-ref`, a fetch and its hook — as seen by
-// the ref watcher. Every update re-reads the ref, so a missed or coalesced signal only delays.
+// indexed from its ladder ref's guarded fold, then updated by diff (a) on this process's own
+// ladder commits and (b) whenever refs/zz/ladder moves from outside — another zz process,
+// `git update-ref`, a fetch and its hook — as seen by the ref watcher. Every update re-reads
+// the ref, so a missed or coalesced signal only delays.
+//
+// The fold's rungs depend on more than the ladder ref: on refs/zz/config (a demoted owner's
+// rungs, and those resting on them, are refused retroactively) and on the coordinator history
+// of the Lanes its writes cite (a revoke dated before a rung, arriving by sync). So each shard
+// is keyed on the ladder oid and the fold's role key (role-key.ts): a persisted shard is
+// loaded only while both hold (checked without a fold: a ref read each while the refs stand),
+// and a config move or a cited Lane's move (own commit or ref watcher) checks the key again;
+// a changed key re-indexes the repository whole, the old entries searchable until the new
+// replace them.
 
 export function toIndexRung(r: Rung): IndexRung {
   // A file's index entry also holds the words its comments and messages use (the outline's
@@ -47,18 +60,21 @@ export function toIndexRung(r: Rung): IndexRung {
  * repos must not keep every Ladder's folded state and op log (tens of MiB for 2,000 rungs) just
  * to index it. Hazard: that fold reads the whole op log each time the ref moves.
  */
-async function foldAt(repo: ZzRepo): Promise<Snapshot<LadderState>> {
+async function foldAt(
+  repo: ZzRepo,
+): Promise<{ snap: Snapshot<LadderState, LadderOp>; inputs: string | null }> {
   const shared = repo.existingEntity(LADDER_REF) as LadderEntity | undefined;
-  return (shared ?? new LadderEntity(repo)).read();
+  const snap = await (shared ?? new LadderEntity(repo)).read();
+  return { snap, inputs: roleKeyOfFold(snap) };
 }
 
-function rungsOf(state: LadderState): IndexRung[] {
-  return [...state.values()].map(toIndexRung);
+function keyedRungs(fold: Awaited<ReturnType<typeof foldAt>>): KeyedRungs {
+  return { rungs: [...fold.snap.state.values()].map(toIndexRung), inputs: fold.inputs };
 }
 
 /**
- * Makes `repo` searchable at its current Ladder. `force` drops the repo's entries (and its
- * persisted shard) first, so they are rebuilt from the rungs. Null when it has no Ladder.
+ * Makes `repo` searchable at its current Ladder. `force` rebuilds its entries from the rungs
+ * (the old ones searchable until the new replace them). Null when it has no Ladder.
  */
 export async function indexRepo(
   search: LadderSearch,
@@ -66,16 +82,31 @@ export async function indexRepo(
   opts: { force?: boolean } = {},
 ): Promise<SetRepoResult | null> {
   const revision = await repo.store.head(LADDER_REF);
-  if (opts.force) await search.removeRepo(repo.key, { purge: true });
   if (revision === null) {
-    await search.removeRepo(repo.key);
+    await search.removeRepo(repo.key, { purge: opts.force === true });
     return null;
   }
-  // Folded only when the index has no shard for this revision: a daemon starting on 50 indexed
-  // repositories loads their shards and folds none (and keeps no fold: see foldAt). A
-  // fold that finds the ref moved on indexes the newer rungs under `revision`; the move's own
-  // update re-reads every path it changed, so the shard ends current either way.
-  return search.setRepo(repo.key, revision, async () => rungsOf((await foldAt(repo)).state));
+  // Folded only when the index has no shard for this revision whose role key holds: a daemon
+  // starting on 50 indexed repositories loads their shards and folds none (and keeps no fold:
+  // see foldAt). A fold that finds the ref moved on indexes the newer rungs under `revision`;
+  // the move's own update re-reads every path it changed, so the shard ends current either way.
+  return search.setRepo(
+    repo.key,
+    revision,
+    async () => keyedRungs(await foldAt(repo)),
+    opts.force ? { rebuild: true } : { check: (held) => checkRoleKey(repo, held) },
+  );
+}
+
+/**
+ * Whether a Lane commit event may change a coordinator timeline. A local write appends its ops
+ * (earlier ones fold as before), so only a propose or a grant can; a sync that adopted or
+ * merged another machine's history (auto-sync.ts announce: no ops, or only claim_lost notices)
+ * may have brought anything. Other processes' moves are seen by the ref watcher.
+ */
+function movesRoles(e: CommitEvent): boolean {
+  if (e.ops.length === 0 || e.ops.every((op) => op.op === CLAIM_LOST_EVENT)) return true;
+  return e.ops.some((op) => op.op === 'lane_propose' || op.op === 'lane_grant');
 }
 
 export interface LadderSync {
@@ -148,36 +179,34 @@ export async function startLadderSync(
     return [...paths];
   };
 
-  // The config each repository was last indexed under. The Ladder's fold judges rung writes
-  // by the roles in refs/zz/config now (a demoted owner's rungs, and those resting on them, are
-  // refused retroactively), so a config move can change the fold with the ladder ref where it
-  // was: the search kept showing refused rungs (found in review). Then the repository is
-  // indexed whole again. Not covered: a shard persisted for the same ladder revision, loaded by
-  // a daemon started after the config moved (a rebuild of the Ladder moves the ref and cures it).
-  const configSeen = new Map<string, string | null>();
-
   const syncOnce = async (repo: ZzRepo, event: CommitEvent | null): Promise<void> => {
-    const config = await repo.store.head(CONFIG_REF);
-    const seen = configSeen.get(repo.key);
-    if (seen !== undefined && seen !== config && search.ladderOid(repo.key) !== null) {
-      await indexRepo(search, repo, { force: true });
-      configSeen.set(repo.key, config); // only once indexed: a failure is retried next time
-      return;
-    }
-    configSeen.set(repo.key, config);
-    // The ref alone says whether anything is to be done; the fold is read only for a diff or
-    // a build (a persisted shard of the same revision needs neither).
+    // The refs alone say whether anything is to be done; the fold is read only for a diff or
+    // a build (a shard of the same revision and role key needs neither).
     const head = await repo.store.head(LADDER_REF);
     const from = search.ladderOid(repo.key);
     if (head === null) {
       if (from !== null) await search.removeRepo(repo.key);
       return;
     }
-    if (from === head) return;
-    const snap = await foldAt(repo);
+    if (from === null) {
+      // Not indexed yet (a start): the persisted shard if its key holds, else a build.
+      await indexRepo(search, repo);
+      return;
+    }
+    if (from === head) {
+      const held = search.inputsOf(repo.key) ?? null;
+      const now = await checkRoleKey(repo, held);
+      if (now === null) await indexRepo(search, repo, { force: true });
+      else if (now !== held) search.setInputs(repo.key, head, now);
+      return;
+    }
+    const fold = await foldAt(repo);
+    const { snap, inputs } = fold;
     const to = snap.revision;
     if (to === null || from === to) return;
-    if (from !== null) {
+    // A diff re-reads the paths the ladder commits touched; when the roles moved too, any rung
+    // may have changed: index it whole.
+    if (sameRoles(search.inputsOf(repo.key) ?? null, inputs)) {
       const paths = await changedPaths(repo, snap, from, to, event).catch(() => null);
       if (paths !== null) {
         const upsert: IndexRung[] = [];
@@ -188,7 +217,7 @@ export async function startLadderSync(
           else remove.push(p);
         }
         try {
-          await search.applyDiff(repo.key, to, { upsert, remove, base: from });
+          await search.applyDiff(repo.key, to, { upsert, remove, base: from, inputs });
           return;
         } catch (e) {
           if (!isZzError(e)) throw e;
@@ -196,7 +225,7 @@ export async function startLadderSync(
         }
       }
     }
-    await search.setRepo(repo.key, to, () => rungsOf(snap.state));
+    await search.setRepo(repo.key, to, () => keyedRungs(fold), { rebuild: true });
   };
 
   const refresh = (repo: ZzRepo, event: CommitEvent | null = null): Promise<void> => {
@@ -229,7 +258,9 @@ export async function startLadderSync(
     unsubscribe.push(
       repo.onCommit((e) => {
         if (e.ref === LADDER_REF) void refresh(repo, e);
-        else if (e.ref === CONFIG_REF) void refresh(repo);
+        else if (e.ref === CONFIG_REF || (e.ref.startsWith(LANES_PREFIX) && movesRoles(e))) {
+          void refresh(repo);
+        }
       }),
     );
   }

@@ -91,9 +91,9 @@ export async function writeOp<S, R, Op extends OpRecord>(
  * write), all of them in one turn held the loop 10-20 ms and every read that arrived meanwhile
  * waited for it, so they went out 8 a turn. Since, an answer costs less, and 8 a turn made the
  * last writes of a group of ~32 wait for three more turns of whatever the loop had queued (reads,
- * new requests) after their commit: the 64-client load's p99 was 78.9 against 87.0 ms at the
- * median of 7 quiet runs alternating with 8 a turn, requests/s 2,374 against 2,281, and the
- * 32-writer storm's reads held (`lane_get` 1.6-2.3× idle against 1.5-2.4×; docs/performance.md,
+ * new requests) after their commit: the 64-client load's p99 was 80.2 against 88.3 ms at the
+ * median of 17 and 18 quiet runs alternating with 8 a turn, requests/s the same, and the
+ * 32-writer storm's reads held (`lane_get` 1.6-2.3× idle against 1.4-2.4×; docs/performance.md,
  * 3 December evening). 64: a whole group of either load in one turn; a bigger group (up to
  * MAX_GROUP, 256) still goes out in parts.
  */

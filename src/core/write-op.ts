@@ -86,18 +86,12 @@ export async function writeOp<S, R, Op extends OpRecord>(
 }
 
 /**
- * Writes whose answers are let through per turn of the event loop (see answerTurn). When the
- * answers of a group commit cost ~0.2-0.5 ms each (result view, JSON, HTTP response, socket
- * write), all of them in one turn held the loop 10-20 ms and every read that arrived meanwhile
- * waited for it, so they went out 8 a turn. Since, an answer costs less, and 8 a turn made the
- * last writes of a group of ~32 wait for three more turns of whatever the loop had queued (reads,
- * new requests) after their commit: the 64-client load's p99 was 80.2 against 88.3 ms at the
- * median of 17 and 18 quiet runs alternating with 8 a turn, requests/s the same, and the
- * 32-writer storm's reads held (`lane_get` 1.6-2.3× idle against 1.4-2.4×; docs/performance.md,
- * 3 December evening). 64: a whole group of either load in one turn; a bigger group (up to
- * MAX_GROUP, 256) still goes out in parts.
+ * Writes whose answers are let through per turn of the event loop (see answerTurn). A group
+ * commit settles up to 32 writes at once under a storm, and each answer costs its caller
+ * ~0.2-0.5 ms of synchronous work (result view, JSON, HTTP response, socket write): all of them
+ * in one turn held the loop 10-20 ms, and every read that arrived meanwhile waited for it.
  */
-export const ANSWERS_PER_TURN = 64;
+export const ANSWERS_PER_TURN = 8;
 
 const answering: Array<() => void> = [];
 let answerScheduled = false;

@@ -126,6 +126,22 @@ export function childrenCpuMs(): number {
   }
 }
 
+/**
+ * The machine's busy CPU time in ms (every CPU: user, nice, system, irq, softirq, steal; not
+ * idle or iowait), from /proc/stat's first line in clock ticks (USER_HZ, 100 a second); 0 where
+ * there is no /proc.
+ */
+export function machineBusyMs(): number {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+    // cpu user nice system idle iowait irq softirq steal ...
+    const busy = [1, 2, 3, 6, 7, 8].reduce((n, i) => n + Number(f[i] ?? 0), 0);
+    return (busy * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
 export const groupLine = (g: GroupCommits): string =>
   `  group commits ${g.groups}, ${g.ops_p50} ops each (median); store.commit p50 / p90 / p99 ms ${g.commit_ms.p50} / ${g.commit_ms.p90} / ${g.commit_ms.p99}; one to the next ${g.cycle_ms.p50} / ${g.cycle_ms.p90} / ${g.cycle_ms.p99}`;
 

@@ -20,6 +20,7 @@ const SLOW_FIRST = [
   'test/git/history.test.ts',
   'test/sync/hostile-history.test.ts',
   'test/sync/hostile-names.test.ts',
+  'test/git/pack-writer-kills.test.ts',
   'test/git/pack-writer.test.ts',
   'test/sync/hostile-refs.test.ts',
   'test/sync/adopt-validated.test.ts',

@@ -373,3 +373,71 @@ describe('ops dated past the clock, leases the fold derives', () => {
     ]);
   });
 });
+
+describe('an ask_post that reuses an Ask id or names another poster', () => {
+  it('is refused on the clone that fast-forwards to it: the Ask keeps its answer, title and poster', async () => {
+    const { a, b, asks } = await setup();
+    const [x, y] = asks as [string, string];
+    await askClaim(a.repo, OWNER, { lane_id: 'fresh', ask_id: x, lease_seconds: 900 });
+    await askAnswer(a.repo, OWNER, {
+      lane_id: 'fresh',
+      ask_id: x,
+      outcome: 'complete',
+      result: 'done',
+    });
+    await a.sync();
+    await b.sync();
+    const synced = remoteTip(LANE);
+    // Bob, on what was synced: ask-X posted again (backdated, "by Alice", now depending on Y),
+    // then a new Ask said to be Alice's. A plain fast-forward push.
+    const prior = opsOf(b.dir, synced).at(-1)!;
+    const repost: OpRecord = {
+      id: opId(),
+      actor: BOB,
+      lamport: prior.lamport + 1,
+      time: new Date(Date.now() - 86_400_000).toISOString(),
+      op: 'ask_post',
+      args: {
+        lane_id: 'fresh',
+        kind: 'work',
+        title: 'hijacked',
+        body: 'new body',
+        depends_on: [y],
+        posted_by: OWNER.actor,
+      },
+      out: { ask_id: x },
+    };
+    const spoofed: OpRecord = {
+      ...repost,
+      id: opId(),
+      lamport: prior.lamport + 2,
+      time: new Date().toISOString(),
+      args: { lane_id: 'fresh', kind: 'work', title: 'in her name', posted_by: OWNER.actor },
+      out: { ask_id: 'ask-0000000bad' },
+    };
+    const tip = forge(b.dir, forge(b.dir, synced, [repost]), [spoofed]);
+    sh(b.dir, 'push', '-q', 'origin', `${tip}:${LANE}`);
+
+    const report = await a.sync();
+    expect(report.fast_forwarded).toEqual([LANE]);
+    // A fast-forward reports no remote refusal (report.ts: only merges and this clone's own
+    // ops); the Lane's history lists them, on both clones.
+    expect((await b.sync()).fast_forwarded).toEqual([LANE]);
+    for (const repo of [a.repo, b.repo]) {
+      const view = await laneGet(repo, OWNER, { lane_id: 'fresh' });
+      const ask = view.asks.find((v) => v.ask_id === x)!;
+      expect([ask.state, ask.title, ask.posted_by, ask.depends_on]).toEqual([
+        'answered',
+        'one',
+        OWNER.actor,
+        [],
+      ]);
+      expect(ask.answer?.outcome).toBe('complete');
+      expect(view.asks.map((v) => v.ask_id).sort()).toEqual([x, y].sort());
+      expect(await refusalsIn(repo, OWNER, 'fresh')).toEqual([
+        ['ask_post', BOB, 'ask_exists'],
+        ['ask_post', BOB, 'poster_mismatch'],
+      ]);
+    }
+  });
+});

@@ -54,6 +54,18 @@ export function guard(s: LaneState, op: LaneOp): Refusal | null {
       return s.lane === null ? null : { reason: 'lane_exists' };
     case 'ask_post': {
       const id = op.out.ask_id;
+      // First, before any refusal that counts the id as a refused post (s.refusedPosts excuses
+      // its dependents): a post that reuses an Ask's id would overwrite that Ask (its claim,
+      // its answer, its poster), and no zz writes one (ids are new; a recorded follow-up the
+      // fold derived never reaches here). Like a second lane_propose, the first stands.
+      if (s.asks.has(id)) return { reason: 'ask_exists', ask_id: id };
+      // The poster is the op's actor (asks.ts writes caller.actor for both); only the server's
+      // own records (follow-ups, resolve_conflict) name zz. A peer's posted_by is a claim: one
+      // naming another person gave that person an Ask, and the right to cancel it.
+      const by = op.args.posted_by;
+      if (by !== undefined && by !== op.actor && by !== SERVER_ACTOR) {
+        return { reason: 'poster_mismatch', ask_id: id };
+      }
       if (s.suppressed.has(id)) return { reason: 'follow_up_of_refused_answer', ask_id: id };
       // A recorded answer follow-up that no honoured answer derived: a second one for one
       // answer, or one for an answer that was never given. Answers recorded without

@@ -121,6 +121,8 @@ export interface RejectedOp {
     | 'idempotency_conflict'
     | 'follow_up_of_refused_answer'
     | 'lane_exists'
+    | 'ask_exists'
+    | 'poster_mismatch'
     | 'scope_denied'
     | 'follow_up_not_derived'
     | 'lane_closed'

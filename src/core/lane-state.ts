@@ -82,6 +82,8 @@ function serverAsk(
  * on each machine) and kind_unknown (zz before 2026-12-01 posted any kind).
  */
 const NEVER_WRITTEN: ReadonlySet<string> = new Set([
+  'ask_exists',
+  'poster_mismatch',
   'dependency_not_found',
   'outcome_not_allowed',
   'changeset_not_allowed',

@@ -377,3 +377,81 @@ describe('ops dated past the clock, leases the fold derives', () => {
     ]);
   });
 });
+
+describe('an ask_post that reuses an Ask id or names another poster', () => {
+  it('is refused on the clone that fast-forwards to it: the Ask keeps its answer, title and poster', async () => {
+    const { a, b, asks } = await setup();
+    const [x, y] = asks as [string, string];
+    await askClaim(a.repo, OWNER, { lane_id: 'fresh', ask_id: x, lease_seconds: 900 });
+    await askAnswer(a.repo, OWNER, {
+      lane_id: 'fresh',
+      ask_id: x,
+      outcome: 'complete',
+      result: 'done',
+    });
+    const w = (
+      await askPost(a.repo, OWNER, { lane_id: 'fresh', kind: 'work', title: 'w', depends_on: [y] })
+    ).ask.ask_id;
+    await a.sync();
+    await b.sync();
+    const synced = remoteTip(LANE);
+    // Bob, on what was synced, writing as Alice where he likes (an unsigned repo): ask-X posted
+    // again (backdated, now depending on Y), Y posted again (were that counted a refused post,
+    // it would no longer block W), his claim of W, and a new Ask said to be Alice's. Pushed as
+    // a plain fast-forward.
+    const lamport = opsOf(b.dir, synced).at(-1)!.lamport;
+    const now = Date.now();
+    const post = (actor: string, id: string, args: Record<string, unknown>, n: number) =>
+      ({
+        id: opId(),
+        actor,
+        lamport: lamport + n,
+        time: new Date(now - 86_400_000).toISOString(),
+        op: 'ask_post',
+        args: { lane_id: 'fresh', kind: 'work', posted_by: OWNER.actor, ...args },
+        out: { ask_id: id },
+      }) as OpRecord;
+    const claimW: OpRecord = {
+      id: opId(),
+      actor: BOB,
+      lamport: lamport + 3,
+      time: new Date(now).toISOString(),
+      op: 'ask_claim',
+      args: { lane_id: 'fresh', ask_id: w, lease_seconds: 60 },
+      out: { lease_expires_at: new Date(now + 60_000).toISOString() },
+    };
+    const ops = [
+      post(OWNER.actor, x, { title: 'hijacked', body: 'new body', depends_on: [y] }, 1),
+      post(OWNER.actor, y, { title: 'again' }, 2),
+      claimW,
+      post(BOB, 'ask-0000000bad', { title: 'in her name' }, 4),
+    ];
+    const tip = ops.reduce((parent, o) => forge(b.dir, parent, [o]), synced);
+    sh(b.dir, 'push', '-q', 'origin', `${tip}:${LANE}`);
+
+    const report = await a.sync();
+    expect(report.fast_forwarded).toEqual([LANE]);
+    // A fast-forward reports no remote refusal (report.ts: only merges and this clone's own
+    // ops); the Lane's history lists them, on both clones.
+    expect((await b.sync()).fast_forwarded).toEqual([LANE]);
+    for (const repo of [a.repo, b.repo]) {
+      const view = await laneGet(repo, OWNER, { lane_id: 'fresh' });
+      const ask = view.asks.find((v) => v.ask_id === x)!;
+      expect([ask.state, ask.title, ask.posted_by, ask.depends_on]).toEqual([
+        'answered',
+        'one',
+        OWNER.actor,
+        [],
+      ]);
+      expect(ask.answer?.outcome).toBe('complete');
+      expect(view.asks.map((v) => v.ask_id).sort()).toEqual([x, y, w].sort());
+      expect(view.asks.find((v) => v.ask_id === w)?.state).toBe('open');
+      expect(await refusalsIn(repo, OWNER, 'fresh')).toEqual([
+        ['ask_post', OWNER.actor, 'ask_exists'],
+        ['ask_post', OWNER.actor, 'ask_exists'],
+        ['ask_claim', BOB, 'dependency_unresolved'],
+        ['ask_post', BOB, 'poster_mismatch'],
+      ]);
+    }
+  });
+});

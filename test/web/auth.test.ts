@@ -6,7 +6,7 @@ import { initRepo } from '../../src/core/index.js';
 import { SessionStore } from '../../src/web/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { makeRepo } from '../helpers/temp-repo.js';
-import { OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+import { codeOf, OWNER, signInHeaders, startWebDaemon, type WebDaemon } from './harness.js';
 
 // The login handshake and the cookie rules over real HTTP on loopback (the browser tests in
 // dashboard.test.ts cover the same through Chromium).
@@ -23,43 +23,45 @@ async function daemon(): Promise<WebDaemon> {
 }
 
 const errorOf = async (r: Response) => ((await r.json()) as { error: string }).error;
-const codeOf = (url: string) => new URL(url).hash.replace('#code=', '');
-
-async function signIn(w: WebDaemon, token: string): Promise<string> {
-  const res = await fetch(`${w.url}/auth/session`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: w.url },
-    body: JSON.stringify({ code: codeOf(await w.loginUrl(token)) }),
-  });
-  expect(res.status).toBe(200);
-  const cookie = res.headers.get('set-cookie')!;
-  return cookie.slice(0, cookie.indexOf(';'));
-}
+const signIn = signInHeaders;
 
 describe('dashboard login', () => {
-  it('trades a one-time code for an HttpOnly SameSite=Strict cookie, once', async () => {
+  it('trades a one-time code for an HttpOnly SameSite=Strict cookie and a page key, once', async () => {
     const w = await daemon();
     const token = await w.token(OWNER);
     const url = await w.loginUrl(token);
     // The code rides in the fragment, which browsers never send to a server.
     expect(url).toMatch(new RegExp(`^${w.url}/#code=[A-Za-z0-9_-]{43}$`));
     expect(url).not.toContain(token);
-    const redeem = () =>
+    const redeem = (confirmed: boolean) =>
       fetch(`${w.url}/auth/session`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', origin: w.url },
-        body: JSON.stringify({ code: codeOf(url) }),
+        body: JSON.stringify({ code: codeOf(url), ...(confirmed ? { switch: true } : {}) }),
       });
-    const first = await redeem();
+    // Signed out, the page must still ask (login CSRF): unconfirmed, the code says whom it
+    // signs in as and stays unused.
+    const asked = await redeem(false);
+    expect(asked.status).toBe(409);
+    expect(await asked.json()).toMatchObject({
+      error: `this link signs in as ${OWNER}; confirm to sign in`,
+      details: { signed_in_as: null, code_signs_in_as: { actor: OWNER, repo: w.key } },
+    });
+    expect(asked.headers.get('set-cookie')).toBeNull();
+    const first = await redeem(true);
     expect(first.status).toBe(200);
-    expect(await first.json()).toMatchObject({ actor: OWNER, repo: w.key });
+    const body = (await first.json()) as { session_key: string };
+    expect(body).toMatchObject({ actor: OWNER, repo: w.key });
+    // The page key is in the body only (the page keeps it in sessionStorage), never a cookie.
+    expect(body.session_key).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const cookie = first.headers.get('set-cookie')!;
+    expect(cookie).not.toContain(body.session_key);
     expect(cookie).toMatch(new RegExp(`^zz_session_${w.daemon.port}=[A-Za-z0-9_-]{43}; `));
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Strict');
     expect(cookie).toContain('Path=/');
     expect(cookie).not.toContain(token);
-    const again = await redeem();
+    const again = await redeem(true);
     expect(again.status).toBe(401);
     expect(await errorOf(again)).toMatch(/unknown, used or expired/);
   });
@@ -67,13 +69,13 @@ describe('dashboard login', () => {
   it('the cookie acts as the actor through the same tools and scopes', async () => {
     const w = await daemon();
     const member = 'member@example.com';
-    const cookie = await signIn(w, await w.token(member));
+    const auth = await signIn(w, await w.token(member));
     const tool = (name: string, args: object, headers: Record<string, string> = {}) =>
       fetch(`${w.url}/api/repos/${w.key}/tools/${name}`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          cookie,
+          ...auth,
           'sec-fetch-site': 'same-origin',
           ...headers,
         },
@@ -87,7 +89,7 @@ describe('dashboard login', () => {
     // Without a same-origin mark (Sec-Fetch-Site or Origin) the cookie is not honoured.
     const bare = await fetch(`${w.url}/api/repos/${w.key}/tools/repo_state`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', cookie },
+      headers: { 'content-type': 'application/json', ...auth },
       body: '{}',
     });
     expect(bare.status).toBe(403);
@@ -121,7 +123,7 @@ describe('dashboard login', () => {
     const w = await daemon();
     const owner = await w.token(OWNER);
     const member = await w.token('member@example.com');
-    const cookie = await signIn(w, member);
+    const auth = await signIn(w, member);
     await w.call(owner, 'lane_propose', { lane_id: 'web', title: 'Web' });
     /** An open event stream: what it received so far, and whether it has ended. */
     const stream = async (headers: Record<string, string>) => {
@@ -142,7 +144,7 @@ describe('dashboard login', () => {
       return s;
     };
     const bearer = await stream({ authorization: `Bearer ${member}` });
-    const session = await stream({ cookie, 'sec-fetch-site': 'same-origin' });
+    const session = await stream({ ...auth, 'sec-fetch-site': 'same-origin' });
     const control = await stream({ authorization: `Bearer ${owner}` });
     const post = (title: string) =>
       w.call(owner, 'ask_post', { lane_id: 'web', kind: 'work', title });
@@ -165,11 +167,11 @@ describe('dashboard login', () => {
     const store = w.daemon.tokensFor(w.key)!;
     const opener = await store.create(member, 'laptop');
     const other = await store.create(member, 'desktop');
-    const cookie = await signIn(w, opener.token);
+    const auth = await signIn(w, opener.token);
     const state = () =>
       fetch(`${w.url}/api/repos/${w.key}/tools/repo_state`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', cookie, 'sec-fetch-site': 'same-origin' },
+        headers: { 'content-type': 'application/json', ...auth, 'sec-fetch-site': 'same-origin' },
         body: '{}',
       });
     expect((await state()).status).toBe(200);
@@ -178,7 +180,7 @@ describe('dashboard login', () => {
     await store.revoke({ id: third.id });
     expect((await state()).status).toBe(200);
     const session = () =>
-      fetch(`${w.url}/auth/session`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } });
+      fetch(`${w.url}/auth/session`, { headers: { ...auth, 'sec-fetch-site': 'same-origin' } });
     expect((await session()).status).toBe(200);
     await store.revoke({ id: opener.id });
     // A reload asks /auth/session first: signed out there already, not at the first API call.
@@ -265,11 +267,11 @@ describe('dashboard login', () => {
     cleanups.push(() => w.close());
     const otherKey = [...w.daemon.repos.keys()].find((k) => k !== w.key)!;
     await initRepo(w.daemon.repos.get(otherKey)!, { owner: OWNER, default_branch: 'main' });
-    const cookie = await signIn(w, await w.token(OWNER));
+    const auth = await signIn(w, await w.token(OWNER));
     const call = (key: string) =>
       fetch(`${w.url}/api/repos/${key}/tools/repo_state`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', cookie, origin: w.url },
+        headers: { 'content-type': 'application/json', ...auth, origin: w.url },
         body: '{}',
       });
     expect((await call(w.key)).status).toBe(200);

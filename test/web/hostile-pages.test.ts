@@ -2,7 +2,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { sh } from '../helpers/temp-repo.js';
-import { OWNER, startWebDaemon, useDashboardBrowser, type WebDaemon } from './harness.js';
+import {
+  OWNER,
+  startWebDaemon,
+  useDashboardBrowser,
+  type WebDaemon,
+  openLoginLink,
+} from './harness.js';
 import { seedLane } from './seed.js';
 
 // What another page (another server on this host, or a link someone sent) can do to a signed-in
@@ -29,7 +35,7 @@ describe('hostile pages against the dashboard', () => {
     const redeemed = await fetch(`${w.url}/auth/session`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: w.url },
-      body: JSON.stringify({ code }),
+      body: JSON.stringify({ code, switch: true }),
     });
     const set = redeemed.headers.get('set-cookie')!;
     const stolen = set.slice(0, set.indexOf(';'));
@@ -58,7 +64,7 @@ describe('hostile pages against the dashboard', () => {
     // The refusal expired our name at /api: signing in again gives a working page.
     await page.goto('about:blank');
     const read = page.waitForResponse((r) => r.url().includes('/tools/lane_list'));
-    await page.goto(await w.loginUrl(await w.token(OWNER)));
+    await openLoginLink(page, await w.loginUrl(await w.token(OWNER)));
     expect((await read).status()).toBe(200);
     await expect.poll(() => page.locator('.top .me').textContent()).toBe(OWNER);
   });

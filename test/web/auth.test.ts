@@ -119,6 +119,75 @@ describe('dashboard login', () => {
     expect(fake.status).toBe(401);
   });
 
+  it('a stolen cookie without the page key is refused on the API, the session and the event stream', async () => {
+    const w = await daemon();
+    const owner = await w.token(OWNER);
+    await w.call(owner, 'lane_propose', { lane_id: 'web', title: 'Web' });
+    const auth = await signIn(w, owner);
+    const bob = await signIn(w, await w.token('bob@example.com'));
+    // What another server on this host receives (cookies ignore ports), replayed from outside
+    // a browser with our Origin forged.
+    const forged = { origin: w.url, 'sec-fetch-site': 'same-origin' };
+    const tool = (headers: Record<string, string>) =>
+      fetch(`${w.url}/api/repos/${w.key}/tools/lane_list`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...forged, ...headers },
+        body: '{}',
+      });
+    const events = (headers: Record<string, string>, query = '') =>
+      fetch(`${w.url}/api/repos/${w.key}/events${query}`, { headers: { ...forged, ...headers } });
+    const session = (headers: Record<string, string>) =>
+      fetch(`${w.url}/auth/session`, { headers: { ...forged, ...headers } });
+    const refused = async (r: Promise<Response>, why: RegExp) => {
+      const res = await r;
+      expect(res.status).toBe(401);
+      expect(await errorOf(res)).toMatch(why);
+    };
+    const noKey = /^signed out: .*not the page's session key \(x-zz-session\)/;
+    const wrongKey = /^signed out: this dashboard session belongs to another page/;
+    await refused(tool({ cookie: auth.cookie }), noKey);
+    await refused(events({ cookie: auth.cookie }), noKey);
+    await refused(session({ cookie: auth.cookie }), noKey);
+    // A second session's cookie swapped in under the page (another port set it): the page's
+    // key is not that session's, so nothing acts as it.
+    const swapped = { cookie: bob.cookie, 'x-zz-session': auth['x-zz-session'] };
+    await refused(tool(swapped), wrongKey);
+    await refused(session(swapped), wrongKey);
+    await refused(events({ cookie: bob.cookie }, `?session_key=${auth['x-zz-session']}`), wrongKey);
+    // A key of the right shape but made up, and one only in the query of a non-stream call.
+    await refused(tool({ cookie: auth.cookie, 'x-zz-session': 'A'.repeat(43) }), wrongKey);
+    const inQuery = await fetch(
+      `${w.url}/api/repos/${w.key}/tools/lane_list?session_key=${auth['x-zz-session']}`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...forged, cookie: auth.cookie },
+        body: '{}',
+      },
+    );
+    expect(inQuery.status).toBe(401);
+    // With the page's key: answered, as the owner.
+    const ok = await tool(auth);
+    expect(ok.status).toBe(200);
+    const lanes = ((await ok.json()) as { result: { lanes: Array<{ lane_id: string }> } }).result
+      .lanes;
+    expect(lanes.map((l) => l.lane_id)).toContain('web');
+    expect(((await (await session(auth)).json()) as { actor: string }).actor).toBe(OWNER);
+    const stream = await events({ cookie: auth.cookie }, `?session_key=${auth['x-zz-session']}`);
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await stream.body!.cancel();
+    // Signing out without the key expires the cookie but leaves the session to its page.
+    const out = await fetch(`${w.url}/auth/session`, {
+      method: 'DELETE',
+      headers: { ...forged, cookie: auth.cookie },
+    });
+    expect(out.status).toBe(200);
+    expect((await tool(auth)).status).toBe(200);
+    // The access log names paths only: the stream's key never reaches it.
+    expect(w.logs.join('\n')).toMatch(/ events owner@example.com 200 /);
+    expect(w.logs.join('\n')).not.toContain(auth['x-zz-session']);
+  });
+
   it('revoking a token ends its open event streams and those of the sessions it opened', async () => {
     const w = await daemon();
     const owner = await w.token(OWNER);

@@ -8,6 +8,7 @@ import {
   useDashboardBrowser,
   type WebDaemon,
   openLoginLink,
+  signInHeaders,
 } from './harness.js';
 import { seedLane } from './seed.js';
 
@@ -67,6 +68,37 @@ describe('hostile pages against the dashboard', () => {
     await openLoginLink(page, await w.loginUrl(await w.token(OWNER)));
     expect((await read).status()).toBe(200);
     await expect.poll(() => page.locator('.top .me').textContent()).toBe(OWNER);
+  });
+
+  it('another port overwriting our cookie with its own session signs the page out, never in as that session', async () => {
+    const w = await daemon();
+    await w.call(await w.token(OWNER), 'lane_propose', { lane_id: 'web', title: 'Web' });
+    const page = await signedIn(w, await w.token(OWNER), '#/lane/web');
+    await expect.poll(() => page.locator('.live').textContent()).toBe('live');
+    // Mallory's own session on this daemon, set by a page on another port at our cookie's
+    // own name and path: it replaces ours (cookies ignore ports), no second cookie to spot.
+    const mallory = (await signInHeaders(w, await w.token(MEMBER))).cookie;
+    const evil: Server = createServer((_req, res) => {
+      res.writeHead(200, {
+        'set-cookie': `${mallory}; Path=/; HttpOnly; SameSite=Strict`,
+        'content-type': 'text/html',
+      });
+      res.end('<p>hello</p>');
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise((r) => evil.close(r)));
+    const evilPage = await page.context().newPage();
+    await evilPage.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+    expect((await page.context().cookies(w.url))[0]!.value).toBe(mallory.split('=')[1]);
+    // The open dashboard (still holding the owner's page key) is refused, not answered as the
+    // member: a reload shows it signed out.
+    const read = page.waitForResponse((r) => r.url().endsWith('/auth/session'));
+    await page.reload();
+    expect((await read).status()).toBe(401);
+    await expect
+      .poll(() => page.locator('main').textContent())
+      .toContain('belongs to another page');
+    expect(await page.locator('.top .me').count()).toBe(0);
   });
 
   it("a link with someone else's code asks before switching; staying keeps the session", async () => {

@@ -123,7 +123,15 @@ export function coalesced(read) {
   };
 }
 
-export const getSession = () => send('/auth/session');
+/**
+ * The session this page is signed in as. A 401 forgets the page key: the session ended, or the
+ * cookie beside it is another session's (set from another port); only a new sign-in helps.
+ */
+export const getSession = () =>
+  send('/auth/session').catch((e) => {
+    if (e.status === 401) setSessionKey(null);
+    throw e;
+  });
 /**
  * Trades a login code for a session and keeps its page key; `confirmed` says the person chose
  * to sign in as the code's actor (asked whenever it is not the one this page is signed in as).

@@ -10,6 +10,7 @@ import {
   getSession,
   onSignedOut,
   redeemCode,
+  sessionKey,
   setRepo,
 } from './api.js';
 import { AgentsView } from './agents.js';
@@ -262,10 +263,13 @@ async function start() {
     }
   }
   let session = null;
+  const hadKey = sessionKey() !== null;
   try {
     session = await getSession();
   } catch (e) {
-    if (!loginError && e.code !== 'unauthorized') loginError = e;
+    // A page that held a session key was signed in: say why it no longer is (ended, revoked,
+    // or its cookie replaced from another port). A page that never signed in just shows how.
+    if (!loginError && (e.code !== 'unauthorized' || hadKey)) loginError = e;
   }
   if (!session) {
     render(html`<${SignedOut} error=${loginError} />`, root);

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -401,4 +401,37 @@ describe('dashboard login', () => {
     expect(log).not.toContain(env.ZZ_TOKEN);
     expect(log).not.toContain(new URL(out.url).hash.slice('#code='.length));
   });
+
+  it.runIf(process.platform === 'linux')(
+    '`zz dashboard` starts the browser opener without ZZ_TOKEN in its environment',
+    async () => {
+      const w = await daemon();
+      // A real program named xdg-open first on PATH, recording what it was given.
+      const bin = mkdtempSync(join(tmpdir(), 'zz-opener-'));
+      cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
+      const out = join(bin, 'seen');
+      writeFileSync(
+        join(bin, 'xdg-open'),
+        `#!/bin/sh\nenv > "${out}.tmp"; printf 'ARG=%s\\n' "$1" >> "${out}.tmp"; mv "${out}.tmp" "${out}"\n`,
+        { mode: 0o755 },
+      );
+      const token = await w.token('dev@example.com');
+      const env = {
+        ...cliEnv(),
+        ZZ_TOKEN: token,
+        DISPLAY: ':99',
+        ZZ_OPENER_CHECK: 'kept',
+        PATH: `${bin}:${process.env.PATH}`,
+      };
+      const r = await zz(w.dir, env, 'dashboard', '--json');
+      expect(r.stderr).toBe('');
+      expect(r.json()).toMatchObject({ opened: true });
+      await expect.poll(() => existsSync(out), { timeout: 10_000 }).toBe(true);
+      const seen = readFileSync(out, 'utf8');
+      expect(seen).toContain(`ARG=${r.json().url}`);
+      expect(seen).toContain('ZZ_OPENER_CHECK=kept');
+      expect(seen).not.toContain('ZZ_TOKEN');
+      expect(seen).not.toContain(token);
+    },
+  );
 });

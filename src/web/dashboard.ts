@@ -5,7 +5,7 @@ import { SessionStore, type SessionStoreOptions } from './sessions.js';
 
 // The dashboard's own routes: the page (/), its files (/assets/*) and the login handshake
 // (/auth/*). Everything else the page does goes through the daemon's ordinary API
-// (/api/repos/<o>/<r>/tools/<tool>, /events), authenticated by the session cookie through
+// (/api/repos/<o>/<r>/tools/<tool>, /events), authenticated by the session cookie and its page key through
 // sessionCaller(), so the scopes are exactly those of any other client.
 //
 // Cookie-authenticated requests must show they come from our own page: the daemon already
@@ -44,7 +44,7 @@ export interface DashboardOptions {
 export interface Dashboard {
   /** Answers /, /assets/* and /auth/*; null for any other path. */
   handle(req: Request): Promise<Response | null>;
-  /** The caller of an API request carrying a session cookie for `repo`; null without one. */
+  /** The caller of an API request carrying a session cookie (and its page key) for `repo`; null without a cookie. */
   sessionCaller(req: Request, repo: string): Promise<Caller | null>;
 }
 

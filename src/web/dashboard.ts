@@ -5,8 +5,8 @@ import { SessionStore, type SessionStoreOptions } from './sessions.js';
 
 // The dashboard's own routes: the page (/), its files (/assets/*) and the login handshake
 // (/auth/*). Everything else the page does goes through the daemon's ordinary API
-// (/api/repos/<o>/<r>/tools/<tool>, /events), authenticated by the session cookie and its page key through
-// sessionCaller(), so the scopes are exactly those of any other client.
+// (/api/repos/<o>/<r>/tools/<tool>, /events), authenticated by the session cookie and its page
+// key through sessionCaller(), so the scopes are exactly those of any other client.
 //
 // Cookie-authenticated requests must show they come from our own page: the daemon already
 // refuses a foreign Origin, and here a cookie only counts when the browser marked the request

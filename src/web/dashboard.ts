@@ -44,7 +44,10 @@ export interface DashboardOptions {
 export interface Dashboard {
   /** Answers /, /assets/* and /auth/*; null for any other path. */
   handle(req: Request): Promise<Response | null>;
-  /** The caller of an API request carrying a session cookie (and its page key) for `repo`; null without a cookie. */
+  /**
+   * The caller of an API request carrying a session cookie (and its page key) for `repo`; null
+   * without a cookie; a 401 with the cookie but without the session's page key.
+   */
   sessionCaller(req: Request, repo: string): Promise<Caller | null>;
 }
 

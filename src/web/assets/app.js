@@ -1,5 +1,6 @@
 // The dashboard shell: sign-in (trading the one-time code in the URL fragment for a session
-// cookie and page key, after the person confirms whom it signs in as, then wiping the fragment), hash routes, the Lane list and the live-stream status.
+// cookie and page key, after the person confirms whom it signs in as, then wiping the
+// fragment), hash routes, the Lane list and the live-stream status.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import {

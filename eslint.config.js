@@ -28,7 +28,7 @@ export default tseslint.config(
     files: ['src/web/assets/**/*.js'],
     languageOptions: {
       globals: Object.fromEntries(
-        'document location history addEventListener removeEventListener fetch FormData EventSource ResizeObserver setTimeout clearTimeout setInterval clearInterval'
+        'document location history addEventListener removeEventListener fetch FormData EventSource ResizeObserver sessionStorage URLSearchParams setTimeout clearTimeout setInterval clearInterval'
           .split(' ')
           .map((g) => [g, 'readonly']),
       ),

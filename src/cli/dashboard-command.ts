@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
+import { withoutZzSecrets } from '../local/index.js';
 import { envToken } from './env-token.js';
 import { print } from './format.js';
 import type { CliIO } from './io.js';
@@ -8,7 +9,8 @@ import type { CliIO } from './io.js';
 // `zz dashboard`: asks the checkout's daemon for a one-time login code (authenticating with the
 // same token every other command uses) and prints — and, with a display, opens — the page URL
 // carrying it. The code rides in the URL fragment, which browsers never send to a server, and
-// works once within a minute; the page trades it for an HttpOnly session cookie.
+// works once within a minute; the page trades it (after asking) for an HttpOnly session
+// cookie and a page key it keeps in sessionStorage.
 
 interface CodeAnswer {
   actor: string;
@@ -30,8 +32,13 @@ function openBrowser(url: string, env: NodeJS.ProcessEnv): boolean {
   const o = opener(env);
   if (!o) return false;
   try {
-    // No shell: the URL is one argument, whatever it contains.
-    const child = spawn(o.cmd, [...o.args, url], { detached: true, stdio: 'ignore', env });
+    // No shell: the URL is one argument, whatever it contains. The opener (and the browser it
+    // may start, which keeps its environment for good) gets no zz secret: not ZZ_TOKEN.
+    const child = spawn(o.cmd, [...o.args, url], {
+      detached: true,
+      stdio: 'ignore',
+      env: withoutZzSecrets(env),
+    });
     child.on('error', () => {});
     child.unref();
     return true;

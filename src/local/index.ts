@@ -3,6 +3,7 @@
 // node:fs, zod and ZzError, nothing of zz's entities or front ends.
 export * from './atomic-write.js';
 export * from './background.js';
+export * from './child-env.js';
 export * from './file-lock.js';
 export * from './json-file.js';
 export * from './keyed-queue.js';

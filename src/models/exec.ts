@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { ZzError } from '../errors.js';
+import { withoutZzSecrets } from '../local/index.js';
 import { quote } from './http-call.js';
 import { parseArguments, tokenCount } from './json.js';
 import { splitCommand } from './argv.js';
@@ -42,7 +43,9 @@ export function execTransport(
   // What the script prints may hold the keys it was given (a `curl -H x-api-key:$KEY` that
   // failed, a traceback quoting its config): every message below is redacted of them, since it
   // becomes an ask_release's reason, stored in the Lane and synced.
-  const env = childEnv(opts.env);
+  // The script gets the caller's environment (its own API keys, PATH) minus zz's token: the
+  // model proposes, zz acts, so the model process has no business holding the agent's identity.
+  const env = withoutZzSecrets(opts.env);
   const secrets = envSecrets(env);
   return (req: WireRequest) => {
     const request = {
@@ -142,15 +145,6 @@ function stderrGist(err: string): string {
     .filter((l) => l !== '');
   for (let i = lines.length - 1; i >= 0; i--) if (ERROR_LINE.test(lines[i]!)) return lines[i]!;
   return lines.slice(-3).join(' ');
-}
-
-/**
- * The script gets the caller's environment (its own API keys, PATH) minus zz's token: the
- * model proposes, zz acts, so the model process has no business holding the agent's identity.
- */
-function childEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const { ZZ_TOKEN: _token, ...rest } = env;
-  return rest;
 }
 
 function fromAnswer(text: string, label: string, secrets: readonly string[]) {

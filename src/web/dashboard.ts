@@ -5,13 +5,22 @@ import { SessionStore, type SessionStoreOptions } from './sessions.js';
 
 // The dashboard's own routes: the page (/), its files (/assets/*) and the login handshake
 // (/auth/*). Everything else the page does goes through the daemon's ordinary API
-// (/api/repos/<o>/<r>/tools/<tool>, /events), authenticated by the session cookie through
-// sessionCaller(), so the scopes are exactly those of any other client.
+// (/api/repos/<o>/<r>/tools/<tool>, /events), authenticated by the session cookie and its page
+// key through sessionCaller(), so the scopes are exactly those of any other client.
 //
 // Cookie-authenticated requests must show they come from our own page: the daemon already
 // refuses a foreign Origin, and here a cookie only counts when the browser marked the request
 // same-origin (Sec-Fetch-Site) or named our origin. SameSite=Strict alone is not enough: every
 // port on 127.0.0.1 is the same *site*.
+//
+// Hazard: browsers do not separate cookies by port. Any server on this host receives our
+// cookie (and can replay it with a forged Origin from outside a browser), and any page on
+// another port can set one of our name (swapping the open dashboard to a session it chose). So
+// the cookie alone never authenticates: every request must also carry the session's page key,
+// which sign-in returns in its JSON body only and the page keeps in sessionStorage (isolated
+// per origin, port included): the X-ZZ-Session header, or for the event stream (EventSource
+// sends no headers) the session_key query parameter. The access log writes paths only, never
+// a query. A missing or wrong key is a 401 the page shows as signed out.
 
 export interface DashboardOptions {
   /** host:port the daemon is bound to (names the cookie: cookies ignore ports). */
@@ -35,11 +44,35 @@ export interface DashboardOptions {
 export interface Dashboard {
   /** Answers /, /assets/* and /auth/*; null for any other path. */
   handle(req: Request): Promise<Response | null>;
-  /** The caller of an API request carrying a session cookie for `repo`; null without one. */
+  /**
+   * The caller of an API request carrying a session cookie (and its page key) for `repo`; null
+   * without a cookie; a 401 with the cookie but without the session's page key.
+   */
   sessionCaller(req: Request, repo: string): Promise<Caller | null>;
 }
 
 const BEARER = /^Bearer +([!-~]+) *$/i;
+/** The header carrying the session's page key (see the comment at the top). */
+export const PAGE_KEY_HEADER = 'x-zz-session';
+/** The event stream's query parameter for the page key (EventSource cannot set headers). */
+export const PAGE_KEY_PARAM = 'session_key';
+
+/** The page key a request carries: the header, or on an event stream GET the query parameter. */
+function pageKeyOf(req: Request): string | null {
+  const header = req.headers.get(PAGE_KEY_HEADER);
+  if (header !== null) return header;
+  if (req.method !== 'GET') return null;
+  const url = new URL(req.url);
+  return url.pathname.endsWith('/events') ? url.searchParams.get(PAGE_KEY_PARAM) : null;
+}
+
+const unbound = (key: string | null) =>
+  new ZzError(
+    'unauthorized',
+    key
+      ? 'signed out: this dashboard session belongs to another page (its cookie was set or replayed from elsewhere); run `zz dashboard` to sign in again'
+      : `signed out: this request carries the dashboard session cookie but not the page's session key (${PAGE_KEY_HEADER}); run \`zz dashboard\` to sign in again`,
+  );
 const MAX_AUTH_BODY = 4096;
 const JSON_HEADERS = {
   'content-type': 'application/json; charset=utf-8',
@@ -182,17 +215,21 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
       // Login CSRF: any page can send the browser to /#code=<a code its author minted>. A
       // page already signed in as someone else must ask its person before switching; this
       // refusal (the code still unused) tells it whom the code signs in as.
+      // Signed out, the page asks too: otherwise a page on any origin signs this browser in
+      // as its author by opening the link, with no prompt. Only the same person on the same
+      // repository, already signed in *in this page* (its key), goes through unasked.
       const offered = typeof code === 'string' ? store.peek(code) : null;
-      const mine = current ? await store.lookup(current) : null;
+      const mine = current ? await store.lookup(current, pageKeyOf(req)) : null;
       if (
         offered &&
-        mine &&
         switching !== true &&
-        (mine.actor !== offered.actor || mine.repo !== offered.repo)
+        (!mine || mine.actor !== offered.actor || mine.repo !== offered.repo)
       )
         throw new ZzError(
           'conflict',
-          `this link signs in as ${offered.actor}, but this browser is signed in as ${mine.actor}; confirm to switch`,
+          mine
+            ? `this link signs in as ${offered.actor}, but this browser is signed in as ${mine.actor}; confirm to switch`
+            : `this link signs in as ${offered.actor}; confirm to sign in`,
           { signed_in_as: mine, code_signs_in_as: offered },
         );
       const opened = typeof code === 'string' ? await store.redeem(code) : null;
@@ -203,18 +240,27 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
         );
       if (current) await store.end(current);
       const maxAge = Math.floor((Date.parse(opened.session.expires_at) - Date.now()) / 1000);
-      const res = json(200, opened.session, { 'set-cookie': setCookie(opened.secret, maxAge) });
+      // The page key goes in the body only, never in a cookie: see the comment at the top.
+      const res = json(
+        200,
+        { ...opened.session, session_key: opened.pageKey },
+        { 'set-cookie': setCookie(opened.secret, maxAge) },
+      );
       for (const c of cleared) res.headers.append('set-cookie', c);
       return res;
     }
     const current = cookieValue(req, cookieName);
+    const key = pageKeyOf(req);
     if (req.method === 'DELETE') {
-      if (current) await store.end(current);
+      // Only the page holding the key ends the session; the cookie is expired either way.
+      if (current && (await store.lookup(current, key))) await store.end(current);
       return json(200, { ended: true }, { 'set-cookie': setCookie('', 0) });
     }
-    const found = current ? await store.lookup(current) : null;
-    if (!found)
+    const whose = current ? await store.lookup(current) : null;
+    if (!whose)
       throw new ZzError('unauthorized', 'not signed in; run `zz dashboard` to open a session');
+    const found = await store.lookup(current!, key);
+    if (!found) throw unbound(key);
     // A reload after the token was revoked must not show the page signed in until its first
     // API call: the same check as every API request.
     await requireLive(current!, found);
@@ -254,12 +300,14 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
     const secret = cookieValue(req, cookieName);
     if (secret === null || secret === '') return null;
     requireSameOrigin(req);
-    const found = await store.lookup(secret);
-    if (!found)
+    if (!(await store.lookup(secret)))
       throw new ZzError(
         'unauthorized',
         'the dashboard session has expired; run `zz dashboard` to sign in again',
       );
+    const key = pageKeyOf(req);
+    const found = await store.lookup(secret, key);
+    if (!found) throw unbound(key);
     if (found.repo !== repo)
       throw new ZzError(
         'forbidden',

@@ -7,7 +7,10 @@ import { writeJsonAtomic } from '../local/index.js';
 import { personOf } from '../schema/ids.js';
 
 // Dashboard logins. `zz dashboard` (holding a bearer token) asks for a one-time code; the page
-// trades the code for a session whose secret lives only in an HttpOnly cookie. Codes are kept
+// trades the code for a session of two secrets: one in an HttpOnly cookie, and a page key
+// that only the page's own origin holds (sessionStorage, sent as a header). Cookies are not
+// isolated by port, so the cookie alone proves nothing: any server on this host can read or
+// overwrite it; the page key is what ties a request to the page that signed in. Codes are kept
 // in memory for a minute and work once. Sessions are stored as SHA-256 hashes (like tokens) in
 // <git common dir>/zz/dashboard-sessions.json, so an open page survives a daemon restart; the
 // file holds nothing a thief could replay. Both are bounded per actor and in total. Per actor,
@@ -34,6 +37,8 @@ const storedSession = z.object({
   actor: z.string(),
   repo: z.string(),
   token_id: z.string().min(1),
+  /** SHA-256 of the page key (sessionStorage of the dashboard's origin, sent as X-ZZ-Session). */
+  page_hash: z.string().regex(/^[0-9a-f]{64}$/),
   created_at: z.string(),
   expires_at: z.string(),
 });
@@ -118,7 +123,9 @@ export class SessionStore {
   }
 
   /** Consumes a code (whatever the outcome, it cannot be used again) and opens a session. */
-  async redeem(code: string): Promise<{ secret: string; session: Session } | null> {
+  async redeem(
+    code: string,
+  ): Promise<{ secret: string; pageKey: string; session: Session } | null> {
     if (!SECRET.test(code)) return null;
     const h = hashOf(code);
     const found = this.codes.get(h);
@@ -126,6 +133,7 @@ export class SessionStore {
     const now = this.clock();
     if (!found || found.expires <= now.getTime()) return null;
     const secret = newSecret();
+    const pageKey = newSecret();
     const session: Session = {
       actor: found.actor,
       repo: found.repo,
@@ -148,13 +156,17 @@ export class SessionStore {
           'too_many_requests',
           `the dashboard has ${max} open sessions, the most it keeps; sign out of one (or wait for one to expire) and try again`,
         );
-      return [...kept, { ...session, hash: hashOf(secret) }];
+      return [...kept, { ...session, hash: hashOf(secret), page_hash: hashOf(pageKey) }];
     });
-    return { secret, session };
+    return { secret, pageKey, session };
   }
 
-  /** The live session a cookie secret names, or null. */
-  async lookup(secret: string): Promise<Session | null> {
+  /**
+   * The live session a cookie secret names, or null; with `pageKey`, null too unless the key
+   * is the one the session was opened with (compared in constant time). Without `pageKey` the
+   * answer only says whose cookie it is: callers must not act on it.
+   */
+  async lookup(secret: string, pageKey?: string | null): Promise<Session | null> {
     if (!SECRET.test(secret)) return null;
     const h = Buffer.from(hashOf(secret), 'hex');
     const now = this.clock().toISOString();
@@ -163,7 +175,12 @@ export class SessionStore {
       if (timingSafeEqual(Buffer.from(s.hash, 'hex'), h) && !found) found = s;
     }
     if (!found || found.expires_at <= now) return null;
-    const { hash: _h, ...session } = found;
+    if (pageKey !== undefined) {
+      // Hash first: equal-length buffers for timingSafeEqual whatever the header held.
+      const given = Buffer.from(hashOf(pageKey ?? ''), 'hex');
+      if (!timingSafeEqual(Buffer.from(found.page_hash, 'hex'), given) || !pageKey) return null;
+    }
+    const { hash: _h, page_hash: _p, ...session } = found;
     return session;
   }
 
@@ -200,12 +217,16 @@ export class SessionStore {
     let untied = 0;
     const kept = doc.sessions.flatMap((x) => {
       const r = storedSession.safeParse(x);
-      if (!r.success && storedSession.omit({ token_id: true }).safeParse(x).success) untied++;
+      if (
+        !r.success &&
+        storedSession.omit({ token_id: true, page_hash: true }).safeParse(x).success
+      )
+        untied++;
       return r.success ? [r.data] : [];
     });
     if (untied)
       this.log(
-        `${this.file}: ended ${untied} dashboard session(s) opened before sessions recorded their token; sign in again with \`zz dashboard\``,
+        `${this.file}: ended ${untied} dashboard session(s) opened before sessions recorded their token and page key; sign in again with \`zz dashboard\``,
       );
     return kept;
   }

@@ -1,6 +1,6 @@
 import type { Browser, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+import { launchChromium, OWNER, startWebDaemon, type WebDaemon, openLoginLink } from './harness.js';
 import { AGENT } from './seed.js';
 
 // Opening one Ask reads what it shows in one bounded request (ask_get with a page of what it
@@ -55,8 +55,7 @@ describe('an Ask in the dashboard', () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     try {
       const page = await context.newPage();
-      await page.goto(await w.loginUrl(owner));
-      await page.locator('.top .me').waitFor();
+      await openLoginLink(page, await w.loginUrl(owner));
       await page.goto('about:blank'); // a fresh load of the page, straight onto the Ask
       const calls: Array<{ tool: string; args: Record<string, unknown> }> = [];
       page.on('request', (r: Request) => {

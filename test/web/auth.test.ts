@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import { initRepo } from '../../src/core/index.js';
 import { SessionStore } from '../../src/web/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { makeRepo } from '../helpers/temp-repo.js';
-import { OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+import { codeOf, OWNER, signInHeaders, startWebDaemon, type WebDaemon } from './harness.js';
 
 // The login handshake and the cookie rules over real HTTP on loopback (the browser tests in
 // dashboard.test.ts cover the same through Chromium).
@@ -23,43 +23,45 @@ async function daemon(): Promise<WebDaemon> {
 }
 
 const errorOf = async (r: Response) => ((await r.json()) as { error: string }).error;
-const codeOf = (url: string) => new URL(url).hash.replace('#code=', '');
-
-async function signIn(w: WebDaemon, token: string): Promise<string> {
-  const res = await fetch(`${w.url}/auth/session`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', origin: w.url },
-    body: JSON.stringify({ code: codeOf(await w.loginUrl(token)) }),
-  });
-  expect(res.status).toBe(200);
-  const cookie = res.headers.get('set-cookie')!;
-  return cookie.slice(0, cookie.indexOf(';'));
-}
+const signIn = signInHeaders;
 
 describe('dashboard login', () => {
-  it('trades a one-time code for an HttpOnly SameSite=Strict cookie, once', async () => {
+  it('trades a one-time code for an HttpOnly SameSite=Strict cookie and a page key, once', async () => {
     const w = await daemon();
     const token = await w.token(OWNER);
     const url = await w.loginUrl(token);
     // The code rides in the fragment, which browsers never send to a server.
     expect(url).toMatch(new RegExp(`^${w.url}/#code=[A-Za-z0-9_-]{43}$`));
     expect(url).not.toContain(token);
-    const redeem = () =>
+    const redeem = (confirmed: boolean) =>
       fetch(`${w.url}/auth/session`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', origin: w.url },
-        body: JSON.stringify({ code: codeOf(url) }),
+        body: JSON.stringify({ code: codeOf(url), ...(confirmed ? { switch: true } : {}) }),
       });
-    const first = await redeem();
+    // Signed out, the page must still ask (login CSRF): unconfirmed, the code says whom it
+    // signs in as and stays unused.
+    const asked = await redeem(false);
+    expect(asked.status).toBe(409);
+    expect(await asked.json()).toMatchObject({
+      error: `this link signs in as ${OWNER}; confirm to sign in`,
+      details: { signed_in_as: null, code_signs_in_as: { actor: OWNER, repo: w.key } },
+    });
+    expect(asked.headers.get('set-cookie')).toBeNull();
+    const first = await redeem(true);
     expect(first.status).toBe(200);
-    expect(await first.json()).toMatchObject({ actor: OWNER, repo: w.key });
+    const body = (await first.json()) as { session_key: string };
+    expect(body).toMatchObject({ actor: OWNER, repo: w.key });
+    // The page key is in the body only (the page keeps it in sessionStorage), never a cookie.
+    expect(body.session_key).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const cookie = first.headers.get('set-cookie')!;
+    expect(cookie).not.toContain(body.session_key);
     expect(cookie).toMatch(new RegExp(`^zz_session_${w.daemon.port}=[A-Za-z0-9_-]{43}; `));
     expect(cookie).toContain('HttpOnly');
     expect(cookie).toContain('SameSite=Strict');
     expect(cookie).toContain('Path=/');
     expect(cookie).not.toContain(token);
-    const again = await redeem();
+    const again = await redeem(true);
     expect(again.status).toBe(401);
     expect(await errorOf(again)).toMatch(/unknown, used or expired/);
   });
@@ -67,13 +69,13 @@ describe('dashboard login', () => {
   it('the cookie acts as the actor through the same tools and scopes', async () => {
     const w = await daemon();
     const member = 'member@example.com';
-    const cookie = await signIn(w, await w.token(member));
+    const auth = await signIn(w, await w.token(member));
     const tool = (name: string, args: object, headers: Record<string, string> = {}) =>
       fetch(`${w.url}/api/repos/${w.key}/tools/${name}`, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          cookie,
+          ...auth,
           'sec-fetch-site': 'same-origin',
           ...headers,
         },
@@ -87,7 +89,7 @@ describe('dashboard login', () => {
     // Without a same-origin mark (Sec-Fetch-Site or Origin) the cookie is not honoured.
     const bare = await fetch(`${w.url}/api/repos/${w.key}/tools/repo_state`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', cookie },
+      headers: { 'content-type': 'application/json', ...auth },
       body: '{}',
     });
     expect(bare.status).toBe(403);
@@ -117,11 +119,80 @@ describe('dashboard login', () => {
     expect(fake.status).toBe(401);
   });
 
+  it('a stolen cookie without the page key is refused on the API, the session and the event stream', async () => {
+    const w = await daemon();
+    const owner = await w.token(OWNER);
+    await w.call(owner, 'lane_propose', { lane_id: 'web', title: 'Web' });
+    const auth = await signIn(w, owner);
+    const bob = await signIn(w, await w.token('bob@example.com'));
+    // What another server on this host receives (cookies ignore ports), replayed from outside
+    // a browser with our Origin forged.
+    const forged = { origin: w.url, 'sec-fetch-site': 'same-origin' };
+    const tool = (headers: Record<string, string>) =>
+      fetch(`${w.url}/api/repos/${w.key}/tools/lane_list`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...forged, ...headers },
+        body: '{}',
+      });
+    const events = (headers: Record<string, string>, query = '') =>
+      fetch(`${w.url}/api/repos/${w.key}/events${query}`, { headers: { ...forged, ...headers } });
+    const session = (headers: Record<string, string>) =>
+      fetch(`${w.url}/auth/session`, { headers: { ...forged, ...headers } });
+    const refused = async (r: Promise<Response>, why: RegExp) => {
+      const res = await r;
+      expect(res.status).toBe(401);
+      expect(await errorOf(res)).toMatch(why);
+    };
+    const noKey = /^signed out: .*not the page's session key \(x-zz-session\)/;
+    const wrongKey = /^signed out: this dashboard session belongs to another page/;
+    await refused(tool({ cookie: auth.cookie }), noKey);
+    await refused(events({ cookie: auth.cookie }), noKey);
+    await refused(session({ cookie: auth.cookie }), noKey);
+    // A second session's cookie swapped in under the page (another port set it): the page's
+    // key is not that session's, so nothing acts as it.
+    const swapped = { cookie: bob.cookie, 'x-zz-session': auth['x-zz-session'] };
+    await refused(tool(swapped), wrongKey);
+    await refused(session(swapped), wrongKey);
+    await refused(events({ cookie: bob.cookie }, `?session_key=${auth['x-zz-session']}`), wrongKey);
+    // A key of the right shape but made up, and one only in the query of a non-stream call.
+    await refused(tool({ cookie: auth.cookie, 'x-zz-session': 'A'.repeat(43) }), wrongKey);
+    const inQuery = await fetch(
+      `${w.url}/api/repos/${w.key}/tools/lane_list?session_key=${auth['x-zz-session']}`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...forged, cookie: auth.cookie },
+        body: '{}',
+      },
+    );
+    expect(inQuery.status).toBe(401);
+    // With the page's key: answered, as the owner.
+    const ok = await tool(auth);
+    expect(ok.status).toBe(200);
+    const lanes = ((await ok.json()) as { result: { lanes: Array<{ lane_id: string }> } }).result
+      .lanes;
+    expect(lanes.map((l) => l.lane_id)).toContain('web');
+    expect(((await (await session(auth)).json()) as { actor: string }).actor).toBe(OWNER);
+    const stream = await events({ cookie: auth.cookie }, `?session_key=${auth['x-zz-session']}`);
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await stream.body!.cancel();
+    // Signing out without the key expires the cookie but leaves the session to its page.
+    const out = await fetch(`${w.url}/auth/session`, {
+      method: 'DELETE',
+      headers: { ...forged, cookie: auth.cookie },
+    });
+    expect(out.status).toBe(200);
+    expect((await tool(auth)).status).toBe(200);
+    // The access log names paths only: the stream's key never reaches it.
+    expect(w.logs.join('\n')).toMatch(/ events owner@example.com 200 /);
+    expect(w.logs.join('\n')).not.toContain(auth['x-zz-session']);
+  });
+
   it('revoking a token ends its open event streams and those of the sessions it opened', async () => {
     const w = await daemon();
     const owner = await w.token(OWNER);
     const member = await w.token('member@example.com');
-    const cookie = await signIn(w, member);
+    const auth = await signIn(w, member);
     await w.call(owner, 'lane_propose', { lane_id: 'web', title: 'Web' });
     /** An open event stream: what it received so far, and whether it has ended. */
     const stream = async (headers: Record<string, string>) => {
@@ -142,7 +213,7 @@ describe('dashboard login', () => {
       return s;
     };
     const bearer = await stream({ authorization: `Bearer ${member}` });
-    const session = await stream({ cookie, 'sec-fetch-site': 'same-origin' });
+    const session = await stream({ ...auth, 'sec-fetch-site': 'same-origin' });
     const control = await stream({ authorization: `Bearer ${owner}` });
     const post = (title: string) =>
       w.call(owner, 'ask_post', { lane_id: 'web', kind: 'work', title });
@@ -165,11 +236,11 @@ describe('dashboard login', () => {
     const store = w.daemon.tokensFor(w.key)!;
     const opener = await store.create(member, 'laptop');
     const other = await store.create(member, 'desktop');
-    const cookie = await signIn(w, opener.token);
+    const auth = await signIn(w, opener.token);
     const state = () =>
       fetch(`${w.url}/api/repos/${w.key}/tools/repo_state`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', cookie, 'sec-fetch-site': 'same-origin' },
+        headers: { 'content-type': 'application/json', ...auth, 'sec-fetch-site': 'same-origin' },
         body: '{}',
       });
     expect((await state()).status).toBe(200);
@@ -178,7 +249,7 @@ describe('dashboard login', () => {
     await store.revoke({ id: third.id });
     expect((await state()).status).toBe(200);
     const session = () =>
-      fetch(`${w.url}/auth/session`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } });
+      fetch(`${w.url}/auth/session`, { headers: { ...auth, 'sec-fetch-site': 'same-origin' } });
     expect((await session()).status).toBe(200);
     await store.revoke({ id: opener.id });
     // A reload asks /auth/session first: signed out there already, not at the first API call.
@@ -265,11 +336,11 @@ describe('dashboard login', () => {
     cleanups.push(() => w.close());
     const otherKey = [...w.daemon.repos.keys()].find((k) => k !== w.key)!;
     await initRepo(w.daemon.repos.get(otherKey)!, { owner: OWNER, default_branch: 'main' });
-    const cookie = await signIn(w, await w.token(OWNER));
+    const auth = await signIn(w, await w.token(OWNER));
     const call = (key: string) =>
       fetch(`${w.url}/api/repos/${key}/tools/repo_state`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', cookie, origin: w.url },
+        headers: { 'content-type': 'application/json', ...auth, origin: w.url },
         body: '{}',
       });
     expect((await call(w.key)).status).toBe(200);
@@ -330,4 +401,37 @@ describe('dashboard login', () => {
     expect(log).not.toContain(env.ZZ_TOKEN);
     expect(log).not.toContain(new URL(out.url).hash.slice('#code='.length));
   });
+
+  it.runIf(process.platform === 'linux')(
+    '`zz dashboard` starts the browser opener without ZZ_TOKEN in its environment',
+    async () => {
+      const w = await daemon();
+      // A real program named xdg-open first on PATH, recording what it was given.
+      const bin = mkdtempSync(join(tmpdir(), 'zz-opener-'));
+      cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
+      const out = join(bin, 'seen');
+      writeFileSync(
+        join(bin, 'xdg-open'),
+        `#!/bin/sh\nenv > "${out}.tmp"; printf 'ARG=%s\\n' "$1" >> "${out}.tmp"; mv "${out}.tmp" "${out}"\n`,
+        { mode: 0o755 },
+      );
+      const token = await w.token('dev@example.com');
+      const env = {
+        ...cliEnv(),
+        ZZ_TOKEN: token,
+        DISPLAY: ':99',
+        ZZ_OPENER_CHECK: 'kept',
+        PATH: `${bin}:${process.env.PATH}`,
+      };
+      const r = await zz(w.dir, env, 'dashboard', '--json');
+      expect(r.stderr).toBe('');
+      expect(r.json()).toMatchObject({ opened: true });
+      await expect.poll(() => existsSync(out), { timeout: 10_000 }).toBe(true);
+      const seen = readFileSync(out, 'utf8');
+      expect(seen).toContain(`ARG=${r.json().url}`);
+      expect(seen).toContain('ZZ_OPENER_CHECK=kept');
+      expect(seen).not.toContain('ZZ_TOKEN');
+      expect(seen).not.toContain(token);
+    },
+  );
 });

@@ -23,20 +23,27 @@ async function daemon(opts: Parameters<typeof startWebDaemon>[0] = {}): Promise<
 const column = (page: Page, state: string) => page.locator(`.column[data-state="${state}"]`);
 
 describe('dashboard in Chromium', () => {
-  it('signs in with the one-time code; no secret stays in the URL, storage or script reach', async () => {
+  it('signs in with the one-time code after asking; only the page key is in storage; a reload keeps the session', async () => {
     const w = await daemon();
-    const token = await w.token(OWNER);
+    const seeded = await seedLane(w);
+    const token = seeded.owner;
     const url = await w.loginUrl(token);
     const context = await newContext();
     const page = await context.newPage();
     await page.goto(url);
-    await expect.poll(() => page.locator('.top .me').textContent()).toBe(OWNER);
+    // Signed out, the link still asks whom it signs in as (any page can open one: login CSRF).
+    const dialog = page.locator('[role="dialog"]');
+    await expect.poll(() => dialog.textContent()).toContain(`This link signs in as ${OWNER}`);
     expect(page.url()).toBe(`${w.url}/`);
+    await dialog.getByRole('button', { name: `Sign in as ${OWNER}` }).click();
+    await expect.poll(() => page.locator('.top .me').textContent()).toBe(OWNER);
     // A string: this runs in the page, not under Node's types.
     const seen = (await page.evaluate(
-      '({ cookie: document.cookie, local: localStorage.length, session: sessionStorage.length })',
-    )) as object;
-    expect(seen).toEqual({ cookie: '', local: 0, session: 0 });
+      '({ cookie: document.cookie, local: localStorage.length, keys: Object.keys(sessionStorage), key: sessionStorage.getItem("zz_session_key") })',
+    )) as { cookie: string; local: number; keys: string[]; key: string };
+    expect(seen).toMatchObject({ cookie: '', local: 0, keys: ['zz_session_key'] });
+    expect(seen.key).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(seen.key).not.toContain(token);
     const cookies = await context.cookies(w.url);
     expect(cookies).toHaveLength(1);
     expect(cookies[0]).toMatchObject({
@@ -46,6 +53,18 @@ describe('dashboard in Chromium', () => {
       path: '/',
     });
     expect(cookies[0]!.value).not.toContain(token);
+    expect(cookies[0]!.value).not.toBe(seen.key);
+    // The dashboard works end to end on the page key: the board, the live stream, a write.
+    const live = () => page.locator('.live').textContent();
+    await column(page, 'open').locator('.card').first().waitFor();
+    await expect.poll(live).toBe('live');
+    // A reload keeps the session (sessionStorage outlives it): no prompt, the stream comes back
+    // and a write from another client still arrives without a reload.
+    await page.reload();
+    await expect.poll(() => page.locator('.top .me').textContent()).toBe(OWNER);
+    await expect.poll(live).toBe('live');
+    await w.call(seeded.agent, 'ask_post', { lane_id: 'web', kind: 'work', title: 'After reload' });
+    await column(page, 'open').locator('.card', { hasText: 'After reload' }).waitFor();
     // The same link in another browser is refused: the code worked once.
     const other = await newContext();
     const second = await other.newPage();

@@ -62,6 +62,39 @@ export async function startWebDaemon(
   };
 }
 
+/**
+ * Opens a one-time login link in `page` and confirms the sign-in (the page asks whom a link
+ * signs in as, signed out too: login CSRF), then waits for the dashboard.
+ */
+export async function openLoginLink(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await page.getByRole('button', { name: /^(Sign in as|Switch to) / }).click();
+  await page.locator('.top .me').waitFor();
+}
+
+/** A one-time login code's fragment value. */
+export const codeOf = (url: string) => new URL(url).hash.replace('#code=', '');
+
+/**
+ * Signs in over HTTP as the dashboard page does (confirmed), giving the headers the page then
+ * sends: the session cookie and its page key (X-ZZ-Session). `extra` goes into the request.
+ */
+export async function signInHeaders(
+  w: WebDaemon,
+  token: string,
+  extra: Record<string, string> = {},
+): Promise<{ cookie: string; 'x-zz-session': string }> {
+  const res = await fetch(`${w.url}/auth/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: w.url, ...extra },
+    body: JSON.stringify({ code: codeOf(await w.loginUrl(token)), switch: true }),
+  });
+  const body = (await res.json()) as { session_key?: string };
+  if (res.status !== 200) throw new Error(`auth/session: ${res.status} ${JSON.stringify(body)}`);
+  const set = res.headers.get('set-cookie')!;
+  return { cookie: set.slice(0, set.indexOf(';')), 'x-zz-session': body.session_key! };
+}
+
 export async function launchChromium(): Promise<Browser> {
   // playwright launches with a fresh temporary profile of its own. Without the
   // background-networking flags Chromium's own connections stall in a sandbox.
@@ -120,8 +153,7 @@ export function useDashboardBrowser(): {
       const page = (await context.newPage()) as Page & { errors: string[] };
       page.errors = [];
       page.on('pageerror', (e) => page.errors.push(String(e)));
-      await page.goto(await w.loginUrl(token));
-      await page.locator('.top .me').waitFor();
+      await openLoginLink(page, await w.loginUrl(token));
       if (path) await page.goto(`${w.url}/${path}`);
       return page;
     },

@@ -2,7 +2,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { sh } from '../helpers/temp-repo.js';
-import { OWNER, startWebDaemon, useDashboardBrowser, type WebDaemon } from './harness.js';
+import {
+  OWNER,
+  startWebDaemon,
+  useDashboardBrowser,
+  type WebDaemon,
+  openLoginLink,
+  signInHeaders,
+} from './harness.js';
 import { seedLane } from './seed.js';
 
 // What another page (another server on this host, or a link someone sent) can do to a signed-in
@@ -29,7 +36,7 @@ describe('hostile pages against the dashboard', () => {
     const redeemed = await fetch(`${w.url}/auth/session`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: w.url },
-      body: JSON.stringify({ code }),
+      body: JSON.stringify({ code, switch: true }),
     });
     const set = redeemed.headers.get('set-cookie')!;
     const stolen = set.slice(0, set.indexOf(';'));
@@ -58,9 +65,40 @@ describe('hostile pages against the dashboard', () => {
     // The refusal expired our name at /api: signing in again gives a working page.
     await page.goto('about:blank');
     const read = page.waitForResponse((r) => r.url().includes('/tools/lane_list'));
-    await page.goto(await w.loginUrl(await w.token(OWNER)));
+    await openLoginLink(page, await w.loginUrl(await w.token(OWNER)));
     expect((await read).status()).toBe(200);
     await expect.poll(() => page.locator('.top .me').textContent()).toBe(OWNER);
+  });
+
+  it('another port overwriting our cookie with its own session signs the page out, never in as that session', async () => {
+    const w = await daemon();
+    await w.call(await w.token(OWNER), 'lane_propose', { lane_id: 'web', title: 'Web' });
+    const page = await signedIn(w, await w.token(OWNER), '#/lane/web');
+    await expect.poll(() => page.locator('.live').textContent()).toBe('live');
+    // Mallory's own session on this daemon, set by a page on another port at our cookie's
+    // own name and path: it replaces ours (cookies ignore ports), no second cookie to spot.
+    const mallory = (await signInHeaders(w, await w.token(MEMBER))).cookie;
+    const evil: Server = createServer((_req, res) => {
+      res.writeHead(200, {
+        'set-cookie': `${mallory}; Path=/; HttpOnly; SameSite=Strict`,
+        'content-type': 'text/html',
+      });
+      res.end('<p>hello</p>');
+    });
+    await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
+    cleanups.push(() => new Promise((r) => evil.close(r)));
+    const evilPage = await page.context().newPage();
+    await evilPage.goto(`http://127.0.0.1:${(evil.address() as AddressInfo).port}/`);
+    expect((await page.context().cookies(w.url))[0]!.value).toBe(mallory.split('=')[1]);
+    // The open dashboard (still holding the owner's page key) is refused, not answered as the
+    // member: a reload shows it signed out.
+    const read = page.waitForResponse((r) => r.url().endsWith('/auth/session'));
+    await page.reload();
+    expect((await read).status()).toBe(401);
+    await expect
+      .poll(() => page.locator('main').textContent())
+      .toContain('belongs to another page');
+    expect(await page.locator('.top .me').count()).toBe(0);
   });
 
   it("a link with someone else's code asks before switching; staying keeps the session", async () => {

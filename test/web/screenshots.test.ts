@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ladderBuild } from '../../src/core/index.js';
-import { launchChromium, OWNER, startWebDaemon } from './harness.js';
+import { launchChromium, OWNER, startWebDaemon, openLoginLink } from './harness.js';
 import { seedLane } from './seed.js';
 
 // Regenerates docs/screenshots/*.png (shown in the README): ZZ_SCREENSHOTS=1 npx vitest run
@@ -22,8 +22,7 @@ describe.skipIf(!process.env.ZZ_SCREENSHOTS)('dashboard screenshots', () => {
       await w.call(seeded.agent, 'lane_list', {});
       const context = await browser.newContext({ viewport: { width: 1280, height: 760 } });
       const page = await context.newPage();
-      await page.goto(await w.loginUrl(seeded.owner));
-      await page.locator('.top .me').waitFor();
+      await openLoginLink(page, await w.loginUrl(seeded.owner));
       const shot = async (name: string, hash: string, ready: string) => {
         await page.goto(`${w.url}/${hash}`);
         await page.locator(ready).first().waitFor();

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SessionStore } from '../../src/web/index.js';
-import { OWNER, startWebDaemon, type WebDaemon } from './harness.js';
+import { codeOf, OWNER, signInHeaders, startWebDaemon, type WebDaemon } from './harness.js';
 
 // Dashboard sessions and login codes are bounded per actor and in total, and no actor can push
 // another's out; a request carrying two of this daemon's session cookies (one set by another
@@ -80,26 +80,20 @@ describe('a second session cookie for this daemon', () => {
     cleanups.push(() => w.close());
     return w;
   }
-  const codeOf = (url: string) => new URL(url).hash.replace('#code=', '');
-  async function signIn(w: WebDaemon, token: string): Promise<string> {
-    const res = await fetch(`${w.url}/auth/session`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', origin: w.url },
-      body: JSON.stringify({ code: codeOf(await w.loginUrl(token)) }),
-    });
-    expect(res.status).toBe(200);
-    const cookie = res.headers.get('set-cookie')!;
-    return cookie.slice(0, cookie.indexOf(';'));
-  }
-
   it('is refused (either order) and expired at every path above the request', async () => {
     const w = await daemon();
-    const alice = await signIn(w, await w.token(OWNER));
-    const bob = await signIn(w, await w.token('bob@example.com'));
+    const aliceAuth = await signInHeaders(w, await w.token(OWNER));
+    const alice = aliceAuth.cookie;
+    const bob = (await signInHeaders(w, await w.token('bob@example.com'))).cookie;
     const get = (cookie: string) =>
       fetch(`${w.url}/api/repos/${w.key}/tools/lane_list`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', cookie, 'sec-fetch-site': 'same-origin' },
+        headers: {
+          'content-type': 'application/json',
+          'x-zz-session': aliceAuth['x-zz-session'],
+          cookie,
+          'sec-fetch-site': 'same-origin',
+        },
         body: '{}',
       });
     const one = await get(alice);
@@ -122,7 +116,7 @@ describe('a second session cookie for this daemon', () => {
     const res = await fetch(`${w.url}/auth/session`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: w.url, cookie: `${bob}; ${alice}` },
-      body: JSON.stringify({ code: codeOf(await w.loginUrl(await w.token(OWNER))) }),
+      body: JSON.stringify({ code: codeOf(await w.loginUrl(await w.token(OWNER))), switch: true }),
     });
     expect(res.status).toBe(200);
     expect(res.headers.getSetCookie().some((c) => /Path=\/auth; .*Max-Age=0/.test(c))).toBe(true);

@@ -247,7 +247,14 @@ describe('dashboard views (audit of issue 16)', () => {
       async ([k, actor]) => {
         const r = await fetch(`/api/repos/${k}/tools/token_revoke`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: {
+            'content-type': 'application/json',
+            // As the page's own calls do: the session's page key beside the cookie.
+            'x-zz-session':
+              (
+                globalThis as unknown as { sessionStorage: { getItem(k: string): string | null } }
+              ).sessionStorage.getItem('zz_session_key') ?? '',
+          },
           body: JSON.stringify({ actor }),
         });
         return { status: r.status, body: (await r.json()) as unknown };

@@ -1,5 +1,8 @@
 // The page's one way to the daemon: the same tool routes every client uses, authenticated by
-// the HttpOnly session cookie (the page never sees a token). Errors keep the API's own words.
+// the HttpOnly session cookie together with the session's page key (the page never sees a
+// token). The key comes in sign-in's JSON body and is kept in sessionStorage, which only this
+// origin (port included) can read, unlike the cookie, which every port on this host receives
+// and can overwrite; the daemon refuses the cookie without it. Errors keep the API's own words.
 
 export class ApiError extends Error {
   constructor(message, code, status, details) {
@@ -21,10 +24,30 @@ let repoKey = null;
 export const setRepo = (key) => (repoKey = key);
 export const repo = () => repoKey;
 
+const KEY = 'zz_session_key';
+/** The session's page key, or null when this page has not signed in (this tab, this origin). */
+export function sessionKey() {
+  try {
+    return sessionStorage.getItem(KEY);
+  } catch {
+    return null;
+  }
+}
+function setSessionKey(key) {
+  try {
+    if (key) sessionStorage.setItem(KEY, key);
+    else sessionStorage.removeItem(KEY);
+  } catch {
+    // Storage refused (a privacy mode): the page then signs in for this load only.
+  }
+}
+
 async function send(path, init = {}) {
   let res;
+  const key = sessionKey();
+  const headers = { ...init.headers, ...(key ? { 'x-zz-session': key } : {}) };
   try {
-    res = await fetch(path, { credentials: 'same-origin', cache: 'no-store', ...init });
+    res = await fetch(path, { credentials: 'same-origin', cache: 'no-store', ...init, headers });
   } catch {
     throw new ApiError('cannot reach the zz daemon (is `zz serve` running?)', 'unavailable', 0);
   }
@@ -100,11 +123,27 @@ export function coalesced(read) {
   };
 }
 
-export const getSession = () => send('/auth/session');
-/** Trades a login code for a session; `switching` confirms replacing another actor's. */
-export const redeemCode = (code, switching = false) =>
-  postJson('/auth/session', { code, ...(switching ? { switch: true } : {}) });
-export const endSession = () => send('/auth/session', { method: 'DELETE' });
+/**
+ * The session this page is signed in as. A 401 forgets the page key: the session ended, or the
+ * cookie beside it is another session's (set from another port); only a new sign-in helps.
+ */
+export const getSession = () =>
+  send('/auth/session').catch((e) => {
+    if (e.status === 401) setSessionKey(null);
+    throw e;
+  });
+/**
+ * Trades a login code for a session and keeps its page key; `confirmed` says the person chose
+ * to sign in as the code's actor (asked whenever it is not the one this page is signed in as).
+ */
+export async function redeemCode(code, confirmed = false) {
+  const body = await postJson('/auth/session', { code, ...(confirmed ? { switch: true } : {}) });
+  const { session_key: key, ...session } = body;
+  setSessionKey(key);
+  return session;
+}
+export const endSession = () =>
+  send('/auth/session', { method: 'DELETE' }).finally(() => setSessionKey(null));
 
 let toolNames = null;
 /** Whether the daemon serves a tool (newer tools are used when present). */

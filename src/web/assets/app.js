@@ -1,5 +1,6 @@
 // The dashboard shell: sign-in (trading the one-time code in the URL fragment for a session
-// cookie, then wiping the fragment), hash routes, the Lane list and the live-stream status.
+// cookie and page key, after the person confirms whom it signs in as, then wiping the
+// fragment), hash routes, the Lane list and the live-stream status.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import {
@@ -10,6 +11,7 @@ import {
   getSession,
   onSignedOut,
   redeemCode,
+  sessionKey,
   setRepo,
 } from './api.js';
 import { AgentsView } from './agents.js';
@@ -201,24 +203,38 @@ function SignedOut({ error }) {
   </main>`;
 }
 
-/** Asks whether to switch sessions; resolves true to switch, false to stay. */
-function confirmSwitch(root, { signed_in_as: now, code_signs_in_as: next }) {
+/**
+ * Asks whether to sign in as the code's actor (switching from `now` when signed in); resolves
+ * true to go ahead. Asked signed out too: any page can open a link with its own code.
+ */
+function confirmSignIn(root, { signed_in_as: now, code_signs_in_as: next }) {
+  const who = html`<strong><${Plain} text=${next.actor} /></strong>`;
   return new Promise((resolve) =>
     render(
       html`<main class="signed-out switch" role="dialog" aria-labelledby="switch-title">
-        <h1 id="switch-title">Switch dashboard session?</h1>
+        <h1 id="switch-title">${now ? 'Switch dashboard session?' : html`Sign in as ${who}?`}</h1>
         <p>
-          This link signs in as <strong><${Plain} text=${next.actor} /></strong> on
-          <${Plain} text=${next.repo} />. This browser is signed in as
-          <strong><${Plain} text=${now.actor} /></strong>. Switch only if you ran
-          <code>zz dashboard</code> for this link yourself.
+          This link signs in as ${who} on <${Plain} text=${next.repo} />.
+          ${
+            now
+              ? html` This browser is signed in as <strong><${Plain} text=${now.actor} /></strong>.`
+              : ''
+          }
+          Go ahead only if you ran <code>zz dashboard</code> for this link yourself.
         </p>
-        <button type="button" onClick=${() => resolve(false)} autofocus>
-          Stay signed in as <${Plain} text=${now.actor} />
-        </button>
-        <button type="button" class="link" onClick=${() => resolve(true)}>
-          Switch to <${Plain} text=${next.actor} />
-        </button>
+        ${
+          now
+            ? html`<button type="button" onClick=${() => resolve(false)} autofocus>
+                  Stay signed in as <${Plain} text=${now.actor} />
+                </button>
+                <button type="button" class="link" onClick=${() => resolve(true)}>
+                  Switch to <${Plain} text=${next.actor} />
+                </button>`
+            : html`<button type="button" onClick=${() => resolve(true)}>
+                  Sign in as <${Plain} text=${next.actor} />
+                </button>
+                <button type="button" class="link" onClick=${() => resolve(false)}>Cancel</button>`
+        }
       </main>`,
       root,
     ),
@@ -237,20 +253,24 @@ async function start() {
     try {
       await redeemCode(m[1]);
     } catch (e) {
-      // Signed in as someone else: any page can open a link with its own code (login CSRF),
-      // so the person chooses. Staying leaves the code unused; it expires within a minute.
+      // Not signed in here as the code's actor: any page can open a link with its own code
+      // (login CSRF), so the person chooses. Declining leaves the code unused; it expires
+      // within a minute.
       if (e.code === 'conflict' && e.details?.code_signs_in_as) {
-        const go = await confirmSwitch(root, e.details);
+        const go = await confirmSignIn(root, e.details);
         render(null, root);
         if (go) await redeemCode(m[1], true).catch((e2) => (loginError = e2));
       } else loginError = e;
     }
   }
   let session = null;
+  const hadKey = sessionKey() !== null;
   try {
     session = await getSession();
   } catch (e) {
-    if (!loginError && e.code !== 'unauthorized') loginError = e;
+    // A page that held a session key was signed in: say why it no longer is (ended, revoked,
+    // or its cookie replaced from another port). A page that never signed in just shows how.
+    if (!loginError && (e.code !== 'unauthorized' || hadKey)) loginError = e;
   }
   if (!session) {
     render(html`<${SignedOut} error=${loginError} />`, root);

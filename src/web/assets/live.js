@@ -3,6 +3,9 @@
 // answers with an error instead (it was restarting), the browser gives up, so we open a new
 // stream ourselves after a pause, from the last cursor we saw — unless the session has ended
 // (the daemon closes a revoked caller's stream), which the status then says.
+// EventSource sends no headers: the session's page key rides in the session_key query
+// parameter (the daemon logs paths only, never a query).
+import { getSession, sessionKey } from './api.js';
 
 const listeners = new Set();
 const healthListeners = new Set();
@@ -20,8 +23,12 @@ function setStatus(s) {
 export function connect(repoKey) {
   if (source) source.close();
   clearTimeout(retryTimer);
-  const url =
-    `/api/repos/${repoKey}/events` + (lastId ? `?cursor=${encodeURIComponent(lastId)}` : '');
+  const query = new URLSearchParams();
+  if (lastId) query.set('cursor', lastId);
+  const key = sessionKey();
+  if (key) query.set('session_key', key);
+  const qs = query.toString();
+  const url = `/api/repos/${repoKey}/events` + (qs ? `?${qs}` : '');
   const es = new EventSource(url, { withCredentials: true });
   source = es;
   es.addEventListener('open', () => setStatus('live'));
@@ -46,9 +53,12 @@ export function connect(repoKey) {
       retryTimer = setTimeout(async () => {
         // Refused because the session ended (its tokens revoked, or expired)? Then say so
         // and stop: retrying would never succeed.
-        const res = await fetch('/auth/session', { cache: 'no-store' }).catch(() => null);
+        const status = await getSession().then(
+          () => 200,
+          (e) => e.status,
+        );
         if (es !== source) return;
-        if (res?.status === 401) setStatus('signed out');
+        if (status === 401) setStatus('signed out');
         else connect(repoKey);
       }, 1000);
     } else setStatus('reconnecting');

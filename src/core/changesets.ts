@@ -20,7 +20,7 @@ import {
   type Caller,
 } from './access.js';
 import { assertRoom } from './asks.js';
-import { reviewGranted } from './follow-ups.js';
+import { CONFLICT_REASON, reviewGranted } from './follow-ups.js';
 import { LANDING_KINDS } from './kinds.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { readLane, type WriteMeta } from './lanes.js';
@@ -460,7 +460,7 @@ async function conflict(
           depends_on: [],
           payload,
           posted_by: SERVER_ACTOR,
-          origin: { ask_id: origin.ask_id, reason: 'merge conflict at commit time' },
+          origin: { ask_id: origin.ask_id, reason: CONFLICT_REASON },
         },
         out: { ask_id: askId },
       };

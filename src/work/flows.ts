@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SERVER_ACTOR } from '../core/follow-ups.js';
+import { CONFLICT_REASON, SERVER_ACTOR } from '../core/follow-ups.js';
 import { isZzError, ZzError } from '../errors.js';
 import { clipUtf8, LIMITS } from '../schema/limits.js';
 import type { ChatMessage, Model } from '../models/index.js';
@@ -322,6 +322,18 @@ async function notFromGrant(ctx: FlowContext, csId: string): Promise<string | nu
 // ---------------------------------------------------------------------------------------------
 // resolve_conflict
 
+/**
+ * Why this resolve_conflict is not the server's, or null. The server posts one only when
+ * landing a changeset by id conflicted, which it allows only for a reviewed changeset
+ * (changesets.ts), and writes the payload's changeset_id and base itself.
+ */
+function notFromConflict(ask: AskView): string | null {
+  if (ask.posted_by !== SERVER_ACTOR || ask.origin?.reason !== CONFLICT_REASON) {
+    return `ask ${ask.ask_id} was posted by ${ask.posted_by ?? 'someone'}, not by zz after a conflicting landing`;
+  }
+  return null;
+}
+
 const RESOLVE_SYSTEM = `You resolve a merge conflict for a zz Lane. For each file you get three versions:
 BASE (the common ancestor), OURS (the branch now) and THEIRS (the change being landed).
 Return JSON only: {"message": "<commit message>", "files": [{"path": "...", "content": "<the complete merged content>"}]}, one entry for every file listed, keeping the intent of both sides.`;
@@ -333,6 +345,14 @@ export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
   if (!csId || !base) {
     return answer(ctx, 'deny', {
       result: 'This Ask cites no changeset_id and base; nothing to merge.',
+    });
+  }
+  // Its theirs-only files land by the direct form, which needs no review: only the server's
+  // own resolve_conflict (posted when landing a reviewed changeset conflicted) is acted on.
+  const why = notFromConflict(ctx.ask);
+  if (why) {
+    return answer(ctx, 'deny', {
+      result: `Not merged: ${why}. A coordinator may merge it by hand once a maintainer grants its review.`,
     });
   }
   ctx.step('context', csId);

@@ -11,6 +11,7 @@ import {
   MAX_CONTEXT_FILE,
   readFileAt,
 } from './reads.js';
+import type { PostBudget } from './limits.js';
 import type { AskView, CallTool, FileChange, Sandbox, TestRun } from './types.js';
 
 // The code-driven flows of DESIGN §9. Code gathers the context, the model writes only content
@@ -26,6 +27,8 @@ export interface FlowContext {
   signal: AbortSignal;
   sandbox?: Sandbox;
   testRounds: number;
+  /** The Asks and Lanes this run may still post (limits.ts), shared by every Ask it works. */
+  posts?: PostBudget;
   step(step: string, detail?: string): void;
 }
 

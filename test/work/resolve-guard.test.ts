@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { newAskId } from '../../src/core/workflow.js';
 import { writeOp } from '../../src/core/write-op.js';
-import type { LaneOpSpec } from '../../src/core/lane-state-types.js';
+import type { LaneOpSpec } from '../../src/core/lane-state.js';
 import { sh } from '../helpers/temp-repo.js';
 import { fakeModelServer, reply } from '../models/fake-model-server.js';
 import {

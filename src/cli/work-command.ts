@@ -183,7 +183,10 @@ export function workCommand(y: Argv, io: CliIO): Argv {
         .option('test-cmd', {
           type: 'string',
           describe:
-            'Test each change with this command in a sandbox checkout (split like a shell, run without one)',
+            'Test each change with this command in a sandbox checkout (split like a shell, run without one). ' +
+            'WARNING: it runs code the model wrote, with your rights: it can read your files, ' +
+            'tokens and keys (the sandbox is a clean checkout, not a security boundary). ' +
+            'Use it only inside a container or VM you can throw away',
         })
         .option('test-rounds', {
           type: 'number',
@@ -247,6 +250,8 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           ...(maxTurns ? { maxTurns } : {}),
           ...(testRounds ? { testRounds } : {}),
           ...(maxPosts !== undefined ? { maxPosts } : {}),
+          // Keys in this environment (a test command may read them) are kept out of answers.
+          secrets: models.envSecrets(io.env),
           once: !!a.once,
           ...(sandbox ? { sandbox } : {}),
           signal: stop.signal,

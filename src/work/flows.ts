@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CONFLICT_REASON, SERVER_ACTOR } from '../core/follow-ups.js';
 import { isZzError, ZzError } from '../errors.js';
 import { clipUtf8, LIMITS } from '../schema/limits.js';
+import { redactCutEnd, redactCutStart, redactSecrets } from '../schema/redact.js';
 import type { ChatMessage, Model } from '../models/index.js';
 import {
   changesetRef,
@@ -27,6 +28,8 @@ export interface FlowContext {
   signal: AbortSignal;
   sandbox?: Sandbox;
   testRounds: number;
+  /** Secret values (API keys in the environment) taken out of every text stored, with shapes. */
+  secrets?: readonly string[];
   /** The Asks and Lanes this run may still post (limits.ts), shared by every Ask it works. */
   posts?: PostBudget;
   step(step: string, detail?: string): void;
@@ -59,6 +62,28 @@ export const reviewShape = z.object({
 const CONTEXT_BUDGET = 400 * 1024;
 const MAX_CONTEXT_FILES = 12;
 
+/**
+ * A text zz work stores (an answer's result, a commit message, what the model posts): every
+ * Lane's history syncs to every member and remote, and the model may have read a token (a test
+ * command's output, a file). Secrets out (schema/redact.ts), then bounded, then the cut's backstop.
+ */
+export function storedText(text: string, maxBytes: number, secrets?: readonly string[]): string {
+  const s = secrets ?? [];
+  const clean = redactSecrets(text, s);
+  const cut = clipUtf8(clean, maxBytes);
+  return cut === clean ? clean : redactCutEnd(cut, s);
+}
+
+/** Test output published in an answer: its last TEST_TAIL characters, redacted. */
+export const TEST_TAIL = 2000;
+export function testTail(output: string, secrets?: readonly string[]): string {
+  const clean = redactSecrets(output, secrets ?? []);
+  if (clean.length <= TEST_TAIL) return clean;
+  // The word the cut fell inside goes: it may be a token's end, its prefix (its shape) gone.
+  const tail = clean.slice(-TEST_TAIL).replace(/^[^\s"',;:=]*/, '');
+  return `[…]${redactCutStart(tail, secrets ?? [])}`;
+}
+
 export async function answer(
   ctx: FlowContext,
   outcome: 'complete' | 'deny' | 'grant',
@@ -69,8 +94,17 @@ export async function answer(
     lane_id: ctx.ask.lane_id,
     ask_id: ctx.ask.ask_id,
     outcome,
-    ...(extra.result !== undefined ? { result: clipUtf8(extra.result, LIMITS.result) } : {}),
-    ...(extra.changeset ? { changeset: extra.changeset } : {}),
+    ...(extra.result !== undefined
+      ? { result: storedText(extra.result, LIMITS.result, ctx.secrets) }
+      : {}),
+    ...(extra.changeset
+      ? {
+          changeset: {
+            ...extra.changeset,
+            message: storedText(extra.changeset.message, LIMITS.commitMessage, ctx.secrets),
+          },
+        }
+      : {}),
   });
   const followUps = (r.follow_ups as AskView[] | undefined) ?? [];
   return {
@@ -151,7 +185,8 @@ export async function workFlow(ctx: FlowContext): Promise<FlowResult> {
       return answer(ctx, 'deny', {
         result:
           `Tests still fail after ${rounds} round${rounds > 1 ? 's' : ''} ` +
-          `(${failed.timed_out ? 'timed out' : `exit ${failed.exit_code}`}):\n${failed.output.slice(-4000)}`,
+          `(${failed.timed_out ? 'timed out' : `exit ${failed.exit_code}`}); the end of the output:\n` +
+          testTail(failed.output, ctx.secrets),
       });
     }
     if (change.files.length === 0) return answer(ctx, 'complete', { result: change.message });
@@ -209,7 +244,7 @@ async function writeAndTest(
       {
         role: 'user',
         content:
-          `The tests failed (${lastTest.timed_out ? 'timed out' : `exit ${lastTest.exit_code}`}). Output:\n${lastTest.output}\n\n` +
+          `The tests failed (${lastTest.timed_out ? 'timed out' : `exit ${lastTest.exit_code}`}). Output:\n${redactSecrets(lastTest.output, ctx.secrets ?? [])}\n\n` +
           'Fix the change. Answer again with the complete set of files to change (all of them, not only the ones you fix now).',
       },
     );

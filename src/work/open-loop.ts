@@ -1,5 +1,6 @@
 import { isZzError, ZzError } from '../errors.js';
 import { clipUtf8, utf8Bytes } from '../schema/limits.js';
+import { redactSecrets } from '../schema/redact.js';
 import { BUILTIN_KINDS, kindEntry, WORKFLOW_KINDS } from '../core/kinds.js';
 import { isRecord, jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
@@ -269,16 +270,20 @@ async function runCall(
     if (cap) writes.set(name, (writes.get(name) ?? 0) + 1);
     if (posting && ctx.posts) ctx.posts.used++;
     // The origin is the worker's to write, whatever the model put there.
+    // What the model posts is stored and synced like an answer: secrets out (flows.ts storedText).
+    const clean = posting
+      ? (redactStrings(args, ctx.secrets ?? []) as Record<string, unknown>)
+      : args;
     const sent =
       name === 'ask_post'
         ? {
-            ...args,
+            ...clean,
             payload: {
-              ...(isRecord(args.payload) ? args.payload : {}),
+              ...(isRecord(clean.payload) ? clean.payload : {}),
               [ORIGIN_FIELD]: { ask_id: ctx.ask.ask_id, depth: generation },
             },
           }
-        : args;
+        : clean;
     const result = await ctx.call(name, sent);
     return { ok: true, content: clipResult(result) };
   } catch (e) {
@@ -286,6 +291,16 @@ async function runCall(
     if (!isZzError(e) || e.code === 'internal' || e.code === 'unavailable') throw e;
     return fail(`${e.code}: ${e.message}`);
   }
+}
+
+/** Every string in a tool call's arguments with secrets out (schema/redact.ts). */
+function redactStrings(v: unknown, secrets: readonly string[]): unknown {
+  if (typeof v === 'string') return redactSecrets(v, secrets);
+  if (Array.isArray(v)) return v.map((x) => redactStrings(x, secrets));
+  if (isRecord(v)) {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactStrings(x, secrets)]));
+  }
+  return v;
 }
 
 function askPrompt(ask: AskView, scope: Scope): string {

@@ -304,6 +304,7 @@ async function workOne(
     ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
     testRounds: opts.testRounds ?? 3,
     posts,
+    ...(opts.secrets ? { secrets: opts.secrets } : {}),
     step: (step, detail) =>
       emit({ type: 'step', ask_id: ask.ask_id, step, ...(detail ? { detail } : {}) }),
   };

@@ -5,6 +5,7 @@ import { jsonText, neutralize } from './terminal.js';
 import type { Sandbox, WorkEvent as Event } from '../work/index.js';
 import {
   DEFAULT_MAX_POSTS_PER_RUN,
+  DEFAULT_TOKENS_PER_ASK,
   MAX_CALLS_PER_TURN,
   MAX_GENERATION,
   MAX_POSTS_PER_ASK,
@@ -179,6 +180,10 @@ export function workCommand(y: Argv, io: CliIO): Argv {
             `Each Ask posted records the Ask it came from; none is posted or worked more than ` +
             `${MAX_GENERATION} generations down from a person's Ask`,
         })
+        .option('max-tokens-per-ask', {
+          type: 'number',
+          describe: `Model tokens (input + output, as the endpoint reports them) one Ask may spend before it is given back (default ${DEFAULT_TOKENS_PER_ASK})`,
+        })
         .option('once', { type: 'boolean', describe: 'Work one Ask (or none) and exit' })
         .option('test-cmd', {
           type: 'string',
@@ -205,6 +210,7 @@ export function workCommand(y: Argv, io: CliIO): Argv {
         .filter(Boolean);
       const maxTurns = positiveInt(a['max-turns'], '--max-turns');
       const testRounds = positiveInt(a['test-rounds'], '--test-rounds');
+      const maxTokensPerAsk = positiveInt(a['max-tokens-per-ask'], '--max-tokens-per-ask');
       const maxPosts = a['max-posts'] === undefined ? undefined : Number(a['max-posts']);
       if (maxPosts !== undefined && !(Number.isInteger(maxPosts) && maxPosts >= 0))
         throw new ZzError('invalid_argument', '--max-posts must be a whole number ≥ 0');
@@ -250,6 +256,7 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           ...(maxTurns ? { maxTurns } : {}),
           ...(testRounds ? { testRounds } : {}),
           ...(maxPosts !== undefined ? { maxPosts } : {}),
+          ...(maxTokensPerAsk ? { maxTokensPerAsk } : {}),
           // Keys in this environment (a test command may read them) are kept out of answers.
           secrets: models.envSecrets(io.env),
           once: !!a.once,

@@ -44,6 +44,9 @@ export const PER_ASK_CAPS: Readonly<Record<string, { max: number; what: string }
  * working and that Ask's generation plus one: nothing past MAX_GENERATION is posted or worked.
  */
 export const DEFAULT_MAX_POSTS_PER_RUN = 20;
+
+/** Model tokens one Ask may spend by default (token-budget.ts): 20 turns of 25,000. */
+export const DEFAULT_TOKENS_PER_ASK = 500_000;
 export const MAX_GENERATION = 2;
 export const ORIGIN_FIELD = 'zz_work_origin';
 

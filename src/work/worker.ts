@@ -12,12 +12,14 @@ import {
 } from './flows.js';
 import {
   DEFAULT_MAX_POSTS_PER_RUN,
+  DEFAULT_TOKENS_PER_ASK,
   generationOf,
   MAX_GENERATION,
   ORIGIN_FIELD,
   type PostBudget,
 } from './limits.js';
 import { openLoop } from './open-loop.js';
+import { budgeted } from './token-budget.js';
 import { Waiting } from './waiting.js';
 import type { AskView, LaneClosure, WorkEvent, WorkOptions } from './types.js';
 
@@ -82,6 +84,13 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
   const emit = (e: WorkEvent) => opts.onEvent?.(e);
   const leaseSeconds = opts.leaseSeconds ?? 300;
   const claims = new Claims(opts.call, opts.laneId, opts.kinds, leaseSeconds);
+  const maxTokens = opts.maxTokensPerAsk;
+  if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens >= 1)) {
+    throw new ZzError(
+      'invalid_argument',
+      `maxTokensPerAsk must be a whole number ≥ 1, not ${maxTokens}`,
+    );
+  }
   const maxPosts = opts.maxPosts ?? DEFAULT_MAX_POSTS_PER_RUN;
   if (!Number.isInteger(maxPosts) || maxPosts < 0) {
     throw new ZzError('invalid_argument', `maxPosts must be a whole number ≥ 0, not ${maxPosts}`);
@@ -298,7 +307,7 @@ async function workOne(
       abort.signal.throwIfAborted();
       return opts.call(tool, args);
     },
-    model: opts.model,
+    model: budgeted(opts.model, opts.maxTokensPerAsk ?? DEFAULT_TOKENS_PER_ASK),
     ...(opts.repo ? { repo: opts.repo } : {}),
     signal: abort.signal,
     ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),

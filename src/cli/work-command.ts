@@ -3,7 +3,14 @@ import { ZzError } from '../errors.js';
 import type { CliIO } from './io.js';
 import { jsonText, neutralize } from './terminal.js';
 import type { Sandbox, WorkEvent as Event } from '../work/index.js';
-import { MAX_CALLS_PER_TURN, MAX_POSTS_PER_ASK, MAX_PROPOSALS_PER_ASK } from '../work/limits.js';
+import {
+  DEFAULT_MAX_POSTS_PER_RUN,
+  DEFAULT_TOKENS_PER_ASK,
+  MAX_CALLS_PER_TURN,
+  MAX_GENERATION,
+  MAX_POSTS_PER_ASK,
+  MAX_PROPOSALS_PER_ASK,
+} from '../work/limits.js';
 
 // `zz work`: runs the agent loop of src/work against the checkout's daemon, as the stored
 // login or ZZ_TOKEN. Output: one line per step on a pipe, a live status line on a terminal
@@ -166,11 +173,25 @@ export function workCommand(y: Argv, io: CliIO): Argv {
             `most ${MAX_CALLS_PER_TURN} tool calls, and one Ask may post at most ` +
             `${MAX_POSTS_PER_ASK} Asks and propose at most ${MAX_PROPOSALS_PER_ASK} Lanes`,
         })
+        .option('max-posts', {
+          type: 'number',
+          describe:
+            `Asks and Lanes the model may post in this run, in all (default ${DEFAULT_MAX_POSTS_PER_RUN}; 0: none). ` +
+            `Each Ask posted records the Ask it came from; none is posted or worked more than ` +
+            `${MAX_GENERATION} generations down from a person's Ask`,
+        })
+        .option('max-tokens-per-ask', {
+          type: 'number',
+          describe: `Model tokens (input + output, as the endpoint reports them) one Ask may spend before it is given back (default ${DEFAULT_TOKENS_PER_ASK})`,
+        })
         .option('once', { type: 'boolean', describe: 'Work one Ask (or none) and exit' })
         .option('test-cmd', {
           type: 'string',
           describe:
-            'Test each change with this command in a sandbox checkout (split like a shell, run without one)',
+            'Test each change with this command in a sandbox checkout (split like a shell, run without one). ' +
+            'WARNING: it runs code the model wrote, with your rights: it can read your files, ' +
+            'tokens and keys (the sandbox is a clean checkout, not a security boundary). ' +
+            'Use it only inside a container or VM you can throw away',
         })
         .option('test-rounds', {
           type: 'number',
@@ -189,6 +210,10 @@ export function workCommand(y: Argv, io: CliIO): Argv {
         .filter(Boolean);
       const maxTurns = positiveInt(a['max-turns'], '--max-turns');
       const testRounds = positiveInt(a['test-rounds'], '--test-rounds');
+      const maxTokensPerAsk = positiveInt(a['max-tokens-per-ask'], '--max-tokens-per-ask');
+      const maxPosts = a['max-posts'] === undefined ? undefined : Number(a['max-posts']);
+      if (maxPosts !== undefined && !(Number.isInteger(maxPosts) && maxPosts >= 0))
+        throw new ZzError('invalid_argument', '--max-posts must be a whole number ≥ 0');
       const testCmd =
         a['test-cmd'] === undefined
           ? undefined
@@ -230,6 +255,10 @@ export function workCommand(y: Argv, io: CliIO): Argv {
           ...(kinds.length ? { kinds } : {}),
           ...(maxTurns ? { maxTurns } : {}),
           ...(testRounds ? { testRounds } : {}),
+          ...(maxPosts !== undefined ? { maxPosts } : {}),
+          ...(maxTokensPerAsk ? { maxTokensPerAsk } : {}),
+          // Keys in this environment (a test command may read them) are kept out of answers.
+          secrets: models.envSecrets(io.env),
           once: !!a.once,
           ...(sandbox ? { sandbox } : {}),
           signal: stop.signal,

@@ -92,6 +92,15 @@ export async function askPost(
       assertOpen(lane);
       assertRoom(s, lane.lane_id, 1);
       assertKnownKind(args.kind, args.lane_id, lane.ask_kinds, config.ask_kinds);
+      // A resolve_conflict is the server's alone (changesets.ts posts it after the conflicting
+      // landing of a reviewed changeset): its theirs-only files land by the direct form, which
+      // needs no review, so a hand-posted one citing an unreviewed changeset lands it unread.
+      if (args.kind === 'resolve_conflict') {
+        throw new ZzError(
+          'forbidden',
+          'resolve_conflict asks are posted by the server when landing a reviewed changeset conflicts; no one posts one by hand',
+        );
+      }
       if (WORKFLOW_KINDS.has(args.kind) && !isCoordinator(lane, config, caller.actor)) {
         throw new ZzError(
           'forbidden',

@@ -20,7 +20,7 @@ import {
   type Caller,
 } from './access.js';
 import { assertRoom } from './asks.js';
-import { reviewGranted } from './follow-ups.js';
+import { CONFLICT_REASON, reviewGranted } from './follow-ups.js';
 import { LANDING_KINDS } from './kinds.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
 import { readLane, type WriteMeta } from './lanes.js';
@@ -184,6 +184,12 @@ export async function commitChangeset(
 
     let prepared: Prepared;
     if (direct) {
+      // Files that resolve a conflict are the cited changeset's, merged (zz work's resolve
+      // flow lands them so): that changeset must have been reviewed as if it landed by id,
+      // whoever posted the resolve_conflict (a replica's record is not the server's word).
+      if (ask.kind === 'resolve_conflict' && typeof ask.payload.changeset_id === 'string') {
+        assertReviewed(snap.state, args.lane_id, ask.payload.changeset_id);
+      }
       const changes = await checkFiles(trees, await trees.treeOfCommit(head), args.files!);
       const commit = await repo.store.writeCodeCommit({
         base: head,
@@ -210,24 +216,7 @@ export async function commitChangeset(
       // submit_changeset Ask it cites may have been posted by hand, or by a model obeying an
       // injected Ask. A coordinator's own files (the direct form above) need no review: they
       // are the coordinator's change, made by hand and recorded under their name.
-      if (!reviewGranted(snap.state.asks.values(), id)) {
-        throw new ZzError(
-          'precondition_failed',
-          `changeset ${id} has no granted changeset_review in lane ${args.lane_id}; a maintainer must grant its review before it lands`,
-          { changeset_id: id },
-        );
-      }
-      // A review counts from a maintainer an owner stands behind: a Lane's proposer names its
-      // maintainers (itself by default) and could otherwise review its own change in.
-      if (
-        !reviewGranted(snap.state.asks.values(), id, (r) => snap.state.rootedReviews.has(r.ask_id))
-      ) {
-        throw new ZzError(
-          'forbidden',
-          `changeset ${id}'s review in lane ${args.lane_id} was granted by a maintainer no owner appointed, which does not let it land; ask an owner to run \`zz lane grant --lane-id ${args.lane_id} --grantee <reviewer> --role maintainer\` and have the changeset reviewed again, or review it as an owner`,
-          { changeset_id: id, scope: 'rooted_maintainer' },
-        );
-      }
+      assertReviewed(snap.state, args.lane_id, id);
       if (base === head) {
         prepared = { commit: cs, merged: false, fastForward: true, head };
       } else {
@@ -460,7 +449,7 @@ async function conflict(
           depends_on: [],
           payload,
           posted_by: SERVER_ACTOR,
-          origin: { ask_id: origin.ask_id, reason: 'merge conflict at commit time' },
+          origin: { ask_id: origin.ask_id, reason: CONFLICT_REASON },
         },
         out: { ask_id: askId },
       };
@@ -468,4 +457,26 @@ async function conflict(
     result: (_s, op) => op,
   });
   throw conflictError(r.result);
+}
+
+/**
+ * A changeset lands only once a maintainer an owner stands behind granted its review: a Lane's
+ * proposer names its maintainers (itself by default) and could otherwise review its own change in.
+ */
+function assertReviewed(state: LaneState, laneId: string, id: string): void {
+  const asks = () => state.asks.values();
+  if (!reviewGranted(asks(), id)) {
+    throw new ZzError(
+      'precondition_failed',
+      `changeset ${id} has no granted changeset_review in lane ${laneId}; a maintainer must grant its review before it lands`,
+      { changeset_id: id },
+    );
+  }
+  if (!reviewGranted(asks(), id, (r) => state.rootedReviews.has(r.ask_id))) {
+    throw new ZzError(
+      'forbidden',
+      `changeset ${id}'s review in lane ${laneId} was granted by a maintainer no owner appointed, which does not let it land; ask an owner to run \`zz lane grant --lane-id ${laneId} --grantee <reviewer> --role maintainer\` and have the changeset reviewed again, or review it as an owner`,
+      { changeset_id: id, scope: 'rooted_maintainer' },
+    );
+  }
 }

@@ -9,6 +9,9 @@ import type { AskDoc } from '../schema/lane.js';
 /** The actor of what the server posts by itself. */
 export const SERVER_ACTOR = 'zz@localhost';
 
+/** The origin reason of the resolve_conflict the server posts when a landing by id conflicts. */
+export const CONFLICT_REASON = 'merge conflict at commit time';
+
 /** What an answer says, as the workflow needs it. */
 export interface AnswerFacts {
   outcome: 'complete' | 'deny' | 'grant';

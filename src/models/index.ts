@@ -5,5 +5,6 @@ export * from './types.js';
 export { createModel, parseModelSpec, MODEL_PROVIDERS } from './create-model.js';
 export { defaultModelSpec } from './default-model.js';
 export { splitCommand } from './argv.js';
+export { envSecrets } from './redact.js';
 export { readBodyBounded, retryAfterMs } from './http-call.js';
-export { jsonSchemaOf } from './json.js';
+export { isRecord, jsonSchemaOf } from './json.js';

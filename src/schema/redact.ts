@@ -38,6 +38,11 @@ function secretForms(secrets: readonly (string | null | undefined)[]): string[] 
 // (`credentialLike`), since "token" is a common word ("the token cannot see it", "token
 // authentication/authorization", "token src/core/token-store.ts").
 const GITHUB_SHAPE = /\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,})/g;
+// zz's own tokens (core/token-store.ts: `zzt_` and 43 base64url characters), a piece of 8 or
+// more too: a test command zz work ran read them from ~/.config/zz and /proc/*/environ, and its
+// output went into an Ask's answer, to every member and remote. No \b: `_` and `-` are word
+// and non-word characters alike, and `ZZ_TOKEN_zzt_…` must go too.
+const ZZ_SHAPE = /zzt_[A-Za-z0-9_-]{8,}/g;
 const BEARER = /\b(bearer)(\s+)(?![a-z]{1,15}[.:!?)]?(?:[\s"',;]|$))[^\s"',;]+/gi;
 const TOKEN_WORD = /\b(token)(\s+)([A-Za-z0-9_\-.~+/]{16,}=*)/gi;
 // The userinfo of a URL: `https://user:pw@host` (a password), or a credential-like user name
@@ -54,7 +59,7 @@ function credentialLike(s: string): boolean {
 }
 
 /**
- * `text` with each secret's value (in each form of `secretForms`), GitHub token shapes,
+ * `text` with each secret's value (in each form of `secretForms`), GitHub and zz token shapes,
  * `Bearer …` and `token …` values and any URL userinfo replaced by `[redacted]`.
  */
 export function redactSecrets(
@@ -65,6 +70,7 @@ export function redactSecrets(
   for (const f of secretForms(secrets)) out = out.split(f).join(REDACTED);
   return out
     .replace(GITHUB_SHAPE, REDACTED)
+    .replace(ZZ_SHAPE, REDACTED)
     .replace(BEARER, `$1$2${REDACTED}`)
     .replace(TOKEN_WORD, (all, word: string, gap: string, value: string) =>
       credentialLike(value) ? `${word}${gap}${REDACTED}` : all,
@@ -77,7 +83,7 @@ export function redactSecrets(
 // A GitHub token shape, or a Bearer value, that a cut ended inside of: too short for the
 // patterns above once cut, yet its prefix says what it was.
 const CUT_SHAPE =
-  /(?:\bgh[pousr]_[A-Za-z0-9]*|\bgithub_pat_[A-Za-z0-9_]*|\bbearer\s+(?![a-z]{1,15}$|\[redacted\]$)[^\s"',;]+)$/i;
+  /(?:zzt_[A-Za-z0-9_-]*|\bgh[pousr]_[A-Za-z0-9]*|\bgithub_pat_[A-Za-z0-9_]*|\bbearer\s+(?![a-z]{1,15}$|\[redacted\]$)[^\s"',;]+)$/i;
 
 /**
  * A text already redacted and then cut short, with its end replaced when the cut fell inside a

@@ -1,5 +1,6 @@
 import { isZzError, ZzError } from '../errors.js';
 import { LIMITS } from '../schema/limits.js';
+import { redactSecrets } from '../schema/redact.js';
 import { newIdempotencyKey } from '../schema/new-key.js';
 import type { AskView, CallTool, LaneClosure } from './types.js';
 
@@ -197,7 +198,9 @@ export class Claims {
       ...(key === undefined ? {} : { idempotency_key: key }),
     };
     try {
-      await this.call('ask_release', { ...base, reason: reason.slice(0, 2000) });
+      // In the Lane's history, synced to every remote: token shapes out (schema/redact.ts).
+      const why = redactSecrets(reason).slice(0, 2000);
+      await this.call('ask_release', { ...base, reason: why });
     } catch (e) {
       if (!(isZzError(e) && e.code === 'invalid_argument' && /reason/.test(e.message))) throw e;
       await this.call('ask_release', base);

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { SERVER_ACTOR } from '../core/follow-ups.js';
+import { CONFLICT_REASON, SERVER_ACTOR } from '../core/follow-ups.js';
 import { isZzError, ZzError } from '../errors.js';
 import { clipUtf8, LIMITS } from '../schema/limits.js';
+import { redactCutEnd, redactCutStart, redactSecrets } from '../schema/redact.js';
 import type { ChatMessage, Model } from '../models/index.js';
 import {
   changesetRef,
@@ -11,6 +12,7 @@ import {
   MAX_CONTEXT_FILE,
   readFileAt,
 } from './reads.js';
+import type { PostBudget } from './limits.js';
 import type { AskView, CallTool, FileChange, Sandbox, TestRun } from './types.js';
 
 // The code-driven flows of DESIGN §9. Code gathers the context, the model writes only content
@@ -26,6 +28,10 @@ export interface FlowContext {
   signal: AbortSignal;
   sandbox?: Sandbox;
   testRounds: number;
+  /** Secret values (API keys in the environment) taken out of every text stored, with shapes. */
+  secrets?: readonly string[];
+  /** The Asks and Lanes this run may still post (limits.ts), shared by every Ask it works. */
+  posts?: PostBudget;
   step(step: string, detail?: string): void;
 }
 
@@ -56,6 +62,28 @@ export const reviewShape = z.object({
 const CONTEXT_BUDGET = 400 * 1024;
 const MAX_CONTEXT_FILES = 12;
 
+/**
+ * A text zz work stores (an answer's result, a commit message, what the model posts): every
+ * Lane's history syncs to every member and remote, and the model may have read a token (a test
+ * command's output, a file). Secrets out (schema/redact.ts), then bounded, then the cut's backstop.
+ */
+export function storedText(text: string, maxBytes: number, secrets?: readonly string[]): string {
+  const s = secrets ?? [];
+  const clean = redactSecrets(text, s);
+  const cut = clipUtf8(clean, maxBytes);
+  return cut === clean ? clean : redactCutEnd(cut, s);
+}
+
+/** Test output published in an answer: its last TEST_TAIL characters, redacted. */
+export const TEST_TAIL = 2000;
+export function testTail(output: string, secrets?: readonly string[]): string {
+  const clean = redactSecrets(output, secrets ?? []);
+  if (clean.length <= TEST_TAIL) return clean;
+  // The word the cut fell inside goes: it may be a token's end, its prefix (its shape) gone.
+  const tail = clean.slice(-TEST_TAIL).replace(/^[^\s"',;:=]*/, '');
+  return `[…]${redactCutStart(tail, secrets ?? [])}`;
+}
+
 export async function answer(
   ctx: FlowContext,
   outcome: 'complete' | 'deny' | 'grant',
@@ -66,8 +94,17 @@ export async function answer(
     lane_id: ctx.ask.lane_id,
     ask_id: ctx.ask.ask_id,
     outcome,
-    ...(extra.result !== undefined ? { result: clipUtf8(extra.result, LIMITS.result) } : {}),
-    ...(extra.changeset ? { changeset: extra.changeset } : {}),
+    ...(extra.result !== undefined
+      ? { result: storedText(extra.result, LIMITS.result, ctx.secrets) }
+      : {}),
+    ...(extra.changeset
+      ? {
+          changeset: {
+            ...extra.changeset,
+            message: storedText(extra.changeset.message, LIMITS.commitMessage, ctx.secrets),
+          },
+        }
+      : {}),
   });
   const followUps = (r.follow_ups as AskView[] | undefined) ?? [];
   return {
@@ -148,7 +185,8 @@ export async function workFlow(ctx: FlowContext): Promise<FlowResult> {
       return answer(ctx, 'deny', {
         result:
           `Tests still fail after ${rounds} round${rounds > 1 ? 's' : ''} ` +
-          `(${failed.timed_out ? 'timed out' : `exit ${failed.exit_code}`}):\n${failed.output.slice(-4000)}`,
+          `(${failed.timed_out ? 'timed out' : `exit ${failed.exit_code}`}); the end of the output:\n` +
+          testTail(failed.output, ctx.secrets),
       });
     }
     if (change.files.length === 0) return answer(ctx, 'complete', { result: change.message });
@@ -206,7 +244,7 @@ async function writeAndTest(
       {
         role: 'user',
         content:
-          `The tests failed (${lastTest.timed_out ? 'timed out' : `exit ${lastTest.exit_code}`}). Output:\n${lastTest.output}\n\n` +
+          `The tests failed (${lastTest.timed_out ? 'timed out' : `exit ${lastTest.exit_code}`}). Output:\n${redactSecrets(lastTest.output, ctx.secrets ?? [])}\n\n` +
           'Fix the change. Answer again with the complete set of files to change (all of them, not only the ones you fix now).',
       },
     );
@@ -322,6 +360,18 @@ async function notFromGrant(ctx: FlowContext, csId: string): Promise<string | nu
 // ---------------------------------------------------------------------------------------------
 // resolve_conflict
 
+/**
+ * Why this resolve_conflict is not the server's, or null. The server posts one only when
+ * landing a changeset by id conflicted, which it allows only for a reviewed changeset
+ * (changesets.ts), and writes the payload's changeset_id and base itself.
+ */
+function notFromConflict(ask: AskView): string | null {
+  if (ask.posted_by !== SERVER_ACTOR || ask.origin?.reason !== CONFLICT_REASON) {
+    return `ask ${ask.ask_id} was posted by ${ask.posted_by ?? 'someone'}, not by zz after a conflicting landing`;
+  }
+  return null;
+}
+
 const RESOLVE_SYSTEM = `You resolve a merge conflict for a zz Lane. For each file you get three versions:
 BASE (the common ancestor), OURS (the branch now) and THEIRS (the change being landed).
 Return JSON only: {"message": "<commit message>", "files": [{"path": "...", "content": "<the complete merged content>"}]}, one entry for every file listed, keeping the intent of both sides.`;
@@ -333,6 +383,14 @@ export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
   if (!csId || !base) {
     return answer(ctx, 'deny', {
       result: 'This Ask cites no changeset_id and base; nothing to merge.',
+    });
+  }
+  // Its theirs-only files land by the direct form, which needs no review: only the server's
+  // own resolve_conflict (posted when landing a reviewed changeset conflicted) is acted on.
+  const why = notFromConflict(ctx.ask);
+  if (why) {
+    return answer(ctx, 'deny', {
+      result: `Not merged: ${why}. A coordinator may merge it by hand once a maintainer grants its review.`,
     });
   }
   ctx.step('context', csId);

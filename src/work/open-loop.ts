@@ -1,10 +1,19 @@
 import { isZzError, ZzError } from '../errors.js';
 import { clipUtf8, utf8Bytes } from '../schema/limits.js';
+import { redactSecrets } from '../schema/redact.js';
 import { BUILTIN_KINDS, kindEntry, WORKFLOW_KINDS } from '../core/kinds.js';
-import { jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
+import { isRecord, jsonSchemaOf, type ChatMessage, type ToolSpec } from '../models/index.js';
 import { ALL_TOOLS, isWrite, type ToolDef } from '../tools/index.js';
 import { answer, type FlowContext, type FlowResult } from './flows.js';
-import { MAX_CALLS_PER_TURN, MAX_CONTENT_KEPT, MAX_HISTORY_BYTES, PER_ASK_CAPS } from './limits.js';
+import {
+  generationOf,
+  MAX_CALLS_PER_TURN,
+  MAX_CONTENT_KEPT,
+  MAX_GENERATION,
+  MAX_HISTORY_BYTES,
+  ORIGIN_FIELD,
+  PER_ASK_CAPS,
+} from './limits.js';
 import type { AskView } from './types.js';
 
 // Every kind without a code-driven flow: the model gets the Ask and the tools its scope allows
@@ -207,6 +216,20 @@ async function runCall(
         `answer this one and say in the result what else needs doing`,
     );
   }
+  const posting = name === 'ask_post' || name === 'lane_propose';
+  if (posting && ctx.posts && ctx.posts.used >= ctx.posts.max) {
+    return fail(
+      `this zz work run has posted its ${ctx.posts.max} Asks and Lanes (--max-posts); ` +
+        `it posts no more: answer this Ask and say in the result what else needs doing`,
+    );
+  }
+  const generation = generationOf(ctx.ask.payload) + 1;
+  if (name === 'ask_post' && generation > MAX_GENERATION) {
+    return fail(
+      `Ask ${ctx.ask.ask_id} was itself posted by zz work ${generation - 1} generation(s) down; ` +
+        `Asks posted from it would be past the limit of ${MAX_GENERATION}: answer it instead`,
+    );
+  }
   // The workflow's Asks (a review, a submission, a conflict to resolve) follow from answers and
   // the server posts them; a coordinator may post one by hand, and zz work often runs as one.
   // An Ask's body is anyone's text: "post a submit_changeset for cs-X" obeyed here put an
@@ -245,13 +268,39 @@ async function runCall(
   try {
     // Counted before the call: one that fails in transit may still have posted.
     if (cap) writes.set(name, (writes.get(name) ?? 0) + 1);
-    const result = await ctx.call(name, args);
+    if (posting && ctx.posts) ctx.posts.used++;
+    // The origin is the worker's to write, whatever the model put there.
+    // What the model posts is stored and synced like an answer: secrets out (flows.ts storedText).
+    const clean = posting
+      ? (redactStrings(args, ctx.secrets ?? []) as Record<string, unknown>)
+      : args;
+    const sent =
+      name === 'ask_post'
+        ? {
+            ...clean,
+            payload: {
+              ...(isRecord(clean.payload) ? clean.payload : {}),
+              [ORIGIN_FIELD]: { ask_id: ctx.ask.ask_id, depth: generation },
+            },
+          }
+        : clean;
+    const result = await ctx.call(name, sent);
     return { ok: true, content: clipResult(result) };
   } catch (e) {
     // Errors a model can fix go back to it; anything else (the daemon gone, a bug) stops the step.
     if (!isZzError(e) || e.code === 'internal' || e.code === 'unavailable') throw e;
     return fail(`${e.code}: ${e.message}`);
   }
+}
+
+/** Every string in a tool call's arguments with secrets out (schema/redact.ts). */
+function redactStrings(v: unknown, secrets: readonly string[]): unknown {
+  if (typeof v === 'string') return redactSecrets(v, secrets);
+  if (Array.isArray(v)) return v.map((x) => redactStrings(x, secrets));
+  if (isRecord(v)) {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactStrings(x, secrets)]));
+  }
+  return v;
 }
 
 function askPrompt(ask: AskView, scope: Scope): string {

@@ -92,6 +92,12 @@ export interface WorkOptions {
   /** The actor the token acts as (from repo_state), for prompts and output. */
   actor: string | null;
   kinds?: string[];
+  /** Secret values (API keys in the environment) kept out of every text the worker stores. */
+  secrets?: readonly string[];
+  /** Model tokens (input + output, as reported) one Ask may spend; default 500,000. */
+  maxTokensPerAsk?: number;
+  /** Asks and Lanes one run may post in all (limits.ts); default DEFAULT_MAX_POSTS_PER_RUN. */
+  maxPosts?: number;
   /** Turns of the open-ended loop per Ask; default 20. */
   maxTurns?: number;
   once?: boolean;

@@ -2,6 +2,7 @@ import { isZzError, ZzError, type ErrorCode } from '../errors.js';
 import { Claims, LaneWatcher } from './claims.js';
 import { LandingCheck } from './landing.js';
 import {
+  answer,
   resolveFlow,
   reviewFlow,
   submitFlow,
@@ -9,7 +10,16 @@ import {
   type FlowContext,
   type FlowResult,
 } from './flows.js';
+import {
+  DEFAULT_MAX_POSTS_PER_RUN,
+  DEFAULT_TOKENS_PER_ASK,
+  generationOf,
+  MAX_GENERATION,
+  ORIGIN_FIELD,
+  type PostBudget,
+} from './limits.js';
 import { openLoop } from './open-loop.js';
+import { budgeted } from './token-budget.js';
 import { Waiting } from './waiting.js';
 import type { AskView, LaneClosure, WorkEvent, WorkOptions } from './types.js';
 
@@ -74,6 +84,17 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
   const emit = (e: WorkEvent) => opts.onEvent?.(e);
   const leaseSeconds = opts.leaseSeconds ?? 300;
   const claims = new Claims(opts.call, opts.laneId, opts.kinds, leaseSeconds);
+  const maxTokens = opts.maxTokensPerAsk;
+  if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens >= 1)) {
+    throw new ZzError(
+      'invalid_argument',
+      `maxTokensPerAsk must be a whole number ≥ 1, not ${maxTokens}`,
+    );
+  }
+  const maxPosts = opts.maxPosts ?? DEFAULT_MAX_POSTS_PER_RUN;
+  if (!Number.isInteger(maxPosts) || maxPosts < 0) {
+    throw new ZzError('invalid_argument', `maxPosts must be a whole number ≥ 0, not ${maxPosts}`);
+  }
   const watcher = new LaneWatcher(opts.call, opts.laneId);
   const summary: WorkSummary = {
     asks: 0,
@@ -91,7 +112,7 @@ export async function runWorker(opts: WorkOptions): Promise<WorkSummary> {
     kinds: opts.kinds?.length ? opts.kinds : null,
   });
   try {
-    await loop(opts, claims, watcher, summary, emit);
+    await loop(opts, claims, watcher, summary, emit, { used: 0, max: maxPosts });
   } finally {
     // Every way out — --once, Ctrl-C, an error thrown out of the loop — first settles a claim
     // sent whose answer never came, so no Ask stays held by a worker that is gone.
@@ -129,6 +150,7 @@ async function loop(
   watcher: LaneWatcher,
   summary: WorkSummary,
   emit: (e: WorkEvent) => void,
+  posts: PostBudget,
 ): Promise<void> {
   if (!opts.once) await watcher.init();
   let idle = false;
@@ -178,7 +200,7 @@ async function loop(
     }
     idle = false;
     summary.asks++;
-    const failure = await workOne(ask, opts, claims, emit);
+    const failure = await workOne(ask, opts, claims, emit, posts);
     if (!failure) {
       summary.answered++;
       failedInARow = 0;
@@ -224,6 +246,7 @@ async function workOne(
   opts: WorkOptions,
   claims: Claims,
   emit: (e: WorkEvent) => void,
+  posts: PostBudget,
 ): Promise<{
   code: ErrorCode;
   reason: string;
@@ -284,21 +307,30 @@ async function workOne(
       abort.signal.throwIfAborted();
       return opts.call(tool, args);
     },
-    model: opts.model,
+    model: budgeted(opts.model, opts.maxTokensPerAsk ?? DEFAULT_TOKENS_PER_ASK),
     ...(opts.repo ? { repo: opts.repo } : {}),
     signal: abort.signal,
     ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
     testRounds: opts.testRounds ?? 3,
+    posts,
+    ...(opts.secrets ? { secrets: opts.secrets } : {}),
     step: (step, detail) =>
       emit({ type: 'step', ask_id: ask.ask_id, step, ...(detail ? { detail } : {}) }),
   };
   try {
     const flow = FLOWS[ask.kind];
-    const result = flow
-      ? await flow(ctx)
-      : await openLoop(ctx, opts.maxTurns ?? 20, (tool, ok, detail) =>
-          emit({ type: 'tool', ask_id: ask.ask_id, tool, ok, ...(detail ? { detail } : {}) }),
-        );
+    const generation = generationOf(ask.payload);
+    // Past the generation limit (limits.ts): answered without the model, so no worker takes it.
+    const result =
+      generation > MAX_GENERATION
+        ? await answer(ctx, 'deny', {
+            result: `Not worked: this Ask was posted ${generation} generations down from a person's Ask by zz work (the limit is ${MAX_GENERATION}), or its ${ORIGIN_FIELD} payload is not zz work's.`,
+          })
+        : flow
+          ? await flow(ctx)
+          : await openLoop(ctx, opts.maxTurns ?? 20, (tool, ok, detail) =>
+              emit({ type: 'tool', ask_id: ask.ask_id, tool, ok, ...(detail ? { detail } : {}) }),
+            );
     if (!result) {
       const reason = `no answer after ${opts.maxTurns ?? 20} turns`;
       return { code: 'unavailable', reason, ...(await giveBack(reason)) };

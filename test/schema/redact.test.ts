@@ -60,6 +60,30 @@ describe('redactSecrets', () => {
   });
 });
 
+describe("zz's own tokens", () => {
+  // core/token-store.ts: `zzt_` and 43 base64url characters.
+  const ZZT = 'zzt_' + 'aB3_-x'.repeat(7) + 'Q';
+
+  it('are taken out by shape, wherever they sit', () => {
+    expect(ZZT).toMatch(/^zzt_[A-Za-z0-9_-]{43}$/);
+    for (const t of [
+      `token ${ZZT}`,
+      `{"token":"${ZZT}"}`,
+      `ZZ_TOKEN=${ZZT}\0HOME=/root`,
+      `ZZ_TOKEN_${ZZT}`,
+    ]) {
+      expect(redactSecrets(t)).not.toContain('aB3_-x');
+      expect(redactSecrets(t)).toContain('[redacted]');
+    }
+    // Prose naming the prefix stays.
+    expect(redactSecrets('a token starts with zzt_…')).toBe('a token starts with zzt_…');
+  });
+
+  it('are taken off the end of a cut that fell inside one', () => {
+    expect(redactCutEnd(`x ${ZZT.slice(0, 10)}`)).toBe('x [redacted]');
+  });
+});
+
 describe('the backstops for a cut', () => {
   it('takes a secret split by a cut off its end, or its start', () => {
     expect(redactCutEnd(`abc ${KEY.slice(0, 12)}`, [KEY])).toBe('abc [redacted]');

@@ -1,0 +1,47 @@
+import { ZzError } from '../errors.js';
+import type { Model } from '../models/index.js';
+
+// The default budget is limits.ts DEFAULT_TOKENS_PER_ASK.
+
+// The tokens one Ask may spend. Nothing else bounds them: a model's reply may be as long as the
+// endpoint allows (max_tokens is not sent to openai: endpoints, some of which refuse it), and
+// the open loop re-sends the whole conversation every turn, so an Ask whose text keeps the model
+// busy costs up to maxTurns × 4 MiB of input. Counted from the usage the endpoint reports
+// (input + output, summed over the Ask's calls, retries not counted twice); once past the
+// budget, no further call is made and the Ask is given back with the reason.
+
+const spentSince = (model: Model, start: { input_tokens: number; output_tokens: number }) => {
+  const u = model.usage();
+  return u.input_tokens + u.output_tokens - start.input_tokens - start.output_tokens;
+};
+
+/**
+ * `model` for one Ask: each call first checks what this Ask has spent (the worker works one Ask
+ * at a time, so the model's running total moves for this Ask alone) and refuses past `max`.
+ */
+export function budgeted(model: Model, max: number): Model {
+  const start = model.usage();
+  const check = () => {
+    const spent = spentSince(model, start);
+    if (spent >= max) {
+      throw new ZzError(
+        'payload_too_large',
+        `this Ask spent ${spent} model tokens, past its budget of ${max} (--max-tokens-per-ask); it is given back`,
+        { spent, budget: max },
+      );
+    }
+  };
+  return {
+    spec: model.spec,
+    usage: () => model.usage(),
+    // Checked before each call, not after: a reply already paid for is used (it may answer).
+    chat: (req) => {
+      check();
+      return model.chat(req);
+    },
+    object: (req) => {
+      check();
+      return model.object(req);
+    },
+  };
+}

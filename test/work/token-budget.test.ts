@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { fakeModelServer, reply, toolCall } from '../models/fake-model-server.js';
+import { asksOf, demoLane, endEachTest, fakeOpenAI, served, workOnce } from './harness.js';
+
+// One Ask's model tokens are bounded: an Ask that keeps the model busy is given back once it
+// has spent its budget, with the reason, and no further call is made. A real daemon over HTTP
+// and a fake model reporting 600 tokens a call.
+
+const t = endEachTest();
+
+describe('the token budget of one Ask', () => {
+  it('gives the Ask back once spent, saying so, and calls the model no more', async () => {
+    const s = (t.s = await served());
+    const lane = await demoLane(s, { ask_kinds: { triage: 'member' } });
+    await s.owner('ask_post', { lane_id: lane, kind: 'triage', title: 'Keep reading' });
+    // Never answers: searches again every turn, 600 tokens a call.
+    const model = (t.model = await fakeModelServer((_req, i) => {
+      const r = reply('', [toolCall(`c${i}`, 'ladder_search', { query: 'x' })]);
+      return {
+        body: { ...(r.body as object), usage: { prompt_tokens: 500, completion_tokens: 100 } },
+      };
+    }));
+    const { summary, events } = await workOnce(s, fakeOpenAI(model), lane, {
+      kinds: ['triage'],
+      maxTokensPerAsk: 1000,
+    });
+    // 600 after the first call, 1200 after the second: the third is never made.
+    expect(model.requests).toHaveLength(2);
+    expect(summary).toMatchObject({ answered: 0, released: 1 });
+    expect(summary.failure?.reason).toMatch(/spent 1200 model tokens, past its budget of 1000/);
+    expect(events.find((e) => e.type === 'released')).toMatchObject({
+      reason: expect.stringContaining('--max-tokens-per-ask'),
+    });
+    const ask = (await asksOf(s, lane)).find((a) => a.kind === 'triage')!;
+    expect(ask).toMatchObject({ state: 'open', holder: null });
+  });
+});

@@ -1,4 +1,4 @@
-import { listRemotes, authoritativeRemote } from '../../git/index.js';
+import { listRemotes, authoritativeRemote, killRunningGit } from '../../git/index.js';
 import type { LoggedOp } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
 import type { SyncReport } from './report.js';
@@ -31,6 +31,9 @@ export interface AutoSync {
 }
 
 export const CLAIM_LOST_EVENT = 'claim_lost';
+
+/** How long close() waits for a round in flight before killing its git runs. */
+const CLOSE_WAIT_MS = 3_000;
 
 export function startAutoSync(
   repos: ReadonlyMap<string, ZzRepo>,
@@ -167,7 +170,20 @@ export function startAutoSync(
       closed = true;
       clearInterval(watcher);
       for (const t of timers) clearTimeout(t);
-      await Promise.allSettled([...running.values()]);
+      // A round stuck on a remote is not waited for past a bound: its git runs are killed (the
+      // round then fails as any failed sync does, nothing half-written: refs move in one
+      // transaction) and shutdown goes on.
+      const rounds = Promise.allSettled([...running.values()]);
+      let bound: NodeJS.Timeout | undefined;
+      const late = await Promise.race([
+        rounds.then(() => false),
+        new Promise<boolean>((r) => (bound = setTimeout(() => r(true), CLOSE_WAIT_MS))),
+      ]);
+      clearTimeout(bound);
+      if (late) {
+        killRunningGit();
+        await rounds;
+      }
     },
   };
 }

@@ -50,7 +50,6 @@ describe('runGit off the event loop', () => {
     }
   }, 60_000);
 
-
   it('answers as on the loop: output, stdin, exit codes, the cap, a child that cannot start', async () => {
     const { dir, cleanup } = makeRepo('zz-spawn-thread-');
     try {

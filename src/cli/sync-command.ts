@@ -99,6 +99,12 @@ export function formatSyncReport(r: SyncReport): string {
       `  quarantined ${short(q.ref)}: commit ${q.commit.slice(0, 10)} ${neutralize(q.reason)} (${kept})`,
     );
   }
+  if (r.still_quarantined > 0) {
+    const rem = neutralize(r.remote);
+    lines.push(
+      `  ${r.still_quarantined} ref(s) still quarantined, unchanged on ${rem} (kept as refs/zz-quarantine/${rem}/…; git for-each-ref refs/zz-quarantine/ lists them)`,
+    );
+  }
   if (r.outside_layout?.truncated) {
     const rem = neutralize(r.remote);
     lines.push(

@@ -105,6 +105,11 @@ export function startAutoSync(
           (q) =>
             `zz sync ${repo.key}: quarantined ${q.ref} from ${report.remote} (commit ${q.commit.slice(0, 10)}: ${q.reason})`,
         ),
+        ...(report.still_quarantined > 0
+          ? [
+              `zz sync ${repo.key}: ${report.still_quarantined} ref(s) still quarantined, unchanged on ${report.remote}`,
+            ]
+          : []),
         ...(report.outside_layout?.truncated
           ? [
               `zz sync ${repo.key}: ${report.remote} holds ${report.outside_layout.count} names outside zz's layout under refs/zz/ (the first ${report.outside_layout.shown} above); an owner deletes each: git push ${report.remote} :<ref>`,

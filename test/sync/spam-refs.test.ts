@@ -20,6 +20,8 @@ describe('refs pushed as spam', () => {
     const [a, b] = cluster.clones as [Cluster['clones'][0], Cluster['clones'][0]];
     await lanePropose(a.repo, { actor: 'owner@example.com' }, { lane_id: 'web', title: 'Web' });
     await a.sync();
+    for (const m of ['code 1', 'code 2', 'code 3'])
+      sh(a.dir, 'commit', '-q', '--allow-empty', '-m', m);
     const code = sh(a.dir, 'rev-parse', 'HEAD');
     sh(a.dir, 'push', '-q', 'origin', 'HEAD:refs/heads/main');
     const N = 400;
@@ -33,6 +35,11 @@ describe('refs pushed as spam', () => {
     const r1 = await b.sync();
     const spamQ = r1.quarantined.filter((q) => q.ref.startsWith('refs/zz/lanes/spam'));
     expect(spamQ).toHaveLength(N);
+    // Refused on the tip itself (one commit read), not on the oldest commit of a history
+    // walked and parsed whole.
+    expect(new Set(spamQ.map((q) => `${q.commit} ${q.reason}`))).toEqual(
+      new Set([`${code} no op block (zz-ops) in the commit message`]),
+    );
     expect(r1.adopted).toContain('refs/zz/lanes/web');
     expect(r1.still_quarantined).toBe(0);
 

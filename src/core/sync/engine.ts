@@ -425,6 +425,17 @@ async function reconcile(
       await refusedByNewRoles(ref, mine, theirs, raw);
       continue;
     }
+    // A new ref whose tip is no zz commit (a plain code commit, say: anyone can push
+    // thousands at the main branch's tip) is refused on that one commit, before the whole
+    // history is parsed: it was every commit of the code branch, a ref (hostile review H4).
+    if (mine === null && syncCodecFor(ref)) {
+      const tip = raw.find((c) => c.oid === theirs);
+      const problem = tip ? parseZzCommit(tip, ref).problem : null;
+      if (problem) {
+        quarantine(ref, mine, theirs, { commit: theirs, reason: problem });
+        continue;
+      }
+    }
     // Only what arrived goes through the entity's typed op parser here: what we hold was
     // judged when it came (or written here), and the merge's fold parses every op it applies.
     const all = raw.map((c) => parseZzCommit(c, fromMine.has(c.oid) ? undefined : ref));

@@ -5,6 +5,7 @@ import { lanePropose } from '../../src/core/index.js';
 import { startAutoSync, type AutoSync } from '../../src/core/sync/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
+import { killAll, privateEnv, serve } from '../e2e/zz-process.js';
 import { makeCluster, type Cluster } from './git-cluster.js';
 
 // A remote that accepts and never answers (hostile review H3): git's own helper
@@ -30,6 +31,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  await killAll();
   await auto?.close();
   auto = null;
   for (const s of sockets) s.destroy();
@@ -107,6 +109,28 @@ describe('a remote that never answers', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(talkingToBlackhole()).toEqual([]);
   }, 60_000);
+});
+
+describe('zz serve with a remote that never answers', () => {
+  it('stops promptly on SIGTERM while its auto-sync round waits on the remote', async () => {
+    const a = await stalledClone();
+    const served = await serve(a.dir, privateEnv());
+    // A tracking ref moved by hand (as a `git fetch` would): the watcher starts a round at
+    // once, which waits on the blackhole (the default timeout: a minute).
+    sh(a.dir, 'update-ref', 'refs/zz-remotes/origin/lanes/web', sh(a.dir, 'rev-parse', 'HEAD'));
+    const deadline = Date.now() + 30_000;
+    while (talkingToBlackhole().length === 0) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const t0 = Date.now();
+    served.child.kill('SIGTERM');
+    const end = await served.exited;
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    expect(end.code ?? end.signal, served.log()).not.toBeNull();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(talkingToBlackhole()).toEqual([]);
+  }, 90_000);
 });
 
 describe('an https remote that asks for credentials', () => {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { lanePropose } from '../../src/core/index.js';
+import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
 
@@ -16,8 +17,12 @@ afterEach(() => {
 
 describe('refs pushed as spam', () => {
   it('are quarantined once, then counted as unchanged; a moved one is judged again', async () => {
-    cluster = await makeCluster(2);
-    const [a, b] = cluster.clones as [Cluster['clones'][0], Cluster['clones'][0]];
+    cluster = await makeCluster(3);
+    const [a, b, c] = cluster.clones as [
+      Cluster['clones'][0],
+      Cluster['clones'][0],
+      Cluster['clones'][0],
+    ];
     await lanePropose(a.repo, { actor: 'owner@example.com' }, { lane_id: 'web', title: 'Web' });
     await a.sync();
     for (const m of ['code 1', 'code 2', 'code 3'])
@@ -31,6 +36,12 @@ describe('refs pushed as spam', () => {
         '',
       ),
     });
+
+    // What a person reads: the first 20 named, the rest counted (it was one line a ref).
+    const cli = await zz(c.dir, cliEnv(), 'sync');
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout.match(/^ {2}quarantined lanes\/spam/gm)).toHaveLength(20);
+    expect(cli.stdout).toMatch(/^ {2}… and 380 more quarantined ref\(s\) /m);
 
     const r1 = await b.sync();
     const spamQ = r1.quarantined.filter((q) => q.ref.startsWith('refs/zz/lanes/spam'));

@@ -1,6 +1,7 @@
 import { listRemotes, authoritativeRemote, killRunningGit } from '../../git/index.js';
 import type { LoggedOp } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
+import { moreQuarantined, QUARANTINED_SHOWN } from './quarantine-shown.js';
 import type { SyncReport } from './report.js';
 import { ownersLostNotices, syncRepo } from './run.js';
 
@@ -101,10 +102,15 @@ export function startAutoSync(
       // What was quarantined or held back is said once when it changes, not every minute:
       // without a line the person behind the daemon never learns their work is not shared.
       const problems = [
-        ...report.quarantined.map(
-          (q) =>
-            `zz sync ${repo.key}: quarantined ${q.ref} from ${report.remote} (commit ${q.commit.slice(0, 10)}: ${q.reason})`,
-        ),
+        ...report.quarantined
+          .slice(0, QUARANTINED_SHOWN)
+          .map(
+            (q) =>
+              `zz sync ${repo.key}: quarantined ${q.ref} from ${report.remote} (commit ${q.commit.slice(0, 10)}: ${q.reason})`,
+          ),
+        ...[moreQuarantined(report)]
+          .filter((m) => m !== null)
+          .map((m) => `zz sync ${repo.key}: ${m}`),
         ...(report.still_quarantined > 0
           ? [
               `zz sync ${repo.key}: ${report.still_quarantined} ref(s) still quarantined, unchanged on ${report.remote}`,

@@ -46,7 +46,8 @@ export function initCommand(y: Argv, io: CliIO): Argv {
       const repo = await ZzRepo.open(io.cwd);
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
-        const { personKeyInfo } = await import('../core/sync/index.js');
+        const { personKeyInfo, moreQuarantined, QUARANTINED_SHOWN } =
+          await import('../core/sync/index.js');
         const signing = await personKeyInfo(owner, io.env, io.cwd);
         const report = await zzInit(repo, {
           owner,
@@ -84,10 +85,12 @@ export function initCommand(y: Argv, io: CliIO): Argv {
         if (report.created_repo_lane && !report.created_config) lines.push('Created lane _repo.');
         if (report.signatures_turned_on || (report.created_config && a.signed))
           lines.push('Every zz op must now be signed.');
-        for (const q of report.quarantined)
+        for (const q of report.quarantined.slice(0, QUARANTINED_SHOWN))
           lines.push(
             `Quarantined ${q.ref.slice('refs/zz/'.length)} from a remote (commit ${q.commit.slice(0, 10)}: ${q.reason}); kept under refs/zz-quarantine/, not adopted.`,
           );
+        const more = moreQuarantined(report);
+        if (more) lines.push(more + '.');
         for (const h of report.hooks_installed) lines.push(`Installed hook ${h}.`);
         if (report.hook_command_updated && report.hooks_installed.length === 0)
           lines.push('Updated the zz the hooks run.');

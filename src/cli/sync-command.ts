@@ -1,6 +1,8 @@
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
 import type { SyncReport } from '../core/sync/index.js';
+// This module alone, not the sync index: sync-command.ts loads with every command (cli/run.ts).
+import { moreQuarantined, QUARANTINED_SHOWN } from '../core/sync/quarantine-shown.js';
 import { dropHeldCommand } from './drop-held-command.js';
 import type { CliIO } from './io.js';
 import { jsonText, neutralize } from './terminal.js';
@@ -90,13 +92,21 @@ export function formatSyncReport(r: SyncReport): string {
       `  now refused: ${neutralize(x.op)} by ${neutralize(x.actor)} in ${short(x.ref)} (${neutralize(x.reason)}${x.needed ? `: needs ${neutralize(x.needed)}` : ''}): op ${neutralize(x.op_id)}, written on this clone, was accepted until this sync`,
     );
   }
-  for (const q of r.quarantined) {
+  for (const q of r.quarantined.slice(0, QUARANTINED_SHOWN)) {
     const kept =
       q.kept === false
         ? `not kept here; an owner deletes it: git push ${neutralize(r.remote)} :${neutralize(q.ref)}`
         : `kept as refs/zz-quarantine/${neutralize(r.remote)}/${short(q.ref)}`;
     lines.push(
       `  quarantined ${short(q.ref)}: commit ${q.commit.slice(0, 10)} ${neutralize(q.reason)} (${kept})`,
+    );
+  }
+  const more = moreQuarantined(r);
+  if (more) lines.push(`  ${more}`);
+  if (r.still_quarantined > 0) {
+    const rem = neutralize(r.remote);
+    lines.push(
+      `  ${r.still_quarantined} ref(s) still quarantined, unchanged on ${rem} (kept as refs/zz-quarantine/${rem}/…; git for-each-ref refs/zz-quarantine/ lists them)`,
     );
   }
   if (r.outside_layout?.truncated) {

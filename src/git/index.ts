@@ -5,6 +5,7 @@ export * from './cat-file.js';
 export * from './discover.js';
 export * from './git-config.js';
 export * from './native-git.js';
+export { killRunningGit } from './git-groups.js';
 export * from './maintenance.js';
 export * from './objects.js';
 export * from './queries.js';

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { getPriority, setPriority } from 'node:os';
 import { ZzError } from '../errors.js';
-import { spawnOffLoop, type Collected } from './spawn-thread.js';
+import { EXIT_GRACE_MS, spawnOffLoop, type Collected } from './spawn-thread.js';
+import { killGroup, trackGroup, untrackGroup } from './git-groups.js';
 
 // Native git is spawned with an argument array, never through a shell. Git's own
 // environment variables are scrubbed so that a daemon started from inside a hook or an
@@ -85,7 +86,8 @@ const spawnOptions = (opts: GitRunOptions) => ({
   cwd: opts.cwd,
   env: gitEnv(opts.env),
   stdio: ['pipe', 'pipe', 'pipe'] as ['pipe', 'pipe', 'pipe'],
-  timeout: opts.timeoutMs,
+  // Its own process group: a timeout kills git and every helper it started (git-groups.ts).
+  detached: process.platform !== 'win32',
 });
 
 export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
@@ -101,7 +103,15 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
   const argv = niced ? ['-n', String(opts.nice), 'git', ...args] : (args as string[]);
   const ran =
     opts.offLoop && process.platform !== 'win32'
-      ? spawnOffLoop({ file, args: argv, ...spawnOptions(opts), input: opts.input, maxBuffer })
+      ? spawnOffLoop({
+          file,
+          args: argv,
+          cwd: opts.cwd,
+          env: gitEnv(opts.env),
+          timeoutMs: opts.timeoutMs,
+          input: opts.input,
+          maxBuffer,
+        })
       : spawnOnLoop(file, argv, opts, maxBuffer);
   return ran.then(
     (c) => settle(args, opts, maxBuffer, c),
@@ -111,7 +121,10 @@ export function runGit(args: readonly string[], opts: GitRunOptions): Promise<Gi
   );
 }
 
-/** The child started on this thread. Hazard: spawn-thread.ts's SOURCE collects the same way. */
+/**
+ * The child started on this thread. Hazard: spawn-thread.ts's SOURCE collects the same way
+ * (the timeout killing the group, the grace after 'exit').
+ */
 function spawnOnLoop(
   file: string,
   argv: string[],
@@ -127,15 +140,36 @@ function spawnOnLoop(
         /* not allowed here (or gone already): it runs at the daemon's priority */
       }
     }
+    const pid = child.pid;
+    if (pid !== undefined) trackGroup(pid);
     const out: Buffer[] = [];
     let outLen = 0;
     let overflow = false;
+    let timedOut = false;
     let err = '';
+    let grace: NodeJS.Timeout | undefined;
+    const kill = () => (pid !== undefined ? killGroup(pid) : child.kill('SIGKILL'));
+    const timer =
+      opts.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            kill();
+          }, opts.timeoutMs);
+    let done = false;
+    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      clearTimeout(grace);
+      if (pid !== undefined) untrackGroup(pid);
+      resolve({ stdout: Buffer.concat(out), stderr: err, code, signal, overflow, timedOut });
+    };
     child.stdout.on('data', (b: Buffer) => {
       outLen += b.length;
       if (outLen > maxBuffer) {
         overflow = true;
-        child.kill('SIGKILL');
+        kill();
         return;
       }
       out.push(b);
@@ -143,10 +177,21 @@ function spawnOnLoop(
     child.stderr.on('data', (b: Buffer) => {
       if (err.length < 64 * 1024) err += b.toString('utf8');
     });
-    child.on('error', reject);
-    child.on('close', (code, signal) =>
-      resolve({ stdout: Buffer.concat(out), stderr: err, code, signal, overflow }),
-    );
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      if (pid !== undefined) untrackGroup(pid);
+      reject(e);
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      grace = setTimeout(() => {
+        kill();
+        child.stdout.destroy();
+        child.stderr.destroy();
+        finish(code, signal);
+      }, EXIT_GRACE_MS);
+    });
+    child.on('close', finish);
     if (opts.input !== undefined) child.stdin.end(opts.input);
     else child.stdin.end();
   });
@@ -160,6 +205,13 @@ function settle(
   c: Collected,
 ): GitRunResult {
   const rc = c.code ?? 128;
+  if (c.timedOut) {
+    throw new ZzError(
+      'git_failed',
+      `git ${subcommand(args)} timed out after ${Math.round((opts.timeoutMs ?? 0) / 1000)} s`,
+      { code: rc, stderr: c.stderr, timedOut: true, timeoutMs: opts.timeoutMs },
+    );
+  }
   if (c.overflow) {
     throw new ZzError(
       'git_failed',

@@ -63,6 +63,9 @@ export interface RefStoreOptions {
   fsync?: boolean;
 }
 
+/** Locks of one casMany open (written, synced) at once: the process's fd limit is ~1,024. */
+const WRITE_BATCH = 128;
+
 /** Names kept in RefStore's packedOnly hint (a repository's refs; past it, it starts over). */
 const PACKED_ONLY_MAX = 4096;
 
@@ -322,7 +325,8 @@ export class RefStore {
    * Moves several refs together, as git's `update-ref --stdin` transaction does (sync moves its
    * local refs this way): every lock is taken, in name order so that two transactions never
    * wait on each other in a cycle, and every current value checked before any ref moves; on a
-   * mismatch none moves (RefCasError). Then every lock is written and fsynced, and renamed over
+   * mismatch none moves (RefCasError). Then every lock is written and fsynced (a batch at a
+   * time, reopened by name: a lock held is a name, not an open fd), and renamed over
    * its ref. As in git, the renames are separate steps: a reader may see some refs moved before
    * the others, and a crash between them leaves some moved (each to a value whose objects are
    * on disk). Deletions are not handled (a packed ref's deletion rewrites packed-refs).
@@ -345,18 +349,35 @@ export class RefStore {
       for (const u of sorted) {
         const path = this.refPath(u.ref);
         const lock = path + '.lock';
-        held.push({ ...(await this.acquire(u.ref, lock)), lock, path });
+        const h = { ...(await this.acquire(u.ref, lock)), lock, path };
+        held.push(h);
+        // The lock is held by its name, not its fd: one fd a ref held open until the commit
+        // made a transaction of 20,000 refs (pushed by anyone into a remote) fail with EMFILE
+        // under the usual limit of 1,024, every sync round (hostile review H4).
+        closeQuietly(h.fd);
+        h.fd = -1;
       }
       for (const u of sorted) {
         const current = this.readRef(u.ref, true);
         if (current !== u.expected) throw new RefCasError(u.ref, u.expected, current);
       }
-      held.forEach((h, i) => fs.writeSync(h.fd, sorted[i]!.next + '\n'));
+      // Written and synced a batch at a time, each lock opened again by name (ours: nobody
+      // removes a live process's lock), so that at most WRITE_BATCH fds are open at once.
       // settleAll, as in cas(): no lock's fd is closed while its sync is still in the pool.
-      if (this.fsync) await settleAll(held.map((h) => fdatasyncFd(h.fd)));
-      for (const h of held) {
-        fs.closeSync(h.fd);
-        h.fd = -1;
+      for (let i = 0; i < held.length; i += WRITE_BATCH) {
+        const batch = held.slice(i, i + WRITE_BATCH);
+        try {
+          batch.forEach((h, j) => {
+            h.fd = fs.openSync(h.lock, 'r+');
+            fs.writeSync(h.fd, sorted[i + j]!.next + '\n', 0);
+          });
+          if (this.fsync) await settleAll(batch.map((h) => fdatasyncFd(h.fd)));
+        } finally {
+          for (const h of batch) {
+            if (h.fd >= 0) fs.closeSync(h.fd);
+            h.fd = -1;
+          }
+        }
       }
       held.forEach((h, i) => {
         this.replace(h.lock, h.path, sorted[i]!.expected);

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { killGroup, trackGroup, untrackGroup } from './git-groups.js';
 
 // Processes started from a worker thread, so that the daemon's event loop does not wait for
 // them to start. Node's spawn() returns only once the child has exec'd: libuv forks, then
@@ -26,6 +27,8 @@ export interface Collected {
   signal: string | null;
   /** stdout passed maxBuffer: the child was killed. */
   overflow: boolean;
+  /** timeoutMs passed: the child's process group was killed. */
+  timedOut: boolean;
 }
 
 export interface ThreadSpawn {
@@ -40,6 +43,12 @@ export interface ThreadSpawn {
 
 /** Ended after this long without a job (a roll-up comes every second or two in a storm). */
 const IDLE_MS = 10_000;
+/**
+ * After git exited, how long its pipes may stay open before the run ends anyway: a helper it
+ * started and left behind (still in its group) can hold them for ever. The group is killed and
+ * the pipes destroyed then; what was read so far is the output. Both ways of spawning use it.
+ */
+export const EXIT_GRACE_MS = 2_000;
 /** stderr kept, as runGit keeps it. */
 const STDERR_MAX = 64 * 1024;
 
@@ -49,34 +58,52 @@ const { spawn } = require('node:child_process');
 parentPort.on('message', (job) => {
   let child;
   try {
+    // Its own process group, killed whole on a timeout (git-groups.ts says why).
     child = spawn(job.file, job.args, {
-      cwd: job.cwd, env: job.env, stdio: ['pipe', 'pipe', 'pipe'], timeout: job.timeoutMs,
+      cwd: job.cwd, env: job.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true,
     });
   } catch (e) {
     parentPort.postMessage({ id: job.id, error: String(e && e.message) });
     return;
   }
+  const pid = child.pid;
+  if (pid !== undefined) parentPort.postMessage({ id: job.id, pid });
+  const kill = () => { try { process.kill(-pid, 'SIGKILL'); } catch {} };
   const out = [];
-  let outLen = 0, overflow = false, err = '', answered = false;
-  const answer = (m) => { if (!answered) { answered = true; parentPort.postMessage(m); } };
+  let outLen = 0, overflow = false, timedOut = false, err = '', answered = false, grace;
+  const timer = job.timeoutMs === undefined ? undefined
+    : setTimeout(() => { timedOut = true; kill(); }, job.timeoutMs);
+  const answer = (m) => {
+    if (answered) return;
+    answered = true; clearTimeout(timer); clearTimeout(grace); parentPort.postMessage(m);
+  };
   child.stdout.on('data', (b) => {
     outLen += b.length;
-    if (outLen > job.maxBuffer) { overflow = true; child.kill('SIGKILL'); return; }
+    if (outLen > job.maxBuffer) { overflow = true; kill(); return; }
     out.push(b);
   });
   child.stderr.on('data', (b) => { if (err.length < ${STDERR_MAX}) err += b.toString('utf8'); });
   child.stdin.on('error', () => {});
+  const done = (code, signal) =>
+    // Copied, not transferred: a small Buffer's memory is a slice of Node's shared pool.
+    answer({ id: job.id, stdout: Buffer.concat(out), stderr: err, code, signal, overflow, timedOut });
   // The first of the two decides, as for a child spawned on the loop (native-git.ts).
   child.on('error', (e) => answer({ id: job.id, error: String(e && e.message) }));
-  child.on('close', (code, signal) =>
-    // Copied, not transferred: a small Buffer's memory is a slice of Node's shared pool.
-    answer({ id: job.id, stdout: Buffer.concat(out), stderr: err, code, signal, overflow }),
-  );
+  // Exited, but a helper left in its group may hold the pipes: the grace of native-git.ts.
+  child.on('exit', (code, signal) => {
+    clearTimeout(timer);
+    grace = setTimeout(() => {
+      kill(); child.stdout.destroy(); child.stderr.destroy(); done(code, signal);
+    }, ${EXIT_GRACE_MS});
+  });
+  child.on('close', done);
   if (job.input !== undefined) child.stdin.end(job.input); else child.stdin.end();
 });
 `;
 
 interface Job {
+  /** The child's pid (its process group's), once the thread has said it. */
+  pid?: number;
   resolve: (c: Collected) => void;
   reject: (e: Error) => void;
 }
@@ -89,7 +116,14 @@ let idleTimer: NodeJS.Timeout | null = null;
 function failAll(w: Worker, e: Error): void {
   if (worker !== w) return;
   worker = null;
-  for (const job of jobs.values()) job.reject(e);
+  for (const job of jobs.values()) {
+    // Its children are nobody's now: killed, not left to run on.
+    if (job.pid !== undefined) {
+      killGroup(job.pid);
+      untrackGroup(job.pid);
+    }
+    job.reject(e);
+  }
   jobs.clear();
 }
 
@@ -97,10 +131,16 @@ function start(): Worker {
   // execArgv: [] — a worker inherits the process's flags, and under tsx (tests, benches) that is
   // `--import tsx`: the loader this plain-JavaScript worker exists to avoid (found in review).
   const w = new Worker(SOURCE, { eval: true, execArgv: [] });
-  w.on('message', (m: { id: number; error?: string } & Partial<Collected>) => {
+  w.on('message', (m: { id: number; error?: string; pid?: number } & Partial<Collected>) => {
     const job = jobs.get(m.id);
     if (!job) return;
+    if (m.pid !== undefined && m.stdout === undefined && m.error === undefined) {
+      job.pid = m.pid;
+      trackGroup(m.pid);
+      return;
+    }
     jobs.delete(m.id);
+    if (job.pid !== undefined) untrackGroup(job.pid);
     if (jobs.size === 0) idle(w);
     if (m.error !== undefined) job.reject(new Error(m.error));
     else {
@@ -111,6 +151,7 @@ function start(): Worker {
         code: m.code ?? null,
         signal: m.signal ?? null,
         overflow: m.overflow === true,
+        timedOut: m.timedOut === true,
       });
     }
   });

@@ -47,6 +47,8 @@ const PERMISSION = [
   /\b403\b/,
   /\b401\b/,
   /not authorized/i,
+  // An https remote that asks for a user name: git may not prompt (GIT_TERMINAL_PROMPT=0).
+  /could not read (username|password)/i,
   /access denied/i,
   /repository not found/i,
 ];
@@ -74,9 +76,37 @@ export function classifyTransportError(stderr: string): TransportFailure {
       .filter(Boolean)
       .slice(0, 2)
       .join('; ') || 'git failed without a message';
+  if (/could not read (username|password)/i.test(text)) {
+    return {
+      kind: 'permission',
+      message: `${line}; the remote asks for credentials and zz cannot prompt: set up a credential helper (git config credential.helper) or use an ssh remote`,
+    };
+  }
   if (PERMISSION.some((re) => re.test(text))) return { kind: 'permission', message: line };
   if (OFFLINE.some((re) => re.test(text))) return { kind: 'offline', message: line };
   return { kind: 'fatal', message: line };
+}
+
+/**
+ * How long one git command talking to a remote may take: ZZ_REMOTE_TIMEOUT_MS (tests use a
+ * small one), else `fallback`. A remote that accepts and never answers fails the run then.
+ */
+export function remoteTimeoutMs(fallback: number): number {
+  const v = Number(process.env.ZZ_REMOTE_TIMEOUT_MS);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
+/** A failed git run against `remote` as a TransportError: a timeout says so and is offline. */
+function transportError(e: unknown, remote: string): TransportError {
+  const d = e instanceof ZzError ? (e.details as { timedOut?: unknown; timeoutMs?: unknown }) : {};
+  if (d?.timedOut === true) {
+    const s = Math.round(Number(d.timeoutMs) / 1000);
+    return new TransportError({
+      kind: 'offline',
+      message: `remote ${remote} did not answer within ${s} s (${(e as Error).message})`,
+    });
+  }
+  return new TransportError(classifyTransportError(stderrOf(e)));
 }
 
 function stderrOf(e: unknown): string {
@@ -112,7 +142,7 @@ export async function fetchZzRefs(
   assertRemoteName(remote);
   const keep = opts.keep ?? (() => true);
   const cwd = opts.cwd ?? gitdir;
-  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const timeoutMs = opts.timeoutMs ?? remoteTimeoutMs(60_000);
   const tracking = `refs/zz-remotes/${remote}/`;
   // A ref deleted on the remote between the listing and the fetch fails the fetch ("couldn't
   // find remote ref"): list again, a few times, as for any other race.
@@ -176,7 +206,7 @@ export async function fetchZzRefs(
           /not our ref|unadvertised object|couldn't find remote ref/i.test(stderr))
       )
         continue;
-      throw new TransportError(classifyTransportError(stderr));
+      throw transportError(e, remote);
     }
   }
 }
@@ -195,7 +225,7 @@ async function listRemoteZzRefs(
       timeoutMs,
     });
   } catch (e) {
-    throw new TransportError(classifyTransportError(stderrOf(e)));
+    throw transportError(e, remote);
   }
   const out = new Map<string, string>();
   for (const line of r.stdout.toString('utf8').split('\n')) {
@@ -382,10 +412,10 @@ export async function pushZzRefs(
     r = await runGit(args, {
       cwd: opts.cwd ?? gitdir,
       okCodes: [1],
-      timeoutMs: opts.timeoutMs ?? 120_000,
+      timeoutMs: opts.timeoutMs ?? remoteTimeoutMs(120_000),
     });
   } catch (e) {
-    const f = classifyTransportError(stderrOf(e));
+    const f = transportError(e, remote).failure;
     if (f.kind === 'offline') return { kind: 'offline', message: f.message };
     return {
       kind: 'fatal',

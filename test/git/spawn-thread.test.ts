@@ -30,6 +30,26 @@ async function bothWays(args: string[], opts: GitRunOptions) {
 }
 
 describe('runGit off the event loop', () => {
+  it('ends a run whose git exited but left a helper holding its output, and kills it (both ways)', async () => {
+    const { dir, cleanup } = makeRepo('zz-spawn-grace-');
+    try {
+      // A shell alias leaves a child in git's process group holding stdout for 5 minutes, as
+      // an orphaned `git remote-http` did (hostile review H3): the run ends after the grace.
+      const marker = `zz-grace-${process.pid}-${Date.now()}`;
+      const args = ['-c', `alias.linger=!sh -c 'sleep 300; : ${marker}' & echo started`, 'linger'];
+      const t0 = Date.now();
+      const r = await bothWays(args, { cwd: dir });
+      expect(r).toMatchObject({ stdout: 'started\n', code: 0 });
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      await new Promise((res) => setTimeout(res, 200));
+      const { spawnSync } = await import('node:child_process');
+      const left = spawnSync('pgrep', ['-f', marker], { encoding: 'utf8' });
+      expect(left.stdout.trim()).toBe('');
+    } finally {
+      cleanup();
+    }
+  }, 60_000);
+
   it('answers as on the loop: output, stdin, exit codes, the cap, a child that cannot start', async () => {
     const { dir, cleanup } = makeRepo('zz-spawn-thread-');
     try {

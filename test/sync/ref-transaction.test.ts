@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -162,3 +163,32 @@ function lockFiles(gitdir: string): string[] {
   walk('refs');
   return out.sort();
 }
+
+describe('a transaction of many refs', () => {
+  it('moves 3,000 refs under a limit of 256 open files (a lock held is not an open fd)', () => {
+    const { gitdir, c } = repoWithCommits();
+    // The built RefStore in a process whose fd limit is far below the refs moved: one fd a
+    // ref held until the commit failed such a transaction with EMFILE (hostile review H4).
+    const store = join(process.cwd(), 'dist/git/ref-store.js');
+    const script = `
+      const { RefStore } = await import(${JSON.stringify(store)});
+      const s = new RefStore(${JSON.stringify(gitdir)});
+      await s.casMany(Array.from({ length: 3000 }, (_, i) =>
+        ({ ref: 'refs/zz/lanes/l' + i, expected: null, next: ${JSON.stringify(c[0])} })));
+      console.log('ok');`;
+    const r = spawnSync(
+      'sh',
+      ['-c', 'ulimit -n 256 && exec node --input-type=module -e "$0"', script],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('ok');
+    const n = sh(join(gitdir, '..'), 'for-each-ref', '--count=5000', 'refs/zz/lanes/');
+    expect(n.trim().split('\n')).toHaveLength(3000);
+    expect(readdirSync(join(gitdir, 'refs/zz/lanes')).filter((f) => f.endsWith('.lock'))).toEqual(
+      [],
+    );
+  }, 60_000);
+});

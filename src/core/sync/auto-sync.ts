@@ -1,6 +1,7 @@
-import { listRemotes, authoritativeRemote } from '../../git/index.js';
+import { listRemotes, authoritativeRemote, killRunningGit } from '../../git/index.js';
 import type { LoggedOp } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
+import { moreQuarantined, QUARANTINED_SHOWN } from './quarantine-shown.js';
 import type { SyncReport } from './report.js';
 import { ownersLostNotices, syncRepo } from './run.js';
 
@@ -31,6 +32,9 @@ export interface AutoSync {
 }
 
 export const CLAIM_LOST_EVENT = 'claim_lost';
+
+/** How long close() waits for a round in flight before killing its git runs. */
+const CLOSE_WAIT_MS = 3_000;
 
 export function startAutoSync(
   repos: ReadonlyMap<string, ZzRepo>,
@@ -98,10 +102,20 @@ export function startAutoSync(
       // What was quarantined or held back is said once when it changes, not every minute:
       // without a line the person behind the daemon never learns their work is not shared.
       const problems = [
-        ...report.quarantined.map(
-          (q) =>
-            `zz sync ${repo.key}: quarantined ${q.ref} from ${report.remote} (commit ${q.commit.slice(0, 10)}: ${q.reason})`,
-        ),
+        ...report.quarantined
+          .slice(0, QUARANTINED_SHOWN)
+          .map(
+            (q) =>
+              `zz sync ${repo.key}: quarantined ${q.ref} from ${report.remote} (commit ${q.commit.slice(0, 10)}: ${q.reason})`,
+          ),
+        ...[moreQuarantined(report)]
+          .filter((m) => m !== null)
+          .map((m) => `zz sync ${repo.key}: ${m}`),
+        ...(report.still_quarantined > 0
+          ? [
+              `zz sync ${repo.key}: ${report.still_quarantined} ref(s) still quarantined, unchanged on ${report.remote}`,
+            ]
+          : []),
         ...(report.outside_layout?.truncated
           ? [
               `zz sync ${repo.key}: ${report.remote} holds ${report.outside_layout.count} names outside zz's layout under refs/zz/ (the first ${report.outside_layout.shown} above); an owner deletes each: git push ${report.remote} :<ref>`,
@@ -167,7 +181,20 @@ export function startAutoSync(
       closed = true;
       clearInterval(watcher);
       for (const t of timers) clearTimeout(t);
-      await Promise.allSettled([...running.values()]);
+      // A round stuck on a remote is not waited for past a bound: its git runs are killed (the
+      // round then fails as any failed sync does, nothing half-written: refs move in one
+      // transaction) and shutdown goes on.
+      const rounds = Promise.allSettled([...running.values()]);
+      let bound: NodeJS.Timeout | undefined;
+      const late = await Promise.race([
+        rounds.then(() => false),
+        new Promise<boolean>((r) => (bound = setTimeout(() => r(true), CLOSE_WAIT_MS))),
+      ]);
+      clearTimeout(bound);
+      if (late) {
+        killRunningGit();
+        await rounds;
+      }
     },
   };
 }

@@ -160,6 +160,35 @@ export async function importFetched(
 }
 
 /**
+ * How often a clone judges again the refs it holds quarantined whose remote tip has not moved
+ * (a verdict can change without it: an op dated ahead of this clock passes once the clock
+ * reaches it). A move of refs/zz/config (roles, keys) has them judged again at once.
+ */
+const REJUDGE_QUARANTINED_MS = 15 * 60_000;
+/** Per clone and remote: when its unchanged quarantined refs were last judged again. */
+const lastRejudged = new Map<string, number>();
+
+function rejudgeQuarantined(
+  local: SyncLocal,
+  remoteName: string,
+  locals: ReadonlyMap<string, string>,
+  remotes: ReadonlyMap<string, string>,
+  nowMs: number,
+): boolean {
+  if ((locals.get(CONFIG_REF) ?? null) !== (remotes.get(CONFIG_REF) ?? null)) return true;
+  const key = `${local.replica ?? ''}\0${remoteName}`;
+  const last = lastRejudged.get(key);
+  // Not on a process's first round: a `zz sync` from the shell is always one, and paid the
+  // whole judgement every time.
+  if (last === undefined || nowMs - last < REJUDGE_QUARANTINED_MS) {
+    if (last === undefined) lastRejudged.set(key, nowMs);
+    return false;
+  }
+  lastRejudged.set(key, nowMs);
+  return true;
+}
+
+/**
  * Plans and applies one round locally; returns what to push. `listed`: every name the remote
  * holds under refs/zz/, as this round's fetch listed it; null on import (of what someone
  * else's fetch left), where only what came from the remote moves local refs (adopted,
@@ -219,6 +248,7 @@ async function reconcile(
   };
   const checker = opts.checker?.(local, remoteName);
   const nowMs = (opts.now ?? Date.now)();
+  const rejudge = rejudgeQuarantined(local, remoteName, locals, remotes, nowMs);
   // What we would push is checked as the remote's next reader will check it (see held_back).
   const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {
     if (!authoritative) return false;
@@ -351,6 +381,21 @@ async function reconcile(
       });
       continue;
     }
+    // Unchanged since refused: the remote's tip is the one quarantined here already, and no
+    // local work waits on it. Judged again it was a full history walk and parse a ref, every
+    // round: 1,500 refs pushed by anyone at the main branch's tip cost every clone ~20 s of CPU
+    // and 1,500 report lines a round (hostile review H4). Config and Ladder are always judged.
+    if (
+      !rejudge &&
+      mine === null &&
+      ref !== CONFIG_REF &&
+      ref !== LADDER_REF &&
+      quarantined.get(ref) === theirs
+    ) {
+      setTip(ref, mine);
+      report.still_quarantined++;
+      continue;
+    }
     if (theirs === null) {
       // Absent on the remote: a new ref, or one deleted there. Absence is never a deletion
       // (deletions are ops), so it goes back, with a lease that it must still not exist.
@@ -379,6 +424,17 @@ async function reconcile(
       if (importing || (await heldBack(ref, mine, theirs)) || !push(ref, theirs, mine)) continue;
       await refusedByNewRoles(ref, mine, theirs, raw);
       continue;
+    }
+    // A new ref whose tip is no zz commit (a plain code commit, say: anyone can push
+    // thousands at the main branch's tip) is refused on that one commit, before the whole
+    // history is parsed: it was every commit of the code branch, a ref (hostile review H4).
+    if (mine === null && syncCodecFor(ref)) {
+      const tip = raw.find((c) => c.oid === theirs);
+      const problem = tip ? parseZzCommit(tip, ref).problem : null;
+      if (problem) {
+        quarantine(ref, mine, theirs, { commit: theirs, reason: problem });
+        continue;
+      }
     }
     // Only what arrived goes through the entity's typed op parser here: what we hold was
     // judged when it came (or written here), and the merge's fold parses every op it applies.

@@ -73,6 +73,11 @@ export interface SyncReport {
    */
   quarantined: Array<{ ref: string; commit: string; reason: string; kept?: false }>;
   /**
+   * Refs whose remote tip is the one already quarantined here, not judged again this round
+   * (engine.ts, "Unchanged since refused"): how many. They stay quarantined.
+   */
+  still_quarantined: number;
+  /**
    * Set when the remote holds names outside zz's layout: how many (`count`), how many of them
    * `quarantined` lists (`shown`, the first ones: remote-names.ts OUTSIDE_LAYOUT_SHOWN), and
    * `truncated` when that is not all of them.
@@ -131,6 +136,7 @@ export function emptyReport(remote: string, authoritative: boolean): SyncReport 
     rejected: [],
     newly_refused: [],
     quarantined: [],
+    still_quarantined: 0,
     outside_layout: null,
     held_back: [],
     not_pushed: [],

@@ -4,6 +4,7 @@ import type { Argv } from 'yargs';
 import { knownError, ZzError } from '../errors.js';
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_PORT_TRIES } from '../local/paths.js';
 import type { LadderBuildResult } from '../core/index.js';
+import { letRemotesAskHere } from './sync-command.js';
 import type { CliIO } from './io.js';
 import { print } from './format.js';
 import { neutralize } from './terminal.js';
@@ -44,6 +45,7 @@ export function initCommand(y: Argv, io: CliIO): Argv {
         import('../core/identity.js'),
       ]);
       const repo = await ZzRepo.open(io.cwd);
+      if (a.fetch !== false) await letRemotesAskHere(io);
       try {
         const owner = await gitUserEmail(io.cwd, io.env);
         const { personKeyInfo, moreQuarantined, QUARANTINED_SHOWN } =

@@ -9,6 +9,8 @@ export interface CliIO {
   isTTY: boolean;
   /** Whether stderr is a terminal (progress bars); defaults to isTTY. */
   stderrIsTTY?: boolean;
+  /** Whether stdin is a terminal: a person is there to answer ssh's passphrase prompt. */
+  stdinIsTTY?: boolean;
   /**
    * Resolves when the process is asked to stop (SIGINT/SIGTERM/SIGHUP). Only long-running commands
    * read it: reading it is what tells main.ts to let the command finish rather than exit at

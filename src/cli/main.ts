@@ -123,6 +123,7 @@ const io = {
   cwd: process.cwd(),
   isTTY: !!process.stdout.isTTY,
   stderrIsTTY: !!process.stderr.isTTY,
+  stdinIsTTY: !!process.stdin.isTTY,
   setInterruptNote: (line: string) => {
     interruptNote = line.endsWith('\n') ? line : `${line}\n`;
   },

@@ -10,6 +10,17 @@ import { jsonText, neutralize } from './terminal.js';
 // `zz sync [REMOTE] [--json]`: one round of DESIGN §7's sync, said in a few lines. Offline is
 // one line on stderr and exit code 7 (ZzError 'unavailable'); nothing local changes then.
 
+/**
+ * A person at a terminal runs this sync or init: let git talking to remotes ask there (an ssh
+ * key's passphrase, an unknown host key), as plain git would. Without it git runs in a session
+ * of its own (so a stalled remote's helpers die with it) where ssh cannot ask, and such a key
+ * failed as a permission error. Loaded on demand: git/ is not needed by every command.
+ */
+export async function letRemotesAskHere(io: CliIO): Promise<void> {
+  if (!io.stdinIsTTY || !(io.stderrIsTTY ?? io.isTTY)) return;
+  (await import('../git/zz-transport.js')).letRemotesAskOnTerminal();
+}
+
 const short = (ref: string): string => neutralize(ref.replace(/^refs\/zz\//, ''));
 
 /**
@@ -211,6 +222,7 @@ export function syncCommand(y: Argv, io: CliIO): Argv {
       const { ZzRepo } = await import('../core/index.js');
       const { ownersLostNotices, syncRepo } = await import('../core/sync/index.js');
       const repo = await ZzRepo.open(io.cwd);
+      await letRemotesAskHere(io);
       // Each ref moves in one step (an update-ref transaction after its objects are in), so
       // an interrupted round leaves every ref as it was or as synced, never half-written;
       // the next round finishes the job (tests: convergence and a clean fsck after Ctrl-C).

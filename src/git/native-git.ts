@@ -26,6 +26,13 @@ export interface GitRunOptions {
    * forks and execs (milliseconds to tens of them on a busy machine). For background runs.
    */
   offLoop?: boolean;
+  /**
+   * git may ask on this process's terminal (an ssh key's passphrase, an unknown host key):
+   * it then runs in this process's session, not a group of its own, so a timeout kills git
+   * but not a helper it started (the run still ends EXIT_GRACE_MS after git). Only for a
+   * person's `zz sync` / `zz init` at a terminal (zz-transport.ts letRemotesAskOnTerminal).
+   */
+  terminal?: boolean;
 }
 
 export interface GitRunResult {
@@ -87,7 +94,9 @@ const spawnOptions = (opts: GitRunOptions) => ({
   env: gitEnv(opts.env),
   stdio: ['pipe', 'pipe', 'pipe'] as ['pipe', 'pipe', 'pipe'],
   // Its own process group: a timeout kills git and every helper it started (git-groups.ts).
-  detached: process.platform !== 'win32',
+  // That is a new session without a controlling terminal, where ssh cannot ask for a
+  // passphrase: `terminal` runs keep ours.
+  detached: process.platform !== 'win32' && opts.terminal !== true,
 });
 
 export function runGit(args: readonly string[], opts: GitRunOptions): Promise<GitRunResult> {
@@ -140,7 +149,8 @@ function spawnOnLoop(
         /* not allowed here (or gone already): it runs at the daemon's priority */
       }
     }
-    const pid = child.pid;
+    // A terminal run leads no group of its own: killing "its group" would miss it.
+    const pid = opts.terminal === true ? undefined : child.pid;
     if (pid !== undefined) trackGroup(pid);
     const out: Buffer[] = [];
     let outLen = 0;

@@ -1,6 +1,7 @@
 import { assertRefName } from './ref-names.js';
 import { forgetGitConfig } from './git-config.js';
 import { git, runGit } from './native-git.js';
+import { remotesAskOnTerminal } from './zz-transport.js';
 
 // Remotes and the zz refspec. Sync is native git only (isomorphic-git cannot fetch custom
 // refspecs and speaks only http). Remote names come from the user's own config, but are
@@ -57,7 +58,7 @@ export async function fetchZz(
 ): Promise<void> {
   await runGit(
     ['--git-dir', gitdir, 'fetch', '--quiet', '--no-tags', '--', remote, zzRefspec(remote)],
-    { cwd, timeoutMs },
+    { cwd, timeoutMs, terminal: remotesAskOnTerminal() },
   );
 }
 

@@ -96,6 +96,21 @@ export function remoteTimeoutMs(fallback: number): number {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
+// Whether git talking to a remote may ask on this process's terminal (native-git.ts `terminal`).
+// Off by default: a daemon's or a worker's git must never wait for a person, and runs in its own
+// process group so a stalled remote's helpers die with it. A person's `zz sync` / `zz init` at
+// a terminal turns it on, so that ssh can ask for a key's passphrase as plain git would.
+let askOnTerminal = false;
+
+/** Lets this process's remote git runs ask on its terminal (the CLI, stdin and stderr a TTY). */
+export function letRemotesAskOnTerminal(): void {
+  askOnTerminal = true;
+}
+
+export function remotesAskOnTerminal(): boolean {
+  return askOnTerminal;
+}
+
 /** A failed git run against `remote` as a TransportError: a timeout says so and is offline. */
 function transportError(e: unknown, remote: string): TransportError {
   const d = e instanceof ZzError ? (e.details as { timedOut?: unknown; timeoutMs?: unknown }) : {};
@@ -186,7 +201,7 @@ export async function fetchZzRefs(
           '--',
           remote,
         ],
-        { cwd, input: tips.join('\n') + '\n', timeoutMs },
+        { cwd, input: tips.join('\n') + '\n', timeoutMs, terminal: askOnTerminal },
       );
       await updateRefsAtomic(
         gitdir,
@@ -223,6 +238,7 @@ async function listRemoteZzRefs(
     r = await runGit(['--git-dir', gitdir, 'ls-remote', '--refs', '--', remote, 'refs/zz/*'], {
       cwd,
       timeoutMs,
+      terminal: askOnTerminal,
     });
   } catch (e) {
     throw transportError(e, remote);
@@ -413,6 +429,7 @@ export async function pushZzRefs(
       cwd: opts.cwd ?? gitdir,
       okCodes: [1],
       timeoutMs: opts.timeoutMs ?? remoteTimeoutMs(120_000),
+      terminal: askOnTerminal,
     });
   } catch (e) {
     const f = transportError(e, remote).failure;

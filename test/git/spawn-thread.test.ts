@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ZzError } from '../../src/errors.js';
 import { runGit, type GitRunOptions } from '../../src/git/index.js';
@@ -130,4 +131,32 @@ describe('runGit off the event loop', () => {
       cleanup();
     }
   });
+});
+
+describe('runGit on a terminal', () => {
+  // ssh asks for a key's passphrase on the controlling terminal, which a git in a session of
+  // its own (spawn `detached`, the stalled-remote fix) does not have: `terminal` runs keep this
+  // process's session, so a person's `zz sync` can be asked (cli/sync-command.ts).
+  const sessionOf = (stat: string) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+  const own = sessionOf(readFileSync('/proc/self/stat', 'utf8'));
+  const gitSession = async (terminal: boolean) => {
+    const { dir, cleanup } = makeRepo('zz-spawn-tty-');
+    try {
+      const r = await runGit(['-c', 'alias.sid=!cat /proc/$$/stat', 'sid'], {
+        cwd: dir,
+        terminal,
+      });
+      return sessionOf(r.stdout.toString('utf8'));
+    } finally {
+      cleanup();
+    }
+  };
+
+  it.runIf(process.platform === 'linux')(
+    "keeps this process's session for a terminal run, a session of its own otherwise",
+    async () => {
+      expect(await gitSession(true)).toBe(own);
+      expect(await gitSession(false)).not.toBe(own);
+    },
+  );
 });

@@ -70,7 +70,7 @@ const unbound = (key: string | null) =>
   new ZzError(
     'unauthorized',
     key
-      ? 'signed out: this dashboard session belongs to another page (its cookie was set or replayed from elsewhere); run `zz dashboard` to sign in again'
+      ? 'signed out: this dashboard session belongs to another page (another tab or `zz dashboard` link signed in since, or the cookie was set from elsewhere); run `zz dashboard` to sign in again'
       : `signed out: this request carries the dashboard session cookie but not the page's session key (${PAGE_KEY_HEADER}); run \`zz dashboard\` to sign in again`,
   );
 const MAX_AUTH_BODY = 4096;
@@ -238,7 +238,9 @@ export function createDashboard(opts: DashboardOptions): Dashboard {
           'unauthorized',
           'this login code is unknown, used or expired; run `zz dashboard` for a new one',
         );
-      if (current) await store.end(current);
+      // Only the page holding the key ends the session it replaces (as DELETE): a cookie alone,
+      // replayed by a server on another port with a code of its own, ended a victim's session.
+      if (current && (await store.lookup(current, pageKeyOf(req)))) await store.end(current);
       const maxAge = Math.floor((Date.parse(opened.session.expires_at) - Date.now()) / 1000);
       // The page key goes in the body only, never in a cookie: see the comment at the top.
       const res = json(

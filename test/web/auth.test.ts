@@ -183,6 +183,10 @@ describe('dashboard login', () => {
     });
     expect(out.status).toBe(200);
     expect((await tool(auth)).status).toBe(200);
+    // Nor does a sign-in of the holder's own code that carries the stolen cookie (re-review F1:
+    // the sign-in ended whatever session the cookie named).
+    await signIn(w, await w.token('mallory@example.com'), { ...forged, cookie: auth.cookie });
+    expect((await tool(auth)).status).toBe(200);
     // The access log names paths only: the stream's key never reaches it.
     expect(w.logs.join('\n')).toMatch(/ events owner@example.com 200 /);
     expect(w.logs.join('\n')).not.toContain(auth['x-zz-session']);

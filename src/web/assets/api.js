@@ -25,20 +25,24 @@ export const setRepo = (key) => (repoKey = key);
 export const repo = () => repoKey;
 
 const KEY = 'zz_session_key';
+// This load's copy: where storage is refused (a privacy mode) the page signs in for this load
+// only, instead of never (every request went without its key).
+let loaded = null;
 /** The session's page key, or null when this page has not signed in (this tab, this origin). */
 export function sessionKey() {
   try {
-    return sessionStorage.getItem(KEY);
+    return sessionStorage.getItem(KEY) ?? loaded;
   } catch {
-    return null;
+    return loaded;
   }
 }
 function setSessionKey(key) {
+  loaded = key || null;
   try {
     if (key) sessionStorage.setItem(KEY, key);
     else sessionStorage.removeItem(KEY);
   } catch {
-    // Storage refused (a privacy mode): the page then signs in for this load only.
+    // Storage refused: `loaded` holds it for this load.
   }
 }
 

@@ -209,19 +209,18 @@ function SignedOut({ error }) {
  */
 function confirmSignIn(root, { signed_in_as: now, code_signs_in_as: next }) {
   const who = html`<strong><${Plain} text=${next.actor} /></strong>`;
+  // htm drops whitespace that holds a line break, so the sentences (each on one line, where
+  // prettier cannot wrap them) are joined by explicit spaces: "…repo.Go ahead" otherwise.
+  const sentences = [
+    html`This link signs in as ${who} on <${Plain} text=${next.repo} />.`,
+    now && html`This browser is signed in as <strong><${Plain} text=${now.actor} /></strong>.`,
+    html`Go ahead only if you ran <code>zz dashboard</code> for this link yourself.`,
+  ].filter(Boolean);
   return new Promise((resolve) =>
     render(
       html`<main class="signed-out switch" role="dialog" aria-labelledby="switch-title">
         <h1 id="switch-title">${now ? 'Switch dashboard session?' : html`Sign in as ${who}?`}</h1>
-        <p>
-          This link signs in as ${who} on <${Plain} text=${next.repo} />.
-          ${
-            now
-              ? html` This browser is signed in as <strong><${Plain} text=${now.actor} /></strong>.`
-              : ''
-          }
-          Go ahead only if you ran <code>zz dashboard</code> for this link yourself.
-        </p>
+        <p>${sentences.map((sentence, i) => [i ? ' ' : '', sentence])}</p>
         ${
           now
             ? html`<button type="button" onClick=${() => resolve(false)} autofocus>

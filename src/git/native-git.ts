@@ -202,6 +202,9 @@ function spawnOnLoop(
       }, EXIT_GRACE_MS);
     });
     child.on('close', finish);
+    // A group killed while a large input is still being written: EPIPE here must not be an
+    // unhandled 'error' (the run fails by its exit); spawn-thread.ts does the same.
+    child.stdin.on('error', () => {});
     if (opts.input !== undefined) child.stdin.end(opts.input);
     else child.stdin.end();
   });

@@ -373,8 +373,10 @@ export class RefStore {
           });
           if (this.fsync) await settleAll(batch.map((h) => fdatasyncFd(h.fd)));
         } finally {
+          // Quietly: a close that threw would leave h.fd set, and the clean-up below would
+          // close that number again, by then perhaps another file's.
           for (const h of batch) {
-            if (h.fd >= 0) fs.closeSync(h.fd);
+            if (h.fd >= 0) closeQuietly(h.fd);
             h.fd = -1;
           }
         }

@@ -1,7 +1,7 @@
 import { assertRefName } from './ref-names.js';
 import { forgetGitConfig } from './git-config.js';
 import { git, runGit } from './native-git.js';
-import { remotesAskOnTerminal } from './zz-transport.js';
+import { remotesAskOnTerminal, remoteTimeoutMs } from './zz-transport.js';
 
 // Remotes and the zz refspec. Sync is native git only (isomorphic-git cannot fetch custom
 // refspecs and speaks only http). Remote names come from the user's own config, but are
@@ -54,7 +54,7 @@ export async function fetchZz(
   gitdir: string,
   remote: string,
   cwd: string,
-  timeoutMs = 60_000,
+  timeoutMs = remoteTimeoutMs(60_000),
 ): Promise<void> {
   await runGit(
     ['--git-dir', gitdir, 'fetch', '--quiet', '--no-tags', '--', remote, zzRefspec(remote)],

@@ -7,6 +7,15 @@ import { emptyReport, reportRefusals, type SyncReport } from './report.js';
 import { answerBase, planMerge } from './merge.js';
 import { datedAhead, reachable, wrapsRival, rewrittenBehind } from './history-checks.js';
 import { pushGateProblem } from './push-gate.js';
+import { rejudgeQuarantined } from './quarantine-rejudge.js';
+import {
+  confirmedPrefix,
+  confirmPushed,
+  LOCAL_PREFIX,
+  quarantinePrefix,
+  strip,
+  trackingPrefix,
+} from './sync-refs.js';
 import { CONFIG_REF, LANES_REF_PREFIX, ladderRolesAt, ownersAt, rolesAt } from './roles-at.js';
 import { unrelatedError, unrelatedRemote } from './project-identity.js';
 import { laneRejectionsUnder, ownNewlyRefused } from './refusals.js';
@@ -27,10 +36,13 @@ import {
 // lease per ref → on a lost race back off with jitter and start again. Never forces over remote
 // work: every push names the exact remote value it replaces (or "must not exist").
 
-export const LOCAL_PREFIX = 'refs/zz/';
-export const trackingPrefix = (remote: string): string => `refs/zz-remotes/${remote}/`;
-export const confirmedPrefix = (remote: string): string => `refs/zz-sync/${remote}/`;
-export const quarantinePrefix = (remote: string): string => `refs/zz-quarantine/${remote}/`;
+export {
+  confirmedPrefix,
+  confirmPushed,
+  LOCAL_PREFIX,
+  quarantinePrefix,
+  trackingPrefix,
+} from './sync-refs.js';
 
 export interface SyncOptions {
   authoritative?: boolean;
@@ -157,35 +169,6 @@ export async function importFetched(
     'conflict',
     `zz state from ${remoteName} kept racing local writes (${lastRace}); nothing was lost, run zz sync`,
   );
-}
-
-/**
- * How often a clone judges again the refs it holds quarantined whose remote tip has not moved
- * (a verdict can change without it: an op dated ahead of this clock passes once the clock
- * reaches it). A move of refs/zz/config (roles, keys) has them judged again at once.
- */
-const REJUDGE_QUARANTINED_MS = 15 * 60_000;
-/** Per clone and remote: when its unchanged quarantined refs were last judged again. */
-const lastRejudged = new Map<string, number>();
-
-function rejudgeQuarantined(
-  local: SyncLocal,
-  remoteName: string,
-  locals: ReadonlyMap<string, string>,
-  remotes: ReadonlyMap<string, string>,
-  nowMs: number,
-): boolean {
-  if ((locals.get(CONFIG_REF) ?? null) !== (remotes.get(CONFIG_REF) ?? null)) return true;
-  const key = `${local.replica ?? ''}\0${remoteName}`;
-  const last = lastRejudged.get(key);
-  // Not on a process's first round: a `zz sync` from the shell is always one, and paid the
-  // whole judgement every time.
-  if (last === undefined || nowMs - last < REJUDGE_QUARANTINED_MS) {
-    if (last === undefined) lastRejudged.set(key, nowMs);
-    return false;
-  }
-  lastRejudged.set(key, nowMs);
-  return true;
 }
 
 /**
@@ -598,45 +581,5 @@ async function reconcile(
 const LADDER_REF = 'refs/zz/ladder';
 /** Commits the cheap "only we moved" walk reads before leaving it to the full walk. */
 const NEAR_ANCESTOR_WALK = 32;
-
-async function strip(
-  p: Promise<Map<string, string>>,
-  prefix: string,
-): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for (const [ref, oid] of await p) out.set(LOCAL_PREFIX + ref.slice(prefix.length), oid);
-  return out;
-}
-
-/** After a push: the tracking and confirmed refs follow (a later fetch would anyway). */
-export async function confirmPushed(
-  local: SyncLocal,
-  remoteName: string,
-  pushes: readonly PushUpdate[],
-): Promise<void> {
-  const tPrefix = trackingPrefix(remoteName);
-  const cPrefix = confirmedPrefix(remoteName);
-  const [tracking, confirmed] = await Promise.all([
-    local.listRefs(tPrefix),
-    local.listRefs(cPrefix),
-  ]);
-  const updates: RefUpdate[] = [];
-  for (const p of pushes) {
-    const rest = p.ref.slice(LOCAL_PREFIX.length);
-    for (const [prefix, map] of [
-      [tPrefix, tracking],
-      [cPrefix, confirmed],
-    ] as const) {
-      const cur = map.get(prefix + rest) ?? null;
-      if (cur !== p.next) updates.push({ ref: prefix + rest, old: cur, new: p.next });
-    }
-  }
-  try {
-    await local.update(updates);
-  } catch (e) {
-    // Something fetched meanwhile; the next round reads the truth from the remote again.
-    if (!(e instanceof RefCasError)) throw e;
-  }
-}
 
 export type { SyncCommit };

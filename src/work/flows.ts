@@ -376,6 +376,17 @@ const RESOLVE_SYSTEM = `You resolve a merge conflict for a zz Lane. For each fil
 BASE (the common ancestor), OURS (the branch now) and THEIRS (the change being landed).
 Return JSON only: {"message": "<commit message>", "files": [{"path": "...", "content": "<the complete merged content>"}]}, one entry for every file listed, keeping the intent of both sides.`;
 
+/** The commit a changeset's ref names now (its oid, parents and message). */
+async function changesetCommitOf(
+  ctx: FlowContext,
+  ref: string,
+): Promise<{ oid: string; parents: string[]; message: string }> {
+  const r = await ctx.call('git_log', { ref, limit: 1, direction: 'newest' });
+  const c = (r.commits as { oid: string; parents: string[]; message: string }[])[0];
+  if (!c) throw new ZzError('not_found', `${ref} names no commit`);
+  return c;
+}
+
 export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
   const p = ctx.ask.payload;
   const csId = typeof p.changeset_id === 'string' ? p.changeset_id : null;
@@ -395,6 +406,14 @@ export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
   }
   ctx.step('context', csId);
   const theirsRef = changesetRef(csId);
+  // The merge is of the changeset against its own base, read here, never the Ask's word: a
+  // base of another's choosing makes the diff (and the files landed) a change nobody reviewed.
+  const cs = await changesetCommitOf(ctx, theirsRef);
+  if (cs.parents.length !== 1 || cs.parents[0] !== base) {
+    return answer(ctx, 'deny', {
+      result: `Not merged: this Ask merges ${csId} from base ${base}, but the changeset's commit ${cs.oid} is based on ${cs.parents.join(', ') || 'nothing'}.`,
+    });
+  }
   // Merge against the branch as it is now, not as it was when the conflict was found.
   const head = await headCommit(ctx.call);
   const theirs = await diffFiles(ctx.call, theirsRef, base, 8 * 1024 * 1024);
@@ -437,7 +456,14 @@ export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
     ctx.step('model', `${both.length} file${both.length > 1 ? 's' : ''}`);
     const r = await ctx.model.object({
       system: RESOLVE_SYSTEM,
-      messages: [{ role: 'user', content: `${askText(ctx.ask)}\n\n${sections.join('\n\n')}` }],
+      // Only what zz derives goes in front of the model (the changeset's reviewed message and
+      // the files): an Ask's title and body are anyone's text, whatever posted_by claims.
+      messages: [
+        {
+          role: 'user',
+          content: `Merge changeset ${csId} onto ${head}. Its commit message:\n<<<MESSAGE\n${cs.message}\nMESSAGE>>>\n\n${sections.join('\n\n')}`,
+        },
+      ],
       schema: changeShape,
       name: 'merge',
       signal: ctx.signal,

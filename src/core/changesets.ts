@@ -188,7 +188,19 @@ export async function commitChangeset(
       // flow lands them so): that changeset must have been reviewed as if it landed by id,
       // whoever posted the resolve_conflict (a replica's record is not the server's word).
       if (ask.kind === 'resolve_conflict' && typeof ask.payload.changeset_id === 'string') {
-        assertReviewed(snap.state, args.lane_id, ask.payload.changeset_id);
+        const id = ask.payload.changeset_id;
+        const { commit: cs, base } = await changesetCommit(git, id);
+        assertReviewed(snap.state, args.lane_id, id, cs);
+        // The merge is of the reviewed change against its own base: a base the Ask names
+        // otherwise (a record from another replica) would make the diff, hence the files
+        // landed, something nobody reviewed.
+        if (ask.payload.base !== base) {
+          throw new ZzError(
+            'precondition_failed',
+            `ask ${ask.ask_id} merges changeset ${id} from base ${String(ask.payload.base)}, but the reviewed changeset is based on ${base}; its files do not land`,
+            { changeset_id: id, base },
+          );
+        }
       }
       const changes = await checkFiles(trees, await trees.treeOfCommit(head), args.files!);
       const commit = await repo.store.writeCodeCommit({
@@ -200,23 +212,13 @@ export async function commitChangeset(
       prepared = { commit, merged: false, fastForward: true, head };
     } else {
       const id = args.changeset_id!;
-      const cs = await git.refs.read(CHANGESETS_PREFIX + id);
-      if (!cs) throw new ZzError('not_found', `changeset ${id} does not exist`);
-      const data = await readCommit(git.catFile, cs);
-      if (!data) throw new ZzError('not_found', `changeset ${id} does not name a commit`);
-      if (data.parents.length !== 1) {
-        throw new ZzError(
-          'invalid_argument',
-          `changeset ${id} is not a commit with one parent (its base)`,
-        );
-      }
-      const base = data.parents[0]!;
+      const { commit: cs, base, data } = await changesetCommit(git, id);
       await checkChangeset(git, trees, base, cs);
       // Only a reviewed changeset lands by id, whoever asks (HTTP, MCP, CLI, zz work): the
       // submit_changeset Ask it cites may have been posted by hand, or by a model obeying an
       // injected Ask. A coordinator's own files (the direct form above) need no review: they
       // are the coordinator's change, made by hand and recorded under their name.
-      assertReviewed(snap.state, args.lane_id, id);
+      assertReviewed(snap.state, args.lane_id, id, cs);
       if (base === head) {
         prepared = { commit: cs, merged: false, fastForward: true, head };
       } else {
@@ -463,7 +465,19 @@ async function conflict(
  * A changeset lands only once a maintainer an owner stands behind granted its review: a Lane's
  * proposer names its maintainers (itself by default) and could otherwise review its own change in.
  */
-function assertReviewed(state: LaneState, laneId: string, id: string): void {
+function assertReviewed(state: LaneState, laneId: string, id: string, commit: string): void {
+  // The review was of the commit the changeset was proposed as; its ref can have moved since
+  // (sync fast-forwards a changeset ref to whatever a remote holds).
+  const proposed = state.changesetCommits.get(id);
+  if (proposed !== commit) {
+    throw new ZzError(
+      'precondition_failed',
+      proposed === undefined
+        ? `changeset ${id} was not proposed by an answer in lane ${laneId} (no commit is recorded for it); its review cannot vouch for ${commit} and it does not land`
+        : `changeset ${id} now names commit ${commit}, not ${proposed} that was proposed and reviewed; its ref has moved since (a sync from a remote can move it), its review does not cover the commit, and it does not land: redo the change as a new changeset`,
+      { changeset_id: id, commit, proposed_commit: proposed ?? null },
+    );
+  }
   const asks = () => state.asks.values();
   if (!reviewGranted(asks(), id)) {
     throw new ZzError(
@@ -479,4 +493,26 @@ function assertReviewed(state: LaneState, laneId: string, id: string): void {
       { changeset_id: id, scope: 'rooted_maintainer' },
     );
   }
+}
+
+/** The commit a changeset's ref names now, and its base (its one parent). */
+async function changesetCommit(
+  git: GitRepository,
+  id: string,
+): Promise<{
+  commit: string;
+  base: string;
+  data: NonNullable<Awaited<ReturnType<typeof readCommit>>>;
+}> {
+  const commit = await git.refs.read(CHANGESETS_PREFIX + id);
+  if (!commit) throw new ZzError('not_found', `changeset ${id} does not exist`);
+  const data = await readCommit(git.catFile, commit);
+  if (!data) throw new ZzError('not_found', `changeset ${id} does not name a commit`);
+  if (data.parents.length !== 1) {
+    throw new ZzError(
+      'invalid_argument',
+      `changeset ${id} is not a commit with one parent (its base)`,
+    );
+  }
+  return { commit, base: data.parents[0]!, data };
 }

@@ -71,6 +71,13 @@ export interface LaneState {
   roots: CowMap<string, readonly string[]>;
   /** changeset_review Asks granted by a rooted maintainer or an owner (rooted-roles.ts). */
   rootedReviews: CowMap<string, true>;
+  /**
+   * The commit each changeset was proposed as (the answer that made it recorded it), by
+   * changeset id; the first record stands. A review is of this commit: the changeset's ref
+   * moving later (sync fast-forwards it to whatever a remote holds) does not carry the review
+   * along, and commit_changeset refuses a ref that no longer names it (changesets.ts).
+   */
+  changesetCommits: CowMap<string, string>;
 }
 
 /**

@@ -245,6 +245,7 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
       const ask = s.asks.get(op.args.ask_id);
       if (!ask) return [];
       noteRootedReview(s, ask, op);
+      noteChangesetCommit(s, op);
       const follow = postFollowUps(s, ask, op);
       return [
         ...follow,
@@ -279,6 +280,15 @@ function applyGuarded(s: LaneState, op: LaneOp): string[] {
     case 'commit_changeset':
       // Recorded for history; the Ask it lands is answered by the ask_answer beside it.
       return [];
+  }
+}
+
+/** The commit an honoured answer proposed its changeset as; the first record of an id stands. */
+function noteChangesetCommit(s: LaneState, op: Extract<LaneOp, { op: 'ask_answer' }>): void {
+  const id = op.out?.changeset_id;
+  const commit = op.out?.changeset_commit;
+  if (typeof id === 'string' && typeof commit === 'string' && !s.changesetCommits.has(id)) {
+    s.changesetCommits.set(id, commit);
   }
 }
 
@@ -355,6 +365,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     rooted: NOT_ROOTED,
     roots: new CowMap(),
     rootedReviews: new CowMap(),
+    changesetCommits: new CowMap(),
   }),
   // The maps are forked (changed in place by apply, without touching the original). `rejected`
   // is an OpLog, shared: apply replaces it with a longer one (concat, in place when no other
@@ -378,6 +389,7 @@ export const laneCodec: EntityCodec<LaneState, LaneOp> = {
     rooted: s.rooted,
     roots: s.roots.fork(),
     rootedReviews: s.rootedReviews.fork(),
+    changesetCommits: s.changesetCommits.fork(),
   }),
   parse: parseLaneOp,
   apply: applyLaneOp,

@@ -376,6 +376,17 @@ const RESOLVE_SYSTEM = `You resolve a merge conflict for a zz Lane. For each fil
 BASE (the common ancestor), OURS (the branch now) and THEIRS (the change being landed).
 Return JSON only: {"message": "<commit message>", "files": [{"path": "...", "content": "<the complete merged content>"}]}, one entry for every file listed, keeping the intent of both sides.`;
 
+/** The commit a changeset's ref names now (its oid, parents and message). */
+async function changesetCommitOf(
+  ctx: FlowContext,
+  ref: string,
+): Promise<{ oid: string; parents: string[]; message: string }> {
+  const r = await ctx.call('git_log', { ref, limit: 1, direction: 'newest' });
+  const c = (r.commits as { oid: string; parents: string[]; message: string }[])[0];
+  if (!c) throw new ZzError('not_found', `${ref} names no commit`);
+  return c;
+}
+
 export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
   const p = ctx.ask.payload;
   const csId = typeof p.changeset_id === 'string' ? p.changeset_id : null;
@@ -394,10 +405,20 @@ export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
     });
   }
   ctx.step('context', csId);
-  const theirsRef = changesetRef(csId);
+  // The merge is of the changeset against its own base, read here, never the Ask's word: a
+  // base of another's choosing makes the diff (and the files landed) a change nobody reviewed.
+  const cs = await changesetCommitOf(ctx, changesetRef(csId));
+  if (cs.parents.length !== 1 || cs.parents[0] !== base) {
+    return answer(ctx, 'deny', {
+      result: `Not merged: this Ask merges ${csId} from base ${base}, but the changeset's commit ${cs.oid} is based on ${cs.parents.join(', ') || 'nothing'}.`,
+    });
+  }
+  // Every read is of that commit, not of the ref, which may move meanwhile (commit_changeset
+  // refuses to land a changeset whose ref no longer names the commit it was proposed as).
+  const theirsCommit = cs.oid;
   // Merge against the branch as it is now, not as it was when the conflict was found.
   const head = await headCommit(ctx.call);
-  const theirs = await diffFiles(ctx.call, theirsRef, base, 8 * 1024 * 1024);
+  const theirs = await diffFiles(ctx.call, theirsCommit, base, 8 * 1024 * 1024);
   const ours = await diffFiles(ctx.call, head, base, 8 * 1024 * 1024);
   if (theirs.truncated || ours.truncated) {
     throw new ZzError('payload_too_large', 'the diffs to merge are too large to resolve here');
@@ -409,7 +430,7 @@ export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
   // Files only the changeset touched land as the changeset has them.
   const files: (FileChange & { encoding?: 'base64' })[] = [];
   for (const f of theirsOnly) {
-    const t = await readFileAt(ctx.call, f.path, theirsRef, 8 * 1024 * 1024);
+    const t = await readFileAt(ctx.call, f.path, theirsCommit, 8 * 1024 * 1024);
     files.push(
       t === null
         ? { path: f.path, content: null }
@@ -425,7 +446,7 @@ export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
     const sections: string[] = [];
     for (const f of both) {
       const [b, o, t] = await Promise.all(
-        [base, head, theirsRef].map((c) => readFileAt(ctx.call, f.path, c, MAX_CONTEXT_FILE)),
+        [base, head, theirsCommit].map((c) => readFileAt(ctx.call, f.path, c, MAX_CONTEXT_FILE)),
       );
       if ([b, o, t].some((x) => x && x.encoding !== 'utf8')) {
         throw new ZzError('conflict', `${f.path} is binary; a person must merge it`);
@@ -437,7 +458,14 @@ export async function resolveFlow(ctx: FlowContext): Promise<FlowResult> {
     ctx.step('model', `${both.length} file${both.length > 1 ? 's' : ''}`);
     const r = await ctx.model.object({
       system: RESOLVE_SYSTEM,
-      messages: [{ role: 'user', content: `${askText(ctx.ask)}\n\n${sections.join('\n\n')}` }],
+      // Only what zz derives goes in front of the model (the changeset's reviewed message and
+      // the files): an Ask's title and body are anyone's text, whatever posted_by claims.
+      messages: [
+        {
+          role: 'user',
+          content: `Merge changeset ${csId} onto ${head}. Its commit message:\n<<<MESSAGE\n${cs.message}\nMESSAGE>>>\n\n${sections.join('\n\n')}`,
+        },
+      ],
       schema: changeShape,
       name: 'merge',
       signal: ctx.signal,

@@ -1,5 +1,5 @@
 import { ZzError } from '../errors.js';
-import type { Model } from '../models/index.js';
+import type { ChatMessage, Model, Usage } from '../models/index.js';
 
 // The default budget is limits.ts DEFAULT_TOKENS_PER_ASK.
 
@@ -8,7 +8,23 @@ import type { Model } from '../models/index.js';
 // the open loop re-sends the whole conversation every turn, so an Ask whose text keeps the model
 // busy costs up to maxTurns × 4 MiB of input. Counted from the usage the endpoint reports
 // (input + output, summed over the Ask's calls, retries not counted twice); once past the
-// budget, no further call is made and the Ask is given back with the reason.
+// budget, no further call is made and the Ask is given back with the reason. An endpoint that
+// reports no usage (some local servers) would make the budget count nothing: such a call counts
+// an estimate instead, a token per CHARS_PER_TOKEN characters of the prompt and the reply.
+
+const CHARS_PER_TOKEN = 4;
+
+/** A call's tokens guessed from its text, for an endpoint that reported none. */
+function estimate(
+  req: { system: string; messages: ChatMessage[]; tools?: unknown },
+  reply: string,
+): number {
+  const prompt = req.system.length + JSON.stringify(req.messages).length;
+  const tools = req.tools ? JSON.stringify(req.tools).length : 0;
+  return Math.ceil((prompt + tools + reply.length) / CHARS_PER_TOKEN);
+}
+
+const reported = (u: Usage) => u.input_tokens + u.output_tokens > 0;
 
 const spentSince = (model: Model, start: { input_tokens: number; output_tokens: number }) => {
   const u = model.usage();
@@ -21,8 +37,9 @@ const spentSince = (model: Model, start: { input_tokens: number; output_tokens: 
  */
 export function budgeted(model: Model, max: number): Model {
   const start = model.usage();
+  let estimated = 0;
   const check = () => {
-    const spent = spentSince(model, start);
+    const spent = spentSince(model, start) + estimated;
     if (spent >= max) {
       throw new ZzError(
         'payload_too_large',
@@ -35,13 +52,17 @@ export function budgeted(model: Model, max: number): Model {
     spec: model.spec,
     usage: () => model.usage(),
     // Checked before each call, not after: a reply already paid for is used (it may answer).
-    chat: (req) => {
+    chat: async (req) => {
       check();
-      return model.chat(req);
+      const r = await model.chat(req);
+      if (!reported(r.usage)) estimated += estimate(req, r.content + JSON.stringify(r.tool_calls));
+      return r;
     },
-    object: (req) => {
+    object: async (req) => {
       check();
-      return model.object(req);
+      const r = await model.object(req);
+      if (!reported(r.usage)) estimated += estimate(req, JSON.stringify(r.object));
+      return r;
     },
   };
 }

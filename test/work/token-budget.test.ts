@@ -34,4 +34,24 @@ describe('the token budget of one Ask', () => {
     const ask = (await asksOf(s, lane)).find((a) => a.kind === 'triage')!;
     expect(ask).toMatchObject({ state: 'open', holder: null });
   });
+
+  it('counts an estimate (characters / 4) when the endpoint reports no usage', async () => {
+    const s = (t.s = await served());
+    const lane = await demoLane(s, { ask_kinds: { triage: 'member' } });
+    await s.owner('ask_post', { lane_id: lane, kind: 'triage', title: 'Keep reading' });
+    // Never answers and reports no usage at all: without the estimate the budget counted 0.
+    const model = (t.model = await fakeModelServer((_req, i) => {
+      const r = reply('', [toolCall(`c${i}`, 'ladder_search', { query: 'x' })]);
+      return { body: { ...(r.body as object), usage: undefined } };
+    }));
+    const { summary } = await workOnce(s, fakeOpenAI(model), lane, {
+      kinds: ['triage'],
+      maxTokensPerAsk: 1000,
+      maxTurns: 20,
+    });
+    // The prompt (system text and tool specs) alone is past 4,000 characters: one call spends it.
+    expect(model.requests).toHaveLength(1);
+    expect(summary).toMatchObject({ answered: 0, released: 1 });
+    expect(summary.failure?.reason).toMatch(/spent \d+ model tokens, past its budget of 1000/);
+  });
 });

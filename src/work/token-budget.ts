@@ -1,4 +1,4 @@
-import { ZzError } from '../errors.js';
+import { isZzError, ZzError } from '../errors.js';
 import type { ChatMessage, Model, Usage } from '../models/index.js';
 
 // The default budget is limits.ts DEFAULT_TOKENS_PER_ASK.
@@ -65,4 +65,14 @@ export function budgeted(model: Model, max: number): Model {
       return r;
     },
   };
+}
+
+/**
+ * Whether `e` is this budget's refusal: the worker then parks the Ask at once (a give-back and
+ * a fresh claim would start a fresh budget, 8 times over, before the give-backs parked it).
+ */
+export function isOverBudget(e: unknown): boolean {
+  if (!isZzError(e) || e.code !== 'payload_too_large') return false;
+  const d = e.details as { budget?: unknown } | undefined;
+  return typeof d?.budget === 'number';
 }

@@ -43,12 +43,13 @@ export class Waiting {
 
   /**
    * Records one more give-back of the Ask: its wait doubles with each, up to MAX_BACKOFF_MS;
-   * the MAX_GIVE_BACKS-th parks it (passed over until it is forgotten: `until` is Infinity).
+   * the MAX_GIVE_BACKS-th parks it (passed over until it is forgotten: `until` is Infinity),
+   * as does any give-back with `park`.
    */
-  gaveBack(askId: string): { ms: number; failures: number; parked: boolean } {
+  gaveBack(askId: string, park = false): { ms: number; failures: number; parked: boolean } {
     this.prune();
     const failures = (this.asks.get(askId)?.failures ?? 0) + 1;
-    const parked = failures >= MAX_GIVE_BACKS;
+    const parked = park || failures >= MAX_GIVE_BACKS;
     const ms = Math.min(MAX_BACKOFF_MS, this.baseMs * 2 ** failures);
     this.asks.delete(askId); // re-inserted last: the map's order is the order of give-backs
     this.asks.set(askId, { until: parked ? Infinity : this.clock() + ms, failures });

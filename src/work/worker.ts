@@ -19,7 +19,7 @@ import {
   type PostBudget,
 } from './limits.js';
 import { openLoop } from './open-loop.js';
-import { budgeted } from './token-budget.js';
+import { budgeted, isOverBudget } from './token-budget.js';
 import { Waiting } from './waiting.js';
 import type { AskView, LaneClosure, WorkEvent, WorkOptions } from './types.js';
 
@@ -219,7 +219,8 @@ async function loop(
       // 30 s, for a model that fails every Ask): one pause of minutes for the whole worker
       // left fresh work idle behind an Ask it could not do.
       // Given back MAX_GIVE_BACKS times, it is parked: not claimed again by this worker.
-      const { ms, failures, parked } = waiting.gaveBack(ask.ask_id);
+      // One over its token budget is parked at once: each claim would spend a fresh budget.
+      const { ms, failures, parked } = waiting.gaveBack(ask.ask_id, failure.over_budget === true);
       emit({ type: 'backoff', ask_id: ask.ask_id, ms, failures, parked });
       const base = opts.failureBackoffMs ?? 2000;
       await pause(Math.min(MAX_PAUSE_MS, base * 2 ** failedInARow++), opts.signal);
@@ -253,6 +254,8 @@ async function workOne(
   held: string | null;
   taken: string | null;
   lease_expires_at: string | null;
+  /** Stopped by the Ask's token budget: parked at once (token-budget.ts isOverBudget). */
+  over_budget?: boolean;
 } | null> {
   const started = Date.now();
   emit({
@@ -354,7 +357,12 @@ async function workOne(
     const back = await giveBack(reason);
     // A lost lease aborts with a ZzError of its own; what aborted the step is the cause.
     const cause: unknown = abort.signal.aborted ? abort.signal.reason : e;
-    return { code: isZzError(cause) ? cause.code : 'internal', reason, ...back };
+    return {
+      code: isZzError(cause) ? cause.code : 'internal',
+      reason,
+      ...back,
+      ...(isOverBudget(cause) ? { over_budget: true } : {}),
+    };
   } finally {
     lease.stop();
     opts.signal?.removeEventListener('abort', onStop);

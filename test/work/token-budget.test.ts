@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { runWorker, type WorkEvent } from '../../src/work/index.js';
 import { fakeModelServer, reply, toolCall } from '../models/fake-model-server.js';
-import { asksOf, demoLane, endEachTest, fakeOpenAI, served, workOnce } from './harness.js';
+import { AGENT, asksOf, demoLane, endEachTest, fakeOpenAI, served, workOnce } from './harness.js';
 
 // One Ask's model tokens are bounded: an Ask that keeps the model busy is given back once it
 // has spent its budget, with the reason, and no further call is made. A real daemon over HTTP
@@ -53,5 +54,40 @@ describe('the token budget of one Ask', () => {
     expect(model.requests).toHaveLength(1);
     expect(summary).toMatchObject({ answered: 0, released: 1 });
     expect(summary.failure?.reason).toMatch(/spent \d+ model tokens, past its budget of 1000/);
+  });
+
+  it('parks an Ask past its budget at once: a fresh claim would spend a fresh budget', async () => {
+    // Given back as any failure, the same worker claimed it again after its backoff, a fresh
+    // 500,000 tokens each time, until 8 give-backs parked it (whole-diff review M2).
+    const s = (t.s = await served());
+    const lane = await demoLane(s, { ask_kinds: { triage: 'member' } });
+    await s.owner('ask_post', { lane_id: lane, kind: 'triage', title: 'Keep reading' });
+    const model = (t.model = await fakeModelServer((_req, i) => {
+      const r = reply('', [toolCall(`c${i}`, 'ladder_search', { query: 'x' })]);
+      return {
+        body: { ...(r.body as object), usage: { prompt_tokens: 500, completion_tokens: 100 } },
+      };
+    }));
+    const stop = new AbortController();
+    const events: WorkEvent[] = [];
+    const summary = await runWorker({
+      call: s.agent,
+      model: fakeOpenAI(model),
+      laneId: lane,
+      actor: AGENT,
+      kinds: ['triage'],
+      maxTokensPerAsk: 1000,
+      signal: stop.signal,
+      failureBackoffMs: 2,
+      idleWaitMs: 200,
+      onEvent: (e) => {
+        events.push(e);
+        // Well past the Ask's next wait (2 ms doubled), were it not parked.
+        if (e.type === 'backoff') setTimeout(() => stop.abort(), 1500);
+      },
+    });
+    expect(summary.asks).toBe(1);
+    expect(model.requests).toHaveLength(2);
+    expect(events.filter((e) => e.type === 'backoff')).toMatchObject([{ parked: true }]);
   });
 });

@@ -402,6 +402,28 @@ export interface AskAnswerArgs extends WriteOpts {
   changeset?: ChangesetInput;
 }
 
+/**
+ * A review is granted of what its reviewer read: the changeset's ref (git_diff, the dashboard,
+ * zz work's review flow). Landing checks that ref against the commit the changeset was proposed
+ * as (changesets.ts assertReviewed), but a replica can record another commit for the id than
+ * its ref names and fast-forward the ref there after a grant of the first: so a grant needs the
+ * ref to name the proposed commit now (re-review of the changeset pin, HIGH).
+ */
+async function assertReviewOfProposed(repo: ZzRepo, state: LaneState, ask: AskDoc): Promise<void> {
+  const id = ask.payload.changeset_id;
+  if (ask.kind !== 'changeset_review' || typeof id !== 'string') return;
+  const proposed = state.changesetCommits.get(id);
+  const ref = await repo.store.head(CHANGESETS_PREFIX + id);
+  if (proposed !== undefined && ref === proposed) return;
+  throw new ZzError(
+    'precondition_failed',
+    proposed === undefined
+      ? `changeset ${id} was not proposed by an answer in this lane; its review cannot be granted`
+      : `changeset ${id}'s ref names ${ref ?? 'nothing'}, not ${proposed} it was proposed as: what a reviewer reads is not what would land, so its review cannot be granted (deny it; the change is redone as a new changeset)`,
+    { changeset_id: id, commit: ref, proposed_commit: proposed ?? null },
+  );
+}
+
 export async function askAnswer(
   repo: ZzRepo,
   callerIn: Caller | null,
@@ -454,6 +476,11 @@ export async function askAnswer(
     // A changeset's objects are written before the answer (and its ref after it), so a refused
     // answer moves no ref and a crash leaves at worst unreachable objects.
     check: async (ctx) => {
+      if (args.outcome === 'grant') {
+        const { state } = await readLane(repo, args.lane_id);
+        const ask = state.asks.get(args.ask_id);
+        if (ask) await assertReviewOfProposed(repo, state, ask);
+      }
       if (!args.changeset) return;
       // A retry with a used idempotency_key replays the recorded answer (and repairs the ref
       // below); it must not be re-checked against the now answered Ask nor write a new commit.

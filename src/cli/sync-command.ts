@@ -1,8 +1,8 @@
 import type { Argv } from 'yargs';
 import { ZzError } from '../errors.js';
 import type { SyncReport } from '../core/sync/index.js';
-// This module alone, not the sync index: sync-command.ts loads with every command (cli/run.ts).
-import { moreQuarantined, QUARANTINED_SHOWN } from '../core/sync/quarantine-shown.js';
+// That leaf module alone (no core): sync-command.ts loads with every command (cli/run.ts).
+import { moreQuarantined, QUARANTINED_SHOWN } from '../schema/quarantine-shown.js';
 import { dropHeldCommand } from './drop-held-command.js';
 import type { CliIO } from './io.js';
 import { jsonText, neutralize } from './terminal.js';

@@ -1,7 +1,7 @@
 import { listRemotes, authoritativeRemote, killRunningGit } from '../../git/index.js';
 import type { LoggedOp } from '../../store/index.js';
 import type { ZzRepo } from '../zz-repo.js';
-import { moreQuarantined, QUARANTINED_SHOWN } from './quarantine-shown.js';
+import { moreQuarantined, QUARANTINED_SHOWN } from '../../schema/quarantine-shown.js';
 import type { SyncReport } from './report.js';
 import { ownersLostNotices, syncRepo } from './run.js';
 

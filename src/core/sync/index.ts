@@ -4,7 +4,7 @@ export * from './authenticity.js';
 export * from './codecs.js';
 export * from './engine.js';
 export * from './report.js';
-export * from './quarantine-shown.js';
+export * from '../../schema/quarantine-shown.js';
 export * from './held-back.js';
 export * from './git-ports.js';
 export * from './merge.js';

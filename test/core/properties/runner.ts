@@ -78,7 +78,9 @@ export class Runner extends RunnerBase {
             ? 'not_found'
             : !(kind in BUILTIN) && !(kind in l.kinds)
               ? 'invalid_argument' // a kind neither built in nor defined by the Lane
-              : SERVER_POSTED.has(kind) && !m.isCoordinator(l, actor)
+              : // resolve_conflict: the server's alone, not even a coordinator's by hand.
+                SERVER_POSTED.has(kind) &&
+                  (kind === 'resolve_conflict' || !m.isCoordinator(l, actor))
                 ? 'forbidden'
                 : a.bogusDep
                   ? 'not_found'

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { lanePropose } from '../../src/core/index.js';
+import { lanePropose, roleGrant } from '../../src/core/index.js';
 import { cliEnv, zz } from '../helpers/cli-harness.js';
 import { sh } from '../helpers/temp-repo.js';
 import { makeCluster, zzRefs, type Cluster } from './git-cluster.js';
@@ -67,5 +67,38 @@ describe('refs pushed as spam', () => {
     const r3 = await b.sync();
     expect(r3.quarantined.map((q) => q.ref)).toEqual(['refs/zz/lanes/spam7']);
     expect(r3.still_quarantined).toBe(N - 1);
+
+    // A bogus refs/zz/config pushed beside the spam is quarantined itself and re-arms nothing:
+    // the judgement follows this clone's config, which anyone who pushes cannot set.
+    sh(a.dir, 'push', '-q', 'origin', `${code2}:refs/zz/config`, '-f');
+    const r4 = await b.sync();
+    expect(r4.quarantined.map((q) => q.ref)).toEqual(['refs/zz/config']);
+    expect(r4.still_quarantined).toBe(N);
+    sh(
+      a.dir,
+      'push',
+      '-q',
+      'origin',
+      `${zzRefs(a.dir).get('refs/zz/config')!}:refs/zz/config`,
+      '-f',
+    );
+    await b.sync();
+
+    // This clone's config moves (here by a sync; a hook's import or a daemon's round alike):
+    // the next round, even a new process's first, judges the quarantine again, once.
+    await roleGrant(
+      a.repo,
+      { actor: 'owner@example.com' },
+      { grantee: 'dan@example.com', role: 'owner' },
+    );
+    await a.sync();
+    await b.sync();
+    const fresh = await zz(b.dir, cliEnv(), 'sync', '--json');
+    expect(fresh.code, fresh.stderr).toBe(0);
+    const again = JSON.parse(fresh.stdout) as { still_quarantined: number; quarantined: unknown[] };
+    expect(again.still_quarantined).toBe(0);
+    expect(again.quarantined).toHaveLength(N);
+    const next = await zz(b.dir, cliEnv(), 'sync', '--json');
+    expect((JSON.parse(next.stdout) as { still_quarantined: number }).still_quarantined).toBe(N);
   }, 120_000);
 });

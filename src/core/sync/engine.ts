@@ -231,7 +231,7 @@ async function reconcile(
   };
   const checker = opts.checker?.(local, remoteName);
   const nowMs = (opts.now ?? Date.now)();
-  const rejudge = rejudgeQuarantined(local, remoteName, locals, remotes, nowMs);
+  const { rejudge, mark } = await rejudgeQuarantined(local, remoteName, locals, nowMs);
   // What we would push is checked as the remote's next reader will check it (see held_back).
   const heldBack = async (ref: string, mine: string, theirs: string | null): Promise<boolean> => {
     if (!authoritative) return false;
@@ -574,6 +574,7 @@ async function reconcile(
       report.owners_lost = { actors, owners: after, merged };
     }
   }
+  if (mark) updates.push(mark);
   await local.update(updates);
   return pushes;
 }

@@ -30,6 +30,9 @@ export async function rejudgeQuarantined(
   nowMs: number,
 ): Promise<{ rejudge: boolean; mark: RefUpdate | null }> {
   const config = locals.get(CONFIG_REF) ?? null;
+  // No config here yet: everything is held back for want of one to judge by, and judged whole
+  // each round until one is adopted (a fresh clone holds few quarantined refs of its own).
+  if (config === null) return { rejudge: true, mark: null };
   const ref = judgedRef(remoteName);
   const judged = (await local.listRefs('refs/zz-judged/')).get(ref) ?? null;
   const key = `${local.replica ?? ''}\0${remoteName}`;
@@ -37,7 +40,7 @@ export async function rejudgeQuarantined(
   if (config !== judged) {
     lastRejudged.set(key, nowMs);
     // Moved with the round's own updates (one transaction): a round that fails judges again.
-    return { rejudge: true, mark: config === null ? null : { ref, old: judged, new: config } };
+    return { rejudge: true, mark: { ref, old: judged, new: config } };
   }
   // Otherwise not on a process's first round: a `zz sync` from the shell is always one, and
   // paid the whole judgement every time.

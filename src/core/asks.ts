@@ -412,15 +412,36 @@ export interface AskAnswerArgs extends WriteOpts {
 async function assertReviewOfProposed(repo: ZzRepo, state: LaneState, ask: AskDoc): Promise<void> {
   const id = ask.payload.changeset_id;
   if (ask.kind !== 'changeset_review' || typeof id !== 'string') return;
-  const proposed = state.changesetCommits.get(id);
   const ref = await repo.store.head(CHANGESETS_PREFIX + id);
-  if (proposed !== undefined && ref === proposed) return;
+  assertAsProposed(
+    state,
+    ask.lane_id,
+    id,
+    ref,
+    'what a reviewer reads is not what would land, so its review cannot be granted (deny it; the change is redone as a new changeset)',
+  );
+}
+
+/**
+ * That `commit` (what changeset `id`'s ref names now; null: none) is the commit an answer in
+ * this Lane proposed it as (the fold's first record): a review vouches for that commit only.
+ * `consequence` says what is refused. One check for granting a review and for landing.
+ */
+export function assertAsProposed(
+  state: LaneState,
+  laneId: string,
+  id: string,
+  commit: string | null,
+  consequence: string,
+): void {
+  const proposed = state.changesetCommits.get(id);
+  if (proposed !== undefined && commit === proposed) return;
   throw new ZzError(
     'precondition_failed',
     proposed === undefined
-      ? `changeset ${id} was not proposed by an answer in this lane; its review cannot be granted`
-      : `changeset ${id}'s ref names ${ref ?? 'nothing'}, not ${proposed} it was proposed as: what a reviewer reads is not what would land, so its review cannot be granted (deny it; the change is redone as a new changeset)`,
-    { changeset_id: id, commit: ref, proposed_commit: proposed ?? null },
+      ? `changeset ${id} was not proposed by an answer in lane ${laneId} (no commit is recorded for it); ${consequence}`
+      : `changeset ${id} now names ${commit === null ? 'no commit' : `commit ${commit}`}, not ${proposed} that was proposed and reviewed; its ref has moved since (a sync from a remote can move it): ${consequence}`,
+    { changeset_id: id, commit, proposed_commit: proposed ?? null },
   );
 }
 

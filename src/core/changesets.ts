@@ -19,7 +19,7 @@ import {
   requireCaller,
   type Caller,
 } from './access.js';
-import { assertRoom } from './asks.js';
+import { assertAsProposed, assertRoom } from './asks.js';
 import { CONFLICT_REASON, reviewGranted } from './follow-ups.js';
 import { LANDING_KINDS } from './kinds.js';
 import type { LaneOpSpec, LaneState } from './lane-state.js';
@@ -468,16 +468,13 @@ async function conflict(
 function assertReviewed(state: LaneState, laneId: string, id: string, commit: string): void {
   // The review was of the commit the changeset was proposed as; its ref can have moved since
   // (sync fast-forwards a changeset ref to whatever a remote holds).
-  const proposed = state.changesetCommits.get(id);
-  if (proposed !== commit) {
-    throw new ZzError(
-      'precondition_failed',
-      proposed === undefined
-        ? `changeset ${id} was not proposed by an answer in lane ${laneId} (no commit is recorded for it); its review cannot vouch for ${commit} and it does not land`
-        : `changeset ${id} now names commit ${commit}, not ${proposed} that was proposed and reviewed; its ref has moved since (a sync from a remote can move it), its review does not cover the commit, and it does not land: redo the change as a new changeset`,
-      { changeset_id: id, commit, proposed_commit: proposed ?? null },
-    );
-  }
+  assertAsProposed(
+    state,
+    laneId,
+    id,
+    commit,
+    'its review does not cover the commit, and it does not land: redo the change as a new changeset',
+  );
   const asks = () => state.asks.values();
   if (!reviewGranted(asks(), id)) {
     throw new ZzError(

@@ -86,7 +86,9 @@ describe('a review is granted only of the commit the changeset was proposed as',
       }),
     ).rejects.toMatchObject({
       code: 'precondition_failed',
-      message: expect.stringMatching(/not .* it was proposed as/),
+      message: expect.stringMatching(
+        /now names commit .* not .* proposed and reviewed; .*: what a reviewer reads/,
+      ),
     });
     // Sync fast-forwards the ref R -> evil: the record matches now, but no review was granted.
     sh(s.dir, 'update-ref', `refs/zz/changesets/${csId}`, evil, R);

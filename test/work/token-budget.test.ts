@@ -9,18 +9,20 @@ import { AGENT, asksOf, demoLane, endEachTest, fakeOpenAI, served, workOnce } fr
 
 const t = endEachTest();
 
+/** A model that never answers: it searches again every turn, reporting `usage` each call. */
+const searchesForever = (usage: Record<string, number> | undefined) =>
+  fakeModelServer((_req, i) => {
+    const r = reply('', [toolCall(`c${i}`, 'ladder_search', { query: 'x' })]);
+    return { body: { ...(r.body as object), usage } };
+  });
+
 describe('the token budget of one Ask', () => {
   it('gives the Ask back once spent, saying so, and calls the model no more', async () => {
     const s = (t.s = await served());
     const lane = await demoLane(s, { ask_kinds: { triage: 'member' } });
     await s.owner('ask_post', { lane_id: lane, kind: 'triage', title: 'Keep reading' });
     // Never answers: searches again every turn, 600 tokens a call.
-    const model = (t.model = await fakeModelServer((_req, i) => {
-      const r = reply('', [toolCall(`c${i}`, 'ladder_search', { query: 'x' })]);
-      return {
-        body: { ...(r.body as object), usage: { prompt_tokens: 500, completion_tokens: 100 } },
-      };
-    }));
+    const model = (t.model = await searchesForever({ prompt_tokens: 500, completion_tokens: 100 }));
     const { summary, events } = await workOnce(s, fakeOpenAI(model), lane, {
       kinds: ['triage'],
       maxTokensPerAsk: 1000,
@@ -41,10 +43,7 @@ describe('the token budget of one Ask', () => {
     const lane = await demoLane(s, { ask_kinds: { triage: 'member' } });
     await s.owner('ask_post', { lane_id: lane, kind: 'triage', title: 'Keep reading' });
     // Never answers and reports no usage at all: without the estimate the budget counted 0.
-    const model = (t.model = await fakeModelServer((_req, i) => {
-      const r = reply('', [toolCall(`c${i}`, 'ladder_search', { query: 'x' })]);
-      return { body: { ...(r.body as object), usage: undefined } };
-    }));
+    const model = (t.model = await searchesForever(undefined));
     const { summary } = await workOnce(s, fakeOpenAI(model), lane, {
       kinds: ['triage'],
       maxTokensPerAsk: 1000,
@@ -62,12 +61,7 @@ describe('the token budget of one Ask', () => {
     const s = (t.s = await served());
     const lane = await demoLane(s, { ask_kinds: { triage: 'member' } });
     await s.owner('ask_post', { lane_id: lane, kind: 'triage', title: 'Keep reading' });
-    const model = (t.model = await fakeModelServer((_req, i) => {
-      const r = reply('', [toolCall(`c${i}`, 'ladder_search', { query: 'x' })]);
-      return {
-        body: { ...(r.body as object), usage: { prompt_tokens: 500, completion_tokens: 100 } },
-      };
-    }));
+    const model = (t.model = await searchesForever({ prompt_tokens: 500, completion_tokens: 100 }));
     const stop = new AbortController();
     const events: WorkEvent[] = [];
     const summary = await runWorker({
